@@ -1,0 +1,130 @@
+# clrtap build. GNU make.
+#
+#   make            build build/clrtap (warnings are errors)
+#   make demo       install deps, build, start the sample app and run clrtap on it
+#   make check      install deps, build fixtures, run every test (unit, ASan+UBSan, fuzz, integration)
+#
+# Variables: O=<dir> output directory (default build), SAN=1 sanitizer build
+# (clang, ASan+UBSan), V=1 verbose.
+
+O ?= build
+SAN ?=
+V ?=
+
+ifeq ($(V),)
+Q := @
+else
+Q :=
+endif
+
+ifeq ($(SAN),1)
+CC := clang
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+OPT ?= -O1 -g
+else
+CC ?= cc
+SANFLAGS :=
+OPT ?= -O2 -g
+endif
+
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
+	-Wformat=2 -Wvla -Wpointer-arith -Wundef -Wno-unused-parameter -Wno-format-nonliteral
+CFLAGS ?= $(OPT)
+ALL_CFLAGS := -std=gnu11 $(WARNINGS) $(CFLAGS) $(SANFLAGS) -Ilib -MMD -MP -D_FILE_OFFSET_BITS=64
+LDLIBS := -lz -lpthread
+ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
+
+# Libraries: every lib/<name>/*.c except unit tests (*_test.c) and fuzz harnesses (*_fuzz.c).
+LIB_DIRS := $(sort $(dir $(wildcard lib/*/*.c)))
+LIB_SRCS := $(filter-out %_test.c %_fuzz.c,$(wildcard lib/*/*.c))
+LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
+LIBA := $(O)/libclrtap.a
+
+CLI_SRCS := $(wildcard src/*.c src/cmd/*.c)
+CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
+
+TEST_SRCS := $(wildcard lib/*/*_test.c)
+TEST_BINS := $(TEST_SRCS:%.c=$(O)/%)
+
+FUZZ_SRCS := $(wildcard lib/*/*_fuzz.c)
+FUZZ_BINS := $(patsubst %.c,$(O)/fuzz/%,$(FUZZ_SRCS))
+
+TOOL_SRCS := $(wildcard tests/tools/*.c)
+TOOL_BINS := $(TOOL_SRCS:%.c=$(O)/%)
+
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+
+.PHONY: all deps fixtures unit unit-san fuzz integration check demo bench clean tools
+.DEFAULT_GOAL := all
+
+all: $(O)/clrtap tools
+
+$(O)/%.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -DCLRTAP_VERSION='"$(VERSION)"' -c -o $@ $<
+
+$(LIBA): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(O)/clrtap: $(CLI_OBJS) $(LIBA)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJS) $(LIBA) $(LDLIBS)
+
+tools: $(TOOL_BINS)
+$(O)/tests/tools/%: tests/tools/%.c $(LIBA)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+$(O)/lib/%_test: lib/%_test.c $(LIBA)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  TEST    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -DCT_SRCDIR='"$(CURDIR)"' $(ALL_LDFLAGS) -o $@ $< $(LIBA) -lcmocka $(LDLIBS)
+
+# Fuzz harnesses always build with clang's libFuzzer plus ASan+UBSan.
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -Ilib -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+$(O)/fuzz/lib/%_fuzz: lib/%_fuzz.c $(LIB_SRCS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  FUZZ    $@")
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LDLIBS)
+
+deps:
+	$(Q)scripts/install-deps.sh
+
+fixtures:
+	$(Q)scripts/build-fixtures.sh
+
+unit: $(TEST_BINS)
+	$(Q)scripts/run-unit.sh $(TEST_BINS)
+
+unit-san:
+	$(Q)$(MAKE) --no-print-directory O=$(O)/san SAN=1 unit
+
+fuzz: $(FUZZ_BINS)
+	$(Q)scripts/run-fuzz.sh $(O)/fuzz $(FUZZ_BINS)
+
+integration: all
+	$(Q)CLRTAP=$(CURDIR)/$(O)/clrtap TOOLS=$(CURDIR)/$(O)/tests/tools tests/integration/run.sh
+
+# The README's test command.
+check: deps
+	$(Q)$(MAKE) --no-print-directory fixtures
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)$(MAKE) --no-print-directory unit-san
+	$(Q)$(MAKE) --no-print-directory fuzz
+	$(Q)$(MAKE) --no-print-directory integration
+
+# The README's first command: the main job on the bundled sample app.
+demo: deps
+	$(Q)$(MAKE) --no-print-directory fixtures all
+	$(Q)CLRTAP=$(CURDIR)/$(O)/clrtap scripts/demo.sh
+
+bench: all fixtures
+	$(Q)CLRTAP=$(CURDIR)/$(O)/clrtap bench/run.sh
+
+clean:
+	rm -rf $(O)
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

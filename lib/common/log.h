@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * log.h - libraries never print: they report through this callback.
+ * With no callback set, messages are dropped. The CLI installs one that
+ * writes to stderr; the profiler .so installs one that writes to its channel.
+ */
+#ifndef CLRTAP_COMMON_LOG_H
+#define CLRTAP_COMMON_LOG_H
+
+#include "common/compat.h"
+
+enum ct_log_level { CT_LOG_WARN = 0, CT_LOG_INFO = 1, CT_LOG_DEBUG = 2 };
+
+typedef void (*ct_log_fn)(enum ct_log_level level, const char *msg);
+
+void ct_log_set(ct_log_fn fn, enum ct_log_level max_level);
+void ct_log(enum ct_log_level level, const char *fmt, ...) PRINTF(2, 3);
+
+#define ct_warn(...) ct_log(CT_LOG_WARN, __VA_ARGS__)
+#define ct_info(...) ct_log(CT_LOG_INFO, __VA_ARGS__)
+#define ct_debug(...) ct_log(CT_LOG_DEBUG, __VA_ARGS__)
+
+#endif

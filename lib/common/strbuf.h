@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * strbuf.h - a growable, NUL-terminated byte buffer with a size cap.
+ *
+ * Invariants: buf is never NULL (an empty strbuf points at a shared empty
+ * string until the first append), buf[len] == '\0', len <= max.
+ * Every buffer filled from outside bytes (a socket, a file, another process)
+ * is created with an explicit cap; an append that would pass the cap fails
+ * with -EMSGSIZE and leaves the buffer as it was.
+ *
+ * Mutators return 0 or a negative errno (-ENOMEM, -EMSGSIZE).
+ */
+#ifndef CLRTAP_COMMON_STRBUF_H
+#define CLRTAP_COMMON_STRBUF_H
+
+#include "common/compat.h"
+
+extern char strbuf_empty[];
+
+struct strbuf {
+	char *buf;
+	size_t len;
+	size_t alloc;
+	size_t max; /* cap on len; SIZE_MAX/2 when "unbounded" */
+};
+
+#define STRBUF_UNBOUNDED ((size_t)1 << 40)
+#define STRBUF_INIT { strbuf_empty, 0, 0, STRBUF_UNBOUNDED }
+#define STRBUF_INIT_MAX(m) { strbuf_empty, 0, 0, (m) }
+
+void strbuf_init(struct strbuf *sb, size_t max);
+/* Frees the memory and leaves an empty buffer with the same cap. */
+void strbuf_release(struct strbuf *sb);
+/* Ownership of the bytes passes to the caller (free()); sb is reset. */
+char *strbuf_detach(struct strbuf *sb, size_t *len);
+void strbuf_reset(struct strbuf *sb);
+
+int strbuf_grow(struct strbuf *sb, size_t extra) WARN_UNUSED;
+int strbuf_add(struct strbuf *sb, const void *data, size_t n);
+int strbuf_addstr(struct strbuf *sb, const char *s);
+int strbuf_addch(struct strbuf *sb, int c);
+int strbuf_addf(struct strbuf *sb, const char *fmt, ...) PRINTF(2, 3);
+int strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
+void strbuf_setlen(struct strbuf *sb, size_t len);
+
+/* Appends s with JSON string escaping (no surrounding quotes). */
+int strbuf_add_json_escaped(struct strbuf *sb, const char *s);
+
+/*
+ * Reads the whole file at path into sb (appending), failing with -EFBIG when
+ * it is longer than sb's cap. Returns 0 or a negative errno.
+ */
+int strbuf_read_file(struct strbuf *sb, const char *path);
+
+#endif

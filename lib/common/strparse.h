@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * strparse.h - checked number parsing (atoi and friends are banned).
+ * Each returns 0 or -EINVAL (not a number, trailing junk) / -ERANGE.
+ */
+#ifndef CLRTAP_COMMON_STRPARSE_H
+#define CLRTAP_COMMON_STRPARSE_H
+
+#include "common/compat.h"
+
+int ct_parse_u64(const char *s, int base, uint64_t *out);
+int ct_parse_i64(const char *s, int base, int64_t *out);
+int ct_parse_u32(const char *s, int base, uint32_t *out);
+int ct_parse_int(const char *s, int *out);
+/* Parses a decimal pid > 0. */
+int ct_parse_pid(const char *s, pid_t *out);
+
+/* Copies src into dst (size n, NUL-terminated, truncating). Returns strlen(src). */
+size_t ct_strlcpy(char *dst, const char *src, size_t n);
+/* Replaces control characters in s (in place) with '?', for safe printing. */
+void ct_sanitize(char *s);
+
+#endif

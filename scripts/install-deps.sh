@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages clrtap builds and tests with, only those missing.
+# Safe to run again: it does nothing when everything is present.
+set -euo pipefail
+
+PKGS=(
+	make gcc clang pkg-config        # build; clang for the sanitizer and fuzz builds
+	libclang-rt-14-dev libfuzzer-14-dev   # ASan/UBSan runtimes and libFuzzer
+	libcmocka-dev                    # unit tests
+	zlib1g-dev                       # gzip for pprof and bundles
+	libelf-dev libdw-dev             # ELF symbols and DWARF (native frames)
+	binutils                         # readelf, used by tests to check core dumps
+	util-linux                       # unshare, setpriv: namespaced fixtures, unprivileged runs
+	procps psmisc                    # ps, pkill, fuser in test scripts
+	curl                             # drives the sample app's routes
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing+=("$p")
+	fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+	exit 0
+fi
+
+echo "clrtap: installing Debian packages: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+	SUDO=sudo
+else
+	SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q >/dev/null
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null

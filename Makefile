@@ -35,18 +35,21 @@ LDLIBS := -lz -lpthread
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
 # Libraries: every lib/<name>/*.c except unit tests (*_test.c) and fuzz harnesses (*_fuzz.c).
-LIB_DIRS := $(sort $(dir $(wildcard lib/*/*.c)))
-LIB_SRCS := $(filter-out %_test.c %_fuzz.c,$(wildcard lib/*/*.c))
+# LIBS narrows the build to some libraries (e.g. LIBS="common proc ipc").
+LIBS ?= $(notdir $(patsubst %/,%,$(sort $(dir $(wildcard lib/*/*.c)))))
+LIB_SRCS := $(filter-out %_test.c %_fuzz.c,$(foreach d,$(LIBS),$(wildcard lib/$(d)/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
 LIBA := $(O)/libclrtap.a
 
 CLI_SRCS := $(wildcard src/*.c src/cmd/*.c)
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
+# Only the CLI sees src/ headers: libraries must not depend on it.
+$(CLI_OBJS): ALL_CFLAGS += -Isrc
 
-TEST_SRCS := $(wildcard lib/*/*_test.c)
+TEST_SRCS := $(foreach d,$(LIBS),$(wildcard lib/$(d)/*_test.c))
 TEST_BINS := $(TEST_SRCS:%.c=$(O)/%)
 
-FUZZ_SRCS := $(wildcard lib/*/*_fuzz.c)
+FUZZ_SRCS := $(foreach d,$(LIBS),$(wildcard lib/$(d)/*_fuzz.c))
 FUZZ_BINS := $(patsubst %.c,$(O)/fuzz/%,$(FUZZ_SRCS))
 
 TOOL_SRCS := $(wildcard tests/tools/*.c)

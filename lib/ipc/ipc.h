@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ipc.h - client of the .NET diagnostics IPC protocol (docs/formats/ipc.md).
+ *
+ * Every call takes a struct ipc_endpoint (the socket path and a timeout) and
+ * opens its own connection: the runtime serves one command per connection and
+ * closes it after an error reply, so version fallbacks (ProcessInfo3 -> 2 -> 1,
+ * GenerateCoreDump3 -> 2 -> 1, CollectTracing5 -> ... -> 2) reconnect.
+ *
+ * Every socket operation has a deadline (endpoint.timeout_ms); every read is
+ * capped (a frame is at most 65535 bytes by the protocol; continuations have
+ * their own caps below).
+ *
+ * Return values: 0 or a negative errno:
+ *   -ECONNREFUSED / -ENOENT  nobody listens on the socket (stale socket)
+ *   -EACCES                  not allowed to connect
+ *   -ETIMEDOUT               the runtime did not answer in time
+ *   -EPROTO                  the reply is not a valid frame (bad magic, bad
+ *                            size, truncated, oversized, trailing garbage)
+ *   -EREMOTEIO               the runtime answered with an error; the HRESULT
+ *                            (and message, if any) is in struct ipc_error
+ */
+#ifndef CLRTAP_IPC_IPC_H
+#define CLRTAP_IPC_IPC_H
+
+#include "common/compat.h"
+#include "common/strbuf.h"
+
+#define IPC_HEADER_SIZE 20
+#define IPC_MAX_FRAME 65535
+#define IPC_ENV_MAX_BYTES (8u * 1024 * 1024)  /* cap on the environment block */
+#define IPC_STRING_MAX_UNITS 32768             /* cap on one string (UTF-16 units) */
+
+enum ipc_command_set {
+	IPC_SET_DUMP = 0x01,
+	IPC_SET_EVENTPIPE = 0x02,
+	IPC_SET_PROFILER = 0x03,
+	IPC_SET_PROCESS = 0x04,
+	IPC_SET_SERVER = 0xff,
+};
+
+enum ipc_hresult {
+	IPC_E_BAD_ENCODING = (int32_t)0x80131384,
+	IPC_E_UNKNOWN_COMMAND = (int32_t)0x80131385,
+	IPC_E_UNKNOWN_MAGIC = (int32_t)0x80131386,
+	IPC_E_NOTSUPPORTED = (int32_t)0x80131515,
+	IPC_E_FAIL = (int32_t)0x80004005,
+	IPC_E_NOT_YET_AVAILABLE = (int32_t)0x8013135B,
+	IPC_E_RUNTIME_UNINITIALIZED = (int32_t)0x80131371,
+	IPC_E_INVALIDARG = (int32_t)0x80070057,
+	IPC_E_INSUFFICIENT_BUFFER = (int32_t)0x8007007A,
+	IPC_E_ENVVAR_NOT_FOUND = (int32_t)0x800000CB,
+	IPC_E_PROFILER_ALREADY_ACTIVE = (int32_t)0x8013136A,
+};
+
+struct ipc_endpoint {
+	const char *path;  /* socket path, as clrtap can reach it */
+	int timeout_ms;    /* per operation; 0 means the default (5000) */
+};
+
+/* What the runtime said when it refused a command. */
+struct ipc_error {
+	int32_t hresult;
+	char message[256];  /* GenerateCoreDump3 sends a text; else empty */
+};
+
+struct ipc_header {
+	uint16_t size;
+	uint8_t set;
+	uint8_t id;
+};
+
+struct ipc_process_info {
+	unsigned version;   /* 1, 2 or 3: which ProcessInfo command answered */
+	uint64_t pid;       /* pid in the target's own PID namespace */
+	uint8_t cookie[16]; /* runtime instance cookie (GUID bytes) */
+	char *cmdline;
+	char *os;
+	char *arch;
+	char *assembly;     /* managed entry point assembly (v2+) */
+	char *clr_version;  /* e.g. "10.0.12+<commit>" (v2+) */
+	char *rid;          /* portable runtime identifier (v3, if sent) */
+};
+void ipc_process_info_release(struct ipc_process_info *pi);
+
+/* One NAME=value entry of the environment. */
+typedef int (*ipc_env_fn)(const char *entry, void *ctx);
+
+/* Human-readable name of an HRESULT the diagnostics server sends. */
+const char *ipc_hresult_name(int32_t hr);
+/* A sentence explaining e (including the HRESULT when e == -EREMOTEIO). */
+void ipc_strerror(int e, const struct ipc_error *rerr, char *buf, size_t len);
+
+/* --- Process commands --- */
+int ipc_process_info(const struct ipc_endpoint *ep, struct ipc_process_info *pi,
+		     struct ipc_error *rerr);
+int ipc_process_env(const struct ipc_endpoint *ep, ipc_env_fn fn, void *ctx,
+		    struct ipc_error *rerr);
+int ipc_resume_runtime(const struct ipc_endpoint *ep, struct ipc_error *rerr);
+int ipc_set_env(const struct ipc_endpoint *ep, const char *name, const char *value,
+		struct ipc_error *rerr);
+
+enum ipc_perfmap_type {
+	IPC_PERFMAP_DISABLED = 0,
+	IPC_PERFMAP_ALL = 1,     /* perf map + jitdump + perfinfo */
+	IPC_PERFMAP_JITDUMP = 2,
+	IPC_PERFMAP_PERFMAP = 3,
+};
+int ipc_perfmap_enable(const struct ipc_endpoint *ep, enum ipc_perfmap_type type,
+		       struct ipc_error *rerr);
+int ipc_perfmap_disable(const struct ipc_endpoint *ep, struct ipc_error *rerr);
+int ipc_apply_startup_hook(const struct ipc_endpoint *ep, const char *path,
+			   struct ipc_error *rerr);
+
+/* --- Dump --- */
+enum ipc_dump_type {
+	IPC_DUMP_MINI = 1,
+	IPC_DUMP_HEAP = 2,
+	IPC_DUMP_TRIAGE = 3,
+	IPC_DUMP_FULL = 4,
+};
+#define IPC_DUMP_LOGGING 0x1u
+#define IPC_DUMP_VERBOSE 0x2u
+#define IPC_DUMP_CRASHREPORT 0x4u
+/* path is as the target sees it. Waits up to ep->timeout_ms for the dump. */
+int ipc_dump(const struct ipc_endpoint *ep, const char *path, enum ipc_dump_type type,
+	     uint32_t flags, struct ipc_error *rerr);
+
+/* --- EventPipe --- */
+struct ipc_provider {
+	const char *name;
+	uint64_t keywords;
+	uint32_t level;        /* 0..5 */
+	const char *arguments; /* "k=v;k2=v2" or NULL */
+};
+
+struct ipc_trace_config {
+	uint32_t buffer_mb;        /* circular buffer; 0 means 256 */
+	bool rundown;              /* request rundown at the end */
+	uint64_t rundown_keyword;  /* 0 means the default 0x80020139 when rundown */
+	bool stackwalk;            /* collect stacks (default on: set true) */
+	const struct ipc_provider *providers;
+	size_t nproviders;
+};
+
+/*
+ * Starts a session. On success *fd is the connection that now carries the
+ * nettrace stream (the caller reads it, then closes it) and *session the id
+ * to pass to ipc_stop_tracing. Tries CollectTracing4, then 3, then 2.
+ */
+int ipc_collect_tracing(const struct ipc_endpoint *ep, const struct ipc_trace_config *cfg,
+			int *fd, uint64_t *session, struct ipc_error *rerr);
+int ipc_stop_tracing(const struct ipc_endpoint *ep, uint64_t session, struct ipc_error *rerr);
+
+/* --- Profiler --- */
+int ipc_attach_profiler(const struct ipc_endpoint *ep, uint32_t timeout_s,
+			const uint8_t clsid[16], const char *path, const void *data,
+			uint32_t datalen, struct ipc_error *rerr);
+int ipc_startup_profiler(const struct ipc_endpoint *ep, const uint8_t clsid[16],
+			 const char *path, struct ipc_error *rerr);
+
+/* --- Encoding and decoding (pure functions: unit-tested and fuzzed) --- */
+/* Appends a header for set/id with payload_len bytes to follow. */
+int ipc_encode_header(struct strbuf *out, uint8_t set, uint8_t id, size_t payload_len);
+/* Appends a protocol string (u32 unit count incl. NUL, UTF-16LE); NULL -> count 0. */
+int ipc_encode_string(struct strbuf *out, const char *s);
+int ipc_encode_u32(struct strbuf *out, uint32_t v);
+int ipc_encode_u64(struct strbuf *out, uint64_t v);
+/* Builds the whole CollectTracing<version> message (version 2..5). */
+int ipc_encode_collect_tracing(struct strbuf *out, unsigned version,
+			       const struct ipc_trace_config *cfg);
+/* Parses a 20-byte header: checks magic and size >= 20. */
+int ipc_parse_header(const uint8_t *buf, size_t len, struct ipc_header *h);
+/*
+ * Decodes a ProcessInfo (version 1), ProcessInfo2 (2) or ProcessInfo3 (3)
+ * payload. On success the strings in pi are owned by pi
+ * (ipc_process_info_release).
+ */
+int ipc_parse_process_info(const uint8_t *p, size_t len, unsigned version,
+			   struct ipc_process_info *pi);
+/* Decodes the environment continuation block: u32 count, then strings. */
+int ipc_parse_env_block(const uint8_t *p, size_t len, ipc_env_fn fn, void *ctx);
+/* Decodes an error payload: i32 HRESULT, optional string. */
+int ipc_parse_error(const uint8_t *p, size_t len, struct ipc_error *rerr);
+
+#endif

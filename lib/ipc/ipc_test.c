@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for lib/ipc's encoders and decoders, on replies captured from a
+ * real .NET 10.0.12 runtime (tests/data/ipc/, made by
+ * tests/tools/capture-ipc.py against `sample.dll idle` started with
+ * env -i PATH=/usr/bin:/bin HOME=/root CLRTAP_CAPTURE=1) plus hand-made
+ * corrupt variants.
+ */
+#include "common/compat.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "common/cursor.h"
+#include "common/strbuf.h"
+#include "ipc/ipc.h"
+
+static void load(const char *name, struct strbuf *sb)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/tests/data/ipc/%s", CT_SRCDIR, name);
+	strbuf_init(sb, 1 << 20);
+	assert_int_equal(strbuf_read_file(sb, path), 0);
+}
+
+static void test_header_real(void **state)
+{
+	struct strbuf sb;
+	struct ipc_header h;
+
+	load("process-info3.bin", &sb);
+	assert_int_equal(ipc_parse_header((uint8_t *)sb.buf, sb.len, &h), 0);
+	assert_int_equal(h.size, sb.len);
+	assert_int_equal(h.set, 0xff);
+	assert_int_equal(h.id, 0x00);
+	strbuf_release(&sb);
+}
+
+static void test_header_bad(void **state)
+{
+	uint8_t b[20] = "DOTNET_IPC_V1";
+	struct ipc_header h;
+
+	ct_put_le16(b + 14, 19);
+	assert_int_equal(ipc_parse_header(b, sizeof(b), &h), -EPROTO); /* size < 20 */
+	ct_put_le16(b + 14, 20);
+	assert_int_equal(ipc_parse_header(b, sizeof(b), &h), 0);
+	assert_int_equal(ipc_parse_header(b, 19, &h), -EPROTO); /* short */
+	b[3] = 'X';
+	assert_int_equal(ipc_parse_header(b, sizeof(b), &h), -EPROTO); /* magic */
+}
+
+static void test_process_info_versions(void **state)
+{
+	static const struct {
+		const char *file;
+		unsigned version;
+	} files[] = {
+		{ "process-info3.bin", 3 },
+		{ "process-info2.bin", 2 },
+		{ "process-info1.bin", 1 },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(files); i++) {
+		struct ipc_process_info pi;
+		struct strbuf sb;
+
+		load(files[i].file, &sb);
+		assert_int_equal(ipc_parse_process_info((uint8_t *)sb.buf + 20, sb.len - 20,
+							files[i].version, &pi),
+				 0);
+		assert_int_equal(pi.version, files[i].version);
+		assert_int_equal(pi.pid, 12578);
+		assert_string_equal(pi.os, "Linux");
+		assert_string_equal(pi.arch, "x64");
+		assert_non_null(strstr(pi.cmdline, "/usr/share/dotnet/dotnet "));
+		assert_non_null(strstr(pi.cmdline, "sample/sample.dll idle"));
+		if (files[i].version >= 2) {
+			assert_string_equal(pi.assembly, "sample");
+			assert_string_equal(pi.clr_version, "10.0.12");
+		} else {
+			assert_null(pi.assembly);
+		}
+		if (files[i].version == 3)
+			assert_string_equal(pi.rid, "linux-x64");
+		else
+			assert_null(pi.rid);
+		ipc_process_info_release(&pi);
+		strbuf_release(&sb);
+	}
+}
+
+/* Every cut of a real ProcessInfo3 payload fails cleanly (no crash, no leak). */
+static void test_process_info_truncated(void **state)
+{
+	struct ipc_process_info pi;
+	struct strbuf sb;
+	size_t cut, ok = 0;
+
+	load("process-info3.bin", &sb);
+	for (cut = 0; cut < sb.len - 20; cut++) {
+		int err = ipc_parse_process_info((uint8_t *)sb.buf + 20, cut, 3, &pi);
+
+		/* The RID string is last: only cuts before it may parse (v1 fields only). */
+		if (err == 0) {
+			ok++;
+			ipc_process_info_release(&pi);
+		} else {
+			assert_int_equal(err, -EPROTO);
+		}
+	}
+	assert_int_equal(ok, 0);
+	strbuf_release(&sb);
+}
+
+static void test_process_info_corrupt(void **state)
+{
+	struct ipc_process_info pi;
+	struct strbuf sb;
+	uint8_t *p;
+
+	load("process-info3.bin", &sb);
+	p = (uint8_t *)sb.buf + 20;
+	/* command line string count (after version, pid, cookie) overruns */
+	ct_put_le32(p + 4 + 8 + 16, 0x7fffffff);
+	assert_int_equal(ipc_parse_process_info(p, sb.len - 20, 3, &pi), -EPROTO);
+	/* a count that fits, but whose last unit is not NUL */
+	ct_put_le32(p + 4 + 8 + 16, 3);
+	assert_int_equal(ipc_parse_process_info(p, sb.len - 20, 3, &pi), -EPROTO);
+	assert_int_equal(ipc_parse_process_info(p, sb.len - 20, 4, &pi), -EINVAL);
+	strbuf_release(&sb);
+}
+
+struct env_seen {
+	int n;
+	bool path, mark;
+};
+
+static int env_cb(const char *e, void *ctx)
+{
+	struct env_seen *s = ctx;
+
+	s->n++;
+	if (!strcmp(e, "PATH=/usr/bin:/bin"))
+		s->path = true;
+	if (!strcmp(e, "CLRTAP_CAPTURE=1"))
+		s->mark = true;
+	return 0;
+}
+
+static void test_env_real(void **state)
+{
+	struct env_seen seen = { 0 };
+	struct strbuf sb;
+	uint32_t nbytes;
+
+	load("process-env.bin", &sb);
+	/* header, then u32 nIncomingBytes + u16 reserved, then the block */
+	assert_int_equal(ct_le16((uint8_t *)sb.buf + 14), 26);
+	nbytes = ct_le32((uint8_t *)sb.buf + 20);
+	assert_int_equal(nbytes, sb.len - 26);
+	assert_int_equal(ipc_parse_env_block((uint8_t *)sb.buf + 26, nbytes, env_cb, &seen), 0);
+	assert_int_equal(seen.n, 3);
+	assert_true(seen.path);
+	assert_true(seen.mark);
+	/* A count larger than the bytes can hold is refused before any callback. */
+	memset(&seen, 0, sizeof(seen));
+	ct_put_le32((uint8_t *)sb.buf + 26, 1000000);
+	assert_int_equal(ipc_parse_env_block((uint8_t *)sb.buf + 26, nbytes, env_cb, &seen), -EPROTO);
+	assert_int_equal(seen.n, 0);
+	strbuf_release(&sb);
+}
+
+static void test_error_real(void **state)
+{
+	struct ipc_error e;
+	struct strbuf sb;
+	char msg[256];
+
+	load("error-unknown-command.bin", &sb);
+	assert_int_equal((uint8_t)sb.buf[17], 0xff);
+	assert_int_equal(ipc_parse_error((uint8_t *)sb.buf + 20, sb.len - 20, &e), 0);
+	assert_int_equal(e.hresult, IPC_E_UNKNOWN_COMMAND);
+	assert_string_equal(ipc_hresult_name(e.hresult), "DS_IPC_E_UNKNOWN_COMMAND");
+	ipc_strerror(-EREMOTEIO, &e, msg, sizeof(msg));
+	assert_non_null(strstr(msg, "0x80131385"));
+	assert_int_equal(ipc_parse_error((uint8_t *)sb.buf + 20, 3, &e), -EPROTO);
+	assert_null(ipc_hresult_name(0x12345678));
+	strbuf_release(&sb);
+}
+
+static void test_encode_string(void **state)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const uint8_t want[] = { 3, 0, 0, 0, 'h', 0, 0xe9, 0, 0, 0 };
+
+	assert_int_equal(ipc_encode_string(&sb, "h\xc3\xa9"), 0);
+	assert_int_equal(sb.len, sizeof(want));
+	assert_memory_equal(sb.buf, want, sizeof(want));
+	strbuf_reset(&sb);
+	assert_int_equal(ipc_encode_string(&sb, NULL), 0);
+	assert_int_equal(sb.len, 4);
+	assert_int_equal(ct_le32((uint8_t *)sb.buf), 0);
+	/* a supplementary-plane character takes a surrogate pair */
+	strbuf_reset(&sb);
+	assert_int_equal(ipc_encode_string(&sb, "\xf0\x9f\x98\x80"), 0);
+	assert_int_equal(ct_le32((uint8_t *)sb.buf), 3);
+	assert_int_equal(ct_le16((uint8_t *)sb.buf + 4), 0xd83d);
+	assert_int_equal(ct_le16((uint8_t *)sb.buf + 6), 0xde00);
+	strbuf_release(&sb);
+}
+
+static void test_encode_collect(void **state)
+{
+	const struct ipc_provider prov[] = {
+		{ "Microsoft-Windows-DotNETRuntime", 0x8000, 2, NULL },
+		{ "System.Runtime", 0, 4, "EventCounterIntervalSec=1" },
+	};
+	struct ipc_trace_config cfg = {
+		.buffer_mb = 64, .rundown = true, .stackwalk = true,
+		.providers = prov, .nproviders = 2,
+	};
+	struct strbuf sb = STRBUF_INIT;
+	struct ipc_header h;
+	const uint8_t *p;
+
+	/* CollectTracing4: buffer, format, rundown keyword, stackwalk, providers */
+	assert_int_equal(ipc_encode_collect_tracing(&sb, 4, &cfg), 0);
+	assert_int_equal(ipc_parse_header((uint8_t *)sb.buf, sb.len, &h), 0);
+	assert_int_equal(h.size, sb.len);
+	assert_int_equal(h.set, 0x02);
+	assert_int_equal(h.id, 0x05);
+	p = (uint8_t *)sb.buf + 20;
+	assert_int_equal(ct_le32(p), 64);
+	assert_int_equal(ct_le32(p + 4), 1);
+	assert_int_equal(ct_le64(p + 8), 0x80020139ull);
+	assert_int_equal(p[16], 1);
+	assert_int_equal(ct_le32(p + 17), 2);
+	assert_int_equal(ct_le64(p + 21), 0x8000);
+	assert_int_equal(ct_le32(p + 29), 2);
+	assert_int_equal(ct_le32(p + 33), strlen(prov[0].name) + 1);
+
+	/* CollectTracing2: u8 rundown in place of the keyword, no stackwalk */
+	strbuf_reset(&sb);
+	assert_int_equal(ipc_encode_collect_tracing(&sb, 2, &cfg), 0);
+	assert_int_equal((uint8_t)sb.buf[17], 0x03);
+	p = (uint8_t *)sb.buf + 20;
+	assert_int_equal(p[8], 1);
+	assert_int_equal(ct_le32(p + 9), 2);
+
+	/* CollectTracing5 carries a session type first and an empty filter per provider */
+	strbuf_reset(&sb);
+	assert_int_equal(ipc_encode_collect_tracing(&sb, 5, &cfg), 0);
+	assert_int_equal((uint8_t)sb.buf[17], 0x06);
+	assert_int_equal(ct_le32((uint8_t *)sb.buf + 20), 0);
+
+	/* bad configs */
+	cfg.nproviders = 0;
+	assert_int_equal(ipc_encode_collect_tracing(&sb, 4, &cfg), -EINVAL);
+	cfg.nproviders = 2;
+	assert_int_equal(ipc_encode_collect_tracing(&sb, 6, &cfg), -EINVAL);
+	strbuf_release(&sb);
+}
+
+static void test_encode_too_big(void **state)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct ipc_provider many[1000];
+	struct ipc_trace_config cfg = { .providers = many, .nproviders = 1000 };
+	size_t i;
+
+	assert_int_equal(ipc_encode_header(&sb, 1, 1, 65536), -EMSGSIZE);
+	for (i = 0; i < ARRAY_SIZE(many); i++)
+		many[i] = (struct ipc_provider){ "A-Provider-Name-That-Is-Long-Enough", 0, 4, NULL };
+	/* 1000 providers do not fit in one 64 KiB frame: refused, not truncated */
+	assert_int_equal(ipc_encode_collect_tracing(&sb, 4, &cfg), -EMSGSIZE);
+	strbuf_release(&sb);
+}
+
+static void test_connect_nobody(void **state)
+{
+	struct ipc_endpoint ep = { "/nonexistent/dotnet-diagnostic-1-1-socket", 200 };
+	struct ipc_process_info pi;
+	struct ipc_error e;
+
+	assert_int_equal(ipc_process_info(&ep, &pi, &e), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_header_real),
+		cmocka_unit_test(test_header_bad),
+		cmocka_unit_test(test_process_info_versions),
+		cmocka_unit_test(test_process_info_truncated),
+		cmocka_unit_test(test_process_info_corrupt),
+		cmocka_unit_test(test_env_real),
+		cmocka_unit_test(test_error_real),
+		cmocka_unit_test(test_encode_string),
+		cmocka_unit_test(test_encode_collect),
+		cmocka_unit_test(test_encode_too_big),
+		cmocka_unit_test(test_connect_nobody),
+	};
+
+	return cmocka_run_group_tests_name("ipc", tests, NULL, NULL);
+}

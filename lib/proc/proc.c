@@ -1,0 +1,548 @@
+/* SPDX-License-Identifier: MIT */
+#include "common/compat.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "common/strparse.h"
+#include "proc/proc.h"
+
+#define SOCK_PREFIX "dotnet-diagnostic-"
+#define SOCK_SUFFIX "-socket"
+
+/* /proc files we read are small; these caps bound a hostile or odd process. */
+#define STATUS_MAX (64 * 1024)
+#define ENVIRON_MAX (1024 * 1024)
+
+static int map_open_errno(int e)
+{
+	switch (e) {
+	case ENOENT:
+	case ESRCH:
+		return -ESRCH;
+	case EACCES:
+	case EPERM:
+		return -EACCES;
+	default:
+		return -e;
+	}
+}
+
+int proc_read(pid_t pid, const char *name, struct strbuf *sb)
+{
+	char path[64];
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	err = strbuf_read_file(sb, path);
+	if (err == -ENOENT || err == -EACCES || err == -EPERM)
+		return map_open_errno(-err);
+	/* A process that exits while we read gives ESRCH or an empty read. */
+	return err;
+}
+
+static int proc_exists(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	return stat(path, &st) == 0;
+}
+
+int proc_cmdline(pid_t pid, struct strbuf *out, size_t max)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(max);
+	size_t i;
+	int err;
+
+	err = proc_read(pid, "cmdline", &sb);
+	if (err == -EFBIG)
+		err = 0; /* keep the first max bytes; read_file stopped there */
+	if (err)
+		goto out;
+	while (sb.len && sb.buf[sb.len - 1] == '\0')
+		sb.len--;
+	for (i = 0; i < sb.len; i++)
+		if (sb.buf[i] == '\0')
+			sb.buf[i] = ' ';
+	err = strbuf_add(out, sb.buf, sb.len);
+out:
+	strbuf_release(&sb);
+	return err;
+}
+
+int proc_environ_get(pid_t pid, const char *name, struct strbuf *out)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(ENVIRON_MAX);
+	size_t nlen = strlen(name), off = 0;
+	int err;
+
+	err = proc_read(pid, "environ", &sb);
+	if (err)
+		goto out;
+	err = -ENOENT;
+	while (off < sb.len) {
+		const char *e = sb.buf + off;
+		size_t elen = strnlen(e, sb.len - off);
+
+		if (elen > nlen && !memcmp(e, name, nlen) && e[nlen] == '=') {
+			err = strbuf_add(out, e + nlen + 1, elen - nlen - 1);
+			break;
+		}
+		off += elen + 1;
+	}
+out:
+	strbuf_release(&sb);
+	return err;
+}
+
+/* Finds "key:\t..." in /proc/pid/status and returns a pointer to the value. */
+static const char *status_field(const struct strbuf *sb, const char *key)
+{
+	size_t klen = strlen(key);
+	const char *p = sb->buf;
+
+	while (p && *p) {
+		if (!strncmp(p, key, klen) && p[klen] == ':')
+			return p + klen + 1;
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return NULL;
+}
+
+int proc_nspid(pid_t pid, pid_t *nspid)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(STATUS_MAX);
+	const char *v, *last = NULL;
+	char num[16];
+	size_t n;
+	int err;
+
+	err = proc_read(pid, "status", &sb);
+	if (err)
+		goto out;
+	v = status_field(&sb, "NSpid");
+	if (!v) {
+		/* Kernels before 4.1 have no NSpid: the pid is the only one. */
+		*nspid = pid;
+		goto out;
+	}
+	while (*v && *v != '\n') {
+		while (*v == ' ' || *v == '\t')
+			v++;
+		if (*v && *v != '\n')
+			last = v;
+		while (*v && *v != ' ' && *v != '\t' && *v != '\n')
+			v++;
+	}
+	err = -EBADMSG;
+	if (!last)
+		goto out;
+	n = strcspn(last, " \t\n");
+	if (n == 0 || n >= sizeof(num))
+		goto out;
+	memcpy(num, last, n);
+	num[n] = '\0';
+	err = ct_parse_pid(num, nspid) ? -EBADMSG : 0;
+out:
+	strbuf_release(&sb);
+	return err;
+}
+
+int proc_uid(pid_t pid, uid_t *uid)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(STATUS_MAX);
+	const char *v;
+	char num[16];
+	size_t n;
+	uint32_t u;
+	int err;
+
+	err = proc_read(pid, "status", &sb);
+	if (err)
+		goto out;
+	err = -EBADMSG;
+	v = status_field(&sb, "Uid");
+	if (!v)
+		goto out;
+	v += strspn(v, " \t");
+	n = strcspn(v, " \t\n");
+	if (n == 0 || n >= sizeof(num))
+		goto out;
+	memcpy(num, v, n);
+	num[n] = '\0';
+	if (ct_parse_u32(num, 10, &u))
+		goto out;
+	*uid = (uid_t)u;
+	err = 0;
+out:
+	strbuf_release(&sb);
+	return err;
+}
+
+int proc_starttime(pid_t pid, uint64_t *starttime)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(STATUS_MAX);
+	const char *p;
+	char num[32];
+	int field, err;
+	size_t n;
+
+	err = proc_read(pid, "stat", &sb);
+	if (err)
+		goto out;
+	err = -EBADMSG;
+	/* comm may hold spaces and parentheses: count fields after the last ')'. */
+	p = strrchr(sb.buf, ')');
+	if (!p)
+		goto out;
+	p++;
+	/* After ')' come field 3 (state) ... ; starttime is field 22. */
+	for (field = 2; field < 22 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (!p)
+		goto out;
+	n = strcspn(p, " \n");
+	if (n == 0 || n >= sizeof(num))
+		goto out;
+	memcpy(num, p, n);
+	num[n] = '\0';
+	err = ct_parse_u64(num, 10, starttime) ? -EBADMSG : 0;
+out:
+	strbuf_release(&sb);
+	return err;
+}
+
+int proc_ns_differs(pid_t pid, const char *ns, bool *differs)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, ns);
+	if (stat(path, &a))
+		return map_open_errno(errno);
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", ns);
+	if (stat(path, &b))
+		return -errno;
+	*differs = a.st_ino != b.st_ino || a.st_dev != b.st_dev;
+	return 0;
+}
+
+int proc_host_path(const struct proc_target *t, const char *path, char *out, size_t outlen)
+{
+	int n;
+
+	if (t->other_mntns)
+		n = snprintf(out, outlen, "%s%s%s", t->root, path[0] == '/' ? "" : "/", path);
+	else
+		n = snprintf(out, outlen, "%s", path);
+	return (n < 0 || (size_t)n >= outlen) ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * Parses "dotnet-diagnostic-<pid>-<key>-socket". Returns 0 and fills pid/key
+ * when name has that shape.
+ */
+static int parse_socket_name(const char *name, pid_t *pid, uint64_t *key)
+{
+	const char *p = name + strlen(SOCK_PREFIX), *dash;
+	size_t len = strlen(name);
+	char num[32];
+	size_t n;
+
+	if (strncmp(name, SOCK_PREFIX, strlen(SOCK_PREFIX)) ||
+	    len <= strlen(SOCK_PREFIX) + strlen(SOCK_SUFFIX) ||
+	    strcmp(name + len - strlen(SOCK_SUFFIX), SOCK_SUFFIX))
+		return -EINVAL;
+	dash = strchr(p, '-');
+	if (!dash)
+		return -EINVAL;
+	n = (size_t)(dash - p);
+	if (n == 0 || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, p, n);
+	num[n] = '\0';
+	if (ct_parse_pid(num, pid))
+		return -EINVAL;
+	p = dash + 1;
+	n = (size_t)(name + len - strlen(SOCK_SUFFIX) - p);
+	if (n == 0 || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, p, n);
+	num[n] = '\0';
+	if (ct_parse_u64(num, 10, key))
+		return -EINVAL;
+	return 0;
+}
+
+/* Finds the socket for nspid in dir; prefers the key that matches. */
+static int find_socket(const char *dir, pid_t nspid, uint64_t starttime, char *out, size_t outlen,
+		       bool *key_match)
+{
+	DIR *d;
+	struct dirent *de;
+	char best[256] = "";
+	struct timespec best_mtime = { 0, 0 };
+	bool matched = false;
+	int err = -ENOENT;
+
+	d = opendir(dir);
+	if (!d)
+		return errno == EACCES || errno == EPERM ? -EACCES : -ENOENT;
+	while ((de = readdir(d))) {
+		struct stat st;
+		pid_t p;
+		uint64_t key;
+		char path[PROC_PATH_MAX + 256];
+
+		if (parse_socket_name(de->d_name, &p, &key) || p != nspid)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (stat(path, &st) || !S_ISSOCK(st.st_mode))
+			continue;
+		if (key == starttime) {
+			ct_strlcpy(best, de->d_name, sizeof(best));
+			matched = true;
+			break;
+		}
+		if (!best[0] || st.st_mtim.tv_sec > best_mtime.tv_sec ||
+		    (st.st_mtim.tv_sec == best_mtime.tv_sec &&
+		     st.st_mtim.tv_nsec > best_mtime.tv_nsec)) {
+			ct_strlcpy(best, de->d_name, sizeof(best));
+			best_mtime = st.st_mtim;
+		}
+	}
+	closedir(d);
+	if (best[0]) {
+		int n = snprintf(out, outlen, "%s/%s", dir, best);
+
+		err = (n < 0 || (size_t)n >= outlen) ? -ENAMETOOLONG : 0;
+		*key_match = matched;
+	}
+	return err;
+}
+
+int proc_target_find(pid_t pid, struct proc_target *t)
+{
+	struct strbuf tmp = STRBUF_INIT_MAX(PROC_PATH_MAX - 1);
+	char dir[PROC_PATH_MAX];
+	size_t tl;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->nspid = pid;
+	snprintf(t->root, sizeof(t->root), "/proc/%d/root", (int)pid);
+
+	err = proc_nspid(pid, &t->nspid);
+	if (err)
+		goto out;
+	err = proc_uid(pid, &t->uid);
+	if (err)
+		goto out;
+	err = proc_starttime(pid, &t->starttime);
+	if (err)
+		goto out;
+	err = proc_ns_differs(pid, "pid", &t->other_pidns);
+	if (err)
+		goto out;
+	err = proc_ns_differs(pid, "mnt", &t->other_mntns);
+	if (err)
+		goto out;
+
+	/* The runtime uses $TMPDIR (a trailing '/' is added) or /tmp. */
+	err = proc_environ_get(pid, "TMPDIR", &tmp);
+	if (err == -ENOENT || (!err && tmp.len == 0)) {
+		strbuf_reset(&tmp);
+		err = strbuf_addstr(&tmp, "/tmp");
+	}
+	if (err == -EMSGSIZE)
+		err = -ENAMETOOLONG;
+	if (err)
+		goto out;
+	tl = tmp.len;
+	while (tl > 1 && tmp.buf[tl - 1] == '/')
+		tl--;
+	strbuf_setlen(&tmp, tl);
+	ct_strlcpy(t->tmpdir, tmp.buf, sizeof(t->tmpdir));
+
+	err = proc_host_path(t, t->tmpdir, dir, sizeof(dir));
+	if (err)
+		goto out;
+	err = find_socket(dir, t->nspid, t->starttime, t->socket, sizeof(t->socket), &t->key_match);
+	if (err == -ENOENT && !proc_exists(pid))
+		err = -ESRCH;
+out:
+	strbuf_release(&tmp);
+	return err;
+}
+
+int proc_scan(proc_scan_fn fn, void *ctx)
+{
+	struct dirent **list = NULL;
+	int n, i, ret = 0;
+
+	n = scandir("/proc", &list, NULL, NULL);
+	if (n < 0)
+		return -errno;
+	/* scandir has no numeric sort: collect pids and sort them. */
+	{
+		pid_t *pids = calloc((size_t)n, sizeof(*pids));
+		int np = 0;
+
+		if (!pids) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		for (i = 0; i < n; i++) {
+			pid_t p;
+
+			if (!ct_parse_pid(list[i]->d_name, &p))
+				pids[np++] = p;
+		}
+		for (i = 1; i < np; i++) {
+			pid_t v = pids[i];
+			int j = i - 1;
+
+			while (j >= 0 && pids[j] > v) {
+				pids[j + 1] = pids[j];
+				j--;
+			}
+			pids[j + 1] = v;
+		}
+		for (i = 0; i < np && !ret; i++)
+			ret = fn(pids[i], ctx);
+		free(pids);
+	}
+out:
+	for (i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+	return ret;
+}
+
+struct by_name {
+	const char *name;
+	pid_t *pids;
+	size_t max, n;
+};
+
+/* Basename of the entry assembly: argv[1] of "dotnet x.dll", without ".dll". */
+static bool cmdline_matches(pid_t pid, const char *name)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(64 * 1024);
+	const char *a0, *a1 = NULL, *base;
+	size_t len, nlen = strlen(name);
+	bool match = false;
+
+	if (proc_read(pid, "cmdline", &sb) && sb.len == 0)
+		goto out;
+	a0 = sb.buf;
+	len = strnlen(a0, sb.len);
+	if (len + 1 < sb.len)
+		a1 = a0 + len + 1;
+	base = strrchr(a0, '/');
+	base = base ? base + 1 : a0;
+	if (!strcmp(base, name)) {
+		match = true;
+		goto out;
+	}
+	if (a1 && !strcmp(base, "dotnet")) {
+		base = strrchr(a1, '/');
+		base = base ? base + 1 : a1;
+		len = strlen(base);
+		if (len == nlen + 4 && !strncmp(base, name, nlen) && !strcmp(base + nlen, ".dll"))
+			match = true;
+		if (!strcmp(base, name))
+			match = true;
+	}
+out:
+	strbuf_release(&sb);
+	return match;
+}
+
+static int by_name_cb(pid_t pid, void *ctx)
+{
+	struct by_name *b = ctx;
+	struct strbuf comm = STRBUF_INIT_MAX(256);
+	bool match = false;
+
+	if (pid == getpid())
+		return 0;
+	if (!proc_read(pid, "comm", &comm)) {
+		while (comm.len && comm.buf[comm.len - 1] == '\n')
+			strbuf_setlen(&comm, comm.len - 1);
+		match = !strcmp(comm.buf, b->name);
+	}
+	strbuf_release(&comm);
+	if (!match)
+		match = cmdline_matches(pid, b->name);
+	if (match) {
+		if (b->n < b->max)
+			b->pids[b->n] = pid;
+		b->n++;
+	}
+	return 0;
+}
+
+int proc_find_by_name(const char *name, pid_t *pids, size_t max, size_t *n)
+{
+	struct by_name b = { name, pids, max, 0 };
+	int err = proc_scan(by_name_cb, &b);
+
+	*n = b.n;
+	return err;
+}
+
+static bool socket_alive(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd, ok;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return true; /* cannot tell: do not call it stale */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return true;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	ct_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN ||
+	     errno == EINPROGRESS;
+	close(fd);
+	return ok;
+}
+
+int proc_scan_stale_sockets(const char *dir, proc_stale_fn fn, void *ctx)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char path[PROC_PATH_MAX + 256];
+		pid_t pid;
+		uint64_t key, st;
+
+		if (parse_socket_name(de->d_name, &pid, &key))
+			continue;
+		if (proc_exists(pid) && !proc_starttime(pid, &st) && st == key)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (socket_alive(path))
+			continue;
+		fn(path, pid, ctx);
+	}
+	closedir(d);
+	return 0;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proc.h - finding .NET processes through /proc, wherever they run.
+ *
+ * A .NET process listens on a Unix socket named
+ *   <its TMPDIR>/dotnet-diagnostic-<its pid>-<starttime>-socket
+ * where both the directory and the pid are as the process itself sees them.
+ * From the host (or a sidecar that shares the PID namespace) the socket is
+ * reached through /proc/<host pid>/root/<TMPDIR>, and the pid in the name is
+ * the last field of the NSpid line in /proc/<host pid>/status. Nothing needs
+ * to be shared: not /tmp, not the PID namespace of the target.
+ *
+ * All functions return 0 or a negative errno:
+ *   -ESRCH   the process does not exist (or died while being read)
+ *   -EACCES  not allowed to look inside it (other user, no CAP_SYS_PTRACE)
+ *   -ENOENT  it has no diagnostics socket: not a .NET process, or one with
+ *            diagnostics disabled
+ *   -ECONNREFUSED  a socket file exists but nobody listens: stale
+ */
+#ifndef CLRTAP_PROC_PROC_H
+#define CLRTAP_PROC_PROC_H
+
+#include "common/compat.h"
+#include "common/strbuf.h"
+
+#define PROC_PATH_MAX 512
+
+struct proc_target {
+	pid_t pid;                   /* pid as clrtap sees it */
+	pid_t nspid;                 /* pid in the target's own PID namespace */
+	uint64_t starttime;          /* field 22 of /proc/pid/stat (the socket's key) */
+	uid_t uid;                   /* real uid of the target */
+	bool other_pidns;            /* in a PID namespace other than clrtap's */
+	bool other_mntns;            /* in a mount namespace other than clrtap's */
+	bool key_match;              /* socket key == starttime (else: newest candidate) */
+	char tmpdir[PROC_PATH_MAX];  /* the target's temp dir, as the target sees it */
+	char root[64];               /* "/proc/<pid>/root": prefix for the target's paths */
+	char socket[PROC_PATH_MAX];  /* the diagnostics socket, as clrtap can reach it */
+};
+
+/*
+ * Fills t for pid: identity, namespaces and the diagnostics socket. Returns 0,
+ * -ESRCH, -EACCES or -ENOENT (see above). t is filled as far as was learned
+ * even on failure (pid, nspid, uid when readable).
+ */
+int proc_target_find(pid_t pid, struct proc_target *t);
+
+/* Callback for proc_scan: return non-zero to stop the scan with that value. */
+typedef int (*proc_scan_fn)(pid_t pid, void *ctx);
+/* Calls fn for every numeric entry of /proc, in increasing pid order. */
+int proc_scan(proc_scan_fn fn, void *ctx);
+
+/* Reads /proc/pid/<name> into sb (with sb's cap). */
+int proc_read(pid_t pid, const char *name, struct strbuf *sb);
+/* The command line with NULs turned into spaces (capped at max bytes). */
+int proc_cmdline(pid_t pid, struct strbuf *out, size_t max);
+/* The value of one variable from /proc/pid/environ; -ENOENT if unset. */
+int proc_environ_get(pid_t pid, const char *name, struct strbuf *out);
+/* Last NSpid field, and the starttime key. */
+int proc_nspid(pid_t pid, pid_t *nspid);
+int proc_starttime(pid_t pid, uint64_t *starttime);
+int proc_uid(pid_t pid, uid_t *uid);
+/* Whether /proc/pid/ns/<ns> differs from clrtap's own. */
+int proc_ns_differs(pid_t pid, const char *ns, bool *differs);
+
+/*
+ * Finds processes whose command name (comm) or entry assembly basename in the
+ * command line equals name. Fills up to max pids; *n gets how many matched.
+ */
+int proc_find_by_name(const char *name, pid_t *pids, size_t max, size_t *n);
+
+/*
+ * Turns a path as the target sees it into one clrtap can open:
+ * "<t->root><path>" when the target is in another mount namespace, else path.
+ */
+int proc_host_path(const struct proc_target *t, const char *path, char *out, size_t outlen);
+
+/*
+ * Looks for diagnostics sockets in dir (as clrtap sees it) whose pid has no
+ * live process; calls fn with the socket's file name and pid for each.
+ */
+typedef void (*proc_stale_fn)(const char *path, pid_t pid, void *ctx);
+int proc_scan_stale_sockets(const char *dir, proc_stale_fn fn, void *ctx);
+
+/*
+ * The runtime's perf map files for a target: where they are (as the target
+ * sees them and as clrtap can open them) and whether the target holds them
+ * open now, which is how an enabled perf map looks from outside.
+ * Directory: $DOTNET_PerfMapJitDumpPath (or COMPlus_), else /tmp.
+ */
+struct proc_perfmap {
+	char dir[PROC_PATH_MAX];          /* as the target sees it */
+	char map_path[PROC_PATH_MAX];     /* perf-<nspid>.map, host view */
+	char jitdump_path[PROC_PATH_MAX]; /* jit-<nspid>.dump, host view */
+	bool map_exists, jitdump_exists;
+	bool map_open, jitdump_open;      /* held open by the target */
+	char env_setting[32];             /* DOTNET_PerfMapEnabled at start, or "" */
+};
+int proc_perfmap_state(const struct proc_target *t, struct proc_perfmap *pm);
+
+#endif

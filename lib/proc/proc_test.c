@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for lib/proc on this process and on processes it starts. */
+#include "common/compat.h"
+
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "common/strparse.h"
+#include "proc/proc.h"
+
+static void test_self_identity(void **state)
+{
+	pid_t ns;
+	uint64_t st;
+	uid_t uid;
+	bool differs = true;
+
+	assert_int_equal(proc_nspid(getpid(), &ns), 0);
+	assert_int_equal(ns, getpid());
+	assert_int_equal(proc_starttime(getpid(), &st), 0);
+	assert_true(st > 0);
+	assert_int_equal(proc_uid(getpid(), &uid), 0);
+	assert_int_equal(uid, getuid());
+	assert_int_equal(proc_ns_differs(getpid(), "pid", &differs), 0);
+	assert_false(differs);
+}
+
+static void test_environ(void **state)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	assert_int_equal(proc_environ_get(getpid(), "CLRTAP_PROC_TEST", &sb), 0);
+	assert_string_equal(sb.buf, "v=1 2");
+	strbuf_reset(&sb);
+	assert_int_equal(proc_environ_get(getpid(), "CLRTAP_NOT_SET_ANYWHERE", &sb), -ENOENT);
+	strbuf_release(&sb);
+}
+
+static void test_not_dotnet_and_dead(void **state)
+{
+	struct proc_target t;
+	pid_t child;
+	int status;
+
+	/* This test binary has no diagnostics socket. */
+	assert_int_equal(proc_target_find(getpid(), &t), -ENOENT);
+	assert_int_equal(t.nspid, getpid());
+	child = fork();
+	if (child == 0)
+		_exit(0);
+	waitpid(child, &status, 0);
+	assert_int_equal(proc_target_find(child, &t), -ESRCH);
+}
+
+/* A socket named like a runtime's makes this process look like .NET. */
+static void test_socket_found(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct proc_target t;
+	uint64_t key;
+	int s;
+
+	assert_int_equal(proc_starttime(getpid(), &key), 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/dotnet-diagnostic-%d-%" PRIu64 "-socket",
+		 (int)getpid(), key);
+	s = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(s >= 0);
+	unlink(sa.sun_path);
+	assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(s, 1), 0);
+	assert_int_equal(proc_target_find(getpid(), &t), 0);
+	assert_string_equal(t.socket, sa.sun_path);
+	assert_true(t.key_match);
+	assert_string_equal(t.tmpdir, getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	close(s);
+	unlink(sa.sun_path);
+}
+
+static int count_cb(pid_t pid, void *ctx)
+{
+	if (pid == getpid())
+		(*(int *)ctx)++;
+	return 0;
+}
+
+static void test_scan(void **state)
+{
+	int seen = 0;
+	pid_t pids[4];
+	size_t n;
+
+	assert_int_equal(proc_scan(count_cb, &seen), 0);
+	assert_int_equal(seen, 1);
+	assert_int_equal(proc_find_by_name("no-such-process-xyz", pids, 4, &n), 0);
+	assert_int_equal(n, 0);
+}
+
+int main(void)
+{
+	/* /proc/self/environ holds the environment at exec: re-exec with one set. */
+	if (!getenv("CLRTAP_PROC_TEST")) {
+		setenv("CLRTAP_PROC_TEST", "v=1 2", 1);
+		execl("/proc/self/exe", "proc_test", (char *)NULL);
+		return 1;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_self_identity),
+		cmocka_unit_test(test_environ),
+		cmocka_unit_test(test_not_dotnet_and_dead),
+		cmocka_unit_test(test_socket_found),
+		cmocka_unit_test(test_scan),
+	};
+
+	return cmocka_run_group_tests_name("proc", tests, NULL, NULL);
+}

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+#include "common/compat.h"
+
+#include <getopt.h>
+
+#include "cli.h"
+#include "common/strparse.h"
+
+int cli_verbose;
+const char *cli_cmd_name = "clrtap";
+
+static void vmsg(const char *prefix, const char *fmt, va_list ap)
+{
+	char buf[2048];
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	/* Strings may come from other processes: no control characters. */
+	ct_sanitize(buf);
+	fprintf(stderr, "clrtap: %s%s\n", prefix, buf);
+}
+
+int cli_error(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+void cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void cli_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+int cli_exit_for(int err)
+{
+	switch (err) {
+	case 0:
+		return EXIT_OK;
+	case -ESRCH:
+		return EXIT_NO_PROCESS;
+	case -ENOENT:
+	case -ECONNREFUSED:
+		return EXIT_NOT_DOTNET;
+	case -EACCES:
+	case -EPERM:
+		return EXIT_PERMISSION;
+	case -EPROTO:
+	case -ETIMEDOUT:
+	case -ECONNRESET:
+	case -EPIPE:
+		return EXIT_PROTOCOL;
+	case -EREMOTEIO:
+	case -ENOTSUP:
+		return EXIT_RUNTIME;
+	case -EBADMSG:
+		return EXIT_BAD_INPUT;
+	default:
+		return EXIT_ERROR;
+	}
+}
+
+static void print_help(FILE *f, const char *usage, const struct cli_option *opts)
+{
+	const struct cli_option *o;
+
+	fprintf(f, "usage: %s\n\n", usage);
+	for (o = opts; o->type != CLI_OPT_END; o++) {
+		char left[64];
+
+		if (o->short_name)
+			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->long_name,
+				 o->argh ? " " : "", o->argh ? o->argh : "");
+		else
+			snprintf(left, sizeof(left), "    --%s%s%s", o->long_name,
+				 o->argh ? " " : "", o->argh ? o->argh : "");
+		fprintf(f, "  %-26s %s\n", left, o->help);
+	}
+	fprintf(f, "  %-26s %s\n", "-h, --help", "show this help");
+}
+
+int cli_parse(int argc, char **argv, const char *usage, const struct cli_option *opts,
+	      int *first, int *code)
+{
+	struct option lopts[64];
+	char sopts[160];
+	size_t n = 0, s = 0, i;
+	int c, ret = 0;
+
+	/* GNU getopt permutes: options may come before or after positionals. */
+	sopts[s++] = ':';
+	for (i = 0; opts[i].type != CLI_OPT_END && n < ARRAY_SIZE(lopts) - 2; i++) {
+		bool arg = opts[i].type != CLI_OPT_BOOL;
+
+		lopts[n].name = opts[i].long_name;
+		lopts[n].has_arg = arg ? required_argument : no_argument;
+		lopts[n].flag = NULL;
+		lopts[n].val = 256 + (int)i;
+		n++;
+		if (opts[i].short_name && s < sizeof(sopts) - 3) {
+			sopts[s++] = (char)opts[i].short_name;
+			if (arg)
+				sopts[s++] = ':';
+		}
+	}
+	lopts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	lopts[n] = (struct option){ NULL, 0, NULL, 0 };
+	sopts[s++] = 'h';
+	sopts[s] = '\0';
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, sopts, lopts, NULL)) != -1) {
+		const struct cli_option *o = NULL;
+
+		if (c == 'h') {
+			print_help(stdout, usage, opts);
+			*code = EXIT_OK;
+			return 1;
+		}
+		if (c == '?' || c == ':') {
+			if (optopt && optopt < 256)
+				cli_error(0, "%s option '-%c'", c == ':' ? "missing argument for" : "unknown",
+					  optopt);
+			else
+				cli_error(0, "%s option '%s'", c == ':' ? "missing argument for" : "unknown",
+					  argv[optind - 1]);
+			print_help(stderr, usage, opts);
+			*code = EXIT_USAGE;
+			return 1;
+		}
+		if (c >= 256) {
+			o = &opts[c - 256];
+		} else {
+			for (i = 0; opts[i].type != CLI_OPT_END; i++)
+				if (opts[i].short_name == c)
+					o = &opts[i];
+		}
+		if (!o)
+			continue;
+		switch (o->type) {
+		case CLI_OPT_BOOL:
+			*(bool *)o->value = true;
+			break;
+		case CLI_OPT_STRING:
+			*(const char **)o->value = optarg;
+			break;
+		case CLI_OPT_INT:
+			ret = ct_parse_int(optarg, (int *)o->value);
+			break;
+		case CLI_OPT_PID:
+			ret = ct_parse_pid(optarg, (pid_t *)o->value);
+			break;
+		case CLI_OPT_END:
+			break;
+		}
+		if (ret) {
+			cli_error(0, "invalid value '%s' for --%s", optarg, o->long_name);
+			*code = EXIT_USAGE;
+			return 1;
+		}
+	}
+	*first = optind;
+	return 0;
+}
+
+int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
+		       struct ipc_endpoint *ep)
+{
+	pid_t pid = o->pid;
+	int err;
+
+	if (!o->pid && !o->name)
+		return cli_error(EXIT_USAGE, "no target: give -p PID or -n NAME");
+	if (o->pid && o->name)
+		return cli_error(EXIT_USAGE, "give either -p or -n, not both");
+	if (o->name) {
+		pid_t pids[16];
+		size_t n = 0, i, live = 0;
+
+		err = proc_find_by_name(o->name, pids, ARRAY_SIZE(pids), &n);
+		if (err)
+			return cli_error(EXIT_ERROR, "cannot scan /proc: %s", strerror(-err));
+		/* Among the name matches keep those with a diagnostics socket. */
+		for (i = 0; i < n && i < ARRAY_SIZE(pids); i++) {
+			if (!proc_target_find(pids[i], t)) {
+				pid = pids[i];
+				live++;
+			}
+		}
+		if (n == 0)
+			return cli_error(EXIT_NO_PROCESS, "no process named '%s'", o->name);
+		if (live == 0)
+			return cli_error(EXIT_NOT_DOTNET,
+					 "no .NET process named '%s' (%zu process%s matched, none "
+					 "has a diagnostics socket)",
+					 o->name, n, n == 1 ? "" : "es");
+		if (live > 1)
+			return cli_error(EXIT_USAGE,
+					 "%zu .NET processes are named '%s': choose one with -p "
+					 "(see 'clrtap ps')",
+					 live, o->name);
+	}
+	err = proc_target_find(pid, t);
+	switch (err) {
+	case 0:
+		break;
+	case -ESRCH:
+		return cli_error(EXIT_NO_PROCESS, "no process with pid %d", (int)pid);
+	case -EACCES:
+		return cli_error(EXIT_PERMISSION,
+				 "not allowed to inspect pid %d (owned by uid %u): run as its "
+				 "user or as root (CAP_SYS_PTRACE)",
+				 (int)pid, (unsigned)t->uid);
+	case -ENOENT:
+		return cli_error(EXIT_NOT_DOTNET,
+				 "pid %d is not a .NET process (no diagnostics socket in %s%s%s)",
+				 (int)pid, t->other_mntns ? t->root : "", t->tmpdir,
+				 t->other_mntns ? ", its /tmp" : "");
+	default:
+		return cli_error(cli_exit_for(err), "cannot inspect pid %d: %s", (int)pid,
+				 strerror(-err));
+	}
+	ep->path = t->socket;
+	ep->timeout_ms = o->timeout_ms;
+	return EXIT_OK;
+}
+
+int cli_ipc_error(const char *what, int err, const struct ipc_error *rerr)
+{
+	char buf[512];
+
+	ipc_strerror(err, rerr, buf, sizeof(buf));
+	return cli_error(cli_exit_for(err), "%s: %s", what, buf);
+}
+
+void cli_json_str(struct strbuf *sb, const char *key, const char *val, bool comma)
+{
+	if (comma)
+		(void)strbuf_addch(sb, ',');
+	(void)strbuf_addf(sb, "\"%s\":", key);
+	if (!val) {
+		(void)strbuf_addstr(sb, "null");
+		return;
+	}
+	(void)strbuf_addch(sb, '"');
+	(void)strbuf_add_json_escaped(sb, val);
+	(void)strbuf_addch(sb, '"');
+}
+
+void cli_json_u64(struct strbuf *sb, const char *key, uint64_t val, bool comma)
+{
+	(void)strbuf_addf(sb, "%s\"%s\":%" PRIu64, comma ? "," : "", key, val);
+}
+
+void cli_json_bool(struct strbuf *sb, const char *key, bool val, bool comma)
+{
+	(void)strbuf_addf(sb, "%s\"%s\":%s", comma ? "," : "", key, val ? "true" : "false");
+}

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli.h - what every command shares: exit codes, messages, option parsing,
+ * target selection. Only src/ includes this.
+ *
+ * Adding a command:
+ *   1. write src/cmd/<name>.c with one global function cmd_<name>(argc, argv)
+ *      (everything else in it static); parse options with cli_parse();
+ *   2. declare it below and add its row to the table in src/main.c (sorted);
+ *   3. write docs/cmd/<name>.md;
+ *   4. add tests/integration/t-<name>*.sh against a real fixture, asserting
+ *      output facts and exit codes.
+ */
+#ifndef CLRTAP_CLI_H
+#define CLRTAP_CLI_H
+
+#include "common/compat.h"
+#include "common/strbuf.h"
+#include "common/strparse.h"
+#include "ipc/ipc.h"
+#include "proc/proc.h"
+
+/* Exit codes: docs/cmd/exit-codes.md. */
+enum exit_code {
+	EXIT_OK = 0,
+	EXIT_ERROR = 1,       /* anything not listed below */
+	EXIT_USAGE = 2,       /* bad command line */
+	EXIT_NO_PROCESS = 3,  /* no such process (dead pid, name not found) */
+	EXIT_NOT_DOTNET = 4,  /* the process has no diagnostics endpoint */
+	EXIT_PERMISSION = 5,  /* not allowed (other user, missing capability) */
+	EXIT_PROTOCOL = 6,    /* malformed reply, timeout, connection lost */
+	EXIT_RUNTIME = 7,     /* the runtime refused the command / unsupported */
+	EXIT_BAD_INPUT = 8,   /* corrupt or truncated input file */
+	EXIT_PARTIAL = 9,     /* interrupted: partial result written */
+};
+
+/* Commands. */
+int cmd_dump(int argc, char **argv);
+int cmd_help(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_perfmap(int argc, char **argv);
+int cmd_ps(int argc, char **argv);
+int cmd_version(int argc, char **argv);
+
+/* Messages go to stderr as "clrtap: <msg>". Each returns the exit code given. */
+int cli_error(int code, const char *fmt, ...) PRINTF(2, 3);
+void cli_warn(const char *fmt, ...) PRINTF(1, 2);
+void cli_info(const char *fmt, ...) PRINTF(1, 2);
+extern int cli_verbose;
+extern const char *cli_cmd_name;
+
+/* Maps a negative errno from a library to an exit code. */
+int cli_exit_for(int err);
+
+/* ----- option parsing (one parser for every command) ----- */
+enum cli_opt_type {
+	CLI_OPT_END = 0,
+	CLI_OPT_BOOL,    /* bool *; set to true */
+	CLI_OPT_STRING,  /* const char **, the argument */
+	CLI_OPT_INT,     /* int *, decimal */
+	CLI_OPT_PID,     /* pid_t *, decimal > 0 */
+};
+
+struct cli_option {
+	int short_name; /* 0 for none */
+	const char *long_name;
+	enum cli_opt_type type;
+	void *value;
+	const char *argh; /* argument placeholder in help, e.g. "PID" */
+	const char *help;
+};
+
+/*
+ * Parses argv (argv[0] is the command name). usage is one line, e.g.
+ * "clrtap info (-p PID | -n NAME) [options]". Handles -h/--help (prints help,
+ * returns 1 with *code = EXIT_OK). On a bad option prints the error and the
+ * help and returns 1 with *code = EXIT_USAGE. Otherwise returns 0 and sets
+ * *first to the index of the first positional argument.
+ */
+int cli_parse(int argc, char **argv, const char *usage, const struct cli_option *opts,
+	      int *first, int *code);
+
+/* ----- targets ----- */
+struct cli_target_opts {
+	pid_t pid;
+	const char *name;
+	int timeout_ms;
+};
+
+#define CLI_TARGET_OPTIONS(t) \
+	{ 'p', "pid", CLI_OPT_PID, &(t)->pid, "PID", "target process id (as seen from here)" }, \
+	{ 'n', "name", CLI_OPT_STRING, &(t)->name, "NAME", "target process name or entry assembly" }, \
+	{ 0, "timeout", CLI_OPT_INT, &(t)->timeout_ms, "MS", "per-request IPC timeout (default 5000)" }
+
+/*
+ * Resolves -p/-n to a .NET process with a diagnostics socket and fills t and
+ * ep (ep->path points into t). On failure prints why and returns the exit
+ * code (never 0).
+ */
+int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
+		       struct ipc_endpoint *ep);
+
+/* Prints an IPC failure as one line and returns its exit code. */
+int cli_ipc_error(const char *what, int err, const struct ipc_error *rerr);
+
+/* JSON helpers writing to a strbuf. */
+void cli_json_str(struct strbuf *sb, const char *key, const char *val, bool comma);
+void cli_json_u64(struct strbuf *sb, const char *key, uint64_t val, bool comma);
+void cli_json_bool(struct strbuf *sb, const char *key, bool val, bool comma);
+
+#endif

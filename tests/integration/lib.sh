@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Shared helpers for integration tests: start real fixture processes (on the
+# host or in their own PID + mount namespace with a private /tmp), always
+# kill them, and count assertions.
+#
+# A test file sources this, calls the helpers, and ends with `finish`.
+# Environment: CLRTAP (the binary), TOOLS (built test tools), FIXTURE_DLL.
+
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CLRTAP=${CLRTAP:-$ROOT/build/clrtap}
+TOOLS=${TOOLS:-$ROOT/build/tests/tools}
+FIXTURE_DLL=${FIXTURE_DLL:-$ROOT/build/fixtures/sample/sample.dll}
+TEST_NAME=$(basename "$0" .sh)
+WORK=$(mktemp -d "/tmp/clrtap-test.XXXXXX")
+chmod 755 "$WORK"
+
+PASSED=0
+FAILED=0
+KILL_PIDS=()
+
+cleanup() {
+	local p
+	for p in "${KILL_PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	for p in "${KILL_PIDS[@]}"; do
+		# wait for it so no socket or zombie lingers into the next test
+		while kill -0 "$p" 2>/dev/null; do sleep 0.05; done
+	done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ok() {
+	PASSED=$((PASSED + 1))
+	echo "ok - $TEST_NAME: $1"
+}
+
+not_ok() {
+	FAILED=$((FAILED + 1))
+	echo "not ok - $TEST_NAME: $1"
+	shift
+	local line
+	for line in "$@"; do
+		printf '    %s\n' "$line"
+	done
+}
+
+# check NAME CONDITION-COMMAND...: passes when the command succeeds.
+check() {
+	local name=$1
+	shift
+	if "$@"; then ok "$name"; else not_ok "$name" "failed: $*"; fi
+}
+
+# expect_exit NAME CODE CMD...: runs CMD, output in $OUT (stdout) and $ERR (stderr).
+expect_exit() {
+	local name=$1 want=$2
+	shift 2
+	OUT=$("$@" 2>"$WORK/stderr")
+	RC=$?
+	ERR=$(cat "$WORK/stderr")
+	if [ "$RC" -eq "$want" ]; then
+		ok "$name (exit $RC)"
+	else
+		not_ok "$name" "want exit $want, got $RC: $*" "stdout: ${OUT:0:600}" "stderr: ${ERR:0:600}"
+	fi
+}
+
+# contains NAME HAYSTACK NEEDLE
+contains() {
+	if [[ "$2" == *"$3"* ]]; then ok "$1"; else not_ok "$1" "missing '$3' in:" "${2:0:1500}"; fi
+}
+
+# lacks NAME HAYSTACK NEEDLE
+lacks() {
+	if [[ "$2" != *"$3"* ]]; then ok "$1"; else not_ok "$1" "unexpected '$3' in:" "${2:0:1500}"; fi
+}
+
+equals() {
+	if [ "$2" == "$3" ]; then ok "$1"; else not_ok "$1" "want '$3', got '$2'"; fi
+}
+
+# wait_for_line FILE PATTERN [SECONDS]: waits until FILE has a line matching PATTERN.
+wait_for_line() {
+	local file=$1 pat=$2 secs=${3:-60} i
+	for ((i = 0; i < secs * 20; i++)); do
+		if grep -qE "$pat" "$file" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "timed out after ${secs}s waiting for /$pat/ in $file:" >&2
+	tail -20 "$file" >&2
+	return 1
+}
+
+# start_fixture MODE [ARGS...]: starts the sample app on the host.
+# Sets FIX_PID (host pid), FIX_OUT (its stdout file).
+# Extra environment for the fixture: FIX_ENV="A=1 B=2".
+start_fixture() {
+	local mode=$1
+	shift
+	FIX_OUT=$WORK/fixture-$mode-$RANDOM.out
+	# shellcheck disable=SC2086
+	env ${FIX_ENV:-} DOTNET_CLI_TELEMETRY_OPTOUT=1 dotnet "$FIXTURE_DLL" "$mode" "$@" \
+		>"$FIX_OUT" 2>&1 &
+	FIX_PID=$!
+	KILL_PIDS+=("$FIX_PID")
+	if ! wait_for_line "$FIX_OUT" '^READY ' 60; then
+		not_ok "fixture $mode started" "$(cat "$FIX_OUT")"
+		finish
+	fi
+}
+
+# start_fixture_ns MODE [ARGS...]: the sample app as PID 1 of its own PID and
+# mount namespaces with a private /tmp (what a container looks like from the
+# host). Sets FIX_PID to the dotnet process's host pid and FIX_NS_PARENT.
+start_fixture_ns() {
+	local mode=$1 i
+	shift
+	FIX_OUT=$WORK/fixture-ns-$mode-$RANDOM.out
+	# shellcheck disable=SC2086
+	unshare --pid --mount --fork --mount-proc --kill-child \
+		env ${FIX_ENV:-} DOTNET_CLI_TELEMETRY_OPTOUT=1 \
+		sh -c 'mount -t tmpfs -o mode=1777 clrtap-private-tmp /tmp && exec dotnet "$@"' sh \
+		"$FIXTURE_DLL" "$mode" "$@" >"$FIX_OUT" 2>&1 &
+	FIX_NS_PARENT=$!
+	KILL_PIDS+=("$FIX_NS_PARENT")
+	if ! wait_for_line "$FIX_OUT" '^READY ' 60; then
+		not_ok "namespaced fixture $mode started" "$(cat "$FIX_OUT")"
+		finish
+	fi
+	FIX_PID=""
+	for ((i = 0; i < 100; i++)); do
+		FIX_PID=$(pgrep -P "$FIX_NS_PARENT" | head -1)
+		[ -n "$FIX_PID" ] && break
+		sleep 0.05
+	done
+	KILL_PIDS+=("$FIX_PID")
+}
+
+# stop_fixture PID: SIGTERM, wait up to 5 s, then SIGKILL.
+stop_fixture() {
+	local p=$1 i
+	kill -TERM "$p" 2>/dev/null
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$p" 2>/dev/null || return 0
+		sleep 0.05
+	done
+	kill -KILL "$p" 2>/dev/null
+	return 1
+}
+
+# A free TCP port on loopback.
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 20000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+}
+
+# json_get JSON EXPR: python3 one-liner over the parsed JSON (d is the value).
+json_get() {
+	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+finish() {
+	echo "$TEST_NAME: $PASSED passed, $FAILED failed"
+	[ "$FAILED" -eq 0 ]
+	exit $?
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# clrtap ps: finds a host fixture and a namespaced one (private /tmp, own PID
+# namespace) with both pids right; no non-.NET process; no stale socket as live.
+. "$(dirname "$0")/lib.sh"
+
+start_fixture idle
+HOST_PID=$FIX_PID
+start_fixture_ns idle
+NS_PID=$FIX_PID
+sleep 300 &
+SLEEP_PID=$!
+KILL_PIDS+=("$SLEEP_PID")
+
+expect_exit "ps --json runs" 0 "$CLRTAP" ps --json
+JSON=$OUT
+row() { json_get "$JSON" "[r for r in d if r['pid']==$1]"; }
+
+equals "host fixture listed once" "$(json_get "$JSON" "len([r for r in d if r['pid']==$HOST_PID])")" 1
+equals "host fixture nspid = pid" "$(json_get "$JSON" "[r['nspid'] for r in d if r['pid']==$HOST_PID][0]")" "$HOST_PID"
+equals "host fixture is live" "$(json_get "$JSON" "[r['live'] for r in d if r['pid']==$HOST_PID][0]")" True
+equals "host fixture assembly" "$(json_get "$JSON" "[r['assembly'] for r in d if r['pid']==$HOST_PID][0]")" sample
+equals "host fixture namespace marker" "$(json_get "$JSON" "[r['namespace'] for r in d if r['pid']==$HOST_PID][0]")" host
+
+equals "namespaced fixture listed" "$(json_get "$JSON" "len([r for r in d if r['pid']==$NS_PID])")" 1
+equals "namespaced fixture pid in its namespace is 1" "$(json_get "$JSON" "[r['nspid'] for r in d if r['pid']==$NS_PID][0]")" 1
+equals "namespaced fixture is live" "$(json_get "$JSON" "[r['live'] for r in d if r['pid']==$NS_PID][0]")" True
+equals "namespaced fixture marker" "$(json_get "$JSON" "[r['namespace'] for r in d if r['pid']==$NS_PID][0]")" pid+mnt
+contains "namespaced socket reached through /proc/PID/root" \
+	"$(json_get "$JSON" "[r['socket'] for r in d if r['pid']==$NS_PID][0]")" "/proc/$NS_PID/root/tmp/dotnet-diagnostic-1-"
+want_rt=$(dotnet --list-runtimes | awk '/Microsoft.NETCore.App/ {print $2}' | tail -1)
+equals "runtime version column" "$(json_get "$JSON" "[r['runtime'] for r in d if r['pid']==$HOST_PID][0]")" "$want_rt"
+equals "non-.NET process not listed" "$(json_get "$JSON" "len([r for r in d if r['pid']==$SLEEP_PID])")" 0
+
+expect_exit "ps table runs" 0 "$CLRTAP" ps
+contains "table has the header" "$OUT" "ASSEMBLY"
+contains "table shows the namespaced fixture" "$OUT" "$(printf '%7d %7d pid+mnt' "$NS_PID" 1)"
+
+# A fixture killed with SIGKILL leaves its socket in /tmp: never shown as live.
+start_fixture idle
+DEAD_PID=$FIX_PID
+kill -KILL "$DEAD_PID"
+while kill -0 "$DEAD_PID" 2>/dev/null; do sleep 0.05; done
+STALE=$(ls /tmp/dotnet-diagnostic-"$DEAD_PID"-*-socket 2>/dev/null | head -1)
+check "killed fixture left a stale socket" test -S "$STALE"
+expect_exit "ps with a stale socket" 0 "$CLRTAP" ps --json
+JSON=$OUT
+equals "dead process not shown as live" "$(json_get "$JSON" "len([r for r in d if r['nspid']==$DEAD_PID and r['live']])")" 0
+equals "stale socket reported as stale" "$(json_get "$JSON" "[r['status'] for r in d if r['socket']=='$STALE'][0]")" "stale socket (process gone)"
+rm -f "$STALE"
+
+# Standard output errors are not hidden.
+expect_exit "ps > /dev/full fails" 1 sh -c "\"$CLRTAP\" ps > /dev/full"
+finish

@@ -57,7 +57,7 @@ TOOL_BINS := $(TOOL_SRCS:%.c=$(O)/%)
 
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
-.PHONY: all deps fixtures unit unit-san fuzz integration check demo bench clean tools
+.PHONY: all deps fixtures unit unit-san fuzz integration check demo bench clean tools lint
 .DEFAULT_GOAL := all
 
 all: $(O)/clrtap tools
@@ -92,6 +92,9 @@ $(O)/fuzz/lib/%_fuzz: lib/%_fuzz.c $(LIB_SRCS)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LDLIBS)
 
+lint: all
+	$(Q)O=$(O) scripts/lint.sh
+
 deps:
 	$(Q)scripts/install-deps.sh
 
@@ -114,6 +117,7 @@ integration: all
 check: deps
 	$(Q)$(MAKE) --no-print-directory fixtures
 	$(Q)$(MAKE) --no-print-directory all
+	$(Q)O=$(O) scripts/lint.sh
 	$(Q)$(MAKE) --no-print-directory unit
 	$(Q)$(MAKE) --no-print-directory unit-san
 	$(Q)$(MAKE) --no-print-directory fuzz

@@ -13,6 +13,7 @@ PKGS=(
 	util-linux                       # unshare, setpriv: namespaced fixtures, unprivileged runs
 	procps psmisc                    # ps, pkill, fuser in test scripts
 	curl                             # drives the sample app's routes
+	python3                          # test helpers read clrtap's JSON output
 )
 
 missing=()

@@ -23,7 +23,8 @@ struct ps_state {
 	struct ps_row *rows;
 	size_t n, alloc;
 	int timeout_ms;
-	uid_t self_uid;
+	size_t nstale;
+	bool all;
 };
 
 static struct ps_row *add_row(struct ps_state *s)
@@ -162,8 +163,12 @@ static int scan_one(pid_t pid, void *ctx)
 static void stale_cb(const char *path, pid_t pid, void *ctx)
 {
 	struct ps_state *s = ctx;
-	struct ps_row *r = add_row(s);
+	struct ps_row *r;
 
+	s->nstale++;
+	if (!s->all)
+		return;
+	r = add_row(s);
 	if (!r)
 		return;
 	r->pid = 0;
@@ -231,6 +236,8 @@ int cmd_ps(int argc, char **argv)
 	bool json = false, wide = false;
 	struct ps_state s = { .timeout_ms = 1000 };
 	const struct cli_option opts[] = {
+		{ 'a', "all", CLI_OPT_BOOL, &s.all, NULL,
+		  "also list stale sockets in /tmp whose process is gone" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print a JSON array" },
 		{ 'w', "wide", CLI_OPT_BOOL, &wide, NULL, "do not shorten command lines" },
 		{ 0, "timeout", CLI_OPT_INT, &s.timeout_ms, "MS",
@@ -240,16 +247,19 @@ int cmd_ps(int argc, char **argv)
 	int first, code, err;
 	size_t i;
 
-	if (cli_parse(argc, argv, "clrtap ps [--json] [-w]", opts, &first, &code))
+	if (cli_parse(argc, argv, "clrtap ps [-a] [--json] [-w]", opts, &first, &code))
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "ps takes no arguments");
-	s.self_uid = getuid();
 	err = proc_scan(scan_one, &s);
 	if (!err)
 		err = proc_scan_stale_sockets("/tmp", stale_cb, &s);
 	if (err && err != -ENOENT)
 		cli_warn("scan incomplete: %s", strerror(-err));
+	if (s.nstale && !s.all)
+		cli_info("%zu stale diagnostics socket%s in /tmp (processes gone): 'clrtap ps -a' "
+			 "lists them",
+			 s.nstale, s.nstale == 1 ? "" : "s");
 	if (json)
 		print_json(&s);
 	else

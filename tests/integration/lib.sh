@@ -21,13 +21,20 @@ FAILED=0
 KILL_PIDS=()
 
 cleanup() {
-	local p
+	local p i
+	# SIGTERM first: a fixture that exits cleanly removes its socket.
 	for p in "${KILL_PIDS[@]}"; do
-		kill -KILL "$p" 2>/dev/null
+		kill -TERM "$p" 2>/dev/null
 	done
 	for p in "${KILL_PIDS[@]}"; do
-		# wait for it so no socket or zombie lingers into the next test
+		for ((i = 0; i < 60; i++)); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.05
+		done
+		kill -KILL "$p" 2>/dev/null
 		while kill -0 "$p" 2>/dev/null; do sleep 0.05; done
+		rm -f /tmp/dotnet-diagnostic-"$p"-*-socket /tmp/clr-debug-pipe-"$p"-* \
+			/tmp/perf-"$p".map /tmp/jit-"$p".dump /tmp/perfinfo-"$p".map
 	done
 	rm -rf "$WORK"
 }

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The README's first command (make demo): start the bundled sample app (once
+# on the host, once as PID 1 of its own PID + mount namespace with a private
+# /tmp, like a container), put some load on it, and run clrtap on both.
+# Everything it starts is stopped when it ends. Output goes to build/demo/.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CLRTAP=${CLRTAP:-$ROOT/build/clrtap}
+DLL=$ROOT/build/fixtures/sample/sample.dll
+OUT=$ROOT/build/demo
+mkdir -p "$OUT"
+PORT=${PORT:-18080}
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	sleep 1
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+}
+trap cleanup EXIT
+
+wait_ready() {
+	local i
+	for ((i = 0; i < 600; i++)); do grep -q '^READY' "$1" 2>/dev/null && return 0; sleep 0.1; done
+	echo "demo: the sample app did not start:" >&2
+	cat "$1" >&2
+	exit 1
+}
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+
+dotnet "$DLL" web --port "$PORT" >"$OUT/web.log" 2>&1 &
+WEB=$!
+pids+=("$WEB")
+unshare --pid --mount --fork --mount-proc --kill-child \
+	sh -c 'mount -t tmpfs tmpfs /tmp && exec dotnet "$0" web --port "$1"' "$DLL" $((PORT + 1)) \
+	>"$OUT/container.log" 2>&1 &
+pids+=($!)
+wait_ready "$OUT/web.log"
+wait_ready "$OUT/container.log"
+CONT=$(pgrep -P "${pids[1]}" | head -1)
+
+for i in $(seq 1 20); do
+	curl -s "http://127.0.0.1:$PORT/api/fibonacci?pos=10" >/dev/null
+	curl -s "http://127.0.0.1:$((PORT + 1))/api/echo?echo=hello" >/dev/null
+done
+echo "sample app on the host: pid $WEB, port $PORT; in its own namespaces: pid $CONT, port $((PORT + 1))"
+
+step "$CLRTAP" ps
+step "$CLRTAP" info -p "$CONT"
+step "$CLRTAP" perfmap -p "$CONT" on
+echo "JIT-compiled sample methods the runtime just wrote to its perf map:"
+grep -E 'Provider::' "/proc/$CONT/root/tmp/perf-1.map" | head -5
+step "$CLRTAP" perfmap -p "$CONT" off
+step "$CLRTAP" dump -p "$CONT" --type mini -o "$OUT/container.core"
+readelf -h "$OUT/container.core" | grep 'Type:'
+echo
+echo "demo: done; files in $OUT"

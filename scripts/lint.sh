@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# House rules that a compiler does not check (docs/ARCHITECTURE.md):
+# libraries never include src/ headers, never print or exit; no typedef struct;
+# each command file exports only cmd_<name>; the command table is sorted and
+# every command has a doc page and an integration test.
+set -u
+cd "$(dirname "$0")/.."
+bad=0
+say() { echo "lint: $*"; bad=1; }
+
+grep -rn --include='*.[ch]' -E '#include "(cli|\.\./)' lib && say "a library includes a src/ header"
+grep -rn --include='*.[ch]' 'typedef struct' lib src profiler 2>/dev/null && say "typedef struct is not used here"
+for f in $(ls lib/*/*.c | grep -v -E '_(test|fuzz)\.c$'); do
+	if grep -n -E '\b(printf|fprintf|puts|perror|exit|abort)\s*\(' "$f" | grep -v -E '^\s*[0-9]+:\s*(/\*|\*)' | grep -v snprintf | grep -v vsnprintf >/dev/null; then
+		say "$f prints or exits (libraries report through return values and ct_log)"
+	fi
+done
+O=${O:-build}
+for f in src/cmd/*.c; do
+	name=$(basename "$f" .c)
+	obj=$O/src/cmd/$name.o
+	if [ -f "$obj" ]; then
+		syms=$(nm --defined-only --extern-only "$obj" | awk '{print $3}')
+		[ "$syms" = "cmd_$name" ] || say "$obj exports '$syms', want only cmd_$name"
+	fi
+	[ -f "docs/cmd/$name.md" ] || say "no docs/cmd/$name.md"
+	ls tests/integration/t-*.sh | xargs grep -l -E "CLRTAP\"? $name|clrtap $name|\\\$CLRTAP\" $name" >/dev/null || say "no integration test runs '$name'"
+done
+table=$(sed -n '/^static const struct cmd commands\[\] = {/,/^};/p' src/main.c | grep -o '{ "[a-z-]*"' | tr -d '{" ')
+[ "$table" = "$(printf '%s\n' $table | sort)" ] || say "the command table in src/main.c is not sorted"
+[ $bad -eq 0 ] && echo "lint: ok"
+exit $bad

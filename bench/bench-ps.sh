@@ -26,8 +26,7 @@ fi
 out=$(mktemp -d)
 for ((i = 0; i < N; i++)); do
 	if ((i % 2)); then
-		unshare --pid --mount --fork --mount-proc --kill-child \
-			sh -c 'mount -t tmpfs tmpfs /tmp && exec dotnet "$0" idle' "$DLL" >"$out/$i" 2>&1 &
+		"$ROOT/tests/tools/contain.sh" "$DLL" idle >"$out/$i" 2>&1 &
 	else
 		dotnet "$DLL" idle >"$out/$i" 2>&1 &
 	fi

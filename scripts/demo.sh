@@ -30,9 +30,7 @@ step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 dotnet "$DLL" web --port "$PORT" >"$OUT/web.log" 2>&1 &
 WEB=$!
 pids+=("$WEB")
-unshare --pid --mount --fork --mount-proc --kill-child \
-	sh -c 'mount -t tmpfs tmpfs /tmp && exec dotnet "$0" web --port "$1"' "$DLL" $((PORT + 1)) \
-	>"$OUT/container.log" 2>&1 &
+"$ROOT/tests/tools/contain.sh" "$DLL" web --port $((PORT + 1)) >"$OUT/container.log" 2>&1 &
 pids+=($!)
 wait_ready "$OUT/web.log"
 wait_ready "$OUT/container.log"

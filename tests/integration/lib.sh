@@ -91,12 +91,18 @@ equals() {
 	if [ "$2" == "$3" ]; then ok "$1"; else not_ok "$1" "want '$3', got '$2'"; fi
 }
 
-# wait_for_line FILE PATTERN [SECONDS]: waits until FILE has a line matching PATTERN.
+# wait_for_line FILE PATTERN [SECONDS [PID]]: waits until FILE has a line
+# matching PATTERN; gives up early if PID (when given) exits.
 wait_for_line() {
-	local file=$1 pat=$2 secs=${3:-60} i
+	local file=$1 pat=$2 secs=${3:-60} pid=${4:-} i
 	for ((i = 0; i < secs * 20; i++)); do
 		if grep -qE "$pat" "$file" 2>/dev/null; then
 			return 0
+		fi
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			echo "process $pid exited before /$pat/ appeared in $file:" >&2
+			tail -20 "$file" >&2
+			return 1
 		fi
 		sleep 0.05
 	done
@@ -117,7 +123,7 @@ start_fixture() {
 		>"$FIX_OUT" 2>&1 &
 	FIX_PID=$!
 	KILL_PIDS+=("$FIX_PID")
-	if ! wait_for_line "$FIX_OUT" '^READY ' 60; then
+	if ! wait_for_line "$FIX_OUT" '^READY ' 60 "$FIX_PID"; then
 		not_ok "fixture $mode started" "$(cat "$FIX_OUT")"
 		finish
 	fi
@@ -131,13 +137,11 @@ start_fixture_ns() {
 	shift
 	FIX_OUT=$WORK/fixture-ns-$mode-$RANDOM.out
 	# shellcheck disable=SC2086
-	unshare --pid --mount --fork --mount-proc --kill-child \
-		env ${FIX_ENV:-} DOTNET_CLI_TELEMETRY_OPTOUT=1 \
-		sh -c 'mount -t tmpfs -o mode=1777 clrtap-private-tmp /tmp && exec dotnet "$@"' sh \
-		"$FIXTURE_DLL" "$mode" "$@" >"$FIX_OUT" 2>&1 &
+	env ${FIX_ENV:-} DOTNET_CLI_TELEMETRY_OPTOUT=1 \
+		"$ROOT/tests/tools/contain.sh" "$FIXTURE_DLL" "$mode" "$@" >"$FIX_OUT" 2>&1 &
 	FIX_NS_PARENT=$!
 	KILL_PIDS+=("$FIX_NS_PARENT")
-	if ! wait_for_line "$FIX_OUT" '^READY ' 60; then
+	if ! wait_for_line "$FIX_OUT" '^READY ' 60 "$FIX_NS_PARENT"; then
 		not_ok "namespaced fixture $mode started" "$(cat "$FIX_OUT")"
 		finish
 	fi

@@ -13,4 +13,4 @@ dll=$(readlink -f "$1")
 shift
 exec unshare --pid --mount --fork --mount-proc --kill-child \
 	sh -c 'mount --bind "$0" /mnt && mount -t tmpfs -o mode=1777 clrtap-private-tmp /tmp &&
-		cd / && exec dotnet "/mnt/$1" "$@"' "$(dirname "$dll")" "$(basename "$dll")" "$@"
+		cd / && f=$1 && shift && exec dotnet "/mnt/$f" "$@"' "$(dirname "$dll")" "$(basename "$dll")" "$@"

@@ -61,10 +61,11 @@ fi
 # A fake server with broken replies.
 fake() {
 	local mode=$1
-	"$TOOLS/fakeds" "$mode" >"$WORK/fake.out" 2>&1 &
+	local out="$WORK/fake-$mode-$RANDOM.out"
+	"$TOOLS/fakeds" "$mode" >"$out" 2>&1 &
 	FAKE_PID=$!
 	KILL_PIDS+=("$FAKE_PID")
-	wait_for_line "$WORK/fake.out" '^READY' 10
+	wait_for_line "$out" '^READY' 10 "$FAKE_PID"
 }
 for spec in "garbage:$E_PROTO" "truncated:$E_PROTO" "oversize:$E_PROTO" "hang:$E_PROTO" \
 	"close:$E_PROTO" "badstring:$E_PROTO" "error:$E_RUNTIME" "wrongset:$E_PROTO"; do

@@ -40,6 +40,7 @@ int cmd_help(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_perfmap(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 /* Messages go to stderr as "clrtap: <msg>". Each returns the exit code given. */

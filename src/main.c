@@ -27,6 +27,7 @@ static const struct cmd commands[] = {
 	{ "info", cmd_info, "runtime version, command line, socket, environment of a process" },
 	{ "perfmap", cmd_perfmap, "turn the runtime's perf map / jitdump on or off, no restart" },
 	{ "ps", cmd_ps, "list .NET processes on this host, containers included" },
+	{ "trace", cmd_trace, "collect an EventPipe trace (.nettrace) over the diagnostics socket" },
 	{ "version", cmd_version, "print clrtap's version" },
 };
 

@@ -26,6 +26,8 @@
 #include "common/compat.h"
 #include "common/strbuf.h"
 
+#include <signal.h>
+
 #define IPC_HEADER_SIZE 20
 #define IPC_MAX_FRAME 65535
 #define IPC_ENV_MAX_BYTES (8u * 1024 * 1024)  /* cap on the environment block */
@@ -151,6 +153,51 @@ struct ipc_trace_config {
 int ipc_collect_tracing(const struct ipc_endpoint *ep, const struct ipc_trace_config *cfg,
 			int *fd, uint64_t *session, struct ipc_error *rerr);
 int ipc_stop_tracing(const struct ipc_endpoint *ep, uint64_t session, struct ipc_error *rerr);
+
+/*
+ * Parses a provider spec in dotnet-trace's syntax, in place:
+ *   Name[:Keywords[:Level[:Arguments]]]
+ * Keywords hex with or without 0x ("*" or empty: all), Level 0-5 or a name
+ * (Verbose, Informational, ...; default 5), Arguments "k=v;k2=v2".
+ * p's strings point into spec.
+ */
+int ipc_provider_parse(char *spec, struct ipc_provider *p);
+/* Named sets of providers (cpu-sampling, gc-verbose, gc-collect, exceptions,
+ * contention, jit). rundown_keyword 0 means the default. */
+int ipc_profile_lookup(const char *name, const struct ipc_provider **providers, size_t *n,
+		       uint64_t *rundown_keyword);
+/* The i-th profile's name (NULL past the end) and one-line description. */
+const char *ipc_profile_name(size_t i, const char **help);
+
+struct ipc_session_opts {
+	/* Receives the stream's bytes in order; a non-zero return stops the run. */
+	int (*sink)(void *ctx, const void *buf, size_t n);
+	void (*progress)(void *ctx, uint64_t bytes); /* about twice a second, or NULL */
+	void *ctx;
+	volatile sig_atomic_t *stop; /* set (from a signal handler) to stop */
+	int64_t duration_ms;         /* stop after this long; 0: only on *stop */
+	int stop_grace_ms;           /* wait this long for the end after stopping (30000) */
+};
+
+struct ipc_session_result {
+	uint64_t session;
+	uint64_t bytes;
+	uint8_t last_byte;
+	bool stopped;       /* clrtap sent StopTracing */
+	int stop_error;     /* what StopTracing returned, if it failed */
+	bool target_ended;  /* the stream ended before clrtap stopped it */
+	bool complete;      /* the stream ended with its end-of-stream tag */
+};
+
+/*
+ * Runs one EventPipe session: starts it, feeds the nettrace stream to
+ * o->sink, sends StopTracing on a second connection when *o->stop is set or
+ * the duration is over, and returns after the runtime closes the stream
+ * (rundown included). -ETIMEDOUT if the end does not come within the grace.
+ */
+int ipc_session_run(const struct ipc_endpoint *ep, const struct ipc_trace_config *cfg,
+		    const struct ipc_session_opts *o, struct ipc_session_result *res,
+		    struct ipc_error *rerr);
 
 /* --- Profiler --- */
 int ipc_attach_profiler(const struct ipc_endpoint *ep, uint32_t timeout_s,

@@ -279,6 +279,40 @@ static void test_encode_too_big(void **state)
 	strbuf_release(&sb);
 }
 
+static void test_provider_parse(void **state)
+{
+	char a[] = "Microsoft-Windows-DotNETRuntime:0x8018:Informational:a=1;b=2";
+	char b[] = "System.Runtime";
+	char c[] = "X:ff:2";
+	char d[] = "X:zz";
+	char e[] = "X:1:6";
+	char f[] = ":1:2";
+	struct ipc_provider p;
+	const struct ipc_provider *pp;
+	uint64_t rk;
+	size_t n;
+
+	assert_int_equal(ipc_provider_parse(a, &p), 0);
+	assert_string_equal(p.name, "Microsoft-Windows-DotNETRuntime");
+	assert_int_equal(p.keywords, 0x8018);
+	assert_int_equal(p.level, 4);
+	assert_string_equal(p.arguments, "a=1;b=2");
+	assert_int_equal(ipc_provider_parse(b, &p), 0);
+	assert_int_equal(p.keywords, ~0ull);
+	assert_int_equal(p.level, 5);
+	assert_null(p.arguments);
+	assert_int_equal(ipc_provider_parse(c, &p), 0);
+	assert_int_equal(p.keywords, 0xff);
+	assert_int_equal(p.level, 2);
+	assert_int_equal(ipc_provider_parse(d, &p), -EINVAL);
+	assert_int_equal(ipc_provider_parse(e, &p), -EINVAL);
+	assert_int_equal(ipc_provider_parse(f, &p), -EINVAL);
+	assert_int_equal(ipc_profile_lookup("gc-collect", &pp, &n, &rk), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(rk, 1);
+	assert_int_equal(ipc_profile_lookup("nope", &pp, &n, &rk), -ENOENT);
+}
+
 static void test_connect_nobody(void **state)
 {
 	struct ipc_endpoint ep = { "/nonexistent/dotnet-diagnostic-1-1-socket", 200 };
@@ -301,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_encode_string),
 		cmocka_unit_test(test_encode_collect),
 		cmocka_unit_test(test_encode_too_big),
+		cmocka_unit_test(test_provider_parse),
 		cmocka_unit_test(test_connect_nobody),
 	};
 

@@ -8,8 +8,12 @@ MSG="clrtap fixture exception"
 complete_nettrace() {
 	[ "$(head -c 8 "$1")" = "Nettrace" ] && [ "$(tail -c 1 "$1" | od -An -tu1 | tr -d ' ')" = 1 ]
 }
+# Exceptions as lib/nettrace decodes them from the file (tests/tools/ntcount).
 count_msgs() {
-	strings -el "$1" | grep -c "$MSG"
+	"$TOOLS/ntcount" "$1" | grep -c "^exception Clrtap.Fixtures.FixtureException: $MSG\$"
+}
+reads_clean() {
+	"$TOOLS/ntcount" "$1" | grep -q '^end ok$'
 }
 
 # 1. N exceptions thrown during the session: all of them are in the file.
@@ -19,7 +23,8 @@ start_fixture exceptions --count $N --trigger "$WORK/go1"
 expect_exit "collect exceptions for 4 s" 0 "$CLRTAP" trace collect -p "$FIX_PID" --profile exceptions -d 4 -o "$WORK/ex.nettrace"
 wait_for_line "$FIX_OUT" "^DONE thrown=$N" 5
 check "file is a complete nettrace stream" complete_nettrace "$WORK/ex.nettrace"
-equals "all $N exception messages recorded" "$(count_msgs "$WORK/ex.nettrace")" $N
+check "lib/nettrace reads the whole file without error" reads_clean "$WORK/ex.nettrace"
+equals "all $N exceptions decoded with type and message" "$(count_msgs "$WORK/ex.nettrace")" $N
 contains "the exception type is recorded" "$(strings -el "$WORK/ex.nettrace" | grep -m1 FixtureException)" "Clrtap.Fixtures.FixtureException"
 
 # 2. Ctrl-C (SIGINT) stops cleanly with a complete file.
@@ -30,6 +35,7 @@ kill -INT "$COL"
 wait "$COL"
 equals "SIGINT: exit code" "$?" 0
 check "SIGINT: file is complete" complete_nettrace "$WORK/int.nettrace"
+check "SIGINT: lib/nettrace reads it cleanly" reads_clean "$WORK/int.nettrace"
 
 # 3. SIGKILL of clrtap mid-session: the target keeps running and answering,
 #    and a new session works.
@@ -51,7 +57,7 @@ start_fixture_ns exceptions --count 11 --trigger /tmp/go2
 ( sleep 1.5; touch "/proc/$FIX_PID/root/tmp/go2" ) &
 expect_exit "collect from a namespaced fixture" 0 "$CLRTAP" trace collect -p "$FIX_PID" --profile exceptions -d 4 -o "$WORK/ns.nettrace"
 check "namespaced: complete file" complete_nettrace "$WORK/ns.nettrace"
-equals "namespaced: all 11 exceptions" "$(count_msgs "$WORK/ns.nettrace")" 11
+equals "namespaced: all 11 exceptions decoded" "$(count_msgs "$WORK/ns.nettrace")" 11
 
 # 5. Bad input.
 expect_exit "unknown profile" 2 "$CLRTAP" trace collect -p "$FIX_PID" --profile nope

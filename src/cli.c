@@ -198,7 +198,10 @@ int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 			return cli_error(EXIT_ERROR, "cannot scan /proc: %s", strerror(-err));
 		/* Among the name matches keep those with a diagnostics socket. */
 		for (i = 0; i < n && i < ARRAY_SIZE(pids); i++) {
-			if (!proc_target_find(pids[i], t)) {
+			struct proc_target cand;
+
+			if (!proc_target_find(pids[i], &cand)) {
+				*t = cand;
 				pid = pids[i];
 				live++;
 			}
@@ -216,7 +219,8 @@ int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 					 "(see 'clrtap ps')",
 					 live, o->name);
 	}
-	err = proc_target_find(pid, t);
+	/* With -n the single live match is already in t. */
+	err = o->name ? 0 : proc_target_find(pid, t);
 	switch (err) {
 	case 0:
 		break;

@@ -87,5 +87,6 @@ int proc_perfmap_state(const struct proc_target *t, struct proc_perfmap *pm)
 		return err;
 	pm->jitdump_exists = stat(pm->jitdump_path, &st) == 0;
 	pm->jitdump_open = holds_open(t->pid, base);
+	pm->on = pm->map_open || pm->jitdump_open;
 	return 0;
 }

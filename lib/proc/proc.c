@@ -116,74 +116,80 @@ static const char *status_field(const struct strbuf *sb, const char *key)
 	return NULL;
 }
 
-int proc_nspid(pid_t pid, pid_t *nspid)
+/*
+ * Copies the first (or last) blank-separated word of status field key into
+ * buf. Returns 0, -ENOENT (no such field) or -EBADMSG.
+ */
+static int status_word(const struct strbuf *sb, const char *key, bool last, char *buf,
+		       size_t size)
 {
-	struct strbuf sb = STRBUF_INIT_MAX(STATUS_MAX);
-	const char *v, *last = NULL;
-	char num[16];
+	const char *v = status_field(sb, key), *w = NULL;
 	size_t n;
+
+	if (!v)
+		return -ENOENT;
+	while (*v && *v != '\n') {
+		v += strspn(v, " \t");
+		if (*v && *v != '\n') {
+			w = v;
+			if (!last)
+				break;
+		}
+		v += strcspn(v, " \t\n");
+	}
+	if (!w)
+		return -EBADMSG;
+	n = strcspn(w, " \t\n");
+	if (n == 0 || n >= size)
+		return -EBADMSG;
+	memcpy(buf, w, n);
+	buf[n] = '\0';
+	return 0;
+}
+
+/* The pid in the innermost namespace (last NSpid word) and the real uid. */
+static int parse_status(const struct strbuf *sb, pid_t pid, pid_t *nspid, uid_t *uid)
+{
+	char num[16];
+	uint32_t u;
 	int err;
 
-	err = proc_read(pid, "status", &sb);
-	if (err)
-		goto out;
-	v = status_field(&sb, "NSpid");
-	if (!v) {
+	err = status_word(sb, "NSpid", true, num, sizeof(num));
+	if (err == -ENOENT) {
 		/* Kernels before 4.1 have no NSpid: the pid is the only one. */
 		*nspid = pid;
-		goto out;
+	} else if (err || ct_parse_pid(num, nspid)) {
+		return -EBADMSG;
 	}
-	while (*v && *v != '\n') {
-		while (*v == ' ' || *v == '\t')
-			v++;
-		if (*v && *v != '\n')
-			last = v;
-		while (*v && *v != ' ' && *v != '\t' && *v != '\n')
-			v++;
-	}
-	err = -EBADMSG;
-	if (!last)
-		goto out;
-	n = strcspn(last, " \t\n");
-	if (n == 0 || n >= sizeof(num))
-		goto out;
-	memcpy(num, last, n);
-	num[n] = '\0';
-	err = ct_parse_pid(num, nspid) ? -EBADMSG : 0;
-out:
+	if (status_word(sb, "Uid", false, num, sizeof(num)) || ct_parse_u32(num, 10, &u))
+		return -EBADMSG;
+	*uid = (uid_t)u;
+	return 0;
+}
+
+static int read_status(pid_t pid, pid_t *nspid, uid_t *uid)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(STATUS_MAX);
+	int err = proc_read(pid, "status", &sb);
+
+	if (!err)
+		err = parse_status(&sb, pid, nspid, uid);
 	strbuf_release(&sb);
 	return err;
 }
 
+int proc_nspid(pid_t pid, pid_t *nspid)
+{
+	uid_t uid;
+
+	return read_status(pid, nspid, &uid);
+}
+
 int proc_uid(pid_t pid, uid_t *uid)
 {
-	struct strbuf sb = STRBUF_INIT_MAX(STATUS_MAX);
-	const char *v;
-	char num[16];
-	size_t n;
-	uint32_t u;
-	int err;
+	pid_t nspid;
 
-	err = proc_read(pid, "status", &sb);
-	if (err)
-		goto out;
-	err = -EBADMSG;
-	v = status_field(&sb, "Uid");
-	if (!v)
-		goto out;
-	v += strspn(v, " \t");
-	n = strcspn(v, " \t\n");
-	if (n == 0 || n >= sizeof(num))
-		goto out;
-	memcpy(num, v, n);
-	num[n] = '\0';
-	if (ct_parse_u32(num, 10, &u))
-		goto out;
-	*uid = (uid_t)u;
-	err = 0;
-out:
-	strbuf_release(&sb);
-	return err;
+	return read_status(pid, &nspid, uid);
 }
 
 int proc_starttime(pid_t pid, uint64_t *starttime)
@@ -343,10 +349,7 @@ int proc_target_find(pid_t pid, struct proc_target *t)
 	t->nspid = pid;
 	snprintf(t->root, sizeof(t->root), "/proc/%d/root", (int)pid);
 
-	err = proc_nspid(pid, &t->nspid);
-	if (err)
-		goto out;
-	err = proc_uid(pid, &t->uid);
+	err = read_status(pid, &t->nspid, &t->uid);
 	if (err)
 		goto out;
 	err = proc_starttime(pid, &t->starttime);

@@ -94,6 +94,7 @@ struct proc_perfmap {
 	char jitdump_path[PROC_PATH_MAX]; /* jit-<nspid>.dump, host view */
 	bool map_exists, jitdump_exists;
 	bool map_open, jitdump_open;      /* held open by the target */
+	bool on;                          /* either is held open: the perf map is on */
 	char env_setting[32];             /* DOTNET_PerfMapEnabled at start, or "" */
 };
 int proc_perfmap_state(const struct proc_target *t, struct proc_perfmap *pm);

@@ -38,13 +38,6 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static const char *perfmap_word(const struct proc_perfmap *pm)
-{
-	if (pm->map_open || pm->jitdump_open)
-		return "on";
-	return "off";
-}
-
 static void print_text(const struct proc_target *t, const struct ipc_process_info *pi,
 		       const struct proc_perfmap *pm, const struct env_list *env)
 {
@@ -70,7 +63,7 @@ static void print_text(const struct proc_target *t, const struct ipc_process_inf
 	printf("runtime cookie:   %s\n", cookie);
 	printf("socket:           %s%s\n", t->socket, t->key_match ? "" : " (key not matched)");
 	printf("temp dir:         %s\n", t->tmpdir);
-	printf("perf map:         %s%s%s%s\n", perfmap_word(pm),
+	printf("perf map:         %s%s%s%s\n", pm->on ? "on" : "off",
 	       pm->env_setting[0] ? " (DOTNET_PerfMapEnabled=" : "", pm->env_setting,
 	       pm->env_setting[0] ? " at start)" : "");
 	printf("perf map file:    %s%s\n", pm->map_path, pm->map_exists ? "" : " (absent)");
@@ -102,7 +95,7 @@ static void print_json(const struct proc_target *t, const struct ipc_process_inf
 	cli_json_str(&sb, "socket", t->socket, true);
 	cli_json_str(&sb, "tmpdir", t->tmpdir, true);
 	cli_json_u64(&sb, "process_info_version", pi->version, true);
-	cli_json_str(&sb, "perfmap", perfmap_word(pm), true);
+	cli_json_str(&sb, "perfmap", pm->on ? "on" : "off", true);
 	cli_json_str(&sb, "perfmap_file", pm->map_path, true);
 	cli_json_str(&sb, "jitdump_file", pm->jitdump_path, true);
 	if (env) {

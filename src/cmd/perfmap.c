@@ -24,19 +24,17 @@ static int parse_type(const char *s, enum ipc_perfmap_type *type)
 static void print_state(const struct proc_target *t, bool json)
 {
 	struct proc_perfmap pm;
-	bool on;
 
 	if (proc_perfmap_state(t, &pm)) {
 		cli_warn("cannot tell where the perf map files are");
 		return;
 	}
-	on = pm.map_open || pm.jitdump_open;
 	if (json) {
 		struct strbuf sb = STRBUF_INIT;
 
 		(void)strbuf_addch(&sb, '{');
 		cli_json_u64(&sb, "pid", (uint64_t)t->pid, false);
-		cli_json_str(&sb, "perfmap", on ? "on" : "off", true);
+		cli_json_str(&sb, "perfmap", pm.on ? "on" : "off", true);
 		cli_json_str(&sb, "perfmap_file", pm.map_path, true);
 		cli_json_bool(&sb, "perfmap_file_exists", pm.map_exists, true);
 		cli_json_str(&sb, "jitdump_file", pm.jitdump_path, true);
@@ -46,7 +44,7 @@ static void print_state(const struct proc_target *t, bool json)
 		strbuf_release(&sb);
 		return;
 	}
-	printf("perf map: %s\n", on ? "on" : "off");
+	printf("perf map: %s\n", pm.on ? "on" : "off");
 	printf("perf map file: %s%s\n", pm.map_path, pm.map_exists ? "" : " (absent)");
 	printf("jitdump file:  %s%s\n", pm.jitdump_path, pm.jitdump_exists ? "" : " (absent)");
 }

@@ -9,6 +9,8 @@ PKGS=(
 	libcmocka-dev                    # unit tests
 	zlib1g-dev                       # gzip for pprof and bundles
 	libelf-dev libdw-dev             # ELF symbols and DWARF (native frames)
+	libcapstone-dev                  # x86-64 decoding: return sites of probed methods
+	chromium                         # headless check that the HTML flame graph renders
 	binutils                         # readelf, used by tests to check core dumps
 	util-linux                       # unshare, setpriv: namespaced fixtures, unprivileged runs
 	procps psmisc                    # ps, pkill, fuser in test scripts

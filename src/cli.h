@@ -35,11 +35,16 @@ enum exit_code {
 };
 
 /* Commands. */
+int cmd_counters(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_perfmap(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
+int cmd_stacks(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 

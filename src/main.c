@@ -22,11 +22,16 @@ struct cmd {
 
 /* Sorted by name (checked at startup in debug builds and by a test). */
 static const struct cmd commands[] = {
+	{ "counters", cmd_counters, "live runtime counters (System.Runtime, any EventSource or Meter)" },
 	{ "dump", cmd_dump, "write a core dump of a .NET process (mini, heap, triage, full)" },
 	{ "help", cmd_help, "show help for clrtap or a command" },
 	{ "info", cmd_info, "runtime version, command line, socket, environment of a process" },
 	{ "perfmap", cmd_perfmap, "turn the runtime's perf map / jitdump on or off, no restart" },
+	{ "probe", cmd_probe, "trace calls of a .NET method by name: args, return value, latency, stacks" },
+	{ "profile", cmd_profile, "CPU profile (perf_event) with JIT, R2R, native and kernel frames named" },
 	{ "ps", cmd_ps, "list .NET processes on this host, containers included" },
+	{ "stacks", cmd_stacks, "the managed stack of every thread, merged" },
+	{ "top", cmd_top, "live view of the hottest methods of a process" },
 	{ "trace", cmd_trace, "collect an EventPipe trace (.nettrace) over the diagnostics socket" },
 	{ "version", cmd_version, "print clrtap's version" },
 };

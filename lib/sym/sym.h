@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sym.h - names for addresses in a live .NET process: JIT'd code (perf map /
+ * jitdump, including the W^X /memfd:doublemapper mappings), ReadyToRun code
+ * (from the PE image through lib/pe, no crossgen), native code (ELF symbol
+ * tables through libelf, with .gnu_debuglink / build-id debug files when
+ * present) and kernel code (/proc/kallsyms).
+ *
+ * Files are read through /proc/PID/root so a target in another mount
+ * namespace (a container) is symbolized from the host.
+ */
+#ifndef CLRTAP_SYM_SYM_H
+#define CLRTAP_SYM_SYM_H
+
+#include "common/compat.h"
+
+struct sym_proc;
+
+enum sym_kind {
+	SYM_UNKNOWN = 0,
+	SYM_JIT,    /* JIT'd managed code, named from the perf map / jitdump */
+	SYM_R2R,    /* precompiled managed code, named from the R2R image */
+	SYM_NATIVE, /* ELF code: libcoreclr.so, libc, ... */
+	SYM_KERNEL, /* kernel, from kallsyms */
+	SYM_STUB,   /* runtime stubs and helpers named by the perf map ("stub<...>") */
+};
+
+struct sym_frame {
+	enum sym_kind kind;
+	const char *name;   /* "Ns.Type::Method" for managed code; function name; NULL if unknown */
+	const char *module; /* file name of the image ("System.Private.CoreLib.dll"), NULL if none */
+	uint64_t start;     /* start address of the symbol (0 if unknown) */
+	uint64_t offset;    /* addr - start */
+	/*
+	 * Added by lib/sym (may be NULL): the parameter list of a managed
+	 * method ("(int32, string)") and its code version: the perf map's tier
+	 * for JIT code ("QuickJitted", "OptimizedTier1", "OptimizedTier1OSR",
+	 * "InstrumentedTier" ...), "PreJIT" for ReadyToRun code.
+	 */
+	const char *sig;
+	const char *tier;
+};
+
+struct sym_opts {
+	bool no_perfmap; /* do not read the perf map (tests) */
+	bool kernel;     /* load kallsyms for kernel addresses */
+	/* Added: read this perf map instead of the target's (host path), or NULL. */
+	const char *perfmap_path;
+	/* Added: entries in the per-address result cache (0: 16384; rounded to a power of 2). */
+	uint32_t cache_slots;
+};
+
+/* Opens the symbol state of pid (as seen from here). Reads /proc/PID/maps. */
+int sym_proc_open(struct sym_proc **out, pid_t pid, const struct sym_opts *o);
+void sym_proc_close(struct sym_proc *sp);
+
+/*
+ * Re-reads /proc/PID/maps and any new perf-map lines. Cheap when nothing
+ * changed; call it when lookups start failing or on a timer.
+ */
+int sym_proc_refresh(struct sym_proc *sp);
+
+/*
+ * Names addr. Returns 0 with *out filled (strings valid until close), or
+ * -ENOENT with out->kind/module set as far as known (e.g. an address in
+ * libfoo.so with no symbol: kind NATIVE, module "libfoo.so", name NULL).
+ */
+int sym_lookup(struct sym_proc *sp, uint64_t addr, struct sym_frame *out);
+
+/* Kernel addresses (>= 0xffff800000000000 on x86-64). */
+bool sym_is_kernel(uint64_t addr);
+
+/* ---- Added for the prober and tests ---- */
+
+/*
+ * The first mapping of the image whose file name (last path component) is
+ * basename, or whose full path (as the target sees it) equals basename:
+ * its start address and file offset, and a path clrtap can open
+ * ("/proc/PID/root/usr/share/dotnet/..."; owned by sp, valid until the next
+ * refresh or close). Executable mappings are preferred. -ENOENT if the
+ * image is not mapped. Any out pointer may be NULL.
+ */
+int sym_proc_find_image(struct sym_proc *sp, const char *basename, uint64_t *map_start,
+			uint64_t *pgoff, const char **path);
+
+/*
+ * File offset in an image -> address in the target: the mapping of the
+ * image (basename or full path, as above) whose file range holds off.
+ * Executable mappings are preferred. -ENOENT when no mapping holds it.
+ */
+int sym_proc_offset_to_addr(struct sym_proc *sp, const char *basename, uint64_t off,
+			    uint64_t *addr);
+
+/* One perf map entry. Strings owned by sp, valid until close. */
+struct sym_jit_entry {
+	uint64_t start, size;
+	enum sym_kind kind; /* SYM_JIT or SYM_STUB */
+	const char *name;   /* "Ns.Type::Method", or a stub's name */
+	const char *sig;    /* "(int32)", or NULL */
+	const char *tier;   /* "OptimizedTier1", or NULL */
+	const char *module; /* assembly name from the line ("sample"), or NULL */
+};
+
+/*
+ * Perf map entries (as last read: call sym_proc_refresh first for new
+ * ones) whose name matches pattern (pe_glob_match: '*', '?'); when pattern
+ * contains '(' it is matched against name+sig. In file order (the last is
+ * the newest code). Writes up to max entries, *n gets the total match count.
+ */
+int sym_proc_find_jit(struct sym_proc *sp, const char *pattern, struct sym_jit_entry *out,
+		      size_t max, size_t *n);
+
+/* Counters for tests and the profiler's summary. */
+struct sym_stats {
+	uint64_t lookups, cache_hits;
+	size_t nmaps, perfmap_entries, perfmap_bytes, images, kernel_syms;
+};
+void sym_proc_stats(const struct sym_proc *sp, struct sym_stats *st);
+
+#endif

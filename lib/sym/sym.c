@@ -1,0 +1,906 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sym.c - the symbolizer of a live process: /proc/PID/maps decides where an
+ * address lives, then the perf map (JIT code and stubs in anonymous and
+ * /memfd:doublemapper mappings), the R2R image (lib/pe), the ELF file
+ * (sym_elf.c) or kallsyms names it. Results are cached per address.
+ * docs/internals/sym.md describes the whole.
+ */
+#include "common/compat.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/strbuf.h"
+#include "common/strparse.h"
+#include "pe/pe.h"
+#include "proc/proc.h"
+#include "sym/sym_internal.h"
+
+enum map_type {
+	MT_ANON = 0, /* no file: JIT code when executable */
+	MT_JIT,      /* /memfd:doublemapper: the runtime's W^X code heap */
+	MT_FILE,
+	MT_SPECIAL,  /* [vdso], [vsyscall], [heap], [stack] ... */
+};
+
+enum image_kind { IMG_UNTRIED = 0, IMG_ELF, IMG_PE, IMG_NONE };
+
+struct image {
+	struct image *next;
+	char *tpath;       /* as the target sees it */
+	char *hpath;       /* as we can open it */
+	const char *base;  /* last path component (arena) */
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	enum image_kind kind;
+	struct sym_elf elf;
+	struct pe_file *pe;
+	bool pe_r2r;
+};
+
+struct map {
+	uint64_t start, end, pgoff;
+	char perms[5];
+	uint8_t type;
+	const char *special; /* arena: "[vdso]" ... */
+	struct image *img;
+};
+
+struct pm_ent {
+	uint64_t start, end;
+	const char *name, *sig, *tier, *module;
+	uint32_t seq;
+	bool stub;
+};
+
+struct cache_slot {
+	uint64_t addr, gen;
+	int rc;
+	struct sym_frame f;
+};
+
+struct sym_proc {
+	pid_t pid;
+	struct sym_opts opts;
+	char root[64]; /* "/proc/PID/root" */
+	struct sym_arena arena;
+
+	struct strbuf maps_text;
+	struct map *maps;
+	size_t nmaps;
+	struct image *images;
+	size_t nimages;
+
+	char pm_path[PROC_PATH_MAX];
+	bool pm_have_path;
+	bool pm_skip_line; /* inside a line longer than SYM_LINE_MAX */
+	uint64_t pm_off, pm_ino, pm_dev, pm_bytes;
+	struct pm_ent *pm;
+	size_t npm, pm_cap;
+	uint32_t *pm_idx;     /* sorted by (start, seq) */
+	uint64_t *pm_maxend;  /* max end over pm_idx[0..i] */
+	size_t nidx;
+	const char *intern[128];
+	size_t nintern;
+
+	struct sym_table ksyms;
+	int kstate; /* 0 untried, 1 loaded, <0 error */
+
+	struct cache_slot *cache;
+	uint32_t cache_mask;
+	uint64_t gen;
+	uint64_t last_auto_ns;
+	uint64_t lookups, hits;
+};
+
+#define SYM_AUTO_REFRESH_NS 250000000ULL
+#define SYM_PM_SCAN_BACK 256
+#define SYM_PM_CHUNK ((size_t)1 << 20)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static const char *intern(struct sym_proc *sp, const char *s, size_t len)
+{
+	size_t i;
+	const char *r;
+
+	if (!s)
+		return NULL;
+	for (i = 0; i < sp->nintern; i++)
+		if (!strncmp(sp->intern[i], s, len) && sp->intern[i][len] == '\0')
+			return sp->intern[i];
+	r = sym_arena_strndup(&sp->arena, s, len);
+	if (r && sp->nintern < ARRAY_SIZE(sp->intern))
+		sp->intern[sp->nintern++] = r;
+	return r;
+}
+
+/* ---- images ---- */
+
+static struct image *image_get(struct sym_proc *sp, const struct sym_maps_line *ml)
+{
+	struct image *im;
+	char tpath[PATH_MAX], hpath[PATH_MAX + 128];
+	const char *slash;
+
+	if (ml->path_len >= sizeof(tpath))
+		return NULL;
+	memcpy(tpath, ml->path, ml->path_len);
+	tpath[ml->path_len] = '\0';
+	for (im = sp->images; im; im = im->next)
+		if (im->inode == ml->inode && im->dev_major == ml->dev_major &&
+		    im->dev_minor == ml->dev_minor && !strcmp(im->tpath, tpath))
+			return im;
+	if (sp->nimages >= 65536)
+		return NULL;
+	if (ml->deleted)
+		snprintf(hpath, sizeof(hpath), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)sp->pid,
+			 ml->start, ml->end);
+	else
+		snprintf(hpath, sizeof(hpath), "%s%s", sp->root, tpath);
+	im = calloc(1, sizeof(*im));
+	if (!im)
+		return NULL;
+	im->tpath = strdup(tpath);
+	im->hpath = strdup(hpath);
+	slash = strrchr(tpath, '/');
+	im->base = sym_arena_strndup(&sp->arena, slash ? slash + 1 : tpath,
+				     strlen(slash ? slash + 1 : tpath));
+	if (!im->tpath || !im->hpath || !im->base) {
+		free(im->tpath);
+		free(im->hpath);
+		free(im);
+		return NULL;
+	}
+	im->inode = ml->inode;
+	im->dev_major = ml->dev_major;
+	im->dev_minor = ml->dev_minor;
+	im->next = sp->images;
+	sp->images = im;
+	sp->nimages++;
+	return im;
+}
+
+static void image_load(struct sym_proc *sp, struct image *im)
+{
+	unsigned char magic[4] = { 0 };
+	ssize_t n;
+	int fd, err;
+
+	im->kind = IMG_NONE;
+	fd = open(im->hpath, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ct_debug("sym: cannot open %s: %s", im->hpath, strerror(errno));
+		return;
+	}
+	n = pread(fd, magic, sizeof(magic), 0);
+	close(fd);
+	if (n == 4 && !memcmp(magic, "\177ELF", 4)) {
+		err = sym_elf_load(&im->elf, im->hpath, sp->root, im->tpath, &sp->arena);
+		if (!err) {
+			im->kind = IMG_ELF;
+			ct_debug("sym: %s: %zu symbols%s", im->tpath, im->elf.syms.n,
+				 im->elf.from_debug_file ? " (debug file)" : "");
+		} else {
+			ct_debug("sym: %s: ELF: %s", im->tpath, strerror(-err));
+		}
+	} else if (n >= 2 && magic[0] == 'M' && magic[1] == 'Z') {
+		const struct pe_method *ms;
+		size_t nm;
+
+		err = pe_file_open(im->hpath, NULL, &im->pe);
+		if (!err) {
+			im->kind = IMG_PE;
+			err = pe_file_methods(im->pe, &ms, &nm);
+			im->pe_r2r = !err;
+			ct_debug("sym: %s: PE, %zu R2R methods (%d)", im->tpath, err ? 0 : nm, err);
+		} else {
+			ct_debug("sym: %s: PE: %s", im->tpath, strerror(-err));
+		}
+	}
+}
+
+/* ---- /proc/PID/maps ---- */
+
+static int maps_parse(struct sym_proc *sp)
+{
+	const char *t = sp->maps_text.buf;
+	size_t len = sp->maps_text.len, pos = 0, n = 0, cap = 0;
+	struct map *v = NULL;
+
+	while (pos < len) {
+		const char *nl = memchr(t + pos, '\n', len - pos);
+		size_t ll = nl ? (size_t)(nl - (t + pos)) : len - pos;
+		struct sym_maps_line ml;
+		struct map m = { 0 };
+
+		if (sym_parse_maps_line(t + pos, ll, &ml)) {
+			pos += ll + 1;
+			continue;
+		}
+		pos += ll + 1;
+		m.start = ml.start;
+		m.end = ml.end;
+		m.pgoff = ml.pgoff;
+		memcpy(m.perms, ml.perms, sizeof(m.perms));
+		if (!ml.path_len || (ml.path_len > 6 && !memcmp(ml.path, "[anon:", 6))) {
+			m.type = MT_ANON;
+		} else if (ml.path_len >= 19 && !memcmp(ml.path, "/memfd:doublemapper", 19)) {
+			m.type = MT_JIT;
+		} else if (ml.path[0] == '[') {
+			m.type = MT_SPECIAL;
+			m.special = intern(sp, ml.path, ml.path_len);
+		} else if (ml.path[0] == '/') {
+			m.type = MT_FILE;
+			m.img = image_get(sp, &ml);
+			if (!m.img)
+				m.type = MT_SPECIAL;
+		} else {
+			m.type = MT_SPECIAL;
+			m.special = intern(sp, ml.path, ml.path_len);
+		}
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			struct map *nv;
+
+			if (n >= SYM_MAPS_MAX_ENTRIES) {
+				free(v);
+				return -E2BIG;
+			}
+			nv = realloc(v, nc * sizeof(*nv));
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+			cap = nc;
+		}
+		v[n++] = m;
+	}
+	free(sp->maps);
+	sp->maps = v;
+	sp->nmaps = n;
+	return 0;
+}
+
+static int maps_refresh(struct sym_proc *sp, bool *changed)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(SYM_MAPS_MAX_BYTES);
+	int err;
+
+	*changed = false;
+	err = proc_read(sp->pid, "maps", &sb);
+	if (err) {
+		strbuf_release(&sb);
+		return err == -ENOENT ? -ESRCH : err;
+	}
+	if (sb.len == sp->maps_text.len && !memcmp(sb.buf, sp->maps_text.buf, sb.len)) {
+		strbuf_release(&sb);
+		return 0;
+	}
+	strbuf_release(&sp->maps_text);
+	sp->maps_text = sb;
+	*changed = true;
+	return maps_parse(sp);
+}
+
+static struct map *map_find(struct sym_proc *sp, uint64_t addr)
+{
+	size_t lo = 0, hi = sp->nmaps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sp->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr >= sp->maps[lo - 1].end)
+		return NULL;
+	return &sp->maps[lo - 1];
+}
+
+/* ---- the perf map ---- */
+
+static int pm_add(struct sym_proc *sp, const struct sym_pm_line *pl)
+{
+	struct pm_ent *e;
+
+	if (sp->npm == sp->pm_cap) {
+		size_t nc = sp->pm_cap ? sp->pm_cap * 2 : 1024;
+		struct pm_ent *nv;
+
+		if (sp->npm >= SYM_PERFMAP_MAX_ENTRIES)
+			return -E2BIG;
+		nv = realloc(sp->pm, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		sp->pm = nv;
+		sp->pm_cap = nc;
+	}
+	e = &sp->pm[sp->npm];
+	memset(e, 0, sizeof(*e));
+	e->start = pl->start;
+	e->end = pl->start + (pl->size ? pl->size : 1);
+	e->stub = pl->stub;
+	e->name = sym_arena_strndup(&sp->arena, pl->name, pl->name_len);
+	if (!e->name)
+		return -ENOMEM;
+	if (pl->sig) {
+		e->sig = sym_arena_strndup(&sp->arena, pl->sig, pl->sig_len);
+		if (!e->sig)
+			return -ENOMEM;
+	}
+	e->tier = intern(sp, pl->tier, pl->tier_len);
+	e->module = intern(sp, pl->module, pl->module_len);
+	e->seq = (uint32_t)sp->npm;
+	sp->npm++;
+	return 0;
+}
+
+static int pm_parse_lines(struct sym_proc *sp, const char *buf, size_t len)
+{
+	size_t pos = 0;
+	int err;
+
+	while (pos < len) {
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t ll = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+		struct sym_pm_line pl;
+
+		if (ll <= SYM_LINE_MAX && !sym_parse_perfmap_line(buf + pos, ll, &pl)) {
+			err = pm_add(sp, &pl);
+			if (err)
+				return err;
+		}
+		pos += ll + 1;
+	}
+	return 0;
+}
+
+static const struct pm_ent *pm_ent_of(const struct sym_proc *sp, size_t i)
+{
+	return &sp->pm[sp->pm_idx[i]];
+}
+
+static int pm_idx_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct pm_ent *pm = ctx;
+	const struct pm_ent *x = &pm[*(const uint32_t *)a];
+	const struct pm_ent *y = &pm[*(const uint32_t *)b];
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int pm_reindex(struct sym_proc *sp)
+{
+	uint32_t *idx;
+	uint64_t *maxend, m = 0;
+	size_t i;
+
+	idx = realloc(sp->pm_idx, (sp->npm ? sp->npm : 1) * sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	sp->pm_idx = idx;
+	maxend = realloc(sp->pm_maxend, (sp->npm ? sp->npm : 1) * sizeof(*maxend));
+	if (!maxend)
+		return -ENOMEM;
+	sp->pm_maxend = maxend;
+	for (i = 0; i < sp->npm; i++)
+		idx[i] = (uint32_t)i;
+	qsort_r(idx, sp->npm, sizeof(*idx), pm_idx_cmp, sp->pm);
+	for (i = 0; i < sp->npm; i++) {
+		m = CT_MAX(m, sp->pm[idx[i]].end);
+		maxend[i] = m;
+	}
+	sp->nidx = sp->npm;
+	return 0;
+}
+
+/* The newest entry containing addr, or NULL. */
+static const struct pm_ent *pm_find(const struct sym_proc *sp, uint64_t addr)
+{
+	size_t lo = 0, hi = sp->nidx, j, steps = 0;
+	const struct pm_ent *best = NULL;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pm_ent_of(sp, mid)->start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (j = lo; j > 0 && steps < SYM_PM_SCAN_BACK; j--, steps++) {
+		const struct pm_ent *e = pm_ent_of(sp, j - 1);
+
+		if (sp->pm_maxend[j - 1] <= addr)
+			break;
+		if (addr < e->end && (!best || e->seq > best->seq))
+			best = e;
+	}
+	return best;
+}
+
+/* Reads what was appended to the perf map since last time. */
+static int pm_refresh(struct sym_proc *sp, bool *changed)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t old = sp->npm;
+	int fd, err = 0;
+
+	*changed = false;
+	if (sp->opts.no_perfmap || !sp->pm_have_path)
+		return 0;
+	fd = open(sp->pm_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto out;
+	}
+	if ((uint64_t)st.st_ino != sp->pm_ino || (uint64_t)st.st_dev != sp->pm_dev ||
+	    (uint64_t)st.st_size < sp->pm_off) {
+		/* a new file: start over (strings stay in the arena) */
+		if (sp->npm)
+			*changed = true;
+		sp->npm = old = 0;
+		sp->nidx = 0;
+		sp->pm_off = 0;
+		sp->pm_bytes = 0;
+		sp->pm_skip_line = false;
+		sp->pm_ino = (uint64_t)st.st_ino;
+		sp->pm_dev = (uint64_t)st.st_dev;
+	}
+	if ((uint64_t)st.st_size == sp->pm_off)
+		goto out;
+	buf = malloc(SYM_PM_CHUNK);
+	if (!buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (sp->pm_off < (uint64_t)st.st_size) {
+		size_t want = (size_t)CT_MIN((uint64_t)SYM_PM_CHUNK, (uint64_t)st.st_size - sp->pm_off);
+		ssize_t n;
+		const char *lastnl, *start = buf;
+		size_t used;
+
+		if (sp->pm_bytes >= SYM_PERFMAP_MAX_BYTES) {
+			ct_warn("sym: perf map over %" PRIu64 " bytes, not reading more",
+				(uint64_t)SYM_PERFMAP_MAX_BYTES);
+			break;
+		}
+		n = pread(fd, buf, want, (off_t)sp->pm_off);
+		if (n < 0) {
+			err = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		lastnl = memrchr(buf, '\n', (size_t)n);
+		if (!lastnl) {
+			if ((size_t)n == SYM_PM_CHUNK) {
+				/* a line longer than a chunk: drop it */
+				sp->pm_off += (uint64_t)n;
+				sp->pm_bytes += (uint64_t)n;
+				sp->pm_skip_line = true;
+				continue;
+			}
+			break; /* a line being written: next time */
+		}
+		used = (size_t)(lastnl - buf) + 1;
+		if (sp->pm_skip_line) {
+			const char *nl = memchr(buf, '\n', used);
+
+			start = nl + 1;
+			sp->pm_skip_line = false;
+		}
+		err = pm_parse_lines(sp, start, used - (size_t)(start - buf));
+		sp->pm_off += used;
+		sp->pm_bytes += used;
+		if (err)
+			break;
+	}
+	if (sp->npm != old || (*changed && !sp->npm)) {
+		int e2 = pm_reindex(sp);
+
+		*changed = true;
+		if (!err)
+			err = e2;
+	}
+out:
+	free(buf);
+	close(fd);
+	if (err == -E2BIG) {
+		ct_warn("sym: perf map has over %d entries, ignoring the rest",
+			SYM_PERFMAP_MAX_ENTRIES);
+		err = 0;
+	}
+	return err;
+}
+
+/* ---- public API ---- */
+
+bool sym_is_kernel(uint64_t addr)
+{
+	return addr >= 0xffff800000000000ULL;
+}
+
+int sym_proc_open(struct sym_proc **out, pid_t pid, const struct sym_opts *o)
+{
+	struct sym_proc *sp;
+	struct proc_target t;
+	uint32_t slots;
+	bool changed;
+	int err;
+
+	*out = NULL;
+	if (pid <= 0)
+		return -EINVAL;
+	sp = calloc(1, sizeof(*sp));
+	if (!sp)
+		return -ENOMEM;
+	sp->pid = pid;
+	if (o)
+		sp->opts = *o;
+	sp->opts.perfmap_path = NULL; /* not kept: copied below */
+	snprintf(sp->root, sizeof(sp->root), "/proc/%d/root", (int)pid);
+	strbuf_init(&sp->maps_text, SYM_MAPS_MAX_BYTES);
+	sp->gen = 1;
+
+	slots = o && o->cache_slots ? o->cache_slots : 16384;
+	if (slots > (1u << 24))
+		slots = 1u << 24;
+	while (slots & (slots - 1))
+		slots &= slots - 1;
+	sp->cache = calloc(slots, sizeof(*sp->cache));
+	if (!sp->cache) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	sp->cache_mask = slots - 1;
+
+	err = maps_refresh(sp, &changed);
+	if (err)
+		goto fail;
+
+	if (o && o->perfmap_path) {
+		ct_strlcpy(sp->pm_path, o->perfmap_path, sizeof(sp->pm_path));
+		sp->pm_have_path = true;
+	} else if (!sp->opts.no_perfmap) {
+		struct proc_perfmap pm;
+
+		err = proc_target_find(pid, &t);
+		if (err == -ESRCH || err == -EACCES)
+			goto fail;
+		/* -ENOENT (no diagnostics socket) still names the files */
+		if (!proc_perfmap_state(&t, &pm)) {
+			ct_strlcpy(sp->pm_path, pm.map_path, sizeof(sp->pm_path));
+			sp->pm_have_path = true;
+		}
+	}
+	err = pm_refresh(sp, &changed);
+	if (err)
+		ct_debug("sym: perf map %s: %s", sp->pm_path, strerror(-err));
+	*out = sp;
+	return 0;
+fail:
+	sym_proc_close(sp);
+	return err;
+}
+
+void sym_proc_close(struct sym_proc *sp)
+{
+	struct image *im, *next;
+
+	if (!sp)
+		return;
+	for (im = sp->images; im; im = next) {
+		next = im->next;
+		sym_elf_free(&im->elf);
+		pe_file_close(im->pe);
+		free(im->tpath);
+		free(im->hpath);
+		free(im);
+	}
+	free(sp->maps);
+	strbuf_release(&sp->maps_text);
+	free(sp->pm);
+	free(sp->pm_idx);
+	free(sp->pm_maxend);
+	sym_table_free(&sp->ksyms);
+	free(sp->cache);
+	sym_arena_free(&sp->arena);
+	free(sp);
+}
+
+int sym_proc_refresh(struct sym_proc *sp)
+{
+	bool c1 = false, c2 = false;
+	int err, err2;
+
+	err = maps_refresh(sp, &c1);
+	err2 = pm_refresh(sp, &c2);
+	if (c1 || c2)
+		sp->gen++;
+	sp->last_auto_ns = now_ns();
+	return err ? err : err2;
+}
+
+/* A refresh on a miss, at most every SYM_AUTO_REFRESH_NS. True if anything changed. */
+static bool auto_refresh(struct sym_proc *sp, bool maps)
+{
+	uint64_t t = now_ns();
+	bool c1 = false, c2 = false;
+
+	if (t - sp->last_auto_ns < SYM_AUTO_REFRESH_NS)
+		return false;
+	sp->last_auto_ns = t;
+	if (maps)
+		maps_refresh(sp, &c1);
+	pm_refresh(sp, &c2);
+	if (c1 || c2)
+		sp->gen++;
+	return c1 || c2;
+}
+
+static void fill_pm(struct sym_frame *out, const struct pm_ent *e, uint64_t addr)
+{
+	out->kind = e->stub ? SYM_STUB : SYM_JIT;
+	out->name = e->name;
+	out->module = e->module;
+	out->start = e->start;
+	out->offset = addr - e->start;
+	out->sig = e->sig;
+	out->tier = e->tier;
+}
+
+static int lookup_kernel(struct sym_proc *sp, uint64_t addr, struct sym_frame *out)
+{
+	const struct sym_entry *e;
+
+	out->kind = SYM_KERNEL;
+	if (!sp->opts.kernel)
+		return -ENOENT;
+	if (!sp->kstate) {
+		struct strbuf sb = STRBUF_INIT_MAX(SYM_KALLSYMS_MAX_BYTES);
+
+		sp->kstate = strbuf_read_file(&sb, "/proc/kallsyms");
+		if (!sp->kstate)
+			sp->kstate = sym_kallsyms_load(&sp->ksyms, sb.buf, sb.len, &sp->arena);
+		if (!sp->kstate)
+			sp->kstate = 1;
+		else
+			ct_warn("sym: /proc/kallsyms: %s", strerror(-sp->kstate));
+		strbuf_release(&sb);
+	}
+	if (sp->kstate < 0)
+		return -ENOENT;
+	e = sym_table_find(&sp->ksyms, addr);
+	if (!e)
+		return -ENOENT;
+	out->name = e->name;
+	out->module = e->module ? e->module : "[kernel.kallsyms]";
+	out->start = e->addr;
+	out->offset = addr - e->addr;
+	return 0;
+}
+
+static int lookup_image(struct sym_proc *sp, const struct map *m, uint64_t addr,
+			struct sym_frame *out)
+{
+	struct image *im = m->img;
+	uint64_t off = addr - m->start + m->pgoff;
+
+	if (im->kind == IMG_UNTRIED)
+		image_load(sp, im);
+	out->module = im->base;
+	if (im->kind == IMG_ELF) {
+		const struct sym_entry *e;
+		uint64_t va;
+
+		out->kind = SYM_NATIVE;
+		if (!sym_elf_off_to_vaddr(&im->elf, off, &va))
+			return -ENOENT;
+		e = sym_table_find(&im->elf.syms, va);
+		if (!e)
+			return -ENOENT;
+		out->name = e->name;
+		out->start = addr - (va - e->addr);
+		out->offset = va - e->addr;
+		return 0;
+	}
+	if (im->kind == IMG_PE && im->pe_r2r) {
+		const struct pe_method *pm;
+		const struct pe_range *pr;
+
+		out->kind = SYM_R2R;
+		if (pe_file_lookup_offset(im->pe, off, &pm, &pr))
+			return -ENOENT;
+		out->name = pm->name;
+		out->sig = pm->sig;
+		out->tier = "PreJIT";
+		out->start = addr - (off - pr->file_offset);
+		out->offset = off - pr->file_offset;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int lookup_uncached(struct sym_proc *sp, uint64_t addr, struct sym_frame *out)
+{
+	const struct pm_ent *e;
+	struct map *m;
+
+	if (sym_is_kernel(addr))
+		return lookup_kernel(sp, addr, out);
+	m = map_find(sp, addr);
+	if (!m) {
+		e = pm_find(sp, addr);
+		if (!e && auto_refresh(sp, true)) {
+			m = map_find(sp, addr);
+			if (!m)
+				e = pm_find(sp, addr);
+		}
+		if (e) {
+			fill_pm(out, e, addr);
+			return 0;
+		}
+		if (!m)
+			return -ENOENT;
+	}
+	switch (m->type) {
+	case MT_ANON:
+	case MT_JIT:
+		e = pm_find(sp, addr);
+		if (!e && auto_refresh(sp, false))
+			e = pm_find(sp, addr);
+		if (e) {
+			fill_pm(out, e, addr);
+			return 0;
+		}
+		out->kind = (m->type == MT_JIT || m->perms[2] == 'x') ? SYM_JIT : SYM_UNKNOWN;
+		return -ENOENT;
+	case MT_FILE:
+		return lookup_image(sp, m, addr, out);
+	default:
+		out->module = m->special;
+		return -ENOENT;
+	}
+}
+
+int sym_lookup(struct sym_proc *sp, uint64_t addr, struct sym_frame *out)
+{
+	struct cache_slot *s;
+	uint64_t h = addr * 0x9E3779B97F4A7C15ULL;
+	int rc;
+
+	sp->lookups++;
+	s = &sp->cache[(h >> 40) & sp->cache_mask];
+	if (s->gen == sp->gen && s->addr == addr) {
+		sp->hits++;
+		*out = s->f;
+		return s->rc;
+	}
+	memset(out, 0, sizeof(*out));
+	/* an auto refresh inside bumps gen: the result belongs to the new one */
+	rc = lookup_uncached(sp, addr, out);
+	s->addr = addr;
+	s->gen = sp->gen;
+	s->rc = rc;
+	s->f = *out;
+	return rc;
+}
+
+int sym_proc_find_image(struct sym_proc *sp, const char *basename, uint64_t *map_start,
+			uint64_t *pgoff, const char **path)
+{
+	const struct map *best = NULL;
+	size_t i;
+
+	for (i = 0; i < sp->nmaps; i++) {
+		const struct map *m = &sp->maps[i];
+
+		if (m->type != MT_FILE || !m->img)
+			continue;
+		if (strcmp(m->img->base, basename) && strcmp(m->img->tpath, basename))
+			continue;
+		if (!best || (m->perms[2] == 'x' && best->perms[2] != 'x'))
+			best = m;
+	}
+	if (!best)
+		return -ENOENT;
+	if (map_start)
+		*map_start = best->start;
+	if (pgoff)
+		*pgoff = best->pgoff;
+	if (path)
+		*path = best->img->hpath;
+	return 0;
+}
+
+int sym_proc_offset_to_addr(struct sym_proc *sp, const char *basename, uint64_t off,
+			    uint64_t *addr)
+{
+	const struct map *best = NULL;
+	size_t i;
+
+	for (i = 0; i < sp->nmaps; i++) {
+		const struct map *m = &sp->maps[i];
+
+		if (m->type != MT_FILE || !m->img)
+			continue;
+		if (strcmp(m->img->base, basename) && strcmp(m->img->tpath, basename))
+			continue;
+		if (off < m->pgoff || off - m->pgoff >= m->end - m->start)
+			continue;
+		if (!best || (m->perms[2] == 'x' && best->perms[2] != 'x'))
+			best = m;
+	}
+	if (!best)
+		return -ENOENT;
+	*addr = best->start + (off - best->pgoff);
+	return 0;
+}
+
+int sym_proc_find_jit(struct sym_proc *sp, const char *pattern, struct sym_jit_entry *out,
+		      size_t max, size_t *n)
+{
+	bool with_sig = strchr(pattern, '(') != NULL;
+	struct strbuf sb = STRBUF_INIT_MAX(2 * SYM_LINE_MAX + 2);
+	size_t i, cnt = 0;
+
+	for (i = 0; i < sp->npm; i++) {
+		const struct pm_ent *e = &sp->pm[i];
+		bool match;
+
+		if (with_sig) {
+			strbuf_reset(&sb);
+			if (strbuf_addstr(&sb, e->name) || strbuf_addstr(&sb, e->sig ? e->sig : ""))
+				continue;
+			match = pe_glob_match(pattern, sb.buf);
+		} else {
+			match = pe_glob_match(pattern, e->name);
+		}
+		if (!match)
+			continue;
+		if (cnt < max) {
+			out[cnt].start = e->start;
+			out[cnt].size = e->end - e->start;
+			out[cnt].kind = e->stub ? SYM_STUB : SYM_JIT;
+			out[cnt].name = e->name;
+			out[cnt].sig = e->sig;
+			out[cnt].tier = e->tier;
+			out[cnt].module = e->module;
+		}
+		cnt++;
+	}
+	strbuf_release(&sb);
+	*n = cnt;
+	return 0;
+}
+
+void sym_proc_stats(const struct sym_proc *sp, struct sym_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->lookups = sp->lookups;
+	st->cache_hits = sp->hits;
+	st->nmaps = sp->nmaps;
+	st->perfmap_entries = sp->npm;
+	st->perfmap_bytes = (size_t)sp->pm_bytes;
+	st->images = sp->nimages;
+	st->kernel_syms = sp->ksyms.n;
+}

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sym_elf.c - function symbols of an ELF file through libelf: .symtab when
+ * the file has one, else .dynsym; a separate debug file (found by the
+ * ".dbg" beside it, .gnu_debuglink or the build-id) is preferred for its
+ * .symtab. Addresses stay link-time; the PT_LOAD segments translate a file
+ * offset (from /proc/PID/maps) into them.
+ */
+#include "common/compat.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include "common/log.h"
+#include "sym/sym_internal.h"
+
+struct elf_meta {
+	uint8_t build_id[64];
+	size_t build_id_len;
+	char debuglink[256];
+};
+
+static void read_meta(Elf *elf, struct elf_meta *m)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	memset(m, 0, sizeof(*m));
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name || sh.sh_type == SHT_NOBITS)
+			continue;
+		if (sh.sh_type == SHT_NOTE && !m->build_id_len) {
+			GElf_Nhdr nh;
+			size_t off = 0, noff, doff;
+
+			d = elf_getdata(scn, NULL);
+			while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+				if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+				    !memcmp((char *)d->d_buf + noff, "GNU", 4) &&
+				    nh.n_descsz <= sizeof(m->build_id)) {
+					memcpy(m->build_id, (char *)d->d_buf + doff, nh.n_descsz);
+					m->build_id_len = nh.n_descsz;
+					break;
+				}
+			}
+		} else if (!strcmp(name, ".gnu_debuglink")) {
+			d = elf_getdata(scn, NULL);
+			if (d && d->d_size > 1) {
+				size_t n = strnlen(d->d_buf, d->d_size);
+
+				if (n < d->d_size && n < sizeof(m->debuglink) && !memchr(d->d_buf, '/', n))
+					memcpy(m->debuglink, d->d_buf, n + 1);
+			}
+		}
+	}
+}
+
+/* Adds the function symbols of one symbol table section. */
+static int add_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct sym_table *t,
+		       struct sym_arena *arena)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t i, n;
+	int err;
+
+	if (!d || !sh->sh_entsize)
+		return 0;
+	n = sh->sh_size / sh->sh_entsize;
+	for (i = 0; i < n; i++) {
+		struct sym_entry e = { 0 };
+		GElf_Sym s;
+		const char *name;
+		int ty;
+
+		if (!gelf_getsym(d, (int)i, &s))
+			break;
+		ty = GELF_ST_TYPE(s.st_info);
+		if (ty != STT_FUNC && ty != STT_GNU_IFUNC)
+			continue;
+		if (s.st_shndx == SHN_UNDEF || !s.st_value)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, s.st_name);
+		if (!name || !*name)
+			continue;
+		e.addr = s.st_value;
+		e.size = s.st_size;
+		e.name = sym_arena_strndup(arena, name, strnlen(name, SYM_LINE_MAX));
+		if (!e.name)
+			return -ENOMEM;
+		err = sym_table_add(t, &e, SYM_ELF_MAX_SYMS);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Symbols of elf: .symtab if present (want_symtab: only that), else .dynsym. */
+static int load_syms(Elf *elf, bool want_symtab, struct sym_table *t, struct sym_arena *arena,
+		     bool *got_symtab)
+{
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+	GElf_Shdr sh_sym, sh_dyn, sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB && !symtab) {
+			symtab = scn;
+			sh_sym = sh;
+		} else if (sh.sh_type == SHT_DYNSYM && !dynsym) {
+			dynsym = scn;
+			sh_dyn = sh;
+		}
+	}
+	*got_symtab = symtab != NULL;
+	if (symtab)
+		return add_symbols(elf, symtab, &sh_sym, t, arena);
+	if (want_symtab)
+		return -ENOENT;
+	if (dynsym)
+		return add_symbols(elf, dynsym, &sh_dyn, t, arena);
+	return 0;
+}
+
+/* Opens a debug file candidate; accepts it when the build-ids agree. */
+static int try_debug_file(const char *path, const struct elf_meta *main_meta, struct sym_elf *e,
+			  struct sym_arena *arena)
+{
+	struct elf_meta m;
+	bool got = false;
+	Elf *elf;
+	int fd, err = -ENOENT;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF) {
+		read_meta(elf, &m);
+		if (!main_meta->build_id_len ||
+		    (m.build_id_len == main_meta->build_id_len &&
+		     !memcmp(m.build_id, main_meta->build_id, m.build_id_len))) {
+			struct sym_table t = { 0 };
+
+			err = load_syms(elf, true, &t, arena, &got);
+			if (!err && got && t.n) {
+				sym_table_free(&e->syms);
+				e->syms = t;
+				e->from_debug_file = true;
+				e->has_symtab = true;
+				ct_debug("sym: %zu symbols from %s", t.n, path);
+			} else {
+				sym_table_free(&t);
+				err = err ? err : -ENOENT;
+			}
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+static int find_debug_file(struct sym_elf *e, const char *root, const char *tpath,
+			   const struct elf_meta *m, struct sym_arena *arena)
+{
+	const char *roots[2] = { root, "" };
+	char dir[PATH_MAX], cand[PATH_MAX + 512];
+	const char *slash = strrchr(tpath, '/');
+	size_t dl = slash ? (size_t)(slash - tpath) : 0;
+	size_t r;
+
+	if (dl >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, tpath, dl);
+	dir[dl] = '\0';
+	for (r = 0; r < 2; r++) {
+		const char *rt = roots[r];
+
+		if (r == 1 && !*root)
+			break; /* the same view twice */
+		snprintf(cand, sizeof(cand), "%s%s.dbg", rt, tpath);
+		if (!try_debug_file(cand, m, e, arena))
+			return 0;
+		if (m->debuglink[0]) {
+			snprintf(cand, sizeof(cand), "%s%s/%s", rt, dir, m->debuglink);
+			if (strcmp(m->debuglink, slash ? slash + 1 : tpath) &&
+			    !try_debug_file(cand, m, e, arena))
+				return 0;
+			snprintf(cand, sizeof(cand), "%s%s/.debug/%s", rt, dir, m->debuglink);
+			if (!try_debug_file(cand, m, e, arena))
+				return 0;
+			snprintf(cand, sizeof(cand), "%s/usr/lib/debug%s/%s", rt, dir, m->debuglink);
+			if (!try_debug_file(cand, m, e, arena))
+				return 0;
+		}
+		if (m->build_id_len >= 2) {
+			char hex[2 * sizeof(m->build_id) + 1];
+			size_t i;
+
+			for (i = 0; i < m->build_id_len; i++)
+				snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
+			snprintf(cand, sizeof(cand), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", rt, hex,
+				 hex + 2);
+			if (!try_debug_file(cand, m, e, arena))
+				return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int sym_elf_load(struct sym_elf *e, const char *path, const char *root, const char *tpath,
+		 struct sym_arena *arena)
+{
+	struct elf_meta m;
+	size_t i, nph;
+	Elf *elf;
+	int fd, err = 0;
+	bool got = false;
+
+	memset(e, 0, sizeof(*e));
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EPROTO;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = -EPROTO;
+		goto out;
+	}
+	if (elf_getphdrnum(elf, &nph)) {
+		err = -EBADMSG;
+		goto out;
+	}
+	for (i = 0; i < nph && e->nsegs < ARRAY_SIZE(e->segs); i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		e->segs[e->nsegs].offset = ph.p_offset;
+		e->segs[e->nsegs].filesz = ph.p_filesz;
+		e->segs[e->nsegs].vaddr = ph.p_vaddr;
+		e->nsegs++;
+	}
+	read_meta(elf, &m);
+	err = load_syms(elf, false, &e->syms, arena, &got);
+	if (err)
+		goto out;
+	e->has_symtab = got;
+	if (!got && tpath && (m.debuglink[0] || m.build_id_len))
+		find_debug_file(e, root ? root : "", tpath, &m, arena);
+	sym_table_sort(&e->syms);
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	if (err)
+		sym_elf_free(e);
+	return err;
+}
+
+bool sym_elf_off_to_vaddr(const struct sym_elf *e, uint64_t off, uint64_t *vaddr)
+{
+	size_t i;
+
+	for (i = 0; i < e->nsegs; i++) {
+		const struct sym_elf_seg *s = &e->segs[i];
+
+		if (off >= s->offset && off - s->offset < s->filesz) {
+			*vaddr = off - s->offset + s->vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+void sym_elf_free(struct sym_elf *e)
+{
+	sym_table_free(&e->syms);
+	e->nsegs = 0;
+}

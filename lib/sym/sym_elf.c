@@ -132,6 +132,74 @@ static int load_syms(Elf *elf, bool want_symtab, struct sym_table *t, struct sym
 	return 0;
 }
 
+/*
+ * A stripped library (Microsoft's libcoreclr.so exports 11 functions and has
+ * no .symtab) still says where every function starts: .eh_frame_hdr holds a
+ * sorted table of (function start, FDE) pairs for the unwinder. Each start
+ * becomes a "sub_<hex address>" symbol reaching to the next start, so samples
+ * group by function and stay comparable across runs of the same build; a real
+ * symbol at the same address wins when the table is sorted. Only the encoding
+ * every toolchain emits is read (udata4 count, datarel sdata4 table); other
+ * encodings are skipped.
+ */
+static int add_eh_frame_starts(Elf *elf, struct sym_table *t, struct sym_arena *arena)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *nm;
+		Elf_Data *d;
+		const uint8_t *p;
+		uint32_t count, i;
+		size_t need;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		nm = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!nm || strcmp(nm, ".eh_frame_hdr"))
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size < 12)
+			return 0;
+		p = d->d_buf;
+		/* version 1, eh_frame_ptr pcrel|sdata4, count udata4, table datarel|sdata4 */
+		if (p[0] != 1 || p[1] != 0x1b || p[2] != 0x03 || p[3] != 0x3b)
+			return 0;
+		memcpy(&count, p + 8, 4);
+		need = 12 + (size_t)count * 8;
+		if (count > SYM_ELF_MAX_SYMS || need > d->d_size)
+			return 0;
+		for (i = 0; i < count; i++) {
+			struct sym_entry e = { 0 };
+			int32_t rel, next_rel;
+			char name[32];
+			int err;
+
+			memcpy(&rel, p + 12 + (size_t)i * 8, 4);
+			e.addr = sh.sh_addr + (uint64_t)(int64_t)rel;
+			if (i + 1 < count) {
+				memcpy(&next_rel, p + 12 + (size_t)(i + 1) * 8, 4);
+				if (next_rel > rel)
+					e.size = (uint64_t)((int64_t)next_rel - rel);
+			}
+			snprintf(name, sizeof(name), "sub_%" PRIx64, e.addr);
+			e.synthetic = true;
+			e.name = sym_arena_strndup(arena, name, strlen(name));
+			if (!e.name)
+				return -ENOMEM;
+			err = sym_table_add(t, &e, SYM_ELF_MAX_SYMS);
+			if (err)
+				return err;
+		}
+		return 0;
+	}
+	return 0;
+}
+
 /* Opens a debug file candidate; accepts it when the build-ids agree. */
 static int try_debug_file(const char *path, const struct elf_meta *main_meta, struct sym_elf *e,
 			  struct sym_arena *arena)
@@ -260,6 +328,11 @@ int sym_elf_load(struct sym_elf *e, const char *path, const char *root, const ch
 	e->has_symtab = got;
 	if (!got && tpath && (m.debuglink[0] || m.build_id_len))
 		find_debug_file(e, root ? root : "", tpath, &m, arena);
+	if (!e->has_symtab && !e->from_debug_file) {
+		err = add_eh_frame_starts(elf, &e->syms, arena);
+		if (err)
+			goto out;
+	}
 	sym_table_sort(&e->syms);
 out:
 	if (elf)

@@ -86,6 +86,7 @@ struct sym_entry {
 	uint64_t addr, size; /* size 0: unknown, reaches to the next symbol */
 	const char *name;
 	const char *module;  /* kernel: module name, NULL for the core kernel */
+	bool synthetic;      /* "sub_<addr>" from .eh_frame_hdr: a function start with no name */
 };
 
 struct sym_table {

@@ -347,7 +347,9 @@ static int entry_cmp(const void *a, const void *b)
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	/* sized symbols first, then by name for a stable choice */
+	/* real symbols before unwind-table starts, sized first, then by name */
+	if (x->synthetic != y->synthetic)
+		return x->synthetic ? 1 : -1;
 	if ((x->size == 0) != (y->size == 0))
 		return x->size ? -1 : 1;
 	return strcmp(x->name, y->name);

@@ -102,6 +102,16 @@ EOF
 	equals "$tag: libcoreclr.so export named" "$(field "$OUT" "^$caddr" 4)" "coreclr_initialize"
 	equals "$tag: libcoreclr.so offset" "$(field "$OUT" "^$caddr" 5)" "+0x5"
 	equals "$tag: libcoreclr.so kind and module" "$(field "$OUT" "^$caddr" 2-3)" $'NATIVE\tlibcoreclr.so'
+	# An unexported libcoreclr.so function (the shipped file has no .symtab)
+	# is named by its start from .eh_frame_hdr; readelf's FDE list must have
+	# an FDE starting exactly there.
+	local inner iname
+	inner=$(printf '0x%x' $((caddr + 0x100000)))
+	expect_exit "$tag: symcheck unexported libcoreclr.so code" 0 "$SYMCHECK" "$pid" "$inner"
+	iname=$(field "$OUT" "^$inner" 4)
+	check "$tag: unexported function named sub_<start> ($iname)" grep -qE '^sub_[0-9a-f]+$' <<<"$iname"
+	check "$tag: sub_ start is an FDE start in readelf" \
+		grep -qE "pc=0*${iname#sub_}\.\." <(readelf -W --debug-dump=frames "/proc/$pid/root$coreclr")
 
 	# Threads blocked in system calls: their pc is in libc, and named
 	"$SYMCHECK" "$pid" --threads >"$WORK/threads" 2>&1

@@ -1,0 +1,640 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * flame.c - stack aggregation: a trie of call-path prefixes with interned
+ * frame names, the sorted view the writers walk, per-name totals
+ * (flame_top) and the format dispatch.
+ *
+ * Cost per frame of a known stack: a name lookup (usually a pointer-keyed
+ * cache hit checked with strcmp) and one probe of an open-addressed
+ * (parent, name) -> child table, or none when the previous stack had the same
+ * node at that depth; only the leaf node is written. Memory is proportional to
+ * the distinct stack prefixes.
+ */
+#include "common/compat.h"
+
+#include "common/log.h"
+#include "flame/flame_int.h"
+
+#define ARENA_BLOCK ((size_t)64 << 10)
+#define MAX_NAME_BYTES ((size_t)256 << 20)
+
+static const char unknown_name[] = "[unknown]";
+static const char truncated_name[] = "[truncated]";
+
+static uint32_t name_hash(const char *s, size_t len)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ len, w;
+
+	while (len >= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 31;
+		s += 8;
+		len -= 8;
+	}
+	w = 0;
+	memcpy(&w, s, len);
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 29;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 32;
+	return (uint32_t)h;
+}
+
+static size_t kid_slot(uint32_t parent, uint32_t hash)
+{
+	uint64_t k = ((uint64_t)parent << 32 | hash) * 0x9e3779b97f4a7c15ULL;
+
+	return (size_t)(k ^ (k >> 29));
+}
+
+int flame_new(struct flame **out)
+{
+	struct flame *f;
+
+	*out = NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->max_nodes = FLAME_DEFAULT_MAX_NODES;
+	f->anodes = 1024;
+	f->nodes = calloc(f->anodes, sizeof(*f->nodes));
+	f->kmask = 2047;
+	f->kids = calloc(f->kmask + 1, sizeof(*f->kids));
+	f->nmask = 1023;
+	f->ntab = calloc(f->nmask + 1, sizeof(*f->ntab));
+	if (!f->nodes || !f->kids || !f->ntab) {
+		flame_free(f);
+		return -ENOMEM;
+	}
+	f->nnodes = 1; /* the root */
+	*out = f;
+	return 0;
+}
+
+void flame_free(struct flame *f)
+{
+	size_t i;
+
+	if (!f)
+		return;
+	for (i = 0; i < f->nblocks; i++)
+		free(f->blocks[i]);
+	free(f->blocks);
+	free(f->nodes);
+	free(f->kids);
+	free(f->names);
+	free(f->ntab);
+	free(f);
+}
+
+void flame_set_max_nodes(struct flame *f, size_t max_nodes)
+{
+	f->max_nodes = CT_MIN(CT_MAX(max_nodes, (size_t)16), (size_t)1 << 31);
+}
+
+size_t flame_node_count(const struct flame *f)
+{
+	return f->nnodes - 1;
+}
+
+uint64_t flame_total(const struct flame *f)
+{
+	return f ? f->total : 0;
+}
+
+static uint32_t kid_find(const struct flame *f, uint32_t parent, uint32_t name)
+{
+	size_t i = kid_slot(parent, f->names[name].hash) & f->kmask;
+	const struct flame_kid *k;
+
+	while ((k = &f->kids[i])->id != 0) {
+		if (k->name == name && k->parent == parent)
+			return k->id;
+		i = (i + 1) & f->kmask;
+	}
+	return 0;
+}
+
+static void kid_insert(struct flame_kid *tab, size_t mask, const struct flame *f, uint32_t id)
+{
+	const struct flame_node *n = &f->nodes[id];
+	size_t i = kid_slot(n->parent, f->names[n->name].hash) & mask;
+
+	while (tab[i].id)
+		i = (i + 1) & mask;
+	tab[i].parent = n->parent;
+	tab[i].name = n->name;
+	tab[i].id = id;
+}
+
+/* Makes room for `need` more nodes: node array and a child table kept at most half full. */
+static int reserve_nodes(struct flame *f, size_t need)
+{
+	size_t want = f->nnodes + need, i;
+
+	if (want > f->anodes) {
+		size_t na = f->anodes;
+		struct flame_node *nn;
+
+		while (na < want)
+			na *= 2;
+		nn = realloc(f->nodes, na * sizeof(*nn));
+		if (!nn)
+			return -ENOMEM;
+		f->nodes = nn;
+		f->anodes = na;
+	}
+	if (want * 2 > f->kmask + 1) {
+		size_t nsize = f->kmask + 1;
+		struct flame_kid *t;
+
+		while (want * 2 > nsize)
+			nsize *= 2;
+		t = calloc(nsize, sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		for (i = 1; i < f->nnodes; i++)
+			kid_insert(t, nsize - 1, f, (uint32_t)i);
+		free(f->kids);
+		f->kids = t;
+		f->kmask = nsize - 1;
+	}
+	return 0;
+}
+
+static int name_table_grow(struct flame *f)
+{
+	size_t nsize = (f->nmask + 1) * 2, i;
+	uint32_t *t = calloc(nsize, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < f->nnames; i++) {
+		size_t k = f->names[i].hash & (nsize - 1);
+
+		while (t[k])
+			k = (k + 1) & (nsize - 1);
+		t[k] = (uint32_t)i + 1;
+	}
+	free(f->ntab);
+	f->ntab = t;
+	f->nmask = nsize - 1;
+	return 0;
+}
+
+static int intern(struct flame *f, const char *s, size_t len, uint32_t h, uint32_t *out)
+{
+	size_t k = h & f->nmask;
+	uint32_t id;
+	char *p;
+	int err;
+
+	while ((id = f->ntab[k]) != 0) {
+		const struct flame_name *nm = &f->names[id - 1];
+
+		if (nm->hash == h && nm->len == len && memcmp(nm->s, s, len) == 0) {
+			*out = id - 1;
+			return 0;
+		}
+		k = (k + 1) & f->nmask;
+	}
+	if (f->name_bytes + len + 1 > MAX_NAME_BYTES)
+		return -E2BIG;
+	if ((f->nnames + 1) * 2 > f->nmask + 1) {
+		err = name_table_grow(f);
+		if (err)
+			return err;
+		return intern(f, s, len, h, out);
+	}
+	if (f->nnames == f->anames) {
+		size_t na = f->anames ? f->anames * 2 : 256;
+		struct flame_name *nn = realloc(f->names, na * sizeof(*nn));
+
+		if (!nn)
+			return -ENOMEM;
+		f->names = nn;
+		f->anames = na;
+	}
+	if (f->arena_left < len + 1) {
+		if (f->nblocks == f->ablocks) {
+			size_t na = f->ablocks ? f->ablocks * 2 : 16;
+			char **nb = realloc(f->blocks, na * sizeof(*nb));
+
+			if (!nb)
+				return -ENOMEM;
+			f->blocks = nb;
+			f->ablocks = na;
+		}
+		p = malloc(ARENA_BLOCK);
+		if (!p)
+			return -ENOMEM;
+		f->blocks[f->nblocks++] = p;
+		f->arena = p;
+		f->arena_left = ARENA_BLOCK;
+	}
+	p = f->arena;
+	memcpy(p, s, len);
+	p[len] = '\0';
+	f->arena += len + 1;
+	f->arena_left -= len + 1;
+	f->name_bytes += len + 1;
+	f->names[f->nnames].s = p;
+	f->names[f->nnames].len = (uint32_t)len;
+	f->names[f->nnames].hash = h;
+	f->ntab[k] = (uint32_t)f->nnames + 1;
+	*out = (uint32_t)f->nnames++;
+	return 0;
+}
+
+/*
+ * Finds an interned name without adding it. Callers usually pass the same
+ * pointers (their own symbol strings) again and again, so a small cache keyed
+ * by the pointer, verified with strcmp (the pointer may have been freed and
+ * reused for another string), skips measuring and hashing the name.
+ */
+static bool name_lookup(struct flame *f, const char *s, uint32_t *out)
+{
+	uintptr_t p = (uintptr_t)s;
+	struct flame_pcache *pc = &f->pcache[(p ^ p >> 12 ^ p >> 24) & (FLAME_PCACHE - 1)];
+	size_t len, k;
+	uint32_t h, id;
+
+	if (pc->p == s && strcmp(pc->s, s) == 0) {
+		*out = pc->name;
+		return true;
+	}
+	len = strnlen(s, FLAME_MAX_NAME);
+	h = name_hash(s, len);
+	for (k = h & f->nmask; (id = f->ntab[k]) != 0; k = (k + 1) & f->nmask) {
+		const struct flame_name *nm = &f->names[id - 1];
+
+		if (nm->hash == h && nm->len == len && memcmp(nm->s, s, len) == 0) {
+			if (len < FLAME_MAX_NAME) {
+				pc->p = s;
+				pc->s = nm->s;
+				pc->name = id - 1;
+			}
+			*out = id - 1;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The i-th frame actually stored for a stack (after truncation). */
+static const char *frame_at(const char *const *frames, size_t skip, bool trunc, size_t i)
+{
+	const char *s;
+
+	if (trunc) {
+		if (i == 0)
+			return truncated_name;
+		i--;
+	}
+	s = frames[skip + i];
+	return s && *s ? s : unknown_name;
+}
+
+int flame_add(struct flame *f, const char *const *frames, size_t nframes, uint64_t weight)
+{
+	uint32_t path[FLAME_MAX_DEPTH];
+	size_t depth = 0, n = nframes, skip = 0;
+	bool trunc = false;
+	uint32_t cur = 0;
+	int err;
+
+	if (!f || (nframes && !frames))
+		return -EINVAL;
+	if (weight == 0)
+		return 0;
+	if (f->total + weight < f->total)
+		return -EOVERFLOW;
+	if (nframes == 0) {
+		/* recorded as one "[unknown]" frame: frame_at maps NULL to it */
+		static const char *const none[1] = { NULL };
+
+		frames = none;
+		n = 1;
+	}
+	if (nframes > FLAME_MAX_DEPTH) {
+		trunc = true;
+		skip = nframes - (FLAME_MAX_DEPTH - 1);
+		n = FLAME_MAX_DEPTH;
+	}
+	/*
+	 * Walk the known prefix. Consecutive samples usually share most of
+	 * their frames, so the previous stack's node at the same depth is
+	 * tried before the child table.
+	 */
+	for (; depth < n; depth++) {
+		const char *s = frame_at(frames, skip, trunc, depth);
+		uint32_t id = depth < f->nhint ? f->hint[depth] : 0, nm;
+
+		if (!name_lookup(f, s, &nm))
+			break;
+		if (!id || f->nodes[id].parent != cur || f->nodes[id].name != nm)
+			id = kid_find(f, cur, nm);
+		if (!id)
+			break;
+		path[depth] = id;
+		cur = id;
+	}
+	if (depth < n) {
+		size_t need = n - depth;
+
+		if (f->nnodes - 1 + need > f->max_nodes)
+			return -E2BIG;
+		err = reserve_nodes(f, need);
+		if (err)
+			return err;
+		for (; depth < n; depth++) {
+			const char *s = frame_at(frames, skip, trunc, depth);
+			size_t len = strnlen(s, FLAME_MAX_NAME);
+			uint32_t nm, id;
+			struct flame_node *node;
+
+			/* A failure here leaves zero-weight nodes, which the writers skip. */
+			err = intern(f, s, len, name_hash(s, len), &nm);
+			if (err)
+				return err;
+			id = (uint32_t)f->nnodes++;
+			node = &f->nodes[id];
+			memset(node, 0, sizeof(*node));
+			node->name = nm;
+			node->parent = cur;
+			kid_insert(f->kids, f->kmask, f, id);
+			path[depth] = id;
+			cur = id;
+		}
+	}
+	memcpy(f->hint, path, n * sizeof(*path));
+	f->nhint = n;
+	f->nodes[cur].self += weight;
+	f->nodes[cur].hits++;
+	f->total += weight;
+	f->adds++;
+	if (trunc)
+		f->truncated++;
+	return 0;
+}
+
+/* ---- the sorted view ---- */
+
+static int cmp_name_idx(const void *a, const void *b, void *arg)
+{
+	const struct flame *f = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return strcmp(f->names[x].s, f->names[y].s);
+}
+
+struct kid_sort_ctx {
+	const struct flame *f;
+	const uint32_t *rank;
+};
+
+static int cmp_kid(const void *a, const void *b, void *arg)
+{
+	const struct kid_sort_ctx *c = arg;
+	uint32_t x = c->rank[c->f->nodes[*(const uint32_t *)a].name];
+	uint32_t y = c->rank[c->f->nodes[*(const uint32_t *)b].name];
+
+	return x < y ? -1 : x > y;
+}
+
+void flame_view_free(struct flame_view *v)
+{
+	free(v->kid);
+	free(v->kstart);
+	free(v->total);
+	free(v->rank);
+	free(v->byrank);
+	free(v->nself);
+	free(v->ntotal);
+	memset(v, 0, sizeof(*v));
+}
+
+/* Per-name totals (outermost occurrence on a path only) and max depth. */
+static void view_totals(struct flame_view *v, uint32_t *onpath)
+{
+	const struct flame *f = v->f;
+	uint32_t stk[FLAME_MAX_DEPTH + 2], pos[FLAME_MAX_DEPTH + 2];
+	int sp = 0;
+
+	stk[0] = 0;
+	pos[0] = v->kstart[0];
+	while (sp >= 0) {
+		uint32_t node = stk[sp];
+
+		if (pos[sp] < v->kstart[node + 1]) {
+			uint32_t c = v->kid[pos[sp]++];
+			const struct flame_node *cn = &f->nodes[c];
+
+			if (onpath[cn->name]++ == 0)
+				v->ntotal[cn->name] += v->total[c];
+			v->nself[cn->name] += cn->self;
+			sp++;
+			stk[sp] = c;
+			pos[sp] = v->kstart[c];
+			if ((uint32_t)sp > v->maxdepth)
+				v->maxdepth = (uint32_t)sp;
+		} else {
+			if (sp > 0)
+				onpath[f->nodes[node].name]--;
+			sp--;
+		}
+	}
+}
+
+int flame_view_build(const struct flame *f, struct flame_view *v)
+{
+	struct kid_sort_ctx ctx;
+	uint32_t *onpath = NULL, *fill = NULL;
+	bool *used = NULL;
+	size_t i, nn = f->nnodes;
+	int err = -ENOMEM;
+
+	memset(v, 0, sizeof(*v));
+	v->f = f;
+	v->kid = malloc((nn + 1) * sizeof(*v->kid));
+	v->kstart = calloc(nn + 1, sizeof(*v->kstart));
+	v->total = calloc(nn + 1, sizeof(*v->total));
+	v->rank = calloc(f->nnames + 1, sizeof(*v->rank));
+	v->byrank = calloc(f->nnames + 1, sizeof(*v->byrank));
+	v->nself = calloc(f->nnames + 1, sizeof(*v->nself));
+	v->ntotal = calloc(f->nnames + 1, sizeof(*v->ntotal));
+	onpath = calloc(f->nnames + 1, sizeof(*onpath));
+	fill = calloc(nn + 1, sizeof(*fill));
+	used = calloc(f->nnames + 1, sizeof(*used));
+	if (!v->kid || !v->kstart || !v->total || !v->rank || !v->byrank || !v->nself || !v->ntotal || !onpath ||
+	    !fill || !used)
+		goto out;
+
+	/* Node totals: children come after their parent, so sum backwards. */
+	for (i = nn; i-- > 0;) {
+		v->total[i] += f->nodes[i].self;
+		if (i)
+			v->total[f->nodes[i].parent] += v->total[i];
+	}
+	/* Names that carry weight, ranked in byte order. */
+	for (i = 1; i < nn; i++)
+		if (v->total[i])
+			used[f->nodes[i].name] = true;
+	for (i = 0; i < f->nnames; i++)
+		if (used[i])
+			v->byrank[v->nused++] = (uint32_t)i;
+	qsort_r(v->byrank, v->nused, sizeof(*v->byrank), cmp_name_idx, (void *)f);
+	for (i = 0; i < v->nused; i++)
+		v->rank[v->byrank[i]] = (uint32_t)i;
+
+	/* Children grouped by parent (counting sort), then sorted by name rank. */
+	for (i = 1; i < nn; i++)
+		if (v->total[i])
+			v->kstart[f->nodes[i].parent + 1]++;
+	for (i = 1; i <= nn; i++)
+		v->kstart[i] += v->kstart[i - 1];
+	for (i = 1; i < nn; i++) {
+		uint32_t p = f->nodes[i].parent;
+
+		if (v->total[i])
+			v->kid[v->kstart[p] + fill[p]++] = (uint32_t)i;
+	}
+	ctx.f = f;
+	ctx.rank = v->rank;
+	for (i = 0; i < nn; i++)
+		if (v->kstart[i + 1] - v->kstart[i] > 1)
+			qsort_r(v->kid + v->kstart[i], v->kstart[i + 1] - v->kstart[i], sizeof(*v->kid),
+				cmp_kid, &ctx);
+	view_totals(v, onpath);
+	err = 0;
+out:
+	free(onpath);
+	free(fill);
+	free(used);
+	if (err)
+		flame_view_free(v);
+	return err;
+}
+
+/* ---- top ---- */
+
+static int cmp_top(const void *a, const void *b)
+{
+	const struct flame_top *x = a, *y = b;
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+int flame_top(const struct flame *f, struct flame_top **out, size_t *n)
+{
+	struct flame_view v;
+	struct flame_top *t;
+	size_t i;
+	int err;
+
+	*out = NULL;
+	*n = 0;
+	err = flame_view_build(f, &v);
+	if (err)
+		return err;
+	t = calloc(v.nused + 1, sizeof(*t));
+	if (!t) {
+		flame_view_free(&v);
+		return -ENOMEM;
+	}
+	for (i = 0; i < v.nused; i++) {
+		uint32_t nm = v.byrank[i];
+
+		t[i].name = f->names[nm].s;
+		t[i].self = v.nself[nm];
+		t[i].total = v.ntotal[nm];
+	}
+	qsort(t, v.nused, sizeof(*t), cmp_top);
+	*out = t;
+	*n = v.nused;
+	flame_view_free(&v);
+	return 0;
+}
+
+/* ---- formats ---- */
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && strcasecmp(s + a - b, suffix) == 0;
+}
+
+int flame_format_from_path(const char *path)
+{
+	static const struct {
+		const char *suffix;
+		enum flame_format fmt;
+	} map[] = {
+		{ ".folded", FLAME_FOLDED },		{ ".collapsed", FLAME_FOLDED },
+		{ ".txt", FLAME_FOLDED },		{ ".html", FLAME_HTML },
+		{ ".htm", FLAME_HTML },			{ ".svg", FLAME_SVG },
+		{ ".speedscope.json", FLAME_SPEEDSCOPE }, { ".json", FLAME_SPEEDSCOPE },
+		{ ".pb.gz", FLAME_PPROF },		{ ".pprof", FLAME_PPROF },
+	};
+	size_t i;
+
+	if (!path)
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(map); i++)
+		if (ends_with(path, map[i].suffix))
+			return map[i].fmt;
+	return -EINVAL;
+}
+
+bool flame_opts_is_ns(const struct flame_opts *opts)
+{
+	return opts && opts->unit && strcmp(opts->unit, "nanoseconds") == 0;
+}
+
+int flame_write(const struct flame *f, enum flame_format fmt, int fd, const struct flame_opts *o)
+{
+	struct flame_opts dflt = { 0 };
+	struct flame_view v;
+	struct flame_out out;
+	int err, err2;
+
+	if (!f || fd < 0)
+		return -EINVAL;
+	if (fmt < FLAME_FOLDED || fmt > FLAME_PPROF)
+		return -EINVAL;
+	if (!o)
+		o = &dflt;
+	err = flame_view_build(f, &v);
+	if (err)
+		return err;
+	flame_out_init(&out, fd);
+	switch (fmt) {
+	case FLAME_FOLDED:
+		err = flame_write_folded(&v, &out, o);
+		break;
+	case FLAME_HTML:
+		err = flame_write_html(&v, &out, o);
+		break;
+	case FLAME_SVG:
+		err = flame_write_svg(&v, &out, o);
+		break;
+	case FLAME_SPEEDSCOPE:
+		err = flame_write_speedscope(&v, &out, o);
+		break;
+	case FLAME_PPROF:
+		err = flame_write_pprof(&v, &out, o);
+		break;
+	}
+	err2 = flame_out_finish(&out);
+	flame_view_free(&v);
+	if (f->truncated)
+		ct_debug("flame: %" PRIu64 " stacks were deeper than %d frames and were cut",
+			 f->truncated, FLAME_MAX_DEPTH);
+	return err ? err : err2;
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * flame_speedscope.c - speedscope's file format: one "sampled" profile whose
+ * samples are the distinct stacks (frame indexes, root first) and whose
+ * weights are the stacks' self weights. shared.frames lists every name once,
+ * in byte order, so output is stable. Strings are JSON-escaped and always
+ * valid UTF-8 (see flame_out_json_str).
+ */
+#include "common/compat.h"
+
+#include "flame/flame_int.h"
+
+/* Walks the distinct stacks (nodes with self weight) in order; writes either
+ * each stack's frame list or its weight. */
+static void out_samples(const struct flame_view *v, struct flame_out *o, bool weights)
+{
+	const struct flame *f = v->f;
+	uint32_t stk[FLAME_MAX_DEPTH + 2], pos[FLAME_MAX_DEPTH + 2];
+	bool first = true;
+	int sp = 0, i;
+
+	stk[0] = 0;
+	pos[0] = v->kstart[0];
+	while (sp >= 0 && !o->err) {
+		uint32_t node = stk[sp];
+
+		if (pos[sp] < v->kstart[node + 1]) {
+			uint32_t c = v->kid[pos[sp]++];
+
+			sp++;
+			stk[sp] = c;
+			pos[sp] = v->kstart[c];
+			if (!f->nodes[c].self)
+				continue;
+			if (!first)
+				flame_out_add(o, ",", 1);
+			first = false;
+			if (weights) {
+				flame_out_f(o, "%" PRIu64, f->nodes[c].self);
+			} else {
+				flame_out_add(o, "[", 1);
+				for (i = 1; i <= sp; i++)
+					flame_out_f(o, i > 1 ? ",%" PRIu32 : "%" PRIu32,
+						    v->rank[f->nodes[stk[i]].name]);
+				flame_out_add(o, "]", 1);
+			}
+			flame_out_maybe_flush(o);
+		} else {
+			sp--;
+		}
+	}
+}
+
+int flame_write_speedscope(const struct flame_view *v, struct flame_out *o, const struct flame_opts *opts)
+{
+	const struct flame *f = v->f;
+	const char *name = opts->title && *opts->title ? opts->title : "clrtap";
+	size_t i;
+
+	flame_out_str(o, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n"
+			 "\"shared\":{\"frames\":[");
+	for (i = 0; i < v->nused && !o->err; i++) {
+		const struct flame_name *nm = &f->names[v->byrank[i]];
+
+		flame_out_str(o, i ? ",\n{\"name\":\"" : "\n{\"name\":\"");
+		flame_out_json_str(o, nm->s, nm->len);
+		flame_out_str(o, "\"}");
+		flame_out_maybe_flush(o);
+	}
+	flame_out_str(o, "]},\n\"profiles\":[{\"type\":\"sampled\",\"name\":\"");
+	flame_out_json_str(o, name, strlen(name));
+	flame_out_f(o, "\",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64 ",\n\"samples\":[",
+		    flame_opts_is_ns(opts) ? "nanoseconds" : "none", f->total);
+	out_samples(v, o, false);
+	flame_out_str(o, "],\n\"weights\":[");
+	out_samples(v, o, true);
+	flame_out_str(o, "]}],\n\"name\":\"");
+	flame_out_json_str(o, name, strlen(name));
+	flame_out_str(o, "\",\"activeProfileIndex\":0,\"exporter\":\"clrtap\"}\n");
+	return o->err;
+}

@@ -134,7 +134,7 @@ int ipc_session_run(const struct ipc_endpoint *ep, const struct ipc_trace_config
 	const size_t bufsize = 256 * 1024;
 	uint8_t *buf;
 	int64_t start, stop_at = 0, last_progress = 0;
-	int fd = -1, err;
+	int fd = -1, err, wait_ms;
 	uint64_t session;
 	bool stop_sent = false;
 
@@ -170,7 +170,11 @@ int ipc_session_run(const struct ipc_endpoint *ep, const struct ipc_trace_config
 			err = -ETIMEDOUT;
 			break;
 		}
-		if (poll(&pfd, 1, 100) < 0 && errno != EINTR) {
+		wait_ms = 100;
+		/* Wake exactly at the end of a short session instead of the next tick. */
+		if (!stop_sent && o->duration_ms > 0)
+			wait_ms = (int)CT_MAX(0, CT_MIN(100, (int64_t)o->duration_ms - (now - start)));
+		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR) {
 			err = -errno;
 			break;
 		}

@@ -1,14 +1,521 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * counters.c - placeholder: being written (see docs/cmd/counters.md when it lands).
+ * clrtap counters monitor|collect - EventCounters and Meters of a live
+ * process, read from an EventPipe session as they are published: a table
+ * redrawn each interval (or timestamped lines), or a CSV/JSON file.
  */
 #include "common/compat.h"
 
+#include <math.h>
+#include <signal.h>
+#include <time.h>
+
 #include "cli.h"
+#include "counters/counters.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+enum out_mode { OUT_TABLE, OUT_LINES, OUT_CSV, OUT_JSON };
+
+struct run {
+	enum out_mode mode;
+	FILE *out;
+	const struct counters_spec *spec;
+	struct counters_decoder *dec;
+	struct counters_table table;
+	unsigned interval;
+	pid_t pid;
+	/* clock of the trace, known once the header is read */
+	bool have_clock;
+	time_t sync_epoch;
+	int sync_ms;
+	int64_t sync_qpc, qpc_freq;
+	bool dirty;
+	uint64_t nvalues;
+	int werr;   /* first write error on the output file */
+	char last_notice[256];
+};
+
+/* ----- time ----- */
+
+static void ts_format(const struct run *r, int64_t ts, char *buf, size_t len)
+{
+	int64_t ms_total;
+	time_t secs;
+	struct tm tm;
+	int ms;
+
+	if (!r->have_clock) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	ms_total = (int64_t)r->sync_epoch * 1000 + r->sync_ms +
+		   (int64_t)((double)(ts - r->sync_qpc) * 1000.0 / (double)r->qpc_freq);
+	secs = (time_t)(ms_total / 1000);
+	ms = (int)(ms_total % 1000);
+	if (ms < 0) {
+		ms += 1000;
+		secs--;
+	}
+	gmtime_r(&secs, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+}
+
+static void set_clock(struct run *r, const struct nt_trace_info *ti)
+{
+	struct tm tm = { 0 };
+
+	if (r->have_clock || ti->qpc_freq <= 0)
+		return;
+	tm.tm_year = ti->sync_utc[0] - 1900;
+	tm.tm_mon = ti->sync_utc[1] - 1;
+	tm.tm_mday = ti->sync_utc[3];
+	tm.tm_hour = ti->sync_utc[4];
+	tm.tm_min = ti->sync_utc[5];
+	tm.tm_sec = ti->sync_utc[6];
+	r->sync_epoch = timegm(&tm);
+	r->sync_ms = ti->sync_utc[7];
+	r->sync_qpc = ti->sync_qpc;
+	r->qpc_freq = ti->qpc_freq;
+	r->have_clock = true;
+}
+
+/* ----- value formatting ----- */
+
+static void fmt_value(double v, char *buf, size_t len)
+{
+	if (isnan(v) || isinf(v))
+		snprintf(buf, len, "%s", isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
+	else if (v == floor(v) && fabs(v) < 1e15)
+		snprintf(buf, len, "%.0f", v);
+	else if (fabs(v) >= 1000)
+		snprintf(buf, len, "%.1f", v);
+	else
+		snprintf(buf, len, "%.4g", v);
+}
+
+/* The table's rendering: integers get thousands separators. */
+static void fmt_table_value(double v, char *buf, size_t len)
+{
+	char raw[64];
+	size_t n, i, o = 0, lead;
+
+	fmt_value(v, raw, sizeof(raw));
+	n = strlen(raw);
+	if (strspn(raw + (raw[0] == '-'), "0123456789") != n - (raw[0] == '-') || n + n / 3 + 1 > len) {
+		snprintf(buf, len, "%s", raw);
+		return;
+	}
+	lead = raw[0] == '-';
+	for (i = 0; i < n; i++) {
+		buf[o++] = raw[i];
+		if (i >= lead && i + 1 < n && (n - 1 - i) % 3 == 0)
+			buf[o++] = ',';
+	}
+	buf[o] = 0;
+}
+
+/* Exact text for files: enough digits to round-trip. */
+static void fmt_exact(double v, char *buf, size_t len)
+{
+	if (isnan(v) || isinf(v))
+		snprintf(buf, len, "null");
+	else
+		snprintf(buf, len, "%.17g", v);
+}
+
+/* "B", "B/1s" (a delta over the interval), "%", "" */
+static void fmt_units(const char *units, enum counters_kind kind, double interval, char *buf,
+		      size_t len)
+{
+	if (kind == COUNTERS_DELTA)
+		snprintf(buf, len, "%s/%gs", *units ? units : "count", interval);
+	else
+		snprintf(buf, len, "%s", units);
+}
+
+static void series_label(const char *name, const char *tags, char *buf, size_t len)
+{
+	if (*tags)
+		snprintf(buf, len, "%s[%s]", name, tags);
+	else
+		snprintf(buf, len, "%s", name);
+}
+
+/* ----- outputs ----- */
+
+static void csv_field(FILE *f, const char *s, bool last)
+{
+	if (strpbrk(s, ",\"\n\r")) {
+		fputc('"', f);
+		for (; *s; s++) {
+			if (*s == '"')
+				fputc('"', f);
+			fputc(*s, f);
+		}
+		fputc('"', f);
+	} else {
+		fputs(s, f);
+	}
+	fputc(last ? '\n' : ',', f);
+}
+
+static void json_value(struct run *r, const struct counters_value *v, const char *ts)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char num[64];
+
+	fmt_exact(v->value, num, sizeof(num));
+	(void)strbuf_addstr(&sb, r->nvalues ? ",\n    {" : "\n    {");
+	cli_json_str(&sb, "timestamp", ts, false);
+	cli_json_str(&sb, "source", v->source, true);
+	cli_json_str(&sb, "type", v->meter ? "meter" : "eventcounters", true);
+	cli_json_str(&sb, "name", v->name, true);
+	cli_json_str(&sb, "display_name", v->display_name, true);
+	cli_json_str(&sb, "tags", v->tags, true);
+	cli_json_str(&sb, "kind", counters_kind_name(v->kind), true);
+	(void)strbuf_addf(&sb, ",\"value\":%s", num);
+	cli_json_str(&sb, "units", v->units, true);
+	(void)strbuf_addf(&sb, ",\"interval_sec\":%g}", v->interval_sec);
+	fputs(sb.buf, r->out);
+	strbuf_release(&sb);
+}
+
+static int on_value(void *ctx, const struct counters_value *cv)
+{
+	struct run *r = ctx;
+	struct counters_value v = *cv;
+	char ts[80], num[64], units[300], label[1024];
+	int err;
+
+	if (!counters_spec_wants(r->spec, v.meter, v.source, v.name))
+		return 0;
+	if (v.interval_sec <= 0)
+		v.interval_sec = r->interval;
+	ts_format(r, v.timestamp, ts, sizeof(ts));
+	switch (r->mode) {
+	case OUT_TABLE:
+		err = counters_table_update(&r->table, &v);
+		if (err == -E2BIG)
+			return 0; /* the table is full: new series are left out */
+		if (err)
+			return err;
+		r->dirty = true;
+		break;
+	case OUT_LINES:
+		fmt_value(v.value, num, sizeof(num));
+		fmt_units(v.units, v.kind, r->interval, units, sizeof(units));
+		series_label(v.name, v.tags, label, sizeof(label));
+		fprintf(r->out, "%s %s %s %s%s%s\n", ts, v.source, label, num, *units ? " " : "", units);
+		fflush(r->out);
+		break;
+	case OUT_CSV:
+		fmt_exact(v.value, num, sizeof(num));
+		snprintf(units, sizeof(units), "%g", v.interval_sec);
+		csv_field(r->out, ts, false);
+		csv_field(r->out, v.source, false);
+		csv_field(r->out, v.meter ? "meter" : "eventcounters", false);
+		csv_field(r->out, v.name, false);
+		csv_field(r->out, v.tags, false);
+		csv_field(r->out, counters_kind_name(v.kind), false);
+		csv_field(r->out, strcmp(num, "null") ? num : "", false);
+		csv_field(r->out, v.units, false);
+		csv_field(r->out, units, true);
+		break;
+	case OUT_JSON:
+		json_value(r, &v, ts);
+		break;
+	}
+	r->nvalues++;
+	if (ferror(r->out)) {
+		/* a full disk, a closed pipe (| head): stop the session */
+		r->werr = -EIO;
+		return r->werr;
+	}
+	return 0;
+}
+
+static int on_notice(void *ctx, const char *msg)
+{
+	struct run *r = ctx;
+
+	/* the same message comes every interval: say it once */
+	if (strcmp(r->last_notice, msg)) {
+		cli_warn("%s", msg);
+		snprintf(r->last_notice, sizeof(r->last_notice), "%s", msg);
+	}
+	return 0;
+}
+
+static const struct counters_handlers value_handlers = { .value = on_value, .notice = on_notice };
+
+static int on_event(void *ctx, const struct nt_event *ev)
+{
+	struct run *r = ctx;
+	int err = counters_decode(r->dec, ev, &value_handlers, r);
+
+	if (err == -EBADMSG) {
+		cli_warn("a counter event could not be decoded (skipped)");
+		return 0;
+	}
+	return err < 0 ? err : 0;
+}
+
+static void draw_table(void *ctx)
+{
+	struct run *r = ctx;
+	const char *last_source = NULL;
+	bool last_meter = false;
+	char now[40], num[64], units[300], label[1024];
+	struct timespec tsn;
+	struct tm tm;
+	size_t i;
+	int w = 24;
+
+	if (r->mode != OUT_TABLE || !r->dirty)
+		return;
+	for (i = 0; i < r->table.n; i++) {
+		series_label(r->table.v[i].name, r->table.v[i].tags, label, sizeof(label));
+		w = CT_MAX(w, (int)strlen(label));
+	}
+	w = CT_MIN(w, 80);
+	r->dirty = false;
+	clock_gettime(CLOCK_REALTIME, &tsn);
+	gmtime_r(&tsn.tv_sec, &tm);
+	snprintf(now, sizeof(now), "%02d:%02d:%02d UTC", tm.tm_hour, tm.tm_min, tm.tm_sec);
+	fputs("\033[H\033[2J", r->out);
+	fprintf(r->out, "clrtap counters: pid %d, every %u s, %s   Ctrl-C stops\n", (int)r->pid,
+		r->interval, now);
+	for (i = 0; i < r->table.n; i++) {
+		const struct counters_series *s = &r->table.v[i];
+
+		if (!last_source || strcmp(last_source, s->source) || last_meter != s->meter) {
+			fprintf(r->out, "\n[%s]%s\n", s->source, s->meter ? " (meter)" : "");
+			fprintf(r->out, "    %-*s %18s  %-14s%s\n", w, "NAME", "VALUE", "UNIT",
+				s->meter ? "" : "DESCRIPTION");
+			last_source = s->source;
+			last_meter = s->meter;
+		}
+		fmt_table_value(s->value, num, sizeof(num));
+		fmt_units(s->units, s->kind, r->interval, units, sizeof(units));
+		series_label(s->name, s->tags, label, sizeof(label));
+		fprintf(r->out, "    %-*s %18s  %-14s%s\n", w, label, num, units, s->display_name);
+	}
+	fflush(r->out);
+}
+
+static void on_opened(void *ctx, const struct nt_trace_info *ti)
+{
+	set_clock(ctx, ti);
+}
+
+static int run_counters(bool collect, int argc, char **argv)
+{
+	struct cli_target_opts to = { 0 };
+	const char *counters_s = NULL, *meters_s = NULL, *format = NULL, *out_path = NULL;
+	int interval = 1, duration = 0, max_ts = 1000, max_hist = 20;
+	bool lines = false;
+	const struct cli_option monitor_opts[] = {
+		CLI_TARGET_OPTIONS(&to),
+		{ 0, "counters", CLI_OPT_STRING, &counters_s, "LIST",
+		  "EventSources, e.g. System.Runtime[cpu-usage,alloc-rate] (default System.Runtime)" },
+		{ 0, "meters", CLI_OPT_STRING, &meters_s, "LIST", "Meters by name, same syntax" },
+		{ 0, "interval", CLI_OPT_INT, &interval, "SECONDS", "publishing interval (default 1)" },
+		{ 'd', "duration", CLI_OPT_INT, &duration, "SECONDS", "stop after this long (default: Ctrl-C)" },
+		{ 0, "lines", CLI_OPT_BOOL, &lines, NULL, "timestamped lines even on a terminal" },
+		{ 0, "max-time-series", CLI_OPT_INT, &max_ts, "N", "meters: series limit (default 1000)" },
+		{ 0, "max-histograms", CLI_OPT_INT, &max_hist, "N", "meters: histogram limit (default 20)" },
+		{ 0 },
+	};
+	const struct cli_option collect_opts[] = {
+		CLI_TARGET_OPTIONS(&to),
+		{ 0, "counters", CLI_OPT_STRING, &counters_s, "LIST",
+		  "EventSources, e.g. System.Runtime[cpu-usage,alloc-rate] (default System.Runtime)" },
+		{ 0, "meters", CLI_OPT_STRING, &meters_s, "LIST", "Meters by name, same syntax" },
+		{ 0, "interval", CLI_OPT_INT, &interval, "SECONDS", "publishing interval (default 1)" },
+		{ 'd', "duration", CLI_OPT_INT, &duration, "SECONDS", "stop after this long (default: Ctrl-C)" },
+		{ 0, "format", CLI_OPT_STRING, &format, "csv|json", "file format (default csv)" },
+		{ 'o', "output", CLI_OPT_STRING, &out_path, "FILE", "output file (default counters.csv/.json)" },
+		{ 0, "max-time-series", CLI_OPT_INT, &max_ts, "N", "meters: series limit (default 1000)" },
+		{ 0, "max-histograms", CLI_OPT_INT, &max_hist, "N", "meters: histogram limit (default 20)" },
+		{ 0 },
+	};
+	struct counters_spec spec = { 0 };
+	struct counters_session cs = { 0 };
+	struct ipc_trace_config cfg = { 0 };
+	struct counters_live live = { 0 };
+	struct counters_live_result res;
+	struct nt_handlers h = { .event = on_event };
+	struct run r = { 0 };
+	struct ipc_endpoint ep;
+	struct proc_target t;
+	struct sigaction sa;
+	int first, code, err;
+
+	if (cli_parse(argc, argv,
+		      collect ? "clrtap counters collect (-p PID | -n NAME) [--counters LIST] [--meters LIST] "
+				"[--format csv|json] [-o FILE] [-d SECONDS] [--interval SECONDS]"
+			      : "clrtap counters monitor (-p PID | -n NAME) [--counters LIST] [--meters LIST] "
+				"[--interval SECONDS] [-d SECONDS]",
+		      collect ? collect_opts : monitor_opts, &first, &code))
+		return code;
+	if (first < argc)
+		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
+	if (interval < 1 || interval > 86400)
+		return cli_error(EXIT_USAGE, "--interval must be 1..86400 seconds");
+	if (duration < 0 || max_ts < 1 || max_hist < 1)
+		return cli_error(EXIT_USAGE, "--duration, --max-time-series and --max-histograms must be positive");
+	if (collect) {
+		if (!format)
+			format = "csv";
+		if (!strcmp(format, "csv"))
+			r.mode = OUT_CSV;
+		else if (!strcmp(format, "json"))
+			r.mode = OUT_JSON;
+		else
+			return cli_error(EXIT_USAGE, "unknown format '%s' (csv, json)", format);
+		if (!out_path)
+			out_path = r.mode == OUT_CSV ? "counters.csv" : "counters.json";
+	} else {
+		r.mode = lines || !isatty(STDOUT_FILENO) ? OUT_LINES : OUT_TABLE;
+	}
+	if (!counters_s && !meters_s)
+		counters_s = "System.Runtime";
+	if (counters_s && (err = counters_spec_add(&spec, counters_s, false))) {
+		code = cli_error(EXIT_USAGE, "bad --counters '%s': %s", counters_s,
+				 err == -E2BIG ? "too many or too long names" : "syntax is Source[name,...],...");
+		goto out;
+	}
+	if (meters_s && (err = counters_spec_add(&spec, meters_s, true))) {
+		code = cli_error(EXIT_USAGE, "bad --meters '%s': %s", meters_s,
+				 err == -E2BIG ? "too many or too long names" : "syntax is Meter[name,...],...");
+		goto out;
+	}
+	code = cli_resolve_target(&to, &t, &ep);
+	if (code)
+		goto out;
+	err = counters_session_init(&cs, &spec, (unsigned)interval, (unsigned)max_ts, (unsigned)max_hist);
+	if (!err)
+		err = counters_decoder_new(&r.dec, cs.session_id);
+	if (err) {
+		code = cli_error(EXIT_ERROR, "cannot set up the session: %s", strerror(-err));
+		goto out;
+	}
+	r.spec = &spec;
+	r.interval = (unsigned)interval;
+	r.pid = t.pid;
+	if (collect) {
+		r.out = fopen(out_path, "we");
+		if (!r.out) {
+			code = cli_error(errno == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot write %s: %s",
+					 out_path, strerror(errno));
+			goto out;
+		}
+	} else {
+		r.out = stdout;
+	}
+
+	cfg.providers = cs.providers;
+	cfg.nproviders = cs.nproviders;
+	cfg.buffer_mb = 16;
+	cfg.rundown = false;
+	cfg.stackwalk = false;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (r.mode == OUT_CSV)
+		fputs("timestamp,source,type,name,tags,kind,value,units,interval_sec\n", r.out);
+	else if (r.mode == OUT_JSON)
+		fprintf(r.out, "{\n  \"pid\": %d,\n  \"interval_sec\": %d,\n  \"values\": [", (int)t.pid,
+			interval);
+	if (r.mode != OUT_TABLE)
+		cli_info("reading counters of pid %d every %d s; %s", (int)t.pid, interval,
+			 duration ? "waiting for the duration" : "Ctrl-C stops");
+	else
+		printf("waiting for the first values from pid %d...\n", (int)t.pid);
+
+	live.ep = &ep;
+	live.cfg = &cfg;
+	live.stop = &stop_requested;
+	live.duration_ms = (int64_t)duration * 1000;
+	live.h = &h;
+	live.idle = draw_table;
+	live.opened = on_opened;
+	live.ctx = &r;
+	err = counters_live_run(&live, &res);
+	if (err) {
+		code = cli_error(EXIT_ERROR, "cannot run the session: %s", strerror(-err));
+		goto out_file;
+	}
+	draw_table(&r);
+	if (res.session_err && res.session.bytes == 0) {
+		code = cli_ipc_error("cannot start the counters session", res.session_err, &res.rerr);
+		if (collect)
+			unlink(out_path); /* nothing was read: no file */
+		goto out_file;
+	}
+	if (r.mode == OUT_JSON)
+		fputs(r.nvalues ? "\n  ]\n}\n" : "]\n}\n", r.out);
+	if (r.werr) {
+		code = collect ? cli_error(EXIT_ERROR, "cannot write %s", out_path)
+			       : cli_error(EXIT_ERROR, "cannot write to standard output");
+		goto out_file;
+	}
+	if (res.reader_err < 0 && res.session.target_ended && !res.session.complete) {
+		/* the connection closed mid-stream: the target died */
+		code = cli_error(EXIT_PARTIAL, "the target went away during the session (%" PRIu64
+				 " values read)", r.nvalues);
+		goto out_file;
+	}
+	if (res.reader_err < 0) {
+		code = cli_error(EXIT_PROTOCOL, "the session stream broke at byte %" PRIu64 ": %s (%s)",
+				 res.reader_offset, res.reader_msg, strerror(-res.reader_err));
+		goto out_file;
+	}
+	if (res.session_err) {
+		code = cli_ipc_error("the session ended badly", res.session_err, &res.rerr);
+		goto out_file;
+	}
+	if (res.session.target_ended)
+		cli_warn("the target ended the session (did it exit?)");
+	code = EXIT_OK;
+out_file:
+	if (collect && r.out) {
+		if (fclose(r.out) && code == EXIT_OK)
+			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out_path, strerror(errno));
+		else if (code == EXIT_OK)
+			printf("wrote %s (%" PRIu64 " values)\n", out_path, r.nvalues);
+	}
+out:
+	counters_table_release(&r.table);
+	counters_decoder_free(r.dec);
+	counters_session_release(&cs);
+	counters_spec_release(&spec);
+	return code;
+}
 
 int cmd_counters(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return cli_error(EXIT_ERROR, "'counters' is not built yet");
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		printf("usage: clrtap counters monitor (-p PID | -n NAME) [options]\n"
+		       "       clrtap counters collect (-p PID | -n NAME) --format csv|json -o FILE [options]\n\n"
+		       "'clrtap counters monitor --help' lists the options.\n");
+		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+	}
+	if (!strcmp(argv[1], "monitor"))
+		return run_counters(false, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "collect"))
+		return run_counters(true, argc - 1, argv + 1);
+	return cli_error(EXIT_USAGE, "unknown counters subcommand '%s' (monitor, collect)", argv[1]);
 }

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * counters.h - live metrics from an EventPipe session: which providers to
+ * enable for a list of EventSources (EventCounters) and Meters
+ * (System.Diagnostics.Metrics), decoding their events into uniform values,
+ * and a table of the latest value of each series.
+ *
+ * EventSources publish through their own provider with the argument
+ * EventCounterIntervalSec=N: one self-describing "EventCounters" event per
+ * counter and interval (Mean counters carry the interval's mean, Sum counters
+ * the increment over the interval). Meters publish through the single
+ * provider System.Diagnostics.Metrics (MetricsEventSource), filtered by the
+ * arguments SessionId, Metrics (comma-separated meter names),
+ * RefreshInterval, MaxTimeSeries and MaxHistograms; numbers come as strings.
+ * Facts as observed on runtime 10.0: docs/cmd/counters.md.
+ */
+#ifndef CLRTAP_COUNTERS_COUNTERS_H
+#define CLRTAP_COUNTERS_COUNTERS_H
+
+#include "common/compat.h"
+#include "common/strbuf.h"
+#include "ipc/ipc.h"
+#include "nettrace/nettrace.h"
+
+#define COUNTERS_MAX_SOURCES 64     /* sources in one spec */
+#define COUNTERS_MAX_NAMES 256      /* names listed for one source */
+#define COUNTERS_MAX_NAME_LEN 256   /* bytes of a source or counter name */
+#define COUNTERS_MAX_SERIES 4096    /* series kept by a table */
+#define COUNTERS_MAX_STRING 4096    /* bytes of one string read from an event */
+#define COUNTERS_MAX_QUANTILES 32   /* quantiles in one histogram event */
+#define COUNTERS_METRICS_PROVIDER "System.Diagnostics.Metrics"
+
+/* ------------------------------------------------------------------------ */
+/* What to listen to                                                         */
+
+struct counters_source {
+	char *name;    /* provider (EventSource) or meter name */
+	bool meter;    /* a Meter, read through System.Diagnostics.Metrics */
+	char **names;  /* counters/instruments to keep; none: all */
+	size_t nnames;
+};
+
+struct counters_spec {
+	struct counters_source *v;
+	size_t n;
+};
+
+/*
+ * Adds the sources of text to s: "Source[,Source2[name1,name2]]", i.e.
+ * comma-separated source names, each optionally followed by a bracketed,
+ * comma-separated list of counter names. meter says which kind they are.
+ * A source given twice is merged (its name lists are joined; a source
+ * given once without a list keeps all names). Returns 0, -EINVAL (syntax:
+ * empty name, unbalanced bracket, a control character or one of ,[];="\ in
+ * a name, leading or trailing blanks), -E2BIG (over the caps) or -ENOMEM.
+ */
+int counters_spec_add(struct counters_spec *s, const char *text, bool meter);
+void counters_spec_release(struct counters_spec *s);
+/* True when the spec keeps counter name of source (kind meter). */
+bool counters_spec_wants(const struct counters_spec *s, bool meter, const char *source,
+			 const char *name);
+
+/* The providers of a session. */
+struct counters_session {
+	struct ipc_provider *providers;
+	size_t nproviders;
+	char session_id[40]; /* the Metrics SessionId (a random GUID), "" without meters */
+	struct strbuf args;  /* owns the argument strings */
+};
+
+/*
+ * Fills out with one provider per EventSource (keywords 0, level 4,
+ * EventCounterIntervalSec=interval_sec) and, when the spec names Meters,
+ * System.Diagnostics.Metrics (keywords 0x2 TimeSeriesValues, level 4,
+ * SessionId, Metrics, RefreshInterval, MaxTimeSeries, MaxHistograms).
+ * interval_sec must be 1..86400. Release with counters_session_release.
+ */
+int counters_session_init(struct counters_session *out, const struct counters_spec *s,
+			  unsigned interval_sec, unsigned max_time_series, unsigned max_histograms);
+void counters_session_release(struct counters_session *cs);
+
+/* ------------------------------------------------------------------------ */
+/* Decoding                                                                  */
+
+enum counters_kind {
+	COUNTERS_MEAN,     /* EventCounter/PollingCounter: mean over the interval */
+	COUNTERS_DELTA,    /* Sum counter / Meter Counter: increase over the interval */
+	COUNTERS_GAUGE,    /* Meter UpDownCounter, Gauge: the current value */
+	COUNTERS_QUANTILE, /* Meter Histogram: one quantile (tags end in Percentile=P) */
+};
+
+/* Short lowercase name: "mean", "delta", "gauge", "quantile". */
+const char *counters_kind_name(enum counters_kind k);
+
+struct counters_value {
+	bool meter;
+	const char *source;       /* provider or meter name */
+	const char *name;         /* counter or instrument name */
+	const char *display_name; /* EventCounters' DisplayName; "" for meters */
+	const char *units;        /* DisplayUnits / the instrument's unit; may be "" */
+	const char *tags;         /* meters: "k=v,k2=v2" (may be ""); "" for EventCounters */
+	enum counters_kind kind;
+	double value;
+	double interval_sec; /* the interval the value covers; 0 when unknown */
+	int64_t timestamp;   /* the event's (nettrace clock) */
+};
+
+struct counters_decoder;
+
+/* Receives each value (a histogram gives one per quantile) and messages the
+ * publisher sends about the session (errors, limits reached). Return non-zero
+ * to stop: counters_decode returns that value. */
+struct counters_handlers {
+	int (*value)(void *ctx, const struct counters_value *v);
+	int (*notice)(void *ctx, const char *msg);
+};
+
+/*
+ * A decoder for one session: session_id is the Metrics SessionId to accept
+ * ("" or NULL: accept any). Free with counters_decoder_free.
+ */
+int counters_decoder_new(struct counters_decoder **out, const char *session_id);
+void counters_decoder_free(struct counters_decoder *d);
+
+/*
+ * Decodes one event. Returns the number of values delivered (0 for an event
+ * that carries none: another provider, a meter's bookkeeping event, another
+ * session's event), a handler's non-zero return, or -EBADMSG (a counter
+ * event whose payload does not match its fields or whose numbers do not
+ * parse; the caller may skip it).
+ */
+int counters_decode(struct counters_decoder *d, const struct nt_event *ev,
+		    const struct counters_handlers *h, void *ctx);
+
+/* Parses a number as MetricsEventSource formats it (invariant culture:
+ * "12", "-0.5", "1.5E-05", "NaN", "Infinity", "∞"). Returns 0 or -EINVAL. */
+int counters_parse_double(const char *s, double *out);
+
+/* ------------------------------------------------------------------------ */
+/* Latest value per series                                                   */
+
+struct counters_series {
+	bool meter;
+	char *source, *name, *display_name, *units, *tags;
+	enum counters_kind kind;
+	double value;
+	double interval_sec;
+	int64_t timestamp;
+	uint64_t updates;
+};
+
+struct counters_table {
+	struct counters_series *v; /* sorted: EventSources then meters, by source, name, tags */
+	size_t n, cap;
+};
+
+/* Records v (a new series or a new value of a known one). -E2BIG past
+ * COUNTERS_MAX_SERIES, -ENOMEM. */
+int counters_table_update(struct counters_table *t, const struct counters_value *v);
+void counters_table_release(struct counters_table *t);
+
+/* ------------------------------------------------------------------------ */
+/* Reading a live session                                                    */
+
+/*
+ * Runs an EventPipe session and reads its stream with lib/nettrace as it
+ * arrives: ipc_session_run copies the socket into a pipe on a second thread,
+ * the calling thread runs nt_reader_run over the pipe and calls h for each
+ * event. idle (may be NULL) is called whenever the reader has consumed
+ * everything received so far (a good moment to redraw). The session stops
+ * when *stop is set (from a signal handler), after duration_ms (0: never),
+ * when the target ends it, or when a handler returns non-zero (then *stop is
+ * set too). SIGPIPE must be ignored by the caller.
+ */
+struct counters_live {
+	const struct ipc_endpoint *ep;
+	const struct ipc_trace_config *cfg;
+	volatile sig_atomic_t *stop;
+	int64_t duration_ms;
+	const struct nt_handlers *h;
+	void (*idle)(void *ctx);
+	/* called once the trace header is read (may be NULL) */
+	void (*opened)(void *ctx, const struct nt_trace_info *ti);
+	void *ctx;
+	const struct nt_limits *limits; /* NULL: defaults */
+};
+
+struct counters_live_result {
+	struct ipc_session_result session;
+	int session_err;        /* what ipc_session_run returned */
+	struct ipc_error rerr;  /* when session_err is -EREMOTEIO */
+	int reader_err;         /* what nt_reader_run returned (NT_STOPPED, 0, <0) */
+	uint64_t reader_offset; /* where the stream was damaged, with reader_err < 0 */
+	char reader_msg[128];
+	struct nt_trace_info info; /* valid when info_valid */
+	bool info_valid;
+};
+
+/* Returns 0 once the session is over (see res for how it went), or a
+ * negative errno when it could not be run at all (pipe, thread, memory). */
+int counters_live_run(const struct counters_live *o, struct counters_live_result *res);
+
+#endif

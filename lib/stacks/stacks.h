@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stacks.h - the managed stack of every thread of a process at one moment,
+ * merged into a call tree (threads that share a call path share its nodes,
+ * each node counts the threads through it).
+ *
+ * The stacks come from an EventPipe session with the sample profiler
+ * (Microsoft-DotNETCore-SampleProfiler) and a rundown: the first
+ * ThreadSample of each thread is kept, the rundown's MethodDCEndVerbose
+ * events (and any MethodLoadVerbose) name the code, and once the stream has
+ * ended each kept stack is symbolized and added to the tree.
+ */
+#ifndef CLRTAP_STACKS_STACKS_H
+#define CLRTAP_STACKS_STACKS_H
+
+#include "common/compat.h"
+#include "nettrace/nettrace.h"
+
+#define STACKS_MAX_THREADS 65536   /* threads kept */
+#define STACKS_MAX_FRAMES 4096     /* frames of one stack (deeper: the root end is cut) */
+#define STACKS_MAX_NODES (1u << 22) /* nodes of one tree */
+#define STACKS_UNRESOLVED "[unresolved frames]"
+
+/* ------------------------------------------------------------------------ */
+/* Tree                                                                      */
+
+struct stacks_node {
+	const char *name;  /* frame name; "" for the root */
+	uint32_t count;    /* threads whose stack goes through this node */
+	struct stacks_node **children;
+	size_t nchildren;
+	uint64_t *tids;    /* threads whose stack ends here (their leaf frame), ascending */
+	size_t ntids;
+};
+
+struct stacks_tree;
+
+int stacks_tree_new(struct stacks_tree **out);
+void stacks_tree_free(struct stacks_tree *t);
+
+/*
+ * Adds one thread: frames[0] is the outermost frame (the thread's entry),
+ * frames[n-1] the innermost. Names are copied (interned). n == 0 is refused
+ * (-EINVAL); -E2BIG past STACKS_MAX_NODES; -ENOMEM.
+ */
+int stacks_tree_add(struct stacks_tree *t, uint64_t tid, const char *const *frames, size_t n);
+
+/*
+ * The root (name "", count = threads added). Children are ordered by count,
+ * highest first, then by name; thread ids ascending. Valid until the next
+ * stacks_tree_add or stacks_tree_free.
+ */
+const struct stacks_node *stacks_tree_root(struct stacks_tree *t);
+
+/* ------------------------------------------------------------------------ */
+/* Collecting from a session                                                 */
+
+struct stacks_thread {
+	uint64_t tid;      /* OS thread id as the target sees it */
+	uint64_t *ips;     /* leaf first */
+	uint32_t nframes;  /* 0: the sample had no managed frame */
+	uint32_t type;     /* enum nt_sample_type of the kept sample */
+};
+
+struct stacks_sampler;
+
+int stacks_sampler_new(struct stacks_sampler **out);
+void stacks_sampler_free(struct stacks_sampler *s);
+
+/*
+ * Feeds an event of the session (nt_handlers.event): method load/rundown
+ * events are recorded, the first ThreadSample of each thread is kept.
+ * Returns 0 or a negative errno (-EFBIG/-E2BIG over the caps, -ENOMEM);
+ * undecodable events are skipped.
+ */
+int stacks_sampler_event(struct stacks_sampler *s, const struct nt_event *ev);
+
+/* Records a code range by hand (name copied), e.g. from a perf map. */
+int stacks_sampler_add_method(struct stacks_sampler *s, uint64_t start, uint32_t size,
+			      const char *name);
+
+/* Threads kept so far, in order of their first sample. */
+size_t stacks_sampler_nthreads(const struct stacks_sampler *s);
+const struct stacks_thread *stacks_sampler_thread(const struct stacks_sampler *s, size_t i);
+
+/*
+ * The name of frame i (0 = leaf) of thread th: "Namespace.Type::Method" or
+ * NULL when no method covers it (return addresses are looked up at ip - 1).
+ */
+const char *stacks_sampler_frame(struct stacks_sampler *s, const struct stacks_thread *th,
+				 uint32_t i);
+
+/*
+ * Adds every kept thread with at least one managed frame to t, frames
+ * symbolized; runs of unresolved frames become one STACKS_UNRESOLVED frame.
+ * Returns the number of threads added or a negative errno.
+ */
+int stacks_sampler_build(struct stacks_sampler *s, struct stacks_tree *t);
+
+/* ------------------------------------------------------------------------ */
+/* Thread names                                                              */
+
+struct stacks_names;
+
+/*
+ * Reads the name (comm) of every thread of pid from /proc/<pid>/task/<tid>/status,
+ * keyed by the id the target knows it by (the last NSpid field, so it works
+ * for targets in other PID namespaces). Returns 0, -ESRCH/-EACCES/-errno
+ * (the task directory cannot be read), -E2BIG (more than STACKS_MAX_THREADS)
+ * or -ENOMEM. Free with stacks_names_free.
+ */
+int stacks_names_load(struct stacks_names **out, pid_t pid);
+void stacks_names_free(struct stacks_names *n);
+/* The name of thread nstid, or NULL. */
+const char *stacks_names_get(const struct stacks_names *n, uint64_t nstid);
+
+#endif

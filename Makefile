@@ -104,14 +104,17 @@ fixtures:
 unit: $(TEST_BINS)
 	$(Q)scripts/run-unit.sh $(TEST_BINS)
 
+# The sanitizer build also makes an ASan+UBSan clrtap, which integration tests
+# feed damaged input (SAN_CLRTAP).
 unit-san:
-	$(Q)$(MAKE) --no-print-directory O=$(O)/san SAN=1 unit
+	$(Q)$(MAKE) --no-print-directory O=$(O)/san SAN=1 unit $(O)/san/clrtap
 
 fuzz: $(FUZZ_BINS)
 	$(Q)scripts/run-fuzz.sh $(O)/fuzz $(FUZZ_BINS)
 
 integration: all
-	$(Q)CLRTAP=$(CURDIR)/$(O)/clrtap TOOLS=$(CURDIR)/$(O)/tests/tools tests/integration/run.sh
+	$(Q)CLRTAP=$(CURDIR)/$(O)/clrtap TOOLS=$(CURDIR)/$(O)/tests/tools \
+		SAN_CLRTAP=$(wildcard $(CURDIR)/$(O)/san/clrtap) tests/integration/run.sh
 
 # The README's test command.
 check: deps

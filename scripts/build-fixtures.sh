@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds the C# test fixture app (tests/fixtures/sample) into
+# Builds the C# test fixture app (tests/fixtures/sample) and the TraceEvent
+# checker (tests/fixtures/techeck) into
 # build/fixtures/sample/sample.dll; run it with
 #   dotnet build/fixtures/sample/sample.dll MODE [options]
 # (modes: docs/fixtures.md). Safe to run again: MSBuild's incremental build
 # makes a run with nothing changed take a few seconds.
-# Needs only the .NET 10 SDK: the project uses framework references, no NuGet packages.
+# The sample app needs only the .NET 10 SDK (framework references, no NuGet
+# packages); tests/fixtures/techeck needs Microsoft.Diagnostics.Tracing.TraceEvent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +26,11 @@ if ! command -v dotnet >/dev/null 2>&1; then
 fi
 
 dotnet build tests/fixtures/sample -c Release -o build/fixtures/sample --nologo -v q
+
+# The TraceEvent cross-check (t-trace-report.sh) needs a NuGet package; the
+# test says it skipped the check when this project could not be built.
+dotnet build tests/fixtures/techeck -c Release -o build/fixtures/techeck --nologo -v q ||
+	echo "build-fixtures: tests/fixtures/techeck not built (needs Microsoft.Diagnostics.Tracing.TraceEvent from NuGet); t-trace-report.sh skips its TraceEvent cross-check" >&2
 
 if [ ! -f build/fixtures/sample/sample.dll ]; then
 	echo "build-fixtures: build/fixtures/sample/sample.dll missing after the build" >&2

@@ -3,13 +3,20 @@
  * clrtap trace collect - an EventPipe session over the diagnostics socket,
  * written to a .nettrace file. Ctrl-C stops it cleanly: StopTracing on a
  * second connection, then the rundown, then the end of the stream.
+ * clrtap trace report / convert - read a .nettrace file back (lib/tracestats):
+ * a summary of what happened, and the sampled stacks as a flame graph or
+ * another profile format (lib/flame).
  */
 #include "common/compat.h"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <time.h>
 
 #include "cli.h"
+#include "flame/flame.h"
+#include "nettrace/nettrace.h"
+#include "tracestats/tracestats.h"
 
 #define MAX_PROVIDERS 64
 
@@ -198,15 +205,270 @@ out:
 	return code;
 }
 
+/* ----- reading a file back ----- */
+
+struct loaded {
+	struct tracestats *ts;
+	int read_err; /* the reader's error (negative errno) or 0 */
+};
+
+/*
+ * Reads path through lib/tracestats. Returns EXIT_OK with l filled (also when
+ * the file is damaged: l->read_err says so), or an exit code after printing
+ * why (cannot open, out of memory).
+ */
+static int load(const char *path, bool thread_time, struct loaded *l)
+{
+	struct nt_reader *r = NULL;
+	struct ts_limits lim;
+	int fd, err;
+
+	memset(l, 0, sizeof(*l));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return cli_error(errno == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot open %s: %s",
+				 path, strerror(errno));
+	ts_limits_default(&lim);
+	lim.thread_time = thread_time;
+	err = tracestats_new(&l->ts, &lim);
+	if (!err)
+		err = nt_reader_new(&r, nt_read_fd, &fd, NULL);
+	if (err) {
+		close(fd);
+		tracestats_free(l->ts);
+		l->ts = NULL;
+		return cli_error(EXIT_ERROR, "cannot read %s: %s", path, strerror(-err));
+	}
+	l->read_err = tracestats_run(l->ts, r);
+	nt_reader_free(r);
+	close(fd);
+	err = tracestats_finish(l->ts);
+	if (err) {
+		tracestats_free(l->ts);
+		l->ts = NULL;
+		return cli_error(EXIT_ERROR, "cannot summarize %s: %s", path, strerror(-err));
+	}
+	return EXIT_OK;
+}
+
+/* The exit code and message for a damaged or unreadable stream. */
+static int read_failure(const char *path, const struct loaded *l)
+{
+	const struct ts_result *res = tracestats_result(l->ts);
+	int e = l->read_err;
+	bool bad = e == -EBADMSG || e == -EFBIG || e == -ENOTSUP;
+
+	if (!res->events && res->error.offset == 0 && e == -EBADMSG)
+		return cli_error(EXIT_BAD_INPUT, "%s is not a nettrace file (%s at byte offset 0)",
+				 path, res->error.msg);
+	return cli_error(bad ? EXIT_BAD_INPUT : EXIT_ERROR,
+			 "%s is %s at byte offset %" PRIu64 ": %s; only the %" PRIu64
+			 " events before it were read",
+			 path, e == -EFBIG ? "over a reader limit" :
+			       e == -ENOTSUP ? "in an unsupported format" : "damaged or truncated",
+			 res->error.offset, res->error.msg, res->events);
+}
+
+static int64_t sync_unix_ns(const struct ts_result *res)
+{
+	const uint16_t *u = res->info.sync_utc;
+	struct tm tm = { 0 };
+	time_t t;
+
+	if (!res->have_info || !u[0])
+		return 0;
+	tm.tm_year = u[0] - 1900;
+	tm.tm_mon = u[1] - 1;
+	tm.tm_mday = u[3];
+	tm.tm_hour = u[4];
+	tm.tm_min = u[5];
+	tm.tm_sec = u[6];
+	t = timegm(&tm);
+	if (t <= 0 || t > (time_t)1 << 33) /* a damaged header: no time rather than an overflow */
+		return 0;
+	return (int64_t)t * 1000000000 + (int64_t)u[7] * 1000000;
+}
+
+/* Writes the sampled stacks of l to out in fmt. Returns an exit code. */
+static int write_flame(const struct loaded *l, const char *src, const char *out,
+		       enum flame_format fmt)
+{
+	const struct ts_result *res = tracestats_result(l->ts);
+	struct flame_opts fo = { 0 };
+	const char *base = strrchr(src, '/');
+	int fd, err;
+
+	fo.title = base ? base + 1 : src;
+	fo.unit = "samples";
+	fo.period = res->info.sampling_ns;
+	fo.duration_ns = res->duration_ns;
+	fo.time_unix_ns = sync_unix_ns(res);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return cli_error(errno == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot write %s: %s",
+				 out, strerror(errno));
+	err = flame_write(res->flame, fmt, fd, &fo);
+	if (close(fd) && !err)
+		err = -errno;
+	if (err)
+		return cli_error(EXIT_ERROR, "cannot write %s: %s", out, strerror(-err));
+	if (!flame_total(res->flame))
+		cli_warn("%s has no sampled stacks (collect with --profile cpu-sampling); %s is empty",
+			 src, out);
+	return EXIT_OK;
+}
+
+static int report(int argc, char **argv)
+{
+	const char *flame_out = NULL;
+	bool json = false, thread_time = false;
+	int top = 10;
+	const struct cli_option opts[] = {
+		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "machine-readable output" },
+		{ 0, "top", CLI_OPT_INT, &top, "N", "rows per table (default 10)" },
+		{ 0, "flame", CLI_OPT_STRING, &flame_out, "OUT",
+		  "also write the sampled stacks; format from the name: .folded .html .svg "
+		  ".speedscope.json .pb.gz" },
+		{ 0, "thread-time", CLI_OPT_BOOL, &thread_time, NULL,
+		  "stacks: also samples of threads outside managed code (waiting, native)" },
+		{ 0 },
+	};
+	struct strbuf sb = STRBUF_INIT;
+	struct loaded l;
+	int first, code, fmt = 0;
+
+	if (cli_parse(argc, argv, "clrtap trace report FILE [--json] [--top N] [--flame OUT]", opts,
+		      &first, &code))
+		return code;
+	if (first >= argc)
+		return cli_error(EXIT_USAGE, "which .nettrace file? (clrtap trace report FILE)");
+	if (first + 1 < argc)
+		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first + 1]);
+	if (top <= 0)
+		return cli_error(EXIT_USAGE, "--top must be positive");
+	if (flame_out) {
+		fmt = flame_format_from_path(flame_out);
+		if (fmt < 0)
+			return cli_error(EXIT_USAGE,
+					 "--flame %s: name it .folded, .html, .svg, .speedscope.json or .pb.gz",
+					 flame_out);
+	}
+	code = load(argv[first], thread_time, &l);
+	if (code)
+		return code;
+	if (json)
+		tracestats_format_json(l.ts, (unsigned)top, argv[first], &sb);
+	else
+		tracestats_format_text(l.ts, (unsigned)top, argv[first], &sb);
+	fwrite(sb.buf, 1, sb.len, stdout);
+	fflush(stdout);
+	strbuf_release(&sb);
+	if (flame_out) {
+		code = write_flame(&l, argv[first], flame_out, (enum flame_format)fmt);
+		if (!code && !json)
+			cli_info("wrote %s", flame_out);
+	}
+	if (l.read_err)
+		code = read_failure(argv[first], &l);
+	tracestats_free(l.ts);
+	return code;
+}
+
+static const struct {
+	const char *name;
+	enum flame_format fmt;
+	const char *ext;
+} formats[] = {
+	{ "speedscope", FLAME_SPEEDSCOPE, ".speedscope.json" },
+	{ "folded", FLAME_FOLDED, ".folded" },
+	{ "html", FLAME_HTML, ".html" },
+	{ "svg", FLAME_SVG, ".svg" },
+	{ "pprof", FLAME_PPROF, ".pb.gz" },
+};
+
+static int convert(int argc, char **argv)
+{
+	const char *format = NULL, *out = NULL;
+	bool thread_time = false;
+	const struct cli_option opts[] = {
+		{ 'f', "format", CLI_OPT_STRING, &format, "FMT",
+		  "speedscope (default), folded, html, svg or pprof" },
+		{ 'o', "output", CLI_OPT_STRING, &out, "OUT",
+		  "output file (default: FILE without .nettrace, plus the format's extension)" },
+		{ 0, "thread-time", CLI_OPT_BOOL, &thread_time, NULL,
+		  "also samples of threads outside managed code (waiting, native)" },
+		{ 0 },
+	};
+	const struct ts_result *res;
+	struct strbuf name = STRBUF_INIT;
+	size_t i = 0, n;
+	struct loaded l;
+	int first, code;
+
+	if (cli_parse(argc, argv, "clrtap trace convert FILE [--format FMT] [-o OUT]", opts, &first,
+		      &code))
+		return code;
+	if (first >= argc)
+		return cli_error(EXIT_USAGE, "which .nettrace file? (clrtap trace convert FILE)");
+	if (first + 1 < argc)
+		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first + 1]);
+	if (format) {
+		for (i = 0; i < ARRAY_SIZE(formats) && strcmp(formats[i].name, format); i++)
+			;
+		if (i == ARRAY_SIZE(formats))
+			return cli_error(EXIT_USAGE,
+					 "unknown format '%s' (speedscope, folded, html, svg, pprof)",
+					 format);
+	} else if (out) {
+		int f = flame_format_from_path(out);
+
+		for (i = 0; i < ARRAY_SIZE(formats) && (int)formats[i].fmt != f; i++)
+			;
+		if (i == ARRAY_SIZE(formats))
+			i = 0;
+	}
+	if (!out) {
+		const char *in = argv[first];
+
+		n = strlen(in);
+		if (n > 9 && !strcmp(in + n - 9, ".nettrace"))
+			n -= 9;
+		if (strbuf_add(&name, in, n) || strbuf_addstr(&name, formats[i].ext))
+			return cli_error(EXIT_ERROR, "out of memory");
+		out = name.buf;
+	}
+	code = load(argv[first], thread_time, &l);
+	if (code)
+		goto done;
+	code = write_flame(&l, argv[first], out, formats[i].fmt);
+	res = tracestats_result(l.ts);
+	if (!code)
+		printf("wrote %s (%s, %" PRIu64 " samples, %u distinct stacks)\n", out,
+		       formats[i].name, flame_total(res->flame), res->samples.stacks);
+	if (l.read_err)
+		code = read_failure(argv[first], &l);
+	tracestats_free(l.ts);
+done:
+	strbuf_release(&name);
+	return code;
+}
+
 int cmd_trace(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		printf("usage: clrtap trace collect (-p PID | -n NAME) [options]\n"
-		       "       clrtap trace collect --list-profiles\n\n"
-		       "'clrtap trace collect --help' lists the options.\n");
+		       "       clrtap trace collect --list-profiles\n"
+		       "       clrtap trace report FILE [--json] [--top N] [--flame OUT]\n"
+		       "       clrtap trace convert FILE [--format FMT] [-o OUT]\n\n"
+		       "'clrtap trace SUBCOMMAND --help' lists the options.\n");
 		return argc < 2 ? EXIT_USAGE : EXIT_OK;
 	}
 	if (!strcmp(argv[1], "collect"))
 		return collect(argc - 1, argv + 1);
-	return cli_error(EXIT_USAGE, "unknown trace subcommand '%s' (collect)", argv[1]);
+	if (!strcmp(argv[1], "report"))
+		return report(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "convert"))
+		return convert(argc - 1, argv + 1);
+	return cli_error(EXIT_USAGE, "unknown trace subcommand '%s' (collect, report, convert)",
+			 argv[1]);
 }

@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * report.c - renders a finished tracestats result as text tables or JSON
+ * into a strbuf (the caller prints it).
+ */
+#include "common/compat.h"
+
+#include "common/strparse.h"
+#include "tracestats/tracestats.h"
+
+#define DEFAULT_TOP 10
+
+/* ----- helpers ----- */
+
+static void add_ms(struct strbuf *sb, uint64_t ns)
+{
+	(void)strbuf_addf(sb, "%.3f ms", (double)ns / 1e6);
+}
+
+static void add_dur(struct strbuf *sb, uint64_t ns)
+{
+	if (ns >= 10000000000ULL)
+		(void)strbuf_addf(sb, "%.1f s", (double)ns / 1e9);
+	else if (ns >= 1000000000ULL)
+		(void)strbuf_addf(sb, "%.3f s", (double)ns / 1e9);
+	else
+		add_ms(sb, ns);
+}
+
+static void add_bytes(struct strbuf *sb, uint64_t b)
+{
+	if (b >= (1ULL << 30))
+		(void)strbuf_addf(sb, "%.2f GiB", (double)b / (double)(1ULL << 30));
+	else if (b >= (1ULL << 20))
+		(void)strbuf_addf(sb, "%.2f MiB", (double)b / (double)(1ULL << 20));
+	else if (b >= (1ULL << 10))
+		(void)strbuf_addf(sb, "%.1f KiB", (double)b / 1024.0);
+	else
+		(void)strbuf_addf(sb, "%" PRIu64 " B", b);
+}
+
+/* Printable copy of an outside string: control characters become '?'. */
+static void add_clean(struct strbuf *sb, const char *s)
+{
+	for (; *s; s++)
+		(void)strbuf_addch(sb, (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+}
+
+static double pct_of(uint64_t part, uint64_t whole)
+{
+	return whole ? (double)part * 100.0 / (double)whole : 0.0;
+}
+
+static int cmp_top_total(const void *a, const void *b)
+{
+	const struct flame_top *x = a, *y = b;
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static void sync_time(const struct ts_result *r, char *buf, size_t n)
+{
+	const uint16_t *t = r->info.sync_utc;
+
+	if (!r->have_info || !t[0]) {
+		ct_strlcpy(buf, "unknown", n);
+		return;
+	}
+	snprintf(buf, n, "%04u-%02u-%02u %02u:%02u:%02u UTC", t[0], t[1], t[3], t[4], t[5], t[6]);
+}
+
+/* ----- text ----- */
+
+static void text_samples(const struct ts_result *r, unsigned top, struct strbuf *sb)
+{
+	const struct ts_samples *s = &r->samples;
+	struct flame_top *ft = NULL;
+	uint64_t total = r->flame ? flame_total(r->flame) : 0;
+	size_t n = 0, i;
+
+	(void)strbuf_addf(sb, "\nSampled stacks: %" PRIu64 " samples in managed code, %" PRIu64
+			  " outside it, %u distinct stacks",
+			  s->managed, s->external, s->stacks);
+	if (s->dropped)
+		(void)strbuf_addf(sb, ", %" PRIu64 " samples not kept (cap)", s->dropped);
+	(void)strbuf_addch(sb, '\n');
+	if (!total || flame_top(r->flame, &ft, &n)) {
+		(void)strbuf_addstr(sb, "  (no stacks; collect with the cpu-sampling profile)\n");
+		return;
+	}
+	(void)strbuf_addf(sb, "  top %u by self (%" PRIu64 " samples in the flame graph)\n", top, total);
+	(void)strbuf_addstr(sb, "    self%   self  total%  total  method\n");
+	for (i = 0; i < n && i < top; i++) {
+		if (!ft[i].self)
+			break;
+		(void)strbuf_addf(sb, "  %6.2f%% %6" PRIu64 " %6.2f%% %6" PRIu64 "  ",
+				  pct_of(ft[i].self, total), ft[i].self, pct_of(ft[i].total, total),
+				  ft[i].total);
+		add_clean(sb, ft[i].name);
+		(void)strbuf_addch(sb, '\n');
+	}
+	qsort(ft, n, sizeof(*ft), cmp_top_total);
+	(void)strbuf_addf(sb, "  top %u by total\n", top);
+	(void)strbuf_addstr(sb, "   total%  total   self%   self  method\n");
+	for (i = 0; i < n && i < top; i++) {
+		(void)strbuf_addf(sb, "  %6.2f%% %6" PRIu64 " %6.2f%% %6" PRIu64 "  ",
+				  pct_of(ft[i].total, total), ft[i].total, pct_of(ft[i].self, total),
+				  ft[i].self);
+		add_clean(sb, ft[i].name);
+		(void)strbuf_addch(sb, '\n');
+	}
+	free(ft);
+}
+
+static void text_gc(const struct ts_result *r, struct strbuf *sb)
+{
+	const struct ts_gc *g = &r->gc;
+	bool any = false;
+	unsigned i;
+
+	(void)strbuf_addf(sb, "\nGC: %" PRIu64 " collections (gen0 %" PRIu64 ", gen1 %" PRIu64
+			  ", gen2 %" PRIu64 "; %" PRIu64 " background)\n",
+			  g->count, g->by_gen[0], g->by_gen[1], g->by_gen[2], g->background);
+	if (g->count) {
+		(void)strbuf_addstr(sb, "  reasons:");
+		for (i = 0; i < TS_GC_REASONS; i++) {
+			const char *n = tracestats_gc_reason_name(i);
+
+			if (!g->by_reason[i])
+				continue;
+			(void)strbuf_addf(sb, "%s %s %" PRIu64, any ? "," : "",
+					  i == TS_GC_REASONS - 1 || !n ? "other" : n, g->by_reason[i]);
+			any = true;
+		}
+		(void)strbuf_addf(sb, "\n  induced: gen0 %" PRIu64 ", gen1 %" PRIu64 ", gen2 %" PRIu64 "\n",
+				  g->induced_by_gen[0], g->induced_by_gen[1], g->induced_by_gen[2]);
+	}
+	if (!g->pause_source) {
+		(void)strbuf_addstr(sb, "  pauses: none measured (no SuspendEE/RestartEE or GCStart/GCEnd pairs)\n");
+		return;
+	}
+	(void)strbuf_addf(sb, "  pauses (%s): %" PRIu64 "%s\n", g->pause_source, g->pauses,
+			  g->pause_sampled ? " (percentiles from a sample)" : "");
+	(void)strbuf_addstr(sb, "    p50 ");
+	add_ms(sb, g->pause_p50_ns);
+	(void)strbuf_addstr(sb, ", p95 ");
+	add_ms(sb, g->pause_p95_ns);
+	(void)strbuf_addstr(sb, ", p99 ");
+	add_ms(sb, g->pause_p99_ns);
+	(void)strbuf_addstr(sb, ", max ");
+	add_ms(sb, g->pause_max_ns);
+	(void)strbuf_addstr(sb, "\n    total ");
+	add_ms(sb, g->pause_total_ns);
+	(void)strbuf_addf(sb, " = %.3f%% of the trace\n", g->paused_pct);
+	if (g->other_suspensions)
+		(void)strbuf_addf(sb, "  other runtime suspensions (not GC): %" PRIu64 "\n",
+				  g->other_suspensions);
+}
+
+int tracestats_format_text(const struct tracestats *ts, unsigned top, const char *source,
+			   struct strbuf *sb)
+{
+	const struct ts_result *r = tracestats_result(ts);
+	char when[48];
+	size_t i, j;
+
+	if (!top)
+		top = DEFAULT_TOP;
+	sync_time(r, when, sizeof(when));
+	(void)strbuf_addstr(sb, "Trace: ");
+	add_clean(sb, source ? source : "(stream)");
+	if (r->have_info)
+		(void)strbuf_addf(sb, " (nettrace v%u, pid %" PRIu32 ", %" PRIu32 " CPUs, started %s)",
+				  r->info.format == 6 ? 6 : 5, r->info.pid, r->info.ncpu, when);
+	(void)strbuf_addf(sb, "\n  %" PRIu64 " bytes read, %" PRIu64 " events over ", r->bytes,
+			  r->events);
+	add_dur(sb, r->duration_ns);
+	(void)strbuf_addf(sb, ", %" PRIu64 " lost by the runtime, %" PRIu64 " method ranges known\n",
+			  r->dropped_events, r->methods);
+	if (r->error.code)
+		(void)strbuf_addf(sb, "  INCOMPLETE: damaged at byte offset %" PRIu64
+				  "; figures cover the events before it\n", r->error.offset);
+
+	(void)strbuf_addstr(sb, "\nEvents by provider\n      count  provider\n");
+	for (i = 0; i < r->nproviders; i++) {
+		(void)strbuf_addf(sb, "  %9" PRIu64 "  ", r->providers[i].count);
+		add_clean(sb, r->providers[i].provider);
+		(void)strbuf_addch(sb, '\n');
+	}
+	(void)strbuf_addf(sb, "\nEvents (top %u of %zu kinds)\n      count  provider/event\n", top,
+			  r->nkinds);
+	for (i = 0; i < r->nkinds && i < top; i++) {
+		(void)strbuf_addf(sb, "  %9" PRIu64 "  ", r->kinds[i].count);
+		add_clean(sb, r->kinds[i].provider);
+		(void)strbuf_addch(sb, '/');
+		add_clean(sb, r->kinds[i].name);
+		(void)strbuf_addch(sb, '\n');
+	}
+	if (r->other_kinds_events)
+		(void)strbuf_addf(sb, "  %9" PRIu64 "  (kinds past the table cap)\n",
+				  r->other_kinds_events);
+
+	(void)strbuf_addf(sb, "\nExceptions: %" PRIu64 " thrown, %zu distinct type+message\n",
+			  r->exceptions_total, r->nexceptions);
+	for (i = 0; i < r->nexceptions && i < top; i++) {
+		const struct ts_exception *e = &r->exceptions[i];
+
+		(void)strbuf_addf(sb, "  %7" PRIu64 "  ", e->count);
+		add_clean(sb, e->type);
+		(void)strbuf_addstr(sb, ": ");
+		add_clean(sb, e->message);
+		(void)strbuf_addch(sb, '\n');
+		if (e->thrown_at) {
+			(void)strbuf_addstr(sb, "           thrown in ");
+			add_clean(sb, e->thrown_at);
+			(void)strbuf_addch(sb, '\n');
+		}
+		for (j = 0; j < e->nframes && j < 32; j++) {
+			(void)strbuf_addstr(sb, "             at ");
+			add_clean(sb, e->frames[j]);
+			(void)strbuf_addch(sb, '\n');
+		}
+		if (e->nframes > 32)
+			(void)strbuf_addf(sb, "             ... %u more frames\n", e->nframes - 32);
+	}
+	if (r->exceptions_other)
+		(void)strbuf_addf(sb, "  %7" PRIu64 "  (groups past the table cap)\n", r->exceptions_other);
+
+	text_gc(r, sb);
+
+	(void)strbuf_addf(sb, "\nAllocations (GCAllocationTick samples): %" PRIu64 " samples, ",
+			  r->alloc_samples);
+	add_bytes(sb, r->alloc_bytes);
+	(void)strbuf_addf(sb, " in %zu types\n", r->nallocs);
+	if (r->nallocs)
+		(void)strbuf_addstr(sb, "           bytes   share  samples  type\n");
+	for (i = 0; i < r->nallocs && i < top; i++) {
+		(void)strbuf_addf(sb, "  %14" PRIu64 " %6.2f%% %8" PRIu64 "  ", r->allocs[i].bytes,
+				  pct_of(r->allocs[i].bytes, r->alloc_bytes), r->allocs[i].samples);
+		add_clean(sb, r->allocs[i].type);
+		(void)strbuf_addch(sb, '\n');
+	}
+	if (r->alloc_other_samples)
+		(void)strbuf_addf(sb, "  %14" PRIu64 "         %8" PRIu64 "  (types past the table cap)\n",
+				  r->alloc_other_bytes, r->alloc_other_samples);
+
+	(void)strbuf_addf(sb, "\nContention: %" PRIu64 " waits started, %" PRIu64 " ended",
+			  r->contention.starts, r->contention.stops);
+	if (r->contention.timed) {
+		(void)strbuf_addstr(sb, "; wait total ");
+		add_ms(sb, r->contention.total_ns);
+		(void)strbuf_addstr(sb, ", max ");
+		add_ms(sb, r->contention.max_ns);
+		(void)strbuf_addstr(sb, ", mean ");
+		add_ms(sb, r->contention.total_ns / r->contention.timed);
+	}
+	(void)strbuf_addch(sb, '\n');
+
+	text_samples(r, top, sb);
+	return 0;
+}
+
+/* ----- JSON ----- */
+
+static void jstr(struct strbuf *sb, const char *key, const char *val, bool comma)
+{
+	if (comma)
+		(void)strbuf_addch(sb, ',');
+	if (key)
+		(void)strbuf_addf(sb, "\"%s\":", key);
+	if (!val) {
+		(void)strbuf_addstr(sb, "null");
+		return;
+	}
+	(void)strbuf_addch(sb, '"');
+	(void)strbuf_add_json_escaped(sb, val);
+	(void)strbuf_addch(sb, '"');
+}
+
+static void ju64(struct strbuf *sb, const char *key, uint64_t v, bool comma)
+{
+	(void)strbuf_addf(sb, "%s\"%s\":%" PRIu64, comma ? "," : "", key, v);
+}
+
+static void json_top(struct strbuf *sb, const char *key, const struct flame_top *ft, size_t n,
+		     unsigned top)
+{
+	size_t i;
+
+	(void)strbuf_addf(sb, ",\"%s\":[", key);
+	for (i = 0; i < n && i < top; i++) {
+		(void)strbuf_addstr(sb, i ? ",{" : "{");
+		jstr(sb, "name", ft[i].name, false);
+		ju64(sb, "self", ft[i].self, true);
+		ju64(sb, "total", ft[i].total, true);
+		(void)strbuf_addch(sb, '}');
+	}
+	(void)strbuf_addch(sb, ']');
+}
+
+static void json_samples(const struct ts_result *r, unsigned top, struct strbuf *sb)
+{
+	const struct ts_samples *s = &r->samples;
+	struct flame_top *ft = NULL;
+	size_t n = 0;
+
+	(void)strbuf_addstr(sb, ",\"samples\":{");
+	ju64(sb, "managed", s->managed, false);
+	ju64(sb, "external", s->external, true);
+	ju64(sb, "other", s->other, true);
+	ju64(sb, "in_flame", r->flame ? flame_total(r->flame) : 0, true);
+	ju64(sb, "dropped", s->dropped, true);
+	ju64(sb, "truncated", s->truncated, true);
+	ju64(sb, "stacks", s->stacks, true);
+	if (r->flame && !flame_top(r->flame, &ft, &n)) {
+		size_t k = n;
+
+		/* self ranking keeps only names that are some stack's leaf */
+		while (k && !ft[k - 1].self)
+			k--;
+		json_top(sb, "top_self", ft, k, top);
+		qsort(ft, n, sizeof(*ft), cmp_top_total);
+		json_top(sb, "top_total", ft, n, top);
+		free(ft);
+	} else {
+		(void)strbuf_addstr(sb, ",\"top_self\":[],\"top_total\":[]");
+	}
+	(void)strbuf_addch(sb, '}');
+}
+
+static void json_gc(const struct ts_result *r, struct strbuf *sb)
+{
+	const struct ts_gc *g = &r->gc;
+	bool any = false;
+	unsigned i;
+
+	(void)strbuf_addstr(sb, ",\"gc\":{");
+	ju64(sb, "count", g->count, false);
+	(void)strbuf_addf(sb, ",\"by_gen\":[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", g->by_gen[0],
+			  g->by_gen[1], g->by_gen[2]);
+	(void)strbuf_addf(sb, ",\"induced_by_gen\":[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]",
+			  g->induced_by_gen[0], g->induced_by_gen[1], g->induced_by_gen[2]);
+	(void)strbuf_addstr(sb, ",\"by_reason\":{");
+	for (i = 0; i < TS_GC_REASONS; i++) {
+		const char *n = tracestats_gc_reason_name(i);
+
+		if (!g->by_reason[i])
+			continue;
+		ju64(sb, i == TS_GC_REASONS - 1 || !n ? "other" : n, g->by_reason[i], any);
+		any = true;
+	}
+	(void)strbuf_addch(sb, '}');
+	ju64(sb, "background", g->background, true);
+	jstr(sb, "pause_source", g->pause_source, true);
+	ju64(sb, "pauses", g->pauses, true);
+	ju64(sb, "pause_total_ns", g->pause_total_ns, true);
+	ju64(sb, "pause_p50_ns", g->pause_p50_ns, true);
+	ju64(sb, "pause_p95_ns", g->pause_p95_ns, true);
+	ju64(sb, "pause_p99_ns", g->pause_p99_ns, true);
+	ju64(sb, "pause_max_ns", g->pause_max_ns, true);
+	(void)strbuf_addf(sb, ",\"pause_sampled\":%s,\"paused_pct\":%.6f",
+			  g->pause_sampled ? "true" : "false", g->paused_pct);
+	ju64(sb, "other_suspensions", g->other_suspensions, true);
+	(void)strbuf_addch(sb, '}');
+}
+
+int tracestats_format_json(const struct tracestats *ts, unsigned top, const char *source,
+			   struct strbuf *sb)
+{
+	const struct ts_result *r = tracestats_result(ts);
+	char when[48];
+	size_t i, j;
+
+	if (!top)
+		top = DEFAULT_TOP;
+	sync_time(r, when, sizeof(when));
+	(void)strbuf_addch(sb, '{');
+	jstr(sb, "file", source, false);
+	(void)strbuf_addf(sb, ",\"complete\":%s", r->error.code ? "false" : "true");
+	if (r->error.code) {
+		(void)strbuf_addf(sb, ",\"error\":{\"errno\":%d,\"offset\":%" PRIu64, -r->error.code,
+				  r->error.offset);
+		jstr(sb, "message", r->error.msg, true);
+		(void)strbuf_addch(sb, '}');
+	} else {
+		(void)strbuf_addstr(sb, ",\"error\":null");
+	}
+	(void)strbuf_addstr(sb, ",\"trace\":{");
+	ju64(sb, "format", r->have_info ? (r->info.format == 6 ? 6 : 5) : 0, false);
+	ju64(sb, "pid", r->info.pid, true);
+	ju64(sb, "cpus", r->info.ncpu, true);
+	ju64(sb, "pointer_size", r->info.pointer_size, true);
+	jstr(sb, "start_utc", when, true);
+	ju64(sb, "bytes", r->bytes, true);
+	ju64(sb, "events", r->events, true);
+	ju64(sb, "lost_events", r->dropped_events, true);
+	ju64(sb, "duration_ns", r->duration_ns, true);
+	ju64(sb, "methods", r->methods, true);
+	(void)strbuf_addch(sb, '}');
+
+	/* every kind: tests compare these with other readers */
+	(void)strbuf_addstr(sb, ",\"providers\":[");
+	for (i = 0; i < r->nproviders; i++) {
+		(void)strbuf_addstr(sb, i ? ",{" : "{");
+		jstr(sb, "provider", r->providers[i].provider, false);
+		ju64(sb, "count", r->providers[i].count, true);
+		(void)strbuf_addch(sb, '}');
+	}
+	(void)strbuf_addstr(sb, "],\"events\":[");
+	for (i = 0; i < r->nkinds; i++) {
+		(void)strbuf_addstr(sb, i ? ",{" : "{");
+		jstr(sb, "provider", r->kinds[i].provider, false);
+		ju64(sb, "id", r->kinds[i].id, true);
+		jstr(sb, "name", r->kinds[i].name, true);
+		ju64(sb, "count", r->kinds[i].count, true);
+		(void)strbuf_addch(sb, '}');
+	}
+	(void)strbuf_addch(sb, ']');
+	ju64(sb, "other_kinds_events", r->other_kinds_events, true);
+
+	(void)strbuf_addstr(sb, ",\"exceptions\":{");
+	ju64(sb, "total", r->exceptions_total, false);
+	ju64(sb, "other", r->exceptions_other, true);
+	(void)strbuf_addstr(sb, ",\"groups\":[");
+	for (i = 0; i < r->nexceptions && i < top; i++) {
+		const struct ts_exception *e = &r->exceptions[i];
+
+		(void)strbuf_addstr(sb, i ? ",{" : "{");
+		jstr(sb, "type", e->type, false);
+		jstr(sb, "message", e->message, true);
+		ju64(sb, "count", e->count, true);
+		jstr(sb, "thrown_in", e->thrown_at, true);
+		(void)strbuf_addstr(sb, ",\"stack\":[");
+		for (j = 0; j < e->nframes; j++)
+			jstr(sb, NULL, e->frames[j], j > 0);
+		(void)strbuf_addstr(sb, "]}");
+	}
+	(void)strbuf_addstr(sb, "]}");
+
+	json_gc(r, sb);
+
+	(void)strbuf_addstr(sb, ",\"allocations\":{");
+	ju64(sb, "bytes", r->alloc_bytes, false);
+	ju64(sb, "samples", r->alloc_samples, true);
+	ju64(sb, "other_bytes", r->alloc_other_bytes, true);
+	ju64(sb, "other_samples", r->alloc_other_samples, true);
+	ju64(sb, "distinct_types", r->nallocs, true);
+	(void)strbuf_addstr(sb, ",\"types\":[");
+	for (i = 0; i < r->nallocs && i < top; i++) {
+		(void)strbuf_addstr(sb, i ? ",{" : "{");
+		jstr(sb, "type", r->allocs[i].type, false);
+		ju64(sb, "bytes", r->allocs[i].bytes, true);
+		ju64(sb, "samples", r->allocs[i].samples, true);
+		(void)strbuf_addch(sb, '}');
+	}
+	(void)strbuf_addstr(sb, "]}");
+
+	(void)strbuf_addstr(sb, ",\"contention\":{");
+	ju64(sb, "starts", r->contention.starts, false);
+	ju64(sb, "stops", r->contention.stops, true);
+	ju64(sb, "timed", r->contention.timed, true);
+	ju64(sb, "total_ns", r->contention.total_ns, true);
+	ju64(sb, "max_ns", r->contention.max_ns, true);
+	(void)strbuf_addch(sb, '}');
+
+	json_samples(r, top, sb);
+	(void)strbuf_addstr(sb, "}\n");
+	return 0;
+}

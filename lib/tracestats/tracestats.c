@@ -1,0 +1,1319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tracestats.c - one streaming pass over nettrace events: counts, exception
+ * groups, GC and pause figures, allocation ticks, contention, and sampled
+ * stacks (kept as raw IPs until the end, when the rundown has named the code).
+ */
+#include "common/compat.h"
+
+#include "common/log.h"
+#include "tracestats/tracestats.h"
+
+#define RT_GC_START 1
+#define RT_GC_END 2
+#define RT_RESTART_EE_END 3
+#define RT_SUSPEND_EE_BEGIN 9
+#define RT_ALLOC_TICK 10
+#define RT_EXCEPTION 80
+#define RT_CONTENTION_START 81
+#define RT_CONTENTION_STOP 91
+
+#define SUSPEND_FOR_GC 1
+#define SUSPEND_FOR_GC_PREP 6
+
+#define META_CACHE_MAX (1u << 20)
+#define POLLGC_PREFIX "System.Threading.Thread::<PollGC>"
+#define PENDING_GCS 8
+
+/* ----- a table of indices into an entry array, open addressing ----- */
+
+struct itab {
+	uint32_t *slot; /* entry index + 1; 0 empty */
+	uint32_t cap;   /* power of two */
+	uint32_t n;
+};
+
+typedef bool (*itab_eq_fn)(const void *ctx, uint32_t idx, const void *key);
+
+/* Returns the slot for key: holding its index (found) or empty. */
+static uint32_t *itab_find(struct itab *t, uint64_t h, itab_eq_fn eq, const void *ctx,
+			   const void *key)
+{
+	uint32_t mask = t->cap - 1, i = (uint32_t)(h ^ (h >> 32)) & mask;
+
+	while (t->slot[i]) {
+		if (eq(ctx, t->slot[i] - 1, key))
+			return &t->slot[i];
+		i = (i + 1) & mask;
+	}
+	return &t->slot[i];
+}
+
+typedef uint64_t (*itab_hash_fn)(const void *ctx, uint32_t idx);
+
+/* Makes room for one more entry (load <= 1/2). */
+static int itab_reserve(struct itab *t, itab_hash_fn hf, const void *ctx)
+{
+	uint32_t ncap, i, *ns;
+
+	if (t->cap && (t->n + 1) * 2 <= t->cap)
+		return 0;
+	ncap = t->cap ? t->cap * 2 : 64;
+	if (ncap < t->cap)
+		return -E2BIG;
+	ns = calloc(ncap, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	for (i = 0; i < t->cap; i++) {
+		uint32_t idx = t->slot[i], j;
+		uint64_t h;
+
+		if (!idx)
+			continue;
+		h = hf(ctx, idx - 1);
+		j = (uint32_t)(h ^ (h >> 32)) & (ncap - 1);
+		while (ns[j])
+			j = (j + 1) & (ncap - 1);
+		ns[j] = idx;
+	}
+	free(t->slot);
+	t->slot = ns;
+	t->cap = ncap;
+	return 0;
+}
+
+/* Hash of n bytes, 8 at a time (keys are UTF-16 names and IP lists). */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *s = p;
+	uint64_t w;
+
+	h ^= n;
+	while (n >= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 31;
+		s += 8;
+		n -= 8;
+	}
+	w = 0;
+	if (n)
+		memcpy(&w, s, n);
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 29;
+	return h;
+}
+
+#define FNV0 1469598103934665603ULL
+
+/* ----- entries ----- */
+
+struct kind_ent {
+	char *provider, *name;
+	uint32_t id;
+	uint64_t count, hash;
+};
+
+struct kind_key {
+	const char *provider, *name;
+	uint32_t id;
+};
+
+struct exc_ent {
+	char *type, *msg;
+	uint64_t count, hash, eip;
+	uint64_t *ips;
+	uint32_t nips;
+};
+
+struct alloc_ent {
+	char *type;     /* UTF-8 */
+	uint8_t *raw;   /* the UTF-16LE name as in the payload (the key) */
+	uint32_t rawlen;
+	uint64_t bytes, samples, hash;
+};
+
+struct raw_key {
+	const uint8_t *p;
+	uint32_t len;
+};
+
+struct stack_ent {
+	uint64_t hash, off, count;
+	uint32_t n;
+	bool truncated;
+};
+
+struct stack_key {
+	const uint64_t *ips;
+	uint32_t n;
+};
+
+struct str2_key {
+	const char *a, *b;
+};
+
+struct meta_cache {
+	const struct nt_metadata *meta;
+	int32_t kind; /* index into kinds, -1: past the cap */
+};
+
+struct pending_gc {
+	bool used;
+	uint32_t count, type;
+	int64_t ts;
+};
+
+struct contend_thread {
+	uint64_t tid;
+	int64_t start; /* -1: no open start */
+};
+
+struct pausevec {
+	uint64_t *v;
+	size_t n, cap;
+	uint64_t seen, total, max;
+};
+
+struct tracestats {
+	struct ts_limits lim;
+	struct nt_trace_info info;
+	bool have_info, finished;
+	uint64_t rng;
+
+	struct nt_methods *methods;
+
+	struct kind_ent *kinds;
+	uint32_t nkinds, kinds_cap;
+	struct itab kind_tab;
+	struct meta_cache *mcache;
+	uint32_t mcache_cap;
+	uint64_t other_kinds_events;
+
+	struct exc_ent *excs;
+	uint32_t nexcs, excs_cap;
+	struct itab exc_tab;
+	uint64_t exc_total, exc_other;
+
+	struct alloc_ent *allocs;
+	uint32_t nallocs, allocs_cap;
+	uint32_t last_alloc; /* index + 1 of the last type seen, 0 none */
+	struct itab alloc_tab;
+	uint64_t alloc_bytes, alloc_samples, alloc_other_bytes, alloc_other_samples;
+
+	struct stack_ent *stacks;
+	uint32_t nstacks, stacks_cap;
+	struct itab stack_tab;
+	uint64_t *ips;
+	size_t nips, ips_cap;
+
+	struct ts_gc gc;
+	bool suspended;
+	uint32_t suspend_reason;
+	int64_t suspend_ts;
+	struct pending_gc pending[PENDING_GCS];
+	struct pausevec ee_pauses, gc_pauses;
+
+	struct contend_thread *cthreads;
+	uint32_t ncthreads, cthreads_cap;
+	struct ts_contention cont;
+
+	struct ts_samples samples;
+
+	uint64_t events;
+	int64_t first_ts, last_ts;
+	bool have_ts;
+
+	struct strbuf sb, sb2;
+
+	/* finished results */
+	struct ts_result res;
+	struct ts_event_kind *rkinds;
+	struct ts_provider *rprovs;
+	struct ts_exception *rexcs;
+	char **frame_strs; /* all exception frame strings, for freeing */
+	size_t nframe_strs;
+	struct ts_alloc *rallocs;
+	struct flame *flame;
+	char *errmsg;
+};
+
+void ts_limits_default(struct ts_limits *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->max_event_kinds = 4096;
+	l->max_exc_groups = 1024;
+	l->max_alloc_types = 8192;
+	l->max_stacks = 262144;
+	l->max_stack_bytes = (size_t)64 << 20;
+	l->max_frames = 512;
+	l->max_pauses = 1u << 20;
+	l->max_threads = 65536;
+	l->max_string = 1024;
+}
+
+int tracestats_new(struct tracestats **out, const struct ts_limits *limits)
+{
+	struct tracestats *ts = calloc(1, sizeof(*ts));
+	int err;
+
+	*out = NULL;
+	if (!ts)
+		return -ENOMEM;
+	if (limits)
+		ts->lim = *limits;
+	else
+		ts_limits_default(&ts->lim);
+	if (!ts->lim.max_frames)
+		ts->lim.max_frames = 1;
+	if (ts->lim.max_string < 16)
+		ts->lim.max_string = 16;
+	ts->rng = 0x9E3779B97F4A7C15ULL;
+	strbuf_init(&ts->sb, ts->lim.max_string);
+	strbuf_init(&ts->sb2, ts->lim.max_string);
+	err = nt_methods_new(&ts->methods, 0, 0);
+	if (err) {
+		free(ts);
+		return err;
+	}
+	*out = ts;
+	return 0;
+}
+
+void tracestats_free(struct tracestats *ts)
+{
+	uint32_t i;
+	size_t j;
+
+	if (!ts)
+		return;
+	nt_methods_free(ts->methods);
+	for (i = 0; i < ts->nkinds; i++) {
+		free(ts->kinds[i].provider);
+		free(ts->kinds[i].name);
+	}
+	free(ts->kinds);
+	free(ts->kind_tab.slot);
+	free(ts->mcache);
+	for (i = 0; i < ts->nexcs; i++) {
+		free(ts->excs[i].type);
+		free(ts->excs[i].msg);
+		free(ts->excs[i].ips);
+	}
+	free(ts->excs);
+	free(ts->exc_tab.slot);
+	for (i = 0; i < ts->nallocs; i++) {
+		free(ts->allocs[i].type);
+		free(ts->allocs[i].raw);
+	}
+	free(ts->allocs);
+	free(ts->alloc_tab.slot);
+	free(ts->stacks);
+	free(ts->stack_tab.slot);
+	free(ts->ips);
+	free(ts->ee_pauses.v);
+	free(ts->gc_pauses.v);
+	free(ts->cthreads);
+	strbuf_release(&ts->sb);
+	strbuf_release(&ts->sb2);
+	free(ts->rkinds);
+	free(ts->rprovs);
+	if (ts->rexcs)
+		for (i = 0; i < ts->nexcs; i++)
+			free((void *)ts->rexcs[i].frames);
+	free(ts->rexcs);
+	for (j = 0; j < ts->nframe_strs; j++)
+		free(ts->frame_strs[j]);
+	free(ts->frame_strs);
+	free(ts->rallocs);
+	flame_free(ts->flame);
+	free(ts->errmsg);
+	free(ts);
+}
+
+void tracestats_set_info(struct tracestats *ts, const struct nt_trace_info *info)
+{
+	ts->info = *info;
+	ts->have_info = true;
+}
+
+/* Grows an array of n used elements to hold one more. */
+static int grow(void **v, uint32_t *cap, uint32_t n, size_t elem)
+{
+	uint32_t ncap;
+	void *nv;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 16;
+	nv = realloc(*v, (size_t)ncap * elem);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+static uint64_t ticks_to_ns(const struct tracestats *ts, uint64_t ticks)
+{
+	int64_t f = ts->info.qpc_freq > 0 ? ts->info.qpc_freq : 1000000000;
+	unsigned __int128 v = (unsigned __int128)ticks * 1000000000u / (uint64_t)f;
+
+	return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+}
+
+static uint64_t next_rand(struct tracestats *ts)
+{
+	uint64_t x = ts->rng;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	ts->rng = x;
+	return x;
+}
+
+/* Exact up to the cap, then reservoir sampling (uniform sample of all). */
+static int pause_add(struct tracestats *ts, struct pausevec *pv, uint64_t ns)
+{
+	pv->seen++;
+	pv->total += ns;
+	if (ns > pv->max)
+		pv->max = ns;
+	if (pv->n < ts->lim.max_pauses) {
+		if (pv->n == pv->cap) {
+			size_t ncap = pv->cap ? pv->cap * 2 : 64;
+			uint64_t *nv = realloc(pv->v, ncap * sizeof(*nv));
+
+			if (!nv)
+				return -ENOMEM;
+			pv->v = nv;
+			pv->cap = ncap;
+		}
+		pv->v[pv->n++] = ns;
+		return 0;
+	}
+	if (pv->n) {
+		uint64_t r = next_rand(ts) % pv->seen;
+
+		if (r < pv->n)
+			pv->v[r] = ns;
+	}
+	return 0;
+}
+
+/* ----- event kinds ----- */
+
+static bool kind_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tracestats *ts = ctx;
+	const struct kind_key *k = key;
+	const struct kind_ent *e = &ts->kinds[idx];
+
+	return e->id == k->id && !strcmp(e->provider, k->provider) && !strcmp(e->name, k->name);
+}
+
+static uint64_t kind_hash_idx(const void *ctx, uint32_t idx)
+{
+	return ((const struct tracestats *)ctx)->kinds[idx].hash;
+}
+
+static int32_t kind_lookup(struct tracestats *ts, const struct nt_metadata *m)
+{
+	struct kind_key k;
+	char idname[24];
+	uint32_t *slot;
+	uint64_t h;
+	int err;
+
+	k.provider = m->provider ? m->provider : "";
+	k.id = m->event_id;
+	k.name = m->event_name && *m->event_name ? m->event_name :
+		 tracestats_runtime_event_name(m->provider_kind, m->event_id);
+	if (!k.name) {
+		snprintf(idname, sizeof(idname), "Event%" PRIu32, m->event_id);
+		k.name = idname;
+	}
+	h = fnv(fnv(FNV0, k.provider, strlen(k.provider)), k.name, strlen(k.name)) ^
+	    ((uint64_t)k.id * 0x9E3779B97F4A7C15ULL);
+	if (ts->kind_tab.cap) {
+		slot = itab_find(&ts->kind_tab, h, kind_eq, ts, &k);
+		if (*slot)
+			return (int32_t)(*slot - 1);
+	}
+	if (ts->nkinds >= ts->lim.max_event_kinds)
+		return -1;
+	err = itab_reserve(&ts->kind_tab, kind_hash_idx, ts);
+	if (!err)
+		err = grow((void **)&ts->kinds, &ts->kinds_cap, ts->nkinds, sizeof(*ts->kinds));
+	if (err)
+		return INT32_MIN;
+	ts->kinds[ts->nkinds] = (struct kind_ent){
+		.provider = strdup(k.provider), .name = strdup(k.name), .id = k.id, .hash = h
+	};
+	if (!ts->kinds[ts->nkinds].provider || !ts->kinds[ts->nkinds].name) {
+		free(ts->kinds[ts->nkinds].provider);
+		free(ts->kinds[ts->nkinds].name);
+		return INT32_MIN;
+	}
+	slot = itab_find(&ts->kind_tab, h, kind_eq, ts, &k);
+	*slot = ++ts->nkinds;
+	ts->kind_tab.n++;
+	return (int32_t)(ts->nkinds - 1);
+}
+
+static int count_kind(struct tracestats *ts, const struct nt_metadata *m)
+{
+	struct meta_cache *mc = NULL;
+	int32_t k;
+
+	if (m->id < META_CACHE_MAX) {
+		if (m->id >= ts->mcache_cap) {
+			uint32_t ncap = ts->mcache_cap ? ts->mcache_cap : 64;
+			struct meta_cache *nc;
+
+			while (ncap <= m->id)
+				ncap *= 2;
+			nc = realloc(ts->mcache, ncap * sizeof(*nc));
+			if (!nc)
+				return -ENOMEM;
+			memset(nc + ts->mcache_cap, 0, (ncap - ts->mcache_cap) * sizeof(*nc));
+			ts->mcache = nc;
+			ts->mcache_cap = ncap;
+		}
+		mc = &ts->mcache[m->id];
+		if (mc->meta == m) {
+			if (mc->kind >= 0)
+				ts->kinds[mc->kind].count++;
+			else
+				ts->other_kinds_events++;
+			return 0;
+		}
+	}
+	k = kind_lookup(ts, m);
+	if (k == INT32_MIN)
+		return -ENOMEM;
+	if (mc) {
+		mc->meta = m;
+		mc->kind = k;
+	}
+	if (k >= 0)
+		ts->kinds[k].count++;
+	else
+		ts->other_kinds_events++;
+	return 0;
+}
+
+/* ----- string-keyed groups (exceptions, allocations) ----- */
+
+static bool exc_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct exc_ent *e = &((const struct tracestats *)ctx)->excs[idx];
+	const struct str2_key *k = key;
+
+	return !strcmp(e->type, k->a) && !strcmp(e->msg, k->b);
+}
+
+static uint64_t exc_hash_idx(const void *ctx, uint32_t idx)
+{
+	return ((const struct tracestats *)ctx)->excs[idx].hash;
+}
+
+static bool alloc_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct alloc_ent *e = &((const struct tracestats *)ctx)->allocs[idx];
+	const struct raw_key *k = key;
+
+	return e->rawlen == k->len && (!k->len || !memcmp(e->raw, k->p, k->len));
+}
+
+static uint64_t alloc_hash_idx(const void *ctx, uint32_t idx)
+{
+	return ((const struct tracestats *)ctx)->allocs[idx].hash;
+}
+
+/* UTF-8 of s into sb, cut at the cap (a cut string stays valid UTF-8 enough for output). */
+static void str16_capped(const struct nt_str16 *s, struct strbuf *sb)
+{
+	struct nt_str16 c = *s;
+
+	strbuf_reset(sb);
+	/* at most 3 bytes per unit: keep the units that surely fit */
+	if ((size_t)c.nunits * 3 + 1 > sb->max)
+		c.nunits = (uint32_t)((sb->max - 1) / 3);
+	if (nt_str16_utf8(&c, sb))
+		strbuf_reset(sb);
+}
+
+static int on_exception(struct tracestats *ts, const struct nt_event *ev)
+{
+	struct nt_exception ex;
+	struct str2_key k;
+	struct exc_ent *e;
+	uint32_t *slot, n;
+	uint64_t h;
+	int err;
+
+	if (nt_decode_exception(ev->payload, ev->payload_len, ev->meta->version, ev->pointer_size,
+				&ex))
+		return 0;
+	ts->exc_total++;
+	str16_capped(&ex.type, &ts->sb);
+	str16_capped(&ex.message, &ts->sb2);
+	k.a = ts->sb.buf;
+	k.b = ts->sb2.buf;
+	h = fnv(fnv(FNV0, k.a, ts->sb.len + 1), k.b, ts->sb2.len);
+	if (ts->exc_tab.cap) {
+		slot = itab_find(&ts->exc_tab, h, exc_eq, ts, &k);
+		if (*slot) {
+			ts->excs[*slot - 1].count++;
+			return 0;
+		}
+	}
+	if (ts->nexcs >= ts->lim.max_exc_groups) {
+		ts->exc_other++;
+		return 0;
+	}
+	err = itab_reserve(&ts->exc_tab, exc_hash_idx, ts);
+	if (!err)
+		err = grow((void **)&ts->excs, &ts->excs_cap, ts->nexcs, sizeof(*ts->excs));
+	if (err)
+		return err;
+	e = &ts->excs[ts->nexcs];
+	memset(e, 0, sizeof(*e));
+	e->type = strdup(k.a);
+	e->msg = strdup(k.b);
+	n = CT_MIN(ev->nframes, ts->lim.max_frames);
+	e->ips = n ? malloc(n * sizeof(uint64_t)) : NULL;
+	if (!e->type || !e->msg || (n && !e->ips)) {
+		free(e->type);
+		free(e->msg);
+		free(e->ips);
+		return -ENOMEM;
+	}
+	if (n)
+		memcpy(e->ips, ev->stack, n * sizeof(uint64_t));
+	e->nips = n;
+	e->count = 1;
+	e->hash = h;
+	e->eip = ex.eip;
+	slot = itab_find(&ts->exc_tab, h, exc_eq, ts, &k);
+	*slot = ++ts->nexcs;
+	ts->exc_tab.n++;
+	return 0;
+}
+
+/* Allocation ticks are the most frequent events: the key is the raw UTF-16
+ * name, converted to UTF-8 once per type. */
+static int on_alloc(struct tracestats *ts, const struct nt_event *ev)
+{
+	struct nt_gc_alloc_tick a;
+	struct alloc_ent *e;
+	struct raw_key k;
+	uint64_t amount, h;
+	uint32_t *slot;
+	int err;
+
+	if (nt_decode_gc_alloc_tick(ev->payload, ev->payload_len, ev->meta->version,
+				    ev->pointer_size, &a))
+		return 0;
+	amount = ev->meta->version >= 2 ? a.amount64 : a.amount;
+	ts->alloc_bytes += amount;
+	ts->alloc_samples++;
+	k.p = a.type_name.p;
+	/* the same cut as str16_capped, so one key is one printed name */
+	k.len = CT_MIN(a.type_name.nunits, (ts->lim.max_string - 1) / 3) * 2;
+	if (ts->last_alloc && alloc_eq(ts, ts->last_alloc - 1, &k)) {
+		ts->allocs[ts->last_alloc - 1].bytes += amount;
+		ts->allocs[ts->last_alloc - 1].samples++;
+		return 0;
+	}
+	h = fnv(FNV0, k.p, k.len);
+	if (ts->alloc_tab.cap) {
+		slot = itab_find(&ts->alloc_tab, h, alloc_eq, ts, &k);
+		if (*slot) {
+			ts->allocs[*slot - 1].bytes += amount;
+			ts->allocs[*slot - 1].samples++;
+			ts->last_alloc = *slot;
+			return 0;
+		}
+	}
+	if (ts->nallocs >= ts->lim.max_alloc_types) {
+		ts->alloc_other_bytes += amount;
+		ts->alloc_other_samples++;
+		return 0;
+	}
+	err = itab_reserve(&ts->alloc_tab, alloc_hash_idx, ts);
+	if (!err)
+		err = grow((void **)&ts->allocs, &ts->allocs_cap, ts->nallocs, sizeof(*ts->allocs));
+	if (err)
+		return err;
+	str16_capped(&a.type_name, &ts->sb);
+	if (!ts->sb.len)
+		(void)strbuf_addstr(&ts->sb, "[unknown type]");
+	e = &ts->allocs[ts->nallocs];
+	e->type = strdup(ts->sb.buf);
+	e->raw = malloc(k.len ? k.len : 1);
+	if (!e->type || !e->raw) {
+		free(e->type);
+		free(e->raw);
+		return -ENOMEM;
+	}
+	if (k.len)
+		memcpy(e->raw, k.p, k.len);
+	e->rawlen = k.len;
+	e->bytes = amount;
+	e->samples = 1;
+	e->hash = h;
+	slot = itab_find(&ts->alloc_tab, h, alloc_eq, ts, &k);
+	*slot = ++ts->nallocs;
+	ts->last_alloc = ts->nallocs;
+	ts->alloc_tab.n++;
+	return 0;
+}
+
+/* ----- GC ----- */
+
+static bool is_induced(uint32_t reason)
+{
+	return reason == 1 || reason == 7 || reason == 9 || reason == 10;
+}
+
+static int on_gc(struct tracestats *ts, const struct nt_event *ev, uint32_t id)
+{
+	unsigned v = ev->meta->version, ps = ev->pointer_size;
+	const void *p = ev->payload;
+	size_t len = ev->payload_len;
+	size_t i;
+
+	switch (id) {
+	case RT_GC_START: {
+		struct nt_gc_start s;
+
+		if (nt_decode_gc_start(p, len, v, ps, &s))
+			return 0;
+		ts->gc.count++;
+		if (s.depth < TS_GC_GENS)
+			ts->gc.by_gen[s.depth]++;
+		ts->gc.by_reason[CT_MIN(s.reason, TS_GC_REASONS - 1u)]++;
+		if (is_induced(s.reason) && s.depth < TS_GC_GENS)
+			ts->gc.induced_by_gen[s.depth]++;
+		if (s.type == 1) {
+			ts->gc.background++;
+			return 0;
+		}
+		/* remember it for a GCStart/GCEnd pause; the oldest slot is reused */
+		for (i = 0; i < PENDING_GCS && ts->pending[i].used; i++)
+			;
+		if (i == PENDING_GCS) {
+			size_t old = 0;
+
+			for (i = 1; i < PENDING_GCS; i++)
+				if (ts->pending[i].ts < ts->pending[old].ts)
+					old = i;
+			i = old;
+		}
+		ts->pending[i] = (struct pending_gc){ true, s.count, s.type, ev->timestamp };
+		return 0;
+	}
+	case RT_GC_END: {
+		struct nt_gc_end e;
+
+		if (nt_decode_gc_end(p, len, v, ps, &e))
+			return 0;
+		for (i = 0; i < PENDING_GCS; i++) {
+			if (ts->pending[i].used && ts->pending[i].count == e.count) {
+				ts->pending[i].used = false;
+				if (ev->timestamp >= ts->pending[i].ts)
+					return pause_add(ts, &ts->gc_pauses,
+							 ticks_to_ns(ts, (uint64_t)ev->timestamp -
+								    (uint64_t)ts->pending[i].ts));
+			}
+		}
+		return 0;
+	}
+	case RT_SUSPEND_EE_BEGIN: {
+		struct nt_suspend_ee s;
+
+		if (nt_decode_suspend_ee(p, len, v, ps, &s))
+			return 0;
+		ts->suspended = true;
+		ts->suspend_reason = v >= 1 ? s.reason : SUSPEND_FOR_GC;
+		ts->suspend_ts = ev->timestamp;
+		return 0;
+	}
+	case RT_RESTART_EE_END:
+		if (!ts->suspended)
+			return 0;
+		ts->suspended = false;
+		if (ts->suspend_reason != SUSPEND_FOR_GC && ts->suspend_reason != SUSPEND_FOR_GC_PREP) {
+			ts->gc.other_suspensions++;
+			return 0;
+		}
+		if (ev->timestamp < ts->suspend_ts)
+			return 0;
+		return pause_add(ts, &ts->ee_pauses,
+				 ticks_to_ns(ts, (uint64_t)ev->timestamp - (uint64_t)ts->suspend_ts));
+	}
+	return 0;
+}
+
+/* ----- contention ----- */
+
+static struct contend_thread *cthread(struct tracestats *ts, uint64_t tid, bool create)
+{
+	uint32_t mask, i;
+
+	if (!ts->cthreads_cap) {
+		if (!create)
+			return NULL;
+		ts->cthreads = malloc(64 * sizeof(*ts->cthreads));
+		if (!ts->cthreads)
+			return NULL;
+		ts->cthreads_cap = 64;
+		for (i = 0; i < 64; i++)
+			ts->cthreads[i] = (struct contend_thread){ 0, INT64_MIN };
+	}
+	mask = ts->cthreads_cap - 1;
+	for (i = (uint32_t)(tid * 0x9E3779B97F4A7C15ULL >> 40) & mask;
+	     ts->cthreads[i].start != INT64_MIN; i = (i + 1) & mask)
+		if (ts->cthreads[i].tid == tid)
+			return &ts->cthreads[i];
+	if (!create || ts->ncthreads >= ts->lim.max_threads)
+		return NULL;
+	if ((ts->ncthreads + 1) * 2 > ts->cthreads_cap) {
+		uint32_t ncap = ts->cthreads_cap * 2, j;
+		struct contend_thread *nt = malloc(ncap * sizeof(*nt));
+
+		if (!nt)
+			return NULL;
+		for (j = 0; j < ncap; j++)
+			nt[j] = (struct contend_thread){ 0, INT64_MIN };
+		for (j = 0; j < ts->cthreads_cap; j++) {
+			uint32_t k;
+
+			if (ts->cthreads[j].start == INT64_MIN)
+				continue;
+			for (k = (uint32_t)(ts->cthreads[j].tid * 0x9E3779B97F4A7C15ULL >> 40) & (ncap - 1);
+			     nt[k].start != INT64_MIN; k = (k + 1) & (ncap - 1))
+				;
+			nt[k] = ts->cthreads[j];
+		}
+		free(ts->cthreads);
+		ts->cthreads = nt;
+		ts->cthreads_cap = ncap;
+		return cthread(ts, tid, create);
+	}
+	ts->ncthreads++;
+	ts->cthreads[i] = (struct contend_thread){ tid, -1 };
+	return &ts->cthreads[i];
+}
+
+static void on_contention(struct tracestats *ts, const struct nt_event *ev, bool start)
+{
+	struct contend_thread *t;
+	struct nt_contention c;
+	uint64_t ns = 0;
+	bool timed = false;
+
+	if (start) {
+		if (nt_decode_contention_start(ev->payload, ev->payload_len, ev->meta->version,
+					       ev->pointer_size, &c))
+			return;
+		ts->cont.starts++;
+		t = cthread(ts, ev->thread_id, true);
+		if (t)
+			t->start = ev->timestamp;
+		return;
+	}
+	if (nt_decode_contention_stop(ev->payload, ev->payload_len, ev->meta->version,
+				      ev->pointer_size, &c))
+		return;
+	ts->cont.stops++;
+	t = cthread(ts, ev->thread_id, false);
+	if (ev->meta->version >= 1 && c.duration_ns >= 0 && c.duration_ns < 1.8e19) {
+		ns = (uint64_t)c.duration_ns;
+		timed = true;
+	} else if (t && t->start >= 0 && ev->timestamp >= t->start) {
+		ns = ticks_to_ns(ts, (uint64_t)ev->timestamp - (uint64_t)t->start);
+		timed = true;
+	}
+	if (t)
+		t->start = -1;
+	if (!timed) {
+		ts->cont.unmatched++;
+		return;
+	}
+	ts->cont.timed++;
+	ts->cont.total_ns += ns;
+	if (ns > ts->cont.max_ns)
+		ts->cont.max_ns = ns;
+}
+
+/* ----- sampled stacks ----- */
+
+static bool stack_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tracestats *ts = ctx;
+	const struct stack_ent *e = &ts->stacks[idx];
+	const struct stack_key *k = key;
+
+	return e->n == k->n && (!k->n || !memcmp(ts->ips + e->off, k->ips, k->n * sizeof(uint64_t)));
+}
+
+static uint64_t stack_hash_idx(const void *ctx, uint32_t idx)
+{
+	return ((const struct tracestats *)ctx)->stacks[idx].hash;
+}
+
+static int on_sample(struct tracestats *ts, const struct nt_event *ev)
+{
+	struct stack_key k;
+	struct stack_ent *e;
+	uint32_t type, *slot;
+	bool truncated = false;
+	uint64_t h;
+	int err;
+
+	if (nt_decode_thread_sample(ev->payload, ev->payload_len, ev->meta->version,
+				    ev->pointer_size, &type))
+		type = NT_SAMPLE_ERROR;
+	if (type == NT_SAMPLE_MANAGED)
+		ts->samples.managed++;
+	else if (type == NT_SAMPLE_EXTERNAL)
+		ts->samples.external++;
+	else
+		ts->samples.other++;
+	if (type != NT_SAMPLE_MANAGED && !(ts->lim.thread_time && type == NT_SAMPLE_EXTERNAL))
+		return 0;
+	k.ips = ev->stack;
+	k.n = ev->nframes;
+	if (k.n > ts->lim.max_frames) {
+		k.n = ts->lim.max_frames; /* keep the leaf side */
+		ts->samples.truncated++;
+		truncated = true;
+	}
+	h = fnv(FNV0, k.ips, k.n * sizeof(uint64_t)) ^ k.n;
+	if (ts->stack_tab.cap) {
+		slot = itab_find(&ts->stack_tab, h, stack_eq, ts, &k);
+		if (*slot) {
+			ts->stacks[*slot - 1].count++;
+			ts->samples.in_flame++;
+			return 0;
+		}
+	}
+	if (ts->nstacks >= ts->lim.max_stacks ||
+	    (ts->nips + k.n) * sizeof(uint64_t) > ts->lim.max_stack_bytes) {
+		ts->samples.dropped++;
+		return 0;
+	}
+	if (ts->nips + k.n > ts->ips_cap) {
+		size_t ncap = ts->ips_cap ? ts->ips_cap : 4096;
+		uint64_t *nv;
+
+		while (ncap < ts->nips + k.n)
+			ncap *= 2;
+		nv = realloc(ts->ips, ncap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		ts->ips = nv;
+		ts->ips_cap = ncap;
+	}
+	err = itab_reserve(&ts->stack_tab, stack_hash_idx, ts);
+	if (!err)
+		err = grow((void **)&ts->stacks, &ts->stacks_cap, ts->nstacks, sizeof(*ts->stacks));
+	if (err)
+		return err;
+	if (k.n)
+		memcpy(ts->ips + ts->nips, k.ips, k.n * sizeof(uint64_t));
+	e = &ts->stacks[ts->nstacks];
+	e->hash = h;
+	e->off = ts->nips;
+	e->n = k.n;
+	e->count = 1;
+	e->truncated = truncated;
+	ts->nips += k.n;
+	slot = itab_find(&ts->stack_tab, h, stack_eq, ts, &k);
+	*slot = ++ts->nstacks;
+	ts->stack_tab.n++;
+	ts->samples.in_flame++;
+	return 0;
+}
+
+/* ----- the event entry point ----- */
+
+static int add_method(struct tracestats *ts, const struct nt_event *ev)
+{
+	int err = nt_methods_add_event(ts->methods, ev);
+
+	if (err == -EBADMSG || err == -EFBIG)
+		return 0; /* a bad record or a full table: fewer names, not a failure */
+	return err < 0 ? err : 0;
+}
+
+int tracestats_add_event(struct tracestats *ts, const struct nt_event *ev)
+{
+	const struct nt_metadata *m = ev->meta;
+	int err;
+
+	if (ts->finished)
+		return -EINVAL;
+	ts->events++;
+	if (!ts->have_ts) {
+		ts->first_ts = ts->last_ts = ev->timestamp;
+		ts->have_ts = true;
+	} else {
+		if (ev->timestamp < ts->first_ts)
+			ts->first_ts = ev->timestamp;
+		if (ev->timestamp > ts->last_ts)
+			ts->last_ts = ev->timestamp;
+	}
+	if (!m)
+		return 0;
+	err = count_kind(ts, m);
+	if (err)
+		return err;
+	switch (m->provider_kind) {
+	case NT_PROV_RUNTIME:
+		switch (m->event_id) {
+		case RT_GC_START:
+		case RT_GC_END:
+		case RT_SUSPEND_EE_BEGIN:
+		case RT_RESTART_EE_END:
+			return on_gc(ts, ev, m->event_id);
+		case RT_ALLOC_TICK:
+			return on_alloc(ts, ev);
+		case RT_EXCEPTION:
+			return on_exception(ts, ev);
+		case RT_CONTENTION_START:
+		case RT_CONTENTION_STOP:
+			on_contention(ts, ev, m->event_id == RT_CONTENTION_START);
+			return 0;
+		case 143:
+			return add_method(ts, ev);
+		default:
+			return 0;
+		}
+	case NT_PROV_RUNDOWN:
+		return add_method(ts, ev);
+	case NT_PROV_SAMPLEPROFILER:
+		if (m->event_id == 0)
+			return on_sample(ts, ev);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int on_event_cb(void *ctx, const struct nt_event *ev)
+{
+	return tracestats_add_event(ctx, ev);
+}
+
+int tracestats_run(struct tracestats *ts, struct nt_reader *r)
+{
+	const struct nt_handlers h = { .event = on_event_cb };
+	struct nt_stats st;
+	const char *msg = NULL;
+	int err;
+
+	err = nt_reader_open(r);
+	if (!err) {
+		tracestats_set_info(ts, nt_reader_info(r));
+		do
+			err = nt_reader_run(r, &h, ts);
+		while (err == NT_STOPPED);
+	}
+	nt_reader_stats(r, &st);
+	ts->res.dropped_events = st.dropped;
+	ts->res.bytes = nt_reader_offset(r);
+	if (err < 0) {
+		ts->res.error.code = err;
+		if (nt_reader_error(r, &ts->res.error.offset, &msg) == 0) {
+			/* the failure came from before the reader had an error of its own */
+			ts->res.error.offset = nt_reader_offset(r);
+			msg = NULL;
+		}
+		free(ts->errmsg);
+		ts->errmsg = strdup(msg ? msg : strerror(-err));
+		ts->res.error.msg = ts->errmsg;
+	}
+	return err < 0 ? err : 0;
+}
+
+/* ----- finishing ----- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_kind(const void *a, const void *b)
+{
+	const struct ts_event_kind *x = a, *y = b;
+	int c;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	c = strcmp(x->provider, y->provider);
+	return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+static int cmp_prov(const void *a, const void *b)
+{
+	const struct ts_provider *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->provider, y->provider);
+}
+
+static int cmp_exc(const void *a, const void *b)
+{
+	const struct ts_exception *x = a, *y = b;
+	int c;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	c = strcmp(x->type, y->type);
+	return c ? c : strcmp(x->message, y->message);
+}
+
+static int cmp_alloc(const void *a, const void *b)
+{
+	const struct ts_alloc *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(x->type, y->type);
+}
+
+/* Nearest-rank percentile of a sorted vector. */
+static uint64_t pct(const uint64_t *v, size_t n, unsigned p)
+{
+	size_t rank;
+
+	if (!n)
+		return 0;
+	rank = (n * p + 99) / 100;
+	return v[rank ? rank - 1 : 0];
+}
+
+static int finish_pauses(struct tracestats *ts)
+{
+	struct pausevec *pv = ts->ee_pauses.seen ? &ts->ee_pauses :
+			      ts->gc_pauses.seen ? &ts->gc_pauses : NULL;
+	struct ts_gc *g = &ts->gc;
+
+	if (!pv)
+		return 0;
+	g->pause_source = pv == &ts->ee_pauses ? "SuspendEE/RestartEE" : "GCStart/GCEnd";
+	g->pauses = pv->seen;
+	g->pause_total_ns = pv->total;
+	g->pause_max_ns = pv->max;
+	g->pause_sampled = pv->seen > pv->n;
+	qsort(pv->v, pv->n, sizeof(uint64_t), cmp_u64);
+	g->pause_p50_ns = pct(pv->v, pv->n, 50);
+	g->pause_p95_ns = pct(pv->v, pv->n, 95);
+	g->pause_p99_ns = pct(pv->v, pv->n, 99);
+	if (ts->res.duration_ns)
+		g->paused_pct = (double)pv->total * 100.0 / (double)ts->res.duration_ns;
+	return 0;
+}
+
+static const char *frame_name(struct tracestats *ts, const uint64_t *ips, uint32_t i)
+{
+	uint64_t ip = ips[i];
+
+	return nt_methods_lookup(ts->methods, i && ip ? ip - 1 : ip);
+}
+
+static int finish_exceptions(struct tracestats *ts)
+{
+	size_t total = 0, k = 0;
+	uint32_t i, j;
+
+	if (!ts->nexcs)
+		return 0;
+	for (i = 0; i < ts->nexcs; i++)
+		total += ts->excs[i].nips;
+	ts->rexcs = calloc(ts->nexcs, sizeof(*ts->rexcs));
+	ts->frame_strs = total ? calloc(total, sizeof(char *)) : NULL;
+	if (!ts->rexcs || (total && !ts->frame_strs))
+		return -ENOMEM;
+	for (i = 0; i < ts->nexcs; i++) {
+		struct exc_ent *e = &ts->excs[i];
+		struct ts_exception *r = &ts->rexcs[i];
+		const char **frames = e->nips ? calloc(e->nips, sizeof(char *)) : NULL;
+
+		if (e->nips && !frames)
+			return -ENOMEM;
+		r->type = e->type;
+		r->message = e->msg;
+		r->count = e->count;
+		r->thrown_at = e->eip ? nt_methods_lookup(ts->methods, e->eip) : NULL;
+		for (j = 0; j < e->nips; j++) {
+			const char *n = frame_name(ts, e->ips, j);
+			char hex[24];
+
+			if (!n) {
+				snprintf(hex, sizeof(hex), "0x%" PRIx64, e->ips[j]);
+				n = hex;
+			}
+			ts->frame_strs[k] = strdup(n);
+			if (!ts->frame_strs[k]) {
+				free(frames);
+				return -ENOMEM;
+			}
+			frames[j] = ts->frame_strs[k++];
+			ts->nframe_strs = k;
+		}
+		r->frames = frames;
+		r->nframes = e->nips;
+	}
+	qsort(ts->rexcs, ts->nexcs, sizeof(*ts->rexcs), cmp_exc);
+	return 0;
+}
+
+static int finish_flame(struct tracestats *ts)
+{
+	const char **names = NULL;
+	uint32_t i, j, n;
+	int err;
+
+	err = flame_new(&ts->flame);
+	if (err)
+		return err;
+	if (!ts->nstacks)
+		return 0;
+	names = malloc(((size_t)ts->lim.max_frames + 1) * sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	for (i = 0; i < ts->nstacks; i++) {
+		const struct stack_ent *e = &ts->stacks[i];
+		const uint64_t *ips = e->n ? ts->ips + e->off : NULL;
+
+		n = 0;
+		if (e->truncated)
+			names[n++] = "[truncated]";
+		/* root first: walk the leaf-first IPs backwards */
+		for (j = e->n; j-- > 0;) {
+			const char *nm = frame_name(ts, ips, j);
+
+			if (!nm)
+				nm = "[unknown]";
+			if (n && nm == names[n - 1] && !strcmp(nm, "[unknown]"))
+				continue;
+			/* a loop stopped at its GC poll for the sample: the time is the caller's */
+			if (j == 0 && n && !strncmp(nm, POLLGC_PREFIX, strlen(POLLGC_PREFIX)))
+				continue;
+			names[n++] = nm;
+		}
+		if (!n)
+			names[n++] = "[no stack]";
+		err = flame_add(ts->flame, names, n, e->count);
+		if (err == -E2BIG) {
+			/* the flame's node cap: these samples are counted as not kept */
+			ts->samples.dropped += e->count;
+			ts->samples.in_flame -= e->count;
+			err = 0;
+		}
+		if (err)
+			break;
+	}
+	free(names);
+	return err;
+}
+
+int tracestats_finish(struct tracestats *ts)
+{
+	struct ts_result *r = &ts->res;
+	uint32_t i;
+	size_t np = 0;
+	int err;
+
+	if (ts->finished)
+		return -EINVAL;
+	ts->finished = true;
+	r->info = ts->info;
+	r->have_info = ts->have_info;
+	r->events = ts->events;
+	r->first_ts = ts->first_ts;
+	r->last_ts = ts->last_ts;
+	r->duration_ns = ts->have_ts ? ticks_to_ns(ts, (uint64_t)ts->last_ts - (uint64_t)ts->first_ts) : 0;
+	r->methods = nt_methods_count(ts->methods);
+
+	/* event kinds and providers */
+	if (ts->nkinds) {
+		ts->rkinds = calloc(ts->nkinds, sizeof(*ts->rkinds));
+		ts->rprovs = calloc(ts->nkinds, sizeof(*ts->rprovs));
+		if (!ts->rkinds || !ts->rprovs)
+			return -ENOMEM;
+	}
+	for (i = 0; i < ts->nkinds; i++) {
+		size_t j;
+
+		ts->rkinds[i] = (struct ts_event_kind){ ts->kinds[i].provider, ts->kinds[i].id,
+							ts->kinds[i].name, ts->kinds[i].count };
+		for (j = 0; j < np && strcmp(ts->rprovs[j].provider, ts->kinds[i].provider); j++)
+			;
+		if (j == np)
+			ts->rprovs[np++] = (struct ts_provider){ ts->kinds[i].provider, 0 };
+		ts->rprovs[j].count += ts->kinds[i].count;
+	}
+	if (ts->nkinds) {
+		qsort(ts->rkinds, ts->nkinds, sizeof(*ts->rkinds), cmp_kind);
+		qsort(ts->rprovs, np, sizeof(*ts->rprovs), cmp_prov);
+	}
+	r->kinds = ts->rkinds;
+	r->nkinds = ts->nkinds;
+	r->providers = ts->rprovs;
+	r->nproviders = np;
+	r->other_kinds_events = ts->other_kinds_events;
+
+	err = finish_exceptions(ts);
+	if (err)
+		return err;
+	r->exceptions = ts->rexcs;
+	r->nexceptions = ts->rexcs ? ts->nexcs : 0;
+	r->exceptions_total = ts->exc_total;
+	r->exceptions_other = ts->exc_other;
+
+	err = finish_pauses(ts);
+	if (err)
+		return err;
+	r->gc = ts->gc;
+
+	if (ts->nallocs) {
+		ts->rallocs = calloc(ts->nallocs, sizeof(*ts->rallocs));
+		if (!ts->rallocs)
+			return -ENOMEM;
+		for (i = 0; i < ts->nallocs; i++)
+			ts->rallocs[i] = (struct ts_alloc){ ts->allocs[i].type, ts->allocs[i].bytes,
+							    ts->allocs[i].samples };
+		qsort(ts->rallocs, ts->nallocs, sizeof(*ts->rallocs), cmp_alloc);
+	}
+	r->allocs = ts->rallocs;
+	r->nallocs = ts->nallocs;
+	r->alloc_bytes = ts->alloc_bytes;
+	r->alloc_samples = ts->alloc_samples;
+	r->alloc_other_bytes = ts->alloc_other_bytes;
+	r->alloc_other_samples = ts->alloc_other_samples;
+
+	r->contention = ts->cont;
+
+	err = finish_flame(ts);
+	if (err)
+		return err;
+	r->flame = ts->flame;
+	ts->samples.stacks = ts->nstacks;
+	r->samples = ts->samples;
+	return 0;
+}
+
+const struct ts_result *tracestats_result(const struct tracestats *ts)
+{
+	return &ts->res;
+}

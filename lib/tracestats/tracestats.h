@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tracestats.h - what happened in a nettrace stream, in one streaming pass:
+ * event counts per provider and event, exceptions grouped by type and
+ * message (with one symbolized stack each), GC counts per generation and
+ * reason and pause-time percentiles, allocations per type (allocation
+ * ticks), lock contention, and the sampled stacks of the sample profiler
+ * aggregated into a struct flame.
+ *
+ * Feed it the events of a reader (tracestats_run does the loop, or call
+ * tracestats_add_event from your own handler), then tracestats_finish, which
+ * symbolizes the stacks (method load events and the rundown at the end of
+ * the stream name the code) and computes the figures; then read
+ * tracestats_result() or render it with tracestats_format_text/_json.
+ *
+ * Memory is bounded by struct ts_limits whatever the stream size: every
+ * group table has a cap; what does not fit is counted in an "other" bucket
+ * and reported as such. See docs/internals/tracestats.md.
+ */
+#ifndef CLRTAP_TRACESTATS_TRACESTATS_H
+#define CLRTAP_TRACESTATS_TRACESTATS_H
+
+#include "common/compat.h"
+#include "common/strbuf.h"
+#include "flame/flame.h"
+#include "nettrace/nettrace.h"
+
+struct ts_limits {
+	uint32_t max_event_kinds; /* distinct provider/event pairs (default 4096) */
+	uint32_t max_exc_groups;  /* distinct exception type+message (default 1024) */
+	uint32_t max_alloc_types; /* distinct allocated type names (default 8192) */
+	uint32_t max_stacks;      /* distinct sampled stacks (default 262144) */
+	size_t max_stack_bytes;   /* memory for their IPs (default 64 MiB) */
+	uint32_t max_frames;      /* frames kept per stack, leaf side (default 512) */
+	uint32_t max_pauses;      /* pauses kept for percentiles, sampled beyond (default 1M) */
+	uint32_t max_threads;     /* threads with an open ContentionStart (default 65536) */
+	uint32_t max_string;      /* bytes kept of a type name or message (default 1024) */
+	bool thread_time;         /* flame: also samples of threads outside managed code */
+};
+
+void ts_limits_default(struct ts_limits *l);
+
+/* ----- results ----- */
+
+struct ts_event_kind {
+	const char *provider;
+	uint32_t id;
+	const char *name; /* the metadata's name, else a known runtime name, else "Event<id>" */
+	uint64_t count;
+};
+
+struct ts_provider {
+	const char *provider;
+	uint64_t count;
+};
+
+struct ts_exception {
+	const char *type;
+	const char *message;
+	uint64_t count;
+	const char *thrown_at;     /* method holding ExceptionEIP, or NULL */
+	const char *const *frames; /* the first occurrence's stack, leaf first */
+	uint32_t nframes;
+};
+
+struct ts_alloc {
+	const char *type;
+	uint64_t bytes;   /* sum of AllocationAmount64 (or AllocationAmount) */
+	uint64_t samples; /* allocation tick events */
+};
+
+#define TS_GC_REASONS 16 /* reasons 0..14 by value, 15 = any other */
+#define TS_GC_GENS 3
+
+struct ts_gc {
+	uint64_t count;                          /* GCStart events */
+	uint64_t by_gen[TS_GC_GENS];             /* by Depth */
+	uint64_t by_reason[TS_GC_REASONS];       /* by Reason */
+	uint64_t induced_by_gen[TS_GC_GENS];     /* reasons Induced, InducedNotForced, InducedLowMemory, InducedCompacting */
+	uint64_t background;                     /* Type 1 */
+	const char *pause_source;                /* "SuspendEE/RestartEE", "GCStart/GCEnd" or NULL (no pauses seen) */
+	uint64_t pauses;                         /* pauses measured */
+	uint64_t pause_total_ns, pause_max_ns;
+	uint64_t pause_p50_ns, pause_p95_ns, pause_p99_ns;
+	bool pause_sampled;                      /* more pauses than max_pauses: percentiles from a uniform sample */
+	double paused_pct;                       /* pause_total_ns / trace duration * 100 */
+	uint64_t other_suspensions;              /* SuspendEE for reasons other than GC */
+};
+
+struct ts_contention {
+	uint64_t starts, stops;
+	uint64_t timed;          /* stops with a known wait time */
+	uint64_t total_ns, max_ns;
+	uint64_t unmatched;      /* stops without a start and without a duration field */
+};
+
+struct ts_samples {
+	uint64_t managed, external, other; /* ThreadSample by type */
+	uint64_t in_flame;                 /* samples added to the flame */
+	uint64_t dropped;                  /* not kept: distinct-stack cap reached */
+	uint32_t stacks;                   /* distinct stacks */
+	uint64_t truncated;                /* stacks cut to max_frames */
+};
+
+struct ts_error {
+	int code;        /* 0, or the reader's negative errno */
+	uint64_t offset; /* stream offset of the damage */
+	const char *msg; /* the reader's description (copied) */
+};
+
+struct ts_result {
+	struct nt_trace_info info;
+	bool have_info;
+	uint64_t bytes;  /* stream bytes consumed */
+	uint64_t events; /* events delivered */
+	uint64_t dropped_events; /* lost in the runtime (sequence gaps) */
+	int64_t first_ts, last_ts;
+	uint64_t duration_ns;
+	uint64_t methods; /* code ranges known to the symbolizer */
+
+	const struct ts_event_kind *kinds; size_t nkinds; /* count descending */
+	uint64_t other_kinds_events;       /* events of kinds past the cap */
+	const struct ts_provider *providers; size_t nproviders;
+
+	const struct ts_exception *exceptions; size_t nexceptions; /* count descending */
+	uint64_t exceptions_total, exceptions_other; /* other: groups past the cap */
+
+	struct ts_gc gc;
+
+	const struct ts_alloc *allocs; size_t nallocs; /* bytes descending */
+	uint64_t alloc_bytes, alloc_samples;
+	uint64_t alloc_other_bytes, alloc_other_samples; /* types past the cap */
+
+	struct ts_contention contention;
+	struct ts_samples samples;
+	const struct flame *flame; /* the sampled stacks (root first); NULL before finish */
+	struct ts_error error;
+};
+
+struct tracestats;
+
+int tracestats_new(struct tracestats **out, const struct ts_limits *limits);
+void tracestats_free(struct tracestats *ts);
+
+/* Trace header facts (timestamp frequency); tracestats_run sets it itself. */
+void tracestats_set_info(struct tracestats *ts, const struct nt_trace_info *info);
+
+/* Accounts one event. Returns 0 or a negative errno (-ENOMEM only: caps never fail). */
+int tracestats_add_event(struct tracestats *ts, const struct nt_event *ev);
+
+/*
+ * Reads r to its end feeding every event. Returns 0, or the reader's error
+ * (negative errno) after every event before the damage was accounted; the
+ * error, its offset and message are kept for the result. Call
+ * tracestats_finish afterwards in both cases.
+ */
+int tracestats_run(struct tracestats *ts, struct nt_reader *r);
+
+/* Symbolizes, sorts, computes percentiles and builds the flame. Once. */
+int tracestats_finish(struct tracestats *ts);
+
+/* Valid after tracestats_finish, until tracestats_free. */
+const struct ts_result *tracestats_result(const struct tracestats *ts);
+
+/* Names: GC reason (e.g. "Induced"), NULL when unknown. */
+const char *tracestats_gc_reason_name(unsigned reason);
+/* Name of a native runtime / rundown event, NULL when unknown. */
+const char *tracestats_runtime_event_name(enum nt_provider kind, uint32_t id);
+
+/*
+ * Renders the result. top caps each list (0: 10). source names the input in
+ * the output (may be NULL). Output is appended to out: give it no small cap
+ * (its size is bounded by the table caps and top).
+ */
+int tracestats_format_text(const struct tracestats *ts, unsigned top, const char *source,
+			   struct strbuf *out);
+int tracestats_format_json(const struct tracestats *ts, unsigned top, const char *source,
+			   struct strbuf *out);
+
+#endif

@@ -253,26 +253,3 @@ int cli_ipc_error(const char *what, int err, const struct ipc_error *rerr)
 	return cli_error(cli_exit_for(err), "%s: %s", what, buf);
 }
 
-void cli_json_str(struct strbuf *sb, const char *key, const char *val, bool comma)
-{
-	if (comma)
-		(void)strbuf_addch(sb, ',');
-	(void)strbuf_addf(sb, "\"%s\":", key);
-	if (!val) {
-		(void)strbuf_addstr(sb, "null");
-		return;
-	}
-	(void)strbuf_addch(sb, '"');
-	(void)strbuf_add_json_escaped(sb, val);
-	(void)strbuf_addch(sb, '"');
-}
-
-void cli_json_u64(struct strbuf *sb, const char *key, uint64_t val, bool comma)
-{
-	(void)strbuf_addf(sb, "%s\"%s\":%" PRIu64, comma ? "," : "", key, val);
-}
-
-void cli_json_bool(struct strbuf *sb, const char *key, bool val, bool comma)
-{
-	(void)strbuf_addf(sb, "%s\"%s\":%s", comma ? "," : "", key, val ? "true" : "false");
-}

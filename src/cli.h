@@ -109,9 +109,9 @@ int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 /* Prints an IPC failure as one line and returns its exit code. */
 int cli_ipc_error(const char *what, int err, const struct ipc_error *rerr);
 
-/* JSON helpers writing to a strbuf. */
-void cli_json_str(struct strbuf *sb, const char *key, const char *val, bool comma);
-void cli_json_u64(struct strbuf *sb, const char *key, uint64_t val, bool comma);
-void cli_json_bool(struct strbuf *sb, const char *key, bool val, bool comma);
+/* JSON members (lib/common/strbuf.h); kept under these names for commands. */
+#define cli_json_str strbuf_json_str
+#define cli_json_u64 strbuf_json_u64
+#define cli_json_bool strbuf_json_bool
 
 #endif

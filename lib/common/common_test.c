@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "common/cursor.h"
+#include "common/io.h"
 #include "common/strbuf.h"
 #include "common/strparse.h"
 #include "common/utf16.h"
@@ -36,6 +37,51 @@ static void test_strbuf_json(void **state)
 	assert_int_equal(strbuf_add_json_escaped(&sb, "a\"b\\c\n\x01"), 0);
 	assert_string_equal(sb.buf, "a\\\"b\\\\c\\n\\u0001");
 	strbuf_release(&sb);
+}
+
+static void test_json_members(void **state)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(256);
+
+	(void)state;
+	strbuf_addch(&sb, '{');
+	strbuf_json_str(&sb, "a", "x\"y\n", false);
+	strbuf_json_str(&sb, "b", NULL, true);
+	strbuf_json_u64(&sb, "c", UINT64_MAX, true);
+	strbuf_json_bool(&sb, "d", true, true);
+	strbuf_addch(&sb, ',');
+	strbuf_json_str(&sb, NULL, "bare", false);
+	strbuf_addch(&sb, '}');
+	assert_string_equal(sb.buf, "{\"a\":\"x\\\"y\\n\",\"b\":null,\"c\":18446744073709551615,\"d\":true,\"bare\"}");
+	strbuf_release(&sb);
+}
+
+static void test_write_all(void **state)
+{
+	char big[200000], back[200000];
+	int fds[2];
+	size_t got = 0;
+
+	(void)state;
+	memset(big, 'q', sizeof(big));
+	assert_int_equal(pipe(fds), 0);
+	/* More than a pipe holds: the writer must loop while a child drains. */
+	if (fork() == 0) {
+		close(fds[0]);
+		_exit(ct_write_all(fds[1], big, sizeof(big)) == 0 ? 0 : 1);
+	}
+	close(fds[1]);
+	while (got < sizeof(back)) {
+		ssize_t n = read(fds[0], back + got, sizeof(back) - got);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fds[0]);
+	assert_int_equal(got, sizeof(big));
+	assert_memory_equal(big, back, sizeof(big));
+	assert_int_equal(ct_write_all(-1, "x", 1), -EBADF);
 }
 
 static void test_cursor_bounds(void **state)
@@ -119,6 +165,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_strbuf_cap),
 		cmocka_unit_test(test_strbuf_json),
+		cmocka_unit_test(test_json_members),
+		cmocka_unit_test(test_write_all),
 		cmocka_unit_test(test_cursor_bounds),
 		cmocka_unit_test(test_utf16),
 		cmocka_unit_test(test_parse),

@@ -193,3 +193,28 @@ int strbuf_read_file(struct strbuf *sb, const char *path)
 	close(fd);
 	return err;
 }
+
+void strbuf_json_str(struct strbuf *sb, const char *key, const char *val, bool comma)
+{
+	if (comma)
+		(void)strbuf_addch(sb, ',');
+	if (key)
+		(void)strbuf_addf(sb, "\"%s\":", key);
+	if (!val) {
+		(void)strbuf_addstr(sb, "null");
+		return;
+	}
+	(void)strbuf_addch(sb, '"');
+	(void)strbuf_add_json_escaped(sb, val);
+	(void)strbuf_addch(sb, '"');
+}
+
+void strbuf_json_u64(struct strbuf *sb, const char *key, uint64_t val, bool comma)
+{
+	(void)strbuf_addf(sb, "%s\"%s\":%" PRIu64, comma ? "," : "", key, val);
+}
+
+void strbuf_json_bool(struct strbuf *sb, const char *key, bool val, bool comma)
+{
+	(void)strbuf_addf(sb, "%s\"%s\":%s", comma ? "," : "", key, val ? "true" : "false");
+}

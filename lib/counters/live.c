@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include "common/io.h"
 #include "counters/counters.h"
 
 struct live_thread {
@@ -22,20 +23,8 @@ struct live_thread {
 static int pipe_sink(void *ctx, const void *buf, size_t n)
 {
 	struct live_thread *lt = ctx;
-	const uint8_t *p = buf;
 
-	while (n) {
-		ssize_t w = write(lt->wfd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return ct_write_all(lt->wfd, buf, n);
 }
 
 static void *session_main(void *arg)

@@ -9,6 +9,7 @@
 
 #include <zlib.h>
 
+#include "common/io.h"
 #include "flame/flame_int.h"
 
 #define FLUSH_AT ((size_t)64 << 10)
@@ -36,24 +37,6 @@ int flame_out_gzip(struct flame_out *o)
 	return 0;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = write(fd, c, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static void flush(struct flame_out *o, bool final)
 {
 	if (o->err) {
@@ -76,7 +59,7 @@ static void flush(struct flame_out *o, bool final)
 				break;
 			}
 			if (sizeof(tmp) - z->avail_out) {
-				int err = write_all(o->fd, tmp, sizeof(tmp) - z->avail_out);
+				int err = ct_write_all(o->fd, tmp, sizeof(tmp) - z->avail_out);
 
 				if (err) {
 					o->err = err;
@@ -85,7 +68,7 @@ static void flush(struct flame_out *o, bool final)
 			}
 		} while (z->avail_out == 0 || (final && rc != Z_STREAM_END));
 	} else if (o->sb.len) {
-		o->err = write_all(o->fd, o->sb.buf, o->sb.len);
+		o->err = ct_write_all(o->fd, o->sb.buf, o->sb.len);
 	}
 	strbuf_reset(&o->sb);
 }

@@ -266,26 +266,6 @@ int tracestats_format_text(const struct tracestats *ts, unsigned top, const char
 
 /* ----- JSON ----- */
 
-static void jstr(struct strbuf *sb, const char *key, const char *val, bool comma)
-{
-	if (comma)
-		(void)strbuf_addch(sb, ',');
-	if (key)
-		(void)strbuf_addf(sb, "\"%s\":", key);
-	if (!val) {
-		(void)strbuf_addstr(sb, "null");
-		return;
-	}
-	(void)strbuf_addch(sb, '"');
-	(void)strbuf_add_json_escaped(sb, val);
-	(void)strbuf_addch(sb, '"');
-}
-
-static void ju64(struct strbuf *sb, const char *key, uint64_t v, bool comma)
-{
-	(void)strbuf_addf(sb, "%s\"%s\":%" PRIu64, comma ? "," : "", key, v);
-}
-
 static void json_top(struct strbuf *sb, const char *key, const struct flame_top *ft, size_t n,
 		     unsigned top)
 {
@@ -294,9 +274,9 @@ static void json_top(struct strbuf *sb, const char *key, const struct flame_top 
 	(void)strbuf_addf(sb, ",\"%s\":[", key);
 	for (i = 0; i < n && i < top; i++) {
 		(void)strbuf_addstr(sb, i ? ",{" : "{");
-		jstr(sb, "name", ft[i].name, false);
-		ju64(sb, "self", ft[i].self, true);
-		ju64(sb, "total", ft[i].total, true);
+		strbuf_json_str(sb, "name", ft[i].name, false);
+		strbuf_json_u64(sb, "self", ft[i].self, true);
+		strbuf_json_u64(sb, "total", ft[i].total, true);
 		(void)strbuf_addch(sb, '}');
 	}
 	(void)strbuf_addch(sb, ']');
@@ -309,13 +289,13 @@ static void json_samples(const struct ts_result *r, unsigned top, struct strbuf 
 	size_t n = 0;
 
 	(void)strbuf_addstr(sb, ",\"samples\":{");
-	ju64(sb, "managed", s->managed, false);
-	ju64(sb, "external", s->external, true);
-	ju64(sb, "other", s->other, true);
-	ju64(sb, "in_flame", r->flame ? flame_total(r->flame) : 0, true);
-	ju64(sb, "dropped", s->dropped, true);
-	ju64(sb, "truncated", s->truncated, true);
-	ju64(sb, "stacks", s->stacks, true);
+	strbuf_json_u64(sb, "managed", s->managed, false);
+	strbuf_json_u64(sb, "external", s->external, true);
+	strbuf_json_u64(sb, "other", s->other, true);
+	strbuf_json_u64(sb, "in_flame", r->flame ? flame_total(r->flame) : 0, true);
+	strbuf_json_u64(sb, "dropped", s->dropped, true);
+	strbuf_json_u64(sb, "truncated", s->truncated, true);
+	strbuf_json_u64(sb, "stacks", s->stacks, true);
 	if (r->flame && !flame_top(r->flame, &ft, &n)) {
 		size_t k = n;
 
@@ -339,7 +319,7 @@ static void json_gc(const struct ts_result *r, struct strbuf *sb)
 	unsigned i;
 
 	(void)strbuf_addstr(sb, ",\"gc\":{");
-	ju64(sb, "count", g->count, false);
+	strbuf_json_u64(sb, "count", g->count, false);
 	(void)strbuf_addf(sb, ",\"by_gen\":[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", g->by_gen[0],
 			  g->by_gen[1], g->by_gen[2]);
 	(void)strbuf_addf(sb, ",\"induced_by_gen\":[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]",
@@ -350,21 +330,21 @@ static void json_gc(const struct ts_result *r, struct strbuf *sb)
 
 		if (!g->by_reason[i])
 			continue;
-		ju64(sb, i == TS_GC_REASONS - 1 || !n ? "other" : n, g->by_reason[i], any);
+		strbuf_json_u64(sb, i == TS_GC_REASONS - 1 || !n ? "other" : n, g->by_reason[i], any);
 		any = true;
 	}
 	(void)strbuf_addch(sb, '}');
-	ju64(sb, "background", g->background, true);
-	jstr(sb, "pause_source", g->pause_source, true);
-	ju64(sb, "pauses", g->pauses, true);
-	ju64(sb, "pause_total_ns", g->pause_total_ns, true);
-	ju64(sb, "pause_p50_ns", g->pause_p50_ns, true);
-	ju64(sb, "pause_p95_ns", g->pause_p95_ns, true);
-	ju64(sb, "pause_p99_ns", g->pause_p99_ns, true);
-	ju64(sb, "pause_max_ns", g->pause_max_ns, true);
+	strbuf_json_u64(sb, "background", g->background, true);
+	strbuf_json_str(sb, "pause_source", g->pause_source, true);
+	strbuf_json_u64(sb, "pauses", g->pauses, true);
+	strbuf_json_u64(sb, "pause_total_ns", g->pause_total_ns, true);
+	strbuf_json_u64(sb, "pause_p50_ns", g->pause_p50_ns, true);
+	strbuf_json_u64(sb, "pause_p95_ns", g->pause_p95_ns, true);
+	strbuf_json_u64(sb, "pause_p99_ns", g->pause_p99_ns, true);
+	strbuf_json_u64(sb, "pause_max_ns", g->pause_max_ns, true);
 	(void)strbuf_addf(sb, ",\"pause_sampled\":%s,\"paused_pct\":%.6f",
 			  g->pause_sampled ? "true" : "false", g->paused_pct);
-	ju64(sb, "other_suspensions", g->other_suspensions, true);
+	strbuf_json_u64(sb, "other_suspensions", g->other_suspensions, true);
 	(void)strbuf_addch(sb, '}');
 }
 
@@ -379,64 +359,64 @@ int tracestats_format_json(const struct tracestats *ts, unsigned top, const char
 		top = DEFAULT_TOP;
 	sync_time(r, when, sizeof(when));
 	(void)strbuf_addch(sb, '{');
-	jstr(sb, "file", source, false);
+	strbuf_json_str(sb, "file", source, false);
 	(void)strbuf_addf(sb, ",\"complete\":%s", r->error.code ? "false" : "true");
 	if (r->error.code) {
 		(void)strbuf_addf(sb, ",\"error\":{\"errno\":%d,\"offset\":%" PRIu64, -r->error.code,
 				  r->error.offset);
-		jstr(sb, "message", r->error.msg, true);
+		strbuf_json_str(sb, "message", r->error.msg, true);
 		(void)strbuf_addch(sb, '}');
 	} else {
 		(void)strbuf_addstr(sb, ",\"error\":null");
 	}
 	(void)strbuf_addstr(sb, ",\"trace\":{");
-	ju64(sb, "format", r->have_info ? (r->info.format == 6 ? 6 : 5) : 0, false);
-	ju64(sb, "pid", r->info.pid, true);
-	ju64(sb, "cpus", r->info.ncpu, true);
-	ju64(sb, "pointer_size", r->info.pointer_size, true);
-	jstr(sb, "start_utc", when, true);
-	ju64(sb, "bytes", r->bytes, true);
-	ju64(sb, "events", r->events, true);
-	ju64(sb, "lost_events", r->dropped_events, true);
-	ju64(sb, "duration_ns", r->duration_ns, true);
-	ju64(sb, "methods", r->methods, true);
+	strbuf_json_u64(sb, "format", r->have_info ? (r->info.format == 6 ? 6 : 5) : 0, false);
+	strbuf_json_u64(sb, "pid", r->info.pid, true);
+	strbuf_json_u64(sb, "cpus", r->info.ncpu, true);
+	strbuf_json_u64(sb, "pointer_size", r->info.pointer_size, true);
+	strbuf_json_str(sb, "start_utc", when, true);
+	strbuf_json_u64(sb, "bytes", r->bytes, true);
+	strbuf_json_u64(sb, "events", r->events, true);
+	strbuf_json_u64(sb, "lost_events", r->dropped_events, true);
+	strbuf_json_u64(sb, "duration_ns", r->duration_ns, true);
+	strbuf_json_u64(sb, "methods", r->methods, true);
 	(void)strbuf_addch(sb, '}');
 
 	/* every kind: tests compare these with other readers */
 	(void)strbuf_addstr(sb, ",\"providers\":[");
 	for (i = 0; i < r->nproviders; i++) {
 		(void)strbuf_addstr(sb, i ? ",{" : "{");
-		jstr(sb, "provider", r->providers[i].provider, false);
-		ju64(sb, "count", r->providers[i].count, true);
+		strbuf_json_str(sb, "provider", r->providers[i].provider, false);
+		strbuf_json_u64(sb, "count", r->providers[i].count, true);
 		(void)strbuf_addch(sb, '}');
 	}
 	(void)strbuf_addstr(sb, "],\"events\":[");
 	for (i = 0; i < r->nkinds; i++) {
 		(void)strbuf_addstr(sb, i ? ",{" : "{");
-		jstr(sb, "provider", r->kinds[i].provider, false);
-		ju64(sb, "id", r->kinds[i].id, true);
-		jstr(sb, "name", r->kinds[i].name, true);
-		ju64(sb, "count", r->kinds[i].count, true);
+		strbuf_json_str(sb, "provider", r->kinds[i].provider, false);
+		strbuf_json_u64(sb, "id", r->kinds[i].id, true);
+		strbuf_json_str(sb, "name", r->kinds[i].name, true);
+		strbuf_json_u64(sb, "count", r->kinds[i].count, true);
 		(void)strbuf_addch(sb, '}');
 	}
 	(void)strbuf_addch(sb, ']');
-	ju64(sb, "other_kinds_events", r->other_kinds_events, true);
+	strbuf_json_u64(sb, "other_kinds_events", r->other_kinds_events, true);
 
 	(void)strbuf_addstr(sb, ",\"exceptions\":{");
-	ju64(sb, "total", r->exceptions_total, false);
-	ju64(sb, "other", r->exceptions_other, true);
+	strbuf_json_u64(sb, "total", r->exceptions_total, false);
+	strbuf_json_u64(sb, "other", r->exceptions_other, true);
 	(void)strbuf_addstr(sb, ",\"groups\":[");
 	for (i = 0; i < r->nexceptions && i < top; i++) {
 		const struct ts_exception *e = &r->exceptions[i];
 
 		(void)strbuf_addstr(sb, i ? ",{" : "{");
-		jstr(sb, "type", e->type, false);
-		jstr(sb, "message", e->message, true);
-		ju64(sb, "count", e->count, true);
-		jstr(sb, "thrown_in", e->thrown_at, true);
+		strbuf_json_str(sb, "type", e->type, false);
+		strbuf_json_str(sb, "message", e->message, true);
+		strbuf_json_u64(sb, "count", e->count, true);
+		strbuf_json_str(sb, "thrown_in", e->thrown_at, true);
 		(void)strbuf_addstr(sb, ",\"stack\":[");
 		for (j = 0; j < e->nframes; j++)
-			jstr(sb, NULL, e->frames[j], j > 0);
+			strbuf_json_str(sb, NULL, e->frames[j], j > 0);
 		(void)strbuf_addstr(sb, "]}");
 	}
 	(void)strbuf_addstr(sb, "]}");
@@ -444,27 +424,27 @@ int tracestats_format_json(const struct tracestats *ts, unsigned top, const char
 	json_gc(r, sb);
 
 	(void)strbuf_addstr(sb, ",\"allocations\":{");
-	ju64(sb, "bytes", r->alloc_bytes, false);
-	ju64(sb, "samples", r->alloc_samples, true);
-	ju64(sb, "other_bytes", r->alloc_other_bytes, true);
-	ju64(sb, "other_samples", r->alloc_other_samples, true);
-	ju64(sb, "distinct_types", r->nallocs, true);
+	strbuf_json_u64(sb, "bytes", r->alloc_bytes, false);
+	strbuf_json_u64(sb, "samples", r->alloc_samples, true);
+	strbuf_json_u64(sb, "other_bytes", r->alloc_other_bytes, true);
+	strbuf_json_u64(sb, "other_samples", r->alloc_other_samples, true);
+	strbuf_json_u64(sb, "distinct_types", r->nallocs, true);
 	(void)strbuf_addstr(sb, ",\"types\":[");
 	for (i = 0; i < r->nallocs && i < top; i++) {
 		(void)strbuf_addstr(sb, i ? ",{" : "{");
-		jstr(sb, "type", r->allocs[i].type, false);
-		ju64(sb, "bytes", r->allocs[i].bytes, true);
-		ju64(sb, "samples", r->allocs[i].samples, true);
+		strbuf_json_str(sb, "type", r->allocs[i].type, false);
+		strbuf_json_u64(sb, "bytes", r->allocs[i].bytes, true);
+		strbuf_json_u64(sb, "samples", r->allocs[i].samples, true);
 		(void)strbuf_addch(sb, '}');
 	}
 	(void)strbuf_addstr(sb, "]}");
 
 	(void)strbuf_addstr(sb, ",\"contention\":{");
-	ju64(sb, "starts", r->contention.starts, false);
-	ju64(sb, "stops", r->contention.stops, true);
-	ju64(sb, "timed", r->contention.timed, true);
-	ju64(sb, "total_ns", r->contention.total_ns, true);
-	ju64(sb, "max_ns", r->contention.max_ns, true);
+	strbuf_json_u64(sb, "starts", r->contention.starts, false);
+	strbuf_json_u64(sb, "stops", r->contention.stops, true);
+	strbuf_json_u64(sb, "timed", r->contention.timed, true);
+	strbuf_json_u64(sb, "total_ns", r->contention.total_ns, true);
+	strbuf_json_u64(sb, "max_ns", r->contention.max_ns, true);
 	(void)strbuf_addch(sb, '}');
 
 	json_samples(r, top, sb);

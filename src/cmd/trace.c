@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "common/io.h"
 #include "flame/flame.h"
 #include "nettrace/nettrace.h"
 #include "tracestats/tracestats.h"
@@ -35,20 +36,8 @@ struct sink {
 static int write_sink(void *ctx, const void *buf, size_t n)
 {
 	struct sink *s = ctx;
-	const uint8_t *p = buf;
 
-	while (n) {
-		ssize_t w = write(s->fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return ct_write_all(s->fd, buf, n);
 }
 
 static void progress(void *ctx, uint64_t bytes)

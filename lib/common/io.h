@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io.h - small file-descriptor helpers shared by every writer.
+ */
+#ifndef CLRTAP_COMMON_IO_H
+#define CLRTAP_COMMON_IO_H
+
+#include "common/compat.h"
+
+/* Writes all len bytes (retrying short writes and EINTR). 0 or a negative errno. */
+int ct_write_all(int fd, const void *buf, size_t len);
+
+#endif

@@ -1,14 +1,448 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * probe.c - placeholder: being written (see docs/cmd/probe.md when it lands).
+ * clrtap probe - dynamic tracing of .NET methods by name: where their code
+ * is (--list, --emit), and a line per call with arguments, return value,
+ * latency and stack, following the method across tier-up. The work is in
+ * lib/probe; this file parses options, prints, and restores the perf map.
  */
 #include "common/compat.h"
 
+#include <signal.h>
+#include <time.h>
+
 #include "cli.h"
+#include "probe/probe.h"
+
+#define MAX_METHODS 16
+#define MAX_LIST 100000
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+struct out_ctx {
+	bool count_only, want_ret;
+	const char *hist_arg; /* NULL, "latency", a parameter name or index */
+	struct probe_hist hist;
+	uint64_t calls;
+};
+
+static void fmt_time(uint64_t ns, char *buf, size_t len)
+{
+	time_t sec = (time_t)(ns / 1000000000ull);
+	struct tm tm;
+
+	localtime_r(&sec, &tm);
+	snprintf(buf, len, "%02d:%02d:%02d.%06u", tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 (unsigned)(ns % 1000000000ull / 1000));
+}
+
+static void fmt_dur(uint64_t ns, char *buf, size_t len)
+{
+	if (ns < 10000)
+		snprintf(buf, len, "%" PRIu64 "ns", ns);
+	else if (ns < 10000000)
+		snprintf(buf, len, "%.1fus", (double)ns / 1e3);
+	else
+		snprintf(buf, len, "%.1fms", (double)ns / 1e6);
+}
+
+static int hist_index(const struct probe_method *m, const char *arg)
+{
+	uint32_t i;
+	int v;
+
+	for (i = 0; i < m->psig->nparams && i < PROBE_MAX_ARGS; i++)
+		if (m->psig->param_names && m->psig->param_names[i] &&
+		    !strcmp(m->psig->param_names[i], arg))
+			return (int)i;
+	if (!ct_parse_int(arg, &v) && v >= 0 && (uint32_t)v < m->psig->nparams && v < PROBE_MAX_ARGS)
+		return v;
+	return -1;
+}
+
+static void on_call(void *vctx, const struct probe_call *c)
+{
+	struct out_ctx *o = vctx;
+	char ts[32], lat[32];
+
+	o->calls++;
+	if (o->hist_arg) {
+		if (!strcmp(o->hist_arg, "latency")) {
+			if (c->has_entry && c->has_ret)
+				probe_hist_add(&o->hist, (int64_t)c->latency_ns);
+		} else {
+			int i = hist_index(c->method, o->hist_arg);
+
+			if (i >= 0 && c->arg_valid[i])
+				probe_hist_add(&o->hist, c->arg_num[i]);
+		}
+	}
+	if (o->count_only)
+		return;
+	fmt_time(c->time_ns, ts, sizeof(ts));
+	printf("%s tid=%u %s(%s)", ts, c->tid, c->method->name,
+	       c->args ? c->args : (c->has_entry ? "" : "?"));
+	if (c->ret)
+		printf(" = %s", c->ret);
+	else if (o->want_ret && c->has_entry)
+		printf(" = ? (return not seen)");
+	if (c->has_entry && c->has_ret) {
+		fmt_dur(c->latency_ns, lat, sizeof(lat));
+		printf(" %s", lat);
+	}
+	printf(" [%s]", c->method->code[c->version].tier);
+	if (!c->has_entry)
+		printf(" (entry not seen)");
+	putchar('\n');
+	if (c->stack)
+		printf("    at %s\n", c->stack);
+	fflush(stdout);
+}
+
+static void on_note(void *vctx, enum probe_note_kind k, const char *msg)
+{
+	(void)vctx;
+	if (k == PROBE_NOTE_WARN)
+		cli_warn("%s", msg);
+	else
+		fprintf(stderr, "clrtap: %s\n", msg);
+}
+
+static const char *base_name(const char *p)
+{
+	const char *b = strrchr(p, '/');
+
+	return b ? b + 1 : p;
+}
+
+static void print_method(const struct probe_method *m, const char *emit)
+{
+	size_t i;
+	bool any = false;
+
+	if (emit) {
+		for (i = 0; i < m->ncode; i++) {
+			const struct probe_code *c = &m->code[i];
+
+			if (c->kind != PROBE_CODE_R2R)
+				continue;
+			any = true;
+			if (!strcmp(emit, "perf"))
+				printf("perf probe -x %s --add 0x%" PRIx64 "   # %s%s\n", m->image,
+				       c->file_offset, m->name, m->sig);
+			else
+				printf("bpftrace -e 'uprobe:%s:0x%" PRIx64 " /pid == $1/ { printf(\"%s "
+				       "arg0=%%ld arg1=%%ld\\n\", arg0, arg1); }'   # file offset\n",
+				       m->image, c->file_offset, m->name);
+		}
+		if (!any)
+			printf("# %s%s: no ReadyToRun code (JIT only: no uprobe possible)\n", m->name,
+			       m->sig);
+		return;
+	}
+	printf("%s%s %s [%s]\n", m->name, m->sig, m->ret, m->module);
+	for (i = 0; i < m->ncode; i++) {
+		const struct probe_code *c = &m->code[i];
+
+		if (c->kind == PROBE_CODE_R2R)
+			printf("    R2R  %s+0x%" PRIx64 " size %" PRIu64 " addr 0x%" PRIx64 "\n",
+			       m->image, c->file_offset, c->size, c->addr);
+		else
+			printf("    JIT  0x%" PRIx64 " size %" PRIu64 " %s\n", c->addr, c->size,
+			       c->tier);
+	}
+	if (!m->ncode)
+		printf("    not compiled (never called yet, or inlined into its callers)\n");
+}
+
+/* Waits until the perf map stops growing (the runtime writes existing code). */
+static void settle_perfmap(struct probe_proc *pp)
+{
+	int i, quiet = 0;
+
+	for (i = 0; i < 100 && quiet < 3; i++) {
+		size_t added = 0;
+		struct timespec ts = { 0, 20000000 };
+
+		nanosleep(&ts, NULL);
+		(void)probe_proc_refresh(pp, &added);
+		quiet = added ? 0 : quiet + 1;
+	}
+}
+
+static bool has_wildcard(const char *p)
+{
+	return strpbrk(p, "*?") != NULL;
+}
+
+static void summary(struct probe_session *s, struct probe_method **ms, size_t n)
+{
+	size_t i, v;
+
+	for (i = 0; i < n; i++) {
+		uint64_t total = 0, rets = 0;
+		uint64_t prev_last = 0;
+
+		for (v = 0; v < ms[i]->ncode; v++) {
+			const struct probe_version_stats *st = probe_session_stats(s, i, v);
+
+			total += st->entries;
+			rets += st->returns;
+		}
+		fprintf(stderr, "clrtap: %s%s: %" PRIu64 " calls", ms[i]->name, ms[i]->sig, total);
+		if (rets)
+			fprintf(stderr, ", %" PRIu64 " returns seen", rets);
+		fputc('\n', stderr);
+		for (v = 0; v < ms[i]->ncode; v++) {
+			const struct probe_version_stats *st = probe_session_stats(s, i, v);
+			const struct probe_code *c = &ms[i]->code[v];
+
+			fprintf(stderr, "clrtap:   [%s] %" PRIu64 " calls (%s%s)", c->tier, st->entries,
+				st->how[0] ? st->how : "not armed",
+				st->armed_ns ? "" : ", never armed");
+			if (c->seen_ns && st->armed_ns && prev_last) {
+				/* calls between the last hit on older code and arming this one */
+				if (st->armed_ns > prev_last && (!st->first_ns || st->first_ns >= st->armed_ns))
+					fprintf(stderr, "; armed %.1f ms after the last call on older code: "
+							"calls in that window may be missed",
+						(double)(st->armed_ns - prev_last) / 1e6);
+				else
+					fprintf(stderr, "; armed before older code stopped being called: "
+							"no gap");
+			}
+			fputc('\n', stderr);
+			if (st->last_ns > prev_last)
+				prev_last = st->last_ns;
+		}
+		if (ms[i]->dropped_versions)
+			fprintf(stderr, "clrtap:   more code versions than followed (%d)\n",
+				PROBE_MAX_VERSIONS);
+	}
+	if (probe_session_lost(s))
+		fprintf(stderr, "clrtap: %" PRIu64 " samples lost (ring buffer full)\n",
+			probe_session_lost(s));
+}
 
 int cmd_probe(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return cli_error(EXIT_ERROR, "'probe' is not built yet");
+	struct cli_target_opts to = { 0 };
+	bool list = false, args = false, ret = false, latency = false, stack = false,
+	     count = false, no_wait = false;
+	const char *emit = NULL, *hist = NULL;
+	int duration = 0, strlen_max = 64;
+	const struct cli_option opts[] = {
+		CLI_TARGET_OPTIONS(&to),
+		{ 'l', "list", CLI_OPT_BOOL, &list, NULL,
+		  "list matching methods and where their code is (default pattern: all)" },
+		{ 0, "emit", CLI_OPT_STRING, &emit, "perf|bpftrace",
+		  "print the perf probe / bpftrace command for the R2R code of the matches" },
+		{ 'a', "args", CLI_OPT_BOOL, &args, NULL, "show arguments (default unless --count)" },
+		{ 'r', "ret", CLI_OPT_BOOL, &ret, NULL, "show the return value" },
+		{ 'L', "latency", CLI_OPT_BOOL, &latency, NULL, "show the time from entry to return" },
+		{ 's', "stack", CLI_OPT_BOOL, &stack, NULL, "show the caller stack of each call" },
+		{ 'c', "count", CLI_OPT_BOOL, &count, NULL, "only count calls (summary at exit)" },
+		{ 0, "hist", CLI_OPT_STRING, &hist, "ARG|latency",
+		  "histogram of an integer argument (name or index) or of latency, at exit" },
+		{ 'd', "duration", CLI_OPT_INT, &duration, "SECONDS", "stop after SECONDS" },
+		{ 0, "strlen", CLI_OPT_INT, &strlen_max, "N", "characters of a string shown (64)" },
+		{ 0, "no-wait", CLI_OPT_BOOL, &no_wait, NULL,
+		  "fail instead of waiting when the method has no code yet" },
+		{ 0 },
+	};
+	struct probe_method *found[MAX_METHODS];
+	struct probe_open_opts po = { 0 };
+	struct probe_session_opts so = { 0 };
+	struct out_ctx oc = { 0 };
+	struct probe_session *sess = NULL;
+	struct probe_proc *pp = NULL;
+	struct proc_perfmap pm;
+	struct ipc_endpoint ep;
+	struct ipc_error rerr;
+	struct proc_target t;
+	const char *pattern;
+	bool enabled_pm = false;
+	size_t n = 0, i;
+	int first, code, err, rc = EXIT_OK;
+	struct timespec t0, tn;
+
+	if (cli_parse(argc, argv,
+		      "clrtap probe (-p PID | -n NAME) [--list|--emit perf|bpftrace] 'Ns.Type::Method[(sig)]' [options]",
+		      opts, &first, &code))
+		return code;
+	if (first + 1 < argc)
+		return cli_error(EXIT_USAGE, "unexpected argument '%s' (quote the pattern)",
+				 argv[first + 1]);
+	pattern = first < argc ? argv[first] : NULL;
+	if (emit && strcmp(emit, "perf") && strcmp(emit, "bpftrace"))
+		return cli_error(EXIT_USAGE, "--emit takes perf or bpftrace, not '%s'", emit);
+	if (emit)
+		list = true;
+	if (!pattern && !list)
+		return cli_error(EXIT_USAGE, "say which method: clrtap probe -p PID 'Ns.Type::Method'");
+	if (!pattern)
+		pattern = "*";
+	if (strlen_max < 1 || strlen_max > 1000000)
+		return cli_error(EXIT_USAGE, "--strlen must be 1..1000000");
+	if (duration < 0)
+		return cli_error(EXIT_USAGE, "--duration must be >= 0");
+	code = cli_resolve_target(&to, &t, &ep);
+	if (code)
+		return code;
+
+	/* the perf map tells where JIT'd code is: on for the session if it was off */
+	if (proc_perfmap_state(&t, &pm))
+		return cli_error(EXIT_ERROR, "cannot tell where the perf map of %d is", (int)t.pid);
+	if (!pm.on) {
+		err = ipc_perfmap_enable(&ep, IPC_PERFMAP_PERFMAP, &rerr);
+		if (err)
+			cli_warn("cannot turn the perf map on (%s): JIT'd code will not be found",
+				 strerror(-err));
+		else
+			enabled_pm = true;
+	}
+	po.perfmap_path = pm.map_path;
+	po.root = t.other_mntns ? t.root : "";
+	err = probe_proc_open(t.pid, &po, &pp);
+	if (err) {
+		rc = cli_exit_for(err);
+		cli_error(rc, "cannot read the assemblies of %d: %s", (int)t.pid, strerror(-err));
+		goto out;
+	}
+	if (enabled_pm)
+		settle_perfmap(pp);
+
+	if (list) {
+		struct probe_method **all = calloc(MAX_LIST, sizeof(*all));
+
+		if (!all) {
+			rc = cli_error(EXIT_ERROR, "out of memory");
+			goto out;
+		}
+		err = probe_proc_find(pp, pattern, all, MAX_LIST, &n);
+		for (i = 0; i < n && i < MAX_LIST; i++)
+			print_method(all[i], emit);
+		free(all);
+		if (err)
+			cli_warn("listing stopped early: %s", strerror(-err));
+		if (!n)
+			rc = cli_error(EXIT_ERROR, "no method matches '%s'", pattern);
+		goto out;
+	}
+
+	err = probe_proc_find(pp, pattern, found, MAX_METHODS, &n);
+	if (err && err != -E2BIG) {
+		rc = cli_error(cli_exit_for(err), "cannot search methods: %s", strerror(-err));
+		goto out;
+	}
+	if (!n) {
+		char *sug[8];
+		int ns = probe_proc_suggest(pp, pattern, sug, 8);
+
+		fprintf(stderr, "clrtap: no method matches '%s' in %zu assemblies of %d\n", pattern,
+			probe_proc_nimages(pp), (int)t.pid);
+		for (i = 0; ns > 0 && i < (size_t)ns; i++) {
+			fprintf(stderr, "%s %s\n", i ? "              " : "clrtap: did you mean", sug[i]);
+			free(sug[i]);
+		}
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	if (n > 1 && !has_wildcard(pattern)) {
+		fprintf(stderr, "clrtap: '%s' is ambiguous: %zu methods match; add the signature:\n",
+			pattern, n);
+		for (i = 0; i < n && i < MAX_METHODS; i++)
+			fprintf(stderr, "clrtap:   '%s%s'\n", found[i]->name, found[i]->sig);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (n > MAX_METHODS) {
+		rc = cli_error(EXIT_USAGE, "'%s' matches %zu methods (at most %d): narrow it", pattern,
+			       n, MAX_METHODS);
+		goto out;
+	}
+	if (hist && strcmp(hist, "latency")) {
+		for (i = 0; i < n; i++)
+			if (hist_index(found[i], hist) < 0)
+				break;
+		if (i < n) {
+			rc = cli_error(EXIT_USAGE, "--hist %s: %s%s has no such argument", hist,
+				       found[i]->name, found[i]->sig);
+			goto out;
+		}
+	}
+
+	so.args = args || !count;
+	so.ret = ret;
+	so.latency = latency || (hist && !strcmp(hist, "latency"));
+	so.stack = stack;
+	so.count_only = count && !hist;
+	so.strlen_max = (unsigned)strlen_max;
+	oc.count_only = count;
+	oc.want_ret = so.ret || so.latency;
+	oc.hist_arg = hist;
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	err = probe_session_new(pp, found, n, &so, on_call, on_note, &oc, &sess);
+	if (err) {
+		rc = cli_error(err == -EACCES || err == -EPERM ? EXIT_PERMISSION : EXIT_ERROR,
+			       "perf_event_open: %s", strerror(-err));
+		goto out;
+	}
+	err = probe_session_arm(sess);
+	if (err == -ENOENT) {
+		if (no_wait) {
+			rc = cli_error(EXIT_ERROR, "%s%s has no code yet (not called, or inlined)",
+				       found[0]->name, found[0]->sig);
+			goto out;
+		}
+		fprintf(stderr, "clrtap: %s%s has no code yet: waiting for it to be compiled (a method "
+				"inlined into all its callers never is)\n", found[0]->name, found[0]->sig);
+	} else if (err) {
+		rc = cli_error(cli_exit_for(err), "cannot arm the probe: %s", strerror(-err));
+		goto out;
+	}
+	fprintf(stderr, "clrtap: tracing %zu method(s) in %d; Ctrl-C to stop\n", n, (int)t.pid);
+	while (!stop_flag) {
+		err = probe_session_poll(sess, 2);
+		if (err == -ESRCH) {
+			fprintf(stderr, "clrtap: process %d exited\n", (int)t.pid);
+			break;
+		}
+		if (err) {
+			cli_warn("%s", strerror(-err));
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &tn);
+		if (duration && (tn.tv_sec - t0.tv_sec) * 1000 + (tn.tv_nsec - t0.tv_nsec) / 1000000 >=
+					(long)duration * 1000)
+			break;
+	}
+	probe_session_flush(sess);
+	summary(sess, found, n);
+	if (hist) {
+		struct strbuf sb = STRBUF_INIT;
+
+		printf("histogram of %s:\n", hist);
+		(void)probe_hist_format(&oc.hist, !strcmp(hist, "latency") ? "ns" : "", &sb);
+		fwrite(sb.buf, 1, sb.len, stdout);
+		strbuf_release(&sb);
+	}
+out:
+	probe_session_free(sess);
+	probe_proc_close(pp);
+	probe_hist_free(&oc.hist);
+	if (enabled_pm) {
+		err = ipc_perfmap_disable(&ep, &rerr);
+		if (err && err != -ECONNREFUSED && err != -ENOENT && kill(t.pid, 0) == 0)
+			cli_warn("could not turn the perf map back off: %s", strerror(-err));
+	}
+	(void)base_name;
+	return rc;
 }

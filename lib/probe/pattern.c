@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pattern.c - method patterns, signature normalization, near-name distance,
+ * perf map line parsing and histograms: the pure parts of lib/probe.
+ */
+#include "common/compat.h"
+
+#include <ctype.h>
+
+#include "common/strparse.h"
+#include "probe/probe.h"
+
+static const struct {
+	const char *alias, *name;
+} aliases[] = {
+	{ "int", "int32" },     { "uint", "uint32" },   { "long", "int64" },
+	{ "ulong", "uint64" },  { "short", "int16" },   { "ushort", "uint16" },
+	{ "byte", "uint8" },    { "sbyte", "int8" },    { "double", "float64" },
+	{ "float", "float32" }, { "boolean", "bool" },  { "nint", "nativeint" },
+	{ "nuint", "nativeuint" }, { "System.Int32", "int32" }, { "System.Int64", "int64" },
+	{ "System.String", "string" }, { "System.Boolean", "bool" },
+	{ "System.Double", "float64" }, { "System.Single", "float32" },
+	{ "System.Object", "object" }, { "System.Char", "char" },
+};
+
+static int add_word(struct strbuf *out, const char *w, size_t n)
+{
+	size_t i;
+
+	if ((n == 5 && !memcmp(w, "class", 5)) || (n == 9 && !memcmp(w, "valuetype", 9)))
+		return 0;
+	for (i = 0; i < ARRAY_SIZE(aliases); i++)
+		if (strlen(aliases[i].alias) == n && !memcmp(aliases[i].alias, w, n))
+			return strbuf_addstr(out, aliases[i].name);
+	return strbuf_add(out, w, n);
+}
+
+int probe_sig_normalize(const char *sig, struct strbuf *out)
+{
+	const char *p = sig;
+	int err = 0;
+
+	while (*p && !err) {
+		if (isalnum((unsigned char)*p) || *p == '_' || *p == '.' || *p == '`' || *p == '!') {
+			const char *w = p;
+			bool ws_after;
+
+			while (isalnum((unsigned char)*p) || *p == '_' || *p == '.' || *p == '`' ||
+			       *p == '!')
+				p++;
+			/* "native int": keep the pair as one word */
+			ws_after = *p == ' ';
+			if ((size_t)(p - w) == 6 && !memcmp(w, "native", 6) && ws_after) {
+				const char *w2;
+
+				while (*p == ' ')
+					p++;
+				w2 = p;
+				while (isalnum((unsigned char)*p))
+					p++;
+				err = strbuf_addstr(out, "native");
+				if (!err)
+					err = strbuf_add(out, w2, (size_t)(p - w2));
+				continue;
+			}
+			err = add_word(out, w, (size_t)(p - w));
+		} else if (*p == ' ' || *p == '\t') {
+			p++;
+		} else if (*p == '<') {
+			err = strbuf_addch(out, '[');
+			p++;
+		} else if (*p == '>') {
+			err = strbuf_addch(out, ']');
+			p++;
+		} else {
+			err = strbuf_addch(out, *p);
+			p++;
+		}
+	}
+	return err;
+}
+
+bool probe_pattern_match(const char *pattern, const char *name, const char *sig)
+{
+	const char *paren = strchr(pattern, '(');
+	const char *target = name;
+	char namepat[1024];
+	size_t nlen = paren ? (size_t)(paren - pattern) : strlen(pattern);
+	const char *colons;
+	bool ok;
+
+	if (nlen >= sizeof(namepat))
+		return false;
+	memcpy(namepat, pattern, nlen);
+	namepat[nlen] = '\0';
+	/* no "::": match the method name alone */
+	if (!strstr(namepat, "::")) {
+		colons = strstr(name, "::");
+		target = colons ? colons + 2 : name;
+	}
+	if (!pe_glob_match(namepat, target))
+		return false;
+	if (!paren)
+		return true;
+	{
+		struct strbuf a = STRBUF_INIT_MAX(4096), b = STRBUF_INIT_MAX(4096);
+
+		ok = !probe_sig_normalize(paren, &a) && !probe_sig_normalize(sig ? sig : "()", &b) &&
+		     pe_glob_match(a.buf, b.buf);
+		strbuf_release(&a);
+		strbuf_release(&b);
+	}
+	return ok;
+}
+
+unsigned probe_edit_distance(const char *a, const char *b, unsigned cap)
+{
+	unsigned row[257], i, j, la = (unsigned)strlen(a), lb = (unsigned)strlen(b);
+
+	if (la > 256 || lb > 256)
+		return cap;
+	if (la > lb + cap || lb > la + cap)
+		return cap;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		unsigned prev = row[0], best;
+
+		row[0] = i;
+		best = row[0];
+		for (j = 1; j <= lb; j++) {
+			unsigned cur = row[j];
+			unsigned cost = tolower((unsigned char)a[i - 1]) !=
+					tolower((unsigned char)b[j - 1]);
+			unsigned v = prev + cost;
+
+			if (row[j] + 1 < v)
+				v = row[j] + 1;
+			if (row[j - 1] + 1 < v)
+				v = row[j - 1] + 1;
+			row[j] = v;
+			prev = cur;
+			if (v < best)
+				best = v;
+		}
+		if (best >= cap)
+			return cap;
+	}
+	return row[lb] < cap ? row[lb] : cap;
+}
+
+static int copy_field(char *dst, size_t cap, const char *s, size_t n)
+{
+	if (n >= cap)
+		return -EBADMSG;
+	memcpy(dst, s, n);
+	dst[n] = '\0';
+	return 0;
+}
+
+int probe_pm_parse(const char *line, size_t len, struct probe_pm_entry *e)
+{
+	char num[40];
+	const char *p = line, *end = line + len, *sp, *mod_open, *mod_close, *name, *paren,
+		   *close, *q;
+	int depth;
+
+	memset(e, 0, sizeof(*e));
+	while (end > p && (end[-1] == '\n' || end[-1] == '\r'))
+		end--;
+	/* start */
+	sp = memchr(p, ' ', (size_t)(end - p));
+	if (!sp || (size_t)(sp - p) >= sizeof(num) || sp == p)
+		return -EBADMSG;
+	memcpy(num, p, (size_t)(sp - p));
+	num[sp - p] = '\0';
+	if (ct_parse_u64(num[0] == '0' && (num[1] == 'x' || num[1] == 'X') ? num + 2 : num, 16,
+			 &e->start))
+		return -EBADMSG;
+	p = sp + 1;
+	sp = memchr(p, ' ', (size_t)(end - p));
+	if (!sp || (size_t)(sp - p) >= sizeof(num) || sp == p)
+		return -EBADMSG;
+	memcpy(num, p, (size_t)(sp - p));
+	num[sp - p] = '\0';
+	if (ct_parse_u64(num, 16, &e->size))
+		return -EBADMSG;
+	p = sp + 1;
+	if (end - p >= 9 && !memcmp(p, "instance ", 9)) {
+		e->instance = true;
+		p += 9;
+	}
+	/* " [Module] " separates the return type from the name */
+	mod_open = NULL;
+	for (q = p; q + 1 < end; q++)
+		if (q[0] == ' ' && q[1] == '[') {
+			mod_open = q + 1;
+			break;
+		}
+	if (!mod_open)
+		return -ENOENT; /* stubs and helpers: no module */
+	mod_close = memchr(mod_open, ']', (size_t)(end - mod_open));
+	if (!mod_close || mod_close + 1 >= end || mod_close[1] != ' ')
+		return -EBADMSG;
+	if (copy_field(e->module, sizeof(e->module), mod_open + 1,
+		       (size_t)(mod_close - mod_open - 1)))
+		return -EBADMSG;
+	name = mod_close + 2;
+	/* the argument list: first '(' after "::" */
+	q = NULL;
+	for (paren = name; paren + 1 < end; paren++)
+		if (paren[0] == ':' && paren[1] == ':') {
+			q = paren + 2;
+			break;
+		}
+	if (!q)
+		return -EBADMSG;
+	paren = memchr(q, '(', (size_t)(end - q));
+	if (!paren)
+		return -EBADMSG;
+	if (copy_field(e->name, sizeof(e->name), name, (size_t)(paren - name)))
+		return -EBADMSG;
+	depth = 0;
+	close = NULL;
+	for (q = paren; q < end; q++) {
+		if (*q == '(')
+			depth++;
+		else if (*q == ')' && --depth == 0) {
+			close = q;
+			break;
+		}
+	}
+	if (!close)
+		return -EBADMSG;
+	if (copy_field(e->args, sizeof(e->args), paren, (size_t)(close - paren + 1)))
+		return -EBADMSG;
+	q = close + 1;
+	if (q < end) {
+		if (*q != '[' || end[-1] != ']')
+			return -EBADMSG;
+		if (copy_field(e->tier, sizeof(e->tier), q + 1, (size_t)(end - q - 2)))
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+/* ---- histograms ---- */
+
+#define HIST_MAX_VALS (1u << 20)
+
+void probe_hist_add(struct probe_hist *h, int64_t v)
+{
+	unsigned k = 0;
+
+	if (!h->count || v < h->min)
+		h->min = v;
+	if (!h->count || v > h->max)
+		h->max = v;
+	h->count++;
+	if (v > 0)
+		k = 64 - (unsigned)__builtin_clzll((uint64_t)v);
+	h->log2[k]++;
+	if (h->nvals == h->cap && h->cap < HIST_MAX_VALS) {
+		size_t nc = h->cap ? h->cap * 2 : 256;
+		int64_t *nv = realloc(h->vals, nc * sizeof(*nv));
+
+		if (nv) {
+			h->vals = nv;
+			h->cap = nc;
+		}
+	}
+	if (h->nvals < h->cap)
+		h->vals[h->nvals++] = v;
+}
+
+static int bar(struct strbuf *out, uint64_t n, uint64_t maxn)
+{
+	unsigned w = maxn ? (unsigned)((n * 40 + maxn - 1) / maxn) : 0, i;
+	int err = strbuf_addch(out, '|');
+
+	for (i = 0; i < 40 && !err; i++)
+		err = strbuf_addch(out, i < w ? '@' : ' ');
+	return err ? err : strbuf_addch(out, '|');
+}
+
+int probe_hist_format(const struct probe_hist *h, const char *unit, struct strbuf *out)
+{
+	uint64_t maxn = 0, lin[10] = { 0 };
+	int64_t width;
+	unsigned k, lo = 65, hi = 0;
+	size_t i;
+	int err = 0;
+
+	if (!h->count)
+		return strbuf_addstr(out, "  (no values)\n");
+	for (k = 0; k < 65; k++)
+		if (h->log2[k]) {
+			if (k < lo)
+				lo = k;
+			hi = k;
+			if (h->log2[k] > maxn)
+				maxn = h->log2[k];
+		}
+	err = strbuf_addf(out, "  log2 (%s): count %" PRIu64 ", min %" PRId64 ", max %" PRId64 "\n",
+			  unit && *unit ? unit : "value", h->count, h->min, h->max);
+	for (k = lo; k <= hi && !err; k++) {
+		if (k == 0)
+			err = strbuf_addf(out, "  %20s ", "<= 0");
+		else {
+			char r[48];
+
+			snprintf(r, sizeof(r), "[%" PRIu64 ", %" PRIu64 ")", (uint64_t)1 << (k - 1),
+				 k == 64 ? UINT64_MAX : (uint64_t)1 << k);
+			err = strbuf_addf(out, "  %20s ", r);
+		}
+		if (!err)
+			err = strbuf_addf(out, "%10" PRIu64 " ", h->log2[k]);
+		if (!err)
+			err = bar(out, h->log2[k], maxn);
+		if (!err)
+			err = strbuf_addch(out, '\n');
+	}
+	if (err || !h->nvals)
+		return err;
+	width = (h->max - h->min) / 10 + 1;
+	for (i = 0; i < h->nvals; i++) {
+		int64_t b = (h->vals[i] - h->min) / width;
+
+		lin[b > 9 ? 9 : (b < 0 ? 0 : b)]++;
+	}
+	maxn = 0;
+	for (k = 0; k < 10; k++)
+		if (lin[k] > maxn)
+			maxn = lin[k];
+	err = strbuf_addf(out, "  linear (%s, width %" PRId64 "%s):\n", unit && *unit ? unit : "value",
+			  width, h->nvals < h->count ? ", first values only" : "");
+	for (k = 0; k < 10 && !err; k++) {
+		char r[64];
+
+		if (h->min + (int64_t)k * width > h->max)
+			break;
+		snprintf(r, sizeof(r), "[%" PRId64 ", %" PRId64 ")", h->min + (int64_t)k * width,
+			 h->min + (int64_t)(k + 1) * width);
+		err = strbuf_addf(out, "  %20s %10" PRIu64 " ", r, lin[k]);
+		if (!err)
+			err = bar(out, lin[k], maxn);
+		if (!err)
+			err = strbuf_addch(out, '\n');
+	}
+	return err;
+}
+
+void probe_hist_free(struct probe_hist *h)
+{
+	free(h->vals);
+	memset(h, 0, sizeof(*h));
+}

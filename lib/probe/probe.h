@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * probe.h - dynamic tracing of .NET methods by name in a live process.
+ *
+ * Three parts (docs/internals/probe.md):
+ *  - patterns (pattern.c): "Ns.Type::Method[(sig)]" with '*' and '?',
+ *    C# aliases in signatures, near-name suggestions, and the parser of the
+ *    runtime's perf map lines (outside bytes: fuzzed by probe_fuzz.c);
+ *  - resolution (resolve.c): every managed assembly mapped in the target,
+ *    its metadata (every method, compiled or not) and ReadyToRun code
+ *    (lib/pe), plus the JIT'd code versions the perf map lists;
+ *  - sessions (session.c): uprobes on R2R code and hardware execute
+ *    breakpoints on JIT'd code through perf_event_open (owned by file
+ *    descriptors: nothing survives clrtap, even SIGKILL), argument and
+ *    return value decoding, entry/return matching, tier following.
+ *
+ * Nothing here prints; results go to callbacks. Errors are negative errnos.
+ */
+#ifndef CLRTAP_PROBE_PROBE_H
+#define CLRTAP_PROBE_PROBE_H
+
+#include "common/compat.h"
+#include "common/strbuf.h"
+#include "pe/pe.h"
+
+/* ---- patterns (pure functions) ---- */
+
+/*
+ * Normalizes a signature for comparison: drops spaces, "class "/"valuetype "
+ * prefixes, turns C# aliases into metadata names (int -> int32, double ->
+ * float64, byte -> uint8 ...) and '<' '>' into '[' ']'. "(int, string)" ->
+ * "(int32,string)". Output capped by out's max (-EMSGSIZE).
+ */
+int probe_sig_normalize(const char *sig, struct strbuf *out);
+
+/*
+ * Matches a method against a user pattern "Ns.Type::Method" or
+ * "Ns.Type::Method(sig)" ('*' any run, '?' one byte). name is
+ * "Ns.Type::Method", sig is "(int32, string)". A pattern without "::" is
+ * matched against the method name alone ("Work", "Calc*").
+ */
+bool probe_pattern_match(const char *pattern, const char *name, const char *sig);
+
+/* Edit distance (Levenshtein, case-insensitive), stops counting at cap. */
+unsigned probe_edit_distance(const char *a, const char *b, unsigned cap);
+
+/* One line of perf-PID.map, split. */
+#define PROBE_PM_NAME_MAX 512
+struct probe_pm_entry {
+	uint64_t start, size;
+	bool instance;
+	char module[128];           /* "System.Private.CoreLib" ("" for stubs) */
+	char name[PROBE_PM_NAME_MAX]; /* "Ns.Type::Method" */
+	char args[PROBE_PM_NAME_MAX]; /* "(int32,string)" as written */
+	char tier[40];              /* "QuickJitted", "OptimizedTier1", ... or "" */
+};
+/*
+ * Parses "<start> <size> [instance ]<ret> [<module>] <Ns.Type::Method>(<args>)[<tier>]"
+ * (len bytes, no newline needed). Returns 0, -EBADMSG for a malformed line,
+ * -ENOENT for a line that is not a managed method (stubs).
+ */
+int probe_pm_parse(const char *line, size_t len, struct probe_pm_entry *e);
+
+/* ---- resolution ---- */
+
+enum probe_code_kind { PROBE_CODE_R2R = 1, PROBE_CODE_JIT = 2 };
+
+/* One body of native code for a method. */
+struct probe_code {
+	enum probe_code_kind kind;
+	char tier[40];     /* "ReadyToRun", "QuickJitted", "OptimizedTier1", ... */
+	uint64_t addr;     /* entry address in the target (0 if the image is not mapped executable) */
+	uint64_t size;     /* main body size */
+	uint64_t file_offset; /* R2R: file offset of the entry (the uprobe point) */
+	uint64_t cold_offset, cold_size; /* R2R hot/cold split: cold part (0 if none) */
+	uint64_t seen_ns;  /* CLOCK_MONOTONIC when clrtap learned of it (0: at start) */
+};
+
+#define PROBE_MAX_VERSIONS 12
+
+struct probe_method {
+	char *name;      /* "Ns.Type::Method" */
+	char *sig;       /* "(int32, string)" */
+	char *ret;       /* "string" */
+	char *module;    /* assembly name */
+	char *image;     /* image path as the target sees it */
+	char *host_image; /* path clrtap opens (through /proc/PID/root) */
+	uint32_t token;
+	struct pe_sig *psig;  /* decoded signature (params, names, this) */
+	struct probe_code code[PROBE_MAX_VERSIONS];
+	size_t ncode;
+	bool dropped_versions; /* more versions than PROBE_MAX_VERSIONS came */
+};
+
+struct probe_proc;
+
+struct probe_open_opts {
+	const char *perfmap_path; /* host path of perf-NSPID.map, or NULL */
+	const char *root;         /* "/proc/PID/root" prefix for target paths, or "" */
+};
+
+/* Reads /proc/PID/maps and opens every mapped managed assembly. */
+int probe_proc_open(pid_t pid, const struct probe_open_opts *o, struct probe_proc **out);
+void probe_proc_close(struct probe_proc *pp);
+
+/* Callback for probe_proc_find: return non-zero to stop. */
+typedef int (*probe_method_fn)(void *ctx, const struct probe_method *m);
+
+/*
+ * Every method (compiled or not) whose name matches pattern. Methods found
+ * are kept in pp (returned pointers live until close) with their code
+ * versions filled: R2R from the image, JIT from the perf map as last read.
+ * *n gets the count; up to max pointers go to out.
+ */
+int probe_proc_find(struct probe_proc *pp, const char *pattern, struct probe_method **out,
+		    size_t max, size_t *n);
+/*
+ * When nothing matched: up to max near names ("Ns.Type::Method(sig)") into
+ * out[] (each a strdup'd string the caller frees). Returns how many.
+ */
+int probe_proc_suggest(struct probe_proc *pp, const char *pattern, char **out, size_t max);
+
+/*
+ * Reads new perf map lines; for every found method, adds new JIT versions.
+ * *added gets how many versions were added (may be NULL).
+ */
+int probe_proc_refresh(struct probe_proc *pp, size_t *added);
+
+/* Names a code address: "Ns.Type::Method" (+ tier), or "module+0xoff". */
+int probe_proc_symbolize(struct probe_proc *pp, uint64_t addr, struct strbuf *out);
+
+/*
+ * Address -> (file clrtap can open, file offset) when addr is in an
+ * executable file mapping; -ENOENT for anonymous/JIT memory.
+ */
+int probe_proc_addr_file(struct probe_proc *pp, uint64_t addr, const char **host_path,
+			 uint64_t *off);
+
+/* Reads target memory (process_vm_readv, then /proc/PID/mem). */
+int probe_proc_read(struct probe_proc *pp, uint64_t addr, void *buf, size_t len);
+
+/* Number of assemblies opened. */
+size_t probe_proc_nimages(const struct probe_proc *pp);
+pid_t probe_proc_pid(const struct probe_proc *pp);
+/* The perf map file clrtap reads (host path), or NULL. */
+const char *probe_proc_perfmap_path(const struct probe_proc *pp);
+
+/* ---- sessions ---- */
+
+#define PROBE_MAX_ARGS 16
+
+struct probe_call {
+	uint64_t time_ns;      /* CLOCK_REALTIME of the entry (or return if no entry) */
+	uint64_t mono_ns;
+	uint32_t tid;
+	const struct probe_method *method;
+	int version;           /* index into method->code */
+	const char *args;      /* "value=5, toBase=16" (NULL unless args were asked) */
+	bool has_entry, has_ret;
+	const char *ret;       /* decoded return value, or NULL */
+	uint64_t latency_ns;   /* valid when has_entry && has_ret */
+	int64_t arg_num[PROBE_MAX_ARGS]; /* integer values of the arguments (for --hist) */
+	bool arg_valid[PROBE_MAX_ARGS];
+	const char *stack;     /* "A <- B <- C" (--stack), or NULL */
+};
+
+enum probe_note_kind {
+	PROBE_NOTE_INFO = 0,
+	PROBE_NOTE_ATTACH,     /* code armed */
+	PROBE_NOTE_TRANSITION, /* a new code version appeared */
+	PROBE_NOTE_WARN,
+};
+
+struct probe_session_opts {
+	bool args, ret, latency, stack;
+	unsigned strlen_max;  /* chars of a string shown (default 64) */
+	bool wait_compile;    /* wait for JIT code when a method has none yet */
+	bool count_only;      /* entries are only counted: no registers or stack sampled */
+};
+
+typedef void (*probe_call_fn)(void *ctx, const struct probe_call *c);
+typedef void (*probe_note_fn)(void *ctx, enum probe_note_kind kind, const char *msg);
+
+struct probe_session;
+
+/* Per code version counts, for the summary. */
+struct probe_version_stats {
+	uint64_t entries, returns;
+	uint64_t first_ns, last_ns; /* first/last entry hit (CLOCK_MONOTONIC) */
+	uint64_t armed_ns;          /* when its entry was armed (0: never) */
+	unsigned ret_sites, ret_armed, tail_sites;
+	bool armed;
+	char how[24];               /* "uprobe", "hw-breakpoint", "" */
+};
+
+int probe_session_new(struct probe_proc *pp, struct probe_method **methods, size_t n,
+		      const struct probe_session_opts *o, probe_call_fn on_call,
+		      probe_note_fn on_note, void *ctx, struct probe_session **out);
+/* Arms what can be armed now (returns -ENOENT when nothing has code yet). */
+int probe_session_arm(struct probe_session *s);
+/*
+ * One step: waits up to timeout_ms for samples, decodes them, follows new
+ * code versions. Returns 0, or -ESRCH when the target is gone.
+ */
+int probe_session_poll(struct probe_session *s, int timeout_ms);
+/* Flushes pending calls (entries without a seen return are reported). */
+void probe_session_flush(struct probe_session *s);
+/* Stats for method i, version v. */
+const struct probe_version_stats *probe_session_stats(const struct probe_session *s, size_t i,
+						     size_t v);
+uint64_t probe_session_lost(const struct probe_session *s);
+unsigned probe_session_threads(const struct probe_session *s);
+/* Closes every perf event (the kernel drops uprobes and breakpoints). */
+void probe_session_free(struct probe_session *s);
+
+/* ---- histograms ---- */
+
+struct probe_hist {
+	uint64_t count;
+	int64_t min, max;
+	uint64_t log2[65]; /* bucket k: values in [2^(k-1), 2^k), bucket 0: value <= 0 */
+	int64_t *vals;      /* every value (for the linear view), capped */
+	size_t nvals, cap;
+};
+void probe_hist_add(struct probe_hist *h, int64_t v);
+/* Appends log2 and linear (10 buckets) views to out. unit: "ns" or "". */
+int probe_hist_format(const struct probe_hist *h, const char *unit, struct strbuf *out);
+void probe_hist_free(struct probe_hist *h);
+
+#endif

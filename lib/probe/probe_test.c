@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for lib/probe: patterns, signatures, near names, perf map lines, histograms. */
+#include "common/compat.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "probe/probe.h"
+
+static void norm_is(const char *in, const char *want)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	assert_int_equal(probe_sig_normalize(in, &sb), 0);
+	assert_string_equal(sb.buf, want);
+	strbuf_release(&sb);
+}
+
+static void test_normalize(void **state)
+{
+	norm_is("(int32, string)", "(int32,string)");
+	norm_is("(int, int)", "(int32,int32)");
+	norm_is("(long,double,bool,char,byte,short,float)",
+		"(int64,float64,bool,char,uint8,int16,float32)");
+	norm_is("(class System.Collections.Generic.List`1<int32>,valuetype System.Guid&)",
+		"(System.Collections.Generic.List`1[int32],System.Guid&)");
+	norm_is("(native int)", "(nativeint)");
+	norm_is("(nint)", "(nativeint)");
+	norm_is("(System.String)", "(string)");
+	norm_is("()", "()");
+	/* words that only start like an alias stay */
+	norm_is("(integer, longer)", "(integer,longer)");
+}
+
+static void test_pattern(void **state)
+{
+	const char *n = "Clrtap.Fixtures.ProbeTargets::AddInts", *sig = "(int32, int32)";
+
+	assert_true(probe_pattern_match("Clrtap.Fixtures.ProbeTargets::AddInts", n, sig));
+	assert_true(probe_pattern_match("*::AddInts", n, sig));
+	assert_true(probe_pattern_match("AddInts", n, sig));
+	assert_true(probe_pattern_match("Add*", n, sig));
+	assert_true(probe_pattern_match("Clrtap.*::Add?nts", n, sig));
+	assert_true(probe_pattern_match("*::AddInts(int,int)", n, sig));
+	assert_true(probe_pattern_match("*::AddInts(int32, int32)", n, sig));
+	assert_true(probe_pattern_match("*::AddInts(*)", n, sig));
+	assert_false(probe_pattern_match("*::AddInts(string)", n, sig));
+	assert_false(probe_pattern_match("*::AddInt", n, sig));
+	assert_false(probe_pattern_match("Other::AddInts", n, sig));
+	assert_false(probe_pattern_match("ProbeTargets::AddInts", n, sig));
+	/* nested types use '+' */
+	assert_true(probe_pattern_match("Clrtap.Fixtures.Outer+Inner::Nested",
+					"Clrtap.Fixtures.Outer+Inner::Nested", "(int32)"));
+	assert_true(probe_pattern_match("*+Inner::*", "Clrtap.Fixtures.Outer+Inner::Nested", "(int32)"));
+	/* overloads */
+	assert_true(probe_pattern_match("*::Overloaded(string)", "A.B::Overloaded", "(string)"));
+	assert_false(probe_pattern_match("*::Overloaded(string)", "A.B::Overloaded", "(int32)"));
+	assert_true(probe_pattern_match("System.Convert::ToString(int,int)", "System.Convert::ToString",
+					"(int32, int32)"));
+	assert_false(probe_pattern_match("System.Convert::ToString(int)", "System.Convert::ToString",
+					 "(int32, int32)"));
+	/* generic instantiations in names */
+	assert_true(probe_pattern_match("System.Collections.Generic.List`1*::Add",
+					"System.Collections.Generic.List`1[System.__Canon]::Add",
+					"(System.__Canon)"));
+	/* no signature given: any */
+	assert_true(probe_pattern_match("*::M", "T::M", NULL));
+	assert_true(probe_pattern_match("*::M()", "T::M", NULL));
+}
+
+static void test_distance(void **state)
+{
+	assert_int_equal(probe_edit_distance("AddInts", "AddInts", 10), 0);
+	assert_int_equal(probe_edit_distance("AddInt", "AddInts", 10), 1);
+	assert_int_equal(probe_edit_distance("addints", "AddInts", 10), 0);
+	assert_int_equal(probe_edit_distance("Nestd", "Nested", 10), 1);
+	assert_int_equal(probe_edit_distance("kitten", "sitting", 10), 3);
+	/* capped */
+	assert_int_equal(probe_edit_distance("a", "completely different", 3), 3);
+	assert_int_equal(probe_edit_distance("", "abc", 10), 3);
+}
+
+static void pm_ok(const char *line, uint64_t start, uint64_t size, bool inst, const char *mod,
+		  const char *name, const char *args, const char *tier)
+{
+	struct probe_pm_entry e;
+
+	assert_int_equal(probe_pm_parse(line, strlen(line), &e), 0);
+	assert_true(e.start == start);
+	assert_true(e.size == size);
+	assert_int_equal(e.instance, inst);
+	assert_string_equal(e.module, mod);
+	assert_string_equal(e.name, name);
+	assert_string_equal(e.args, args);
+	assert_string_equal(e.tier, tier);
+}
+
+static void test_perfmap_lines(void **state)
+{
+	struct probe_pm_entry e;
+
+	pm_ok("0x7fa3ca2754b0 1d int32 [sample] Clrtap.Fixtures.TierTarget::Work(int32)[QuickJitted]\n",
+	      0x7fa3ca2754b0, 0x1d, false, "sample", "Clrtap.Fixtures.TierTarget::Work", "(int32)",
+	      "QuickJitted");
+	pm_ok("7FA3CA2754B0 8 instance int32 [sample] Clrtap.Fixtures.Counter::Increment(int32)[OptimizedTier1]",
+	      0x7fa3ca2754b0, 8, true, "sample", "Clrtap.Fixtures.Counter::Increment", "(int32)",
+	      "OptimizedTier1");
+	pm_ok("0x10 1c3 instance valuetype System.Span`1<uint8> [System.Private.CoreLib] "
+	      "System.Text.ValueUtf8Converter::ConvertAndTerminateString(valuetype System.ReadOnlySpan`1<char>)[InstrumentedTierOptimized]",
+	      0x10, 0x1c3, true, "System.Private.CoreLib",
+	      "System.Text.ValueUtf8Converter::ConvertAndTerminateString",
+	      "(valuetype System.ReadOnlySpan`1<char>)", "InstrumentedTierOptimized");
+	pm_ok("0x20 ef instance bool [System.Private.CoreLib] System.Collections.Concurrent.ConcurrentQueue`1[A.B+Work]::TryPeek(!0&,bool)[QuickJitted]",
+	      0x20, 0xef, true, "System.Private.CoreLib",
+	      "System.Collections.Concurrent.ConcurrentQueue`1[A.B+Work]::TryPeek", "(!0&,bool)",
+	      "QuickJitted");
+	/* no tier suffix (PerfMapShowOptimizationTiers=0) */
+	pm_ok("0x30 4 void [m] N.T::M()", 0x30, 4, false, "m", "N.T::M", "()", "");
+	/* a function pointer argument: nested parentheses */
+	pm_ok("0x40 4 void [m] N.T::M(method void *(int32),int32)[Optimized]", 0x40, 4, false, "m",
+	      "N.T::M", "(method void *(int32),int32)", "Optimized");
+	/* stubs are not methods */
+	assert_int_equal(probe_pm_parse("0x7f0e6fd0e920 12 stub CreateHelperArgMove<DynamicHelper>", 57, &e),
+			 -ENOENT);
+	/* damage */
+	assert_int_equal(probe_pm_parse("", 0, &e), -EBADMSG);
+	assert_int_equal(probe_pm_parse("zz 1 void [m] N.T::M()", 22, &e), -EBADMSG);
+	assert_int_equal(probe_pm_parse("0x1 zz void [m] N.T::M()", 24, &e), -EBADMSG);
+	assert_int_equal(probe_pm_parse("0x1 1 void [m N.T::M()", 22, &e), -EBADMSG);
+	assert_int_equal(probe_pm_parse("0x1 1 void [m] N.T.M()", 22, &e), -EBADMSG);
+	assert_int_equal(probe_pm_parse("0x1 1 void [m] N.T::M(", 22, &e), -EBADMSG);
+	assert_int_equal(probe_pm_parse("0x1 1 void [m] N.T::M()x", 24, &e), -EBADMSG);
+	assert_int_equal(probe_pm_parse("0x1 1 void [m] N.T::M()[Tier", 28, &e), -EBADMSG);
+}
+
+static void test_perfmap_file(void **state)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t pos = 0, ok = 0, stubs = 0, bad = 0;
+
+	assert_int_equal(strbuf_read_file(&sb, CT_SRCDIR "/tests/data/probe/perfmap.map"), 0);
+	while (pos < sb.len) {
+		char *nl = memchr(sb.buf + pos, '\n', sb.len - pos);
+		size_t len = nl ? (size_t)(nl - (sb.buf + pos)) : sb.len - pos;
+		struct probe_pm_entry e;
+		int rc = probe_pm_parse(sb.buf + pos, len, &e);
+
+		if (!rc)
+			ok++;
+		else if (rc == -ENOENT)
+			stubs++;
+		else
+			bad++;
+		pos += len + 1;
+	}
+	assert_true(ok >= 25);
+	assert_true(stubs >= 1);
+	assert_int_equal(bad, 0);
+	strbuf_release(&sb);
+}
+
+static void test_hist(void **state)
+{
+	struct probe_hist h = { 0 };
+	struct strbuf sb = STRBUF_INIT;
+	int i;
+
+	for (i = 0; i < 100; i++)
+		probe_hist_add(&h, i);
+	probe_hist_add(&h, -5);
+	assert_int_equal(h.count, 101);
+	assert_int_equal(h.min, -5);
+	assert_int_equal(h.max, 99);
+	assert_int_equal(h.log2[0], 2);  /* 0 and -5 */
+	assert_int_equal(h.log2[1], 1);  /* 1 */
+	assert_int_equal(h.log2[2], 2);  /* 2, 3 */
+	assert_int_equal(h.log2[7], 36); /* 64..99 */
+	assert_int_equal(probe_hist_format(&h, "ns", &sb), 0);
+	assert_non_null(strstr(sb.buf, "count 101, min -5, max 99"));
+	assert_non_null(strstr(sb.buf, "[64, 128)"));
+	assert_non_null(strstr(sb.buf, "linear (ns, width 11)"));
+	strbuf_release(&sb);
+	probe_hist_free(&h);
+	assert_int_equal(probe_hist_format(&h, "", &sb), 0);
+	assert_non_null(strstr(sb.buf, "no values"));
+	strbuf_release(&sb);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_normalize),     cmocka_unit_test(test_pattern),
+		cmocka_unit_test(test_distance),      cmocka_unit_test(test_perfmap_lines),
+		cmocka_unit_test(test_perfmap_file),  cmocka_unit_test(test_hist),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,853 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * resolve.c - from a method pattern to the code of the methods in a live
+ * process: the managed assemblies mapped in /proc/PID/maps (opened through
+ * /proc/PID/root, so a container's files are read from the host), their
+ * metadata (every MethodDef, compiled or not), their ReadyToRun entry points
+ * (lib/pe), and the JIT'd code versions listed in the runtime's perf map.
+ */
+#include "common/compat.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/strparse.h"
+#include "probe/probe.h"
+
+#define MAX_MAPS 65536
+#define MAX_IMAGES 512
+#define MAX_FOUND 4096
+#define MAX_PM_ENTRIES (1u << 20)
+#define PM_READ_MAX ((size_t)64 << 20)
+
+struct pmap {
+	uint64_t start, end, pgoff;
+	bool exec;
+	char *path; /* as the target sees it; NULL when anonymous */
+	char *host; /* root + path, made when first needed */
+};
+
+struct image {
+	char *path, *host_path;
+	struct pe_file *pf;
+	bool r2r;
+	uint32_t *rid_map; /* MethodDef RID -> R2R method index + 1 */
+	uint32_t nrid;
+	bool rid_built;
+};
+
+struct pm_ent {
+	uint64_t start, size;
+	char *module, *name, *args, *tier;
+};
+
+struct probe_proc {
+	pid_t pid;
+	char root[64];
+	char *perfmap_path;
+	uint64_t pm_off; /* bytes of the perf map consumed */
+	struct pmap *maps;
+	size_t nmaps;
+	struct image *img;
+	size_t nimg;
+	struct probe_method **found;
+	size_t nfound;
+	struct pm_ent *pm;
+	size_t npm, pmcap;
+	uint32_t *pm_sorted; /* indexes sorted by start (latest wins), rebuilt when dirty */
+	size_t npm_sorted;
+	bool pm_dirty;
+	int mem_fd;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool ends_with_ci(const char *s, const char *suf)
+{
+	size_t a = strlen(s), b = strlen(suf);
+
+	return a >= b && !strcasecmp(s + a - b, suf);
+}
+
+static int read_maps(struct probe_proc *pp)
+{
+	char path[64];
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pp->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (getline(&line, &cap, f) > 0) {
+		struct pmap *m, *nm;
+		char *fields[6], *p = line, *save = NULL;
+		int nf = 0;
+		char *dash;
+		uint64_t s, e, off;
+
+		line[strcspn(line, "\n")] = '\0';
+		while (nf < 5 && (fields[nf] = strtok_r(nf ? NULL : p, " ", &save)))
+			nf++;
+		if (nf < 5)
+			continue;
+		fields[5] = save;
+		while (fields[5] && *fields[5] == ' ')
+			fields[5]++;
+		dash = strchr(fields[0], '-');
+		if (!dash)
+			continue;
+		*dash = '\0';
+		if (ct_parse_u64(fields[0], 16, &s) || ct_parse_u64(dash + 1, 16, &e) ||
+		    ct_parse_u64(fields[2], 16, &off))
+			continue;
+		if (pp->nmaps >= MAX_MAPS) {
+			err = -E2BIG;
+			break;
+		}
+		nm = realloc(pp->maps, (pp->nmaps + 1) * sizeof(*nm));
+		if (!nm) {
+			err = -ENOMEM;
+			break;
+		}
+		pp->maps = nm;
+		m = &pp->maps[pp->nmaps++];
+		m->start = s;
+		m->end = e;
+		m->pgoff = off;
+		m->exec = strlen(fields[1]) >= 3 && fields[1][2] == 'x';
+		m->path = fields[5] && *fields[5] ? strdup(fields[5]) : NULL;
+		m->host = NULL;
+	}
+	free(line);
+	fclose(f);
+	return err;
+}
+
+static int open_images(struct probe_proc *pp)
+{
+	size_t i, j;
+
+	for (i = 0; i < pp->nmaps; i++) {
+		const char *p = pp->maps[i].path;
+		struct pe_open_opts po = { 0 };
+		char host[1024];
+		struct image *im, *ni;
+		struct pe_file *pf;
+		bool dup = false;
+		int err;
+
+		if (!p || p[0] != '/' || !(ends_with_ci(p, ".dll") || ends_with_ci(p, ".exe")))
+			continue;
+		for (j = 0; j < pp->nimg && !dup; j++)
+			dup = !strcmp(pp->img[j].path, p);
+		if (dup || pp->nimg >= MAX_IMAGES)
+			continue;
+		snprintf(host, sizeof(host), "%s%s", pp->root, p);
+		po.flags = PE_OPEN_NO_RESOLVE;
+		err = pe_file_open(host, &po, &pf);
+		if (err) {
+			ct_debug("probe: %s: not an assembly (%s)", host, strerror(-err));
+			continue;
+		}
+		if (!pe_file_info(pf)->has_cli) {
+			pe_file_close(pf);
+			continue;
+		}
+		ni = realloc(pp->img, (pp->nimg + 1) * sizeof(*ni));
+		if (!ni) {
+			pe_file_close(pf);
+			return -ENOMEM;
+		}
+		pp->img = ni;
+		im = &pp->img[pp->nimg++];
+		memset(im, 0, sizeof(*im));
+		im->path = strdup(p);
+		im->host_path = strdup(host);
+		im->pf = pf;
+		im->r2r = pe_file_info(pf)->is_r2r && !pe_file_info(pf)->component;
+		if (!im->path || !im->host_path)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- perf map ---- */
+
+static int pm_add(struct probe_proc *pp, const struct probe_pm_entry *e)
+{
+	struct pm_ent *x;
+
+	if (pp->npm >= MAX_PM_ENTRIES)
+		return -E2BIG;
+	if (pp->npm == pp->pmcap) {
+		size_t nc = pp->pmcap ? pp->pmcap * 2 : 1024;
+		struct pm_ent *n = realloc(pp->pm, nc * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		pp->pm = n;
+		pp->pmcap = nc;
+	}
+	x = &pp->pm[pp->npm];
+	x->start = e->start;
+	x->size = e->size;
+	x->module = strdup(e->module);
+	x->name = strdup(e->name);
+	x->args = strdup(e->args);
+	x->tier = strdup(e->tier);
+	if (!x->module || !x->name || !x->args || !x->tier) {
+		free(x->module);
+		free(x->name);
+		free(x->args);
+		free(x->tier);
+		return -ENOMEM;
+	}
+	pp->npm++;
+	pp->pm_dirty = true;
+	return 0;
+}
+
+static bool pm_matches(const struct pm_ent *e, const struct probe_method *m)
+{
+	struct strbuf a = STRBUF_INIT_MAX(4096), b = STRBUF_INIT_MAX(4096);
+	bool ok;
+
+	if (strcmp(e->name, m->name) || strcmp(e->module, m->module))
+		return false;
+	ok = !probe_sig_normalize(e->args, &a) && !probe_sig_normalize(m->sig, &b) &&
+	     !strcmp(a.buf, b.buf);
+	strbuf_release(&a);
+	strbuf_release(&b);
+	return ok;
+}
+
+static int method_add_jit(struct probe_method *m, const struct pm_ent *e, uint64_t seen)
+{
+	struct probe_code *c;
+	size_t i;
+
+	for (i = 0; i < m->ncode; i++)
+		if (m->code[i].kind == PROBE_CODE_JIT && m->code[i].addr == e->start)
+			return 0;
+	if (m->ncode >= PROBE_MAX_VERSIONS) {
+		m->dropped_versions = true;
+		return 0;
+	}
+	c = &m->code[m->ncode++];
+	memset(c, 0, sizeof(*c));
+	c->kind = PROBE_CODE_JIT;
+	ct_strlcpy(c->tier, e->tier[0] ? e->tier : "JIT", sizeof(c->tier));
+	c->addr = e->start;
+	c->size = e->size;
+	c->seen_ns = seen;
+	return 1;
+}
+
+int probe_proc_refresh(struct probe_proc *pp, size_t *added)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(PM_READ_MAX);
+	size_t i, j, first = pp->npm, cnt = 0, pos = 0;
+	struct stat st;
+	int fd, err = 0;
+	uint64_t now = mono_ns();
+
+	if (added)
+		*added = 0;
+	if (!pp->perfmap_path)
+		return 0;
+	fd = open(pp->perfmap_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &st) || (uint64_t)st.st_size <= pp->pm_off) {
+		close(fd);
+		return 0;
+	}
+	{
+		size_t want = (size_t)CT_MIN((uint64_t)st.st_size - pp->pm_off, (uint64_t)PM_READ_MAX);
+		ssize_t r;
+
+		err = strbuf_grow(&sb, want);
+		if (!err) {
+			r = pread(fd, sb.buf, want, (off_t)pp->pm_off);
+			if (r < 0)
+				err = -errno;
+			else {
+				sb.len = (size_t)r;
+				sb.buf[sb.len] = '\0';
+			}
+		}
+	}
+	close(fd);
+	while (!err && pos < sb.len) {
+		char *nl = memchr(sb.buf + pos, '\n', sb.len - pos);
+		struct probe_pm_entry e;
+
+		if (!nl)
+			break; /* partial line: next time */
+		if (!probe_pm_parse(sb.buf + pos, (size_t)(nl - (sb.buf + pos)), &e))
+			err = pm_add(pp, &e);
+		pos = (size_t)(nl - sb.buf) + 1;
+	}
+	pp->pm_off += pos;
+	strbuf_release(&sb);
+	for (i = first; i < pp->npm; i++)
+		for (j = 0; j < pp->nfound; j++)
+			if (pm_matches(&pp->pm[i], pp->found[j]))
+				cnt += (size_t)method_add_jit(pp->found[j], &pp->pm[i],
+							      first ? now : 0);
+	if (added)
+		*added = cnt;
+	return err;
+}
+
+/* ---- open/close ---- */
+
+int probe_proc_open(pid_t pid, const struct probe_open_opts *o, struct probe_proc **out)
+{
+	struct probe_proc *pp = calloc(1, sizeof(*pp));
+	char path[64];
+	int err;
+
+	if (!pp)
+		return -ENOMEM;
+	pp->pid = pid;
+	pp->mem_fd = -1;
+	if (o && o->root)
+		ct_strlcpy(pp->root, o->root, sizeof(pp->root));
+	if (o && o->perfmap_path && !(pp->perfmap_path = strdup(o->perfmap_path))) {
+		probe_proc_close(pp);
+		return -ENOMEM;
+	}
+	err = read_maps(pp);
+	if (!err)
+		err = open_images(pp);
+	if (!err)
+		err = probe_proc_refresh(pp, NULL);
+	if (err) {
+		probe_proc_close(pp);
+		return err;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	pp->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	*out = pp;
+	return 0;
+}
+
+static void method_free(struct probe_method *m)
+{
+	if (!m)
+		return;
+	free(m->name);
+	free(m->sig);
+	free(m->ret);
+	free(m->module);
+	free(m->image);
+	free(m->host_image);
+	pe_sig_free(m->psig);
+	free(m);
+}
+
+void probe_proc_close(struct probe_proc *pp)
+{
+	size_t i;
+
+	if (!pp)
+		return;
+	for (i = 0; i < pp->nmaps; i++) {
+		free(pp->maps[i].path);
+		free(pp->maps[i].host);
+	}
+	free(pp->maps);
+	for (i = 0; i < pp->nimg; i++) {
+		free(pp->img[i].path);
+		free(pp->img[i].host_path);
+		free(pp->img[i].rid_map);
+		pe_file_close(pp->img[i].pf);
+	}
+	free(pp->img);
+	for (i = 0; i < pp->nfound; i++)
+		method_free(pp->found[i]);
+	free(pp->found);
+	for (i = 0; i < pp->npm; i++) {
+		free(pp->pm[i].module);
+		free(pp->pm[i].name);
+		free(pp->pm[i].args);
+		free(pp->pm[i].tier);
+	}
+	free(pp->pm);
+	free(pp->pm_sorted);
+	free(pp->perfmap_path);
+	if (pp->mem_fd >= 0)
+		close(pp->mem_fd);
+	free(pp);
+}
+
+size_t probe_proc_nimages(const struct probe_proc *pp)
+{
+	return pp->nimg;
+}
+
+pid_t probe_proc_pid(const struct probe_proc *pp)
+{
+	return pp->pid;
+}
+
+const char *probe_proc_perfmap_path(const struct probe_proc *pp)
+{
+	return pp->perfmap_path;
+}
+
+/* ---- R2R ---- */
+
+static int build_rid_map(struct image *im)
+{
+	const struct pe_method *ms;
+	size_t n, i;
+	uint32_t rows;
+
+	if (im->rid_built)
+		return 0;
+	im->rid_built = true;
+	if (!im->r2r)
+		return 0;
+	if (pe_file_methods(im->pf, &ms, &n))
+		return 0;
+	rows = pe_md_rows(im->pf, PE_MD_METHODDEF);
+	im->rid_map = calloc((size_t)rows + 1, sizeof(uint32_t));
+	if (!im->rid_map)
+		return -ENOMEM;
+	im->nrid = rows + 1;
+	for (i = 0; i < n; i++) {
+		uint32_t rid = ms[i].token & 0xFFFFFF;
+
+		if ((ms[i].flags & (PE_METHOD_INSTANCE | PE_METHOD_MEMBERREF)) || ms[i].component ||
+		    (ms[i].token >> 24) != PE_MD_METHODDEF || rid >= im->nrid)
+			continue;
+		if (!im->rid_map[rid])
+			im->rid_map[rid] = (uint32_t)i + 1;
+	}
+	return 0;
+}
+
+/* File offset -> address through an executable mapping of the image. */
+static uint64_t image_addr(const struct probe_proc *pp, const char *path, uint64_t off)
+{
+	size_t i;
+
+	for (i = 0; i < pp->nmaps; i++) {
+		const struct pmap *m = &pp->maps[i];
+
+		if (m->exec && m->path && !strcmp(m->path, path) && off >= m->pgoff &&
+		    off < m->pgoff + (m->end - m->start))
+			return m->start + (off - m->pgoff);
+	}
+	return 0;
+}
+
+static void add_r2r(struct probe_proc *pp, struct image *im, struct probe_method *m, uint32_t rid)
+{
+	const struct pe_method *ms;
+	const struct pe_range *rs;
+	size_t n, nr, k;
+	struct probe_code *c;
+	uint32_t idx;
+
+	if (build_rid_map(im) || !im->rid_map || rid >= im->nrid || !im->rid_map[rid])
+		return;
+	if (pe_file_methods(im->pf, &ms, &n) || pe_file_ranges(im->pf, &rs, &nr))
+		return;
+	idx = im->rid_map[rid] - 1;
+	c = &m->code[m->ncode++];
+	memset(c, 0, sizeof(*c));
+	c->kind = PROBE_CODE_R2R;
+	ct_strlcpy(c->tier, "ReadyToRun", sizeof(c->tier));
+	c->file_offset = ms[idx].entry_offset;
+	c->size = ms[idx].code_size;
+	for (k = 0; k < ms[idx].nranges; k++) {
+		const struct pe_range *r = &rs[ms[idx].first_range + k];
+
+		if (r->kind == PE_RANGE_MAIN)
+			c->size = r->end_rva - r->begin_rva;
+		else if (r->kind == PE_RANGE_COLD && !c->cold_offset) {
+			c->cold_offset = r->file_offset;
+			c->cold_size = r->end_rva - r->begin_rva;
+		}
+	}
+	c->addr = image_addr(pp, im->path, c->file_offset);
+}
+
+/* ---- find ---- */
+
+static int make_method(struct probe_proc *pp, struct image *im, uint32_t rid, const char *name,
+		       struct pe_sig *sig, struct probe_method **out)
+{
+	struct probe_method *m = calloc(1, sizeof(*m));
+	const struct pe_info *inf = pe_file_info(im->pf);
+	size_t i;
+
+	if (!m)
+		return -ENOMEM;
+	m->name = strdup(name);
+	m->sig = strdup(sig->text ? sig->text : "()");
+	m->ret = strdup(sig->ret.name ? sig->ret.name : "?");
+	m->module = strdup(inf->assembly_name ? inf->assembly_name : "?");
+	m->image = strdup(im->path);
+	m->host_image = strdup(im->host_path);
+	m->token = (PE_MD_METHODDEF << 24) | rid;
+	m->psig = sig;
+	if (!m->name || !m->sig || !m->ret || !m->module || !m->image || !m->host_image) {
+		m->psig = NULL;
+		method_free(m);
+		return -ENOMEM;
+	}
+	add_r2r(pp, im, m, rid);
+	for (i = 0; i < pp->npm; i++)
+		if (pm_matches(&pp->pm[i], m))
+			method_add_jit(m, &pp->pm[i], 0);
+	*out = m;
+	return 0;
+}
+
+typedef int (*each_fn)(void *ctx, struct image *im, uint32_t rid, const char *name);
+
+static int each_method(struct probe_proc *pp, each_fn fn, void *ctx)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(4096);
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < pp->nimg && !rc; i++) {
+		uint32_t rows = pe_md_rows(pp->img[i].pf, PE_MD_METHODDEF), rid;
+
+		for (rid = 1; rid <= rows && !rc; rid++) {
+			strbuf_reset(&sb);
+			if (pe_md_method_name(pp->img[i].pf, (PE_MD_METHODDEF << 24) | rid, &sb))
+				continue;
+			rc = fn(ctx, &pp->img[i], rid, sb.buf);
+		}
+	}
+	strbuf_release(&sb);
+	return rc < 0 ? rc : 0;
+}
+
+struct find_ctx {
+	struct probe_proc *pp;
+	const char *pattern;
+	char namepat[1024];
+	bool method_only;
+	struct probe_method **out;
+	size_t max, n;
+};
+
+static int find_one(void *vctx, struct image *im, uint32_t rid, const char *name)
+{
+	struct find_ctx *fc = vctx;
+	const char *target = name;
+	struct pe_sig *sig;
+	struct probe_method *m = NULL;
+	size_t i;
+	int err;
+
+	if (fc->method_only) {
+		const char *c = strstr(name, "::");
+
+		target = c ? c + 2 : name;
+	}
+	if (!pe_glob_match(fc->namepat, target))
+		return 0;
+	if (pe_md_method_sig(im->pf, (PE_MD_METHODDEF << 24) | rid, &sig))
+		return 0;
+	if (!probe_pattern_match(fc->pattern, name, sig->text)) {
+		pe_sig_free(sig);
+		return 0;
+	}
+	/* already found in an earlier call? */
+	for (i = 0; i < fc->pp->nfound; i++) {
+		struct probe_method *f = fc->pp->found[i];
+
+		if (f->token == ((PE_MD_METHODDEF << 24) | rid) && !strcmp(f->image, im->path)) {
+			m = f;
+			break;
+		}
+	}
+	if (m) {
+		pe_sig_free(sig);
+	} else {
+		struct probe_method **nf;
+
+		if (fc->pp->nfound >= MAX_FOUND) {
+			pe_sig_free(sig);
+			return -E2BIG;
+		}
+		err = make_method(fc->pp, im, rid, name, sig, &m);
+		if (err) {
+			pe_sig_free(sig);
+			return err;
+		}
+		nf = realloc(fc->pp->found, (fc->pp->nfound + 1) * sizeof(*nf));
+		if (!nf) {
+			method_free(m);
+			return -ENOMEM;
+		}
+		fc->pp->found = nf;
+		fc->pp->found[fc->pp->nfound++] = m;
+	}
+	if (fc->n < fc->max)
+		fc->out[fc->n] = m;
+	fc->n++;
+	return 0;
+}
+
+int probe_proc_find(struct probe_proc *pp, const char *pattern, struct probe_method **out,
+		    size_t max, size_t *n)
+{
+	struct find_ctx fc = { .pp = pp, .pattern = pattern, .out = out, .max = max };
+	size_t nlen = strcspn(pattern, "(");
+	int err;
+
+	if (nlen >= sizeof(fc.namepat))
+		return -ENAMETOOLONG;
+	memcpy(fc.namepat, pattern, nlen);
+	fc.namepat[nlen] = '\0';
+	fc.method_only = !strstr(fc.namepat, "::");
+	err = each_method(pp, find_one, &fc);
+	*n = fc.n;
+	return err;
+}
+
+/* ---- suggestions ---- */
+
+#define SUGGEST_MAX 8
+
+struct sug_ctx {
+	char full[512], meth[256];
+	bool has_type;
+	unsigned cap;
+	char *best[SUGGEST_MAX];
+	unsigned score[SUGGEST_MAX];
+	size_t nbest;
+};
+
+static int suggest_one(void *vctx, struct image *im, uint32_t rid, const char *name)
+{
+	struct sug_ctx *sc = vctx;
+	const char *c = strstr(name, "::");
+	unsigned d, dm;
+	size_t i, worst = 0;
+	char *s;
+
+	(void)im;
+	(void)rid;
+	if (!c)
+		return 0;
+	dm = probe_edit_distance(sc->meth, c + 2, sc->cap);
+	if (dm >= sc->cap)
+		return 0;
+	d = sc->has_type ? probe_edit_distance(sc->full, name, sc->cap) : dm;
+	if (sc->has_type && dm + 2 < d) {
+		/* same (or near) method name in another type: rank after close full names */
+		d = dm + 2;
+	}
+	if (d >= sc->cap)
+		return 0;
+	for (i = 0; i < sc->nbest; i++)
+		if (!strcmp(sc->best[i], name))
+			return 0;
+	if (sc->nbest == SUGGEST_MAX) {
+		for (i = 1; i < sc->nbest; i++)
+			if (sc->score[i] > sc->score[worst])
+				worst = i;
+		if (sc->score[worst] <= d)
+			return 0;
+		free(sc->best[worst]);
+		i = worst;
+	} else {
+		i = sc->nbest++;
+	}
+	s = strdup(name);
+	if (!s)
+		return -ENOMEM;
+	sc->best[i] = s;
+	sc->score[i] = d;
+	return 0;
+}
+
+int probe_proc_suggest(struct probe_proc *pp, const char *pattern, char **out, size_t max)
+{
+	struct sug_ctx sc;
+	size_t nlen = strcspn(pattern, "("), i, j, n;
+	const char *c;
+	int err;
+
+	memset(&sc, 0, sizeof(sc));
+	if (nlen >= sizeof(sc.full))
+		return 0;
+	memcpy(sc.full, pattern, nlen);
+	sc.full[nlen] = '\0';
+	c = strstr(sc.full, "::");
+	sc.has_type = c != NULL;
+	ct_strlcpy(sc.meth, c ? c + 2 : sc.full, sizeof(sc.meth));
+	sc.cap = (unsigned)CT_MAX(3, strlen(sc.meth) / 3 + 1);
+	if (sc.has_type)
+		sc.cap = CT_MAX(sc.cap, (unsigned)(strlen(sc.full) / 3 + 1));
+	err = each_method(pp, suggest_one, &sc);
+	/* sort by score */
+	for (i = 0; i < sc.nbest; i++)
+		for (j = i + 1; j < sc.nbest; j++)
+			if (sc.score[j] < sc.score[i] ||
+			    (sc.score[j] == sc.score[i] && strcmp(sc.best[j], sc.best[i]) < 0)) {
+				unsigned ts = sc.score[i];
+				char *tb = sc.best[i];
+
+				sc.score[i] = sc.score[j];
+				sc.best[i] = sc.best[j];
+				sc.score[j] = ts;
+				sc.best[j] = tb;
+			}
+	n = CT_MIN(max, sc.nbest);
+	for (i = 0; i < sc.nbest; i++) {
+		if (i < n)
+			out[i] = sc.best[i];
+		else
+			free(sc.best[i]);
+	}
+	return err ? err : (int)n;
+}
+
+/* ---- memory and symbols ---- */
+
+int probe_proc_read(struct probe_proc *pp, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv(pp->pid, &l, 1, &r, 1, 0);
+
+	if (n == (ssize_t)len)
+		return 0;
+	if (pp->mem_fd >= 0) {
+		n = pread(pp->mem_fd, buf, len, (off_t)addr);
+		if (n == (ssize_t)len)
+			return 0;
+	}
+	return -EFAULT;
+}
+
+static int pm_cmp_ctx_start(const void *a, const void *b, void *ctx)
+{
+	const struct pm_ent *pm = ctx;
+	const struct pm_ent *x = &pm[*(const uint32_t *)a], *y = &pm[*(const uint32_t *)b];
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	/* later lines win: put them last */
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static const struct pm_ent *pm_lookup(struct probe_proc *pp, uint64_t addr)
+{
+	size_t lo = 0, hi, i;
+
+	if (pp->pm_dirty || !pp->pm_sorted) {
+		uint32_t *s = realloc(pp->pm_sorted, (pp->npm + 1) * sizeof(*s));
+
+		if (!s)
+			return NULL;
+		pp->pm_sorted = s;
+		for (i = 0; i < pp->npm; i++)
+			s[i] = (uint32_t)i;
+		qsort_r(s, pp->npm, sizeof(*s), pm_cmp_ctx_start, pp->pm);
+		pp->npm_sorted = pp->npm;
+		pp->pm_dirty = false;
+	}
+	hi = pp->npm_sorted;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (pp->pm[pp->pm_sorted[mid]].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* lo: first entry with start > addr; walk back to the newest covering one */
+	while (lo > 0) {
+		const struct pm_ent *e = &pp->pm[pp->pm_sorted[lo - 1]];
+
+		if (addr >= e->start && addr < e->start + e->size)
+			return e;
+		if (e->start + 0x100000 < addr)
+			break;
+		lo--;
+	}
+	return NULL;
+}
+
+int probe_proc_addr_file(struct probe_proc *pp, uint64_t addr, const char **host_path,
+			 uint64_t *off)
+{
+	size_t i;
+
+	for (i = 0; i < pp->nmaps; i++) {
+		struct pmap *m = &pp->maps[i];
+
+		if (addr < m->start || addr >= m->end)
+			continue;
+		if (!m->exec || !m->path || m->path[0] != '/' || strstr(m->path, "(deleted)"))
+			return -ENOENT;
+		if (!m->host) {
+			size_t n = strlen(pp->root) + strlen(m->path) + 1;
+
+			m->host = malloc(n);
+			if (!m->host)
+				return -ENOMEM;
+			snprintf(m->host, n, "%s%s", pp->root, m->path);
+		}
+		*host_path = m->host;
+		*off = addr - m->start + m->pgoff;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int probe_proc_symbolize(struct probe_proc *pp, uint64_t addr, struct strbuf *out)
+{
+	const struct pm_ent *e;
+	size_t i, j;
+
+	for (i = 0; i < pp->nmaps; i++) {
+		const struct pmap *m = &pp->maps[i];
+		const char *base;
+
+		if (addr < m->start || addr >= m->end)
+			continue;
+		if (!m->path || strstr(m->path, "doublemapper"))
+			break;
+		for (j = 0; j < pp->nimg; j++) {
+			const struct pe_method *pm;
+			const struct pe_range *r;
+
+			if (!pp->img[j].r2r || strcmp(pp->img[j].path, m->path))
+				continue;
+			if (!pe_file_lookup_offset(pp->img[j].pf, addr - m->start + m->pgoff, &pm, &r))
+				return strbuf_addf(out, "%s", pm->name);
+		}
+		base = strrchr(m->path, '/');
+		return strbuf_addf(out, "%s+0x%" PRIx64, base ? base + 1 : m->path,
+				   addr - m->start + m->pgoff);
+	}
+	e = pm_lookup(pp, addr);
+	if (e)
+		return strbuf_addf(out, "%s", e->name);
+	return strbuf_addf(out, "0x%" PRIx64, addr);
+}

@@ -9,6 +9,7 @@
 
 #include "common/strparse.h"
 #include "probe/probe.h"
+#include "sym/sym.h"
 
 static const struct {
 	const char *alias, *name;
@@ -160,87 +161,26 @@ static int copy_field(char *dst, size_t cap, const char *s, size_t n)
 
 int probe_pm_parse(const char *line, size_t len, struct probe_pm_entry *e)
 {
-	char num[40];
-	const char *p = line, *end = line + len, *sp, *mod_open, *mod_close, *name, *paren,
-		   *close, *q;
-	int depth;
+	struct sym_pm_line l;
+	int err;
 
 	memset(e, 0, sizeof(*e));
-	while (end > p && (end[-1] == '\n' || end[-1] == '\r'))
-		end--;
-	/* start */
-	sp = memchr(p, ' ', (size_t)(end - p));
-	if (!sp || (size_t)(sp - p) >= sizeof(num) || sp == p)
+	err = sym_parse_perfmap_line(line, len, &l);
+	if (err)
+		return err;
+	if (l.stub)
+		return -ENOENT; /* stubs and helpers are not methods */
+	/* A managed method has all of "[Module] Ns.Type::Method(args)". */
+	if (!l.module || !l.sig || !memmem(l.name, l.name_len, "::", 2))
 		return -EBADMSG;
-	memcpy(num, p, (size_t)(sp - p));
-	num[sp - p] = '\0';
-	if (ct_parse_u64(num[0] == '0' && (num[1] == 'x' || num[1] == 'X') ? num + 2 : num, 16,
-			 &e->start))
+	e->start = l.start;
+	e->size = l.size;
+	e->instance = l.instance;
+	if (copy_field(e->module, sizeof(e->module), l.module, l.module_len) ||
+	    copy_field(e->name, sizeof(e->name), l.name, l.name_len) ||
+	    copy_field(e->args, sizeof(e->args), l.sig, l.sig_len) ||
+	    (l.tier && copy_field(e->tier, sizeof(e->tier), l.tier, l.tier_len)))
 		return -EBADMSG;
-	p = sp + 1;
-	sp = memchr(p, ' ', (size_t)(end - p));
-	if (!sp || (size_t)(sp - p) >= sizeof(num) || sp == p)
-		return -EBADMSG;
-	memcpy(num, p, (size_t)(sp - p));
-	num[sp - p] = '\0';
-	if (ct_parse_u64(num, 16, &e->size))
-		return -EBADMSG;
-	p = sp + 1;
-	if (end - p >= 9 && !memcmp(p, "instance ", 9)) {
-		e->instance = true;
-		p += 9;
-	}
-	/* " [Module] " separates the return type from the name */
-	mod_open = NULL;
-	for (q = p; q + 1 < end; q++)
-		if (q[0] == ' ' && q[1] == '[') {
-			mod_open = q + 1;
-			break;
-		}
-	if (!mod_open)
-		return -ENOENT; /* stubs and helpers: no module */
-	mod_close = memchr(mod_open, ']', (size_t)(end - mod_open));
-	if (!mod_close || mod_close + 1 >= end || mod_close[1] != ' ')
-		return -EBADMSG;
-	if (copy_field(e->module, sizeof(e->module), mod_open + 1,
-		       (size_t)(mod_close - mod_open - 1)))
-		return -EBADMSG;
-	name = mod_close + 2;
-	/* the argument list: first '(' after "::" */
-	q = NULL;
-	for (paren = name; paren + 1 < end; paren++)
-		if (paren[0] == ':' && paren[1] == ':') {
-			q = paren + 2;
-			break;
-		}
-	if (!q)
-		return -EBADMSG;
-	paren = memchr(q, '(', (size_t)(end - q));
-	if (!paren)
-		return -EBADMSG;
-	if (copy_field(e->name, sizeof(e->name), name, (size_t)(paren - name)))
-		return -EBADMSG;
-	depth = 0;
-	close = NULL;
-	for (q = paren; q < end; q++) {
-		if (*q == '(')
-			depth++;
-		else if (*q == ')' && --depth == 0) {
-			close = q;
-			break;
-		}
-	}
-	if (!close)
-		return -EBADMSG;
-	if (copy_field(e->args, sizeof(e->args), paren, (size_t)(close - paren + 1)))
-		return -EBADMSG;
-	q = close + 1;
-	if (q < end) {
-		if (*q != '[' || end[-1] != ']')
-			return -EBADMSG;
-		if (copy_field(e->tier, sizeof(e->tier), q + 1, (size_t)(end - q - 2)))
-			return -EBADMSG;
-	}
 	return 0;
 }
 

@@ -117,4 +117,26 @@ struct sym_stats {
 };
 void sym_proc_stats(const struct sym_proc *sp, struct sym_stats *st);
 
+/*
+ * A perf map line: "START SIZE TEXT", START and SIZE hex (0x optional).
+ * The runtime's TEXT for managed code is
+ *   [instance ]RETTYPE [Module] Ns.Type::Method(PARAMS)[Tier]
+ * and for stubs "stub Name<Kind>". Pieces point into the line.
+ */
+struct sym_pm_line {
+	uint64_t start, size;
+	bool stub;
+	bool instance;      /* TEXT starts with "instance " (the method has this) */
+	const char *name;   /* "Ns.Type::Method" / stub name / whole TEXT */
+	size_t name_len;
+	const char *sig;    /* "(int32)" including the parentheses, or NULL */
+	size_t sig_len;
+	const char *tier;   /* "QuickJitted" without brackets, or NULL */
+	size_t tier_len;
+	const char *module; /* "sample" without brackets, or NULL */
+	size_t module_len;
+};
+/* Returns 0 or -EBADMSG (not "START SIZE TEXT"). */
+int sym_parse_perfmap_line(const char *p, size_t len, struct sym_pm_line *out);
+
 #endif

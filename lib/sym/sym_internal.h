@@ -34,25 +34,7 @@ struct sym_maps_line {
 };
 int sym_parse_maps_line(const char *p, size_t len, struct sym_maps_line *out);
 
-/*
- * A perf map line: "START SIZE TEXT", START and SIZE hex (0x optional).
- * The runtime's TEXT for managed code is
- *   [instance ]RETTYPE [Module] Ns.Type::Method(PARAMS)[Tier]
- * and for stubs "stub Name<Kind>". Pieces point into the line.
- */
-struct sym_pm_line {
-	uint64_t start, size;
-	bool stub;
-	const char *name;   /* "Ns.Type::Method" / stub name / whole TEXT */
-	size_t name_len;
-	const char *sig;    /* "(int32)" including the parentheses, or NULL */
-	size_t sig_len;
-	const char *tier;   /* "QuickJitted" without brackets, or NULL */
-	size_t tier_len;
-	const char *module; /* "sample" without brackets, or NULL */
-	size_t module_len;
-};
-int sym_parse_perfmap_line(const char *p, size_t len, struct sym_pm_line *out);
+/* sym_parse_perfmap_line and struct sym_pm_line: sym.h (probe uses them too). */
 
 /* "ffffffff81000000 T name\t[module]" */
 struct sym_ks_line {

@@ -164,6 +164,7 @@ int sym_parse_perfmap_line(const char *p, size_t len, struct sym_pm_line *out)
 		return -EBADMSG;
 	t = p + pos;
 	tlen = len - pos;
+	out->instance = tlen > 9 && !memcmp(t, "instance ", 9);
 
 	/* Stubs: "stub Name<Kind>" (older runtimes: "stub<N> Name"). */
 	if (tlen > 5 && !memcmp(t, "stub", 4) && (t[4] == ' ' || t[4] == '<')) {

@@ -74,4 +74,108 @@ int perf_pmu_format_bit(const char *pmu, const char *attr);
 /* A tracepoint's id from tracefs ("sched", "sched_switch"), or a negative errno. */
 int perf_tracepoint_id(const char *sys, const char *name);
 
+/* ---------------------------------------------------------------------------
+ * Sampling sessions (sampler.c): every thread of one process, threads created
+ * later included, for `clrtap profile` and `clrtap top`.
+ *
+ * One event per (thread, CPU) with inherit set, so threads the target creates
+ * later inherit the event; all events of one CPU write into one ring
+ * (PERF_EVENT_IOC_SET_OUTPUT). Threads the scan missed are found by
+ * re-reading /proc/PID/task on every poll (FORK records say which threads are
+ * already covered).
+ *   on-CPU:  cpu-clock every 1e9/hz ns of the thread's CPU time, callchain.
+ *   off-CPU: the context-switches software event (a sample with the stack at
+ *            every switch-out) plus PERF_RECORD_SWITCH records (switch-in
+ *            time); blocked time = switch-in - switch-out, in ns. Switches
+ *            where the thread was preempted (still runnable) are not counted.
+ * Times are CLOCK_MONOTONIC ns.
+ */
+
+enum perf_stack_kind {
+	PERF_STACK_CPU = 1,    /* weight: the sampling period in ns */
+	PERF_STACK_OFFCPU = 2, /* weight: ns blocked */
+};
+
+#define PERF_SAMPLER_MAX_STACK 127
+
+struct perf_stack {
+	enum perf_stack_kind kind;
+	uint32_t pid, tid;
+	uint64_t time;        /* CLOCK_MONOTONIC ns (switch-out time for off-CPU) */
+	uint64_t weight;      /* ns */
+	unsigned nr;          /* frames in ips, leaf first, markers removed */
+	unsigned nkernel;     /* the first nkernel frames are kernel addresses */
+	const uint64_t *ips;  /* valid during the callback only */
+};
+
+/*
+ * Off-CPU samples also carry the user registers and a copy of the top of
+ * the user stack, because the frame-pointer walk of the kernel stops in
+ * libc (built without frame pointers) right where a thread blocks. A hook
+ * can unwind from them (CFI for native code, frame pointers for JIT code)
+ * and replace the user part of the chain.
+ */
+struct perf_user_state {
+	uint64_t ip, sp, bp;
+	const uint8_t *stack; /* copy of [sp, sp + stack_size) */
+	uint64_t stack_size;
+};
+/* Writes up to cap frames (leaf first) to out; returns how many (0: keep the kernel's). */
+typedef unsigned (*perf_unwind_fn)(void *ctx, const struct perf_user_state *u, uint64_t *out,
+				   unsigned cap);
+/* bytes of user stack copied with each off-CPU sample */
+#define PERF_SAMPLER_STACK_COPY 16384
+
+/* Called for every stack; a non-zero return stops the poll with that value. */
+typedef int (*perf_stack_fn)(void *ctx, const struct perf_stack *st);
+
+struct perf_sampler_opts {
+	unsigned hz;            /* on-CPU sampling frequency (0: 99); at most 10000 */
+	bool cpu;               /* on-CPU samples */
+	bool off_cpu;           /* off-CPU blocked time */
+	bool no_kernel;         /* do not ask for kernel stacks */
+	unsigned ring_pages_log2; /* data pages per CPU ring, 2^n (0: 7, 512 KiB) */
+};
+
+struct perf_sampler;
+
+/*
+ * Starts sampling every thread of pid. Kernel stacks are asked for unless
+ * no_kernel; when that is refused (-EACCES/-EPERM: kernel.perf_event_paranoid
+ * without CAP_PERFMON) on-CPU sampling falls back to user stacks only (see
+ * perf_sampler_kernel). Returns -ESRCH (no such process), -EACCES/-EPERM (not
+ * allowed to sample it at all; off-CPU without kernel access is refused),
+ * or another negative errno.
+ */
+int perf_sampler_open(struct perf_sampler **out, pid_t pid, const struct perf_sampler_opts *o,
+		      perf_stack_fn fn, void *ctx);
+/*
+ * Waits up to timeout_ms for data, drains every ring (calling fn), and opens
+ * events on threads not covered yet. Returns 0, fn's non-zero value, or
+ * -ESRCH once the process is gone (everything it produced was delivered).
+ */
+int perf_sampler_poll(struct perf_sampler *s, int timeout_ms);
+/* Drains what is left and, for off-CPU, delivers threads still blocked at
+ * end_ns (CLOCK_MONOTONIC) with the time blocked so far. Stops sampling. */
+int perf_sampler_finish(struct perf_sampler *s, uint64_t end_ns);
+void perf_sampler_close(struct perf_sampler *s);
+/* Sets the unwind hook for off-CPU samples (NULL: the kernel's chain only). */
+void perf_sampler_set_unwind(struct perf_sampler *s, perf_unwind_fn fn, void *ctx);
+
+struct perf_sampler_stats {
+	uint64_t samples;      /* on-CPU samples delivered */
+	uint64_t switches;     /* off-CPU intervals delivered */
+	uint64_t lost;         /* records the kernel dropped (ring full) */
+	uint64_t throttled;    /* THROTTLE records (perf_event_max_sample_rate) */
+	uint64_t bad;          /* malformed records skipped */
+	unsigned threads;      /* threads covered (opened or inherited) */
+	unsigned events;       /* perf events open */
+	bool kernel;           /* kernel stacks are being collected */
+};
+void perf_sampler_stats(const struct perf_sampler *s, struct perf_sampler_stats *st);
+/* The thread's name (comm) as last seen, or NULL. */
+const char *perf_sampler_comm(const struct perf_sampler *s, uint32_t tid);
+/* CLOCK_MONOTONIC now, in ns. */
+uint64_t perf_now_ns(void);
+
 #endif

@@ -8,7 +8,11 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <sys/ioctl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 
 #include "perf/perf.h"
 
@@ -121,12 +125,109 @@ static void test_pmu_lookups(void **state)
 	assert_true(perf_tracepoint_id("no_such_sys", "nothing") < 0);
 }
 
+/* ---- sampler: a child process that spins, then one that sleeps ---- */
+
+struct counted {
+	unsigned cpu, off, kernel_frames;
+	uint64_t off_ns;
+	uint32_t tid;
+};
+
+static int on_stack(void *ctx, const struct perf_stack *st)
+{
+	struct counted *c = ctx;
+
+	if (st->kind == PERF_STACK_CPU)
+		c->cpu++;
+	else {
+		c->off++;
+		c->off_ns += st->weight;
+	}
+	c->kernel_frames += st->nkernel;
+	c->tid = st->tid;
+	return 0;
+}
+
+static pid_t spawn(bool sleepy)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		uint64_t i;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a failed test */
+		for (;;) {
+			if (sleepy) {
+				struct timespec ts = { 0, 5000000 };
+
+				nanosleep(&ts, NULL);
+			} else {
+				for (i = 0; i < 1000000; i++)
+					sink += i;
+			}
+		}
+	}
+	return p;
+}
+
+static void reap(pid_t p)
+{
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+}
+
+static void test_sampler(void **state)
+{
+	struct perf_sampler_opts o = { .hz = 999, .cpu = true, .off_cpu = true };
+	struct perf_sampler_stats st;
+	struct perf_sampler *s;
+	struct counted c = { 0 };
+	pid_t busy, sleepy;
+	int i, rc;
+
+	(void)state;
+	busy = spawn(false);
+	rc = perf_sampler_open(&s, busy, &o, on_stack, &c);
+	if (rc == -EACCES || rc == -EPERM || rc == -ENOSYS) {
+		reap(busy);
+		skip();
+		return;
+	}
+	assert_int_equal(rc, 0);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(perf_sampler_poll(s, 60), 0);
+	assert_int_equal(perf_sampler_finish(s, perf_now_ns()), 0);
+	perf_sampler_stats(s, &st);
+	assert_true(c.cpu > 20);
+	assert_int_equal(c.tid, (uint32_t)busy);
+	assert_int_equal(st.threads, 1);
+	assert_int_equal(st.samples, c.cpu);
+	perf_sampler_close(s);
+	reap(busy);
+
+	memset(&c, 0, sizeof(c));
+	sleepy = spawn(true);
+	assert_int_equal(perf_sampler_open(&s, sleepy, &o, on_stack, &c), 0);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(perf_sampler_poll(s, 60), 0);
+	reap(sleepy);
+	/* Gone: the poll says so once everything was read. */
+	assert_int_equal(perf_sampler_poll(s, 0), -ESRCH);
+	assert_int_equal(perf_sampler_finish(s, perf_now_ns()), 0);
+	assert_true(c.off > 10);
+	/* 5 ms sleeps, each at least 5 ms off CPU */
+	assert_true(c.off_ns >= (uint64_t)c.off * 4000000ull);
+	perf_sampler_close(s);
+	assert_int_equal(perf_sampler_open(&s, sleepy, &o, on_stack, &c), -ESRCH);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_self_sampling),
 		cmocka_unit_test(test_short_record),
 		cmocka_unit_test(test_pmu_lookups),
+		cmocka_unit_test(test_sampler),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

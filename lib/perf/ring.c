@@ -92,7 +92,7 @@ int perf_ring_drain(struct perf_ring *r, perf_record_fn fn, void *ctx)
 			memcpy(&hdr, data + off, first);
 			memcpy((uint8_t *)&hdr + first, data, sizeof(hdr) - first);
 		}
-		if (hdr.size < sizeof(hdr) || hdr.size > head - tail) {
+		if (hdr.size < sizeof(hdr) || hdr.size > head - tail || (hdr.size & 7)) {
 			/* The kernel never writes this; resynchronise by dropping the ring's content. */
 			tail = head;
 			rc = -EBADMSG;

@@ -1,14 +1,388 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * profile.c - placeholder: being written (see docs/cmd/profile.md when it lands).
+ * clrtap profile - sample a live process with perf_event (on-CPU, off-CPU or
+ * both) and write a flame graph, folded stacks, speedscope or pprof with
+ * every frame named: JIT and ReadyToRun managed code, native, kernel.
+ * The work is in lib/profile (session, naming), lib/perf (sampling),
+ * lib/sym (names) and lib/flame (formats).
  */
 #include "common/compat.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+
 #include "cli.h"
+#include "flame/flame.h"
+#include "profile/bundle.h"
+#include "profile/profile.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+struct prof_args {
+	struct cli_target_opts to;
+	int hz, seconds;
+	const char *out, *bundle;
+	bool off_cpu, wall, threads, no_kernel, quiet;
+};
+
+static void timestamp(char *buf, size_t len)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+
+	localtime_r(&now, &tm);
+	strftime(buf, len, "%Y%m%d-%H%M%S", &tm);
+}
+
+/* Resolves the target without requiring .NET: a native process is profiled too. */
+static int resolve(const struct prof_args *a, struct proc_target *t, bool *dotnet)
+{
+	struct ipc_endpoint ep;
+	int err;
+
+	*dotnet = false;
+	if (a->to.name || !a->to.pid) {
+		err = cli_resolve_target(&a->to, t, &ep);
+		*dotnet = err == EXIT_OK;
+		return err;
+	}
+	err = proc_target_find(a->to.pid, t);
+	switch (err) {
+	case 0:
+		*dotnet = true;
+		return EXIT_OK;
+	case -ESRCH:
+		return cli_error(EXIT_NO_PROCESS, "no process with pid %d", (int)a->to.pid);
+	case -ENOENT:
+		cli_info("pid %d is not a .NET process (no diagnostics socket): profiling native "
+			 "and kernel frames only",
+			 (int)a->to.pid);
+		return EXIT_OK;
+	case -EACCES:
+		/* perf_event_open decides; its error names what is missing. */
+		return EXIT_OK;
+	default:
+		return cli_error(cli_exit_for(err), "cannot inspect pid %d: %s", (int)a->to.pid,
+				 strerror(-err));
+	}
+}
+
+static int perf_error(pid_t pid, int err, bool off_cpu)
+{
+	if (err == -EACCES || err == -EPERM)
+		return cli_error(EXIT_PERMISSION,
+				 "not allowed to sample pid %d with perf_event_open: it needs the "
+				 "target to be yours (or CAP_SYS_PTRACE) and either CAP_PERFMON (or "
+				 "root) or sysctl kernel.perf_event_paranoid <= %d%s",
+				 (int)pid, off_cpu ? 1 : 2,
+				 off_cpu ? " (off-CPU needs kernel samples)" : "");
+	if (err == -ESRCH)
+		return cli_error(EXIT_NO_PROCESS, "pid %d is gone", (int)pid);
+	if (err == -EMFILE || err == -ENFILE)
+		return cli_error(EXIT_ERROR, "too many open files for one event per thread and CPU "
+					     "(raise ulimit -n)");
+	return cli_error(cli_exit_for(err), "cannot sample pid %d: %s", (int)pid, strerror(-err));
+}
+
+static int write_flame(const struct flame *f, const char *path, enum flame_format fmt,
+		       const struct flame_opts *fo)
+{
+	int fd, rc;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return cli_error(EXIT_ERROR, "cannot create %s: %s", path, strerror(errno));
+	rc = flame_write(f, fmt, fd, fo);
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (rc)
+		return cli_error(EXIT_ERROR, "cannot write %s: %s", path, strerror(-rc));
+	return EXIT_OK;
+}
+
+static int write_bundle(struct profile_session *s, const struct flame *f,
+			const struct flame_opts *fo, const char *root, pid_t pid, char *dir,
+			size_t dirlen)
+{
+	static const char *const names[] = { "profile.folded", "profile.html", "samples.txt" };
+	char ts[32], path[PROC_PATH_MAX * 4], prefix[64];
+	int fd, rc, code;
+
+	timestamp(ts, sizeof(ts));
+	snprintf(prefix, sizeof(prefix), "profile-%d-%s", (int)pid, ts);
+	if (mkdir(root, 0755) < 0 && errno != EEXIST)
+		return cli_error(EXIT_ERROR, "cannot create %s: %s", root, strerror(errno));
+	if (snprintf(dir, dirlen, "%s/%s", root, prefix) >= (int)dirlen)
+		return cli_error(EXIT_USAGE, "bundle path too long");
+	if (mkdir(dir, 0755) < 0)
+		return cli_error(EXIT_ERROR, "cannot create %s: %s", dir, strerror(errno));
+	snprintf(path, sizeof(path), "%s/profile.folded", dir);
+	code = write_flame(f, path, FLAME_FOLDED, fo);
+	if (code)
+		return code;
+	snprintf(path, sizeof(path), "%s/profile.html", dir);
+	code = write_flame(f, path, FLAME_HTML, fo);
+	if (code)
+		return code;
+	snprintf(path, sizeof(path), "%s/samples.txt", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return cli_error(EXIT_ERROR, "cannot create %s: %s", path, strerror(errno));
+	rc = profile_write_raw(s->prof, s->sp, profile_session_comm, s, fd);
+	close(fd);
+	if (rc)
+		return cli_error(EXIT_ERROR, "cannot write %s: %s", path, strerror(-rc));
+	snprintf(path, sizeof(path), "%s/%s.tar.gz", dir, prefix);
+	rc = profile_tar_gz(path, dir, prefix, names, ARRAY_SIZE(names));
+	if (rc)
+		return cli_error(EXIT_ERROR, "cannot write %s: %s", path, strerror(-rc));
+	return EXIT_OK;
+}
+
+static void print_summary(const struct prof_args *a, struct profile_session *s,
+			  const struct flame *f, const struct flame *topf,
+			  const struct profile_summary *sum, const char *what, const char *where)
+{
+	struct perf_sampler_stats st;
+	struct flame_top *top = NULL;
+	double secs = (double)(s->end_ns - s->start_ns) / 1e9;
+	uint64_t total = flame_total(f);
+	size_t n = 0, i, shown = 0;
+
+	perf_sampler_stats(s->smp, &st);
+	printf("%s: %s\n", what, where);
+	printf("duration: %.1f s%s\n", secs,
+	       s->target_gone ? " (the process exited)" : stop_requested ? " (stopped early)" : "");
+	if (a->off_cpu || a->wall)
+		printf("off-CPU: %.3f s blocked in %llu intervals\n", (double)sum->offcpu_ns / 1e9,
+		       (unsigned long long)sum->offcpu_intervals);
+	if (!a->off_cpu)
+		printf("samples: %llu at %d Hz from %u threads\n",
+		       (unsigned long long)sum->cpu_samples, a->hz, st.threads);
+	printf("lost samples: %llu%s\n", (unsigned long long)st.lost,
+	       st.throttled ? " (the kernel throttled sampling: see perf_event_max_sample_rate)"
+			    : "");
+	if (sum->dropped)
+		printf("dropped: %llu samples past the distinct-stack cap\n",
+		       (unsigned long long)sum->dropped_samples);
+	printf("unnamed frames: %.2f %% (%llu of %llu)\n",
+	       sum->frames ? 100.0 * (double)sum->unnamed / (double)sum->frames : 0.0,
+	       (unsigned long long)sum->unnamed, (unsigned long long)sum->frames);
+	printf("unnamed leaf frames: %.2f %% of samples (%llu of %llu)\n",
+	       sum->leaves ? 100.0 * (double)sum->unnamed_leaves / (double)sum->leaves : 0.0,
+	       (unsigned long long)sum->unnamed_leaves, (unsigned long long)sum->leaves);
+	if (sum->addr_named)
+		printf("frames named by address only (sub_<addr>: no symbols for that library): "
+		       "%.2f %% of frames, %.2f %% of leaves\n",
+		       sum->frames ? 100.0 * (double)sum->addr_named / (double)sum->frames : 0.0,
+		       sum->leaves ? 100.0 * (double)sum->addr_named_leaves / (double)sum->leaves : 0.0);
+	printf("kernel stacks: %s\n", st.kernel ? "yes" : "no (not permitted)");
+	if (!s->dotnet)
+		printf("managed frames: none (not a .NET process)\n");
+	else if (s->pm_err)
+		printf("perf map: could not be turned on, JIT frames unnamed\n");
+	if (flame_top(topf, &top, &n) == 0 && total) {
+		if (topf != f)
+			printf("top (self: the innermost managed frame of the stack, else its user "
+			       "leaf; %% of the time):\n");
+		else
+			printf("top (self %%, total %%):\n");
+		for (i = 0; i < n && shown < 5; i++) {
+			if (!strncmp(top[i].name, "[thread] ", 9))
+				continue;
+			printf("  %5.1f %5.1f  %s\n", 100.0 * (double)top[i].self / (double)total,
+			       100.0 * (double)top[i].total / (double)total, top[i].name);
+			shown++;
+		}
+	}
+	free(top);
+}
 
 int cmd_profile(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return cli_error(EXIT_ERROR, "'profile' is not built yet");
+	struct prof_args a = { .hz = 99, .seconds = 10 };
+	const struct cli_option opts[] = {
+		CLI_TARGET_OPTIONS(&a.to),
+		{ 'F', "frequency", CLI_OPT_INT, &a.hz, "HZ", "samples per second per thread (default 99, max 10000)" },
+		{ 'd', "duration", CLI_OPT_INT, &a.seconds, "SEC", "how long to sample (default 10; Ctrl-C stops early)" },
+		{ 'o', "output", CLI_OPT_STRING, &a.out, "FILE",
+		  "output; format from the name: .folded .html .svg .speedscope.json .pb.gz "
+		  "(default profile-PID-TIMESTAMP.html)" },
+		{ 0, "off-cpu", CLI_OPT_BOOL, &a.off_cpu, NULL, "blocked time instead of CPU time (weights in ns)" },
+		{ 0, "wall", CLI_OPT_BOOL, &a.wall, NULL, "on-CPU + off-CPU time (weights in ns)" },
+		{ 0, "threads", CLI_OPT_BOOL, &a.threads, NULL, "a root frame per thread name" },
+		{ 0, "no-kernel", CLI_OPT_BOOL, &a.no_kernel, NULL, "user stacks only" },
+		{ 0, "bundle", CLI_OPT_STRING, &a.bundle, "DIR",
+		  "also write DIR/profile-PID-TIMESTAMP/ with folded, html, raw samples and a tar.gz" },
+		{ 0 },
+	};
+	struct profile_session_opts so = { 0 };
+	struct profile_summary sum;
+	struct profile_session s;
+	struct flame_opts fo = { 0 };
+	struct proc_target t;
+	struct ipc_error rerr;
+	struct sigaction sa;
+	struct flame *f = NULL, *uf = NULL;
+	char defpath[128], bdir[PROC_PATH_MAX * 2], title[160];
+	const char *out;
+	uint64_t deadline, t_stop = 0, t_done = 0;
+	int first, code, rc, fmt;
+	bool dotnet;
+
+	if (cli_parse(argc, argv,
+		      "clrtap profile (-p PID | -n NAME) [-F HZ] [-d SEC] [-o OUT] [--off-cpu|--wall] "
+		      "[--bundle DIR]",
+		      opts, &first, &code))
+		return code;
+	if (first < argc)
+		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
+	if (a.hz < 1 || a.hz > 10000)
+		return cli_error(EXIT_USAGE, "-F must be 1..10000");
+	if (a.seconds < 1 || a.seconds > 86400)
+		return cli_error(EXIT_USAGE, "-d must be 1..86400 seconds");
+	if (a.off_cpu && a.wall)
+		return cli_error(EXIT_USAGE, "give --off-cpu or --wall, not both");
+	if (a.off_cpu && a.no_kernel)
+		return cli_error(EXIT_USAGE, "--off-cpu needs kernel samples (drop --no-kernel)");
+	out = a.out;
+	if (!out) {
+		char ts[32];
+
+		timestamp(ts, sizeof(ts));
+		snprintf(defpath, sizeof(defpath), "profile-%d-%s.html", (int)a.to.pid, ts);
+		out = defpath;
+	}
+	fmt = flame_format_from_path(out);
+	if (fmt < 0)
+		return cli_error(EXIT_USAGE, "cannot tell the format of '%s': use .folded, .html, .svg, "
+					     ".speedscope.json or .pb.gz",
+				 out);
+	code = resolve(&a, &t, &dotnet);
+	if (code)
+		return code;
+	if (!a.out && a.to.name) {
+		char ts[32];
+
+		timestamp(ts, sizeof(ts));
+		snprintf(defpath, sizeof(defpath), "profile-%d-%s.html", (int)t.pid, ts);
+	}
+
+	so.pid = a.to.pid ? a.to.pid : t.pid;
+	so.target = dotnet ? &t : NULL;
+	so.timeout_ms = a.to.timeout_ms;
+	so.sampler.hz = (unsigned)a.hz;
+	so.sampler.cpu = !a.off_cpu;
+	so.sampler.off_cpu = a.off_cpu || a.wall;
+	so.sampler.no_kernel = a.no_kernel;
+	so.profile.thread_roots = a.threads;
+	so.profile.keep_samples = a.bundle != NULL;
+	so.profile.cpu_in_ns = a.wall;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	rc = profile_session_start(&s, &so);
+	if (rc) {
+		if (s.failed_stage == PROFILE_STAGE_PERF)
+			return perf_error(so.pid, rc, so.sampler.off_cpu);
+		if (rc == -ESRCH || rc == -EACCES || rc == -EPERM)
+			return perf_error(so.pid, rc, so.sampler.off_cpu);
+		return cli_error(cli_exit_for(rc), "cannot read the symbols of pid %d: %s",
+				 (int)so.pid, strerror(-rc));
+	}
+	if (s.dotnet && s.pm_err) {
+		if (s.pm_err == -EREMOTEIO && s.pm_rerr.hresult == IPC_E_UNKNOWN_COMMAND)
+			cli_warn("this runtime cannot turn its perf map on at run time (.NET 8+): "
+				 "JIT-compiled frames stay unnamed");
+		else
+			cli_warn("cannot turn the perf map on (%s): JIT-compiled frames stay unnamed",
+				 strerror(-s.pm_err));
+	}
+	if (!a.no_kernel) {
+		struct perf_sampler_stats st;
+
+		perf_sampler_stats(s.smp, &st);
+		if (!st.kernel)
+			cli_warn("kernel stacks not permitted (kernel.perf_event_paranoid >= 2 and no "
+				 "CAP_PERFMON): sampling user stacks only");
+	}
+	if (isatty(STDERR_FILENO))
+		fprintf(stderr, "clrtap: sampling pid %d for %d s (Ctrl-C to stop)\n", (int)so.pid,
+			a.seconds);
+
+	deadline = s.start_ns + (uint64_t)a.seconds * 1000000000ull;
+	while (!stop_requested && perf_now_ns() < deadline) {
+		uint64_t left = (deadline - perf_now_ns()) / 1000000ull;
+
+		rc = profile_session_tick(&s, left < 100 ? (int)left + 1 : 100);
+		if (rc == -ESRCH)
+			break;
+		if (rc < 0) {
+			code = cli_error(cli_exit_for(rc), "sampling failed: %s", strerror(-rc));
+			goto out;
+		}
+	}
+	t_stop = perf_now_ns();
+	rc = profile_session_stop(&s);
+	if (rc < 0) {
+		code = cli_error(cli_exit_for(rc), "sampling failed: %s", strerror(-rc));
+		goto out;
+	}
+	rc = flame_new(&f);
+	if (!rc)
+		rc = profile_session_build(&s, f, &sum);
+	if (rc) {
+		code = cli_error(cli_exit_for(rc), "cannot build the profile: %s", strerror(-rc));
+		goto out;
+	}
+	rc = profile_session_restore(&s, &rerr);
+	if (rc && !s.target_gone)
+		cli_warn("could not turn the perf map back off (%s): run 'clrtap perfmap -p %d off'",
+			 strerror(-rc), (int)so.pid);
+
+	snprintf(title, sizeof(title), "clrtap profile: pid %d, %s", (int)so.pid,
+		 a.off_cpu ? "off-CPU time" : a.wall ? "wall time (on + off CPU)" : "CPU samples");
+	fo.title = title;
+	fo.unit = a.off_cpu || a.wall ? "nanoseconds" : "samples";
+	fo.period = a.off_cpu || a.wall ? 1 : 1000000000ull / (uint64_t)a.hz;
+	fo.duration_ns = s.end_ns - s.start_ns;
+	fo.time_unix_ns = (int64_t)time(NULL) * 1000000000ll - (int64_t)fo.duration_ns;
+	code = write_flame(f, out, (enum flame_format)fmt, &fo);
+	if (code)
+		goto out;
+	if (a.bundle) {
+		code = write_bundle(&s, f, &fo, a.bundle, so.pid, bdir, sizeof(bdir));
+		if (code)
+			goto out;
+	}
+	t_done = perf_now_ns();
+	if ((a.off_cpu || a.wall) && flame_new(&uf) == 0 &&
+	    profile_session_build_ex(&s, uf, NULL,
+				     PROFILE_BUILD_NO_KERNEL | PROFILE_BUILD_TO_MANAGED) != 0) {
+		flame_free(uf);
+		uf = NULL;
+	}
+	print_summary(&a, &s, f, uf ? uf : f, &sum, "wrote", out);
+	printf("processing: %.0f ms (symbols, aggregation, output)\n",
+	       (double)(t_done - t_stop) / 1e6);
+	if (a.bundle)
+		printf("bundle: %s\n", bdir);
+	code = EXIT_OK;
+out:
+	flame_free(f);
+	flame_free(uf);
+	profile_session_close(&s);
+	return code;
 }

@@ -1,14 +1,207 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * top.c - placeholder: being written (see docs/cmd/top.md when it lands).
+ * clrtap top - a live view of the hottest frames of a process (self and
+ * total % of the last second's CPU samples), refreshed each second. The
+ * sampling session is lib/profile's, as for `clrtap profile`.
  */
 #include "common/compat.h"
 
+#include <signal.h>
+#include <time.h>
+
 #include "cli.h"
+#include "flame/flame.h"
+#include "profile/profile.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static int resolve(const struct cli_target_opts *to, struct proc_target *t, bool *dotnet)
+{
+	struct ipc_endpoint ep;
+	int err;
+
+	*dotnet = false;
+	if (to->name || !to->pid) {
+		err = cli_resolve_target(to, t, &ep);
+		*dotnet = err == EXIT_OK;
+		return err;
+	}
+	err = proc_target_find(to->pid, t);
+	switch (err) {
+	case 0:
+		*dotnet = true;
+		return EXIT_OK;
+	case -ESRCH:
+		return cli_error(EXIT_NO_PROCESS, "no process with pid %d", (int)to->pid);
+	case -ENOENT:
+		cli_info("pid %d is not a .NET process: native and kernel frames only", (int)to->pid);
+		return EXIT_OK;
+	case -EACCES:
+		return EXIT_OK; /* perf_event_open's refusal explains */
+	default:
+		return cli_error(cli_exit_for(err), "cannot inspect pid %d: %s", (int)to->pid,
+				 strerror(-err));
+	}
+}
+
+static void show(struct profile_session *s, pid_t pid, int lines, bool tty, bool kernel,
+		 unsigned iter)
+{
+	struct perf_sampler_stats st;
+	struct profile_summary sum;
+	struct flame_top *top = NULL;
+	struct flame *f = NULL;
+	char clock[16];
+	time_t now = time(NULL);
+	struct tm tm;
+	size_t n = 0, i;
+	uint64_t total;
+	int shown = 0;
+
+	if (flame_new(&f))
+		return;
+	if (profile_session_build_ex(s, f, &sum, kernel ? 0 : PROFILE_BUILD_NO_KERNEL)) {
+		flame_free(f);
+		return;
+	}
+	profile_reset(s->prof);
+	perf_sampler_stats(s->smp, &st);
+	localtime_r(&now, &tm);
+	strftime(clock, sizeof(clock), "%H:%M:%S", &tm);
+	total = flame_total(f);
+	if (tty)
+		fputs("\033[H\033[2J", stdout);
+	printf("clrtap top - pid %d - %s - %llu samples in the last second, %u threads, %llu lost "
+	       "in all%s\n",
+	       (int)pid, clock, (unsigned long long)total, st.threads, (unsigned long long)st.lost,
+	       tty ? "" : "");
+	printf("%7s %7s  %s\n", "SELF%", "TOTAL%", "FRAME");
+	if (total && flame_top(f, &top, &n) == 0) {
+		for (i = 0; i < n && shown < lines; i++) {
+			if (!top[i].self)
+				break;
+			printf("%7.1f %7.1f  %s\n", 100.0 * (double)top[i].self / (double)total,
+			       100.0 * (double)top[i].total / (double)total, top[i].name);
+			shown++;
+		}
+	}
+	if (!tty)
+		printf("-- %u\n", iter);
+	fflush(stdout);
+	free(top);
+	flame_free(f);
+}
 
 int cmd_top(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return cli_error(EXIT_ERROR, "'top' is not built yet");
+	struct cli_target_opts to = { 0 };
+	int hz = 99, seconds = 0, iterations = 0, lines = 20;
+	bool kernel = false;
+	const struct cli_option opts[] = {
+		CLI_TARGET_OPTIONS(&to),
+		{ 'F', "frequency", CLI_OPT_INT, &hz, "HZ", "samples per second per thread (default 99)" },
+		{ 'd', "duration", CLI_OPT_INT, &seconds, "SEC", "stop after SEC seconds (default: Ctrl-C)" },
+		{ 'i', "iterations", CLI_OPT_INT, &iterations, "N", "stop after N refreshes" },
+		{ 0, "lines", CLI_OPT_INT, &lines, "N", "frames shown (default 20)" },
+		{ 0, "kernel", CLI_OPT_BOOL, &kernel, NULL, "rank kernel frames too (default: user frames)" },
+		{ 0 },
+	};
+	struct profile_session_opts so = { 0 };
+	struct profile_session s;
+	struct proc_target t;
+	struct sigaction sa;
+	uint64_t next, deadline;
+	unsigned iter = 0;
+	int first, code, rc;
+	bool dotnet, tty = isatty(STDOUT_FILENO);
+
+	/* -n is the target's name everywhere; iterations are -i/--iterations (and -n N as a count
+	 * is accepted when it is a number, like top(1)) */
+	if (cli_parse(argc, argv,
+		      "clrtap top (-p PID | -n NAME) [-F HZ] [-d SEC] [-i ITER] [--lines N]", opts,
+		      &first, &code))
+		return code;
+	if (first < argc)
+		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
+	if (to.pid && to.name) {
+		uint32_t v;
+
+		if (ct_parse_u32(to.name, 10, &v) == 0 && v > 0 && v < 1000000) {
+			iterations = (int)v;
+			to.name = NULL;
+		}
+	}
+	if (hz < 1 || hz > 10000)
+		return cli_error(EXIT_USAGE, "-F must be 1..10000");
+	if (seconds < 0 || iterations < 0 || lines < 1)
+		return cli_error(EXIT_USAGE, "-d, -i and --lines must be positive");
+	code = resolve(&to, &t, &dotnet);
+	if (code)
+		return code;
+	so.pid = to.pid ? to.pid : t.pid;
+	so.target = dotnet ? &t : NULL;
+	so.timeout_ms = to.timeout_ms;
+	so.sampler.hz = (unsigned)hz;
+	so.sampler.cpu = true;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	rc = profile_session_start(&s, &so);
+	if (rc) {
+		if (rc == -EACCES || rc == -EPERM)
+			return cli_error(EXIT_PERMISSION,
+					 "not allowed to sample pid %d with perf_event_open: it needs "
+					 "the target to be yours (or CAP_SYS_PTRACE) and either "
+					 "CAP_PERFMON (or root) or kernel.perf_event_paranoid <= 2",
+					 (int)so.pid);
+		if (rc == -ESRCH)
+			return cli_error(EXIT_NO_PROCESS, "pid %d is gone", (int)so.pid);
+		return cli_error(cli_exit_for(rc), "cannot sample pid %d: %s", (int)so.pid,
+				 strerror(-rc));
+	}
+	if (s.dotnet && s.pm_err)
+		cli_warn("cannot turn the perf map on (%s): JIT-compiled frames stay unnamed",
+			 strerror(-s.pm_err));
+	{
+		struct perf_sampler_stats st;
+
+		perf_sampler_stats(s.smp, &st);
+		if (!st.kernel)
+			cli_warn("kernel stacks not permitted (kernel.perf_event_paranoid >= 2 and no "
+				 "CAP_PERFMON): sampling user stacks only");
+	}
+	next = s.start_ns + 1000000000ull;
+	deadline = seconds ? s.start_ns + (uint64_t)seconds * 1000000000ull : UINT64_MAX;
+	code = EXIT_OK;
+	while (!stop_requested) {
+		uint64_t now = perf_now_ns();
+
+		if (now >= next) {
+			show(&s, so.pid, lines, tty, kernel, ++iter);
+			next += 1000000000ull;
+			if ((iterations && iter >= (unsigned)iterations) || now >= deadline)
+				break;
+			continue;
+		}
+		rc = profile_session_tick(&s, (int)((next - now) / 1000000ull) + 1);
+		if (rc == -ESRCH) {
+			show(&s, so.pid, lines, tty, kernel, ++iter);
+			cli_info("pid %d exited", (int)so.pid);
+			break;
+		}
+		if (rc < 0) {
+			code = cli_error(cli_exit_for(rc), "sampling failed: %s", strerror(-rc));
+			break;
+		}
+	}
+	profile_session_close(&s);
+	return code;
 }

@@ -1,0 +1,766 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sampler.c - a sampling session on every thread of one process: cpu-clock
+ * samples with callchains (on-CPU) and context-switch samples paired with
+ * switch-in records (off-CPU), one ring per CPU and kind. See perf.h.
+ */
+#include "common/compat.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <asm/perf_regs.h>
+
+#include "common/log.h"
+#include "common/strparse.h"
+#include "perf/perf.h"
+
+#define MAX_CPUS 1024
+#define MAX_EVENTS 65536
+#define CHAIN_CAP 512
+
+/* Per-thread state: coverage, name, and the pending off-CPU interval. */
+struct tid_ent {
+	uint32_t tid;      /* 0: free slot */
+	bool covered;      /* has an event (opened by us or inherited) */
+	bool has_out, has_in;
+	char comm[16];
+	uint64_t out_time, in_time;
+	unsigned nr, nkernel;
+	uint64_t *stack;   /* PERF_SAMPLER_MAX_STACK entries once needed */
+};
+
+enum ring_kind { RK_CPU = 0, RK_CS = 1, RK_N = 2 };
+
+struct perf_sampler {
+	pid_t pid;
+	struct perf_sampler_opts o;
+	perf_stack_fn fn;
+	void *ctx;
+	perf_unwind_fn unwind;
+	void *unwind_ctx;
+	uint64_t uchain[CHAIN_CAP];
+	int ncpu;
+	int *cpus;                       /* cpu numbers in use */
+	struct perf_ring *rings[RK_N];   /* [ncpu] each, NULL when the kind is off */
+	struct perf_event_attr attr[RK_N];
+	int *fds;                        /* events redirected into a ring (not ring owners) */
+	size_t nfds, fds_cap;
+	struct tid_ent *tids;
+	size_t tids_cap, tids_used;
+	uint64_t chain[CHAIN_CAP];
+	struct perf_sampler_stats st;
+	bool finished;
+};
+
+uint64_t perf_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- thread table (open addressing, grows at 50 %) ---- */
+
+static struct tid_ent *tid_find(struct perf_sampler *s, uint32_t tid, bool add)
+{
+	size_t i, mask;
+
+	if (!tid)
+		return NULL;
+	if (add && (s->tids_used + 1) * 2 > s->tids_cap) {
+		size_t ncap = s->tids_cap ? s->tids_cap * 2 : 64, j;
+		struct tid_ent *nt;
+
+		if (ncap > (1u << 22))
+			return NULL;
+		nt = calloc(ncap, sizeof(*nt));
+		if (!nt)
+			return NULL;
+		for (j = 0; j < s->tids_cap; j++) {
+			size_t k;
+
+			if (!s->tids[j].tid)
+				continue;
+			for (k = (s->tids[j].tid * 2654435761u) & (ncap - 1); nt[k].tid;
+			     k = (k + 1) & (ncap - 1))
+				;
+			nt[k] = s->tids[j];
+		}
+		free(s->tids);
+		s->tids = nt;
+		s->tids_cap = ncap;
+	}
+	if (!s->tids_cap)
+		return NULL;
+	mask = s->tids_cap - 1;
+	for (i = (tid * 2654435761u) & mask;; i = (i + 1) & mask) {
+		if (s->tids[i].tid == tid)
+			return &s->tids[i];
+		if (!s->tids[i].tid)
+			break;
+	}
+	if (!add)
+		return NULL;
+	s->tids[i].tid = tid;
+	s->tids_used++;
+	return &s->tids[i];
+}
+
+static void mark_covered(struct perf_sampler *s, uint32_t tid)
+{
+	struct tid_ent *e = tid_find(s, tid, true);
+
+	if (e && !e->covered) {
+		e->covered = true;
+		s->st.threads++;
+	}
+}
+
+/* ---- opening events ---- */
+
+static int read_cpus(struct perf_sampler *s)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	int i;
+
+	if (n <= 0)
+		n = 1;
+	if (n > MAX_CPUS)
+		n = MAX_CPUS;
+	s->cpus = calloc((size_t)n, sizeof(int));
+	if (!s->cpus)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		s->cpus[i] = i;
+	s->ncpu = (int)n;
+	return 0;
+}
+
+static void fill_attrs(struct perf_sampler *s, bool kernel)
+{
+	struct perf_event_attr *a;
+	uint64_t st = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
+	/* Wake the poll only when a ring is half full: polls sleep their timeout. */
+	uint32_t wm = (uint32_t)(((size_t)sysconf(_SC_PAGESIZE) << s->o.ring_pages_log2) / 2);
+
+	a = &s->attr[RK_CPU];
+	memset(a, 0, sizeof(*a));
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_CPU_CLOCK;
+	a->sample_period = 1000000000ull / s->o.hz;
+	a->sample_type = st;
+	a->inherit = 1;
+	a->task = 1;
+	a->comm = 1;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->exclude_hv = 1;
+	a->exclude_kernel = !kernel;
+	a->exclude_idle = 1;
+	a->sample_max_stack = PERF_SAMPLER_MAX_STACK;
+	a->wakeup_watermark = wm;
+	a->watermark = 1;
+
+	a = &s->attr[RK_CS];
+	memset(a, 0, sizeof(*a));
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	a->sample_period = 1;
+	a->sample_type = st | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	a->sample_regs_user = (1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) |
+			      (1ull << PERF_REG_X86_IP);
+	a->sample_stack_user = PERF_SAMPLER_STACK_COPY;
+	a->inherit = 1;
+	a->context_switch = 1;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->exclude_hv = 1;
+	a->exclude_kernel = !kernel;
+	a->sample_max_stack = PERF_SAMPLER_MAX_STACK;
+	a->wakeup_watermark = wm;
+	a->watermark = 1;
+}
+
+static int fds_push(struct perf_sampler *s, int fd)
+{
+	if (s->nfds == s->fds_cap) {
+		size_t nc = s->fds_cap ? s->fds_cap * 2 : 64;
+		int *nf;
+
+		if (nc > MAX_EVENTS)
+			return -EMFILE;
+		nf = reallocarray(s->fds, nc, sizeof(*nf));
+		if (!nf)
+			return -ENOMEM;
+		s->fds = nf;
+		s->fds_cap = nc;
+	}
+	s->fds[s->nfds++] = fd;
+	return 0;
+}
+
+/* Opens one event of kind k for tid on cpu index ci (a ring on first use). */
+static int open_one(struct perf_sampler *s, int k, uint32_t tid, int ci)
+{
+	struct perf_ring *r = &s->rings[k][ci];
+	int fd, rc;
+
+	fd = perf_open(&s->attr[k], (pid_t)tid, s->cpus[ci], -1, 0);
+	if (fd < 0)
+		return fd;
+	if (!r->base) {
+		/* off-CPU samples carry a stack copy: a 16x larger ring */
+		rc = perf_ring_open(r, fd, s->o.ring_pages_log2 + (k == RK_CS ? 4 : 0));
+		if (rc < 0) {
+			close(fd);
+			return rc;
+		}
+	} else {
+		if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0) {
+			rc = -errno;
+			close(fd);
+			return rc;
+		}
+		rc = fds_push(s, fd);
+		if (rc < 0) {
+			close(fd);
+			return rc;
+		}
+	}
+	s->st.events++;
+	return 0;
+}
+
+/* The thread's current name, for threads that were named before we came. */
+static void read_comm(struct perf_sampler *s, uint32_t tid)
+{
+	struct tid_ent *e = tid_find(s, tid, true);
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	if (!e || e->comm[0])
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", (int)s->pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, e->comm, sizeof(e->comm) - 1);
+	close(fd);
+	if (n < 0)
+		n = 0;
+	e->comm[n] = '\0';
+	e->comm[strcspn(e->comm, "\n")] = '\0';
+}
+
+/* Opens every wanted event for one thread. -ESRCH when it is gone. */
+static int open_thread(struct perf_sampler *s, uint32_t tid)
+{
+	int k, ci, rc, opened = 0;
+
+	for (k = 0; k < RK_N; k++) {
+		if (!s->rings[k])
+			continue;
+		for (ci = 0; ci < s->ncpu; ci++) {
+			rc = open_one(s, k, tid, ci);
+			if (rc == -ENODEV || (rc == -EINVAL && s->cpus[ci] > 0))
+				continue; /* offline CPU */
+			if (rc < 0)
+				return rc;
+			opened++;
+		}
+	}
+	if (!opened)
+		return -ENODEV;
+	mark_covered(s, tid);
+	read_comm(s, tid);
+	return 0;
+}
+
+/* Opens events on every thread of the process not covered yet. */
+static int scan_threads(struct perf_sampler *s, unsigned *newly)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	*newly = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)s->pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while ((de = readdir(d))) {
+		uint32_t tid;
+		struct tid_ent *e;
+		int orc;
+
+		if (de->d_name[0] == '.' || ct_parse_u32(de->d_name, 10, &tid) < 0 || !tid)
+			continue;
+		e = tid_find(s, tid, false);
+		if (e && e->covered)
+			continue;
+		orc = open_thread(s, tid);
+		if (orc == -ESRCH)
+			continue; /* exited meanwhile */
+		if (orc < 0) {
+			rc = orc;
+			break;
+		}
+		(*newly)++;
+	}
+	closedir(d);
+	return rc;
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void close_all(struct perf_sampler *s)
+{
+	size_t i;
+	int k, ci;
+
+	for (i = 0; i < s->nfds; i++)
+		close(s->fds[i]);
+	s->nfds = 0;
+	for (k = 0; k < RK_N; k++) {
+		if (!s->rings[k])
+			continue;
+		for (ci = 0; ci < s->ncpu; ci++)
+			perf_ring_close(&s->rings[k][ci]);
+	}
+}
+
+static int try_open(struct perf_sampler *s, bool kernel)
+{
+	unsigned n;
+	int k, ci, rc;
+
+	fill_attrs(s, kernel);
+	rc = scan_threads(s, &n);
+	if (rc == 0 && n == 0 && s->st.threads == 0)
+		rc = -ESRCH;
+	if (rc < 0) {
+		/* Undo: close everything, forget coverage. */
+		close_all(s);
+		for (k = 0; k < RK_N; k++)
+			if (s->rings[k])
+				for (ci = 0; ci < s->ncpu; ci++)
+					s->rings[k][ci].fd = -1;
+		memset(s->tids, 0, s->tids_cap * sizeof(*s->tids));
+		s->tids_used = 0;
+		s->st.threads = 0;
+		s->st.events = 0;
+	}
+	return rc;
+}
+
+int perf_sampler_open(struct perf_sampler **out, pid_t pid, const struct perf_sampler_opts *o,
+		      perf_stack_fn fn, void *ctx)
+{
+	struct perf_sampler *s;
+	int rc, k, ci;
+
+	*out = NULL;
+	if (pid <= 0 || !o || (!o->cpu && !o->off_cpu) || o->hz > 10000 || o->ring_pages_log2 > 12)
+		return -EINVAL;
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return -ESRCH;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->pid = pid;
+	s->o = *o;
+	if (!s->o.hz)
+		s->o.hz = 99;
+	if (!s->o.ring_pages_log2)
+		s->o.ring_pages_log2 = 7;
+	s->fn = fn;
+	s->ctx = ctx;
+	rc = read_cpus(s);
+	if (rc < 0)
+		goto fail;
+	for (k = 0; k < RK_N; k++) {
+		if ((k == RK_CPU && !o->cpu) || (k == RK_CS && !o->off_cpu))
+			continue;
+		s->rings[k] = calloc((size_t)s->ncpu, sizeof(struct perf_ring));
+		if (!s->rings[k]) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		for (ci = 0; ci < s->ncpu; ci++)
+			s->rings[k][ci].fd = -1;
+	}
+	raise_nofile();
+	rc = -EACCES;
+	if (!o->no_kernel) {
+		rc = try_open(s, true);
+		s->st.kernel = rc == 0;
+	}
+	if ((rc == -EACCES || rc == -EPERM) && !o->off_cpu) {
+		if (!o->no_kernel)
+			ct_info("kernel stacks not permitted (kernel.perf_event_paranoid=2 and no "
+				"CAP_PERFMON): sampling user stacks only");
+		rc = try_open(s, false);
+	}
+	if (rc < 0)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	perf_sampler_close(s);
+	return rc;
+}
+
+/* ---- records ---- */
+
+/* Strips PERF_CONTEXT_* markers; counts kernel frames at the leaf end. */
+static unsigned strip_chain(struct perf_sampler *s, const struct perf_sample *ps, unsigned *nkernel)
+{
+	uint64_t ctxm = 0, i;
+	unsigned n = 0;
+
+	*nkernel = 0;
+	for (i = 0; i < ps->nr && n < CHAIN_CAP; i++) {
+		uint64_t ip = ps->callchain[i];
+
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			ctxm = ip;
+			continue;
+		}
+		if (!ip)
+			continue;
+		/* Kernel frames repeat the user leaf? No: they stop at the entry. */
+		if (ctxm == (uint64_t)PERF_CONTEXT_KERNEL)
+			(*nkernel)++;
+		else if (ctxm != (uint64_t)PERF_CONTEXT_USER)
+			continue; /* hypervisor/guest: not ours */
+		s->chain[n++] = ip;
+	}
+	return n;
+}
+
+static int deliver(struct perf_sampler *s, enum perf_stack_kind kind, uint32_t pid, uint32_t tid,
+		   uint64_t time, uint64_t weight, const uint64_t *ips, unsigned nr, unsigned nkernel)
+{
+	struct perf_stack st = { kind, pid, tid, time, weight, nr, nkernel, ips };
+
+	if (kind == PERF_STACK_CPU)
+		s->st.samples++;
+	else
+		s->st.switches++;
+	return s->fn ? s->fn(s->ctx, &st) : 0;
+}
+
+/* The sample_id trailer of a non-sample record: pid, tid, time (our sample_type). */
+static bool trailer(const struct perf_event_header *h, uint32_t *tid, uint64_t *time)
+{
+	const uint8_t *end = (const uint8_t *)h + h->size;
+	uint32_t pt[2];
+
+	if (h->size < sizeof(*h) + 16)
+		return false;
+	memcpy(pt, end - 16, 8);
+	memcpy(time, end - 8, 8);
+	*tid = pt[1];
+	return true;
+}
+
+static int on_cpu_record(struct perf_sampler *s, const struct perf_event_header *h)
+{
+	const uint8_t *p = (const uint8_t *)(h + 1);
+	size_t len = h->size - sizeof(*h);
+
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE: {
+		struct perf_sample ps;
+		unsigned nr, nk;
+
+		if (perf_sample_parse(&s->attr[RK_CPU], h, &ps) < 0) {
+			s->st.bad++;
+			return 0;
+		}
+		nr = strip_chain(s, &ps, &nk);
+		return deliver(s, PERF_STACK_CPU, ps.pid, ps.tid, ps.time, s->attr[RK_CPU].sample_period,
+			       s->chain, nr, nk);
+	}
+	case PERF_RECORD_FORK: {
+		uint32_t v[4];
+
+		if (len >= 16) {
+			memcpy(v, p, 16); /* pid, ppid, tid, ptid */
+			if (v[0] == (uint32_t)s->pid || v[1] == (uint32_t)s->pid)
+				mark_covered(s, v[2]);
+		}
+		return 0;
+	}
+	case PERF_RECORD_COMM: {
+		uint32_t v[2];
+		struct tid_ent *e;
+
+		if (len >= 9) {
+			memcpy(v, p, 8);
+			e = tid_find(s, v[1], true);
+			if (e) {
+				size_t n = strnlen((const char *)p + 8, len - 8);
+
+				if (n >= sizeof(e->comm))
+					n = sizeof(e->comm) - 1;
+				memcpy(e->comm, p + 8, n);
+				e->comm[n] = '\0';
+			}
+		}
+		return 0;
+	}
+	case PERF_RECORD_THROTTLE:
+		s->st.throttled++;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int emit_offcpu(struct perf_sampler *s, struct tid_ent *e, uint64_t in_time)
+{
+	uint64_t w = in_time - e->out_time;
+
+	e->has_out = false;
+	e->has_in = false;
+	if (!w)
+		return 0;
+	return deliver(s, PERF_STACK_OFFCPU, (uint32_t)s->pid, e->tid, e->out_time, w, e->stack, e->nr,
+		       e->nkernel);
+}
+
+static int on_cs_record(struct perf_sampler *s, const struct perf_event_header *h)
+{
+	struct tid_ent *e;
+	uint32_t tid;
+	uint64_t time;
+
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE: {
+		struct perf_sample ps;
+		unsigned nr, nk;
+
+		if (perf_sample_parse(&s->attr[RK_CS], h, &ps) < 0) {
+			s->st.bad++;
+			return 0;
+		}
+		e = tid_find(s, ps.tid, true);
+		if (!e)
+			return 0;
+		if (!e->stack) {
+			e->stack = calloc(PERF_SAMPLER_MAX_STACK, sizeof(uint64_t));
+			if (!e->stack)
+				return -ENOMEM;
+		}
+		nr = strip_chain(s, &ps, &nk);
+		if (s->unwind && ps.regs_abi && ps.nregs == 3 && ps.stack_dyn_size >= 16) {
+			/* regs come in bit order: BP (6), SP (7), IP (8) */
+			struct perf_user_state u = { ps.regs[2], ps.regs[1], ps.regs[0], ps.stack,
+						     ps.stack_dyn_size };
+			unsigned un = s->unwind(s->unwind_ctx, &u, s->uchain,
+						CHAIN_CAP - nk < PERF_SAMPLER_MAX_STACK
+							? CHAIN_CAP - nk : PERF_SAMPLER_MAX_STACK);
+
+			if (un > nr - nk) {
+				memcpy(s->chain + nk, s->uchain, un * sizeof(uint64_t));
+				nr = nk + un;
+			}
+		}
+		if (nr > PERF_SAMPLER_MAX_STACK)
+			nr = PERF_SAMPLER_MAX_STACK;
+		if (nk > nr)
+			nk = nr;
+		memcpy(e->stack, s->chain, nr * sizeof(uint64_t));
+		e->nr = nr;
+		e->nkernel = nk;
+		e->out_time = ps.time;
+		e->has_out = true;
+		/* Its switch-in was already read from another CPU's ring. */
+		if (e->has_in && e->in_time >= ps.time)
+			return emit_offcpu(s, e, e->in_time);
+		e->has_in = false;
+		return 0;
+	}
+	case PERF_RECORD_SWITCH:
+		if (!trailer(h, &tid, &time))
+			return 0;
+		e = tid_find(s, tid, false);
+		if (h->misc & PERF_RECORD_MISC_SWITCH_OUT) {
+			/* Preempted while runnable: waiting for a CPU, not blocked. */
+			/* The switch-out sample just before this record (same ring) is its own. */
+			if (e && (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) && e->has_out &&
+			    e->out_time <= time)
+				e->has_out = false;
+			return 0;
+		}
+		if (!e)
+			e = tid_find(s, tid, true);
+		if (!e)
+			return 0;
+		if (e->has_out && e->out_time <= time)
+			return emit_offcpu(s, e, time);
+		e->has_in = true;
+		e->in_time = time;
+		return 0;
+	case PERF_RECORD_THROTTLE:
+		s->st.throttled++;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+struct drain_ctx {
+	struct perf_sampler *s;
+	int kind;
+};
+
+static int drain_fn(void *ctx, const struct perf_event_header *h)
+{
+	struct drain_ctx *d = ctx;
+
+	return d->kind == RK_CPU ? on_cpu_record(d->s, h) : on_cs_record(d->s, h);
+}
+
+static int drain_all(struct perf_sampler *s)
+{
+	int k, ci, rc;
+
+	for (k = 0; k < RK_N; k++) {
+		if (!s->rings[k])
+			continue;
+		for (ci = 0; ci < s->ncpu; ci++) {
+			struct drain_ctx d = { s, k };
+
+			if (!s->rings[k][ci].base)
+				continue;
+			rc = perf_ring_drain(&s->rings[k][ci], drain_fn, &d);
+			if (rc == -EBADMSG)
+				s->st.bad++;
+			else if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+int perf_sampler_poll(struct perf_sampler *s, int timeout_ms)
+{
+	struct pollfd pfd[2 * MAX_CPUS];
+	nfds_t n = 0;
+	unsigned newly;
+	int k, ci, rc;
+
+	if (s->finished)
+		return -EINVAL;
+	for (k = 0; k < RK_N; k++)
+		if (s->rings[k])
+			for (ci = 0; ci < s->ncpu && n < ARRAY_SIZE(pfd); ci++)
+				if (s->rings[k][ci].base)
+					pfd[n++] = (struct pollfd){ .fd = s->rings[k][ci].fd, .events = POLLIN };
+	if (timeout_ms > 0)
+		(void)poll(pfd, n, timeout_ms);
+	rc = drain_all(s);
+	if (rc)
+		return rc;
+	rc = scan_threads(s, &newly);
+	if (rc == -ESRCH || (kill(s->pid, 0) < 0 && errno == ESRCH)) {
+		rc = drain_all(s);
+		return rc ? rc : -ESRCH;
+	}
+	if (rc < 0 && rc != -EMFILE)
+		ct_debug("perf sampler: cannot open events on new threads: %s", strerror(-rc));
+	return 0;
+}
+
+int perf_sampler_finish(struct perf_sampler *s, uint64_t end_ns)
+{
+	size_t i;
+	int k, ci, rc;
+
+	if (s->finished)
+		return 0;
+	for (k = 0; k < RK_N; k++)
+		if (s->rings[k])
+			for (ci = 0; ci < s->ncpu; ci++)
+				if (s->rings[k][ci].base)
+					ioctl(s->rings[k][ci].fd, PERF_EVENT_IOC_DISABLE, 0);
+	for (i = 0; i < s->nfds; i++)
+		ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	rc = drain_all(s);
+	s->finished = true;
+	if (rc)
+		return rc;
+	for (i = 0; i < s->tids_cap; i++) {
+		struct tid_ent *e = &s->tids[i];
+
+		if (e->tid && e->has_out && e->out_time < end_ns) {
+			rc = emit_offcpu(s, e, end_ns);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+void perf_sampler_close(struct perf_sampler *s)
+{
+	size_t i;
+	int k;
+
+	if (!s)
+		return;
+	close_all(s);
+	for (k = 0; k < RK_N; k++)
+		free(s->rings[k]);
+	for (i = 0; i < s->tids_cap; i++)
+		free(s->tids[i].stack);
+	free(s->tids);
+	free(s->fds);
+	free(s->cpus);
+	free(s);
+}
+
+void perf_sampler_set_unwind(struct perf_sampler *s, perf_unwind_fn fn, void *ctx)
+{
+	s->unwind = fn;
+	s->unwind_ctx = ctx;
+}
+
+void perf_sampler_stats(const struct perf_sampler *s, struct perf_sampler_stats *st)
+{
+	int k, ci;
+
+	*st = s->st;
+	st->lost = 0;
+	for (k = 0; k < RK_N; k++)
+		if (s->rings[k])
+			for (ci = 0; ci < s->ncpu; ci++)
+				st->lost += s->rings[k][ci].lost;
+}
+
+const char *perf_sampler_comm(const struct perf_sampler *s, uint32_t tid)
+{
+	struct tid_ent *e = tid_find((struct perf_sampler *)s, tid, false);
+
+	return e && e->comm[0] ? e->comm : NULL;
+}

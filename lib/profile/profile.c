@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profile.c - raw stacks from the sampler, deduplicated in a hash table,
+ * named through lib/sym at the end and added to a flame (see profile.h).
+ */
+#include "common/compat.h"
+
+#include "common/io.h"
+#include "common/strbuf.h"
+#include "profile/profile.h"
+
+#define NAME_MAX_LEN 1024
+
+struct stack_ent {
+	uint64_t hash;
+	uint64_t weight;   /* flame weight: samples or ns */
+	uint64_t count;    /* samples / intervals */
+	uint32_t tid;      /* 0 unless thread roots are on */
+	uint8_t kind;
+	uint16_t nr, nkernel;
+	uint64_t *ips;     /* leaf first */
+};
+
+struct raw_sample {
+	uint64_t time, weight;
+	uint32_t tid;
+	uint32_t stack;    /* index into stacks */
+};
+
+struct profile {
+	struct profile_opts o;
+	struct stack_ent *stacks;  /* dense array */
+	size_t nstacks, stacks_cap;
+	uint32_t *index;           /* open addressing: stack index + 1, 0 free */
+	size_t index_cap;
+	struct raw_sample *raw;
+	size_t nraw, raw_cap;
+	uint64_t dropped;
+};
+
+int profile_new(struct profile **out, const struct profile_opts *o)
+{
+	struct profile *p = calloc(1, sizeof(*p));
+
+	*out = NULL;
+	if (!p)
+		return -ENOMEM;
+	if (o)
+		p->o = *o;
+	if (!p->o.max_stacks)
+		p->o.max_stacks = (size_t)1 << 20;
+	*out = p;
+	return 0;
+}
+
+void profile_reset(struct profile *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nstacks; i++)
+		free(p->stacks[i].ips);
+	p->nstacks = 0;
+	if (p->index)
+		memset(p->index, 0, p->index_cap * sizeof(*p->index));
+	p->nraw = 0;
+	p->dropped = 0;
+}
+
+void profile_free(struct profile *p)
+{
+	if (!p)
+		return;
+	profile_reset(p);
+	free(p->stacks);
+	free(p->index);
+	free(p->raw);
+	free(p);
+}
+
+static uint64_t hash_stack(uint8_t kind, uint32_t tid, const uint64_t *ips, unsigned nr,
+			   unsigned nk)
+{
+	uint64_t h = 1469598103934665603ull ^ kind ^ ((uint64_t)tid << 8) ^ ((uint64_t)nk << 40);
+	unsigned i;
+
+	for (i = 0; i < nr; i++) {
+		h ^= ips[i];
+		h *= 1099511628211ull;
+		h ^= h >> 29;
+	}
+	return h ? h : 1;
+}
+
+static int index_grow(struct profile *p)
+{
+	size_t ncap = p->index_cap ? p->index_cap * 2 : 4096, i;
+	uint32_t *ni = calloc(ncap, sizeof(*ni));
+
+	if (!ni)
+		return -ENOMEM;
+	for (i = 0; i < p->nstacks; i++) {
+		size_t k = p->stacks[i].hash & (ncap - 1);
+
+		while (ni[k])
+			k = (k + 1) & (ncap - 1);
+		ni[k] = (uint32_t)(i + 1);
+	}
+	free(p->index);
+	p->index = ni;
+	p->index_cap = ncap;
+	return 0;
+}
+
+int profile_add_stack(void *ctx, const struct perf_stack *st)
+{
+	struct profile *p = ctx;
+	uint32_t tid = p->o.thread_roots ? st->tid : 0;
+	unsigned nr = st->nr > PERF_SAMPLER_MAX_STACK * 2 ? PERF_SAMPLER_MAX_STACK * 2 : st->nr;
+	unsigned nk = st->nkernel > nr ? nr : st->nkernel;
+	uint64_t h = hash_stack((uint8_t)st->kind, tid, st->ips, nr, nk);
+	uint64_t w = st->kind == PERF_STACK_CPU && !p->o.cpu_in_ns ? 1 : st->weight;
+	struct stack_ent *e = NULL;
+	size_t k;
+	int rc;
+
+	if ((p->nstacks + 1) * 2 > p->index_cap) {
+		rc = index_grow(p);
+		if (rc)
+			return rc;
+	}
+	for (k = h & (p->index_cap - 1); p->index[k]; k = (k + 1) & (p->index_cap - 1)) {
+		struct stack_ent *c = &p->stacks[p->index[k] - 1];
+
+		if (c->hash == h && c->kind == st->kind && c->tid == tid && c->nr == nr &&
+		    c->nkernel == nk && !memcmp(c->ips, st->ips, nr * sizeof(uint64_t))) {
+			e = c;
+			break;
+		}
+	}
+	if (!e) {
+		if (p->nstacks >= p->o.max_stacks) {
+			p->dropped++;
+			return 0;
+		}
+		if (p->nstacks == p->stacks_cap) {
+			size_t nc = p->stacks_cap ? p->stacks_cap * 2 : 1024;
+			struct stack_ent *ns = reallocarray(p->stacks, nc, sizeof(*ns));
+
+			if (!ns)
+				return -ENOMEM;
+			p->stacks = ns;
+			p->stacks_cap = nc;
+		}
+		e = &p->stacks[p->nstacks];
+		memset(e, 0, sizeof(*e));
+		e->ips = malloc((nr ? nr : 1) * sizeof(uint64_t));
+		if (!e->ips)
+			return -ENOMEM;
+		memcpy(e->ips, st->ips, nr * sizeof(uint64_t));
+		e->hash = h;
+		e->kind = (uint8_t)st->kind;
+		e->tid = tid;
+		e->nr = (uint16_t)nr;
+		e->nkernel = (uint16_t)nk;
+		p->index[k] = (uint32_t)(++p->nstacks);
+	}
+	e->weight += w;
+	e->count++;
+	if (p->o.keep_samples) {
+		if (p->nraw == p->raw_cap) {
+			size_t nc = p->raw_cap ? p->raw_cap * 2 : 4096;
+			struct raw_sample *nr2 = reallocarray(p->raw, nc, sizeof(*nr2));
+
+			if (!nr2)
+				return -ENOMEM;
+			p->raw = nr2;
+			p->raw_cap = nc;
+		}
+		p->raw[p->nraw++] = (struct raw_sample){ st->time, st->weight, st->tid,
+							 (uint32_t)(e - p->stacks) };
+	}
+	return 0;
+}
+
+int profile_frame_name(struct sym_proc *sp, uint64_t addr, bool kernel, bool leaf, char *buf,
+		       size_t len, enum sym_kind *kind)
+{
+	struct sym_frame f;
+	uint64_t a = leaf || !addr ? addr : addr - 1;
+	int rc;
+
+	rc = sp ? sym_lookup(sp, a, &f) : -ENOENT;
+	if (!sp)
+		memset(&f, 0, sizeof(f));
+	if (kernel && rc == 0 && f.name && f.kind != SYM_KERNEL)
+		f.kind = SYM_KERNEL;
+	if (kind)
+		*kind = kernel ? SYM_KERNEL : f.kind;
+	if (rc == 0 && f.name && f.name[0]) {
+		switch (kernel ? SYM_KERNEL : f.kind) {
+		case SYM_KERNEL:
+			snprintf(buf, len, "[k] %s", f.name);
+			break;
+		case SYM_NATIVE:
+			if (f.module)
+				snprintf(buf, len, "%s!%s", f.module, f.name);
+			else
+				snprintf(buf, len, "%s", f.name);
+			break;
+		default:
+			snprintf(buf, len, "%s", f.name);
+			break;
+		}
+		return 1;
+	}
+	if (kernel)
+		snprintf(buf, len, "[k] [unknown]");
+	else if (f.kind == SYM_JIT || f.kind == SYM_STUB)
+		snprintf(buf, len, "[jit]");
+	else if (f.module && f.module[0] == '[')
+		snprintf(buf, len, "%s", f.module); /* [vdso], [vsyscall] ... */
+	else if (f.module && f.module[0])
+		snprintf(buf, len, "[%s]", f.module);
+	else
+		snprintf(buf, len, "[unknown]");
+	return 0;
+}
+
+/* Frames of one stack, root first, into names (pointers into store). */
+static int name_stack(const struct stack_ent *e, struct sym_proc *sp, profile_comm_fn comm,
+		      void *comm_ctx, char (*store)[NAME_MAX_LEN], const char **names, size_t *n,
+		      struct profile_summary *sum, unsigned flags)
+{
+	size_t k = 0, last_managed = 0;
+	int j;
+
+	if (e->tid) {
+		const char *c = comm ? comm(comm_ctx, e->tid) : NULL;
+
+		if (c)
+			snprintf(store[k], NAME_MAX_LEN, "[thread] %s", c);
+		else
+			snprintf(store[k], NAME_MAX_LEN, "[thread] %u", e->tid);
+		names[k] = store[k];
+		k++;
+	}
+	for (j = (int)e->nr - 1; j >= 0; j--) {
+		bool kernel = (unsigned)j < e->nkernel;
+		bool leaf = j == 0;
+		enum sym_kind kind;
+		int named;
+
+		if (kernel && (flags & PROFILE_BUILD_NO_KERNEL))
+			continue;
+		named = profile_frame_name(sp, e->ips[j], kernel, leaf, store[k], NAME_MAX_LEN, &kind);
+		names[k] = store[k];
+		if (named && (kind == SYM_JIT || kind == SYM_R2R))
+			last_managed = k + 1;
+		if (sum) {
+			sum->frames += e->count;
+			if (!named)
+				sum->unnamed += e->count;
+			if (leaf) {
+				sum->leaves += e->count;
+				if (!named)
+					sum->unnamed_leaves += e->count;
+			}
+			if (kernel)
+				sum->kernel_frames += e->count;
+			else if (named && (kind == SYM_JIT || kind == SYM_R2R))
+				sum->managed_frames += e->count;
+			else if (named && kind == SYM_NATIVE)
+				sum->native_frames += e->count;
+			if (named && kind == SYM_NATIVE) {
+				const char *bang = strchr(store[k], '!');
+
+				if (!strncmp(bang ? bang + 1 : store[k], "sub_", 4)) {
+					sum->addr_named += e->count;
+					if (leaf)
+						sum->addr_named_leaves += e->count;
+				}
+			}
+		}
+		k++;
+	}
+	if ((flags & PROFILE_BUILD_TO_MANAGED) && last_managed)
+		k = last_managed;
+	*n = k;
+	return 0;
+}
+
+int profile_build(struct profile *p, struct sym_proc *sp, profile_comm_fn comm, void *comm_ctx,
+		  struct flame *f, struct profile_summary *sum)
+{
+	return profile_build_ex(p, sp, comm, comm_ctx, f, sum, 0);
+}
+
+int profile_build_ex(struct profile *p, struct sym_proc *sp, profile_comm_fn comm, void *comm_ctx,
+		     struct flame *f, struct profile_summary *sum, unsigned flags)
+{
+	char (*store)[NAME_MAX_LEN];
+	const char **names;
+	size_t i, n;
+	int rc = 0;
+
+	if (sum)
+		memset(sum, 0, sizeof(*sum));
+	store = malloc((size_t)(PERF_SAMPLER_MAX_STACK * 2 + 2) * NAME_MAX_LEN);
+	names = calloc(PERF_SAMPLER_MAX_STACK * 2 + 2, sizeof(*names));
+	if (!store || !names) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < p->nstacks; i++) {
+		const struct stack_ent *e = &p->stacks[i];
+
+		if (sum) {
+			if (e->kind == PERF_STACK_CPU)
+				sum->cpu_samples += e->count;
+			else {
+				sum->offcpu_intervals += e->count;
+				sum->offcpu_ns += e->weight;
+			}
+		}
+		name_stack(e, sp, comm, comm_ctx, store, names, &n, sum, flags);
+		if (!n) {
+			names[0] = "[unknown]";
+			n = 1;
+		}
+		rc = f ? flame_add(f, names, n, e->weight) : 0;
+		if (rc == -E2BIG) {
+			if (sum) {
+				sum->dropped = true;
+				sum->dropped_samples += e->count;
+			}
+			rc = 0;
+		} else if (rc < 0) {
+			goto out;
+		}
+	}
+	if (sum) {
+		sum->stacks = p->nstacks;
+		if (p->dropped) {
+			sum->dropped = true;
+			sum->dropped_samples += p->dropped;
+		}
+	}
+out:
+	free(store);
+	free(names);
+	return rc;
+}
+
+int profile_write_raw(struct profile *p, struct sym_proc *sp, profile_comm_fn comm, void *comm_ctx,
+		      int fd)
+{
+	struct strbuf sb;
+	char name[NAME_MAX_LEN];
+	size_t i;
+	int rc = 0;
+
+	if (!p->o.keep_samples)
+		return -EINVAL;
+	strbuf_init(&sb, (size_t)64 << 20);
+	for (i = 0; i < p->nraw && !rc; i++) {
+		const struct raw_sample *r = &p->raw[i];
+		const struct stack_ent *e = &p->stacks[r->stack];
+		const char *c = comm ? comm(comm_ctx, r->tid) : NULL;
+		unsigned j;
+
+		rc = strbuf_addf(&sb, "%s %u %llu.%09llu: %llu %s\n", c ? c : "?", r->tid,
+				 (unsigned long long)(r->time / 1000000000ull),
+				 (unsigned long long)(r->time % 1000000000ull),
+				 (unsigned long long)r->weight,
+				 e->kind == PERF_STACK_CPU ? "cpu-clock" : "off-cpu");
+		for (j = 0; j < e->nr && !rc; j++) {
+			static const char *const kinds[] = { "?", "jit", "r2r", "native", "kernel", "stub" };
+			enum sym_kind kind = SYM_UNKNOWN;
+
+			profile_frame_name(sp, e->ips[j], j < e->nkernel, j == 0, name, sizeof(name), &kind);
+			rc = strbuf_addf(&sb, "\t%16llx %s (%s)\n", (unsigned long long)e->ips[j], name,
+					 (unsigned)kind < ARRAY_SIZE(kinds) ? kinds[kind] : "?");
+		}
+		if (!rc)
+			rc = strbuf_addch(&sb, '\n');
+		if (!rc && sb.len > ((size_t)32 << 20)) {
+			rc = ct_write_all(fd, sb.buf, sb.len);
+			strbuf_reset(&sb);
+		}
+	}
+	if (!rc)
+		rc = ct_write_all(fd, sb.buf, sb.len);
+	strbuf_release(&sb);
+	return rc;
+}

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profile_test.c - the stack table (deduplication, weights, kernel frames at
+ * the leaf end, thread roots, summary counts) without a symbolizer, and the
+ * tar.gz writer read back through zlib.
+ */
+#include "common/compat.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "flame/flame.h"
+#include "profile/bundle.h"
+#include "profile/profile.h"
+
+static const char *comm_fn(void *ctx, uint32_t tid)
+{
+	(void)ctx;
+	return tid == 7 ? "workload" : NULL;
+}
+
+static int add(struct profile *p, enum perf_stack_kind kind, uint32_t tid, uint64_t weight,
+	       const uint64_t *ips, unsigned nr, unsigned nk)
+{
+	struct perf_stack st = { kind, 1, tid, 100, weight, nr, nk, ips };
+
+	return profile_add_stack(p, &st);
+}
+
+static int collect_folded(struct flame *f, char *buf, size_t cap)
+{
+	char path[] = "/tmp/clrtap-profile-test-XXXXXX";
+	int fd = mkstemp(path);
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(flame_write(f, FLAME_FOLDED, fd, NULL), 0);
+	lseek(fd, 0, SEEK_SET);
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	assert_true(n >= 0);
+	buf[n] = '\0';
+	return (int)n;
+}
+
+static void test_stacks(void **state)
+{
+	/* leaf first: two kernel frames, then two user frames */
+	const uint64_t a[] = { 0xffffffff81000010ull, 0xffffffff81000020ull, 0x1000, 0x2000 };
+	const uint64_t b[] = { 0x3000, 0x2000 };
+	struct profile_opts o = { .keep_samples = true };
+	struct profile_summary sum;
+	struct profile *p;
+	struct flame *f;
+	char buf[4096];
+
+	(void)state;
+	assert_int_equal(profile_new(&p, &o), 0);
+	assert_int_equal(add(p, PERF_STACK_CPU, 5, 10101010, a, 4, 2), 0);
+	assert_int_equal(add(p, PERF_STACK_CPU, 6, 10101010, a, 4, 2), 0);
+	assert_int_equal(add(p, PERF_STACK_CPU, 5, 10101010, b, 2, 0), 0);
+	assert_int_equal(add(p, PERF_STACK_OFFCPU, 5, 5000, b, 2, 0), 0);
+	assert_int_equal(flame_new(&f), 0);
+	assert_int_equal(profile_build(p, NULL, NULL, NULL, f, &sum), 0);
+	/* one sample = weight 1 on-CPU; off-CPU weighs its ns */
+	assert_int_equal(flame_total(f), 3 + 5000);
+	assert_int_equal(sum.cpu_samples, 3);
+	assert_int_equal(sum.offcpu_intervals, 1);
+	assert_int_equal(sum.offcpu_ns, 5000);
+	assert_int_equal(sum.stacks, 3); /* a (both threads), b cpu, b off-cpu */
+	assert_int_equal(sum.frames, 2 * 4 + 2 + 2);
+	assert_int_equal(sum.unnamed, sum.frames); /* no symbolizer */
+	assert_int_equal(sum.kernel_frames, 4);
+	assert_int_equal(sum.leaves, 4);
+	collect_folded(f, buf, sizeof(buf));
+	/* root first, kernel frames at the leaf end */
+	assert_non_null(strstr(buf, "[unknown];[unknown];[k] [unknown];[k] [unknown] 2\n"));
+	flame_free(f);
+
+	/* without kernel frames */
+	assert_int_equal(flame_new(&f), 0);
+	assert_int_equal(profile_build_ex(p, NULL, NULL, NULL, f, NULL, PROFILE_BUILD_NO_KERNEL), 0);
+	collect_folded(f, buf, sizeof(buf));
+	assert_null(strstr(buf, "[k]"));
+	flame_free(f);
+
+	/* reset forgets everything */
+	profile_reset(p);
+	assert_int_equal(flame_new(&f), 0);
+	assert_int_equal(profile_build(p, NULL, NULL, NULL, f, &sum), 0);
+	assert_int_equal(flame_total(f), 0);
+	assert_int_equal(sum.stacks, 0);
+	flame_free(f);
+	profile_free(p);
+}
+
+static void test_thread_roots_and_cap(void **state)
+{
+	const uint64_t a[] = { 0x1000 };
+	struct profile_opts o = { .thread_roots = true, .max_stacks = 2 };
+	struct profile_summary sum;
+	struct profile *p;
+	struct flame *f;
+	char buf[4096];
+
+	(void)state;
+	assert_int_equal(profile_new(&p, &o), 0);
+	assert_int_equal(add(p, PERF_STACK_CPU, 7, 1, a, 1, 0), 0);
+	assert_int_equal(add(p, PERF_STACK_CPU, 8, 1, a, 1, 0), 0);
+	assert_int_equal(add(p, PERF_STACK_CPU, 9, 1, a, 1, 0), 0); /* past the cap */
+	assert_int_equal(flame_new(&f), 0);
+	assert_int_equal(profile_build(p, NULL, comm_fn, NULL, f, &sum), 0);
+	assert_true(sum.dropped);
+	assert_int_equal(sum.dropped_samples, 1);
+	collect_folded(f, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "[thread] workload;[unknown] 1\n"));
+	assert_non_null(strstr(buf, "[thread] 8;[unknown] 1\n"));
+	flame_free(f);
+	profile_free(p);
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+static void test_tar_gz(void **state)
+{
+	char dir[] = "/tmp/clrtap-bundle-test-XXXXXX", path[600], blk[512];
+	const char *names[] = { "a.txt", "b.txt" };
+	unsigned sum = 0, want = 0;
+	gzFile gz;
+	size_t i;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	write_file(dir, "a.txt", "hello\n");
+	write_file(dir, "b.txt", "");
+	snprintf(path, sizeof(path), "%s/x.tar.gz", dir);
+	assert_int_equal(profile_tar_gz(path, dir, "pre", names, 2), 0);
+	gz = gzopen(path, "rb");
+	assert_non_null(gz);
+	assert_int_equal(gzread(gz, blk, 512), 512);
+	assert_string_equal(blk, "pre/a.txt");
+	assert_memory_equal(blk + 257, "ustar\0" "00", 8);
+	assert_memory_equal(blk + 124, "00000000006", 11); /* size, octal */
+	for (i = 0; i < 512; i++)
+		sum += (i >= 148 && i < 156) ? ' ' : (uint8_t)blk[i];
+	for (i = 148; i < 154; i++)
+		want = want * 8 + (unsigned)(blk[i] - '0');
+	assert_int_equal(sum, want);
+	assert_int_equal(gzread(gz, blk, 512), 512);
+	assert_memory_equal(blk, "hello\n", 6);
+	assert_int_equal(gzread(gz, blk, 512), 512);
+	assert_string_equal(blk, "pre/b.txt");
+	assert_int_equal(gzread(gz, blk, 512), 512); /* end: two zero blocks */
+	for (i = 0; i < 512; i++)
+		assert_int_equal(blk[i], 0);
+	assert_int_equal(gzread(gz, blk, 512), 512);
+	assert_int_equal(gzread(gz, blk, 512), 0);
+	gzclose(gz);
+	/* a missing file fails and leaves no archive */
+	names[1] = "missing";
+	assert_int_equal(profile_tar_gz(path, dir, "pre", names, 2), -ENOENT);
+	assert_int_equal(access(path, F_OK), -1);
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
+static void test_unwind_frame_pointers(void **state)
+{
+	/* A stack copy at sp = 0x1000 with an RBP chain: frame 0 at 0x1010 -> ra 0xa1,
+	 * frame 1 at 0x1040 -> ra 0xa2, frame 2 at 0x1080 -> ra 0xa3, then a null bp. */
+	uint64_t stack[32] = { 0 };
+	struct perf_user_state us = { 0xa0, 0x1000, 0x1010, (const uint8_t *)stack, sizeof(stack) };
+	struct profile_unwinder *u;
+	uint64_t out[16];
+	unsigned n;
+
+	(void)state;
+	stack[(0x1010 - 0x1000) / 8] = 0x1040;
+	stack[(0x1018 - 0x1000) / 8] = 0xa1;
+	stack[(0x1040 - 0x1000) / 8] = 0x1080;
+	stack[(0x1048 - 0x1000) / 8] = 0xa2;
+	stack[(0x1080 - 0x1000) / 8] = 0;
+	stack[(0x1088 - 0x1000) / 8] = 0xa3;
+	assert_int_equal(profile_unwinder_new(&u, NULL), 0);
+	n = profile_unwind_user(u, &us, out, 16);
+	assert_int_equal(n, 4);
+	assert_int_equal(out[0], 0xa0);
+	assert_int_equal(out[1], 0xa1);
+	assert_int_equal(out[2], 0xa2);
+	assert_int_equal(out[3], 0xa3);
+	/* a chain that points backwards stops; one leaving the copy stops */
+	stack[(0x1040 - 0x1000) / 8] = 0x1008;
+	n = profile_unwind_user(u, &us, out, 16);
+	assert_int_equal(n, 3);
+	us.bp = 0x9000;
+	assert_int_equal(profile_unwind_user(u, &us, out, 16), 1);
+	/* cap respected */
+	us.bp = 0x1010;
+	stack[(0x1040 - 0x1000) / 8] = 0x1080;
+	assert_int_equal(profile_unwind_user(u, &us, out, 2), 2);
+	profile_unwinder_free(u);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stacks),
+		cmocka_unit_test(test_thread_roots_and_cap),
+		cmocka_unit_test(test_tar_gz),
+		cmocka_unit_test(test_unwind_frame_pointers),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The README's first command (make demo): start the bundled sample app (once
 # on the host, once as PID 1 of its own PID + mount namespace with a private
-# /tmp, like a container), put some load on it, and run clrtap on both.
+# /tmp, like a container), put load on it, and run clrtap on both: list them,
+# CPU-profile the containerised one into an HTML flame graph, trace and report
+# its exceptions, read its counters and stacks, and probe a method's calls.
 # Everything it starts is stopped when it ends. Output goes to build/demo/.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,11 +46,25 @@ echo "sample app on the host: pid $WEB, port $PORT; in its own namespaces: pid $
 
 step "$CLRTAP" ps
 step "$CLRTAP" info -p "$CONT"
-step "$CLRTAP" perfmap -p "$CONT" on
-echo "JIT-compiled sample methods the runtime just wrote to its perf map:"
-grep -E 'Provider::' "/proc/$CONT/root/tmp/perf-1.map" | head -5
-step "$CLRTAP" perfmap -p "$CONT" off
-step "$CLRTAP" dump -p "$CONT" --type mini -o "$OUT/container.core"
-readelf -h "$OUT/container.core" | grep 'Type:'
+
+# Load on the containerised app's CPU-heavy route while it is profiled.
+touch "$OUT/load"
+( while [ -e "$OUT/load" ]; do curl -s "http://127.0.0.1:$((PORT + 1))/api/on-cpu" >/dev/null; done ) &
+LOAD=$!
+pids+=("$LOAD")
+step "$CLRTAP" profile -p "$CONT" -d 5 -o "$OUT/flamegraph.html"
+rm -f "$OUT/load"
+wait "$LOAD" 2>/dev/null
+
+# Exceptions thrown by a route, traced over EventPipe and reported.
+( sleep 1; for i in $(seq 1 5); do curl -s "http://127.0.0.1:$((PORT + 1))/api/exception/3" >/dev/null; done ) &
+step "$CLRTAP" trace collect -p "$CONT" --profile exceptions -d 4 -o "$OUT/exceptions.nettrace"
+step "$CLRTAP" trace report "$OUT/exceptions.nettrace" --top 3
+step "$CLRTAP" counters monitor -p "$CONT" -d 2 --counters 'System.Runtime[cpu-usage,gc-heap-size,alloc-rate]'
+step "$CLRTAP" stacks -p "$WEB"
+
+# Every call of a JIT-compiled method, with its argument and return value.
+( sleep 2; for i in 5 10 20; do curl -s "http://127.0.0.1:$PORT/api/fibonacci?pos=$i" >/dev/null; done ) &
+step "$CLRTAP" probe -p "$WEB" -d 4 --ret '*::CalculateFibonacciValue'
 echo
-echo "demo: done; files in $OUT"
+echo "demo: done; the flame graph is $OUT/flamegraph.html (open it in a browser); other files in $OUT"

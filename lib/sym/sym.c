@@ -8,10 +8,14 @@
  */
 #include "common/compat.h"
 
+#include <elf.h>
 #include <fcntl.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/io.h"
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "common/strparse.h"
@@ -73,6 +77,9 @@ struct sym_proc {
 	size_t nmaps;
 	struct image *images;
 	size_t nimages;
+	struct image *vdso;  /* clrtap's own vDSO copied to a memfd (same kernel, same image) */
+	int vdso_fd;
+	bool vdso_tried;
 
 	char pm_path[PROC_PATH_MAX];
 	bool pm_have_path;
@@ -209,6 +216,58 @@ static void image_load(struct sym_proc *sp, struct image *im)
 	}
 }
 
+/*
+ * The [vdso] mapping has no file to open. Every process on one kernel maps
+ * the same vDSO image, so clrtap's own (AT_SYSINFO_EHDR) is copied into a
+ * memfd and read like any ELF file: __vdso_clock_gettime and friends get
+ * their names. Its size is where its section headers end.
+ */
+static struct image *vdso_image(struct sym_proc *sp)
+{
+	const unsigned char *base;
+	const Elf64_Ehdr *eh;
+	struct image *im;
+	char hpath[64];
+	size_t size;
+	int fd;
+
+	if (sp->vdso_tried)
+		return sp->vdso;
+	sp->vdso_tried = true;
+	base = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+	if (!base || memcmp(base, ELFMAG, SELFMAG) || base[EI_CLASS] != ELFCLASS64)
+		return NULL;
+	eh = (const Elf64_Ehdr *)base;
+	size = (size_t)eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	if (size < sizeof(*eh) || size > ((size_t)1 << 20))
+		return NULL;
+	fd = memfd_create("clrtap-vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (ct_write_all(fd, base, size)) {
+		close(fd);
+		return NULL;
+	}
+	im = calloc(1, sizeof(*im));
+	snprintf(hpath, sizeof(hpath), "/proc/self/fd/%d", fd);
+	if (!im || !(im->tpath = strdup("[vdso]")) || !(im->hpath = strdup(hpath)) ||
+	    !(im->base = intern(sp, "[vdso]", 6))) {
+		if (im) {
+			free(im->tpath);
+			free(im->hpath);
+		}
+		free(im);
+		close(fd);
+		return NULL;
+	}
+	im->next = sp->images;
+	sp->images = im;
+	sp->nimages++;
+	sp->vdso = im;
+	sp->vdso_fd = fd;
+	return im;
+}
+
 /* ---- /proc/PID/maps ---- */
 
 static int maps_parse(struct sym_proc *sp)
@@ -236,6 +295,9 @@ static int maps_parse(struct sym_proc *sp)
 			m.type = MT_ANON;
 		} else if (ml.path_len >= 19 && !memcmp(ml.path, "/memfd:doublemapper", 19)) {
 			m.type = MT_JIT;
+		} else if (ml.path_len == 6 && !memcmp(ml.path, "[vdso]", 6) && !ml.pgoff &&
+			   (m.img = vdso_image(sp))) {
+			m.type = MT_FILE;
 		} else if (ml.path[0] == '[') {
 			m.type = MT_SPECIAL;
 			m.special = intern(sp, ml.path, ml.path_len);
@@ -554,6 +616,7 @@ int sym_proc_open(struct sym_proc **out, pid_t pid, const struct sym_opts *o)
 	if (!sp)
 		return -ENOMEM;
 	sp->pid = pid;
+	sp->vdso_fd = -1;
 	if (o)
 		sp->opts = *o;
 	sp->opts.perfmap_path = NULL; /* not kept: copied below */
@@ -616,6 +679,8 @@ void sym_proc_close(struct sym_proc *sp)
 		free(im->hpath);
 		free(im);
 	}
+	if (sp->vdso_fd >= 0)
+		close(sp->vdso_fd);
 	free(sp->maps);
 	strbuf_release(&sp->maps_text);
 	free(sp->pm);

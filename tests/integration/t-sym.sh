@@ -117,6 +117,15 @@ EOF
 	"$SYMCHECK" "$pid" --threads >"$WORK/threads" 2>&1
 	out=$(grep -E $'\tNATIVE\tlibc\\.so\\.6\t[^-]' "$WORK/threads")
 	check "$tag: blocked threads' pc named in libc.so.6" test -n "$out"
+
+	# The [vdso] has no file: its code is named from the kernel's vDSO image
+	local vstart addrs
+	vstart=$(awk '/\[vdso\]$/ {split($1, r, "-"); print r[1]; exit}' "/proc/$pid/maps")
+	addrs=$(for ((o = 0; o < 8192; o += 64)); do printf '0x%x ' $((0x$vstart + o)); done)
+	# shellcheck disable=SC2086
+	"$SYMCHECK" "$pid" $addrs >"$WORK/vdso" 2>&1
+	check "$tag: [vdso] code named (__vdso_clock_gettime)" \
+		grep -qE $'\tNATIVE\t\\[vdso\\]\t__vdso_clock_gettime\t' "$WORK/vdso"
 }
 
 # ---- on the host ----

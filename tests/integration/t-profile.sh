@@ -43,10 +43,11 @@ folded_sum() {
 	awk '{ s += $NF } END { print s + 0 }' "$1"
 }
 
-# kernel_frames_at_leaf FILE: "yes" when some stack has kernel frames and no
-# stack has a user frame after (leafward of) a kernel frame.
+# kernel_frames_at_leaf FILE [placement-only]: "yes" when some stack has
+# kernel frames and no stack has a user frame after (leafward of) a kernel
+# frame; with placement-only, a profile without kernel frames passes too.
 kernel_frames_at_leaf() {
-	python3 - "$1" <<'EOF'
+	python3 - "$@" <<'EOF'
 import sys
 seen = bad = 0
 for line in open(sys.argv[1]):
@@ -57,6 +58,8 @@ for line in open(sys.argv[1]):
         first = k.index(True)
         if not all(k[first:]):
             bad += 1
+if len(sys.argv) > 2 and sys.argv[2] == "placement-only":
+    seen = seen or 1  # cpu-bound code may by chance take no sample inside the kernel
 print("yes" if seen and not bad else "no (%d with kernel frames, %d misplaced)" % (seen, bad))
 EOF
 }
@@ -87,7 +90,9 @@ contains "caller named exactly" "$(cat "$WORK/split.folded")" ";Clrtap.Fixtures.
 SHARE=$(folded_share "$WORK/split.folded" Clrtap.Fixtures.CpuSplit::HotA Clrtap.Fixtures.CpuSplit::HotB)
 echo "    HotA share of HotA+HotB: $SHARE %"
 check "HotA:HotB within 75 +- 5 % ($SHARE %)" in_range "$SHARE" 70 80
-equals "kernel frames present, only at the leaf end" "$(kernel_frames_at_leaf "$WORK/split.folded")" yes
+# A CPU-bound loop rarely enters the kernel: here only the placement is checked;
+# the off-CPU profile below, where every stack ends in the scheduler, must have them.
+equals "kernel frames, if any, only at the leaf end" "$(kernel_frames_at_leaf "$WORK/split.folded" placement-only)" yes
 equals "perf map off again after" "$(perfmap_state "$PID1")" off
 check "perf map file removed (it did not exist before)" test ! -e "/tmp/perf-$PID1.map"
 
@@ -292,6 +297,7 @@ OFF_BLOCK=$(folded_total "$WORK/both-off.folded" Clrtap.Fixtures.OffCpu::Block)
 echo "    off-CPU: OffCpu::Block $OFF_BLOCK ns, OnCpu::Burn $OFF_BURN ns blocked"
 check "off-CPU: OffCpu::Block blocked >= 2.4 s of the 6 s" test "$OFF_BLOCK" -ge 2400000000
 check "off-CPU: OffCpu::Block dominates OnCpu::Burn (> 10x)" test "$OFF_BLOCK" -gt $((OFF_BURN * 10))
+equals "off-CPU: kernel frames present (run as root), only at the leaf end" "$(kernel_frames_at_leaf "$WORK/both-off.folded")" yes
 BLOCK_LEAF=$(python3 - "$WORK/both-off.folded" <<'EOF'
 import sys, collections
 c = collections.Counter()

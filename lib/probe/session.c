@@ -9,11 +9,15 @@
  *   HW_BREAKPOINT_X); the CPU has 4 per thread, shared by all methods of the
  *   session, so entries of the newest code versions come first, then their
  *   `ret` sites, then older versions.
- * - Events are per (thread, CPU) with inherit=1, so they exist only in the
- *   target (a uprobe on CoreLib does not fire in other .NET processes) and
- *   threads created later get them too. An inherited per-thread event cannot
- *   be mmap'd with cpu == -1, hence one event per CPU, all redirected
+ * - Events are per thread, so they exist only in the target (a uprobe on
+ *   CoreLib does not fire in other .NET processes). Breakpoints are per
+ *   (thread, CPU) with inherit=1, so threads created later get them too (an
+ *   inherited per-thread event cannot be mmap'd with cpu == -1), redirected
  *   (PERF_EVENT_IOC_SET_OUTPUT) to one ring per CPU owned by a dummy event.
+ *   Uprobes cannot be inherited (see open_one) and cost one kernel consumer
+ *   per event on every hit, so they are one event per thread on every CPU
+ *   (cpu -1), writing to a ring per thread; new threads get theirs when
+ *   their PERF_RECORD_FORK is read.
  * - No uretprobes: they rewrite the return address, and the runtime's stack
  *   walker (GC, exceptions) would meet a trampoline. Returns are `ret`
  *   instructions found by disassembling the code (capstone), matched to
@@ -46,6 +50,7 @@
 #define MAX_TIDS 4096
 #define MAX_SITES 256
 #define RING_PAGES_LOG2 7  /* 512 KiB per CPU */
+#define TRING_PAGES_LOG2 4 /* 64 KiB per thread with uprobes */
 #define STACK_DUMP 512     /* return address, stack arguments, a Tier0 frame */
 #define MAX_STACK_FRAMES 16
 #define HOLD_NS 2000000ull /* samples younger than this wait for the other rings */
@@ -131,6 +136,11 @@ struct probe_session {
 	int ncpu;
 	int *ring_owner;
 	struct perf_ring *rings;
+	struct tring {
+		uint32_t tid;
+		struct perf_ring ring;
+	} *trings;               /* one ring per thread for uprobe events (cpu -1) */
+	size_t ntrings;
 	struct perf_event_attr tmpl;
 	int uprobe_type;
 	struct site sites[MAX_SITES];
@@ -403,10 +413,46 @@ static int make_sites(struct probe_session *s, size_t mi, size_t vi)
 
 /* ---- events ---- */
 
+/*
+ * The ring a thread's uprobe events write to: a dummy event of that thread on
+ * every CPU (cpu -1) owns it. Made on first use.
+ */
+static int thread_ring(struct probe_session *s, uint32_t tid)
+{
+	struct perf_event_attr d = s->tmpl;
+	struct tring *nt;
+	size_t i;
+	int fd, err;
+
+	for (i = 0; i < s->ntrings; i++)
+		if (s->trings[i].tid == tid)
+			return s->trings[i].ring.fd;
+	if (s->ntrings >= MAX_TIDS)
+		return -E2BIG;
+	nt = realloc(s->trings, (s->ntrings + 1) * sizeof(*nt));
+	if (!nt)
+		return -ENOMEM;
+	s->trings = nt;
+	d.type = PERF_TYPE_SOFTWARE;
+	d.config = PERF_COUNT_SW_DUMMY;
+	d.inherit = 0;
+	d.wakeup_watermark = (4096u << TRING_PAGES_LOG2) / 4;
+	fd = perf_open(&d, (pid_t)tid, -1, -1, 0);
+	if (fd < 0)
+		return fd;
+	err = perf_ring_open(&s->trings[s->ntrings].ring, fd, TRING_PAGES_LOG2);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	s->trings[s->ntrings++].tid = tid;
+	return fd;
+}
+
 static int open_one(struct probe_session *s, struct site *st, uint32_t tid, int cpu)
 {
 	struct perf_event_attr a = s->tmpl;
-	int fd;
+	int fd, out = -1;
 
 	if (st->uprobe) {
 		/*
@@ -421,6 +467,19 @@ static int open_one(struct probe_session *s, struct site *st, uint32_t tid, int 
 		a.config = 0;
 		a.config1 = (uint64_t)(uintptr_t)st->path;
 		a.config2 = st->file_off;
+		/*
+		 * Each uprobe PMU event registers its own uprobe consumer, and the
+		 * kernel runs every consumer of the probed instruction on each hit:
+		 * one event per (thread, CPU) made a call cost grow with threads x
+		 * CPUs. Without inherit one event per thread on every CPU (cpu -1)
+		 * is allowed, writing into that thread's ring.
+		 */
+		if (cpu > 0)
+			return -EEXIST;
+		out = thread_ring(s, tid);
+		if (out < 0)
+			return out;
+		cpu = -1;
 	} else {
 		a.type = PERF_TYPE_BREAKPOINT;
 		a.bp_type = HW_BREAKPOINT_X;
@@ -430,7 +489,9 @@ static int open_one(struct probe_session *s, struct site *st, uint32_t tid, int 
 	fd = perf_open(&a, (pid_t)tid, cpu, -1, 0);
 	if (fd < 0)
 		return fd;
-	if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, s->ring_owner[cpu]) < 0) {
+	if (out < 0)
+		out = s->ring_owner[cpu];
+	if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, out) < 0) {
 		int e = -errno;
 
 		close(fd);
@@ -466,6 +527,8 @@ static int site_open(struct probe_session *s, struct site *st)
 			if (fd >= 0) {
 				st->fds[st->nfds++] = fd;
 				ok++;
+			} else if (fd == -EEXIST) {
+				continue; /* uprobes: one event per thread, made for cpu 0 */
 			} else if (fd == -ESRCH) {
 				gone++;
 			} else {
@@ -1479,6 +1542,8 @@ static void drain(struct probe_session *s, bool all)
 	for (cpu = 0; cpu < s->ncpu; cpu++)
 		if (s->rings[cpu].base)
 			(void)perf_ring_drain(&s->rings[cpu], on_record, s);
+	for (i = 0; i < s->ntrings; i++)
+		(void)perf_ring_drain(&s->trings[i].ring, on_record, s);
 	if (s->nnew)
 		arm_new_threads(s);
 	if (!s->nq)
@@ -1497,17 +1562,24 @@ static void drain(struct probe_session *s, bool all)
 
 int probe_session_poll(struct probe_session *s, int timeout_ms)
 {
-	struct pollfd pfd[64];
-	size_t added = 0, mi, vi, before[64];
+	struct pollfd pfd[256];
+	size_t added = 0, mi, vi, before[64], i;
 	int cpu, np = 0, err;
 
-	for (cpu = 0; cpu < s->ncpu && np < 63; cpu++)
+	for (cpu = 0; cpu < s->ncpu && np < 255; cpu++)
 		if (s->ring_owner[cpu] >= 0) {
 			pfd[np].fd = s->ring_owner[cpu];
 			pfd[np].events = POLLIN;
 			pfd[np].revents = 0;
 			np++;
 		}
+	/* thread rings past the array are drained on the poll's timeout */
+	for (i = 0; i < s->ntrings && np < 255; i++) {
+		pfd[np].fd = s->trings[i].ring.fd;
+		pfd[np].events = POLLIN;
+		pfd[np].revents = 0;
+		np++;
+	}
 	/* a new perf map line (new code) wakes us at once */
 	if (s->ino_fd >= 0 && !s->ino_watching && probe_proc_perfmap_path(s->pp))
 		s->ino_watching = inotify_add_watch(s->ino_fd, probe_proc_perfmap_path(s->pp),
@@ -1613,6 +1685,9 @@ void probe_session_free(struct probe_session *s)
 	if (s->rings)
 		for (cpu = 0; cpu < s->ncpu; cpu++)
 			perf_ring_close(&s->rings[cpu]);
+	for (i = 0; i < s->ntrings; i++)
+		perf_ring_close(&s->trings[i].ring);
+	free(s->trings);
 	for (i = 0; i < s->nq; i++)
 		ev_free(&s->q[i]);
 	for (i = 0; i < s->npend; i++)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "common/compat.h"
 
+#include <signal.h>
+
 #include <getopt.h>
 
 #include "cli.h"
@@ -253,3 +255,21 @@ int cli_ipc_error(const char *what, int err, const struct ipc_error *rerr)
 	return cli_error(cli_exit_for(err), "%s: %s", what, buf);
 }
 
+volatile sig_atomic_t cli_stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	cli_stop_requested = 1;
+}
+
+void cli_catch_stop_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}

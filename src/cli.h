@@ -15,6 +15,8 @@
 #define CLRTAP_CLI_H
 
 #include "common/compat.h"
+
+#include <signal.h>
 #include "common/strbuf.h"
 #include "common/strparse.h"
 #include "ipc/ipc.h"
@@ -54,6 +56,14 @@ void cli_warn(const char *fmt, ...) PRINTF(1, 2);
 void cli_info(const char *fmt, ...) PRINTF(1, 2);
 extern int cli_verbose;
 extern const char *cli_cmd_name;
+
+/*
+ * Ctrl-C and SIGTERM: after cli_catch_stop_signals(), either sets
+ * cli_stop_requested (and interrupts blocking calls with EINTR) so a
+ * long-running command can stop cleanly and still write its result.
+ */
+extern volatile sig_atomic_t cli_stop_requested;
+void cli_catch_stop_signals(void);
 
 /* Maps a negative errno from a library to an exit code. */
 int cli_exit_for(int err);

@@ -13,14 +13,6 @@
 #include "cli.h"
 #include "counters/counters.h"
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
-
 enum out_mode { OUT_TABLE, OUT_LINES, OUT_CSV, OUT_JSON };
 
 struct run {
@@ -356,7 +348,6 @@ static int run_counters(bool collect, int argc, char **argv)
 	struct run r = { 0 };
 	struct ipc_endpoint ep;
 	struct proc_target t;
-	struct sigaction sa;
 	int first, code, err;
 
 	if (cli_parse(argc, argv,
@@ -428,10 +419,7 @@ static int run_counters(bool collect, int argc, char **argv)
 	cfg.rundown = false;
 	cfg.stackwalk = false;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_stop_signals();
 	signal(SIGPIPE, SIG_IGN);
 
 	if (r.mode == OUT_CSV)
@@ -447,7 +435,7 @@ static int run_counters(bool collect, int argc, char **argv)
 
 	live.ep = &ep;
 	live.cfg = &cfg;
-	live.stop = &stop_requested;
+	live.stop = &cli_stop_requested;
 	live.duration_ms = (int64_t)duration * 1000;
 	live.h = &h;
 	live.idle = draw_table;

@@ -16,14 +16,6 @@
 #define MAX_METHODS 16
 #define MAX_LIST 100000
 
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_flag = 1;
-}
-
 struct out_ctx {
 	bool count_only, want_ret;
 	const char *hist_arg; /* NULL, "latency", a parameter name or index */
@@ -386,8 +378,7 @@ int cmd_probe(int argc, char **argv)
 	oc.want_ret = so.ret || so.latency;
 	oc.hist_arg = hist;
 
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	cli_catch_stop_signals();
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	err = probe_session_new(pp, found, n, &so, on_call, on_note, &oc, &sess);
 	if (err) {
@@ -409,7 +400,7 @@ int cmd_probe(int argc, char **argv)
 		goto out;
 	}
 	fprintf(stderr, "clrtap: tracing %zu method(s) in %d; Ctrl-C to stop\n", n, (int)t.pid);
-	while (!stop_flag) {
+	while (!cli_stop_requested) {
 		err = probe_session_poll(sess, 2);
 		if (err == -ESRCH) {
 			fprintf(stderr, "clrtap: process %d exited\n", (int)t.pid);

@@ -18,14 +18,6 @@
 #include "profile/bundle.h"
 #include "profile/profile.h"
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
-
 struct prof_args {
 	struct cli_target_opts to;
 	int hz, seconds;
@@ -160,7 +152,7 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 	perf_sampler_stats(s->smp, &st);
 	printf("%s: %s\n", what, where);
 	printf("duration: %.1f s%s\n", secs,
-	       s->target_gone ? " (the process exited)" : stop_requested ? " (stopped early)" : "");
+	       s->target_gone ? " (the process exited)" : cli_stop_requested ? " (stopped early)" : "");
 	if (a->off_cpu || a->wall)
 		printf("off-CPU: %.3f s blocked in %llu intervals\n", (double)sum->offcpu_ns / 1e9,
 		       (unsigned long long)sum->offcpu_intervals);
@@ -230,7 +222,6 @@ int cmd_profile(int argc, char **argv)
 	struct flame_opts fo = { 0 };
 	struct proc_target t;
 	struct ipc_error rerr;
-	struct sigaction sa;
 	struct flame *f = NULL, *uf = NULL;
 	char defpath[128], bdir[PROC_PATH_MAX * 2], title[160];
 	const char *out;
@@ -287,11 +278,7 @@ int cmd_profile(int argc, char **argv)
 	so.profile.keep_samples = a.bundle != NULL;
 	so.profile.cpu_in_ns = a.wall;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_stop_signals();
 
 	rc = profile_session_start(&s, &so);
 	if (rc) {
@@ -323,7 +310,7 @@ int cmd_profile(int argc, char **argv)
 			a.seconds);
 
 	deadline = s.start_ns + (uint64_t)a.seconds * 1000000000ull;
-	while (!stop_requested && perf_now_ns() < deadline) {
+	while (!cli_stop_requested && perf_now_ns() < deadline) {
 		uint64_t left = (deadline - perf_now_ns()) / 1000000ull;
 
 		rc = profile_session_tick(&s, left < 100 ? (int)left + 1 : 100);

@@ -17,14 +17,6 @@
 /* rundown: Loader 0x8, Jit 0x10, NGen 0x20 (precompiled code), end rundown 0x100 */
 #define RUNDOWN_KEYWORDS 0x138ull
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
-
 static int mem_sink(void *ctx, const void *buf, size_t n)
 {
 	return strbuf_add(ctx, buf, n);
@@ -216,7 +208,6 @@ int cmd_stacks(int argc, char **argv)
 	struct ipc_endpoint ep;
 	struct ipc_error rerr;
 	struct proc_target t;
-	struct sigaction sa;
 	struct names nm = { NULL };
 	int first, code, err;
 	size_t i, nomanaged = 0;
@@ -237,13 +228,10 @@ int cmd_stacks(int argc, char **argv)
 	cfg.rundown = true;
 	cfg.rundown_keyword = RUNDOWN_KEYWORDS;
 	cfg.stackwalk = true;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_stop_signals();
 	so.sink = mem_sink;
 	so.ctx = &stream;
-	so.stop = &stop_requested;
+	so.stop = &cli_stop_requested;
 	so.duration_ms = sample_ms;
 	err = ipc_session_run(&ep, &cfg, &so, &res, &rerr);
 	/* names right after the session: threads come and go */

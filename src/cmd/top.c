@@ -13,14 +13,6 @@
 #include "flame/flame.h"
 #include "profile/profile.h"
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
-
 static int resolve(const struct cli_target_opts *to, struct proc_target *t, bool *dotnet)
 {
 	struct ipc_endpoint ep;
@@ -115,7 +107,6 @@ int cmd_top(int argc, char **argv)
 	struct profile_session_opts so = { 0 };
 	struct profile_session s;
 	struct proc_target t;
-	struct sigaction sa;
 	uint64_t next, deadline;
 	unsigned iter = 0;
 	int first, code, rc;
@@ -149,11 +140,7 @@ int cmd_top(int argc, char **argv)
 	so.timeout_ms = to.timeout_ms;
 	so.sampler.hz = (unsigned)hz;
 	so.sampler.cpu = true;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_stop_signals();
 	rc = profile_session_start(&s, &so);
 	if (rc) {
 		if (rc == -EACCES || rc == -EPERM)
@@ -181,7 +168,7 @@ int cmd_top(int argc, char **argv)
 	next = s.start_ns + 1000000000ull;
 	deadline = seconds ? s.start_ns + (uint64_t)seconds * 1000000000ull : UINT64_MAX;
 	code = EXIT_OK;
-	while (!stop_requested) {
+	while (!cli_stop_requested) {
 		uint64_t now = perf_now_ns();
 
 		if (now >= next) {

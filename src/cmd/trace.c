@@ -21,13 +21,6 @@
 
 #define MAX_PROVIDERS 64
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	stop_requested = 1;
-}
-
 struct sink {
 	int fd;
 	bool tty;
@@ -45,7 +38,7 @@ static void progress(void *ctx, uint64_t bytes)
 	struct sink *s = ctx;
 
 	if (s->tty)
-		fprintf(stderr, "\r%s %.1f MiB received ", stop_requested ? "stopping:" : "tracing:",
+		fprintf(stderr, "\r%s %.1f MiB received ", cli_stop_requested ? "stopping:" : "tracing:",
 			(double)bytes / (1024.0 * 1024.0));
 }
 
@@ -84,7 +77,6 @@ static int collect(int argc, char **argv)
 	struct ipc_endpoint ep;
 	struct ipc_error rerr;
 	struct proc_target t;
-	struct sigaction sa;
 	struct sink sink;
 	char *specs = NULL;
 	size_t np = 0;
@@ -154,14 +146,11 @@ static int collect(int argc, char **argv)
 	}
 	sink.tty = isatty(STDERR_FILENO);
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_stop_signals();
 	so.sink = write_sink;
 	so.progress = progress;
 	so.ctx = &sink;
-	so.stop = &stop_requested;
+	so.stop = &cli_stop_requested;
 	so.duration_ms = (int64_t)duration * 1000;
 
 	cli_info("tracing pid %d with %zu provider%s into %s; %s", (int)t.pid, np,

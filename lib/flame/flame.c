@@ -419,31 +419,24 @@ void flame_view_free(struct flame_view *v)
 static void view_totals(struct flame_view *v, uint32_t *onpath)
 {
 	const struct flame *f = v->f;
-	uint32_t stk[FLAME_MAX_DEPTH + 2], pos[FLAME_MAX_DEPTH + 2];
-	int sp = 0;
+	struct flame_walk w;
+	uint32_t c;
+	int ev;
 
-	stk[0] = 0;
-	pos[0] = v->kstart[0];
-	while (sp >= 0) {
-		uint32_t node = stk[sp];
+	flame_walk_init(&w, v);
+	while ((ev = flame_walk_next(&w, &c)) != FLAME_WALK_END) {
+		const struct flame_node *cn = &f->nodes[c];
 
-		if (pos[sp] < v->kstart[node + 1]) {
-			uint32_t c = v->kid[pos[sp]++];
-			const struct flame_node *cn = &f->nodes[c];
-
-			if (onpath[cn->name]++ == 0)
-				v->ntotal[cn->name] += v->total[c];
-			v->nself[cn->name] += cn->self;
-			sp++;
-			stk[sp] = c;
-			pos[sp] = v->kstart[c];
-			if ((uint32_t)sp > v->maxdepth)
-				v->maxdepth = (uint32_t)sp;
-		} else {
-			if (sp > 0)
-				onpath[f->nodes[node].name]--;
-			sp--;
+		if (ev == FLAME_WALK_LEAVE) {
+			if (c != 0)
+				onpath[cn->name]--;
+			continue;
 		}
+		if (onpath[cn->name]++ == 0)
+			v->ntotal[cn->name] += v->total[c];
+		v->nself[cn->name] += cn->self;
+		if ((uint32_t)w.sp > v->maxdepth)
+			v->maxdepth = (uint32_t)w.sp;
 	}
 }
 
@@ -637,4 +630,39 @@ int flame_write(const struct flame *f, enum flame_format fmt, int fd, const stru
 		ct_debug("flame: %" PRIu64 " stacks were deeper than %d frames and were cut",
 			 f->truncated, FLAME_MAX_DEPTH);
 	return err ? err : err2;
+}
+
+void flame_walk_init(struct flame_walk *w, const struct flame_view *v)
+{
+	w->v = v;
+	w->sp = 0;
+	w->stk[0] = 0;
+	w->pos[0] = v->kstart[0];
+}
+
+int flame_walk_next(struct flame_walk *w, uint32_t *node)
+{
+	const struct flame_view *v = w->v;
+	uint32_t n;
+
+	if (w->sp < 0)
+		return FLAME_WALK_END;
+	n = w->stk[w->sp];
+	if (w->pos[w->sp] < v->kstart[n + 1]) {
+		uint32_t c = v->kid[w->pos[w->sp]++];
+
+		w->sp++;
+		w->stk[w->sp] = c;
+		w->pos[w->sp] = v->kstart[c];
+		*node = c;
+		return FLAME_WALK_ENTER;
+	}
+	*node = n;
+	w->sp--;
+	return FLAME_WALK_LEAVE;
+}
+
+void flame_walk_skip(struct flame_walk *w)
+{
+	w->sp--;
 }

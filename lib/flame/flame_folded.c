@@ -38,32 +38,21 @@ static void out_folded_name(struct flame_out *o, const struct flame_name *nm)
 int flame_write_folded(const struct flame_view *v, struct flame_out *o, const struct flame_opts *opts)
 {
 	const struct flame *f = v->f;
-	uint32_t stk[FLAME_MAX_DEPTH + 2], pos[FLAME_MAX_DEPTH + 2];
-	int sp = 0, i;
+	struct flame_walk w;
+	uint32_t c;
+	int ev, i;
 
-	stk[0] = 0;
-	pos[0] = v->kstart[0];
-	while (sp >= 0 && !o->err) {
-		uint32_t node = stk[sp];
-
-		if (pos[sp] < v->kstart[node + 1]) {
-			uint32_t c = v->kid[pos[sp]++];
-
-			sp++;
-			stk[sp] = c;
-			pos[sp] = v->kstart[c];
-			if (f->nodes[c].self) {
-				for (i = 1; i <= sp; i++) {
-					if (i > 1)
-						flame_out_add(o, ";", 1);
-					out_folded_name(o, &f->names[f->nodes[stk[i]].name]);
-				}
-				flame_out_f(o, " %" PRIu64 "\n", f->nodes[c].self);
-				flame_out_maybe_flush(o);
-			}
-		} else {
-			sp--;
+	flame_walk_init(&w, v);
+	while (!o->err && (ev = flame_walk_next(&w, &c)) != FLAME_WALK_END) {
+		if (ev != FLAME_WALK_ENTER || !f->nodes[c].self)
+			continue;
+		for (i = 1; i <= w.sp; i++) {
+			if (i > 1)
+				flame_out_add(o, ";", 1);
+			out_folded_name(o, &f->names[f->nodes[w.stk[i]].name]);
 		}
+		flame_out_f(o, " %" PRIu64 "\n", f->nodes[c].self);
+		flame_out_maybe_flush(o);
 	}
 	return o->err;
 }

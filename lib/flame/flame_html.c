@@ -133,28 +133,20 @@ static void out_tree(const struct flame_view *v, struct flame_out *o)
 {
 	const struct flame *f = v->f;
 	uint64_t min = v->total[0] / PRUNE_DIV;
-	uint32_t stk[FLAME_MAX_DEPTH + 2], pos[FLAME_MAX_DEPTH + 2];
-	int sp = 0;
+	struct flame_walk w;
+	uint32_t c;
+	int ev;
 
 	flame_out_f(o, "[-1,%" PRIu64, v->total[0]);
-	stk[0] = 0;
-	pos[0] = v->kstart[0];
-	while (sp >= 0 && !o->err) {
-		uint32_t node = stk[sp];
-
-		if (pos[sp] < v->kstart[node + 1]) {
-			uint32_t c = v->kid[pos[sp]++];
-
-			if (v->total[c] < min)
-				continue;
-			flame_out_f(o, ",[%" PRIu32 ",%" PRIu64, v->rank[f->nodes[c].name], v->total[c]);
-			sp++;
-			stk[sp] = c;
-			pos[sp] = v->kstart[c];
-		} else {
+	flame_walk_init(&w, v);
+	while (!o->err && (ev = flame_walk_next(&w, &c)) != FLAME_WALK_END) {
+		if (ev == FLAME_WALK_LEAVE) {
 			flame_out_add(o, "]", 1);
 			flame_out_maybe_flush(o);
-			sp--;
+		} else if (v->total[c] < min) {
+			flame_walk_skip(&w);
+		} else {
+			flame_out_f(o, ",[%" PRIu32 ",%" PRIu64, v->rank[f->nodes[c].name], v->total[c]);
 		}
 	}
 }

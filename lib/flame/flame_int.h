@@ -90,6 +90,23 @@ struct flame_view {
 int flame_view_build(const struct flame *f, struct flame_view *v);
 void flame_view_free(struct flame_view *v);
 
+/*
+ * Depth-first walk of a view, children in name order, without recursion:
+ * every writer goes through it. After FLAME_WALK_ENTER the entered node is
+ * stk[sp] and its path from the root is stk[1..sp]; flame_walk_skip() then
+ * steps over its subtree (no LEAVE for it). FLAME_WALK_LEAVE comes after a
+ * node's subtree, the root's (node 0) last.
+ */
+enum { FLAME_WALK_END = 0, FLAME_WALK_ENTER, FLAME_WALK_LEAVE };
+struct flame_walk {
+	const struct flame_view *v;
+	uint32_t stk[FLAME_MAX_DEPTH + 2], pos[FLAME_MAX_DEPTH + 2];
+	int sp;
+};
+void flame_walk_init(struct flame_walk *w, const struct flame_view *v);
+int flame_walk_next(struct flame_walk *w, uint32_t *node);
+void flame_walk_skip(struct flame_walk *w);
+
 /* Buffered output to an fd, optionally through gzip. */
 struct flame_out {
 	int fd;

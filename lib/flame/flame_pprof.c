@@ -152,41 +152,31 @@ static void out_samples(const struct flame_view *v, struct flame_out *o, const s
 {
 	const struct flame *f = v->f;
 	bool ns = flame_opts_is_ns(opts);
-	uint32_t stk[FLAME_MAX_DEPTH + 2], pos[FLAME_MAX_DEPTH + 2];
 	uint8_t ids_st[PB_BIG], vals_st[PB_SMALL], s_st[PB_BIG + PB_SMALL];
-	int sp = 0, i;
+	struct flame_walk w;
+	uint32_t c;
+	int ev, i;
 
-	stk[0] = 0;
-	pos[0] = v->kstart[0];
-	while (sp >= 0 && !o->err) {
-		uint32_t node = stk[sp];
+	flame_walk_init(&w, v);
+	while (!o->err && (ev = flame_walk_next(&w, &c)) != FLAME_WALK_END) {
+		const struct flame_node *n = &f->nodes[c];
+		struct pb ids = PB(ids_st), vals = PB(vals_st), s = PB(s_st);
 
-		if (pos[sp] < v->kstart[node + 1]) {
-			uint32_t c = v->kid[pos[sp]++];
-			const struct flame_node *n = &f->nodes[c];
-			struct pb ids = PB(ids_st), vals = PB(vals_st), s = PB(s_st);
-
-			sp++;
-			stk[sp] = c;
-			pos[sp] = v->kstart[c];
-			if (!n->self)
-				continue;
-			for (i = sp; i >= 1; i--)
-				pb_varint(&ids, (uint64_t)v->rank[f->nodes[stk[i]].name] + 1);
-			if (ns) {
-				pb_varint(&vals, n->hits);
-				pb_varint(&vals, n->self);
-			} else {
-				pb_varint(&vals, n->self);
-				if (two)
-					pb_varint(&vals, sat_mul(n->self, opts->period));
-			}
-			pb_sub(&s, 1, &ids);
-			pb_sub(&s, 2, &vals);
-			out_field_msg(o, 2, &s);
+		if (ev != FLAME_WALK_ENTER || !n->self)
+			continue;
+		for (i = w.sp; i >= 1; i--)
+			pb_varint(&ids, (uint64_t)v->rank[f->nodes[w.stk[i]].name] + 1);
+		if (ns) {
+			pb_varint(&vals, n->hits);
+			pb_varint(&vals, n->self);
 		} else {
-			sp--;
+			pb_varint(&vals, n->self);
+			if (two)
+				pb_varint(&vals, sat_mul(n->self, opts->period));
 		}
+		pb_sub(&s, 1, &ids);
+		pb_sub(&s, 2, &vals);
+		out_field_msg(o, 2, &s);
 	}
 }
 

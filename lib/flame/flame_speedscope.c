@@ -15,39 +15,28 @@
 static void out_samples(const struct flame_view *v, struct flame_out *o, bool weights)
 {
 	const struct flame *f = v->f;
-	uint32_t stk[FLAME_MAX_DEPTH + 2], pos[FLAME_MAX_DEPTH + 2];
+	struct flame_walk w;
 	bool first = true;
-	int sp = 0, i;
+	uint32_t c;
+	int ev, i;
 
-	stk[0] = 0;
-	pos[0] = v->kstart[0];
-	while (sp >= 0 && !o->err) {
-		uint32_t node = stk[sp];
-
-		if (pos[sp] < v->kstart[node + 1]) {
-			uint32_t c = v->kid[pos[sp]++];
-
-			sp++;
-			stk[sp] = c;
-			pos[sp] = v->kstart[c];
-			if (!f->nodes[c].self)
-				continue;
-			if (!first)
-				flame_out_add(o, ",", 1);
-			first = false;
-			if (weights) {
-				flame_out_f(o, "%" PRIu64, f->nodes[c].self);
-			} else {
-				flame_out_add(o, "[", 1);
-				for (i = 1; i <= sp; i++)
-					flame_out_f(o, i > 1 ? ",%" PRIu32 : "%" PRIu32,
-						    v->rank[f->nodes[stk[i]].name]);
-				flame_out_add(o, "]", 1);
-			}
-			flame_out_maybe_flush(o);
+	flame_walk_init(&w, v);
+	while (!o->err && (ev = flame_walk_next(&w, &c)) != FLAME_WALK_END) {
+		if (ev != FLAME_WALK_ENTER || !f->nodes[c].self)
+			continue;
+		if (!first)
+			flame_out_add(o, ",", 1);
+		first = false;
+		if (weights) {
+			flame_out_f(o, "%" PRIu64, f->nodes[c].self);
 		} else {
-			sp--;
+			flame_out_add(o, "[", 1);
+			for (i = 1; i <= w.sp; i++)
+				flame_out_f(o, i > 1 ? ",%" PRIu32 : "%" PRIu32,
+					    v->rank[f->nodes[w.stk[i]].name]);
+			flame_out_add(o, "]", 1);
 		}
+		flame_out_maybe_flush(o);
 	}
 }
 

@@ -89,9 +89,10 @@ int flame_write_svg(const struct flame_view *v, struct flame_out *o, const struc
 	const char *title = opts->title && *opts->title ? opts->title : "Flame graph";
 	unsigned height = PAD_TOP + (v->maxdepth + 1) * FRAME_H + PAD_BOTTOM;
 	double scale = f->total ? (double)(IMG_WIDTH - 2 * PAD_X) / (double)f->total : 0;
-	uint32_t stk[FLAME_MAX_DEPTH + 2], pos[FLAME_MAX_DEPTH + 2];
 	uint64_t cursor[FLAME_MAX_DEPTH + 2];
-	int sp = 0;
+	struct flame_walk w;
+	uint32_t c;
+	int ev;
 
 	flame_out_f(o, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
 		    "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%u\" "
@@ -106,27 +107,22 @@ int flame_write_svg(const struct flame_view *v, struct flame_out *o, const struc
 		    IMG_WIDTH - PAD_X, f->total, unit);
 	if (f->total)
 		out_frame(v, o, 0, 0, 0, scale, unit);
-	stk[0] = 0;
-	pos[0] = v->kstart[0];
 	cursor[0] = 0;
-	while (sp >= 0 && !o->err && f->total) {
-		uint32_t node = stk[sp];
+	flame_walk_init(&w, v);
+	while (f->total && !o->err && (ev = flame_walk_next(&w, &c)) != FLAME_WALK_END) {
+		uint64_t off;
 
-		if (pos[sp] < v->kstart[node + 1]) {
-			uint32_t c = v->kid[pos[sp]++];
-			uint64_t off = cursor[sp];
-
-			cursor[sp] += v->total[c];
-			if ((double)v->total[c] * scale < MIN_WIDTH)
-				continue;
-			out_frame(v, o, c, off, (uint32_t)sp + 1, scale, unit);
-			sp++;
-			stk[sp] = c;
-			pos[sp] = v->kstart[c];
-			cursor[sp] = off;
-		} else {
-			sp--;
+		if (ev != FLAME_WALK_ENTER)
+			continue;
+		/* w.sp is c's depth; cursor[depth - 1] is where its parent's next child starts */
+		off = cursor[w.sp - 1];
+		cursor[w.sp - 1] += v->total[c];
+		if ((double)v->total[c] * scale < MIN_WIDTH) {
+			flame_walk_skip(&w);
+			continue;
 		}
+		out_frame(v, o, c, off, (uint32_t)w.sp, scale, unit);
+		cursor[w.sp] = off;
 	}
 	flame_out_str(o, "</svg>\n");
 	return o->err;

@@ -85,12 +85,22 @@ $(O)/lib/%_test: lib/%_test.c $(LIBA)
 	@$(if $(Q),echo "  TEST    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -DCT_SRCDIR='"$(CURDIR)"' $(ALL_LDFLAGS) -o $@ $< $(LIBA) -lcmocka $(LDLIBS)
 
-# Fuzz harnesses always build with clang's libFuzzer plus ASan+UBSan.
-FUZZ_CFLAGS := -std=gnu11 -g -O1 -Ilib -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-$(O)/fuzz/lib/%_fuzz: lib/%_fuzz.c $(LIB_SRCS)
+# Fuzz harnesses always build with clang's libFuzzer plus ASan+UBSan. The
+# libraries are compiled once with coverage (fuzzer-no-link) into one archive
+# that every harness links.
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -Ilib -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(O)/fuzz/obj/%.o)
+FUZZ_LIBA := $(O)/fuzz/libclrtap-fuzz.a
+$(O)/fuzz/obj/%.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC/FUZZ $<")
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -D_FILE_OFFSET_BITS=64 -c -o $@ $<
+$(FUZZ_LIBA): $(FUZZ_LIB_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(O)/fuzz/lib/%_fuzz: lib/%_fuzz.c $(FUZZ_LIBA)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LDLIBS)
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIBA) $(LDLIBS)
 
 lint: all
 	$(Q)O=$(O) scripts/lint.sh

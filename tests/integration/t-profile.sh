@@ -225,7 +225,8 @@ stop_fixture "$PID1"
 
 # ---------------------------------------------------------------- gc: libcoreclr frames
 start_fixture gc --count 2000
-expect_exit "profile gc mode" 0 "$CLRTAP" profile -p "$FIX_PID" -d 4 -o "$WORK/gc.folded"
+# A GC every 50 ms is little CPU: sample at 999 Hz so the inducing thread is seen.
+expect_exit "profile gc mode" 0 "$CLRTAP" profile -p "$FIX_PID" -F 999 -d 4 -o "$WORK/gc.folded"
 GCF=$(cat "$WORK/gc.folded")
 contains "gc: GcInducer::Induce named" "$GCF" "Clrtap.Fixtures.GcInducer::Induce"
 contains "gc: libcoreclr frames present" "$GCF" "libcoreclr.so"

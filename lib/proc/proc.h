@@ -76,6 +76,24 @@ int proc_find_by_name(const char *name, pid_t *pids, size_t max, size_t *n);
 int proc_host_path(const struct proc_target *t, const char *path, char *out, size_t outlen);
 
 /*
+ * Container identity from a process's cgroup membership, as container
+ * runtimes name their cgroups: a 64-hex-digit container id in a path
+ * component ("docker-<id>.scope", "cri-containerd-<id>.scope",
+ * "crio-<id>.scope", "libpod-<id>.scope", ".../docker/<id>", ".../<id>"), and
+ * a Kubernetes pod uid ("pod<uid>" or "kubepods-...-pod<uid_with_underscores>.slice").
+ * The deepest match wins; the unified (v2) line is preferred. Empty strings
+ * when there is none.
+ */
+struct proc_container {
+	char id[65];  /* 64 lowercase hex digits, or "" */
+	char pod[37]; /* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", or "" */
+};
+/* Parses /proc/PID/cgroup text (len bytes, need not be NUL-terminated). */
+void proc_parse_cgroup(const char *text, size_t len, struct proc_container *c);
+/* Reads and parses /proc/PID/cgroup. */
+int proc_container(pid_t pid, struct proc_container *c);
+
+/*
  * Looks for diagnostics sockets in dir (as clrtap sees it) whose pid has no
  * live process; calls fn with the socket's file name and pid for each.
  */

@@ -99,6 +99,63 @@ static void test_scan(void **state)
 	assert_int_equal(n, 0);
 }
 
+/* Cgroup names as container runtimes write them (v1 and v2 lines). */
+static void test_cgroup_container(void **state)
+{
+	static const char id[] = "3f4c1a2b9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b";
+	struct proc_container c;
+	char text[1024];
+
+	(void)state;
+	/* Docker, cgroup v1 */
+	snprintf(text, sizeof(text), "12:memory:/docker/%s\n1:name=systemd:/docker/%s\n", id, id);
+	proc_parse_cgroup(text, strlen(text), &c);
+	assert_string_equal(c.id, id);
+	assert_string_equal(c.pod, "");
+	/* Kubernetes with containerd and systemd cgroups, v2 */
+	snprintf(text, sizeof(text),
+		 "0::/kubepods.slice/kubepods-burstable.slice/"
+		 "kubepods-burstable-pod1a2b3c4d_5e6f_7a8b_9c0d_1e2f3a4b5c6d.slice/"
+		 "cri-containerd-%s.scope\n", id);
+	proc_parse_cgroup(text, strlen(text), &c);
+	assert_string_equal(c.id, id);
+	assert_string_equal(c.pod, "1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d");
+	/* Kubernetes with cgroupfs paths, v1 */
+	snprintf(text, sizeof(text),
+		 "4:cpu:/kubepods/besteffort/pod0f0e0d0c-0b0a-0908-0706-050403020100/%s", id);
+	proc_parse_cgroup(text, strlen(text), &c);
+	assert_string_equal(c.id, id);
+	assert_string_equal(c.pod, "0f0e0d0c-0b0a-0908-0706-050403020100");
+	/* CRI-O and podman scopes */
+	snprintf(text, sizeof(text), "0::/system.slice/crio-%s.scope\n", id);
+	proc_parse_cgroup(text, strlen(text), &c);
+	assert_string_equal(c.id, id);
+	snprintf(text, sizeof(text), "0::/user.slice/libpod-%s.scope/container\n", id);
+	proc_parse_cgroup(text, strlen(text), &c);
+	assert_string_equal(c.id, id);
+	/* Not containers: the host, a 32-digit id (this machine's), near misses */
+	proc_parse_cgroup("0::/\n", 5, &c);
+	assert_string_equal(c.id, "");
+	assert_string_equal(c.pod, "");
+	snprintf(text, sizeof(text), "4:memory:/process_api/2880263d96763286d989e543eda06456\n0::/\n");
+	proc_parse_cgroup(text, strlen(text), &c);
+	assert_string_equal(c.id, "");
+	snprintf(text, sizeof(text), "0::/docker-%.63s.scope\n0::/docker-%sX.scope\n", id, id);
+	proc_parse_cgroup(text, strlen(text), &c);
+	assert_string_equal(c.id, "");
+	snprintf(text, sizeof(text), "0::/kubepods-pod1a2b3c4d_5e6f_7a8b_9c0d_1e2f3a4b5c6.slice\n");
+	proc_parse_cgroup(text, strlen(text), &c);
+	assert_string_equal(c.pod, "");
+	/* Damage: no colons, no newline at the end, a NUL inside */
+	proc_parse_cgroup("garbage", 7, &c);
+	assert_string_equal(c.id, "");
+	memcpy(text, "0::/a\0b", 7);
+	proc_parse_cgroup(text, 7, &c);
+	assert_string_equal(c.id, "");
+	/* The real file of this test process parses without a container */
+	assert_int_equal(proc_container(getpid(), &c), 0);
+}
+
 int main(void)
 {
 	/* /proc/self/environ holds the environment at exec: re-exec with one set. */
@@ -113,6 +170,7 @@ int main(void)
 		cmocka_unit_test(test_not_dotnet_and_dead),
 		cmocka_unit_test(test_socket_found),
 		cmocka_unit_test(test_scan),
+		cmocka_unit_test(test_cgroup_container),
 	};
 
 	return cmocka_run_group_tests_name("proc", tests, NULL, NULL);

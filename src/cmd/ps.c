@@ -14,6 +14,7 @@ struct ps_row {
 	char assembly[128];
 	char runtime[64];
 	char ns[32];
+	struct proc_container ctr; /* container id / pod uid from its cgroups */
 	char socket[PROC_PATH_MAX];
 	char *cmdline;
 	bool live;
@@ -117,6 +118,7 @@ static int scan_one(pid_t pid, void *ctx)
 	r->pid = pid;
 	r->nspid = t.nspid;
 	set_ns(r, &t);
+	(void)proc_container(pid, &r->ctr);
 	ct_strlcpy(r->socket, t.socket, sizeof(r->socket));
 	if (!proc_cmdline(pid, &cmd, 4096))
 		r->cmdline = strbuf_detach(&cmd, NULL);
@@ -180,10 +182,16 @@ static void stale_cb(const char *path, pid_t pid, void *ctx)
 
 static void print_table(const struct ps_state *s, bool wide)
 {
+	bool containers = false;
 	size_t i;
 
-	printf("%7s %7s %-8s %-9s %-20s %-18s %s\n", "PID", "NSPID", "NS", "RUNTIME", "ASSEMBLY",
-	       "STATUS", "COMMAND");
+	/* The CONTAINER column (first 12 digits, as docker ps shows) only when one has an id. */
+	for (i = 0; i < s->n; i++)
+		containers |= s->rows[i].ctr.id[0] != '\0';
+	printf("%7s %7s %-8s ", "PID", "NSPID", "NS");
+	if (containers)
+		printf("%-12s ", "CONTAINER");
+	printf("%-9s %-20s %-18s %s\n", "RUNTIME", "ASSEMBLY", "STATUS", "COMMAND");
 	for (i = 0; i < s->n; i++) {
 		const struct ps_row *r = &s->rows[i];
 		char pid[16], cmd[4096];
@@ -196,9 +204,11 @@ static void print_table(const struct ps_state *s, bool wide)
 		ct_sanitize(cmd);
 		if (!wide && strlen(cmd) > 60)
 			memcpy(cmd + 57, "...", 4);
-		printf("%7s %7d %-8s %-9s %-20s %-18s %s\n", pid, (int)r->nspid, r->ns,
-		       r->runtime[0] ? r->runtime : "-", r->assembly[0] ? r->assembly : "-",
-		       r->status, cmd);
+		printf("%7s %7d %-8s ", pid, (int)r->nspid, r->ns);
+		if (containers)
+			printf("%-12.12s ", r->ctr.id[0] ? r->ctr.id : "-");
+		printf("%-9s %-20s %-18s %s\n", r->runtime[0] ? r->runtime : "-",
+		       r->assembly[0] ? r->assembly : "-", r->status, cmd);
 	}
 }
 
@@ -218,6 +228,8 @@ static void print_json(const struct ps_state *s)
 			(void)strbuf_addstr(&sb, "\"pid\":null");
 		cli_json_u64(&sb, "nspid", (uint64_t)r->nspid, true);
 		cli_json_str(&sb, "namespace", r->ns, true);
+		cli_json_str(&sb, "container", r->ctr.id[0] ? r->ctr.id : NULL, true);
+		cli_json_str(&sb, "pod_uid", r->ctr.pod[0] ? r->ctr.pod : NULL, true);
 		cli_json_bool(&sb, "live", r->live, true);
 		cli_json_str(&sb, "status", r->status, true);
 		cli_json_str(&sb, "runtime", r->runtime[0] ? r->runtime : NULL, true);

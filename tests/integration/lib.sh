@@ -36,6 +36,10 @@ cleanup() {
 		rm -f /tmp/dotnet-diagnostic-"$p"-*-socket /tmp/clr-debug-pipe-"$p"-* \
 			/tmp/perf-"$p".map /tmp/jit-"$p".dump /tmp/perfinfo-"$p".map
 	done
+	# Extra clean-up a test registered (after its processes are gone).
+	if [ -n "${CLEANUP_CMD:-}" ]; then
+		eval "$CLEANUP_CMD"
+	fi
 	rm -rf "$WORK"
 }
 trap cleanup EXIT

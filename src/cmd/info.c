@@ -41,9 +41,11 @@ static int cmp_str(const void *a, const void *b)
 static void print_text(const struct proc_target *t, const struct ipc_process_info *pi,
 		       const struct proc_perfmap *pm, const struct env_list *env)
 {
+	struct proc_container ctr;
 	char cookie[40];
 	size_t i;
 
+	(void)proc_container(t->pid, &ctr);
 	for (i = 0; i < 16; i++)
 		snprintf(cookie + 2 * i, 3, "%02x", pi->cookie[i]);
 	printf("pid:              %d\n", (int)t->pid);
@@ -54,6 +56,9 @@ static void print_text(const struct proc_target *t, const struct ipc_process_inf
 			  : t->other_pidns		     ? "own pid namespace"
 							     : "own mount namespace")
 		       : "same as clrtap");
+	if (ctr.id[0] || ctr.pod[0])
+		printf("container:        %s%s%s\n", ctr.id[0] ? ctr.id : "-",
+		       ctr.pod[0] ? ", Kubernetes pod uid " : "", ctr.pod);
 	printf("runtime version:  %s\n", pi->clr_version ? pi->clr_version : "(not reported)");
 	printf("entry assembly:   %s\n", pi->assembly ? pi->assembly : "(not reported)");
 	printf("os / arch:        %s / %s\n", pi->os ? pi->os : "?", pi->arch ? pi->arch : "?");
@@ -79,13 +84,17 @@ static void print_json(const struct proc_target *t, const struct ipc_process_inf
 		       const struct proc_perfmap *pm, const struct env_list *env)
 {
 	struct strbuf sb = STRBUF_INIT;
+	struct proc_container ctr;
 	size_t i;
 
+	(void)proc_container(t->pid, &ctr);
 	(void)strbuf_addch(&sb, '{');
 	cli_json_u64(&sb, "pid", (uint64_t)t->pid, false);
 	cli_json_u64(&sb, "nspid", pi->pid, true);
 	cli_json_bool(&sb, "other_pid_namespace", t->other_pidns, true);
 	cli_json_bool(&sb, "other_mount_namespace", t->other_mntns, true);
+	cli_json_str(&sb, "container", ctr.id[0] ? ctr.id : NULL, true);
+	cli_json_str(&sb, "pod_uid", ctr.pod[0] ? ctr.pod : NULL, true);
 	cli_json_str(&sb, "runtime_version", pi->clr_version, true);
 	cli_json_str(&sb, "entry_assembly", pi->assembly, true);
 	cli_json_str(&sb, "os", pi->os, true);

@@ -51,6 +51,10 @@ if [ -n "$CG2" ] && mkdir -p "$POD_DIR/cri-containerd-$CID.scope" 2>/dev/null &&
 	expect_exit "ps table with a container" 0 "$CLRTAP" ps
 	contains "table has a CONTAINER column" "$OUT" "CONTAINER"
 	contains "table shows the short container id" "$OUT" "$(printf '%7d %7d pid+mnt  %s ' "$NS_PID" 1 "${CID:0:12}")"
+	expect_exit "info on the containerised fixture" 0 "$CLRTAP" info -p "$NS_PID"
+	contains "info shows container and pod" "$OUT" "container:        $CID, Kubernetes pod uid 1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d"
+	expect_exit "info --json on it" 0 "$CLRTAP" info -p "$NS_PID" --json
+	equals "info --json container" "$(json_get "$OUT" "d['container']")" "$CID"
 	# back to the root cgroup, so the directories can go
 	echo "$NS_PID" >"$CG2/cgroup.procs" 2>/dev/null
 else

@@ -20,7 +20,6 @@
 #include "profile/profile.h"
 
 #define MAX_ELFS 256
-#define MAX_LOADS 16
 
 struct uw_elf {
 	struct uw_elf *next;
@@ -29,10 +28,6 @@ struct uw_elf {
 	Elf *elf;
 	Dwarf_CFI *cfi;
 	bool bad;
-	size_t nloads;
-	struct {
-		uint64_t off, filesz, vaddr;
-	} loads[MAX_LOADS];
 };
 
 struct profile_unwinder {
@@ -81,8 +76,6 @@ void profile_unwinder_free(struct profile_unwinder *u)
 static struct uw_elf *elf_get(struct profile_unwinder *u, const char *path)
 {
 	struct uw_elf *e;
-	GElf_Phdr ph;
-	size_t i, n;
 
 	for (e = u->elfs; e; e = e->next)
 		if (!strcmp(e->path, path))
@@ -106,16 +99,8 @@ static struct uw_elf *elf_get(struct profile_unwinder *u, const char *path)
 	if (e->fd < 0)
 		return NULL;
 	e->elf = elf_begin(e->fd, ELF_C_READ_MMAP, NULL);
-	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || elf_getphdrnum(e->elf, &n) != 0)
+	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF)
 		return NULL;
-	for (i = 0; i < n && e->nloads < MAX_LOADS; i++) {
-		if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		e->loads[e->nloads].off = ph.p_offset;
-		e->loads[e->nloads].filesz = ph.p_filesz;
-		e->loads[e->nloads].vaddr = ph.p_vaddr;
-		e->nloads++;
-	}
 	e->cfi = dwarf_getcfi_elf(e->elf);
 	if (!e->cfi)
 		return NULL;
@@ -229,38 +214,29 @@ static int cfi_step(struct profile_unwinder *u, const struct perf_user_state *us
 		    bool leaf)
 {
 	struct sym_frame f;
-	const char *path;
-	uint64_t map_start, pgoff, off, vaddr = 0, cfa, v;
+	uint64_t cfa, v;
 	Dwarf_Frame *frame = NULL;
 	Dwarf_Op mem[3], *ops;
 	struct uw_elf *e;
 	struct regs nr;
-	size_t nops, i;
-	bool is_value, found = false;
+	size_t nops;
+	bool is_value;
 	int rc = -1;
 
 	if (!u->sp)
 		return 0;
-	if (sym_lookup(u->sp, leaf ? r->ip : r->ip - 1, &f) != 0 && !f.module)
+	/*
+	 * A return address points after the call: look up ip - 1 so the call
+	 * itself is found. lib/sym gives the mapping's file and the link-time
+	 * address already (no second search of the maps).
+	 */
+	(void)sym_lookup(u->sp, leaf ? r->ip : r->ip - 1, &f);
+	if (f.kind != SYM_NATIVE || !f.elf_path)
 		return 0;
-	if (f.kind != SYM_NATIVE || !f.module)
-		return 0;
-	if (sym_proc_find_image(u->sp, f.module, &map_start, &pgoff, &path) != 0 || r->ip < map_start)
-		return 0;
-	e = elf_get(u, path);
+	e = elf_get(u, f.elf_path);
 	if (!e)
 		return 0;
-	off = r->ip - map_start + pgoff;
-	for (i = 0; i < e->nloads; i++) {
-		if (off >= e->loads[i].off && off - e->loads[i].off < e->loads[i].filesz) {
-			vaddr = off - e->loads[i].off + e->loads[i].vaddr;
-			found = true;
-			break;
-		}
-	}
-	if (!found)
-		return 0;
-	if (dwarf_cfi_addrframe(e->cfi, leaf ? vaddr : vaddr - 1, &frame) != 0 || !frame)
+	if (dwarf_cfi_addrframe(e->cfi, f.elf_vaddr, &frame) != 0 || !frame)
 		return 0;
 	if (dwarf_frame_cfa(frame, &ops, &nops) != 0 || !nops ||
 	    !eval(ops, nops, r, 0, false, &cfa, &is_value))

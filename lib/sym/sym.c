@@ -780,6 +780,8 @@ static int lookup_image(struct sym_proc *sp, const struct map *m, uint64_t addr,
 		out->kind = SYM_NATIVE;
 		if (!sym_elf_off_to_vaddr(&im->elf, off, &va))
 			return -ENOENT;
+		out->elf_path = im->hpath;
+		out->elf_vaddr = va;
 		e = sym_table_find(&im->elf.syms, va);
 		if (!e)
 			return -ENOENT;

@@ -39,6 +39,14 @@ struct sym_frame {
 	 */
 	const char *sig;
 	const char *tier;
+	/*
+	 * Native code (SYM_NATIVE), also when no symbol covers the address:
+	 * the ELF file as clrtap can open it and the address's link-time
+	 * (file) address, for unwinders reading the file's CFI. NULL / 0 when
+	 * the address is in no PT_LOAD segment.
+	 */
+	const char *elf_path;
+	uint64_t elf_vaddr;
 };
 
 struct sym_opts {

@@ -872,8 +872,12 @@ int sym_lookup(struct sym_proc *sp, uint64_t addr, struct sym_frame *out)
 	return rc;
 }
 
-int sym_proc_find_image(struct sym_proc *sp, const char *basename, uint64_t *map_start,
-			uint64_t *pgoff, const char **path)
+/*
+ * The mapping of an image named basename (file name or full target path),
+ * executable ones first; with want_off, one that maps file offset off.
+ */
+static const struct map *find_file_map(const struct sym_proc *sp, const char *basename,
+				       bool want_off, uint64_t off)
 {
 	const struct map *best = NULL;
 	size_t i;
@@ -885,41 +889,38 @@ int sym_proc_find_image(struct sym_proc *sp, const char *basename, uint64_t *map
 			continue;
 		if (strcmp(m->img->base, basename) && strcmp(m->img->tpath, basename))
 			continue;
+		if (want_off && (off < m->pgoff || off - m->pgoff >= m->end - m->start))
+			continue;
 		if (!best || (m->perms[2] == 'x' && best->perms[2] != 'x'))
 			best = m;
 	}
-	if (!best)
+	return best;
+}
+
+int sym_proc_find_image(struct sym_proc *sp, const char *basename, uint64_t *map_start,
+			uint64_t *pgoff, const char **path)
+{
+	const struct map *m = find_file_map(sp, basename, false, 0);
+
+	if (!m)
 		return -ENOENT;
 	if (map_start)
-		*map_start = best->start;
+		*map_start = m->start;
 	if (pgoff)
-		*pgoff = best->pgoff;
+		*pgoff = m->pgoff;
 	if (path)
-		*path = best->img->hpath;
+		*path = m->img->hpath;
 	return 0;
 }
 
 int sym_proc_offset_to_addr(struct sym_proc *sp, const char *basename, uint64_t off,
 			    uint64_t *addr)
 {
-	const struct map *best = NULL;
-	size_t i;
+	const struct map *m = find_file_map(sp, basename, true, off);
 
-	for (i = 0; i < sp->nmaps; i++) {
-		const struct map *m = &sp->maps[i];
-
-		if (m->type != MT_FILE || !m->img)
-			continue;
-		if (strcmp(m->img->base, basename) && strcmp(m->img->tpath, basename))
-			continue;
-		if (off < m->pgoff || off - m->pgoff >= m->end - m->start)
-			continue;
-		if (!best || (m->perms[2] == 'x' && best->perms[2] != 'x'))
-			best = m;
-	}
-	if (!best)
+	if (!m)
 		return -ENOENT;
-	*addr = best->start + (off - best->pgoff);
+	*addr = m->start + (off - m->pgoff);
 	return 0;
 }
 

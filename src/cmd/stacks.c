@@ -103,6 +103,17 @@ static void print_node(const struct names *nm, const struct stacks_node *n, cons
 	strbuf_release(&p2);
 }
 
+/* Whether any frame of the thread's sample is named managed code. */
+static bool has_managed(struct stacks_sampler *s, const struct stacks_thread *th)
+{
+	uint32_t k;
+
+	for (k = 0; k < th->nframes; k++)
+		if (stacks_sampler_frame(s, th, k))
+			return true;
+	return false;
+}
+
 /* ----- JSON ----- */
 
 static void json_node(struct strbuf *sb, const struct names *nm, const struct stacks_node *n)
@@ -295,16 +306,9 @@ int cmd_stacks(int argc, char **argv)
 				printf("\n");
 			print_node(&nm, root->children[i], "", "");
 		}
-		for (i = 0; i < n; i++) {
-			const struct stacks_thread *th = stacks_sampler_thread(s, i);
-			uint32_t k;
-			bool any = false;
-
-			for (k = 0; k < th->nframes && !any; k++)
-				any = stacks_sampler_frame(s, th, k) != NULL;
-			if (!any)
+		for (i = 0; i < n; i++)
+			if (!has_managed(s, stacks_sampler_thread(s, i)))
 				nomanaged++;
-		}
 		if (nomanaged) {
 			char label[128];
 			bool firstl = true;
@@ -312,12 +316,8 @@ int cmd_stacks(int argc, char **argv)
 			printf("\n%zu thread%s without managed frames:", nomanaged, nomanaged == 1 ? "" : "s");
 			for (i = 0; i < n; i++) {
 				const struct stacks_thread *th = stacks_sampler_thread(s, i);
-				uint32_t k;
-				bool any = false;
 
-				for (k = 0; k < th->nframes && !any; k++)
-					any = stacks_sampler_frame(s, th, k) != NULL;
-				if (any)
+				if (has_managed(s, th))
 					continue;
 				thread_label(&nm, th->tid, label, sizeof(label));
 				printf("%s %s", firstl ? "" : ",", label);

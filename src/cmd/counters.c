@@ -314,29 +314,28 @@ static int run_counters(bool collect, int argc, char **argv)
 	const char *counters_s = NULL, *meters_s = NULL, *format = NULL, *out_path = NULL;
 	int interval = 1, duration = 0, max_ts = 1000, max_hist = 20;
 	bool lines = false;
+/* What monitor and collect share, ahead of and after their own options. */
+#define COUNTERS_SOURCE_OPTIONS \
+	CLI_TARGET_OPTIONS(&to), \
+	{ 0, "counters", CLI_OPT_STRING, &counters_s, "LIST", \
+	  "EventSources, e.g. System.Runtime[cpu-usage,alloc-rate] (default System.Runtime)" }, \
+	{ 0, "meters", CLI_OPT_STRING, &meters_s, "LIST", "Meters by name, same syntax" }, \
+	{ 0, "interval", CLI_OPT_INT, &interval, "SECONDS", "publishing interval (default 1)" }, \
+	{ 'd', "duration", CLI_OPT_INT, &duration, "SECONDS", "stop after this long (default: Ctrl-C)" }
+#define COUNTERS_LIMIT_OPTIONS \
+	{ 0, "max-time-series", CLI_OPT_INT, &max_ts, "N", "meters: series limit (default 1000)" }, \
+	{ 0, "max-histograms", CLI_OPT_INT, &max_hist, "N", "meters: histogram limit (default 20)" }
 	const struct cli_option monitor_opts[] = {
-		CLI_TARGET_OPTIONS(&to),
-		{ 0, "counters", CLI_OPT_STRING, &counters_s, "LIST",
-		  "EventSources, e.g. System.Runtime[cpu-usage,alloc-rate] (default System.Runtime)" },
-		{ 0, "meters", CLI_OPT_STRING, &meters_s, "LIST", "Meters by name, same syntax" },
-		{ 0, "interval", CLI_OPT_INT, &interval, "SECONDS", "publishing interval (default 1)" },
-		{ 'd', "duration", CLI_OPT_INT, &duration, "SECONDS", "stop after this long (default: Ctrl-C)" },
+		COUNTERS_SOURCE_OPTIONS,
 		{ 0, "lines", CLI_OPT_BOOL, &lines, NULL, "timestamped lines even on a terminal" },
-		{ 0, "max-time-series", CLI_OPT_INT, &max_ts, "N", "meters: series limit (default 1000)" },
-		{ 0, "max-histograms", CLI_OPT_INT, &max_hist, "N", "meters: histogram limit (default 20)" },
+		COUNTERS_LIMIT_OPTIONS,
 		{ 0 },
 	};
 	const struct cli_option collect_opts[] = {
-		CLI_TARGET_OPTIONS(&to),
-		{ 0, "counters", CLI_OPT_STRING, &counters_s, "LIST",
-		  "EventSources, e.g. System.Runtime[cpu-usage,alloc-rate] (default System.Runtime)" },
-		{ 0, "meters", CLI_OPT_STRING, &meters_s, "LIST", "Meters by name, same syntax" },
-		{ 0, "interval", CLI_OPT_INT, &interval, "SECONDS", "publishing interval (default 1)" },
-		{ 'd', "duration", CLI_OPT_INT, &duration, "SECONDS", "stop after this long (default: Ctrl-C)" },
+		COUNTERS_SOURCE_OPTIONS,
 		{ 0, "format", CLI_OPT_STRING, &format, "csv|json", "file format (default csv)" },
 		{ 'o', "output", CLI_OPT_STRING, &out_path, "FILE", "output file (default counters.csv/.json)" },
-		{ 0, "max-time-series", CLI_OPT_INT, &max_ts, "N", "meters: series limit (default 1000)" },
-		{ 0, "max-histograms", CLI_OPT_INT, &max_hist, "N", "meters: histogram limit (default 20)" },
+		COUNTERS_LIMIT_OPTIONS,
 		{ 0 },
 	};
 	struct counters_spec spec = { 0 };

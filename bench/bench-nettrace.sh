@@ -11,6 +11,7 @@
 # build/bench/alloc-big.nettrace; delete it to collect again.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
 CLRTAP=${CLRTAP:-$ROOT/build/clrtap}
 DLL=$ROOT/build/fixtures/sample/sample.dll
 TECHECK=${TECHECK:-$ROOT/build/fixtures/techeck/techeck.dll}
@@ -44,10 +45,7 @@ if [ "$(size_mb "$TRACE")" -lt "$MIN_MB" ]; then
 		exit 1
 	fi
 fi
-if [ ! -x "$TOOLS/dotnet-trace" ]; then
-	dotnet tool install --tool-path "$TOOLS" dotnet-trace >/dev/null 2>&1 ||
-		echo "note: dotnet-trace is not served by the NuGet registry here"
-fi
+need_tool dotnet-trace
 BYTES=$(stat -c %s "$TRACE")
 echo "trace: $TRACE, $((BYTES / 1000000)) MB, $("$CLRTAP" trace report "$TRACE" --json |
 	python3 -c 'import json,sys; d=json.load(sys.stdin); print("%d events, %d sampled stacks" % (d["trace"]["events"], d["samples"]["managed"]))')"

@@ -12,6 +12,7 @@
 # Usage: bench/bench-probe.sh [CALLS]   (env CLRTAP, FIXTURE_DLL)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
 CLRTAP=${CLRTAP:-$ROOT/build/clrtap}
 FIXTURE_DLL=${FIXTURE_DLL:-$ROOT/build/fixtures/sample/sample.dll}
 CALLS=${1:-200000}
@@ -26,15 +27,6 @@ cleanup() {
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
-
-wait_line() { # FILE PATTERN SECONDS
-	local i
-	for ((i = 0; i < $3 * 20; i++)); do
-		grep -qE "$2" "$1" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
-}
 
 start() { # TARGET
 	rm -f "$WORK/trig" "$WORK/fix.out"

@@ -13,6 +13,7 @@
 # The machine is shared and small: the figures are of one run.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
 CLRTAP=${CLRTAP:-$ROOT/build/clrtap}
 DLL=$ROOT/build/fixtures/sample/sample.dll
 TOOLS=$ROOT/build/tools
@@ -29,19 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ ! -x "$TOOLS/dotnet-trace" ]; then
-	dotnet tool install --tool-path "$TOOLS" dotnet-trace >/dev/null 2>&1 ||
-		echo "note: dotnet-trace is not served by the NuGet registry here; left out"
-fi
-
-wait_line() { # wait_line FILE PATTERN SECONDS
-	local i
-	for ((i = 0; i < $3 * 10; i++)); do
-		grep -qE "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
+need_tool dotnet-trace
 
 cpu_ticks() { # utime + stime of a process, in clock ticks
 	awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"

@@ -5,6 +5,7 @@
 # run. Prints the median of RUNS runs of each and their ratio.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
 CLRTAP=${CLRTAP:-$ROOT/build/clrtap}
 DLL=$ROOT/build/fixtures/sample/sample.dll
 RUNS=${RUNS:-30}
@@ -18,10 +19,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ ! -x "$TOOLS/dotnet-trace" ]; then
-	dotnet tool install --tool-path "$TOOLS" dotnet-trace >/dev/null 2>&1 ||
-		echo "note: dotnet-trace is not served by the NuGet registry here; clrtap only"
-fi
+need_tool dotnet-trace
 
 out=$(mktemp -d)
 for ((i = 0; i < N; i++)); do
@@ -35,18 +33,6 @@ done
 for ((i = 0; i < N; i++)); do
 	for ((w = 0; w < 600; w++)); do grep -q READY "$out/$i" 2>/dev/null && break; sleep 0.1; done
 done
-
-# median of RUNS timings (milliseconds) of a command
-median_ms() {
-	local t=() i s e
-	for ((i = 0; i < RUNS; i++)); do
-		s=$(date +%s%N)
-		"$@" >/dev/null 2>&1
-		e=$(date +%s%N)
-		t+=($(((e - s) / 1000)))
-	done
-	printf '%s\n' "${t[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
-}
 
 found=$("$CLRTAP" ps --json | python3 -c 'import json,sys; print(len([r for r in json.load(sys.stdin) if r["live"] and r["assembly"]=="sample"]))')
 echo "processes running: $N sample fixtures ($((N / 2)) namespaced); clrtap ps sees $found of them live"

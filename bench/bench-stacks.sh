@@ -5,6 +5,7 @@
 # ratio, and checks that clrtap's tree has the 5/1 grouping.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
 CLRTAP=${CLRTAP:-$ROOT/build/clrtap}
 DLL=$ROOT/build/fixtures/sample/sample.dll
 RUNS=${RUNS:-20}
@@ -17,26 +18,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ ! -x "$TOOLS/dotnet-stack" ]; then
-	dotnet tool install --tool-path "$TOOLS" dotnet-stack >/dev/null 2>&1 ||
-		echo "note: dotnet-stack is not served by the NuGet registry here; clrtap only"
-fi
+need_tool dotnet-stack
 
 dotnet "$DLL" blocked >"$out/fixture" 2>&1 &
 pid=$!
 for ((w = 0; w < 600; w++)); do grep -q READY "$out/fixture" 2>/dev/null && break; sleep 0.1; done
-
-# median of RUNS timings (milliseconds) of a command
-median_ms() {
-	local t=() i s e
-	for ((i = 0; i < RUNS; i++)); do
-		s=$(date +%s%N)
-		"$@" >/dev/null 2>&1
-		e=$(date +%s%N)
-		t+=($(((e - s) / 1000)))
-	done
-	printf '%s\n' "${t[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
-}
 
 threads=$("$CLRTAP" stacks -p "$pid" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["threads_sampled"])')
 five=$("$CLRTAP" stacks -p "$pid" | grep -cE '^ +5  .*Clrtap.Fixtures.Blocker::WaitHere$')

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/strparse.h"
 #include "probe/probe.h"
+#include "sym/sym.h"
 
 #define MAX_MAPS 65536
 #define MAX_IMAGES 512
@@ -58,9 +59,8 @@ struct probe_proc {
 	size_t nfound;
 	struct pm_ent *pm;
 	size_t npm, pmcap;
-	uint32_t *pm_sorted; /* indexes sorted by start (latest wins), rebuilt when dirty */
-	size_t npm_sorted;
-	bool pm_dirty;
+	struct sym_proc *sym; /* names for stack frames, opened on first use */
+	bool sym_tried;
 	int mem_fd;
 };
 
@@ -216,7 +216,6 @@ static int pm_add(struct probe_proc *pp, const struct probe_pm_entry *e)
 		return -ENOMEM;
 	}
 	pp->npm++;
-	pp->pm_dirty = true;
 	return 0;
 }
 
@@ -388,7 +387,7 @@ void probe_proc_close(struct probe_proc *pp)
 		free(pp->pm[i].tier);
 	}
 	free(pp->pm);
-	free(pp->pm_sorted);
+	sym_proc_close(pp->sym);
 	free(pp->perfmap_path);
 	if (pp->mem_fd >= 0)
 		close(pp->mem_fd);
@@ -744,55 +743,6 @@ int probe_proc_read(struct probe_proc *pp, uint64_t addr, void *buf, size_t len)
 	return -EFAULT;
 }
 
-static int pm_cmp_ctx_start(const void *a, const void *b, void *ctx)
-{
-	const struct pm_ent *pm = ctx;
-	const struct pm_ent *x = &pm[*(const uint32_t *)a], *y = &pm[*(const uint32_t *)b];
-
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	/* later lines win: put them last */
-	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
-}
-
-static const struct pm_ent *pm_lookup(struct probe_proc *pp, uint64_t addr)
-{
-	size_t lo = 0, hi, i;
-
-	if (pp->pm_dirty || !pp->pm_sorted) {
-		uint32_t *s = realloc(pp->pm_sorted, (pp->npm + 1) * sizeof(*s));
-
-		if (!s)
-			return NULL;
-		pp->pm_sorted = s;
-		for (i = 0; i < pp->npm; i++)
-			s[i] = (uint32_t)i;
-		qsort_r(s, pp->npm, sizeof(*s), pm_cmp_ctx_start, pp->pm);
-		pp->npm_sorted = pp->npm;
-		pp->pm_dirty = false;
-	}
-	hi = pp->npm_sorted;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (pp->pm[pp->pm_sorted[mid]].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	/* lo: first entry with start > addr; walk back to the newest covering one */
-	while (lo > 0) {
-		const struct pm_ent *e = &pp->pm[pp->pm_sorted[lo - 1]];
-
-		if (addr >= e->start && addr < e->start + e->size)
-			return e;
-		if (e->start + 0x100000 < addr)
-			break;
-		lo--;
-	}
-	return NULL;
-}
-
 int probe_proc_addr_file(struct probe_proc *pp, uint64_t addr, const char **host_path,
 			 uint64_t *off)
 {
@@ -822,32 +772,21 @@ int probe_proc_addr_file(struct probe_proc *pp, uint64_t addr, const char **host
 
 int probe_proc_symbolize(struct probe_proc *pp, uint64_t addr, struct strbuf *out)
 {
-	const struct pm_ent *e;
-	size_t i, j;
+	struct sym_frame f;
 
-	for (i = 0; i < pp->nmaps; i++) {
-		const struct pmap *m = &pp->maps[i];
-		const char *base;
+	if (!pp->sym_tried) {
+		struct sym_opts o = { .perfmap_path = pp->perfmap_path };
 
-		if (addr < m->start || addr >= m->end)
-			continue;
-		if (!m->path || strstr(m->path, "doublemapper"))
-			break;
-		for (j = 0; j < pp->nimg; j++) {
-			const struct pe_method *pm;
-			const struct pe_range *r;
-
-			if (!pp->img[j].r2r || strcmp(pp->img[j].path, m->path))
-				continue;
-			if (!pe_file_lookup_offset(pp->img[j].pf, addr - m->start + m->pgoff, &pm, &r))
-				return strbuf_addf(out, "%s", pm->name);
-		}
-		base = strrchr(m->path, '/');
-		return strbuf_addf(out, "%s+0x%" PRIx64, base ? base + 1 : m->path,
-				   addr - m->start + m->pgoff);
+		pp->sym_tried = true;
+		if (sym_proc_open(&pp->sym, pp->pid, &o))
+			pp->sym = NULL;
 	}
-	e = pm_lookup(pp, addr);
-	if (e)
-		return strbuf_addf(out, "%s", e->name);
+	if (pp->sym && sym_lookup(pp->sym, addr, &f) == 0 && f.name) {
+		if (f.kind == SYM_NATIVE && f.module)
+			return strbuf_addf(out, "%s!%s", f.module, f.name);
+		return strbuf_addf(out, "%s", f.name);
+	}
+	if (pp->sym && f.module)
+		return strbuf_addf(out, "%s@0x%" PRIx64, f.module, addr);
 	return strbuf_addf(out, "0x%" PRIx64, addr);
 }

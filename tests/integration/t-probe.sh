@@ -45,7 +45,7 @@ expect_each() {
 # ---- A: R2R framework method + JIT'd static method with two ints ----
 start_fixture probe-warm --calls "$N" --interval-ms 2 --trigger "$WORK/trig-a"
 probe_bg r2r -d 4 --ret --latency 'System.Convert::ToString(int,int)'
-probe_bg addints -d 4 --ret 'Clrtap.Fixtures.ProbeTargets::AddInts'
+probe_bg addints -d 4 --ret --stack 'Clrtap.Fixtures.ProbeTargets::AddInts'
 run_probes "$WORK/trig-a"
 R2R=$(cat "$WORK/r2r.out")
 contains "r2r: attached by uprobe to CoreLib's R2R code" "$(cat "$WORK/r2r.err")" \
@@ -61,6 +61,9 @@ contains "r2r: hex return value a" "$R2R" 'ToString(value=10, toBase=16) = "a"'
 equals "addints: $N lines" "$(grep -c 'AddInts(a=' "$WORK/addints.out")" "$N"
 expect_each "addints args+ret" "$WORK/addints.out" 'ProbeTargets::AddInts(a=%d, b=1000) = %d '
 contains "addints: JIT code by hw breakpoint" "$(cat "$WORK/addints.err")" "hw-breakpoint on entry, 1 of 1 ret site(s)"
+# --stack: every call's caller is the fixture's driver loop, named from the perf map
+equals "addints --stack: caller named on every call" \
+	"$(grep -c '^    at Clrtap.Fixtures.ProbeDriver::Run\( \|$\)' "$WORK/addints.out")" "$N"
 lacks "fixture saw right results" "$(cat "$FIX_OUT")" "unexpected result"
 stop_fixture "$FIX_PID"
 

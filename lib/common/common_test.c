@@ -58,32 +58,6 @@ static void test_strbuf_fwrite(void **state)
 	strbuf_release(&sb);
 }
 
-static void test_strbuf_json(void **state)
-{
-	struct strbuf sb = STRBUF_INIT;
-
-	assert_int_equal(strbuf_add_json_escaped(&sb, "a\"b\\c\n\x01"), 0);
-	assert_string_equal(sb.buf, "a\\\"b\\\\c\\n\\u0001");
-	strbuf_release(&sb);
-}
-
-static void test_json_members(void **state)
-{
-	struct strbuf sb = STRBUF_INIT_MAX(256);
-
-	(void)state;
-	strbuf_addch(&sb, '{');
-	strbuf_json_str(&sb, "a", "x\"y\n", false);
-	strbuf_json_str(&sb, "b", NULL, true);
-	strbuf_json_u64(&sb, "c", UINT64_MAX, true);
-	strbuf_json_bool(&sb, "d", true, true);
-	strbuf_addch(&sb, ',');
-	strbuf_json_str(&sb, NULL, "bare", false);
-	strbuf_addch(&sb, '}');
-	assert_string_equal(sb.buf, "{\"a\":\"x\\\"y\\n\",\"b\":null,\"c\":18446744073709551615,\"d\":true,\"bare\"}");
-	strbuf_release(&sb);
-}
-
 static void test_write_all(void **state)
 {
 	char big[200000], back[200000];
@@ -193,8 +167,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_strbuf_cap),
 		cmocka_unit_test(test_strbuf_fwrite),
-		cmocka_unit_test(test_strbuf_json),
-		cmocka_unit_test(test_json_members),
 		cmocka_unit_test(test_write_all),
 		cmocka_unit_test(test_cursor_bounds),
 		cmocka_unit_test(test_utf16),

@@ -36,7 +36,8 @@
 #include "common/compat.h"
 #include "common/strbuf.h"
 
-#define CT_JSON_MAX_DEPTH 1024
+/* deep enough for a call tree of STACKS_MAX_FRAMES frames (two levels a frame) */
+#define CT_JSON_MAX_DEPTH 16384
 
 struct ct_json {
 	struct strbuf *sb;

@@ -145,39 +145,6 @@ int strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 	return err;
 }
 
-int strbuf_add_json_escaped(struct strbuf *sb, const char *s)
-{
-	int err = 0;
-
-	for (; *s && !err; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		switch (c) {
-		case '"':
-			err = strbuf_addstr(sb, "\\\"");
-			break;
-		case '\\':
-			err = strbuf_addstr(sb, "\\\\");
-			break;
-		case '\n':
-			err = strbuf_addstr(sb, "\\n");
-			break;
-		case '\r':
-			err = strbuf_addstr(sb, "\\r");
-			break;
-		case '\t':
-			err = strbuf_addstr(sb, "\\t");
-			break;
-		default:
-			if (c < 0x20)
-				err = strbuf_addf(sb, "\\u%04x", c);
-			else
-				err = strbuf_addch(sb, c);
-		}
-	}
-	return err;
-}
-
 int strbuf_fwrite(const struct strbuf *sb, FILE *f)
 {
 	if (sb->err)
@@ -214,29 +181,4 @@ int strbuf_read_file(struct strbuf *sb, const char *path)
 	}
 	close(fd);
 	return err;
-}
-
-void strbuf_json_str(struct strbuf *sb, const char *key, const char *val, bool comma)
-{
-	if (comma)
-		(void)strbuf_addch(sb, ',');
-	if (key)
-		(void)strbuf_addf(sb, "\"%s\":", key);
-	if (!val) {
-		(void)strbuf_addstr(sb, "null");
-		return;
-	}
-	(void)strbuf_addch(sb, '"');
-	(void)strbuf_add_json_escaped(sb, val);
-	(void)strbuf_addch(sb, '"');
-}
-
-void strbuf_json_u64(struct strbuf *sb, const char *key, uint64_t val, bool comma)
-{
-	(void)strbuf_addf(sb, "%s\"%s\":%" PRIu64, comma ? "," : "", key, val);
-}
-
-void strbuf_json_bool(struct strbuf *sb, const char *key, bool val, bool comma)
-{
-	(void)strbuf_addf(sb, "%s\"%s\":%s", comma ? "," : "", key, val ? "true" : "false");
 }

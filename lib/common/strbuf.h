@@ -64,18 +64,6 @@ static inline int strbuf_error(const struct strbuf *sb)
  */
 int strbuf_fwrite(const struct strbuf *sb, FILE *f);
 
-/* Appends s with JSON string escaping (no surrounding quotes). */
-int strbuf_add_json_escaped(struct strbuf *sb, const char *s);
-
-/*
- * JSON members: appends ["," if comma]["\"key\":" if key]value. A NULL
- * string is written as null. Errors stick to the buffer as with every append
- * (check the result once, at the end).
- */
-void strbuf_json_str(struct strbuf *sb, const char *key, const char *val, bool comma);
-void strbuf_json_u64(struct strbuf *sb, const char *key, uint64_t val, bool comma);
-void strbuf_json_bool(struct strbuf *sb, const char *key, bool val, bool comma);
-
 /*
  * Reads the whole file at path into sb (appending), failing with -EFBIG when
  * it is longer than sb's cap. Returns 0 or a negative errno.

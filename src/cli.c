@@ -38,6 +38,8 @@ const char *cli_safe(const char *s)
 	len = strlen(s);
 	if (len <= CLI_SAFE_INPUT && ct_term_is_safe(s, len))
 		return s;
+	if (!sb->max)
+		strbuf_init(sb, 0); /* zeroed (thread-local): set up once */
 	strbuf_reset(sb);
 	/* An escape is at most 4 bytes a byte: the input cap bounds the output. */
 	(void)ct_term_escape(sb, s, CT_MIN(len, (size_t)CLI_SAFE_INPUT));

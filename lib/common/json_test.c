@@ -199,7 +199,7 @@ static void test_term_escape(void **state)
 
 	(void)state;
 	assert_int_equal(ct_term_escape(&sb, in, sizeof(in) - 1), 0);
-	assert_string_equal(sb.buf, "a\\b\\n\\r\\t\\x1b[31m\\x7f\\u{009b}\\u{202e}\xc3\xa9"
+	assert_string_equal(sb.buf, "a\\\\b\\n\\r\\t\\x1b[31m\\x7f\\u{009b}\\u{202e}\xc3\xa9"
 				    "\\xff\\xe2\\x82 ok");
 	assert_true(ct_term_is_safe("plain \xc3\xa9", 8));
 	assert_false(ct_term_is_safe("\x1b", 1));

@@ -21,7 +21,7 @@ static size_t safe_run(const char *s, size_t len)
 		uint32_t cp;
 		size_t n;
 
-		if (c >= 0x20 && c < 0x7f) {
+		if (c >= 0x20 && c < 0x7f && c != '\\') {
 			i++;
 			continue;
 		}
@@ -56,7 +56,10 @@ int ct_term_escape(struct strbuf *sb, const char *s, size_t len)
 			continue;
 		}
 		c = (unsigned char)s[i];
-		if (c == '\n') {
+		if (c == '\\') {
+			(void)strbuf_add(sb, "\\\\", 2);
+			i++;
+		} else if (c == '\n') {
 			(void)strbuf_add(sb, "\\n", 2);
 			i++;
 		} else if (c == '\r') {

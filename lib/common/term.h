@@ -8,7 +8,8 @@
  * fake lines of clrtap's output.
  *
  * ct_term_escape() rule, over the bytes of the input:
- *   - printable ASCII (0x20..0x7e) is copied unchanged, '\' included;
+ *   - printable ASCII (0x20..0x7e) is copied unchanged, except '\', which
+ *     is doubled;
  *   - newline, carriage return and tab are written as \n, \r and \t;
  *   - every other byte below 0x20 and DEL as \xNN (ESC is \x1b);
  *   - valid UTF-8 is copied unchanged, except the C1 controls U+0080..U+009F,
@@ -16,8 +17,9 @@
  *     controls (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069), which
  *     are written as \u{XXXX};
  *   - each byte that is not part of valid UTF-8 is written as \xNN.
- * The result is for reading; it is not reversible ('\' is not doubled). The
- * exact bytes are in the --json output (common/json.h).
+ * So the text is unambiguous: every escape starts with a '\' that was not in
+ * the input, and the input can be read back from it. The --json output holds
+ * the exact strings as JSON (common/json.h).
  */
 #ifndef CLRTAP_COMMON_TERM_H
 #define CLRTAP_COMMON_TERM_H

@@ -27,6 +27,11 @@ static void test_strbuf_cap(void **state)
 	assert_int_equal(strbuf_addch(&sb, 'x'), -EMSGSIZE);
 	assert_int_equal(strbuf_add(&sb, "", 0), -EMSGSIZE);
 	assert_string_equal(sb.buf, "12345");
+	/* a rollback to a mark before the failure clears it too */
+	strbuf_rollback(&sb, 2);
+	assert_int_equal(strbuf_error(&sb), 0);
+	assert_string_equal(sb.buf, "12");
+	assert_int_equal(strbuf_addstr(&sb, "345"), 0);
 	/* reset starts again */
 	strbuf_reset(&sb);
 	assert_int_equal(strbuf_error(&sb), 0);

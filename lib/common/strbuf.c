@@ -44,6 +44,12 @@ void strbuf_reset(struct strbuf *sb)
 	sb->err = 0;
 }
 
+void strbuf_rollback(struct strbuf *sb, size_t mark)
+{
+	strbuf_setlen(sb, mark);
+	sb->err = 0;
+}
+
 void strbuf_setlen(struct strbuf *sb, size_t len)
 {
 	if (!sb->alloc)

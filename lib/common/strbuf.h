@@ -15,7 +15,8 @@
  * appends may ignore the individual results as long as the writer checks
  * strbuf_error() (or writes through strbuf_fwrite(), which refuses a buffer
  * with an error) once, at the end. strbuf_reset() and strbuf_release() clear
- * the error (the buffer starts again); strbuf_setlen() does not.
+ * the error (the buffer starts again), and so does strbuf_rollback() (back to
+ * a mark taken before the failed appends); strbuf_setlen() does not.
  */
 #ifndef CLRTAP_COMMON_STRBUF_H
 #define CLRTAP_COMMON_STRBUF_H
@@ -50,6 +51,12 @@ int strbuf_addch(struct strbuf *sb, int c);
 int strbuf_addf(struct strbuf *sb, const char *fmt, ...) PRINTF(2, 3);
 int strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 void strbuf_setlen(struct strbuf *sb, size_t len);
+/*
+ * Undoes the appends since mark (a length taken before them) and clears the
+ * error they left: for code that gives up on one piece and goes on. A failed
+ * append leaves the buffer as it was, so what precedes the mark is whole.
+ */
+void strbuf_rollback(struct strbuf *sb, size_t mark);
 
 /* The sticky error: 0, or the negative errno of the first failed append. */
 static inline int strbuf_error(const struct strbuf *sb)

@@ -428,8 +428,11 @@ int cmd_probe(int argc, char **argv)
 		struct strbuf sb = STRBUF_INIT;
 
 		printf("histogram of %s:\n", hist);
-		(void)probe_hist_format(&oc.hist, !strcmp(hist, "latency") ? "ns" : "", &sb);
-		fwrite(sb.buf, 1, sb.len, stdout);
+		err = probe_hist_format(&oc.hist, !strcmp(hist, "latency") ? "ns" : "", &sb);
+		if (!err)
+			err = strbuf_fwrite(&sb, stdout);
+		if (err)
+			cli_warn("cannot print the histogram: %s", strerror(-err));
 		strbuf_release(&sb);
 	}
 out:

@@ -9,7 +9,7 @@
 # clrtap read (invalid bytes by the surrogateescape rule of
 # lib/common/json.h); the text output of the same commands, and clrtap's
 # stderr, must hold no raw ESC or other control byte but the line ends.
-# (probe and profile have no --json; dump is left out: a dump is large.)
+# (probe and profile have no --json.)
 . "$(dirname "$0")/lib.sh"
 
 ESC=$'\x1b'
@@ -156,8 +156,21 @@ jcheck "counters collect --format json: strict JSON with values" "$WORK/counters
 assert d["pid"] == int(os.environ["FIX_PID"]) and len(d["values"]) > 0, d
 print("ok")'
 
+# ----- dump: a hostile output name (the operator's, but printed back) -----
+DUMP="$HTMP/"$'d\x1b[31m.core'
+export DUMP
+"$CLRTAP" dump -p "$FIX_PID" --type mini -o "$DUMP" --json >"$WORK/dump.json" 2>"$WORK/dump.err"
+jcheck "dump --json: the path exact" "$WORK/dump.json" '
+assert raw(d["path"]) == env("DUMP") and d["bytes"] > 0, d
+print("ok")'
+rm -f "$DUMP"
+"$CLRTAP" dump -p "$FIX_PID" --type mini -o "$DUMP" >"$WORK/dump.txt" 2>>"$WORK/dump.err"
+term_clean "$WORK/dump.txt" "dump: no control byte on the terminal"
+contains "dump: the path shown escaped" "$(cat "$WORK/dump.txt")" 'd\x1b[31m.core'
+rm -f "$DUMP"
+
 # every stderr of the above
-for f in ps info pm report; do
+for f in ps info pm report dump; do
 	term_clean "$WORK/$f.err" "$f: no control byte in the messages"
 done
 

@@ -114,6 +114,16 @@ static bool in_obj(const struct ct_json *j)
 	return j->depth && bit(j->is_obj, j->depth - 1);
 }
 
+/* Before a member of the innermost container: the comma, and the newline. */
+static void separator(struct ct_json *j)
+{
+	if (bit(j->has_item, j->depth - 1))
+		(void)strbuf_addch(j->sb, ',');
+	if (bit(j->lines, j->depth - 1))
+		(void)strbuf_addch(j->sb, '\n');
+	set_bit(j->has_item, j->depth - 1, true);
+}
+
 /* Before any value: checks the position and writes the separator. */
 static bool value_ok(struct ct_json *j)
 {
@@ -134,9 +144,7 @@ static bool value_ok(struct ct_json *j)
 		j->have_key = false;
 		return true;
 	}
-	if (bit(j->has_item, j->depth - 1))
-		(void)strbuf_addch(j->sb, ',');
-	set_bit(j->has_item, j->depth - 1, true);
+	separator(j);
 	return true;
 }
 
@@ -165,7 +173,7 @@ int ct_json_finish(struct ct_json *j)
 	return j->err;
 }
 
-static void begin(struct ct_json *j, bool obj)
+static void begin(struct ct_json *j, bool obj, bool lines)
 {
 	if (!value_ok(j))
 		return;
@@ -176,6 +184,7 @@ static void begin(struct ct_json *j, bool obj)
 	(void)strbuf_addch(j->sb, obj ? '{' : '[');
 	set_bit(j->is_obj, j->depth, obj);
 	set_bit(j->has_item, j->depth, false);
+	set_bit(j->lines, j->depth, lines);
 	j->depth++;
 	if (j->sb->err)
 		fail(j, j->sb->err);
@@ -190,13 +199,25 @@ static void end(struct ct_json *j, bool obj)
 		return;
 	}
 	j->depth--;
+	if (bit(j->lines, j->depth))
+		(void)strbuf_addch(j->sb, '\n');
 	(void)strbuf_addch(j->sb, obj ? '}' : ']');
 	value_done(j);
 }
 
 void ct_json_obj_begin(struct ct_json *j)
 {
-	begin(j, true);
+	begin(j, true, false);
+}
+
+void ct_json_obj_begin_lines(struct ct_json *j)
+{
+	begin(j, true, true);
+}
+
+void ct_json_arr_begin_lines(struct ct_json *j)
+{
+	begin(j, false, true);
 }
 
 void ct_json_obj_end(struct ct_json *j)
@@ -206,7 +227,7 @@ void ct_json_obj_end(struct ct_json *j)
 
 void ct_json_arr_begin(struct ct_json *j)
 {
-	begin(j, false);
+	begin(j, false, false);
 }
 
 void ct_json_arr_end(struct ct_json *j)
@@ -229,9 +250,7 @@ void ct_json_keyn(struct ct_json *j, const char *key, size_t len)
 		fail(j, -EINVAL);
 		return;
 	}
-	if (bit(j->has_item, j->depth - 1))
-		(void)strbuf_addch(j->sb, ',');
-	set_bit(j->has_item, j->depth - 1, true);
+	separator(j);
 	quoted(j, key, len);
 	(void)strbuf_addch(j->sb, ':');
 	j->have_key = true;

@@ -48,6 +48,7 @@ struct ct_json {
 	/* per level: bit set = object (else array); bit set = has a member */
 	uint64_t is_obj[CT_JSON_MAX_DEPTH / 64];
 	uint64_t has_item[CT_JSON_MAX_DEPTH / 64];
+	uint64_t lines[CT_JSON_MAX_DEPTH / 64]; /* bit set = one member a line */
 };
 
 /* Starts a writer that appends one JSON value to sb. */
@@ -63,6 +64,13 @@ void ct_json_obj_begin(struct ct_json *j);
 void ct_json_obj_end(struct ct_json *j);
 void ct_json_arr_begin(struct ct_json *j);
 void ct_json_arr_end(struct ct_json *j);
+/*
+ * The same, with each member on a line of its own (a newline before each
+ * member and before the end; whitespace JSON allows): for long lists that
+ * people or line tools read, e.g. ps rows or counters values.
+ */
+void ct_json_obj_begin_lines(struct ct_json *j);
+void ct_json_arr_begin_lines(struct ct_json *j);
 
 /* A member name inside an object; NULL is misuse. */
 void ct_json_key(struct ct_json *j, const char *key);

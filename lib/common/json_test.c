@@ -63,6 +63,31 @@ static void test_json_shape(void **state)
 }
 
 /* An environment entry without '=' or with an empty name is still one member. */
+static void test_json_lines(void **state)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct ct_json j;
+
+	ct_json_init(&j, &sb);
+	ct_json_obj_begin_lines(&j);
+	ct_json_kv_u64(&j, "a", 1);
+	ct_json_key(&j, "v");
+	ct_json_arr_begin_lines(&j);
+	ct_json_obj_begin(&j);
+	ct_json_kv_u64(&j, "x", 1);
+	ct_json_kv_u64(&j, "y", 2);
+	ct_json_obj_end(&j);
+	ct_json_u64(&j, 2);
+	ct_json_arr_end(&j);
+	ct_json_kv_arr_begin(&j, "e");
+	ct_json_arr_end(&j);
+	ct_json_obj_end(&j);
+	assert_int_equal(ct_json_finish(&j), 0);
+	assert_string_equal(sb.buf, "{\n\"a\":1,\n\"v\":[\n{\"x\":1,\"y\":2},\n2\n],\n\"e\":[]\n}");
+	assert_int_equal(json_check(sb.buf, sb.len, NULL, NULL), 0);
+	strbuf_release(&sb);
+}
+
 static void test_json_keys(void **state)
 {
 	static const char *const want[] = { "", "B", "A\x1b[31m\"\\\n", "1", "k\xff", "v\xc3" };
@@ -213,6 +238,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_shape),
+		cmocka_unit_test(test_json_lines),
 		cmocka_unit_test(test_json_keys),
 		cmocka_unit_test(test_json_escape_rule),
 		cmocka_unit_test(test_json_misuse),

@@ -432,10 +432,11 @@ static int run_counters(bool collect, int argc, char **argv)
 		fputs("timestamp,source,type,name,tags,kind,value,units,interval_sec\n", r.out);
 	else if (r.mode == OUT_JSON) {
 		ct_json_init(&r.j, &r.jsb);
-		ct_json_obj_begin(&r.j);
+		ct_json_obj_begin_lines(&r.j);
 		ct_json_kv_i64(&r.j, "pid", t.pid);
 		ct_json_kv_i64(&r.j, "interval_sec", interval);
-		ct_json_kv_arr_begin(&r.j, "values");
+		ct_json_key(&r.j, "values");
+		ct_json_arr_begin_lines(&r.j);
 		r.werr = cli_json_flush(&r.j, r.out);
 	}
 	if (r.mode != OUT_TABLE)

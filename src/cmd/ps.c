@@ -224,7 +224,7 @@ static int print_json(const struct ps_state *s)
 	int code;
 
 	ct_json_init(&j, &sb);
-	ct_json_arr_begin(&j);
+	ct_json_arr_begin_lines(&j);
 	for (i = 0; i < s->n; i++) {
 		const struct ps_row *r = &s->rows[i];
 

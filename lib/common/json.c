@@ -22,22 +22,45 @@ static bool plain(unsigned char c)
 	return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
 }
 
+/* Length of the run at s[0..len) that is copied unchanged. */
+static size_t plain_run(const char *s, size_t len)
+{
+	size_t i = 0, n;
+	uint32_t cp;
+
+	while (i < len) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (plain(c)) {
+			i++;
+			continue;
+		}
+		if (c < 0x80)
+			break;
+		n = utf8_valid(s + i, len - i, &cp);
+		if (!n || cp <= 0x9f || cp == 0x2028 || cp == 0x2029)
+			break;
+		i += n;
+	}
+	return i;
+}
+
 int ct_json_escape(struct strbuf *sb, const char *s, size_t len)
 {
 	size_t i = 0;
 
 	while (i < len && !sb->err) {
-		unsigned char c = (unsigned char)s[i];
+		size_t run = plain_run(s + i, len - i);
+		unsigned char c;
 		uint32_t cp;
-		size_t run, n;
+		size_t n;
 
-		if (plain(c)) {
-			for (run = i + 1; run < len && plain((unsigned char)s[run]); run++)
-				;
-			(void)strbuf_add(sb, s + i, run - i);
-			i = run;
+		if (run) {
+			(void)strbuf_add(sb, s + i, run);
+			i += run;
 			continue;
 		}
+		c = (unsigned char)s[i];
 		switch (c) {
 		case '"':
 			(void)strbuf_add(sb, "\\\"", 2);
@@ -79,11 +102,8 @@ int ct_json_escape(struct strbuf *sb, const char *s, size_t len)
 		if (!n) {
 			(void)add_u(sb, 0xdc00 | c); /* surrogateescape */
 			i++;
-		} else if (cp <= 0x9f || cp == 0x2028 || cp == 0x2029) {
+		} else { /* C1 control, U+2028, U+2029 */
 			(void)add_u(sb, cp);
-			i += n;
-		} else {
-			(void)strbuf_add(sb, s + i, n);
 			i += n;
 		}
 	}

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * json.h - the one JSON writer: every --json output and every JSON file
- * clrtap writes goes through it.
+ * json.h - the one JSON writer: every --json output (and counters collect
+ * --format json) goes through it. (The flame graph files, speedscope JSON
+ * and the data block of the HTML page, have their own streaming escaper in
+ * lib/flame, which also escapes '<', '>' and '&' for HTML.)
  *
  * The writer appends compact JSON to a strbuf. It tracks nesting and commas
  * itself, so a caller never writes a separator; it escapes every key and

@@ -22,6 +22,8 @@ static const struct {
 	{ "System.String", "string" }, { "System.Boolean", "bool" },
 	{ "System.Double", "float64" }, { "System.Single", "float32" },
 	{ "System.Object", "object" }, { "System.Char", "char" },
+	{ "decimal", "System.Decimal" }, { "System.Byte", "uint8" }, { "System.UInt32", "uint32" },
+	{ "System.UInt64", "uint64" }, { "System.Int16", "int16" }, { "System.IntPtr", "nativeint" },
 };
 
 static int add_word(struct strbuf *out, const char *w, size_t n)
@@ -36,10 +38,96 @@ static int add_word(struct strbuf *out, const char *w, size_t n)
 	return strbuf_add(out, w, n);
 }
 
-int probe_sig_normalize(const char *sig, struct strbuf *out)
+static bool asm_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '.' || c == '_' || c == '-';
+}
+
+/*
+ * The runtime's spelling of types (perf map, TypeString) -> the metadata one:
+ * "MT: 0x..." comments dropped, "[Assembly]" prefixes dropped,
+ * "Outer/Inner" -> "Outer+Inner", "[0...,0...]" -> "[,]", "[0...]" -> "[*]".
+ */
+static int sig_clean(const char *sig, struct strbuf *out)
 {
 	const char *p = sig;
+	char prev = '\0';
 	int err = 0;
+
+	while (*p && !err) {
+		if (p[0] == '/' && p[1] == '*') {
+			const char *e = strstr(p + 2, "*/");
+
+			p = e ? e + 2 : p + strlen(p);
+			while (out->len && out->buf[out->len - 1] == ' ')
+				out->buf[--out->len] = '\0';
+			continue;
+		}
+		if (*p == '[' && (!prev || prev == '(' || prev == ',' || prev == '<' || prev == ' ')) {
+			const char *q = p + 1;
+
+			while (asm_char(*q))
+				q++;
+			if (q > p + 1 && *q == ']' && (isalpha((unsigned char)q[1]) || q[1] == '_')) {
+				p = q + 1; /* "[System.Runtime]System.Decimal" */
+				continue;
+			}
+		}
+		if (!strncmp(p, "method ", 7) &&
+		    (!prev || prev == '(' || prev == ',' || prev == '<' || prev == ' ')) {
+			/* a function pointer "method void *(int32)": metadata says "fnptr" */
+			const char *q = strchr(p, '(');
+			int depth = 0;
+
+			for (; q && *q; q++) {
+				depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
+				if (!depth)
+					break;
+			}
+			if (q && *q == ')') {
+				err = strbuf_addstr(out, "fnptr");
+				p = q + 1;
+				prev = 'r';
+				continue;
+			}
+		}
+		if (*p == '[' && p[1] == '0' && p[2] == '.') {
+			const char *q = p + 1;
+			unsigned commas = 0;
+
+			while (*q == '0' || *q == '.' || *q == ',' || isdigit((unsigned char)*q))
+				commas += *q++ == ',';
+			if (*q == ']') {
+				err = strbuf_addch(out, '[');
+				while (!err && commas--)
+					err = strbuf_addch(out, ',');
+				if (!err && !memchr(p, ',', (size_t)(q - p)))
+					err = strbuf_addch(out, '*');
+				if (!err)
+					err = strbuf_addch(out, ']');
+				p = q + 1;
+				prev = ']';
+				continue;
+			}
+		}
+		prev = *p == '/' ? '+' : *p;
+		err = strbuf_addch(out, prev);
+		p++;
+	}
+	return err;
+}
+
+int probe_sig_normalize(const char *sig, struct strbuf *out)
+{
+	struct strbuf clean = STRBUF_INIT_MAX(out->max ? out->max : 65536);
+	const char *p;
+	int err = sig_clean(sig, &clean);
+
+	if (err) {
+		strbuf_release(&clean);
+		return err;
+	}
+	p = clean.buf ? clean.buf : "";
 
 	while (*p && !err) {
 		if (isalnum((unsigned char)*p) || *p == '_' || *p == '.' || *p == '`' || *p == '!') {
@@ -78,7 +166,36 @@ int probe_sig_normalize(const char *sig, struct strbuf *out)
 			p++;
 		}
 	}
+	strbuf_release(&clean);
 	return err;
+}
+
+int probe_pm_name_base(const char *name, struct strbuf *out)
+{
+	const char *colons = NULL, *q;
+	int depth = 0, err = 0;
+
+	/* the last "::" outside brackets ends the type part */
+	for (q = name; *q; q++) {
+		if (*q == '[')
+			depth++;
+		else if (*q == ']' && depth)
+			depth--;
+		else if (!depth && q[0] == ':' && q[1] == ':')
+			colons = q;
+	}
+	if (!colons)
+		return strbuf_addstr(out, name);
+	depth = 0;
+	for (q = name; q < colons && !err; q++) {
+		if (*q == '[')
+			depth++;
+		else if (*q == ']' && depth)
+			depth--;
+		else if (!depth)
+			err = strbuf_addch(out, *q);
+	}
+	return err ? err : strbuf_addstr(out, colons);
 }
 
 bool probe_pattern_match(const char *pattern, const char *name, const char *sig)

@@ -34,6 +34,13 @@
 int probe_sig_normalize(const char *sig, struct strbuf *out);
 
 /*
+ * The perf map names a method of a generic type with its instantiation:
+ * "Ns.Dict`2[System.Int64,System.__Canon]::TryAdd", "Ns.Dict`2+Node[K,V]::.ctor".
+ * Appends the metadata name ("Ns.Dict`2::TryAdd", "Ns.Dict`2+Node::.ctor").
+ */
+int probe_pm_name_base(const char *name, struct strbuf *out);
+
+/*
  * Matches a method against a user pattern "Ns.Type::Method" or
  * "Ns.Type::Method(sig)" ('*' any run, '?' one byte). name is
  * "Ns.Type::Method", sig is "(int32, string)". A pattern without "::" is
@@ -74,6 +81,7 @@ struct probe_code {
 	uint64_t file_offset; /* R2R: file offset of the entry (the uprobe point) */
 	uint64_t cold_offset, cold_size; /* R2R hot/cold split: cold part (0 if none) */
 	uint64_t seen_ns;  /* CLOCK_MONOTONIC when clrtap learned of it (0: at start) */
+	char inst[128];    /* JIT code of a generic type: its instantiation "[System.Int64,...]" */
 };
 
 #define PROBE_MAX_VERSIONS 12
@@ -81,6 +89,7 @@ struct probe_code {
 struct probe_method {
 	char *name;      /* "Ns.Type::Method" */
 	char *sig;       /* "(int32, string)" */
+	char *nsig;      /* sig normalized (probe_sig_normalize), what the perf map is matched on */
 	char *ret;       /* "string" */
 	char *module;    /* assembly name */
 	char *image;     /* image path as the target sees it */
@@ -145,6 +154,30 @@ pid_t probe_proc_pid(const struct probe_proc *pp);
 /* The perf map file clrtap reads (host path), or NULL. */
 const char *probe_proc_perfmap_path(const struct probe_proc *pp);
 
+/* ---- mechanisms (mech.c) ---- */
+
+/*
+ * Does an attach mechanism fire on this machine? A child process arms it on
+ * one of its own functions and calls it PROBE_MECH_CALLS times. Cached per
+ * boot ($CLRTAP_CACHE_DIR, /var/cache/clrtap for root, else
+ * $XDG_CACHE_HOME/clrtap). CLRTAP_TEST_MECH_HWBP / CLRTAP_TEST_MECH_UPROBE
+ * = broken|works force the answer (not cached).
+ */
+#define PROBE_MECH_CALLS 1000
+enum probe_mech_kind { PROBE_MECH_HWBP = 0, PROBE_MECH_UPROBE = 1 };
+struct probe_mech {
+	bool tested;   /* a result exists */
+	bool fires;    /* every call was seen */
+	bool forced;   /* from CLRTAP_TEST_MECH_* */
+	bool cached;   /* from this boot's cache */
+	unsigned calls, hits;
+	int err;       /* perf_event_open's error (negative errno), 0 if it opened */
+};
+/* Returns 0 with *m filled, or a negative errno when the test could not run. */
+int probe_mech_check(enum probe_mech_kind k, struct probe_mech *m);
+/* Parses one cache line "BOOTID fires|silent CALLS HITS ERR" (-ESTALE: other boot). */
+int probe_mech_parse(const char *buf, size_t len, const char *boot, struct probe_mech *m);
+
 /* ---- sessions ---- */
 
 #define PROBE_MAX_ARGS 16
@@ -176,6 +209,8 @@ struct probe_session_opts {
 	unsigned strlen_max;  /* chars of a string shown (default 64) */
 	bool wait_compile;    /* wait for JIT code when a method has none yet */
 	bool count_only;      /* entries are only counted: no registers or stack sampled */
+	bool no_hwbp;         /* hardware execute breakpoints proven not to fire here */
+	bool no_uprobe;       /* uprobes proven not to fire here */
 };
 
 typedef void (*probe_call_fn)(void *ctx, const struct probe_call *c);
@@ -190,6 +225,7 @@ struct probe_version_stats {
 	uint64_t armed_ns;          /* when its entry was armed (0: never) */
 	unsigned ret_sites, ret_armed, tail_sites;
 	bool armed;
+	bool unwatchable;           /* its mechanism does not fire here: calls are not counted */
 	char how[24];               /* "uprobe", "hw-breakpoint", "" */
 };
 
@@ -210,6 +246,8 @@ const struct probe_version_stats *probe_session_stats(const struct probe_session
 						     size_t v);
 uint64_t probe_session_lost(const struct probe_session *s);
 unsigned probe_session_threads(const struct probe_session *s);
+/* CLOCK_MONOTONIC when the session started (probe_code.seen_ns is relative to it). */
+uint64_t probe_session_start_ns(const struct probe_session *s);
 /* Closes every perf event (the kernel drops uprobes and breakpoints). */
 void probe_session_free(struct probe_session *s);
 

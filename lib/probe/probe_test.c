@@ -30,6 +30,156 @@ static void test_normalize(void **state)
 	norm_is("()", "()");
 	/* words that only start like an alias stay */
 	norm_is("(integer, longer)", "(integer,longer)");
+	/* the runtime's spelling: assembly prefixes, nested '/', comments, md arrays, fnptr */
+	norm_is("(valuetype [System.Runtime]System.Decimal)", "(System.Decimal)");
+	norm_is("(class [Microsoft.AspNetCore.Http.Abstractions]Microsoft.AspNetCore.Http.HttpContext)",
+		"(Microsoft.AspNetCore.Http.HttpContext)");
+	norm_is("(class [System.Runtime]System.Collections.Generic.IEnumerable`1<valuetype "
+		"[System.Runtime]System.Collections.Generic.KeyValuePair`2<string,object>>)",
+		"(System.Collections.Generic.IEnumerable`1[System.Collections.Generic.KeyValuePair`2[string,object]])");
+	norm_is("(class System.Collections.Concurrent.ConcurrentDictionary`2/Tables<!0,!1>,!1&)",
+		"(System.Collections.Concurrent.ConcurrentDictionary`2+Tables[!0,!1],!1&)");
+	norm_is("(object,System.Span`1 /* MT: 0x7f0b9dd2fe30 */<object>)", "(object,System.Span`1[object])");
+	norm_is("(int32[0...,0...],uint8[])", "(int32[,],uint8[])");
+	norm_is("(method void *(int32),int32)", "(fnptr,int32)");
+	norm_is("(decimal, System.Decimal)", "(System.Decimal,System.Decimal)");
+	/* metadata generic instantiations and arrays keep their brackets */
+	norm_is("(System.Span`1[uint8], int32[], !!0[])", "(System.Span`1[uint8],int32[],!!0[])");
+}
+
+static void base_is(const char *in, const char *want)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	assert_int_equal(probe_pm_name_base(in, &sb), 0);
+	assert_string_equal(sb.buf, want);
+	strbuf_release(&sb);
+}
+
+static void test_name_base(void **state)
+{
+	base_is("N.T::M", "N.T::M");
+	base_is("System.Collections.Concurrent.ConcurrentDictionary`2[System.Int64,System.__Canon]::"
+		"TryAddInternal", "System.Collections.Concurrent.ConcurrentDictionary`2::TryAddInternal");
+	base_is("System.Collections.Generic.Dictionary`2+Enumerator[System.Int64,System.__Canon]::"
+		"MoveNext", "System.Collections.Generic.Dictionary`2+Enumerator::MoveNext");
+	base_is("A`1[B`1[C+D]]::M", "A`1::M");
+	base_is("dynamicClass::lambda_method3", "dynamicClass::lambda_method3");
+}
+
+/*
+ * Real perf map lines (tests/data/probe/web.map, captured from the web
+ * fixture with 'clrtap perfmap on') against the signatures lib/pe reads from
+ * the metadata of the same methods: each must match its own, and only it.
+ */
+static bool pm_matches_md(const char *line, const char *md_name, const char *md_sig)
+{
+	struct strbuf a = STRBUF_INIT, b = STRBUF_INIT, n = STRBUF_INIT;
+	struct probe_pm_entry e;
+	bool ok;
+
+	assert_int_equal(probe_pm_parse(line, strlen(line), &e), 0);
+	assert_int_equal(probe_sig_normalize(e.args, &a), 0);
+	assert_int_equal(probe_sig_normalize(md_sig, &b), 0);
+	assert_int_equal(probe_pm_name_base(e.name, &n), 0);
+	ok = !strcmp(a.buf, b.buf) && !strcmp(n.buf, md_name);
+	strbuf_release(&a);
+	strbuf_release(&b);
+	strbuf_release(&n);
+	return ok;
+}
+
+static void test_real_signatures(void **state)
+{
+	static const struct {
+		const char *line, *name, *sig;
+	} pairs[] = {
+		{ "0x7f0b9dc96c30 dc instance void [System.Net.Primitives] System.Net.IPAddress::.ctor("
+		  "valuetype [System.Runtime]System.ReadOnlySpan`1<uint8>)[QuickJitted]",
+		  "System.Net.IPAddress::.ctor", "(System.ReadOnlySpan`1[uint8])" },
+		{ "0x7f0b9dc96d20 d7 instance void [System.Net.Primitives] System.Net.IPAddress::.ctor("
+		  "valuetype [System.Runtime]System.ReadOnlySpan`1<uint8>,int64)[QuickJitted]",
+		  "System.Net.IPAddress::.ctor", "(System.ReadOnlySpan`1[uint8], int64)" },
+		{ "0x7f0b9dc9a940 1f instance class [System.Runtime]System.Threading.Tasks.Task [sample] "
+		  "Clrtap.Fixtures.FixtureLifetime::WaitForStartAsync(valuetype [System.Runtime]"
+		  "System.Threading.CancellationToken)[QuickJitted]",
+		  "Clrtap.Fixtures.FixtureLifetime::WaitForStartAsync",
+		  "(System.Threading.CancellationToken)" },
+		{ "0x7f0b9dc8cc10 674 instance bool [System.Collections.Concurrent] System.Collections."
+		  "Concurrent.ConcurrentDictionary`2[Microsoft.Extensions.DependencyInjection.ServiceLookup."
+		  "ServiceCacheKey,System.__Canon]::TryAddInternal(class System.Collections.Concurrent."
+		  "ConcurrentDictionary`2/Tables<!0,!1>,!0,valuetype [System.Private.CoreLib]System."
+		  "Nullable`1<int32>,!1,bool,bool,!1&)[QuickJitted]",
+		  "System.Collections.Concurrent.ConcurrentDictionary`2::TryAddInternal",
+		  "(System.Collections.Concurrent.ConcurrentDictionary`2+Tables[!0,!1], !0, "
+		  "System.Nullable`1[int32], !1, bool, bool, !1&)" },
+		{ "0x7f0b9dca1f70 1a7 int32 [System.Net.Primitives] System.Net.IPAddressParser::"
+		  "FormatIPv4Address(uint32,valuetype [System.Runtime]System.Span`1<!!0>)[QuickJitted]",
+		  "System.Net.IPAddressParser::FormatIPv4Address", "(uint32, System.Span`1[!!0])" },
+		{ "0x7f0b9dc94fc0 164 instance class System.Diagnostics.Metrics.Counter`1<!!0> "
+		  "[System.Diagnostics.DiagnosticSource] System.Diagnostics.Metrics.Meter::CreateCounter("
+		  "string,string,string,class [System.Runtime]System.Collections.Generic.IEnumerable`1<"
+		  "valuetype [System.Runtime]System.Collections.Generic.KeyValuePair`2<string,object>>)"
+		  "[QuickJitted]",
+		  "System.Diagnostics.Metrics.Meter::CreateCounter",
+		  "(string, string, string, System.Collections.Generic.IEnumerable`1[System.Collections."
+		  "Generic.KeyValuePair`2[string,object]])" },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(pairs); i++)
+		assert_true(pm_matches_md(pairs[i].line, pairs[i].name, pairs[i].sig));
+	/* the other overloads do not match */
+	assert_false(pm_matches_md(pairs[0].line, pairs[0].name, "(System.ReadOnlySpan`1[uint16])"));
+	assert_false(pm_matches_md(pairs[1].line, pairs[1].name,
+				   "(System.ReadOnlySpan`1[uint16], uint32)"));
+	assert_false(pm_matches_md(pairs[5].line, pairs[5].name, "(string, string, string)"));
+}
+
+/* Every captured line: parsed, and nothing of the runtime's spelling left after normalizing. */
+static void test_real_map(void **state)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t pos = 0, n = 0;
+
+	assert_int_equal(strbuf_read_file(&sb, CT_SRCDIR "/tests/data/probe/web.map"), 0);
+	while (pos < sb.len) {
+		char *nl = memchr(sb.buf + pos, '\n', sb.len - pos);
+		size_t len = nl ? (size_t)(nl - (sb.buf + pos)) : sb.len - pos;
+		struct strbuf a = STRBUF_INIT, b = STRBUF_INIT;
+		struct probe_pm_entry e;
+
+		if (probe_pm_parse(sb.buf + pos, len, &e) == 0) {
+			assert_int_equal(probe_sig_normalize(e.args, &a), 0);
+			assert_int_equal(probe_pm_name_base(e.name, &b), 0);
+			if (strstr(a.buf, "]System") || strstr(a.buf, "]Microsoft") ||
+			    strstr(a.buf, "valuetype") || strstr(a.buf, "classSystem") ||
+			    strstr(a.buf, "/") || strstr(a.buf, "MT:") || strchr(b.buf, '['))
+				fail_msg("not normalized: %s -> %s %s", e.args, b.buf, a.buf);
+			n++;
+		}
+		strbuf_release(&a);
+		strbuf_release(&b);
+		pos += len + 1;
+	}
+	assert_true(n >= 300);
+	strbuf_release(&sb);
+}
+
+static void test_mech_parse(void **state)
+{
+	struct probe_mech m;
+	const char *ok = "b0 fires 1000 1000 0", *silent = "b0 silent 1000 0 0";
+
+	assert_int_equal(probe_mech_parse(ok, strlen(ok), "b0", &m), 0);
+	assert_true(m.fires && m.cached && m.hits == 1000);
+	assert_int_equal(probe_mech_parse(silent, strlen(silent), "b0", &m), 0);
+	assert_false(m.fires);
+	assert_int_equal(probe_mech_parse(ok, strlen(ok), "b1", &m), -ESTALE);
+	assert_int_equal(probe_mech_parse("b0 maybe 1000 1000 0", 20, "b0", &m), -EBADMSG);
+	assert_int_equal(probe_mech_parse("b0 fires 1000", 13, "b0", &m), -EBADMSG);
+	assert_int_equal(probe_mech_parse("b0 fires 1000 99999 0", 21, "b0", &m), -EBADMSG);
+	assert_int_equal(probe_mech_parse("b0 fires x 1 0", 14, "b0", &m), -EBADMSG);
 }
 
 static void test_pattern(void **state)
@@ -192,6 +342,8 @@ int main(void)
 		cmocka_unit_test(test_normalize),     cmocka_unit_test(test_pattern),
 		cmocka_unit_test(test_distance),      cmocka_unit_test(test_perfmap_lines),
 		cmocka_unit_test(test_perfmap_file),  cmocka_unit_test(test_hist),
+		cmocka_unit_test(test_name_base),     cmocka_unit_test(test_real_signatures),
+		cmocka_unit_test(test_real_map),      cmocka_unit_test(test_mech_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -145,8 +145,8 @@ static void print_method(const struct probe_method *m, const char *emit)
 			printf("    R2R  %s+0x%" PRIx64 " size %" PRIu64 " addr 0x%" PRIx64 "\n",
 			       m->image, c->file_offset, c->size, c->addr);
 		else
-			printf("    JIT  0x%" PRIx64 " size %" PRIu64 " %s\n", c->addr, c->size,
-			       c->tier);
+			printf("    JIT  0x%" PRIx64 " size %" PRIu64 " %s%s%s\n", c->addr, c->size,
+			       c->tier, c->inst[0] ? " " : "", c->inst);
 	}
 	if (!m->ncode)
 		printf("    not compiled (never called yet, or inlined into its callers)\n");
@@ -172,13 +172,34 @@ static bool has_wildcard(const char *p)
 	return strpbrk(p, "*?") != NULL;
 }
 
+/* When the first code clrtap cannot watch appeared (0: none; 1: there from the start). */
+static uint64_t unwatched_since(struct probe_session *s, size_t i, const struct probe_method *m,
+				size_t *first_v)
+{
+	uint64_t since = 0;
+	size_t v;
+
+	for (v = 0; v < m->ncode; v++) {
+		const struct probe_version_stats *st = probe_session_stats(s, i, v);
+		uint64_t t = m->code[v].seen_ns ? m->code[v].seen_ns : 1;
+
+		if (st->unwatchable && (!since || t < since)) {
+			since = t;
+			*first_v = v;
+		}
+	}
+	return since;
+}
+
 static void summary(struct probe_session *s, struct probe_method **ms, size_t n)
 {
+	uint64_t start = probe_session_start_ns(s);
 	size_t i, v;
 
 	for (i = 0; i < n; i++) {
 		uint64_t total = 0, rets = 0;
-		uint64_t prev_last = 0;
+		uint64_t prev_last = 0, lost_since;
+		size_t lost_v = 0;
 
 		for (v = 0; v < ms[i]->ncode; v++) {
 			const struct probe_version_stats *st = probe_session_stats(s, i, v);
@@ -186,14 +207,30 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n)
 			total += st->entries;
 			rets += st->returns;
 		}
+		lost_since = unwatched_since(s, i, ms[i], &lost_v);
 		fprintf(stderr, "clrtap: %s%s: %" PRIu64 " calls", ms[i]->name, ms[i]->sig, total);
 		if (rets)
 			fprintf(stderr, ", %" PRIu64 " returns seen", rets);
+		if (lost_since > 1)
+			fprintf(stderr, " counted until +%.3fs; from then on calls ran [%s] code that "
+					"clrtap cannot watch on this machine and are NOT counted",
+				(double)(lost_since - start) / 1e9, ms[i]->code[lost_v].tier);
+		else if (lost_since)
+			fprintf(stderr, " counted on the code clrtap can watch; calls to its [%s] code "
+					"are NOT counted (cannot be watched on this machine)",
+				ms[i]->code[lost_v].tier);
 		fputc('\n', stderr);
 		for (v = 0; v < ms[i]->ncode; v++) {
 			const struct probe_version_stats *st = probe_session_stats(s, i, v);
 			const struct probe_code *c = &ms[i]->code[v];
 
+			if (st->unwatchable) {
+				fprintf(stderr, "clrtap:   [%s] not watched: %s do not fire on this machine; "
+						"its calls are not counted\n", c->tier,
+					c->kind == PROBE_CODE_JIT ? "hardware execute breakpoints" :
+								    "uprobes");
+				continue;
+			}
 			fprintf(stderr, "clrtap:   [%s] %" PRIu64 " calls (%s%s)", c->tier, st->entries,
 				st->how[0] ? st->how : "not armed",
 				st->armed_ns ? "" : ", never armed");
@@ -218,6 +255,50 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n)
 	if (probe_session_lost(s))
 		fprintf(stderr, "clrtap: %" PRIu64 " samples lost (ring buffer full)\n",
 			probe_session_lost(s));
+}
+
+static bool has_kind(const struct probe_method *m, enum probe_code_kind k)
+{
+	size_t v;
+
+	for (v = 0; v < m->ncode; v++)
+		if (m->code[v].kind == k)
+			return true;
+	return false;
+}
+
+/* Says in plain words what a mechanism that does not fire here hides. */
+static void say_unseen(enum probe_mech_kind k, const struct probe_mech *m)
+{
+	char how[160];
+
+	if (m->forced)
+		snprintf(how, sizeof(how), "forced by CLRTAP_TEST_MECH_%s", k == PROBE_MECH_HWBP ?
+			 "HWBP" : "UPROBE");
+	else if (m->err)
+		snprintf(how, sizeof(how), "perf_event_open refused it: %s", strerror(-m->err));
+	else
+		snprintf(how, sizeof(how), "self-test: %u of %u calls seen", m->hits, m->calls);
+	if (k == PROBE_MECH_HWBP)
+		fprintf(stderr,
+			"clrtap: hardware execute breakpoints do not fire on this machine (%s).\n"
+			"clrtap:   What cannot be seen: calls to JIT-compiled code (Tier0, tier-1 and OSR "
+			"code: every method of the app itself, and framework methods once they tier up).\n"
+			"clrtap:   Why: the kernel accepts the breakpoint but the CPU never reports it, as in "
+			"virtual machines whose hypervisor does not pass the debug registers through.\n"
+			"clrtap:   What would see them: the in-process ReJIT profiler ('--via rejit', not "
+			"available yet); framework methods are still seen on their ReadyToRun code (uprobes) "
+			"until they tier up.\n",
+			how);
+	else
+		fprintf(stderr,
+			"clrtap: uprobes do not fire on this machine (%s).\n"
+			"clrtap:   What cannot be seen: calls to ReadyToRun (precompiled framework) code.\n"
+			"clrtap:   Why: the kernel accepts the probe but it is never hit (a kernel built "
+			"without working uprobes, or a filesystem that does not support them).\n"
+			"clrtap:   What would see them: the in-process ReJIT profiler ('--via rejit', not "
+			"available yet); JIT-compiled code is still seen by hardware breakpoints.\n",
+			how);
 }
 
 int cmd_probe(int argc, char **argv)
@@ -366,6 +447,52 @@ int cmd_probe(int argc, char **argv)
 				       found[i]->name, found[i]->sig);
 			goto out;
 		}
+	}
+
+	/* prove the mechanisms fire here before showing a count made with them */
+	{
+		struct probe_mech hw, up;
+		bool any_r2r = false;
+		size_t k = 0;
+
+		for (i = 0; i < n; i++)
+			any_r2r |= has_kind(found[i], PROBE_CODE_R2R);
+		err = probe_mech_check(PROBE_MECH_HWBP, &hw);
+		if (err)
+			cli_warn("cannot self-test hardware breakpoints (%s): counts of JIT'd code are "
+				 "unproven on this machine", strerror(-err));
+		else if (!hw.fires) {
+			so.no_hwbp = true;
+			say_unseen(PROBE_MECH_HWBP, &hw);
+		}
+		if (any_r2r) {
+			err = probe_mech_check(PROBE_MECH_UPROBE, &up);
+			if (err)
+				cli_warn("cannot self-test uprobes (%s): counts of ReadyToRun code are "
+					 "unproven on this machine", strerror(-err));
+			else if (!up.fires) {
+				so.no_uprobe = true;
+				say_unseen(PROBE_MECH_UPROBE, &up);
+			}
+		}
+		for (i = 0; i < n; i++) {
+			bool r2r = has_kind(found[i], PROBE_CODE_R2R);
+
+			/* JIT code can come to any method (tier-up); R2R code is there or not */
+			if ((r2r && !so.no_uprobe) || !so.no_hwbp) {
+				found[k++] = found[i];
+				continue;
+			}
+			fprintf(stderr, "clrtap: %s%s: NOT traced: it has %s code clrtap can watch on "
+					"this machine (a count would be a false 0)\n", found[i]->name,
+				found[i]->sig, r2r ? "no" : "only JIT-compiled code, no");
+		}
+		if (!k) {
+			rc = cli_error(EXIT_ERROR, "nothing to trace: no method matching '%s' can be "
+						   "watched on this machine", pattern);
+			goto out;
+		}
+		n = k;
 	}
 
 	so.args = args || !count;

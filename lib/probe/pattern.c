@@ -301,6 +301,41 @@ int probe_pm_parse(const char *line, size_t len, struct probe_pm_entry *e)
 	return 0;
 }
 
+/* ---- code versions ---- */
+
+/*
+ * How likely a JIT version is the one that runs now: the runtime moves a
+ * method up the tiers and never back, so the highest tier is the current
+ * one; the perf map's order is not (on enabling, it lists existing code in
+ * its own order). OSR code is entered mid-call from Tier0: last.
+ */
+static int tier_rank(const char *tier)
+{
+	if (strstr(tier, "OSR"))
+		return 0;
+	if (!strcmp(tier, "OptimizedTier1") || !strcmp(tier, "Optimized"))
+		return 5;
+	if (!strcmp(tier, "InstrumentedTierOptimized"))
+		return 4;
+	if (!strcmp(tier, "InstrumentedTier"))
+		return 3;
+	if (!strcmp(tier, "QuickJitted") || !strcmp(tier, "MinOptJitted"))
+		return 2;
+	return 1;
+}
+
+/* Is version a newer than b? Higher tier, then learned later, then later in the map. */
+bool probe_code_newer(const struct probe_code *c, size_t a, size_t b)
+{
+	int ra = tier_rank(c[a].tier), rb = tier_rank(c[b].tier);
+
+	if (ra != rb)
+		return ra > rb;
+	if (c[a].seen_ns != c[b].seen_ns)
+		return c[a].seen_ns > c[b].seen_ns;
+	return a > b;
+}
+
 /* ---- histograms ---- */
 
 #define HIST_MAX_VALS (1u << 20)

@@ -101,6 +101,14 @@ struct probe_method {
 	bool dropped_versions; /* more versions than PROBE_MAX_VERSIONS came */
 };
 
+/*
+ * Is code[a] newer than code[b], i.e. more likely the version that runs now?
+ * Higher tier first (the runtime only moves up: QuickJitted < InstrumentedTier
+ * < InstrumentedTierOptimized < OptimizedTier1; OSR code, entered mid-call,
+ * last), then learned later, then later in the perf map.
+ */
+bool probe_code_newer(const struct probe_code *code, size_t a, size_t b);
+
 struct probe_proc;
 
 struct probe_open_opts {

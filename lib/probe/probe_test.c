@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "common/strparse.h"
 #include "probe/probe.h"
 
 static void norm_is(const char *in, const char *want)
@@ -124,6 +125,19 @@ static void test_real_signatures(void **state)
 		  "System.Diagnostics.Metrics.Meter::CreateCounter",
 		  "(string, string, string, System.Collections.Generic.IEnumerable`1[System.Collections."
 		  "Generic.KeyValuePair`2[string,object]])" },
+		/* the sample fixture's probe-sigs targets (tests/data/probe/sigs.map) */
+		{ "0x7f6b0f885fd0 35 int32 [sample] Clrtap.Fixtures.SigTargets::WithToken(int32,valuetype [System.Runtime]System.Threading.CancellationToken)[QuickJitted]",
+		  "Clrtap.Fixtures.SigTargets::WithToken", "(int32, System.Threading.CancellationToken)" },
+		{ "0x7f6b0f886020 5c int32 [sample] Clrtap.Fixtures.SigTargets::WithContext(class [Microsoft.AspNetCore.Http.Abstractions]Microsoft.AspNetCore.Http.HttpContext)[QuickJitted]",
+		  "Clrtap.Fixtures.SigTargets::WithContext", "(Microsoft.AspNetCore.Http.HttpContext)" },
+		{ "0x7f6b0f886090 24 int64 [sample] Clrtap.Fixtures.SigTargets::WithDate(valuetype [System.Runtime]System.DateTime)[QuickJitted]",
+		  "Clrtap.Fixtures.SigTargets::WithDate", "(System.DateTime)" },
+		{ "0x7f6b0f8860d0 52 valuetype [System.Runtime]System.Decimal [sample] Clrtap.Fixtures.SigTargets::WithDecimal(valuetype [System.Runtime]System.Decimal,int32)[QuickJitted]",
+		  "Clrtap.Fixtures.SigTargets::WithDecimal", "(System.Decimal, int32)" },
+		{ "0x7f6b0f886140 2e int32 [sample] Clrtap.Fixtures.SigTargets::WithSpan(valuetype [System.Runtime]System.Span`1<uint8>)[QuickJitted]",
+		  "Clrtap.Fixtures.SigTargets::WithSpan", "(System.Span`1[uint8])" },
+		{ "0x7f6b0f886190 1b int32 [sample] Clrtap.Fixtures.SigTargets::WithChars(valuetype [System.Runtime]System.ReadOnlySpan`1<char>)[QuickJitted]",
+		  "Clrtap.Fixtures.SigTargets::WithChars", "(System.ReadOnlySpan`1[char])" },
 	};
 	size_t i;
 
@@ -164,6 +178,28 @@ static void test_real_map(void **state)
 	}
 	assert_true(n >= 300);
 	strbuf_release(&sb);
+}
+
+static void test_newest(void **state)
+{
+	/* the order the runtime lists existing code when the perf map is turned on late */
+	struct probe_code c[5];
+
+	memset(c, 0, sizeof(c));
+	ct_strlcpy(c[0].tier, "OptimizedTier1", sizeof(c[0].tier));
+	ct_strlcpy(c[1].tier, "QuickJitted", sizeof(c[1].tier));
+	ct_strlcpy(c[2].tier, "OptimizedTier1OSR", sizeof(c[2].tier));
+	ct_strlcpy(c[3].tier, "InstrumentedTier", sizeof(c[3].tier));
+	ct_strlcpy(c[4].tier, "QuickJitted", sizeof(c[4].tier));
+	assert_true(probe_code_newer(c, 0, 1));
+	assert_true(probe_code_newer(c, 0, 3));
+	assert_true(probe_code_newer(c, 3, 1));
+	assert_true(probe_code_newer(c, 1, 2));  /* OSR is never the entry that runs now */
+	assert_true(probe_code_newer(c, 4, 1));  /* same tier: later in the map */
+	assert_false(probe_code_newer(c, 1, 4));
+	c[1].seen_ns = 5;                        /* same tier: learned later */
+	assert_true(probe_code_newer(c, 1, 4));
+	assert_false(probe_code_newer(c, 1, 0)); /* a lower tier learned later is still older */
 }
 
 static void test_mech_parse(void **state)
@@ -344,6 +380,7 @@ int main(void)
 		cmocka_unit_test(test_perfmap_file),  cmocka_unit_test(test_hist),
 		cmocka_unit_test(test_name_base),     cmocka_unit_test(test_real_signatures),
 		cmocka_unit_test(test_real_map),      cmocka_unit_test(test_mech_parse),
+		cmocka_unit_test(test_newest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

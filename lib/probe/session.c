@@ -641,11 +641,18 @@ static void arm_new_threads(struct probe_session *s)
 /* The k-th newest JIT version of method mi, or SIZE_MAX. */
 static size_t jit_version(const struct probe_method *m, size_t k)
 {
-	size_t j, seen = 0;
+	size_t j, i, rank;
 
-	for (j = m->ncode; j-- > 0;)
-		if (m->code[j].kind == PROBE_CODE_JIT && seen++ == k)
+	for (j = 0; j < m->ncode; j++) {
+		if (m->code[j].kind != PROBE_CODE_JIT)
+			continue;
+		for (rank = 0, i = 0; i < m->ncode; i++)
+			if (i != j && m->code[i].kind == PROBE_CODE_JIT &&
+			    probe_code_newer(m->code, i, j))
+				rank++;
+		if (rank == k)
 			return j;
+	}
 	return SIZE_MAX;
 }
 
@@ -726,7 +733,7 @@ static void plan(struct probe_session *s)
  * this one): give up the hardware sites of older versions of the same
  * method. Returns whether any was released.
  */
-static bool release_older(struct probe_session *s, const struct site *newer)
+static bool release_older(struct probe_session *s, const struct site *nw)
 {
 	bool any = false;
 	size_t i;
@@ -734,7 +741,8 @@ static bool release_older(struct probe_session *s, const struct site *newer)
 	for (i = 0; i < s->nsites; i++) {
 		struct site *st = &s->sites[i];
 
-		if (st->mi != newer->mi || st->vi >= newer->vi || st->uprobe || !st->armed)
+		if (st->mi != nw->mi || st->vi == nw->vi ||
+		    !probe_code_newer(s->m[nw->mi]->code, nw->vi, st->vi) || st->uprobe || !st->armed)
 			continue;
 		site_close(st);
 		st->want = false;

@@ -128,6 +128,19 @@ stop_fixture "$FIX_PID"
 
 fi
 
+# ---- E: a name with overloads traces all of them, saying which ----
+if fires; then
+start_fixture probe-warm --calls "$N" --interval-ms 2 --trigger "$WORK/trig-e"
+probe_bg ovlall -d 4 --count 'Clrtap.Fixtures.ProbeTargets::Overloaded'
+run_probes "$WORK/trig-e"
+OV=$(cat "$WORK/ovlall.err")
+contains "overloads: one line says which" "$OV" \
+	"'Clrtap.Fixtures.ProbeTargets::Overloaded' matches 2 methods, tracing all: 'Clrtap.Fixtures.ProbeTargets::Overloaded(int32)', 'Clrtap.Fixtures.ProbeTargets::Overloaded(string)' (add '(signature)' to pick one)"
+contains "overloads: int32 counted" "$OV" "ProbeTargets::Overloaded(int32): $N calls"
+contains "overloads: string counted" "$OV" "ProbeTargets::Overloaded(string): $N calls"
+stop_fixture "$FIX_PID"
+fi
+
 # ---- C: strings (non-ASCII), instance + static, overloads, nested type ----
 start_fixture probe-warm --calls "$N" --interval-ms 2 --trigger "$WORK/trig-c"
 if fires; then
@@ -150,9 +163,6 @@ else
 fi
 
 # resolution and bad input (same process, compiled targets)
-expect_exit "ambiguous overload" 2 "$CLRTAP" probe -p "$FIX_PID" -d 1 'Clrtap.Fixtures.ProbeTargets::Overloaded'
-contains "ambiguous: int overload listed" "$ERR" "'Clrtap.Fixtures.ProbeTargets::Overloaded(int32)'"
-contains "ambiguous: string overload listed" "$ERR" "'Clrtap.Fixtures.ProbeTargets::Overloaded(string)'"
 expect_exit "unknown method" 1 "$CLRTAP" probe -p "$FIX_PID" -d 1 'Clrtap.Fixtures.ProbeTargets::AddInt'
 contains "unknown: suggestion" "$ERR" "did you mean Clrtap.Fixtures.ProbeTargets::AddInts"
 expect_exit "unknown type" 1 "$CLRTAP" probe -p "$FIX_PID" -d 1 'Clrtap.Fixture.Outer+Inner::Nestd'

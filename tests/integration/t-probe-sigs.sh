@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# clrtap probe finds the JIT'd code of methods whose parameters are types from
+# other assemblies (the perf map writes "valuetype [System.Runtime]System.Decimal"),
+# and says where a method the JIT inlined went.
+. "$(dirname "$0")/lib.sh"
+
+HWBP=$("$TOOLS/hwbpcheck")
+echo "    this machine: hardware execute breakpoints: $HWBP"
+N=20
+
+start_fixture probe-sigs --calls "$N" --interval-ms 2 --trigger "$WORK/trig"
+expect_exit "list the signature targets" 0 "$CLRTAP" probe -p "$FIX_PID" --list 'Clrtap.Fixtures.SigTargets::*'
+L=$OUT
+# each method, then its JIT code (address, size, tier) on the next line
+jit_of() {
+	local label=$1 head=$2
+	check "$label: matched to its JIT code (address and tier)" \
+		bash -c 'printf "%s\n" "$1" | grep -A1 -F -- "$2" | tail -1 | grep -qE "^    JIT  0x[0-9a-f]+ size [0-9]+ (QuickJitted|OptimizedTier1|Optimized|InstrumentedTier)"' _ "$L" "$head"
+}
+jit_of "CancellationToken" "Clrtap.Fixtures.SigTargets::WithToken(int32, System.Threading.CancellationToken) int32 [sample]"
+jit_of "HttpContext" "Clrtap.Fixtures.SigTargets::WithContext(Microsoft.AspNetCore.Http.HttpContext) int32 [sample]"
+jit_of "DateTime" "Clrtap.Fixtures.SigTargets::WithDate(System.DateTime) int64 [sample]"
+jit_of "decimal" "Clrtap.Fixtures.SigTargets::WithDecimal(System.Decimal, int32) System.Decimal [sample]"
+jit_of "Span<byte>" "Clrtap.Fixtures.SigTargets::WithSpan(System.Span\`1[uint8]) int32 [sample]"
+jit_of "ReadOnlySpan<char>" "Clrtap.Fixtures.SigTargets::WithChars(System.ReadOnlySpan\`1[char]) int32 [sample]"
+jit_of "the inliner" "Clrtap.Fixtures.SigTargets::InlineCaller(int32) int32 [sample]"
+check "the inlined method has no code of its own" \
+	bash -c 'printf "%s\n" "$1" | grep -A1 -F "SigTargets::Inlined(int32)" | tail -1 | grep -q "not compiled"' _ "$L"
+equals "no method shown without code but the inlined one" "$(grep -c 'not compiled' <<<"$L")" 1
+# the C# alias and the metadata name both narrow
+expect_exit "(decimal, int) narrows" 0 "$CLRTAP" probe -p "$FIX_PID" --list '*::WithDecimal(decimal, int)'
+contains "(decimal, int) found" "$OUT" "WithDecimal(System.Decimal, int32)"
+
+# calls counted on that code (where breakpoints fire; elsewhere: said, not 0)
+"$CLRTAP" probe -p "$FIX_PID" -d 4 --count 'Clrtap.Fixtures.SigTargets::With*' \
+	>"$WORK/c.out" 2>"$WORK/c.err" &
+P=$!
+wait_for_line "$WORK/c.err" 'tracing|nothing to trace' 20 "$P" >/dev/null
+touch "$WORK/trig"
+wait_for_line "$FIX_OUT" '^DONE ' 60 "$FIX_PID" >/dev/null
+wait "$P"
+C=$(cat "$WORK/c.err")
+contains "one line says which methods" "$C" "'Clrtap.Fixtures.SigTargets::With*' matches 6 methods, tracing all:"
+if [[ $HWBP == fires* ]]; then
+	# 6 methods, 4 debug registers: the ones armed count every call
+	for m in 'WithToken(int32, System.Threading.CancellationToken)' 'WithContext(Microsoft.AspNetCore.Http.HttpContext)' \
+		'WithDate(System.DateTime)' 'WithDecimal(System.Decimal, int32)'; do
+		contains "counted: $m" "$C" "SigTargets::$m: $N calls"
+	done
+	contains "slots said" "$C" "not armed (no hardware breakpoint slot left)"
+	equals "the 2 unarmed methods: not counted, no 0" "$(grep -c ': calls NOT counted: none of its code could be armed' "$WORK/c.err")" 2
+	lacks "no silent zero" "$C" ": 0 calls"
+else
+	contains "breakpoints do not fire: said" "$C" "hardware execute breakpoints do not fire on this machine"
+fi
+stop_fixture "$FIX_PID"
+
+finish

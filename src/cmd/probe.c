@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "perfmap/perfmap.h"
 #include "probe/probe.h"
 
 #define MAX_METHODS 16
@@ -167,11 +168,6 @@ static void settle_perfmap(struct probe_proc *pp)
 	}
 }
 
-static bool has_wildcard(const char *p)
-{
-	return strpbrk(p, "*?") != NULL;
-}
-
 /* When the first code clrtap cannot watch appeared (0: none; 1: there from the start). */
 static uint64_t unwatched_since(struct probe_session *s, size_t i, const struct probe_method *m,
 				size_t *first_v)
@@ -208,6 +204,15 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n)
 			rets += st->returns;
 		}
 		lost_since = unwatched_since(s, i, ms[i], &lost_v);
+		for (v = 0; v < ms[i]->ncode; v++)
+			if (probe_session_stats(s, i, v)->armed_ns)
+				break;
+		if (ms[i]->ncode && v == ms[i]->ncode) {
+			/* nothing of it was ever watched: a 0 here would be a guess */
+			fprintf(stderr, "clrtap: %s%s: calls NOT counted: none of its code could be "
+					"armed\n", ms[i]->name, ms[i]->sig);
+			continue;
+		}
 		fprintf(stderr, "clrtap: %s%s: %" PRIu64 " calls", ms[i]->name, ms[i]->sig, total);
 		if (rets)
 			fprintf(stderr, ", %" PRIu64 " returns seen", rets);
@@ -229,6 +234,12 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n)
 						"its calls are not counted\n", c->tier,
 					c->kind == PROBE_CODE_JIT ? "hardware execute breakpoints" :
 								    "uprobes");
+				continue;
+			}
+			if (!st->armed_ns && !st->entries) {
+				fprintf(stderr, "clrtap:   [%s] never armed (%s): its calls are not "
+						"counted\n", c->tier, c->kind == PROBE_CODE_JIT ?
+						"no hardware breakpoint slot left" : "image not mapped");
 				continue;
 			}
 			fprintf(stderr, "clrtap:   [%s] %" PRIu64 " calls (%s%s)", c->tier, st->entries,
@@ -333,7 +344,7 @@ int cmd_probe(int argc, char **argv)
 	struct out_ctx oc = { 0 };
 	struct probe_session *sess = NULL;
 	struct probe_proc *pp = NULL;
-	struct proc_perfmap pm;
+	struct perfmap_use pmu;
 	struct ipc_endpoint ep;
 	struct ipc_error rerr;
 	struct proc_target t;
@@ -363,22 +374,23 @@ int cmd_probe(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "--strlen must be 1..1000000");
 	if (duration < 0)
 		return cli_error(EXIT_USAGE, "--duration must be >= 0");
+	perfmap_use_init(&pmu);
 	code = cli_resolve_target(&to, &t, &ep);
 	if (code)
 		return code;
 
-	/* the perf map tells where JIT'd code is: on for the session if it was off */
-	if (proc_perfmap_state(&t, &pm))
+	/*
+	 * The perf map tells where JIT'd code is: on for the command if it was
+	 * off, with the lease and SIGKILL watcher every command shares (lib/perfmap).
+	 */
+	err = perfmap_use_begin(&pmu, &t, ep.timeout_ms, &rerr);
+	if (err && !pmu.map_path[0])
 		return cli_error(EXIT_ERROR, "cannot tell where the perf map of %d is", (int)t.pid);
-	if (!pm.on) {
-		err = ipc_perfmap_enable(&ep, IPC_PERFMAP_PERFMAP, &rerr);
-		if (err)
-			cli_warn("cannot turn the perf map on (%s): JIT'd code will not be found",
-				 strerror(-err));
-		else
-			enabled_pm = true;
-	}
-	po.perfmap_path = pm.map_path;
+	if (err)
+		cli_warn("cannot turn the perf map on (%s): JIT'd code will not be found",
+			 strerror(-err));
+	enabled_pm = pmu.turned_on;
+	po.perfmap_path = pmu.map_path;
 	po.root = t.other_mntns ? t.root : "";
 	err = probe_proc_open(t.pid, &po, &pp);
 	if (err) {
@@ -425,14 +437,6 @@ int cmd_probe(int argc, char **argv)
 		rc = EXIT_ERROR;
 		goto out;
 	}
-	if (n > 1 && !has_wildcard(pattern)) {
-		fprintf(stderr, "clrtap: '%s' is ambiguous: %zu methods match; add the signature:\n",
-			pattern, n);
-		for (i = 0; i < n && i < MAX_METHODS; i++)
-			fprintf(stderr, "clrtap:   '%s%s'\n", found[i]->name, found[i]->sig);
-		rc = EXIT_USAGE;
-		goto out;
-	}
 	if (n > MAX_METHODS) {
 		rc = cli_error(EXIT_USAGE, "'%s' matches %zu methods (at most %d): narrow it", pattern,
 			       n, MAX_METHODS);
@@ -449,6 +453,16 @@ int cmd_probe(int argc, char **argv)
 		}
 	}
 
+	if (n > 1) {
+		/* overloads (or a wildcard): all of them, said in one line */
+		struct strbuf sb = STRBUF_INIT_MAX(8192);
+
+		for (i = 0; i < n; i++)
+			(void)strbuf_addf(&sb, "%s'%s%s'", i ? ", " : "", found[i]->name, found[i]->sig);
+		fprintf(stderr, "clrtap: '%s' matches %zu methods, tracing all: %s%s\n", pattern, n,
+			sb.buf, strchr(pattern, '(') ? "" : " (add '(signature)' to pick one)");
+		strbuf_release(&sb);
+	}
 	/* prove the mechanisms fire here before showing a count made with them */
 	{
 		struct probe_mech hw, up;
@@ -556,11 +570,9 @@ out:
 	probe_session_free(sess);
 	probe_proc_close(pp);
 	probe_hist_free(&oc.hist);
-	if (enabled_pm) {
-		err = ipc_perfmap_disable(&ep, &rerr);
-		if (err && err != -ECONNREFUSED && err != -ENOENT && kill(t.pid, 0) == 0)
-			cli_warn("could not turn the perf map back off: %s", strerror(-err));
-	}
+	err = perfmap_use_end(&pmu, &rerr);
+	if (err && err != -ECONNREFUSED && err != -ENOENT && kill(t.pid, 0) == 0)
+		cli_warn("could not turn the perf map back off: %s", strerror(-err));
 	(void)base_name;
 	return rc;
 }

@@ -277,7 +277,7 @@ int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int ti
 	struct ipc_endpoint ep;
 	char dir[PROC_PATH_MAX - 64];
 	bool existed = false;
-	int rc, fd = -1, m = -1;
+	int rc, fd = -1, m = -1, prior;
 
 	perfmap_use_init(u);
 	u->timeout_ms = timeout_ms;
@@ -301,15 +301,11 @@ int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int ti
 				 strerror(errno));
 	}
 	rc = proc_perfmap_state(t, &st);
-	if (rc < 0) {
-		if (fd >= 0)
-			close(fd);
-		if (m >= 0)
-			close(m);
-		return rc;
-	}
+	if (rc < 0)
+		goto fail;
 	ct_strlcpy(u->map_path, st.map_path, sizeof(u->map_path));
-	if (fd >= 0 && lease_read(fd, &existed) == 1 && st.on) {
+	prior = fd >= 0 ? lease_read(fd, &existed) : 0;
+	if (prior == 1 && st.on) {
 		/* another clrtap turned it on and holds the lease: share it */
 		u->shared = true;
 		u->file_existed = existed;
@@ -318,15 +314,11 @@ int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int ti
 		if (fd >= 0 && ftruncate(fd, 0))
 			ct_debug("perfmap: cannot clear the lease: %s", strerror(errno));
 	} else {
-		u->file_existed = file_exists(u->map_path);
+		/* a lease left by a clrtap whose watcher died too knows the file's origin */
+		u->file_existed = prior == 1 ? existed : file_exists(u->map_path);
 		rc = ipc_perfmap_enable(&ep, IPC_PERFMAP_PERFMAP, rerr);
-		if (rc < 0) {
-			if (fd >= 0)
-				close(fd);
-			if (m >= 0)
-				close(m);
-			return rc;
-		}
+		if (rc < 0)
+			goto fail;
 		u->turned_on = true;
 		if (fd >= 0)
 			lease_write(fd, u->file_existed);
@@ -342,6 +334,12 @@ int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int ti
 			"perf map off with 'clrtap perfmap -p %d off'",
 			strerror(-rc), (int)t->pid);
 	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	if (m >= 0)
+		close(m);
+	return rc;
 }
 
 int perfmap_use_end(struct perfmap_use *u, struct ipc_error *rerr)

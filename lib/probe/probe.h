@@ -21,6 +21,7 @@
 
 #include "common/compat.h"
 #include "common/strbuf.h"
+#include "ipc/ipc.h"
 #include "pe/pe.h"
 
 /* ---- patterns (pure functions) ---- */
@@ -185,6 +186,34 @@ struct probe_mech {
 int probe_mech_check(enum probe_mech_kind k, struct probe_mech *m);
 /* Parses one cache line "BOOTID fires|silent CALLS HITS ERR" (-ESTALE: other boot). */
 int probe_mech_parse(const char *buf, size_t len, const char *boot, struct probe_mech *m);
+
+/* ---- inlining (inline.c) ---- */
+
+/* One JIT inlining decision about a watched method. */
+struct probe_inline_ev {
+	bool inlined;          /* MethodJitInliningSucceeded (else Failed) */
+	char inlinee[PROBE_PM_NAME_MAX];  /* "Ns.Type::Method" */
+	char inliner[PROBE_PM_NAME_MAX];  /* the method it went into */
+	char compiled[PROBE_PM_NAME_MAX]; /* the method the JIT was compiling */
+	char reason[160];      /* Failed: the JIT's reason */
+	uint64_t mono_ns;      /* when clrtap read it */
+};
+/* Decodes the payload of event 185 (failed false) or 186 (failed true). */
+int probe_inline_decode(const void *payload, size_t len, bool failed, struct probe_inline_ev *ev);
+
+/*
+ * Listens to the JIT's inlining events (EventPipe, JitTracing keyword) for
+ * the methods named ("Ns.Type::Method"). Returns once the session is on (a
+ * bounded wait), or an error (the runtime refused, no answer in 3 s).
+ * Only code compiled from now on is reported.
+ */
+struct probe_inl;
+int probe_inl_start(const struct ipc_endpoint *ep, const char *const *names, size_t n,
+		    struct probe_inl **out);
+/* Takes up to max events read so far. */
+size_t probe_inl_take(struct probe_inl *li, struct probe_inline_ev *out, size_t max);
+/* Ends the session and frees li (NULL is fine). */
+void probe_inl_stop(struct probe_inl *li);
 
 /* ---- sessions ---- */
 

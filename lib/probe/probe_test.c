@@ -202,6 +202,46 @@ static void test_newest(void **state)
 	assert_false(probe_code_newer(c, 1, 0)); /* a lower tier learned later is still older */
 }
 
+/* UTF-16LE, NUL-terminated, appended to a payload */
+static void put16(struct strbuf *sb, const char *z)
+{
+	for (; *z; z++) {
+		assert_int_equal(strbuf_addch(sb, *z), 0);
+		assert_int_equal(strbuf_addch(sb, 0), 0);
+	}
+	assert_int_equal(strbuf_add(sb, "\0\0", 2), 0);
+}
+
+static void test_inline_decode(void **state)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct probe_inline_ev ev;
+	const char *f[9] = { "Clrtap.Fixtures.SigTargets", "InlineCaller", "int32  (int32)",
+			     "Clrtap.Fixtures.SigTargets", "InlineCaller", "int32  (int32)",
+			     "System.Collections.Generic.List`1[System.__Canon]", "get_Count", "int32  ()" };
+	size_t i;
+
+	for (i = 0; i < 9; i++)
+		put16(&sb, f[i]);
+	assert_int_equal(strbuf_add(&sb, "\x01\0", 2), 0); /* ClrInstanceID */
+	assert_int_equal(probe_inline_decode(sb.buf, sb.len, false, &ev), 0);
+	assert_true(ev.inlined);
+	assert_string_equal(ev.inliner, "Clrtap.Fixtures.SigTargets::InlineCaller");
+	assert_string_equal(ev.compiled, "Clrtap.Fixtures.SigTargets::InlineCaller");
+	assert_string_equal(ev.inlinee, "System.Collections.Generic.List`1::get_Count");
+	/* failed: FailAlways + reason after the nine names */
+	sb.len -= 2;
+	assert_int_equal(strbuf_add(&sb, "\0\0\0\0", 4), 0);
+	put16(&sb, "too many il bytes");
+	assert_int_equal(probe_inline_decode(sb.buf, sb.len, true, &ev), 0);
+	assert_false(ev.inlined);
+	assert_string_equal(ev.reason, "too many il bytes");
+	/* cut anywhere: an error, never a read past the end */
+	for (i = 0; i < sb.len - 2; i += 3)
+		assert_int_not_equal(probe_inline_decode(sb.buf, i, true, &ev), 0);
+	strbuf_release(&sb);
+}
+
 static void test_mech_parse(void **state)
 {
 	struct probe_mech m;
@@ -380,7 +420,7 @@ int main(void)
 		cmocka_unit_test(test_perfmap_file),  cmocka_unit_test(test_hist),
 		cmocka_unit_test(test_name_base),     cmocka_unit_test(test_real_signatures),
 		cmocka_unit_test(test_real_map),      cmocka_unit_test(test_mech_parse),
-		cmocka_unit_test(test_newest),
+		cmocka_unit_test(test_newest),        cmocka_unit_test(test_inline_decode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

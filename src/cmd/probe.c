@@ -150,7 +150,8 @@ static void print_method(const struct probe_method *m, const char *emit)
 			       c->tier, c->inst[0] ? " " : "", c->inst);
 	}
 	if (!m->ncode)
-		printf("    not compiled (never called yet, or inlined into its callers)\n");
+		printf("    not compiled (never called yet, or inlined into its callers: probing it "
+		       "names the callers the JIT inlines it into)\n");
 }
 
 /* Waits until the perf map stops growing (the runtime writes existing code). */
@@ -166,6 +167,79 @@ static void settle_perfmap(struct probe_proc *pp)
 		(void)probe_proc_refresh(pp, &added);
 		quiet = added ? 0 : quiet + 1;
 	}
+}
+
+/* Inlining seen for methods without code of their own (from the JIT's events). */
+#define MAX_INL 32
+struct inl_seen {
+	char inlinee[PROBE_PM_NAME_MAX], inliner[PROBE_PM_NAME_MAX];
+	unsigned count;
+	bool failed;
+};
+static struct inl_seen inl_seen[MAX_INL];
+static size_t n_inl_seen;
+
+static void report_inlining(struct probe_inl *inl)
+{
+	struct probe_inline_ev ev[16];
+	size_t k, n, j;
+
+	if (!inl)
+		return;
+	n = probe_inl_take(inl, ev, ARRAY_SIZE(ev));
+	for (k = 0; k < n; k++) {
+		struct inl_seen *x = NULL;
+
+		for (j = 0; j < n_inl_seen; j++)
+			if (inl_seen[j].failed == !ev[k].inlined &&
+			    !strcmp(inl_seen[j].inlinee, ev[k].inlinee) &&
+			    (!ev[k].inlined || !strcmp(inl_seen[j].inliner, ev[k].inliner)))
+				x = &inl_seen[j];
+		if (x) {
+			x->count++;
+			continue;
+		}
+		if (n_inl_seen == MAX_INL)
+			continue;
+		x = &inl_seen[n_inl_seen++];
+		ct_strlcpy(x->inlinee, ev[k].inlinee, sizeof(x->inlinee));
+		ct_strlcpy(x->inliner, ev[k].inliner, sizeof(x->inliner));
+		x->count = 1;
+		x->failed = !ev[k].inlined;
+		if (ev[k].inlined)
+			fprintf(stderr, "clrtap: %s was inlined into %s%s%s: its calls run inside that "
+					"code, not on their own; probe %s instead\n", ev[k].inlinee,
+				ev[k].inliner, strcmp(ev[k].compiled, ev[k].inliner) ? " (within " : "",
+				strcmp(ev[k].compiled, ev[k].inliner) ? ev[k].compiled : "",
+				ev[k].inliner);
+		else
+			fprintf(stderr, "clrtap: the JIT did not inline %s into %s: %s\n", ev[k].inlinee,
+				ev[k].inliner, ev[k].reason[0] ? ev[k].reason : "no reason given");
+	}
+}
+
+/* Summary line of a method that never had code of its own. */
+static void summary_no_code(const struct probe_method *m, bool listened)
+{
+	size_t j;
+	bool any = false;
+
+	for (j = 0; j < n_inl_seen; j++) {
+		if (inl_seen[j].failed || strcmp(inl_seen[j].inlinee, m->name))
+			continue;
+		fprintf(stderr, "%s%s", any ? ", " : "clrtap: ", any ? "" : m->name);
+		if (!any)
+			fprintf(stderr, "%s: no code of its own: inlined into ", m->sig);
+		fprintf(stderr, "%s (%u time%s)", inl_seen[j].inliner, inl_seen[j].count,
+			inl_seen[j].count == 1 ? "" : "s");
+		any = true;
+	}
+	if (any)
+		fputs("; its calls are counted only by probing those\n", stderr);
+	else
+		fprintf(stderr, "clrtap: %s%s: no code of its own ran, so no call was seen%s\n", m->name,
+			m->sig, listened ? "; the JIT did not inline it while clrtap listened (not "
+					   "called, or inlined into code compiled before)" : "");
 }
 
 /* When the first code clrtap cannot watch appeared (0: none; 1: there from the start). */
@@ -187,7 +261,7 @@ static uint64_t unwatched_since(struct probe_session *s, size_t i, const struct 
 	return since;
 }
 
-static void summary(struct probe_session *s, struct probe_method **ms, size_t n)
+static void summary(struct probe_session *s, struct probe_method **ms, size_t n, bool listened)
 {
 	uint64_t start = probe_session_start_ns(s);
 	size_t i, v;
@@ -202,6 +276,10 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n)
 
 			total += st->entries;
 			rets += st->returns;
+		}
+		if (!ms[i]->ncode) {
+			summary_no_code(ms[i], listened);
+			continue;
 		}
 		lost_since = unwatched_since(s, i, ms[i], &lost_v);
 		for (v = 0; v < ms[i]->ncode; v++)
@@ -343,6 +421,7 @@ int cmd_probe(int argc, char **argv)
 	struct probe_session_opts so = { 0 };
 	struct out_ctx oc = { 0 };
 	struct probe_session *sess = NULL;
+	struct probe_inl *inl = NULL;
 	struct probe_proc *pp = NULL;
 	struct perfmap_use pmu;
 	struct ipc_endpoint ep;
@@ -527,6 +606,21 @@ int cmd_probe(int argc, char **argv)
 			       "perf_event_open: %s", strerror(-err));
 		goto out;
 	}
+	/* methods without code of their own: listen to the JIT's inlining decisions */
+	if (!no_wait) {
+		const char *names[MAX_METHODS];
+		size_t nn = 0;
+
+		for (i = 0; i < n; i++)
+			if (!found[i]->ncode)
+				names[nn++] = found[i]->name;
+		if (nn) {
+			err = probe_inl_start(&ep, names, nn, &inl);
+			if (err)
+				cli_warn("cannot read the JIT's inlining events (%s): if the method is "
+					 "inlined, clrtap cannot say into what", strerror(-err));
+		}
+	}
 	err = probe_session_arm(sess);
 	if (err == -ENOENT) {
 		if (no_wait) {
@@ -551,13 +645,15 @@ int cmd_probe(int argc, char **argv)
 			cli_warn("%s", strerror(-err));
 			break;
 		}
+		report_inlining(inl);
 		clock_gettime(CLOCK_MONOTONIC, &tn);
 		if (duration && (tn.tv_sec - t0.tv_sec) * 1000 + (tn.tv_nsec - t0.tv_nsec) / 1000000 >=
 					(long)duration * 1000)
 			break;
 	}
 	probe_session_flush(sess);
-	summary(sess, found, n);
+	report_inlining(inl);
+	summary(sess, found, n, inl != NULL);
 	if (hist) {
 		struct strbuf sb = STRBUF_INIT;
 
@@ -567,6 +663,7 @@ int cmd_probe(int argc, char **argv)
 		strbuf_release(&sb);
 	}
 out:
+	probe_inl_stop(inl);
 	probe_session_free(sess);
 	probe_proc_close(pp);
 	probe_hist_free(&oc.hist);

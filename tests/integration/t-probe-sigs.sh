@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # clrtap probe finds the JIT'd code of methods whose parameters are types from
 # other assemblies (the perf map writes "valuetype [System.Runtime]System.Decimal"),
-# and says where a method the JIT inlined went.
+# and says where a method the JIT inlined went (its inlining events over EventPipe).
 . "$(dirname "$0")/lib.sh"
 
 HWBP=$("$TOOLS/hwbpcheck")
@@ -53,6 +53,26 @@ if [[ $HWBP == fires* ]]; then
 else
 	contains "breakpoints do not fire: said" "$C" "hardware execute breakpoints do not fire on this machine"
 fi
+stop_fixture "$FIX_PID"
+
+# ---- inlining said plainly: the caller is compiled (optimized) only after the trigger ----
+start_fixture probe-sigs --calls 5 --interval-ms 2 --late-inline 1 --trigger "$WORK/trig-i"
+"$CLRTAP" probe -p "$FIX_PID" -d 6 'Clrtap.Fixtures.SigTargets::Inlined' >"$WORK/i.out" 2>"$WORK/i.err" &
+P=$!
+wait_for_line "$WORK/i.err" 'waiting' 20 "$P" >/dev/null
+touch "$WORK/trig-i"
+wait_for_line "$FIX_OUT" '^DONE ' 60 "$FIX_PID" >/dev/null
+wait "$P"
+equals "inlined: clrtap exits 0" "$?" 0
+I=$(cat "$WORK/i.err")
+contains "inlined: waited for code" "$I" "SigTargets::Inlined(int32) has no code yet: waiting"
+contains "inlined: said into what, when the JIT did it" "$I" \
+	"clrtap: Clrtap.Fixtures.SigTargets::Inlined was inlined into Clrtap.Fixtures.SigTargets::InlineCaller: its calls run inside that code, not on their own; probe Clrtap.Fixtures.SigTargets::InlineCaller instead"
+# InlineCaller calls it twice: two inlined call sites, one compilation
+contains "inlined: summary, exact" "$I" \
+	"clrtap: Clrtap.Fixtures.SigTargets::Inlined(int32): no code of its own: inlined into Clrtap.Fixtures.SigTargets::InlineCaller (2 times); its calls are counted only by probing those"
+lacks "inlined: no 0 calls" "$I" "0 calls"
+equals "inlined: no call lines" "$(wc -l <"$WORK/i.out")" 0
 stop_fixture "$FIX_PID"
 
 finish

@@ -129,16 +129,31 @@ static void lease_write(int fd, bool existed)
 		ct_debug("perfmap: cannot write the lease: %s", strerror(errno));
 }
 
-static void disable(const struct perfmap_use *u, bool existed, struct ipc_error *rerr, int *rc)
+/* The diagnostics endpoint of the target (kept in u: the watcher has no proc_target). */
+static void endpoint(const struct perfmap_use *u, struct ipc_endpoint *ep)
 {
-	struct ipc_endpoint ep = { u->sock, u->timeout_ms };
-	struct ipc_error local;
-	int err = ipc_perfmap_disable(&ep, rerr ? rerr : &local);
+	ep->path = u->sock;
+	ep->timeout_ms = u->timeout_ms;
+}
 
-	if (rc)
-		*rc = err;
+/* Removes the map file a clrtap made. */
+static void remove_map(const struct perfmap_use *u, bool existed)
+{
 	if (!existed)
 		(void)unlink(u->map_path);
+}
+
+static void disable(const struct perfmap_use *u, bool existed, struct ipc_error *rerr, int *rc)
+{
+	struct ipc_endpoint ep;
+	struct ipc_error local;
+	int err;
+
+	endpoint(u, &ep);
+	err = ipc_perfmap_disable(&ep, rerr ? rerr : &local);
+	if (rc)
+		*rc = err;
+	remove_map(u, existed);
 }
 
 static int mutex_lock(const struct perfmap_use *u)
@@ -282,8 +297,7 @@ int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int ti
 	perfmap_use_init(u);
 	u->timeout_ms = timeout_ms;
 	ct_strlcpy(u->sock, t->socket, sizeof(u->sock));
-	ep.path = u->sock;
-	ep.timeout_ms = timeout_ms;
+	endpoint(u, &ep);
 	if (!lease_dir(dir, sizeof(dir))) {
 		snprintf(u->lease_path, sizeof(u->lease_path), "%s/perfmap-%d-%" PRIu64, dir,
 			 (int)t->pid, t->starttime);

@@ -53,13 +53,14 @@ bool probe_pattern_match(const char *pattern, const char *name, const char *sig)
 unsigned probe_edit_distance(const char *a, const char *b, unsigned cap);
 
 /* One line of perf-PID.map, split. */
-#define PROBE_PM_NAME_MAX 512
+#define PROBE_PM_NAME_MAX 1024
+#define PROBE_PM_ARGS_MAX 4096 /* ASP.NET Core has argument lists past 512 bytes */
 struct probe_pm_entry {
 	uint64_t start, size;
 	bool instance;
 	char module[128];           /* "System.Private.CoreLib" ("" for stubs) */
 	char name[PROBE_PM_NAME_MAX]; /* "Ns.Type::Method" */
-	char args[PROBE_PM_NAME_MAX]; /* "(int32,string)" as written */
+	char args[PROBE_PM_ARGS_MAX]; /* "(int32,string)" as written */
 	char tier[40];              /* "QuickJitted", "OptimizedTier1", ... or "" */
 };
 /*

@@ -212,7 +212,7 @@ static int pm_add(struct probe_proc *pp, const struct probe_pm_entry *e)
 	x->tier = strdup(e->tier);
 	{
 		struct strbuf b = STRBUF_INIT_MAX(PROBE_PM_NAME_MAX * 2),
-			      a = STRBUF_INIT_MAX(PROBE_PM_NAME_MAX * 2);
+			      a = STRBUF_INIT_MAX(PROBE_PM_ARGS_MAX * 2);
 
 		x->base = probe_pm_name_base(e->name, &b) ? NULL : strbuf_detach(&b, NULL);
 		x->nargs = probe_sig_normalize(e->args, &a) ? NULL : strbuf_detach(&a, NULL);
@@ -525,7 +525,7 @@ static int make_method(struct probe_proc *pp, struct image *im, uint32_t rid, co
 	m->token = (PE_MD_METHODDEF << 24) | rid;
 	m->psig = sig;
 	{
-		struct strbuf nb = STRBUF_INIT_MAX(PROBE_PM_NAME_MAX * 2);
+		struct strbuf nb = STRBUF_INIT_MAX(PROBE_PM_ARGS_MAX * 2);
 
 		m->nsig = m->sig && !probe_sig_normalize(m->sig, &nb) ? strbuf_detach(&nb, NULL) : NULL;
 		strbuf_release(&nb);

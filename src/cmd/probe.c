@@ -287,8 +287,13 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n,
 				break;
 		if (ms[i]->ncode && v == ms[i]->ncode) {
 			/* nothing of it was ever watched: a 0 here would be a guess */
-			fprintf(stderr, "clrtap: %s%s: calls NOT counted: none of its code could be "
-					"armed\n", ms[i]->name, ms[i]->sig);
+			if (lost_since)
+				fprintf(stderr, "clrtap: %s%s: calls NOT counted: its [%s] code cannot "
+						"be watched on this machine\n", ms[i]->name, ms[i]->sig,
+					ms[i]->code[lost_v].tier);
+			else
+				fprintf(stderr, "clrtap: %s%s: calls NOT counted: none of its code could "
+						"be armed\n", ms[i]->name, ms[i]->sig);
 			continue;
 		}
 		fprintf(stderr, "clrtap: %s%s: %" PRIu64 " calls", ms[i]->name, ms[i]->sig, total);
@@ -573,6 +578,15 @@ int cmd_probe(int argc, char **argv)
 
 			/* JIT code can come to any method (tier-up); R2R code is there or not */
 			if ((r2r && !so.no_uprobe) || !so.no_hwbp) {
+				found[k++] = found[i];
+				continue;
+			}
+			if (!found[i]->ncode && !no_wait) {
+				/* no code yet: still worth waiting to say whether it gets inlined */
+				fprintf(stderr, "clrtap: %s%s: no code yet; its JIT code could not be "
+						"watched on this machine (calls will NOT be counted): waiting "
+						"only to tell whether the JIT inlines it\n", found[i]->name,
+					found[i]->sig);
 				found[k++] = found[i];
 				continue;
 			}

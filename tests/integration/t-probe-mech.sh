@@ -9,6 +9,9 @@
 
 HWBP=$("$TOOLS/hwbpcheck")
 echo "    this machine: hardware execute breakpoints: $HWBP"
+# the cache in a directory of the test's own (a given one is copied: tests may preset it)
+mkdir -p "$WORK/cache"
+[ -n "${CLRTAP_CACHE_DIR:-}" ] && cp "$CLRTAP_CACHE_DIR"/mech-* "$WORK/cache/" 2>/dev/null
 export CLRTAP_CACHE_DIR=$WORK/cache
 N=25
 
@@ -35,7 +38,7 @@ else
 		"hardware execute breakpoints do not fire on this machine (self-test: "
 	contains "what cannot be seen" "$(cat "$WORK/real.err")" "What cannot be seen: calls to JIT-compiled code"
 	contains "not traced rather than 0" "$(cat "$WORK/real.err")" "AddInts(int32, int32): NOT traced"
-	lacks "no silent zero" "$(cat "$WORK/real.err")" "0 calls"
+	lacks "no silent zero" "$(cat "$WORK/real.err")" ": 0 calls"
 	equals "self-test cached for this boot: silent" \
 		"$(cut -d' ' -f1,2 "$CLRTAP_CACHE_DIR/mech-hwbp")" "$(cat /proc/sys/kernel/random/boot_id) silent"
 fi

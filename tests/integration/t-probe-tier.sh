@@ -68,11 +68,21 @@ stop_fixture "$FIX_PID"
 
 else
 	# every method here is JIT-only: clrtap says it cannot watch it, and counts nothing
-	start_fixture steady --rate 2000 --calls 200 --trigger "$WORK/trig-s"
-	expect_exit "steady: JIT-only method not traced where breakpoints do not fire" 1 \
-		"$CLRTAP" probe -p "$FIX_PID" -d 1 --count 'Clrtap.Fixtures.TierTarget::Work'
-	contains "steady: said plainly" "$ERR" "hardware execute breakpoints do not fire on this machine (self-test: "
-	contains "steady: not traced" "$ERR" "TierTarget::Work(int32): NOT traced"
+	start_fixture steady --rate 2000 --calls 400 --trigger "$WORK/trig-s"
+	"$CLRTAP" probe -p "$FIX_PID" -d 4 --count 'Clrtap.Fixtures.TierTarget::Work' \
+		>"$WORK/steady.out" 2>"$WORK/steady.err" &
+	CP=$!
+	wait_for_line "$WORK/steady.err" 'waiting' 20 "$CP" >/dev/null
+	touch "$WORK/trig-s"
+	wait "$CP"
+	equals "steady: clrtap exits 0" "$?" 0
+	ERRS=$(cat "$WORK/steady.err")
+	contains "steady: said plainly" "$ERRS" "hardware execute breakpoints do not fire on this machine (self-test: "
+	contains "steady: waits only to tell about inlining" "$ERRS" \
+		"TierTarget::Work(int32): no code yet; its JIT code could not be watched on this machine (calls will NOT be counted)"
+	contains "steady: new code not counted, from when" "$ERRS" "clrtap cannot watch it on this machine; calls that run it from now on are NOT counted"
+	contains "steady: summary, no count" "$ERRS" "TierTarget::Work(int32): calls NOT counted: its [QuickJitted] code cannot be watched on this machine"
+	lacks "steady: no false 0" "$ERRS" ": 0 calls"
 	stop_fixture "$FIX_PID"
 fi
 

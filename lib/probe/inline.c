@@ -120,6 +120,11 @@ int probe_inline_decode(const void *payload, size_t len, bool failed, struct pro
 		ct_strlcpy(ev->reason, r.buf, sizeof(ev->reason));
 		strbuf_release(&r);
 	}
+	/* the target wrote these: no control characters reach a terminal */
+	ct_sanitize(ev->compiled);
+	ct_sanitize(ev->inliner);
+	ct_sanitize(ev->inlinee);
+	ct_sanitize(ev->reason);
 	return 0;
 }
 

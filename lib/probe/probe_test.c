@@ -267,6 +267,13 @@ static void test_inline_decode(void **state)
 	assert_int_equal(probe_inline_decode(sb.buf, sb.len, true, &ev), 0);
 	assert_false(ev.inlined);
 	assert_string_equal(ev.reason, "too many il bytes");
+	/* control characters from the target never reach a terminal */
+	sb.len = 0;
+	for (i = 0; i < 9; i++)
+		put16(&sb, i == 7 ? "get_\x1b[2JCount" : f[i]);
+	assert_int_equal(probe_inline_decode(sb.buf, sb.len, false, &ev), 0);
+	assert_null(strchr(ev.inlinee, 0x1b));
+	put16(&sb, "x");
 	/* cut anywhere: an error, never a read past the end */
 	for (i = 0; i < sb.len - 2; i += 3)
 		assert_int_not_equal(probe_inline_decode(sb.buf, i, true, &ev), 0);

@@ -198,6 +198,103 @@ int probe_pm_name_base(const char *name, struct strbuf *out)
 	return err ? err : strbuf_addstr(out, colons);
 }
 
+/*
+ * A type without its namespaces and generic arity, as a user writes it in C#:
+ * "System.Span`1[uint8]" -> "Span[uint8]", "System.Threading.CancellationToken"
+ * -> "CancellationToken". Nested "Outer+Inner" stays.
+ */
+static int short_types(const char *s, size_t n, struct strbuf *out)
+{
+	size_t i = 0;
+	int err = 0;
+
+	while (i < n && !err) {
+		if (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.' || s[i] == '`' ||
+		    s[i] == '!') {
+			size_t w, last = i;
+
+			while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.' ||
+					 s[i] == '`' || s[i] == '!')) {
+				if (s[i] == '.')
+					last = i + 1;
+				i++;
+			}
+			for (w = last; w < i && !err; w++) {
+				if (s[w] == '`') {
+					while (w + 1 < i && isdigit((unsigned char)s[w + 1]))
+						w++;
+					continue;
+				}
+				err = strbuf_addch(out, s[w]);
+			}
+			continue;
+		}
+		err = strbuf_addch(out, s[i++]);
+	}
+	return err;
+}
+
+/* Next top-level parameter of a normalized "(a,b[c,d],e)" list: [*pos, end). */
+static bool next_param(const char *s, size_t *pos, size_t *start, size_t *end)
+{
+	size_t i = *pos;
+	int depth = 0;
+
+	if (s[i] == '(' || s[i] == ',')
+		i++;
+	if (!s[i] || s[i] == ')')
+		return false;
+	*start = i;
+	for (; s[i]; i++) {
+		if (s[i] == '[')
+			depth++;
+		else if (s[i] == ']' && depth)
+			depth--;
+		else if (!depth && (s[i] == ',' || s[i] == ')'))
+			break;
+	}
+	*end = i;
+	*pos = i;
+	return true;
+}
+
+/*
+ * Parameter by parameter, where the user wrote a type without a namespace
+ * ("(HttpContext)", "(Span<byte>)"), it matches the metadata type's short form.
+ */
+static bool params_match_short(const char *user, const char *md)
+{
+	size_t pu = 0, pm = 0, us, ue, ms, me;
+
+	for (;;) {
+		bool hu = next_param(user, &pu, &us, &ue), hm = next_param(md, &pm, &ms, &me);
+		char up[1024];
+		bool ok;
+
+		if (!hu || !hm)
+			return hu == hm;
+		if (ue - us >= sizeof(up))
+			return false;
+		memcpy(up, user + us, ue - us);
+		up[ue - us] = '\0';
+		{
+			char mp[4096];
+			struct strbuf sh = STRBUF_INIT_MAX(4096);
+
+			if (me - ms >= sizeof(mp))
+				return false;
+			memcpy(mp, md + ms, me - ms);
+			mp[me - ms] = '\0';
+			ok = pe_glob_match(up, mp) ||
+			     (!strchr(up, '.') && !short_types(mp, strlen(mp), &sh) &&
+			      pe_glob_match(up, sh.buf));
+			strbuf_release(&sh);
+		}
+		if (!ok)
+			return false;
+	}
+}
+
 bool probe_pattern_match(const char *pattern, const char *name, const char *sig)
 {
 	const char *paren = strchr(pattern, '(');
@@ -224,7 +321,7 @@ bool probe_pattern_match(const char *pattern, const char *name, const char *sig)
 		struct strbuf a = STRBUF_INIT_MAX(4096), b = STRBUF_INIT_MAX(4096);
 
 		ok = !probe_sig_normalize(paren, &a) && !probe_sig_normalize(sig ? sig : "()", &b) &&
-		     pe_glob_match(a.buf, b.buf);
+		     (pe_glob_match(a.buf, b.buf) || params_match_short(a.buf, b.buf));
 		strbuf_release(&a);
 		strbuf_release(&b);
 	}

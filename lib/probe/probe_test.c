@@ -319,6 +319,21 @@ static void test_pattern(void **state)
 	/* overloads */
 	assert_true(probe_pattern_match("*::Overloaded(string)", "A.B::Overloaded", "(string)"));
 	assert_false(probe_pattern_match("*::Overloaded(string)", "A.B::Overloaded", "(int32)"));
+	/* types from other assemblies as C# writes them: without namespace or arity */
+	assert_true(probe_pattern_match("*::Invoke(HttpContext)", "M.R.EndpointMiddleware::Invoke",
+					"(Microsoft.AspNetCore.Http.HttpContext)"));
+	assert_true(probe_pattern_match("*::WithSpan(Span<byte>)", "C.S::WithSpan", "(System.Span`1[uint8])"));
+	assert_true(probe_pattern_match("*::WithToken(int, CancellationToken)", "C.S::WithToken",
+					"(int32, System.Threading.CancellationToken)"));
+	assert_true(probe_pattern_match("*::M(decimal, DateTime)", "C.S::M",
+					"(System.Decimal, System.DateTime)"));
+	assert_true(probe_pattern_match("*::M(IList<IValueProviderFactory>)", "C.S::M",
+					"(System.Collections.Generic.IList`1[A.B.IValueProviderFactory])"));
+	assert_false(probe_pattern_match("*::WithSpan(Span<char>)", "C.S::WithSpan", "(System.Span`1[uint8])"));
+	assert_false(probe_pattern_match("*::Invoke(HttpContext, int)", "M.R.E::Invoke",
+					 "(Microsoft.AspNetCore.Http.HttpContext)"));
+	assert_false(probe_pattern_match("*::Invoke(Other.HttpContext)", "M.R.E::Invoke",
+					 "(Microsoft.AspNetCore.Http.HttpContext)"));
 	assert_true(probe_pattern_match("System.Convert::ToString(int,int)", "System.Convert::ToString",
 					"(int32, int32)"));
 	assert_false(probe_pattern_match("System.Convert::ToString(int)", "System.Convert::ToString",

@@ -30,6 +30,12 @@ equals "no method shown without code but the inlined one" "$(grep -c 'not compil
 # the C# alias and the metadata name both narrow
 expect_exit "(decimal, int) narrows" 0 "$CLRTAP" probe -p "$FIX_PID" --list '*::WithDecimal(decimal, int)'
 contains "(decimal, int) found" "$OUT" "WithDecimal(System.Decimal, int32)"
+# types as C# writes them, without namespace or generic arity
+expect_exit "(HttpContext) narrows" 0 "$CLRTAP" probe -p "$FIX_PID" --list '*::WithContext(HttpContext)'
+contains "(HttpContext) found" "$OUT" "WithContext(Microsoft.AspNetCore.Http.HttpContext)"
+expect_exit "(Span<byte>) narrows" 0 "$CLRTAP" probe -p "$FIX_PID" --list 'Clrtap.Fixtures.SigTargets::*(Span<byte>)'
+equals "(Span<byte>) matches WithSpan only" "$(grep -c '^Clrtap' <<<"$OUT")" 1
+contains "(Span<byte>) found" "$OUT" "WithSpan(System.Span\`1[uint8])"
 
 # calls counted on that code (where breakpoints fire; elsewhere: said, not 0)
 "$CLRTAP" probe -p "$FIX_PID" -d 4 --count 'Clrtap.Fixtures.SigTargets::With*' \

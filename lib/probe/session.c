@@ -1650,11 +1650,23 @@ int probe_session_poll(struct probe_session *s, int timeout_ms)
 
 				bool lost = (c->kind == PROBE_CODE_JIT && s->o.no_hwbp) ||
 					    (c->kind == PROBE_CODE_R2R && s->o.no_uprobe);
+				char when[64] = "";
 
+				if (lost) {
+					/* the wall clock too: "from when" in the user's terms */
+					uint64_t rt = (uint64_t)((int64_t)c->seen_ns + s->real_off);
+					time_t sec = (time_t)(rt / 1000000000ull);
+					struct tm tm;
+
+					localtime_r(&sec, &tm);
+					snprintf(when, sizeof(when), ", %02d:%02d:%02d.%03u", tm.tm_hour,
+						 tm.tm_min, tm.tm_sec,
+						 (unsigned)(rt % 1000000000ull / 1000000));
+				}
 				note(s, lost ? PROBE_NOTE_WARN : PROBE_NOTE_TRANSITION,
 				     "%s%s: new code %s at 0x%" PRIx64 " size %" PRIu64
-				     " (+%.3fs)%s", s->m[mi]->name, s->m[mi]->sig, c->tier, c->addr,
-				     c->size, (double)(c->seen_ns - s->start_mono) / 1e9,
+				     " (+%.3fs%s)%s", s->m[mi]->name, s->m[mi]->sig, c->tier, c->addr,
+				     c->size, (double)(c->seen_ns - s->start_mono) / 1e9, when,
 				     lost ? ": clrtap cannot watch it on this machine; calls that run "
 					    "it from now on are NOT counted" : "");
 			}

@@ -69,7 +69,7 @@ equals "forced tier-up: clrtap exits 0" "$?" 0
 T=$(cat "$WORK/tier.err")
 contains "forced tier-up: R2R armed by uprobe" "$T" "[ReadyToRun] at System.Private.CoreLib.dll+0x"
 check "forced tier-up: live line says from when calls are not counted" \
-	grep -qE 'ToString\(int32, int32\): new code [A-Za-z0-9]+ at 0x[0-9a-f]+ size [0-9]+ \(\+[0-9.]+s\): clrtap cannot watch it on this machine; calls that run it from now on are NOT counted' "$WORK/tier.err"
+	grep -qE 'ToString\(int32, int32\): new code [A-Za-z0-9]+ at 0x[0-9a-f]+ size [0-9]+ \(\+[0-9.]+s, [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}\): clrtap cannot watch it on this machine; calls that run it from now on are NOT counted' "$WORK/tier.err"
 check "forced tier-up: summary says until when calls were counted" \
 	grep -qE 'ToString\(int32, int32\): [0-9]+ calls counted until \+[0-9.]+s; from then on calls ran \[[A-Za-z0-9]+\] code that clrtap cannot watch on this machine and are NOT counted' "$WORK/tier.err"
 R2R=$(sed -n 's/.*\[ReadyToRun\] \([0-9]*\) calls (uprobe).*/\1/p' "$WORK/tier.err")

@@ -22,6 +22,8 @@ static const struct {
 	{ "System.String", "string" }, { "System.Boolean", "bool" },
 	{ "System.Double", "float64" }, { "System.Single", "float32" },
 	{ "System.Object", "object" }, { "System.Char", "char" },
+	{ "decimal", "System.Decimal" }, { "System.Byte", "uint8" }, { "System.UInt32", "uint32" },
+	{ "System.UInt64", "uint64" }, { "System.Int16", "int16" }, { "System.IntPtr", "nativeint" },
 };
 
 static int add_word(struct strbuf *out, const char *w, size_t n)
@@ -36,10 +38,96 @@ static int add_word(struct strbuf *out, const char *w, size_t n)
 	return strbuf_add(out, w, n);
 }
 
-int probe_sig_normalize(const char *sig, struct strbuf *out)
+static bool asm_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '.' || c == '_' || c == '-';
+}
+
+/*
+ * The runtime's spelling of types (perf map, TypeString) -> the metadata one:
+ * "MT: 0x..." comments dropped, "[Assembly]" prefixes dropped,
+ * "Outer/Inner" -> "Outer+Inner", "[0...,0...]" -> "[,]", "[0...]" -> "[*]".
+ */
+static int sig_clean(const char *sig, struct strbuf *out)
 {
 	const char *p = sig;
+	char prev = '\0';
 	int err = 0;
+
+	while (*p && !err) {
+		if (p[0] == '/' && p[1] == '*') {
+			const char *e = strstr(p + 2, "*/");
+
+			p = e ? e + 2 : p + strlen(p);
+			while (out->len && out->buf[out->len - 1] == ' ')
+				out->buf[--out->len] = '\0';
+			continue;
+		}
+		if (*p == '[' && (!prev || prev == '(' || prev == ',' || prev == '<' || prev == ' ')) {
+			const char *q = p + 1;
+
+			while (asm_char(*q))
+				q++;
+			if (q > p + 1 && *q == ']' && (isalpha((unsigned char)q[1]) || q[1] == '_')) {
+				p = q + 1; /* "[System.Runtime]System.Decimal" */
+				continue;
+			}
+		}
+		if (!strncmp(p, "method ", 7) &&
+		    (!prev || prev == '(' || prev == ',' || prev == '<' || prev == ' ')) {
+			/* a function pointer "method void *(int32)": metadata says "fnptr" */
+			const char *q = strchr(p, '(');
+			int depth = 0;
+
+			for (; q && *q; q++) {
+				depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
+				if (!depth)
+					break;
+			}
+			if (q && *q == ')') {
+				err = strbuf_addstr(out, "fnptr");
+				p = q + 1;
+				prev = 'r';
+				continue;
+			}
+		}
+		if (*p == '[' && p[1] == '0' && p[2] == '.') {
+			const char *q = p + 1;
+			unsigned commas = 0;
+
+			while (*q == '0' || *q == '.' || *q == ',' || isdigit((unsigned char)*q))
+				commas += *q++ == ',';
+			if (*q == ']') {
+				err = strbuf_addch(out, '[');
+				while (!err && commas--)
+					err = strbuf_addch(out, ',');
+				if (!err && !memchr(p, ',', (size_t)(q - p)))
+					err = strbuf_addch(out, '*');
+				if (!err)
+					err = strbuf_addch(out, ']');
+				p = q + 1;
+				prev = ']';
+				continue;
+			}
+		}
+		prev = *p == '/' ? '+' : *p;
+		err = strbuf_addch(out, prev);
+		p++;
+	}
+	return err;
+}
+
+int probe_sig_normalize(const char *sig, struct strbuf *out)
+{
+	struct strbuf clean = STRBUF_INIT_MAX(out->max ? out->max : 65536);
+	const char *p;
+	int err = sig_clean(sig, &clean);
+
+	if (err) {
+		strbuf_release(&clean);
+		return err;
+	}
+	p = clean.buf ? clean.buf : "";
 
 	while (*p && !err) {
 		if (isalnum((unsigned char)*p) || *p == '_' || *p == '.' || *p == '`' || *p == '!') {
@@ -78,7 +166,133 @@ int probe_sig_normalize(const char *sig, struct strbuf *out)
 			p++;
 		}
 	}
+	strbuf_release(&clean);
 	return err;
+}
+
+int probe_pm_name_base(const char *name, struct strbuf *out)
+{
+	const char *colons = NULL, *q;
+	int depth = 0, err = 0;
+
+	/* the last "::" outside brackets ends the type part */
+	for (q = name; *q; q++) {
+		if (*q == '[')
+			depth++;
+		else if (*q == ']' && depth)
+			depth--;
+		else if (!depth && q[0] == ':' && q[1] == ':')
+			colons = q;
+	}
+	if (!colons)
+		return strbuf_addstr(out, name);
+	depth = 0;
+	for (q = name; q < colons && !err; q++) {
+		if (*q == '[')
+			depth++;
+		else if (*q == ']' && depth)
+			depth--;
+		else if (!depth)
+			err = strbuf_addch(out, *q);
+	}
+	return err ? err : strbuf_addstr(out, colons);
+}
+
+/*
+ * A type without its namespaces and generic arity, as a user writes it in C#:
+ * "System.Span`1[uint8]" -> "Span[uint8]", "System.Threading.CancellationToken"
+ * -> "CancellationToken". Nested "Outer+Inner" stays.
+ */
+static int short_types(const char *s, size_t n, struct strbuf *out)
+{
+	size_t i = 0;
+	int err = 0;
+
+	while (i < n && !err) {
+		if (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.' || s[i] == '`' ||
+		    s[i] == '!') {
+			size_t w, last = i;
+
+			while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.' ||
+					 s[i] == '`' || s[i] == '!')) {
+				if (s[i] == '.')
+					last = i + 1;
+				i++;
+			}
+			for (w = last; w < i && !err; w++) {
+				if (s[w] == '`') {
+					while (w + 1 < i && isdigit((unsigned char)s[w + 1]))
+						w++;
+					continue;
+				}
+				err = strbuf_addch(out, s[w]);
+			}
+			continue;
+		}
+		err = strbuf_addch(out, s[i++]);
+	}
+	return err;
+}
+
+/* Next top-level parameter of a normalized "(a,b[c,d],e)" list: [*pos, end). */
+static bool next_param(const char *s, size_t *pos, size_t *start, size_t *end)
+{
+	size_t i = *pos;
+	int depth = 0;
+
+	if (s[i] == '(' || s[i] == ',')
+		i++;
+	if (!s[i] || s[i] == ')')
+		return false;
+	*start = i;
+	for (; s[i]; i++) {
+		if (s[i] == '[')
+			depth++;
+		else if (s[i] == ']' && depth)
+			depth--;
+		else if (!depth && (s[i] == ',' || s[i] == ')'))
+			break;
+	}
+	*end = i;
+	*pos = i;
+	return true;
+}
+
+/*
+ * Parameter by parameter, where the user wrote a type without a namespace
+ * ("(HttpContext)", "(Span<byte>)"), it matches the metadata type's short form.
+ */
+static bool params_match_short(const char *user, const char *md)
+{
+	size_t pu = 0, pm = 0, us, ue, ms, me;
+
+	for (;;) {
+		bool hu = next_param(user, &pu, &us, &ue), hm = next_param(md, &pm, &ms, &me);
+		char up[1024];
+		bool ok;
+
+		if (!hu || !hm)
+			return hu == hm;
+		if (ue - us >= sizeof(up))
+			return false;
+		memcpy(up, user + us, ue - us);
+		up[ue - us] = '\0';
+		{
+			char mp[4096];
+			struct strbuf sh = STRBUF_INIT_MAX(4096);
+
+			if (me - ms >= sizeof(mp))
+				return false;
+			memcpy(mp, md + ms, me - ms);
+			mp[me - ms] = '\0';
+			ok = pe_glob_match(up, mp) ||
+			     (!strchr(up, '.') && !short_types(mp, strlen(mp), &sh) &&
+			      pe_glob_match(up, sh.buf));
+			strbuf_release(&sh);
+		}
+		if (!ok)
+			return false;
+	}
 }
 
 bool probe_pattern_match(const char *pattern, const char *name, const char *sig)
@@ -107,7 +321,7 @@ bool probe_pattern_match(const char *pattern, const char *name, const char *sig)
 		struct strbuf a = STRBUF_INIT_MAX(4096), b = STRBUF_INIT_MAX(4096);
 
 		ok = !probe_sig_normalize(paren, &a) && !probe_sig_normalize(sig ? sig : "()", &b) &&
-		     pe_glob_match(a.buf, b.buf);
+		     (pe_glob_match(a.buf, b.buf) || params_match_short(a.buf, b.buf));
 		strbuf_release(&a);
 		strbuf_release(&b);
 	}
@@ -182,6 +396,41 @@ int probe_pm_parse(const char *line, size_t len, struct probe_pm_entry *e)
 	    (l.tier && copy_field(e->tier, sizeof(e->tier), l.tier, l.tier_len)))
 		return -EBADMSG;
 	return 0;
+}
+
+/* ---- code versions ---- */
+
+/*
+ * How likely a JIT version is the one that runs now: the runtime moves a
+ * method up the tiers and never back, so the highest tier is the current
+ * one; the perf map's order is not (on enabling, it lists existing code in
+ * its own order). OSR code is entered mid-call from Tier0: last.
+ */
+static int tier_rank(const char *tier)
+{
+	if (strstr(tier, "OSR"))
+		return 0;
+	if (!strcmp(tier, "OptimizedTier1") || !strcmp(tier, "Optimized"))
+		return 5;
+	if (!strcmp(tier, "InstrumentedTierOptimized"))
+		return 4;
+	if (!strcmp(tier, "InstrumentedTier"))
+		return 3;
+	if (!strcmp(tier, "QuickJitted") || !strcmp(tier, "MinOptJitted"))
+		return 2;
+	return 1;
+}
+
+/* Is version a newer than b? Higher tier, then learned later, then later in the map. */
+bool probe_code_newer(const struct probe_code *c, size_t a, size_t b)
+{
+	int ra = tier_rank(c[a].tier), rb = tier_rank(c[b].tier);
+
+	if (ra != rb)
+		return ra > rb;
+	if (c[a].seen_ns != c[b].seen_ns)
+		return c[a].seen_ns > c[b].seen_ns;
+	return a > b;
 }
 
 /* ---- histograms ---- */

@@ -21,6 +21,7 @@
 
 #include "common/compat.h"
 #include "common/strbuf.h"
+#include "ipc/ipc.h"
 #include "pe/pe.h"
 
 /* ---- patterns (pure functions) ---- */
@@ -34,6 +35,13 @@
 int probe_sig_normalize(const char *sig, struct strbuf *out);
 
 /*
+ * The perf map names a method of a generic type with its instantiation:
+ * "Ns.Dict`2[System.Int64,System.__Canon]::TryAdd", "Ns.Dict`2+Node[K,V]::.ctor".
+ * Appends the metadata name ("Ns.Dict`2::TryAdd", "Ns.Dict`2+Node::.ctor").
+ */
+int probe_pm_name_base(const char *name, struct strbuf *out);
+
+/*
  * Matches a method against a user pattern "Ns.Type::Method" or
  * "Ns.Type::Method(sig)" ('*' any run, '?' one byte). name is
  * "Ns.Type::Method", sig is "(int32, string)". A pattern without "::" is
@@ -45,13 +53,14 @@ bool probe_pattern_match(const char *pattern, const char *name, const char *sig)
 unsigned probe_edit_distance(const char *a, const char *b, unsigned cap);
 
 /* One line of perf-PID.map, split. */
-#define PROBE_PM_NAME_MAX 512
+#define PROBE_PM_NAME_MAX 1024
+#define PROBE_PM_ARGS_MAX 4096 /* ASP.NET Core has argument lists past 512 bytes */
 struct probe_pm_entry {
 	uint64_t start, size;
 	bool instance;
 	char module[128];           /* "System.Private.CoreLib" ("" for stubs) */
 	char name[PROBE_PM_NAME_MAX]; /* "Ns.Type::Method" */
-	char args[PROBE_PM_NAME_MAX]; /* "(int32,string)" as written */
+	char args[PROBE_PM_ARGS_MAX]; /* "(int32,string)" as written */
 	char tier[40];              /* "QuickJitted", "OptimizedTier1", ... or "" */
 };
 /*
@@ -74,6 +83,7 @@ struct probe_code {
 	uint64_t file_offset; /* R2R: file offset of the entry (the uprobe point) */
 	uint64_t cold_offset, cold_size; /* R2R hot/cold split: cold part (0 if none) */
 	uint64_t seen_ns;  /* CLOCK_MONOTONIC when clrtap learned of it (0: at start) */
+	char inst[128];    /* JIT code of a generic type: its instantiation "[System.Int64,...]" */
 };
 
 #define PROBE_MAX_VERSIONS 12
@@ -81,6 +91,7 @@ struct probe_code {
 struct probe_method {
 	char *name;      /* "Ns.Type::Method" */
 	char *sig;       /* "(int32, string)" */
+	char *nsig;      /* sig normalized (probe_sig_normalize), what the perf map is matched on */
 	char *ret;       /* "string" */
 	char *module;    /* assembly name */
 	char *image;     /* image path as the target sees it */
@@ -91,6 +102,14 @@ struct probe_method {
 	size_t ncode;
 	bool dropped_versions; /* more versions than PROBE_MAX_VERSIONS came */
 };
+
+/*
+ * Is code[a] newer than code[b], i.e. more likely the version that runs now?
+ * Higher tier first (the runtime only moves up: QuickJitted < InstrumentedTier
+ * < InstrumentedTierOptimized < OptimizedTier1; OSR code, entered mid-call,
+ * last), then learned later, then later in the perf map.
+ */
+bool probe_code_newer(const struct probe_code *code, size_t a, size_t b);
 
 struct probe_proc;
 
@@ -145,6 +164,58 @@ pid_t probe_proc_pid(const struct probe_proc *pp);
 /* The perf map file clrtap reads (host path), or NULL. */
 const char *probe_proc_perfmap_path(const struct probe_proc *pp);
 
+/* ---- mechanisms (mech.c) ---- */
+
+/*
+ * Does an attach mechanism fire on this machine? A child process arms it on
+ * one of its own functions and calls it PROBE_MECH_CALLS times. Cached per
+ * boot ($CLRTAP_CACHE_DIR, /var/cache/clrtap for root, else
+ * $XDG_CACHE_HOME/clrtap). CLRTAP_TEST_MECH_HWBP / CLRTAP_TEST_MECH_UPROBE
+ * = broken|works force the answer (not cached).
+ */
+#define PROBE_MECH_CALLS 1000
+enum probe_mech_kind { PROBE_MECH_HWBP = 0, PROBE_MECH_UPROBE = 1 };
+struct probe_mech {
+	bool tested;   /* a result exists */
+	bool fires;    /* every call was seen */
+	bool forced;   /* from CLRTAP_TEST_MECH_* */
+	bool cached;   /* from this boot's cache */
+	unsigned calls, hits;
+	int err;       /* perf_event_open's error (negative errno), 0 if it opened */
+};
+/* Returns 0 with *m filled, or a negative errno when the test could not run. */
+int probe_mech_check(enum probe_mech_kind k, struct probe_mech *m);
+/* Parses one cache line "BOOTID fires|silent CALLS HITS ERR" (-ESTALE: other boot). */
+int probe_mech_parse(const char *buf, size_t len, const char *boot, struct probe_mech *m);
+
+/* ---- inlining (inline.c) ---- */
+
+/* One JIT inlining decision about a watched method. */
+struct probe_inline_ev {
+	bool inlined;          /* MethodJitInliningSucceeded (else Failed) */
+	char inlinee[PROBE_PM_NAME_MAX];  /* "Ns.Type::Method" */
+	char inliner[PROBE_PM_NAME_MAX];  /* the method it went into */
+	char compiled[PROBE_PM_NAME_MAX]; /* the method the JIT was compiling */
+	char reason[160];      /* Failed: the JIT's reason */
+	uint64_t mono_ns;      /* when clrtap read it */
+};
+/* Decodes the payload of event 185 (failed false) or 186 (failed true). */
+int probe_inline_decode(const void *payload, size_t len, bool failed, struct probe_inline_ev *ev);
+
+/*
+ * Listens to the JIT's inlining events (EventPipe, JitTracing keyword) for
+ * the methods named ("Ns.Type::Method"). Returns once the session is on (a
+ * bounded wait), or an error (the runtime refused, no answer in 3 s).
+ * Only code compiled from now on is reported.
+ */
+struct probe_inl;
+int probe_inl_start(const struct ipc_endpoint *ep, const char *const *names, size_t n,
+		    struct probe_inl **out);
+/* Takes up to max events read so far. */
+size_t probe_inl_take(struct probe_inl *li, struct probe_inline_ev *out, size_t max);
+/* Ends the session and frees li (NULL is fine). */
+void probe_inl_stop(struct probe_inl *li);
+
 /* ---- sessions ---- */
 
 #define PROBE_MAX_ARGS 16
@@ -176,6 +247,8 @@ struct probe_session_opts {
 	unsigned strlen_max;  /* chars of a string shown (default 64) */
 	bool wait_compile;    /* wait for JIT code when a method has none yet */
 	bool count_only;      /* entries are only counted: no registers or stack sampled */
+	bool no_hwbp;         /* hardware execute breakpoints proven not to fire here */
+	bool no_uprobe;       /* uprobes proven not to fire here */
 };
 
 typedef void (*probe_call_fn)(void *ctx, const struct probe_call *c);
@@ -190,6 +263,7 @@ struct probe_version_stats {
 	uint64_t armed_ns;          /* when its entry was armed (0: never) */
 	unsigned ret_sites, ret_armed, tail_sites;
 	bool armed;
+	bool unwatchable;           /* its mechanism does not fire here: calls are not counted */
 	char how[24];               /* "uprobe", "hw-breakpoint", "" */
 };
 
@@ -210,6 +284,8 @@ const struct probe_version_stats *probe_session_stats(const struct probe_session
 						     size_t v);
 uint64_t probe_session_lost(const struct probe_session *s);
 unsigned probe_session_threads(const struct probe_session *s);
+/* CLOCK_MONOTONIC when the session started (probe_code.seen_ns is relative to it). */
+uint64_t probe_session_start_ns(const struct probe_session *s);
 /* Closes every perf event (the kernel drops uprobes and breakpoints). */
 void probe_session_free(struct probe_session *s);
 

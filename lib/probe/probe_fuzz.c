@@ -36,6 +36,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		pos += len + 1;
 	}
+	/* the whole input as an inlining event payload (the runtime writes it) and a cache line */
+	{
+		struct probe_inline_ev ev;
+		struct probe_mech m;
+		struct strbuf sb = STRBUF_INIT_MAX(1 << 16);
+
+		(void)probe_inline_decode(data, size, false, &ev);
+		(void)probe_inline_decode(data, size, true, &ev);
+		(void)probe_mech_parse(s, size, "boot", &m);
+		(void)probe_pm_name_base(s, &sb);
+		strbuf_release(&sb);
+	}
 	/* the whole input as a pattern */
 	(void)probe_pattern_match(s, "Ns.Type::Method", "(int32, string)");
 	{

@@ -44,6 +44,8 @@ struct image {
 struct pm_ent {
 	uint64_t start, size;
 	char *module, *name, *args, *tier;
+	char *base;  /* name without a generic type's instantiation */
+	char *nargs; /* args normalized (probe_sig_normalize) */
 };
 
 struct probe_proc {
@@ -208,11 +210,22 @@ static int pm_add(struct probe_proc *pp, const struct probe_pm_entry *e)
 	x->name = strdup(e->name);
 	x->args = strdup(e->args);
 	x->tier = strdup(e->tier);
-	if (!x->module || !x->name || !x->args || !x->tier) {
+	{
+		struct strbuf b = STRBUF_INIT_MAX(PROBE_PM_NAME_MAX * 2),
+			      a = STRBUF_INIT_MAX(PROBE_PM_ARGS_MAX * 2);
+
+		x->base = probe_pm_name_base(e->name, &b) ? NULL : strbuf_detach(&b, NULL);
+		x->nargs = probe_sig_normalize(e->args, &a) ? NULL : strbuf_detach(&a, NULL);
+		strbuf_release(&a);
+		strbuf_release(&b);
+	}
+	if (!x->module || !x->name || !x->args || !x->tier || !x->base || !x->nargs) {
 		free(x->module);
 		free(x->name);
 		free(x->args);
 		free(x->tier);
+		free(x->base);
+		free(x->nargs);
 		return -ENOMEM;
 	}
 	pp->npm++;
@@ -221,16 +234,9 @@ static int pm_add(struct probe_proc *pp, const struct probe_pm_entry *e)
 
 static bool pm_matches(const struct pm_ent *e, const struct probe_method *m)
 {
-	struct strbuf a = STRBUF_INIT_MAX(4096), b = STRBUF_INIT_MAX(4096);
-	bool ok;
-
-	if (strcmp(e->name, m->name) || strcmp(e->module, m->module))
+	if (strcmp(e->base, m->name) || strcmp(e->module, m->module))
 		return false;
-	ok = !probe_sig_normalize(e->args, &a) && !probe_sig_normalize(m->sig, &b) &&
-	     !strcmp(a.buf, b.buf);
-	strbuf_release(&a);
-	strbuf_release(&b);
-	return ok;
+	return m->nsig && !strcmp(e->nargs, m->nsig);
 }
 
 static int method_add_jit(struct probe_method *m, const struct pm_ent *e, uint64_t seen)
@@ -249,6 +255,15 @@ static int method_add_jit(struct probe_method *m, const struct pm_ent *e, uint64
 	memset(c, 0, sizeof(*c));
 	c->kind = PROBE_CODE_JIT;
 	ct_strlcpy(c->tier, e->tier[0] ? e->tier : "JIT", sizeof(c->tier));
+	if (strcmp(e->base, e->name)) {
+		/* a generic type's instantiation: "[System.Int64,System.__Canon]" */
+		const char *b = strchr(e->name, '[');
+		const char *c2 = strstr(e->name, "]::");
+
+		if (b && c2 && c2 > b)
+			snprintf(c->inst, sizeof(c->inst), "%.*s", (int)(c2 - b + 1), b);
+		ct_sanitize(c->inst); /* the target wrote it */
+	}
 	c->addr = e->start;
 	c->size = e->size;
 	c->seen_ns = seen;
@@ -351,6 +366,7 @@ static void method_free(struct probe_method *m)
 		return;
 	free(m->name);
 	free(m->sig);
+	free(m->nsig);
 	free(m->ret);
 	free(m->module);
 	free(m->image);
@@ -385,6 +401,8 @@ void probe_proc_close(struct probe_proc *pp)
 		free(pp->pm[i].name);
 		free(pp->pm[i].args);
 		free(pp->pm[i].tier);
+		free(pp->pm[i].base);
+		free(pp->pm[i].nargs);
 	}
 	free(pp->pm);
 	sym_proc_close(pp->sym);
@@ -507,7 +525,13 @@ static int make_method(struct probe_proc *pp, struct image *im, uint32_t rid, co
 	m->host_image = strdup(im->host_path);
 	m->token = (PE_MD_METHODDEF << 24) | rid;
 	m->psig = sig;
-	if (!m->name || !m->sig || !m->ret || !m->module || !m->image || !m->host_image) {
+	{
+		struct strbuf nb = STRBUF_INIT_MAX(PROBE_PM_ARGS_MAX * 2);
+
+		m->nsig = m->sig && !probe_sig_normalize(m->sig, &nb) ? strbuf_detach(&nb, NULL) : NULL;
+		strbuf_release(&nb);
+	}
+	if (!m->name || !m->sig || !m->nsig || !m->ret || !m->module || !m->image || !m->host_image) {
 		m->psig = NULL;
 		method_free(m);
 		return -ENOMEM;

@@ -166,6 +166,7 @@ struct probe_session {
 	uint64_t late_threads;   /* threads armed after they started (uprobes) */
 	int ino_fd;              /* inotify on the perf map: wake when the runtime writes */
 	bool ino_watching;
+	bool retaddr_unseen;     /* said once: a return site clrtap cannot watch */
 };
 
 static uint64_t now_mono(void)
@@ -385,6 +386,11 @@ static int make_sites(struct probe_session *s, size_t mi, size_t vi)
 	if (v->sites_made)
 		return 0;
 	v->sites_made = true;
+	if ((up && s->o.no_uprobe) || (!up && s->o.no_hwbp)) {
+		/* proven not to fire here: arming it would only show a false 0 */
+		v->st.unwatchable = true;
+		return 0;
+	}
 	ct_strlcpy(v->st.how, up ? "uprobe" : "hw-breakpoint", sizeof(v->st.how));
 	/*
 	 * OSR code is entered by a jump from a Tier0 loop, mid-call: the call
@@ -635,11 +641,18 @@ static void arm_new_threads(struct probe_session *s)
 /* The k-th newest JIT version of method mi, or SIZE_MAX. */
 static size_t jit_version(const struct probe_method *m, size_t k)
 {
-	size_t j, seen = 0;
+	size_t j, i, rank;
 
-	for (j = m->ncode; j-- > 0;)
-		if (m->code[j].kind == PROBE_CODE_JIT && seen++ == k)
+	for (j = 0; j < m->ncode; j++) {
+		if (m->code[j].kind != PROBE_CODE_JIT)
+			continue;
+		for (rank = 0, i = 0; i < m->ncode; i++)
+			if (i != j && m->code[i].kind == PROBE_CODE_JIT &&
+			    probe_code_newer(m->code, i, j))
+				rank++;
+		if (rank == k)
 			return j;
+	}
 	return SIZE_MAX;
 }
 
@@ -720,7 +733,7 @@ static void plan(struct probe_session *s)
  * this one): give up the hardware sites of older versions of the same
  * method. Returns whether any was released.
  */
-static bool release_older(struct probe_session *s, const struct site *newer)
+static bool release_older(struct probe_session *s, const struct site *nw)
 {
 	bool any = false;
 	size_t i;
@@ -728,7 +741,8 @@ static bool release_older(struct probe_session *s, const struct site *newer)
 	for (i = 0; i < s->nsites; i++) {
 		struct site *st = &s->sites[i];
 
-		if (st->mi != newer->mi || st->vi >= newer->vi || st->uprobe || !st->armed)
+		if (st->mi != nw->mi || st->vi == nw->vi ||
+		    !probe_code_newer(s->m[nw->mi]->code, nw->vi, st->vi) || st->uprobe || !st->armed)
 			continue;
 		site_close(st);
 		st->want = false;
@@ -819,6 +833,13 @@ static void describe_version(struct probe_session *s, size_t mi, size_t vi)
 			 strrchr(m->image, '/') + 1 : m->image, c->file_offset);
 	else
 		snprintf(where, sizeof(where), "0x%" PRIx64, c->addr);
+	if (v->st.unwatchable) {
+		note(s, PROBE_NOTE_WARN, "%s%s [%s] at %s: NOT WATCHED: %s do not fire on this "
+		     "machine (self-test), so calls to this code are not counted", m->name, m->sig,
+		     c->tier, where, c->kind == PROBE_CODE_JIT ? "hardware execute breakpoints" :
+								 "uprobes");
+		return;
+	}
 	if (strstr(c->tier, "OSR")) {
 		note(s, PROBE_NOTE_ATTACH, "%s%s [%s] at %s: on-stack replacement code, entered from "
 		     "a Tier0 loop mid-call (counted there): %u of %u ret site(s) armed", m->name,
@@ -1261,6 +1282,15 @@ static void learn_retaddr(struct probe_session *s, const struct site *entry,
 	if (n >= MAX_RETADDR)
 		return;
 	(void)probe_proc_addr_file(s->pp, ra, &path, &off);
+	if ((path && s->o.no_uprobe) || (!path && s->o.no_hwbp)) {
+		if (!s->retaddr_unseen) {
+			s->retaddr_unseen = true;
+			note(s, PROBE_NOTE_WARN, "%s: returns by tail call land in JIT'd code at 0x%"
+			     PRIx64 ", which clrtap cannot watch on this machine: those returns are "
+			     "not seen", s->m[entry->mi]->name, ra);
+		}
+		return;
+	}
 	if (!add_site_path(s, entry->mi, entry->vi, SITE_RETADDR, ra, off, path))
 		s->need_rearm = true;
 }
@@ -1618,10 +1648,27 @@ int probe_session_poll(struct probe_session *s, int timeout_ms)
 			for (vi = before[mi]; vi < s->m[mi]->ncode; vi++) {
 				struct probe_code *c = &s->m[mi]->code[vi];
 
-				note(s, PROBE_NOTE_TRANSITION,
+				bool lost = (c->kind == PROBE_CODE_JIT && s->o.no_hwbp) ||
+					    (c->kind == PROBE_CODE_R2R && s->o.no_uprobe);
+				char when[64] = "";
+
+				if (lost) {
+					/* the wall clock too: "from when" in the user's terms */
+					uint64_t rt = (uint64_t)((int64_t)c->seen_ns + s->real_off);
+					time_t sec = (time_t)(rt / 1000000000ull);
+					struct tm tm;
+
+					localtime_r(&sec, &tm);
+					snprintf(when, sizeof(when), ", %02d:%02d:%02d.%03u", tm.tm_hour,
+						 tm.tm_min, tm.tm_sec,
+						 (unsigned)(rt % 1000000000ull / 1000000));
+				}
+				note(s, lost ? PROBE_NOTE_WARN : PROBE_NOTE_TRANSITION,
 				     "%s%s: new code %s at 0x%" PRIx64 " size %" PRIu64
-				     " (+%.3fs)", s->m[mi]->name, s->m[mi]->sig, c->tier, c->addr,
-				     c->size, (double)(c->seen_ns - s->start_mono) / 1e9);
+				     " (+%.3fs%s)%s", s->m[mi]->name, s->m[mi]->sig, c->tier, c->addr,
+				     c->size, (double)(c->seen_ns - s->start_mono) / 1e9, when,
+				     lost ? ": clrtap cannot watch it on this machine; calls that run "
+					    "it from now on are NOT counted" : "");
 			}
 		s->need_rearm = false;
 		err = rearm(s, false);
@@ -1663,6 +1710,11 @@ uint64_t probe_session_lost(const struct probe_session *s)
 	for (cpu = 0; cpu < s->ncpu; cpu++)
 		n += s->rings[cpu].lost;
 	return n;
+}
+
+uint64_t probe_session_start_ns(const struct probe_session *s)
+{
+	return s->start_mono;
 }
 
 unsigned probe_session_threads(const struct probe_session *s)

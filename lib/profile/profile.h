@@ -21,6 +21,7 @@
 #include "flame/flame.h"
 #include "ipc/ipc.h"
 #include "perf/perf.h"
+#include "perfmap/perfmap.h"
 #include "proc/proc.h"
 #include "sym/sym.h"
 
@@ -95,30 +96,7 @@ int profile_write_raw(struct profile *p, struct sym_proc *sp, profile_comm_fn co
 int profile_frame_name(struct sym_proc *sp, uint64_t addr, bool kernel, bool leaf, char *buf,
 		       size_t len, enum sym_kind *kind);
 
-/* ---- the target's perf map for the length of a session ---- */
-
-struct profile_perfmap {
-	bool was_on;           /* the target had it on already: left alone */
-	bool turned_on;        /* this session turned it on */
-	bool file_existed;     /* the map file existed before */
-	char map_path[PROC_PATH_MAX]; /* host view */
-	char sock[PROC_PATH_MAX];
-	int timeout_ms;
-	pid_t guard;           /* watcher that restores the setting if clrtap dies */
-	int guard_fd;
-};
-
-/*
- * If the target's perf map is off, turns it on (perf map only: no jitdump)
- * and forks a small watcher process that turns it back off (and removes a
- * map file that did not exist before) if this process dies without calling
- * profile_perfmap_end, SIGKILL included. Call before opening perf events.
- * Returns 0, or the IPC error (*rerr filled); pm->map_path is valid either way.
- */
-int profile_perfmap_begin(struct profile_perfmap *pm, const struct proc_target *t, int timeout_ms,
-			  struct ipc_error *rerr);
-/* Turns it back off when this session turned it on; stops the watcher. */
-int profile_perfmap_end(struct profile_perfmap *pm, struct ipc_error *rerr);
+/* ---- the target's perf map for the length of a session: lib/perfmap ---- */
 
 /* ---- user stacks of off-CPU samples (unwind.c) ---- */
 
@@ -145,7 +123,7 @@ enum profile_stage { PROFILE_STAGE_NONE = 0, PROFILE_STAGE_SYM, PROFILE_STAGE_PE
 struct profile_session {
 	pid_t pid;
 	bool dotnet;
-	struct profile_perfmap pm;
+	struct perfmap_use pm;
 	int pm_err;               /* turning the perf map on failed (0: fine) */
 	struct ipc_error pm_rerr;
 	struct sym_proc *sp;

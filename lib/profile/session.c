@@ -20,10 +20,10 @@ int profile_session_start(struct profile_session *s, const struct profile_sessio
 
 	memset(s, 0, sizeof(*s));
 	s->pid = o->pid;
-	s->pm.guard_fd = -1;
+	perfmap_use_init(&s->pm);
 	if (o->target) {
 		s->dotnet = true;
-		s->pm_err = profile_perfmap_begin(&s->pm, o->target, o->timeout_ms, &s->pm_rerr);
+		s->pm_err = perfmap_use_begin(&s->pm, o->target, o->timeout_ms, &s->pm_rerr);
 		if (s->pm_err)
 			ct_debug("profile: perf map not turned on: %s", strerror(-s->pm_err));
 	}
@@ -102,9 +102,9 @@ int profile_session_build_ex(struct profile_session *s, struct flame *f,
 
 int profile_session_restore(struct profile_session *s, struct ipc_error *rerr)
 {
-	if (!s->pm.turned_on && s->pm.guard_fd < 0)
+	if (!s->pm.turned_on && s->pm.guard_fd < 0 && s->pm.lease_fd < 0)
 		return 0;
-	return profile_perfmap_end(&s->pm, rerr);
+	return perfmap_use_end(&s->pm, rerr);
 }
 
 void profile_session_close(struct profile_session *s)

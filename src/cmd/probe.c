@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "perfmap/perfmap.h"
 #include "probe/probe.h"
 
 #define MAX_METHODS 16
@@ -148,11 +149,12 @@ static void print_method(const struct probe_method *m, const char *emit)
 			printf("    R2R  %s+0x%" PRIx64 " size %" PRIu64 " addr 0x%" PRIx64 "\n",
 			       cli_safe(m->image), c->file_offset, c->size, c->addr);
 		else
-			printf("    JIT  0x%" PRIx64 " size %" PRIu64 " %s\n", c->addr, c->size,
-			       c->tier);
+			printf("    JIT  0x%" PRIx64 " size %" PRIu64 " %s%s%s\n", c->addr, c->size,
+			       c->tier, c->inst[0] ? " " : "", c->inst);
 	}
 	if (!m->ncode)
-		printf("    not compiled (never called yet, or inlined into its callers)\n");
+		printf("    not compiled (never called yet, or inlined into its callers: probing it "
+		       "names the callers the JIT inlines it into)\n");
 }
 
 /* Waits until the perf map stops growing (the runtime writes existing code). */
@@ -170,18 +172,107 @@ static void settle_perfmap(struct probe_proc *pp)
 	}
 }
 
-static bool has_wildcard(const char *p)
+/* Inlining seen for methods without code of their own (from the JIT's events). */
+#define MAX_INL 32
+struct inl_seen {
+	char inlinee[PROBE_PM_NAME_MAX], inliner[PROBE_PM_NAME_MAX];
+	unsigned count;
+	bool failed;
+};
+static struct inl_seen inl_seen[MAX_INL];
+static size_t n_inl_seen;
+
+static void report_inlining(struct probe_inl *inl)
 {
-	return strpbrk(p, "*?") != NULL;
+	struct probe_inline_ev ev[16];
+	size_t k, n, j;
+
+	if (!inl)
+		return;
+	n = probe_inl_take(inl, ev, ARRAY_SIZE(ev));
+	for (k = 0; k < n; k++) {
+		struct inl_seen *x = NULL;
+
+		for (j = 0; j < n_inl_seen; j++)
+			if (inl_seen[j].failed == !ev[k].inlined &&
+			    !strcmp(inl_seen[j].inlinee, ev[k].inlinee) &&
+			    (!ev[k].inlined || !strcmp(inl_seen[j].inliner, ev[k].inliner)))
+				x = &inl_seen[j];
+		if (x) {
+			x->count++;
+			continue;
+		}
+		if (n_inl_seen == MAX_INL)
+			continue;
+		x = &inl_seen[n_inl_seen++];
+		ct_strlcpy(x->inlinee, ev[k].inlinee, sizeof(x->inlinee));
+		ct_strlcpy(x->inliner, ev[k].inliner, sizeof(x->inliner));
+		x->count = 1;
+		x->failed = !ev[k].inlined;
+		if (ev[k].inlined)
+			fprintf(stderr, "clrtap: %s was inlined into %s%s%s: its calls run inside that "
+					"code, not on their own; probe %s instead\n", ev[k].inlinee,
+				ev[k].inliner, strcmp(ev[k].compiled, ev[k].inliner) ? " (within " : "",
+				strcmp(ev[k].compiled, ev[k].inliner) ? ev[k].compiled : "",
+				ev[k].inliner);
+		else
+			fprintf(stderr, "clrtap: the JIT did not inline %s into %s: %s\n", ev[k].inlinee,
+				ev[k].inliner, ev[k].reason[0] ? ev[k].reason : "no reason given");
+	}
 }
 
-static void summary(struct probe_session *s, struct probe_method **ms, size_t n)
+/* Summary line of a method that never had code of its own. */
+static void summary_no_code(const struct probe_method *m, bool listened)
 {
+	size_t j;
+	bool any = false;
+
+	for (j = 0; j < n_inl_seen; j++) {
+		if (inl_seen[j].failed || strcmp(inl_seen[j].inlinee, m->name))
+			continue;
+		fprintf(stderr, "%s%s", any ? ", " : "clrtap: ", any ? "" : m->name);
+		if (!any)
+			fprintf(stderr, "%s: no code of its own: inlined into ", m->sig);
+		fprintf(stderr, "%s (%u time%s)", inl_seen[j].inliner, inl_seen[j].count,
+			inl_seen[j].count == 1 ? "" : "s");
+		any = true;
+	}
+	if (any)
+		fputs("; its calls are counted only by probing those\n", stderr);
+	else
+		fprintf(stderr, "clrtap: %s%s: no code of its own ran, so no call was seen%s\n", m->name,
+			m->sig, listened ? "; the JIT did not inline it while clrtap listened (not "
+					   "called, or inlined into code compiled before)" : "");
+}
+
+/* When the first code clrtap cannot watch appeared (0: none; 1: there from the start). */
+static uint64_t unwatched_since(struct probe_session *s, size_t i, const struct probe_method *m,
+				size_t *first_v)
+{
+	uint64_t since = 0;
+	size_t v;
+
+	for (v = 0; v < m->ncode; v++) {
+		const struct probe_version_stats *st = probe_session_stats(s, i, v);
+		uint64_t t = m->code[v].seen_ns ? m->code[v].seen_ns : 1;
+
+		if (st->unwatchable && (!since || t < since)) {
+			since = t;
+			*first_v = v;
+		}
+	}
+	return since;
+}
+
+static void summary(struct probe_session *s, struct probe_method **ms, size_t n, bool listened)
+{
+	uint64_t start = probe_session_start_ns(s);
 	size_t i, v;
 
 	for (i = 0; i < n; i++) {
 		uint64_t total = 0, rets = 0;
-		uint64_t prev_last = 0;
+		uint64_t prev_last = 0, lost_since;
+		size_t lost_v = 0;
 
 		for (v = 0; v < ms[i]->ncode; v++) {
 			const struct probe_version_stats *st = probe_session_stats(s, i, v);
@@ -189,15 +280,55 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n)
 			total += st->entries;
 			rets += st->returns;
 		}
+		if (!ms[i]->ncode) {
+			summary_no_code(ms[i], listened);
+			continue;
+		}
+		lost_since = unwatched_since(s, i, ms[i], &lost_v);
+		for (v = 0; v < ms[i]->ncode; v++)
+			if (probe_session_stats(s, i, v)->armed_ns)
+				break;
+		if (ms[i]->ncode && v == ms[i]->ncode) {
+			/* nothing of it was ever watched: a 0 here would be a guess */
+			if (lost_since)
+				fprintf(stderr, "clrtap: %s%s: calls NOT counted: its [%s] code cannot "
+						"be watched on this machine\n", cli_safe(ms[i]->name), cli_safe(ms[i]->sig),
+					ms[i]->code[lost_v].tier);
+			else
+				fprintf(stderr, "clrtap: %s%s: calls NOT counted: none of its code could "
+						"be armed\n", cli_safe(ms[i]->name), cli_safe(ms[i]->sig));
+			continue;
+		}
 		fprintf(stderr, "clrtap: %s%s: %" PRIu64 " calls", cli_safe(ms[i]->name),
 			cli_safe(ms[i]->sig), total);
 		if (rets)
 			fprintf(stderr, ", %" PRIu64 " returns seen", rets);
+		if (lost_since > 1)
+			fprintf(stderr, " counted until +%.3fs; from then on calls ran [%s] code that "
+					"clrtap cannot watch on this machine and are NOT counted",
+				(double)(lost_since - start) / 1e9, ms[i]->code[lost_v].tier);
+		else if (lost_since)
+			fprintf(stderr, " counted on the code clrtap can watch; calls to its [%s] code "
+					"are NOT counted (cannot be watched on this machine)",
+				ms[i]->code[lost_v].tier);
 		fputc('\n', stderr);
 		for (v = 0; v < ms[i]->ncode; v++) {
 			const struct probe_version_stats *st = probe_session_stats(s, i, v);
 			const struct probe_code *c = &ms[i]->code[v];
 
+			if (st->unwatchable) {
+				fprintf(stderr, "clrtap:   [%s] not watched: %s do not fire on this machine; "
+						"its calls are not counted\n", c->tier,
+					c->kind == PROBE_CODE_JIT ? "hardware execute breakpoints" :
+								    "uprobes");
+				continue;
+			}
+			if (!st->armed_ns && !st->entries) {
+				fprintf(stderr, "clrtap:   [%s] never armed (%s): its calls are not "
+						"counted\n", c->tier, c->kind == PROBE_CODE_JIT ?
+						"no hardware breakpoint slot left" : "image not mapped");
+				continue;
+			}
 			fprintf(stderr, "clrtap:   [%s] %" PRIu64 " calls (%s%s)", c->tier, st->entries,
 				st->how[0] ? st->how : "not armed",
 				st->armed_ns ? "" : ", never armed");
@@ -222,6 +353,50 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n)
 	if (probe_session_lost(s))
 		fprintf(stderr, "clrtap: %" PRIu64 " samples lost (ring buffer full)\n",
 			probe_session_lost(s));
+}
+
+static bool has_kind(const struct probe_method *m, enum probe_code_kind k)
+{
+	size_t v;
+
+	for (v = 0; v < m->ncode; v++)
+		if (m->code[v].kind == k)
+			return true;
+	return false;
+}
+
+/* Says in plain words what a mechanism that does not fire here hides. */
+static void say_unseen(enum probe_mech_kind k, const struct probe_mech *m)
+{
+	char how[160];
+
+	if (m->forced)
+		snprintf(how, sizeof(how), "forced by CLRTAP_TEST_MECH_%s", k == PROBE_MECH_HWBP ?
+			 "HWBP" : "UPROBE");
+	else if (m->err)
+		snprintf(how, sizeof(how), "perf_event_open refused it: %s", strerror(-m->err));
+	else
+		snprintf(how, sizeof(how), "self-test: %u of %u calls seen", m->hits, m->calls);
+	if (k == PROBE_MECH_HWBP)
+		fprintf(stderr,
+			"clrtap: hardware execute breakpoints do not fire on this machine (%s).\n"
+			"clrtap:   What cannot be seen: calls to JIT-compiled code (Tier0, tier-1 and OSR "
+			"code: every method of the app itself, and framework methods once they tier up).\n"
+			"clrtap:   Why: the kernel accepts the breakpoint but the CPU never reports it, as in "
+			"virtual machines whose hypervisor does not pass the debug registers through.\n"
+			"clrtap:   What would see them: the in-process ReJIT profiler ('--via rejit', not "
+			"available yet); framework methods are still seen on their ReadyToRun code (uprobes) "
+			"until they tier up.\n",
+			how);
+	else
+		fprintf(stderr,
+			"clrtap: uprobes do not fire on this machine (%s).\n"
+			"clrtap:   What cannot be seen: calls to ReadyToRun (precompiled framework) code.\n"
+			"clrtap:   Why: the kernel accepts the probe but it is never hit (a kernel built "
+			"without working uprobes, or a filesystem that does not support them).\n"
+			"clrtap:   What would see them: the in-process ReJIT profiler ('--via rejit', not "
+			"available yet); JIT-compiled code is still seen by hardware breakpoints.\n",
+			how);
 }
 
 int cmd_probe(int argc, char **argv)
@@ -255,8 +430,9 @@ int cmd_probe(int argc, char **argv)
 	struct probe_session_opts so = { 0 };
 	struct out_ctx oc = { 0 };
 	struct probe_session *sess = NULL;
+	struct probe_inl *inl = NULL;
 	struct probe_proc *pp = NULL;
-	struct proc_perfmap pm;
+	struct perfmap_use pmu;
 	struct ipc_endpoint ep;
 	struct ipc_error rerr;
 	struct proc_target t;
@@ -286,22 +462,23 @@ int cmd_probe(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "--strlen must be 1..1000000");
 	if (duration < 0)
 		return cli_error(EXIT_USAGE, "--duration must be >= 0");
+	perfmap_use_init(&pmu);
 	code = cli_resolve_target(&to, &t, &ep);
 	if (code)
 		return code;
 
-	/* the perf map tells where JIT'd code is: on for the session if it was off */
-	if (proc_perfmap_state(&t, &pm))
+	/*
+	 * The perf map tells where JIT'd code is: on for the command if it was
+	 * off, with the lease and SIGKILL watcher every command shares (lib/perfmap).
+	 */
+	err = perfmap_use_begin(&pmu, &t, ep.timeout_ms, &rerr);
+	if (err && !pmu.map_path[0])
 		return cli_error(EXIT_ERROR, "cannot tell where the perf map of %d is", (int)t.pid);
-	if (!pm.on) {
-		err = ipc_perfmap_enable(&ep, IPC_PERFMAP_PERFMAP, &rerr);
-		if (err)
-			cli_warn("cannot turn the perf map on (%s): JIT'd code will not be found",
-				 strerror(-err));
-		else
-			enabled_pm = true;
-	}
-	po.perfmap_path = pm.map_path;
+	if (err)
+		cli_warn("cannot turn the perf map on (%s): JIT'd code will not be found",
+			 strerror(-err));
+	enabled_pm = pmu.turned_on;
+	po.perfmap_path = pmu.map_path;
 	po.root = t.other_mntns ? t.root : "";
 	err = probe_proc_open(t.pid, &po, &pp);
 	if (err) {
@@ -349,15 +526,6 @@ int cmd_probe(int argc, char **argv)
 		rc = EXIT_ERROR;
 		goto out;
 	}
-	if (n > 1 && !has_wildcard(pattern)) {
-		fprintf(stderr, "clrtap: '%s' is ambiguous: %zu methods match; add the signature:\n",
-			cli_safe(pattern), n);
-		for (i = 0; i < n && i < MAX_METHODS; i++)
-			fprintf(stderr, "clrtap:   '%s%s'\n", cli_safe(found[i]->name),
-				cli_safe(found[i]->sig));
-		rc = EXIT_USAGE;
-		goto out;
-	}
 	if (n > MAX_METHODS) {
 		rc = cli_error(EXIT_USAGE, "'%s' matches %zu methods (at most %d): narrow it", pattern,
 			       n, MAX_METHODS);
@@ -372,6 +540,71 @@ int cmd_probe(int argc, char **argv)
 				       found[i]->name, found[i]->sig);
 			goto out;
 		}
+	}
+
+	if (n > 1) {
+		/* overloads (or a wildcard): all of them, said in one line */
+		struct strbuf sb = STRBUF_INIT_MAX(8192);
+
+		for (i = 0; i < n; i++)
+			(void)strbuf_addf(&sb, "%s'%s%s'", i ? ", " : "", found[i]->name, found[i]->sig);
+		fprintf(stderr, "clrtap: '%s' matches %zu methods, tracing all: %s%s\n", pattern, n,
+			sb.buf, strchr(pattern, '(') ? "" : " (add '(signature)' to pick one)");
+		strbuf_release(&sb);
+	}
+	/* prove the mechanisms fire here before showing a count made with them */
+	{
+		struct probe_mech hw, up;
+		bool any_r2r = false;
+		size_t k = 0;
+
+		for (i = 0; i < n; i++)
+			any_r2r |= has_kind(found[i], PROBE_CODE_R2R);
+		err = probe_mech_check(PROBE_MECH_HWBP, &hw);
+		if (err)
+			cli_warn("cannot self-test hardware breakpoints (%s): counts of JIT'd code are "
+				 "unproven on this machine", strerror(-err));
+		else if (!hw.fires) {
+			so.no_hwbp = true;
+			say_unseen(PROBE_MECH_HWBP, &hw);
+		}
+		if (any_r2r) {
+			err = probe_mech_check(PROBE_MECH_UPROBE, &up);
+			if (err)
+				cli_warn("cannot self-test uprobes (%s): counts of ReadyToRun code are "
+					 "unproven on this machine", strerror(-err));
+			else if (!up.fires) {
+				so.no_uprobe = true;
+				say_unseen(PROBE_MECH_UPROBE, &up);
+			}
+		}
+		for (i = 0; i < n; i++) {
+			bool r2r = has_kind(found[i], PROBE_CODE_R2R);
+
+			/* JIT code can come to any method (tier-up); R2R code is there or not */
+			if ((r2r && !so.no_uprobe) || !so.no_hwbp) {
+				found[k++] = found[i];
+				continue;
+			}
+			if (!found[i]->ncode && !no_wait) {
+				/* no code yet: still worth waiting to say whether it gets inlined */
+				fprintf(stderr, "clrtap: %s%s: no code yet; its JIT code could not be "
+						"watched on this machine (calls will NOT be counted): waiting "
+						"only to tell whether the JIT inlines it\n", found[i]->name,
+					found[i]->sig);
+				found[k++] = found[i];
+				continue;
+			}
+			fprintf(stderr, "clrtap: %s%s: NOT traced: it has %s code clrtap can watch on "
+					"this machine (a count would be a false 0)\n", found[i]->name,
+				found[i]->sig, r2r ? "no" : "only JIT-compiled code, no");
+		}
+		if (!k) {
+			rc = cli_error(EXIT_ERROR, "nothing to trace: no method matching '%s' can be "
+						   "watched on this machine", pattern);
+			goto out;
+		}
+		n = k;
 	}
 
 	so.args = args || !count;
@@ -391,6 +624,21 @@ int cmd_probe(int argc, char **argv)
 		rc = cli_error(err == -EACCES || err == -EPERM ? EXIT_PERMISSION : EXIT_ERROR,
 			       "perf_event_open: %s", strerror(-err));
 		goto out;
+	}
+	/* methods without code of their own: listen to the JIT's inlining decisions */
+	if (!no_wait) {
+		const char *names[MAX_METHODS];
+		size_t nn = 0;
+
+		for (i = 0; i < n; i++)
+			if (!found[i]->ncode)
+				names[nn++] = found[i]->name;
+		if (nn) {
+			err = probe_inl_start(&ep, names, nn, &inl);
+			if (err)
+				cli_warn("cannot read the JIT's inlining events (%s): if the method is "
+					 "inlined, clrtap cannot say into what", strerror(-err));
+		}
 	}
 	err = probe_session_arm(sess);
 	if (err == -ENOENT) {
@@ -417,13 +665,15 @@ int cmd_probe(int argc, char **argv)
 			cli_warn("%s", strerror(-err));
 			break;
 		}
+		report_inlining(inl);
 		clock_gettime(CLOCK_MONOTONIC, &tn);
 		if (duration && (tn.tv_sec - t0.tv_sec) * 1000 + (tn.tv_nsec - t0.tv_nsec) / 1000000 >=
 					(long)duration * 1000)
 			break;
 	}
 	probe_session_flush(sess);
-	summary(sess, found, n);
+	report_inlining(inl);
+	summary(sess, found, n, inl != NULL);
 	if (hist) {
 		struct strbuf sb = STRBUF_INIT;
 
@@ -436,14 +686,13 @@ int cmd_probe(int argc, char **argv)
 		strbuf_release(&sb);
 	}
 out:
+	probe_inl_stop(inl);
 	probe_session_free(sess);
 	probe_proc_close(pp);
 	probe_hist_free(&oc.hist);
-	if (enabled_pm) {
-		err = ipc_perfmap_disable(&ep, &rerr);
-		if (err && err != -ECONNREFUSED && err != -ENOENT && kill(t.pid, 0) == 0)
-			cli_warn("could not turn the perf map back off: %s", strerror(-err));
-	}
+	err = perfmap_use_end(&pmu, &rerr);
+	if (err && err != -ECONNREFUSED && err != -ENOENT && kill(t.pid, 0) == 0)
+		cli_warn("could not turn the perf map back off: %s", strerror(-err));
 	(void)base_name;
 	return rc;
 }

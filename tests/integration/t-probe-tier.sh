@@ -4,6 +4,12 @@
 # namespaced fixture from the host, and after SIGKILL of clrtap.
 . "$(dirname "$0")/lib.sh"
 
+# Do hardware execute breakpoints fire here? (own check, no clrtap code.)
+HWBP=$("$TOOLS/hwbpcheck")
+echo "    this machine: hardware execute breakpoints: $HWBP"
+fires() { [[ $HWBP == fires* ]]; }
+
+if fires; then
 # ---- steady: 20,000 calls, Tier0 -> instrumented -> Tier1 ----
 start_fixture steady --rate 2000 --calls 20000 --trigger "$WORK/trig-s"
 "$CLRTAP" probe -p "$FIX_PID" -d 30 --count 'Clrtap.Fixtures.TierTarget::Work' \
@@ -60,6 +66,26 @@ contains "late: attached when compiled" "$(cat "$WORK/late.err")" "LateJit::Late
 check "late: later calls seen" test "$(grep -c 'LateJitTarget()' "$WORK/late.out")" -ge 2
 stop_fixture "$FIX_PID"
 
+else
+	# every method here is JIT-only: clrtap says it cannot watch it, and counts nothing
+	start_fixture steady --rate 2000 --calls 400 --trigger "$WORK/trig-s"
+	"$CLRTAP" probe -p "$FIX_PID" -d 4 --count 'Clrtap.Fixtures.TierTarget::Work' \
+		>"$WORK/steady.out" 2>"$WORK/steady.err" &
+	CP=$!
+	wait_for_line "$WORK/steady.err" 'waiting' 20 "$CP" >/dev/null
+	touch "$WORK/trig-s"
+	wait "$CP"
+	equals "steady: clrtap exits 0" "$?" 0
+	ERRS=$(cat "$WORK/steady.err")
+	contains "steady: said plainly" "$ERRS" "hardware execute breakpoints do not fire on this machine (self-test: "
+	contains "steady: waits only to tell about inlining" "$ERRS" \
+		"TierTarget::Work(int32): no code yet; its JIT code could not be watched on this machine (calls will NOT be counted)"
+	contains "steady: new code not counted, from when" "$ERRS" "clrtap cannot watch it on this machine; calls that run it from now on are NOT counted"
+	contains "steady: summary, no count" "$ERRS" "TierTarget::Work(int32): calls NOT counted: its [QuickJitted] code cannot be watched on this machine"
+	lacks "steady: no false 0" "$ERRS" ": 0 calls"
+	stop_fixture "$FIX_PID"
+fi
+
 # ---- namespaced fixture (own PID + mount namespace, private /tmp) from the host ----
 start_fixture_ns probe-warm --calls 25 --interval-ms 2 --trigger /tmp/trig-ns
 "$CLRTAP" probe -p "$FIX_PID" -d 4 --ret 'System.Convert::ToString(int32,int32)' \
@@ -68,13 +94,17 @@ P1=$!
 "$CLRTAP" probe -p "$FIX_PID" -d 4 --ret '*::AddInts' >"$WORK/ns2.out" 2>"$WORK/ns2.err" &
 P2=$!
 wait_for_line "$WORK/ns.err" 'tracing' 20 "$P1" >/dev/null
-wait_for_line "$WORK/ns2.err" 'tracing' 20 "$P2" >/dev/null
+wait_for_line "$WORK/ns2.err" 'tracing|nothing to trace' 20 "$P2" >/dev/null
 touch "/proc/$FIX_PID/root/tmp/trig-ns"
 wait "$P1" "$P2"
 equals "ns: R2R calls" "$(grep -c 'ToString(value=' "$WORK/ns.out")" 25
-contains "ns: R2R exact" "$(cat "$WORK/ns.out")" "ToString(value=24, toBase=16) = \"18\""
+fires && contains "ns: R2R exact" "$(cat "$WORK/ns.out")" "ToString(value=24, toBase=16) = \"18\""
+if fires; then
 equals "ns: JIT calls" "$(grep -c 'AddInts(a=' "$WORK/ns2.out")" 25
 contains "ns: JIT exact" "$(cat "$WORK/ns2.out")" "AddInts(a=24, b=1000) = 1024 "
+else
+	contains "ns: JIT not traced" "$(cat "$WORK/ns2.err")" "AddInts(int32, int32): NOT traced"
+fi
 stop_fixture "$FIX_PID"
 stop_fixture "$FIX_NS_PARENT"
 
@@ -102,17 +132,24 @@ K1=$!
 "$CLRTAP" probe -p "$FIX_PID" --ret '*::Mix' >"$WORK/k2.out" 2>"$WORK/k2.err" &
 K2=$!
 wait_for_line "$WORK/k1.err" 'tracing' 20 "$K1" >/dev/null
-wait_for_line "$WORK/k2.err" 'tracing' 20 "$K2" >/dev/null
+wait_for_line "$WORK/k2.err" 'tracing|nothing to trace' 20 "$K2" >/dev/null
 touch "$WORK/trig-k"
 sleep 1
-kill -KILL "$K1" "$K2"
+kill -KILL "$K1" "$K2" 2>/dev/null
 wait "$K1" "$K2" 2>/dev/null
 check "killed clrtap had seen calls" test -s "$WORK/k1.out"
 # a new session works (the hardware breakpoint slots were given back)
+if fires; then
 expect_exit "new session after SIGKILL" 0 "$CLRTAP" probe -p "$FIX_PID" -d 1 --ret '*::Mix'
 contains "new session sees calls" "$OUT" "ProbeTargets::Mix(l="
+fi
 expect_exit "and a uprobe session" 0 "$CLRTAP" probe -p "$FIX_PID" -d 1 'System.Convert::ToString(int32,int32)'
-contains "uprobe session sees calls" "$OUT" "toBase=16)"
+if fires; then
+	contains "uprobe session sees calls" "$OUT" "toBase=16)"
+else
+	# ToString has tiered up to JIT code by now: said, not counted as 0
+	contains "uprobe session: tier-1 code not counted, said" "$ERR" "code are NOT counted (cannot be watched on this machine)"
+fi
 wait_for_line "$FIX_OUT" '^DONE ' 60 "$FIX_PID" >/dev/null
 check "target alive after SIGKILL of clrtap" kill -0 "$FIX_PID"
 lacks "target computed right results" "$(cat "$FIX_OUT")" "unexpected result"

@@ -6,6 +6,18 @@
 
 N=25
 
+# Do hardware execute breakpoints fire here? (own check, no clrtap code.) Where
+# they do not, clrtap must say so for JIT'd methods instead of counting 0.
+HWBP=$("$TOOLS/hwbpcheck")
+echo "    this machine: hardware execute breakpoints: $HWBP"
+fires() { [[ $HWBP == fires* ]]; }
+# unseen LABEL ERRFILE: clrtap said plainly it cannot watch the JIT'd method
+unseen() {
+	contains "$1: breakpoints do not fire here, said so" "$(cat "$2")" \
+		"hardware execute breakpoints do not fire on this machine (self-test: "
+	contains "$1: not traced (no false 0)" "$(cat "$2")" "NOT traced"
+}
+
 # probe_bg NAME ARGS...: starts clrtap probe on $FIX_PID in the background;
 # output in $WORK/NAME.out / .err, pid in PROBE_PIDS.
 PROBE_PIDS=()
@@ -55,18 +67,28 @@ equals "r2r: one line per call" "$(grep -c 'System.Convert::ToString(value=' "$W
 contains "r2r: summary count" "$(cat "$WORK/r2r.err")" "System.Convert::ToString(int32, int32): $N calls"
 expect_each "r2r args" "$WORK/r2r.out" 'System.Convert::ToString(value=%d, toBase=16)'
 # returns are seen at the caller's return address (the method tail-calls)
+if fires; then
 contains "r2r: return site learned" "$(cat "$WORK/r2r.err")" "return site"
 contains "r2r: hex return value" "$R2R" 'ToString(value=20, toBase=16) = "14"'
 contains "r2r: hex return value a" "$R2R" 'ToString(value=10, toBase=16) = "a"'
+else
+	# the caller (the fixture's driver) is JIT'd code: its return site cannot be watched
+	contains "r2r: unseen returns said" "$(cat "$WORK/r2r.err")" "which clrtap cannot watch on this machine: those returns are not seen"
+fi
+if fires; then
 equals "addints: $N lines" "$(grep -c 'AddInts(a=' "$WORK/addints.out")" "$N"
 expect_each "addints args+ret" "$WORK/addints.out" 'ProbeTargets::AddInts(a=%d, b=1000) = %d '
 contains "addints: JIT code by hw breakpoint" "$(cat "$WORK/addints.err")" "hw-breakpoint on entry, 1 of 1 ret site(s)"
 # --stack: every call's caller is the fixture's driver loop, named from the perf map
 equals "addints --stack: caller named on every call" \
 	"$(grep -c '^    at Clrtap.Fixtures.ProbeDriver::Run\( \|$\)' "$WORK/addints.out")" "$N"
+else
+	unseen addints "$WORK/addints.err"
+fi
 lacks "fixture saw right results" "$(cat "$FIX_OUT")" "unexpected result"
 stop_fixture "$FIX_PID"
 
+if fires; then
 # ---- B: long, double, bool, char, byte, short, float; instance method ----
 start_fixture probe-warm --calls "$N" --interval-ms 2 --trigger "$WORK/trig-b"
 # hardware breakpoints: 4 per thread for all sessions: Mix takes 3 (entry, the
@@ -104,8 +126,24 @@ equals "nested: $N lines" "$(grep -c 'Clrtap.Fixtures.Outer+Inner::Nested(x=5)' 
 contains "nested: histogram" "$(cat "$WORK/nested.out")" "count $N, min 5, max 5"
 stop_fixture "$FIX_PID"
 
+fi
+
+# ---- E: a name with overloads traces all of them, saying which ----
+if fires; then
+start_fixture probe-warm --calls "$N" --interval-ms 2 --trigger "$WORK/trig-e"
+probe_bg ovlall -d 4 --count 'Clrtap.Fixtures.ProbeTargets::Overloaded'
+run_probes "$WORK/trig-e"
+OV=$(cat "$WORK/ovlall.err")
+contains "overloads: one line says which" "$OV" \
+	"'Clrtap.Fixtures.ProbeTargets::Overloaded' matches 2 methods, tracing all: 'Clrtap.Fixtures.ProbeTargets::Overloaded(int32)', 'Clrtap.Fixtures.ProbeTargets::Overloaded(string)' (add '(signature)' to pick one)"
+contains "overloads: int32 counted" "$OV" "ProbeTargets::Overloaded(int32): $N calls"
+contains "overloads: string counted" "$OV" "ProbeTargets::Overloaded(string): $N calls"
+stop_fixture "$FIX_PID"
+fi
+
 # ---- C: strings (non-ASCII), instance + static, overloads, nested type ----
 start_fixture probe-warm --calls "$N" --interval-ms 2 --trigger "$WORK/trig-c"
+if fires; then
 probe_bg echo -d 4 --ret 'Clrtap.Fixtures.ProbeTargets::StaticEcho'
 probe_bg greet -d 4 --ret '*::Greet'
 run_probes "$WORK/trig-c"
@@ -115,10 +153,16 @@ equals "greet: $N exact lines" \
 	"$(grep -cF 'name="Zoë") = "Hello, Zoë"' "$WORK/greet.out")" "$N"
 contains "greet: instance (this)" "$(cat "$WORK/greet.out")" "Greet(this=0x"
 
+else
+	expect_exit "echo: JIT-only method, breakpoints do not fire" 1 \
+		"$CLRTAP" probe -p "$FIX_PID" -d 1 'Clrtap.Fixtures.ProbeTargets::StaticEcho'
+	echo "$ERR" >"$WORK/echo.err"
+	unseen echo "$WORK/echo.err"
+	touch "$WORK/trig-c"
+	wait_for_line "$FIX_OUT" '^DONE ' 60 "$FIX_PID" >/dev/null
+fi
+
 # resolution and bad input (same process, compiled targets)
-expect_exit "ambiguous overload" 2 "$CLRTAP" probe -p "$FIX_PID" -d 1 'Clrtap.Fixtures.ProbeTargets::Overloaded'
-contains "ambiguous: int overload listed" "$ERR" "'Clrtap.Fixtures.ProbeTargets::Overloaded(int32)'"
-contains "ambiguous: string overload listed" "$ERR" "'Clrtap.Fixtures.ProbeTargets::Overloaded(string)'"
 expect_exit "unknown method" 1 "$CLRTAP" probe -p "$FIX_PID" -d 1 'Clrtap.Fixtures.ProbeTargets::AddInt'
 contains "unknown: suggestion" "$ERR" "did you mean Clrtap.Fixtures.ProbeTargets::AddInts"
 expect_exit "unknown type" 1 "$CLRTAP" probe -p "$FIX_PID" -d 1 'Clrtap.Fixture.Outer+Inner::Nestd'

@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perfmap.c - the target's perf map for the length of a clrtap command: on
+ * through IPC if it was off, back off afterwards, a lease so that two clrtap
+ * processes on one target do not switch it off under each other, and a
+ * watcher process that gives the lease back if clrtap dies first.
+ *
+ * Lease: /run/clrtap/perfmap-PID-STARTTIME, flock'ed shared by every user
+ * for the whole command; its content says "clrtap-on existed=0|1" when a
+ * clrtap turned the map on (and whether the map file existed before). It is
+ * read and changed only under a mutex, an exclusive flock on the file
+ * "<lease>.lock". Leaving: under the mutex, give the shared lock back, then
+ * try the lease exclusively without waiting: success means no one else holds
+ * it, and this last holder turns the map off, removes the map file if clrtap
+ * created it, and removes both files. Openers of the mutex check that the
+ * file they locked is still the one at the path.
+ *
+ * The watcher is a fork of clrtap made before any perf event is opened. It
+ * holds the read end of a pipe whose only writer is clrtap, and the lease
+ * (the same open file, so the shared lock lives while either holds it). When
+ * clrtap ends normally it writes one byte and the watcher exits; when clrtap
+ * dies, the pipe reads end-of-file and the watcher gives the lease back as
+ * above. It ignores SIGINT/SIGTERM/SIGHUP (a Ctrl-C reaches the whole process
+ * group; clrtap itself restores the setting then) and holds no other file
+ * descriptor. It is the only code in the libraries that ends a process: its
+ * own (_exit), never the caller's.
+ */
+#include "common/compat.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "common/log.h"
+#include "common/strparse.h"
+#include "perfmap/perfmap.h"
+
+#define STATE_ON "clrtap-on existed="
+
+static bool file_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+void perfmap_use_init(struct perfmap_use *u)
+{
+	memset(u, 0, sizeof(*u));
+	u->guard_fd = -1;
+	u->lease_fd = -1;
+}
+
+/* ---- lease ---- */
+
+static int lease_dir(char *out, size_t cap)
+{
+	const char *x = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+	int n;
+
+	if (geteuid() == 0)
+		n = snprintf(out, cap, "/run/clrtap");
+	else if (x && x[0] == '/')
+		n = snprintf(out, cap, "%s/clrtap", x);
+	else
+		return -ENOENT;
+	if (n < 0 || (size_t)n >= cap)
+		return -ENAMETOOLONG;
+	if (mkdir(out, 0700) && errno != EEXIST)
+		return -errno;
+	/* ours alone: nothing a target or another user can plant */
+	if (lstat(out, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return -EPERM;
+	return 0;
+}
+
+/* Opens and locks a file; the locked file is the one at the path (not removed meanwhile). */
+static int lease_lock(const char *path, int how, bool create)
+{
+	int tries;
+
+	for (tries = 0; tries < 8; tries++) {
+		int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+		struct stat a, b;
+
+		if (fd < 0)
+			return -errno;
+		if (flock(fd, how) < 0) {
+			int e = -errno;
+
+			close(fd);
+			return e;
+		}
+		if (!fstat(fd, &a) && !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return fd;
+		close(fd); /* removed by its last holder meanwhile: open the new one */
+	}
+	return -EAGAIN;
+}
+
+/* 1: a clrtap turned the map on (*existed: the map file was there before). */
+static int lease_read(int fd, bool *existed)
+{
+	char buf[64];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (strncmp(buf, STATE_ON, strlen(STATE_ON)))
+		return 0;
+	*existed = buf[strlen(STATE_ON)] == '1';
+	return 1;
+}
+
+static void lease_write(int fd, bool existed)
+{
+	char buf[64];
+	int n = snprintf(buf, sizeof(buf), STATE_ON "%d\n", existed ? 1 : 0);
+
+	if (ftruncate(fd, 0) || pwrite(fd, buf, (size_t)n, 0) != n)
+		ct_debug("perfmap: cannot write the lease: %s", strerror(errno));
+}
+
+/* The diagnostics endpoint of the target (kept in u: the watcher has no proc_target). */
+static void endpoint(const struct perfmap_use *u, struct ipc_endpoint *ep)
+{
+	ep->path = u->sock;
+	ep->timeout_ms = u->timeout_ms;
+}
+
+/* Removes the map file a clrtap made. */
+static void remove_map(const struct perfmap_use *u, bool existed)
+{
+	if (!existed)
+		(void)unlink(u->map_path);
+}
+
+static void disable(const struct perfmap_use *u, bool existed, struct ipc_error *rerr, int *rc)
+{
+	struct ipc_endpoint ep;
+	struct ipc_error local;
+	int err;
+
+	endpoint(u, &ep);
+	err = ipc_perfmap_disable(&ep, rerr ? rerr : &local);
+	if (rc)
+		*rc = err;
+	remove_map(u, existed);
+}
+
+static int mutex_lock(const struct perfmap_use *u)
+{
+	char path[PROC_PATH_MAX + 8];
+
+	snprintf(path, sizeof(path), "%s.lock", u->lease_path);
+	return lease_lock(path, LOCK_EX, true);
+}
+
+/*
+ * Gives the lease back (closing u->lease_fd); under the mutex, the last
+ * holder turns the map off when a clrtap turned it on, and removes the lease.
+ */
+static int lease_leave(struct perfmap_use *u, struct ipc_error *rerr)
+{
+	char path[PROC_PATH_MAX + 8];
+	bool existed = true;
+	int m = mutex_lock(u), fd, rc = 0;
+
+	close(u->lease_fd);
+	u->lease_fd = -1;
+	fd = open(u->lease_path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		/* no other holder: the last one out */
+		if (lease_read(fd, &existed) == 1)
+			disable(u, existed, rerr, &rc);
+		(void)unlink(u->lease_path);
+		if (m >= 0) {
+			snprintf(path, sizeof(path), "%s.lock", u->lease_path);
+			(void)unlink(path);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	if (m >= 0)
+		close(m);
+	return rc;
+}
+
+/* ---- watcher ---- */
+
+static void close_other_fds(int keep1, int keep2)
+{
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int lo = CT_MIN(keep1, keep2), hi = CT_MAX(keep1, keep2);
+
+	if (devnull >= 0) {
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+	}
+	if (lo < 0)
+		lo = hi;
+	if (lo > 3)
+		(void)syscall(SYS_close_range, 3u, (unsigned)lo - 1, 0u);
+	if (hi > lo + 1)
+		(void)syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0u);
+	(void)syscall(SYS_close_range, (unsigned)hi + 1, ~0u, 0u);
+}
+
+static void watcher(struct perfmap_use *u, int rfd)
+{
+	char c = 0;
+	ssize_t n;
+
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	(void)prctl(PR_SET_NAME, "clrtap-perfmap", 0, 0, 0);
+	close_other_fds(rfd, u->lease_fd);
+	do
+		n = read(rfd, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1 && c == 'x')
+		_exit(0);
+	/* clrtap died: give its lease back */
+	if (u->lease_fd >= 0)
+		(void)lease_leave(u, NULL);
+	else if (u->turned_on)
+		disable(u, u->file_existed, NULL, NULL);
+	_exit(0);
+}
+
+static int start_watcher(struct perfmap_use *u)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	if (pid == 0) {
+		close(p[1]);
+		watcher(u, p[0]);
+	}
+	close(p[0]);
+	u->guard = pid;
+	u->guard_fd = p[1];
+	return 0;
+}
+
+static void stop_watcher(struct perfmap_use *u)
+{
+	if (u->guard_fd >= 0) {
+		ssize_t w;
+
+		do
+			w = write(u->guard_fd, "x", 1);
+		while (w < 0 && errno == EINTR);
+		close(u->guard_fd);
+		u->guard_fd = -1;
+	}
+	if (u->guard > 0) {
+		/* its copy of the lease must be closed before the last-holder test */
+		while (waitpid(u->guard, NULL, 0) < 0 && errno == EINTR)
+			;
+		u->guard = 0;
+	}
+}
+
+/* ---- begin / end ---- */
+
+int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int timeout_ms,
+		      struct ipc_error *rerr)
+{
+	struct proc_perfmap st;
+	struct ipc_endpoint ep;
+	char dir[PROC_PATH_MAX - 64];
+	bool existed = false;
+	int rc, fd = -1, m = -1, prior;
+
+	perfmap_use_init(u);
+	u->timeout_ms = timeout_ms;
+	ct_strlcpy(u->sock, t->socket, sizeof(u->sock));
+	endpoint(u, &ep);
+	if (!lease_dir(dir, sizeof(dir))) {
+		snprintf(u->lease_path, sizeof(u->lease_path), "%s/perfmap-%d-%" PRIu64, dir,
+			 (int)t->pid, t->starttime);
+		/* the mutex for reading and changing the lease; the lease itself held shared */
+		m = mutex_lock(u);
+		if (m >= 0) {
+			fd = open(u->lease_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+			if (fd >= 0 && flock(fd, LOCK_SH) < 0) {
+				close(fd);
+				fd = -1;
+			}
+		}
+		if (fd < 0)
+			ct_debug("perfmap: no lease (%s): another clrtap may switch the map off",
+				 strerror(errno));
+	}
+	rc = proc_perfmap_state(t, &st);
+	if (rc < 0)
+		goto fail;
+	ct_strlcpy(u->map_path, st.map_path, sizeof(u->map_path));
+	prior = fd >= 0 ? lease_read(fd, &existed) : 0;
+	if (prior == 1 && st.on) {
+		/* another clrtap turned it on and holds the lease: share it */
+		u->shared = true;
+		u->file_existed = existed;
+	} else if (st.on) {
+		u->was_on = true; /* on by the user: left alone */
+		if (fd >= 0 && ftruncate(fd, 0))
+			ct_debug("perfmap: cannot clear the lease: %s", strerror(errno));
+	} else {
+		/* a lease left by a clrtap whose watcher died too knows the file's origin */
+		u->file_existed = prior == 1 ? existed : file_exists(u->map_path);
+		rc = ipc_perfmap_enable(&ep, IPC_PERFMAP_PERFMAP, rerr);
+		if (rc < 0)
+			goto fail;
+		u->turned_on = true;
+		if (fd >= 0)
+			lease_write(fd, u->file_existed);
+	}
+	u->lease_fd = fd; /* held shared for the command */
+	if (m >= 0)
+		close(m);
+	if (u->lease_fd < 0 && !u->turned_on)
+		return 0;
+	rc = start_watcher(u);
+	if (rc < 0)
+		ct_warn("cannot start the perf map watcher (%s): if clrtap is killed, turn the "
+			"perf map off with 'clrtap perfmap -p %d off'",
+			strerror(-rc), (int)t->pid);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	if (m >= 0)
+		close(m);
+	return rc;
+}
+
+int perfmap_use_end(struct perfmap_use *u, struct ipc_error *rerr)
+{
+	int rc = 0;
+
+	stop_watcher(u);
+	if (u->lease_fd >= 0)
+		rc = lease_leave(u, rerr);
+	else if (u->turned_on)
+		disable(u, u->file_existed, rerr, &rc);
+	u->turned_on = false;
+	return rc;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perfmap.h - the target's perf map for the length of one clrtap command
+ * (profile, top, probe): on through IPC if it was off, back off afterwards,
+ * also when clrtap is killed (SIGKILL included), and never switched off
+ * under another clrtap that still uses it.
+ *
+ * Every user holds a lease: a shared flock on /run/clrtap/perfmap-PID-STARTTIME
+ * (host-side state, root-owned; $XDG_RUNTIME_DIR/clrtap for other users). The
+ * file says whether a clrtap turned the map on, and whether the map file
+ * existed then. The last holder to leave turns the map off and removes a map
+ * file clrtap created. A watcher process (a fork holding the same lease)
+ * does that if clrtap dies first.
+ */
+#ifndef CLRTAP_PERFMAP_PERFMAP_H
+#define CLRTAP_PERFMAP_PERFMAP_H
+
+#include "common/compat.h"
+#include "ipc/ipc.h"
+#include "proc/proc.h"
+
+struct perfmap_use {
+	bool was_on;           /* on before any clrtap: left alone */
+	bool turned_on;        /* this command turned it on */
+	bool shared;           /* another clrtap had turned it on: its lease is shared */
+	bool file_existed;     /* the map file existed before clrtap turned it on */
+	char map_path[PROC_PATH_MAX]; /* host view */
+	char sock[PROC_PATH_MAX];
+	char lease_path[PROC_PATH_MAX];
+	int timeout_ms;
+	int lease_fd;          /* shared flock held for the command (-1: none) */
+	pid_t guard;           /* watcher that restores the setting if clrtap dies */
+	int guard_fd;
+};
+
+/*
+ * Takes a lease on the target's perf map; turns the map on (perf map only: no
+ * jitdump) when no one had, and starts the watcher. Call before opening perf
+ * events. Returns 0, or the IPC error (*rerr filled); u->map_path is valid
+ * either way. u must be passed to perfmap_use_end.
+ */
+int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int timeout_ms,
+		      struct ipc_error *rerr);
+/*
+ * Gives the lease back; the last holder turns the map off and removes the
+ * map file clrtap created. Stops the watcher.
+ */
+int perfmap_use_end(struct perfmap_use *u, struct ipc_error *rerr);
+/* Marks u unused (before a begin that may not run). */
+void perfmap_use_init(struct perfmap_use *u);
+
+#endif

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# clrtap probe proves its attach mechanisms fire before showing a count made
+# with them. The test finds out on its own (tests/tools/hwbpcheck, no clrtap
+# code) whether hardware execute breakpoints fire on this machine, then
+# asserts the matching fact: exact counts where they fire, clrtap's plain
+# statement of what it cannot see where they don't. The "does not fire" path
+# is also forced (CLRTAP_TEST_MECH_HWBP=broken) so it runs on every machine.
+. "$(dirname "$0")/lib.sh"
+
+HWBP=$("$TOOLS/hwbpcheck")
+echo "    this machine: hardware execute breakpoints: $HWBP"
+# the cache in a directory of the test's own (a given one is copied: tests may preset it)
+mkdir -p "$WORK/cache"
+[ -n "${CLRTAP_CACHE_DIR:-}" ] && cp "$CLRTAP_CACHE_DIR"/mech-* "$WORK/cache/" 2>/dev/null
+export CLRTAP_CACHE_DIR=$WORK/cache
+N=25
+
+# ---- the real mechanism on a JIT-only method ----
+start_fixture probe-warm --calls "$N" --interval-ms 2 --trigger "$WORK/trig-a"
+"$CLRTAP" probe -p "$FIX_PID" -d 4 --count 'Clrtap.Fixtures.ProbeTargets::AddInts' \
+	>"$WORK/real.out" 2>"$WORK/real.err" &
+P=$!
+wait_for_line "$WORK/real.err" 'tracing|nothing to trace' 20 "$P" >/dev/null
+touch "$WORK/trig-a"
+wait_for_line "$FIX_OUT" '^DONE ' 60 "$FIX_PID" >/dev/null
+wait "$P"
+RC=$?
+if [[ $HWBP == fires* ]]; then
+	equals "breakpoints fire here: clrtap exits 0" "$RC" 0
+	contains "breakpoints fire here: exact count" "$(cat "$WORK/real.err")" \
+		"ProbeTargets::AddInts(int32, int32): $N calls"
+	lacks "breakpoints fire here: no statement" "$(cat "$WORK/real.err")" "do not fire"
+	equals "self-test cached for this boot: fires" \
+		"$(cut -d' ' -f1,2 "$CLRTAP_CACHE_DIR/mech-hwbp")" "$(cat /proc/sys/kernel/random/boot_id) fires"
+else
+	equals "breakpoints do not fire here: clrtap exits 1" "$RC" 1
+	contains "breakpoints do not fire here: said plainly" "$(cat "$WORK/real.err")" \
+		"hardware execute breakpoints do not fire on this machine (self-test: "
+	contains "what cannot be seen" "$(cat "$WORK/real.err")" "What cannot be seen: calls to JIT-compiled code"
+	contains "not traced rather than 0" "$(cat "$WORK/real.err")" "AddInts(int32, int32): NOT traced"
+	lacks "no silent zero" "$(cat "$WORK/real.err")" ": 0 calls"
+	equals "self-test cached for this boot: silent" \
+		"$(cut -d' ' -f1,2 "$CLRTAP_CACHE_DIR/mech-hwbp")" "$(cat /proc/sys/kernel/random/boot_id) silent"
+fi
+
+# ---- forced: breakpoints do not fire (every machine) ----
+expect_exit "forced broken: JIT-only method is not traced" 1 \
+	env CLRTAP_TEST_MECH_HWBP=broken "$CLRTAP" probe -p "$FIX_PID" -d 1 --count '*::AddInts'
+contains "forced: says breakpoints do not fire" "$ERR" \
+	"hardware execute breakpoints do not fire on this machine (forced by CLRTAP_TEST_MECH_HWBP)"
+contains "forced: what cannot be seen" "$ERR" "What cannot be seen: calls to JIT-compiled code"
+contains "forced: why" "$ERR" "Why: the kernel accepts the breakpoint but the CPU never reports it"
+contains "forced: what would see it" "$ERR" "What would see them: the in-process ReJIT profiler ('--via rejit'"
+contains "forced: the method is named" "$ERR" "Clrtap.Fixtures.ProbeTargets::AddInts(int32, int32): NOT traced"
+lacks "forced: no count" "$ERR" " 0 calls"
+stop_fixture "$FIX_PID"
+
+# ---- forced: R2R code is counted until the method tiers up to JIT code ----
+start_fixture probe-warm --calls 600 --interval-ms 5 --trigger "$WORK/trig-b"
+env CLRTAP_TEST_MECH_HWBP=broken "$CLRTAP" probe -p "$FIX_PID" -d 60 --count \
+	'System.Convert::ToString(int32,int32)' >"$WORK/tier.out" 2>"$WORK/tier.err" &
+P=$!
+wait_for_line "$WORK/tier.err" 'tracing' 20 "$P" >/dev/null
+touch "$WORK/trig-b"
+wait_for_line "$FIX_OUT" '^DONE ' 60 "$FIX_PID" >/dev/null
+kill -INT "$P"
+wait "$P"
+equals "forced tier-up: clrtap exits 0" "$?" 0
+T=$(cat "$WORK/tier.err")
+contains "forced tier-up: R2R armed by uprobe" "$T" "[ReadyToRun] at System.Private.CoreLib.dll+0x"
+check "forced tier-up: live line says from when calls are not counted" \
+	grep -qE 'ToString\(int32, int32\): new code [A-Za-z0-9]+ at 0x[0-9a-f]+ size [0-9]+ \(\+[0-9.]+s, [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}\): clrtap cannot watch it on this machine; calls that run it from now on are NOT counted' "$WORK/tier.err"
+check "forced tier-up: summary says until when calls were counted" \
+	grep -qE 'ToString\(int32, int32\): [0-9]+ calls counted until \+[0-9.]+s; from then on calls ran \[[A-Za-z0-9]+\] code that clrtap cannot watch on this machine and are NOT counted' "$WORK/tier.err"
+R2R=$(sed -n 's/.*\[ReadyToRun\] \([0-9]*\) calls (uprobe).*/\1/p' "$WORK/tier.err")
+echo "    forced tier-up: $R2R calls counted on ReadyToRun code before tier-up"
+check "forced tier-up: R2R calls counted (30+ before tier-up, at most 600)" \
+	test "${R2R:-0}" -ge 30 -a "${R2R:-0}" -le 600
+contains "forced tier-up: JIT version not watched, not 0" "$T" "not watched: hardware execute breakpoints do not fire on this machine; its calls are not counted"
+stop_fixture "$FIX_PID"
+
+# ---- the cache: a hostile or broken file is ignored and rewritten ----
+printf 'garbage\n' >"$CLRTAP_CACHE_DIR/mech-hwbp"
+start_fixture probe-warm --calls 5 --interval-ms 2 --trigger "$WORK/trig-c"
+WANT=1
+[[ $HWBP == fires* ]] && WANT=0
+expect_exit "corrupt cache: probe answers as before" "$WANT" "$CLRTAP" probe -p "$FIX_PID" -d 1 --count '*::AddInts'
+check "corrupt cache replaced by a new self-test" \
+	grep -qE "^$(cat /proc/sys/kernel/random/boot_id) (fires|silent) 1000 [0-9]+ -?[0-9]+$" "$CLRTAP_CACHE_DIR/mech-hwbp"
+stop_fixture "$FIX_PID"
+
+finish

@@ -120,11 +120,7 @@ int probe_inline_decode(const void *payload, size_t len, bool failed, struct pro
 		ct_strlcpy(ev->reason, r.buf, sizeof(ev->reason));
 		strbuf_release(&r);
 	}
-	/* the target wrote these: no control characters reach a terminal */
-	ct_sanitize(ev->compiled);
-	ct_sanitize(ev->inliner);
-	ct_sanitize(ev->inlinee);
-	ct_sanitize(ev->reason);
+	/* the target wrote these: the CLI prints them through cli_safe() */
 	return 0;
 }
 

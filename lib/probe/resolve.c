@@ -262,7 +262,7 @@ static int method_add_jit(struct probe_method *m, const struct pm_ent *e, uint64
 
 		if (b && c2 && c2 > b)
 			snprintf(c->inst, sizeof(c->inst), "%.*s", (int)(c2 - b + 1), b);
-		ct_sanitize(c->inst); /* the target wrote it */
+		/* the target wrote it: printed through cli_safe() */
 	}
 	c->addr = e->start;
 	c->size = e->size;

@@ -150,7 +150,7 @@ static void print_method(const struct probe_method *m, const char *emit)
 			       cli_safe(m->image), c->file_offset, c->size, c->addr);
 		else
 			printf("    JIT  0x%" PRIx64 " size %" PRIu64 " %s%s%s\n", c->addr, c->size,
-			       c->tier, c->inst[0] ? " " : "", c->inst);
+			       cli_safe(c->tier), c->inst[0] ? " " : "", cli_safe(c->inst));
 	}
 	if (!m->ncode)
 		printf("    not compiled (never called yet, or inlined into its callers: probing it "
@@ -211,13 +211,13 @@ static void report_inlining(struct probe_inl *inl)
 		x->failed = !ev[k].inlined;
 		if (ev[k].inlined)
 			fprintf(stderr, "clrtap: %s was inlined into %s%s%s: its calls run inside that "
-					"code, not on their own; probe %s instead\n", ev[k].inlinee,
-				ev[k].inliner, strcmp(ev[k].compiled, ev[k].inliner) ? " (within " : "",
-				strcmp(ev[k].compiled, ev[k].inliner) ? ev[k].compiled : "",
-				ev[k].inliner);
+					"code, not on their own; probe %s instead\n", cli_safe(ev[k].inlinee),
+				cli_safe(ev[k].inliner), strcmp(ev[k].compiled, ev[k].inliner) ? " (within " : "",
+				strcmp(ev[k].compiled, ev[k].inliner) ? cli_safe(ev[k].compiled) : "",
+				cli_safe(ev[k].inliner));
 		else
-			fprintf(stderr, "clrtap: the JIT did not inline %s into %s: %s\n", ev[k].inlinee,
-				ev[k].inliner, ev[k].reason[0] ? ev[k].reason : "no reason given");
+			fprintf(stderr, "clrtap: the JIT did not inline %s into %s: %s\n", cli_safe(ev[k].inlinee),
+				cli_safe(ev[k].inliner), ev[k].reason[0] ? cli_safe(ev[k].reason) : "no reason given");
 	}
 }
 
@@ -230,18 +230,18 @@ static void summary_no_code(const struct probe_method *m, bool listened)
 	for (j = 0; j < n_inl_seen; j++) {
 		if (inl_seen[j].failed || strcmp(inl_seen[j].inlinee, m->name))
 			continue;
-		fprintf(stderr, "%s%s", any ? ", " : "clrtap: ", any ? "" : m->name);
+		fprintf(stderr, "%s%s", any ? ", " : "clrtap: ", any ? "" : cli_safe(m->name));
 		if (!any)
-			fprintf(stderr, "%s: no code of its own: inlined into ", m->sig);
-		fprintf(stderr, "%s (%u time%s)", inl_seen[j].inliner, inl_seen[j].count,
+			fprintf(stderr, "%s: no code of its own: inlined into ", cli_safe(m->sig));
+		fprintf(stderr, "%s (%u time%s)", cli_safe(inl_seen[j].inliner), inl_seen[j].count,
 			inl_seen[j].count == 1 ? "" : "s");
 		any = true;
 	}
 	if (any)
 		fputs("; its calls are counted only by probing those\n", stderr);
 	else
-		fprintf(stderr, "clrtap: %s%s: no code of its own ran, so no call was seen%s\n", m->name,
-			m->sig, listened ? "; the JIT did not inline it while clrtap listened (not "
+		fprintf(stderr, "clrtap: %s%s: no code of its own ran, so no call was seen%s\n", cli_safe(m->name),
+			cli_safe(m->sig), listened ? "; the JIT did not inline it while clrtap listened (not "
 					   "called, or inlined into code compiled before)" : "");
 }
 
@@ -548,8 +548,8 @@ int cmd_probe(int argc, char **argv)
 
 		for (i = 0; i < n; i++)
 			(void)strbuf_addf(&sb, "%s'%s%s'", i ? ", " : "", found[i]->name, found[i]->sig);
-		fprintf(stderr, "clrtap: '%s' matches %zu methods, tracing all: %s%s\n", pattern, n,
-			sb.buf, strchr(pattern, '(') ? "" : " (add '(signature)' to pick one)");
+		fprintf(stderr, "clrtap: '%s' matches %zu methods, tracing all: %s%s\n", cli_safe(pattern), n,
+			cli_safe(sb.buf), strchr(pattern, '(') ? "" : " (add '(signature)' to pick one)");
 		strbuf_release(&sb);
 	}
 	/* prove the mechanisms fire here before showing a count made with them */
@@ -590,8 +590,8 @@ int cmd_probe(int argc, char **argv)
 				/* no code yet: still worth waiting to say whether it gets inlined */
 				fprintf(stderr, "clrtap: %s%s: no code yet; its JIT code could not be "
 						"watched on this machine (calls will NOT be counted): waiting "
-						"only to tell whether the JIT inlines it\n", found[i]->name,
-					found[i]->sig);
+						"only to tell whether the JIT inlines it\n", cli_safe(found[i]->name),
+					cli_safe(found[i]->sig));
 				found[k++] = found[i];
 				continue;
 			}

@@ -315,7 +315,7 @@ static void test_provider_parse(void **state)
 
 static void test_connect_nobody(void **state)
 {
-	struct ipc_endpoint ep = { "/nonexistent/dotnet-diagnostic-1-1-socket", 200 };
+	struct ipc_endpoint ep = { "/nonexistent/dotnet-diagnostic-1-1-socket", 200, 0, 0 };
 	struct ipc_process_info pi;
 	struct ipc_error e;
 

@@ -95,7 +95,8 @@ struct probe_method {
 struct probe_proc;
 
 struct probe_open_opts {
-	const char *perfmap_path; /* host path of perf-NSPID.map, or NULL */
+	const char *perfmap_path; /* host path of perf-NSPID.map, or NULL (tests; watched) */
+	const char *perfmap_tpath; /* the same as the target sees it: what is read, or NULL */
 	const char *root;         /* "/proc/PID/root" prefix for target paths, or "" */
 };
 

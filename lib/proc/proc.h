@@ -37,7 +37,11 @@ struct proc_target {
 	bool key_match;              /* socket key == starttime (else: newest candidate) */
 	char tmpdir[PROC_PATH_MAX];  /* the target's temp dir, as the target sees it */
 	char root[64];               /* "/proc/<pid>/root": prefix for the target's paths */
-	char socket[PROC_PATH_MAX];  /* the diagnostics socket, as clrtap can reach it */
+	char socket[PROC_PATH_MAX];  /* the diagnostics socket, for messages: "/proc/<pid>/root"
+				      * + sock_tpath when in another mount namespace; never
+				      * opened as such (a container's links would lead out) */
+	char sock_tpath[PROC_PATH_MAX]; /* the socket as the target sees it: connect through
+					 * its root (struct ipc_endpoint with pid set) */
 };
 
 /*
@@ -105,13 +109,17 @@ int proc_scan_stale_sockets(const char *dir, proc_stale_fn fn, void *ctx);
 /*
  * The runtime's perf map files for a target: where they are (as the target
  * sees them and as clrtap can open them) and whether the target holds them
- * open now, which is how an enabled perf map looks from outside.
+ * open now, which is how an enabled perf map looks from outside. Whether the
+ * files exist is looked up inside the target's root (never following a link).
  * Directory: $DOTNET_PerfMapJitDumpPath (or COMPlus_), else /tmp.
  */
 struct proc_perfmap {
 	char dir[PROC_PATH_MAX];          /* as the target sees it */
-	char map_path[PROC_PATH_MAX];     /* perf-<nspid>.map, host view */
-	char jitdump_path[PROC_PATH_MAX]; /* jit-<nspid>.dump, host view */
+	char map_path[PROC_PATH_MAX];     /* perf-<nspid>.map, host view: for messages only */
+	char jitdump_path[PROC_PATH_MAX]; /* jit-<nspid>.dump, host view: for messages only */
+	char map_tpath[PROC_PATH_MAX];    /* perf-<nspid>.map as the target sees it: open it
+					   * with proc_tfile_open and friends */
+	char jitdump_tpath[PROC_PATH_MAX];
 	bool map_exists, jitdump_exists;
 	bool map_open, jitdump_open;      /* held open by the target */
 	bool on;                          /* either is held open: the perf map is on */
@@ -167,6 +175,17 @@ int proc_tdir_open(int rootfd, const char *path, int *fd);
 /* proc_root_open + proc_tfile_open in one call. */
 int proc_target_file_open(pid_t pid, const char *path, uint64_t max_size, int *fd,
 			  struct stat *st);
+/* proc_root_open + proc_tfile_unlink in one call. */
+int proc_target_file_unlink(pid_t pid, const char *path, const struct stat *expect);
+/*
+ * A mapped file of a target by its mapping: "/proc/PID/map_files/START-END"
+ * names the very inode the target mapped, whatever the container did to its
+ * names since, and can be opened like a plain path. 0 when clrtap may open
+ * it (root: CAP_SYS_ADMIN), -EACCES when not (then open the target's path
+ * with proc_tfile_open; without root clrtap has no more rights than the
+ * target's user anyway).
+ */
+int proc_map_file_path(pid_t pid, uint64_t start, uint64_t end, char *out, size_t outlen);
 /* Words for the errors above ("is a symbolic link", ...), else strerror. */
 const char *proc_tfile_strerror(int err);
 /* Tests only: use the component walk even where openat2 exists. */

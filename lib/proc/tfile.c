@@ -429,3 +429,30 @@ int proc_target_file_open(pid_t pid, const char *path, uint64_t max_size, int *f
 	close(root);
 	return err;
 }
+
+int proc_target_file_unlink(pid_t pid, const char *path, const struct stat *expect)
+{
+	int root, err;
+
+	err = proc_root_open(pid, &root);
+	if (err)
+		return err;
+	err = proc_tfile_unlink(root, path, expect);
+	close(root);
+	return err;
+}
+
+int proc_map_file_path(pid_t pid, uint64_t start, uint64_t end, char *out, size_t outlen)
+{
+	int n, fd;
+
+	n = snprintf(out, outlen, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
+	if (n < 0 || (size_t)n >= outlen)
+		return -ENAMETOOLONG;
+	/* The kernel lets only CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE) follow these. */
+	fd = open(out, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return errno == EPERM ? -EACCES : -errno;
+	close(fd);
+	return 0;
+}

@@ -26,21 +26,29 @@
 #include "common/strparse.h"
 #include "profile/profile.h"
 
-static bool file_exists(const char *path)
+static void endpoint(const struct profile_perfmap *pm, struct ipc_endpoint *ep)
 {
-	struct stat st;
+	ep->path = pm->sock;
+	ep->timeout_ms = pm->timeout_ms;
+	ep->pid = pm->pid;
+	ep->nspid = pm->nspid;
+}
 
-	return stat(path, &st) == 0;
+/* Removes the map file this session made, inside the target's root only. */
+static void remove_map(const struct profile_perfmap *pm)
+{
+	if (!pm->file_existed)
+		(void)proc_target_file_unlink(pm->pid, pm->map_tpath, NULL);
 }
 
 static void restore(struct profile_perfmap *pm)
 {
-	struct ipc_endpoint ep = { pm->sock, pm->timeout_ms };
+	struct ipc_endpoint ep;
 	struct ipc_error rerr;
 
+	endpoint(pm, &ep);
 	(void)ipc_perfmap_disable(&ep, &rerr);
-	if (!pm->file_existed)
-		(void)unlink(pm->map_path);
+	remove_map(pm);
 }
 
 static void close_other_fds(int keep)
@@ -112,18 +120,19 @@ int profile_perfmap_begin(struct profile_perfmap *pm, const struct proc_target *
 	memset(pm, 0, sizeof(*pm));
 	pm->guard_fd = -1;
 	pm->timeout_ms = timeout_ms;
-	ct_strlcpy(pm->sock, t->socket, sizeof(pm->sock));
+	ct_strlcpy(pm->sock, t->sock_tpath, sizeof(pm->sock));
+	pm->pid = t->pid;
+	pm->nspid = t->nspid;
 	rc = proc_perfmap_state(t, &st);
 	if (rc < 0)
 		return rc;
-	ct_strlcpy(pm->map_path, st.map_path, sizeof(pm->map_path));
+	ct_strlcpy(pm->map_tpath, st.map_tpath, sizeof(pm->map_tpath));
 	if (st.on) {
 		pm->was_on = true;
 		return 0;
 	}
-	pm->file_existed = file_exists(pm->map_path);
-	ep.path = pm->sock;
-	ep.timeout_ms = timeout_ms;
+	pm->file_existed = st.map_exists;
+	endpoint(pm, &ep);
 	rc = ipc_perfmap_enable(&ep, IPC_PERFMAP_PERFMAP, rerr);
 	if (rc < 0)
 		return rc;
@@ -138,13 +147,13 @@ int profile_perfmap_begin(struct profile_perfmap *pm, const struct proc_target *
 
 int profile_perfmap_end(struct profile_perfmap *pm, struct ipc_error *rerr)
 {
-	struct ipc_endpoint ep = { pm->sock, pm->timeout_ms };
+	struct ipc_endpoint ep;
 	int rc = 0;
 
+	endpoint(pm, &ep);
 	if (pm->turned_on) {
 		rc = ipc_perfmap_disable(&ep, rerr);
-		if (!pm->file_existed)
-			(void)unlink(pm->map_path);
+		remove_map(pm);
 		pm->turned_on = false;
 	}
 	if (pm->guard_fd >= 0) {

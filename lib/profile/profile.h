@@ -101,8 +101,9 @@ struct profile_perfmap {
 	bool was_on;           /* the target had it on already: left alone */
 	bool turned_on;        /* this session turned it on */
 	bool file_existed;     /* the map file existed before */
-	char map_path[PROC_PATH_MAX]; /* host view */
-	char sock[PROC_PATH_MAX];
+	char map_tpath[PROC_PATH_MAX]; /* as the target sees it (removed through lib/proc) */
+	char sock[PROC_PATH_MAX];      /* as the target sees it */
+	pid_t pid, nspid;              /* the target: the socket's peer is checked */
 	int timeout_ms;
 	pid_t guard;           /* watcher that restores the setting if clrtap dies */
 	int guard_fd;

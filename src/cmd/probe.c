@@ -298,6 +298,7 @@ int cmd_probe(int argc, char **argv)
 			enabled_pm = true;
 	}
 	po.perfmap_path = pm.map_path;
+	po.perfmap_tpath = pm.map_tpath;
 	po.root = t.other_mntns ? t.root : "";
 	err = probe_proc_open(t.pid, &po, &pp);
 	if (err) {

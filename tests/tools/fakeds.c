@@ -28,6 +28,7 @@
 #include "proc/proc.h"
 
 static char sock_path[108];
+static pid_t main_pid; /* the listener: what a real runtime reports */
 
 static void on_term(int sig)
 {
@@ -82,7 +83,7 @@ static void serve(int c, const char *mode)
 			static const char *const strs[] = { "fake", "Linux", "x64" };
 			size_t off = 20 + 8 + 16, i, j;
 
-			ct_put_le64(buf + 20, 1);
+			ct_put_le64(buf + 20, (uint64_t)main_pid); /* the peer check wants its own */
 			for (i = 0; i < ARRAY_SIZE(strs); i++) {
 				size_t len = strlen(strs[i]);
 
@@ -120,6 +121,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: fakeds MODE\n");
 		return 2;
 	}
+	main_pid = getpid();
 	if (proc_starttime(getpid(), &key))
 		return 1;
 	snprintf(sock_path, sizeof(sock_path), "/tmp/dotnet-diagnostic-%d-%" PRIu64 "-socket",

@@ -242,6 +242,13 @@ int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 				 "pid %d is not a .NET process (no diagnostics socket in %s%s%s)",
 				 (int)pid, t->other_mntns ? t->root : "", t->tmpdir,
 				 t->other_mntns ? ", its /tmp" : "");
+	case -ELOOP:
+	case -ENOTSOCK:
+		return cli_error(EXIT_NOT_TARGET,
+				 "pid %d's diagnostics socket %s is %s inside the target: it is not "
+				 "the target's socket, and clrtap does not follow it",
+				 (int)pid, t->sock_tpath,
+				 err == -ELOOP ? "a symbolic link" : "not a socket");
 	default:
 		return cli_error(cli_exit_for(err), "cannot inspect pid %d: %s", (int)pid,
 				 strerror(-err));

@@ -303,7 +303,8 @@ static int find_socket(pid_t pid, const char *dir, pid_t nspid, uint64_t startti
 	struct dirent *de;
 	char best[256] = "";
 	struct timespec best_mtime = { 0, 0 };
-	bool matched = false;
+	char odd[256] = "";
+	bool matched = false, odd_link = false;
 	int err, rootfd, dfd;
 
 	err = proc_root_open(pid, &rootfd);
@@ -326,8 +327,14 @@ static int find_socket(pid_t pid, const char *dir, pid_t nspid, uint64_t startti
 
 		if (parse_socket_name(de->d_name, &p, &key) || p != nspid)
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISSOCK(st.st_mode))
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue;
+		if (!S_ISSOCK(st.st_mode)) {
+			/* A link or other file under the socket's name: remember, never follow. */
+			ct_strlcpy(odd, de->d_name, sizeof(odd));
+			odd_link = S_ISLNK(st.st_mode);
+			continue;
+		}
 		if (key == starttime) {
 			ct_strlcpy(best, de->d_name, sizeof(best));
 			matched = true;
@@ -346,6 +353,10 @@ static int find_socket(pid_t pid, const char *dir, pid_t nspid, uint64_t startti
 
 		err = (n < 0 || (size_t)n >= outlen) ? -ENAMETOOLONG : 0;
 		*key_match = matched;
+	} else if (odd[0]) {
+		int n = snprintf(out, outlen, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", odd);
+
+		err = (n < 0 || (size_t)n >= outlen) ? -ENAMETOOLONG : odd_link ? -ELOOP : -ENOTSOCK;
 	}
 	return err;
 }
@@ -392,8 +403,11 @@ int proc_target_find(pid_t pid, struct proc_target *t)
 
 	err = find_socket(pid, t->tmpdir, t->nspid, t->starttime, t->sock_tpath,
 			  sizeof(t->sock_tpath), &t->key_match);
-	if (!err)
-		err = proc_host_path(t, t->sock_tpath, t->socket, sizeof(t->socket));
+	if (!err || err == -ELOOP || err == -ENOTSOCK) {
+		int e2 = proc_host_path(t, t->sock_tpath, t->socket, sizeof(t->socket));
+
+		err = err ? err : e2;
+	}
 	if (err == -ENOENT && !proc_exists(pid))
 		err = -ESRCH;
 out:

@@ -16,6 +16,9 @@
  *   -ENOENT  it has no diagnostics socket: not a .NET process, or one with
  *            diagnostics disabled
  *   -ECONNREFUSED  a socket file exists but nobody listens: stale
+ *   -ELOOP / -ENOTSOCK  where the socket should be there is only a symbolic
+ *            link / another kind of file (named in sock_tpath): not the
+ *            target's socket, and never followed
  */
 #ifndef CLRTAP_PROC_PROC_H
 #define CLRTAP_PROC_PROC_H

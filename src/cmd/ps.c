@@ -110,7 +110,7 @@ static int scan_one(pid_t pid, void *ctx)
 		return 0;
 	if (err == -EACCES && !looks_dotnet(pid))
 		return 0;
-	if (err && err != -EACCES)
+	if (err && err != -EACCES && err != -ELOOP && err != -ENOTSOCK)
 		return 0;
 	r = add_row(s);
 	if (!r)
@@ -126,6 +126,10 @@ static int scan_one(pid_t pid, void *ctx)
 	if (err == -EACCES) {
 		snprintf(r->status, sizeof(r->status), "permission denied");
 		snprintf(r->ns, sizeof(r->ns), "?");
+		return 0;
+	}
+	if (err) {
+		snprintf(r->status, sizeof(r->status), "refused: not the target's socket");
 		return 0;
 	}
 	ipc_endpoint_init(&ep, &t, s->timeout_ms);

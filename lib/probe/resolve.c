@@ -289,9 +289,18 @@ int probe_proc_refresh(struct probe_proc *pp, size_t *added)
 		return 0;
 	if (pp->perfmap_tpath) {
 		err = proc_target_file_open(pp->pid, pp->perfmap_tpath, 0, &fd, &st);
+		if (err == -ELOOP || err == -EINVAL || err == -EISDIR) {
+			/* The container put a link or a FIFO there: no JIT'd code is seen. */
+			ct_warn("probe: the target's perf map %s %s: not read, JIT-compiled code "
+				"is not seen",
+				pp->perfmap_tpath, proc_tfile_strerror(err));
+			pp->pm_full = true;
+			return 0;
+		}
 		if (err)
 			return err == -ENOENT ? 0 : err;
 	} else if (pp->perfmap_path) {
+		/* lint-ok: target path: only given alone by tests (a host file) */
 		fd = open(pp->perfmap_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
 			return errno == ENOENT ? 0 : -errno;

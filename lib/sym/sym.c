@@ -199,6 +199,7 @@ static void image_load(struct sym_proc *sp, struct image *im)
 	int fd, err;
 
 	im->kind = IMG_NONE;
+	/* lint-ok: target path: map_files (the mapped inode), or not root (see image_get) */
 	fd = open(im->hpath, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		ct_debug("sym: cannot open %s: %s", im->hpath, strerror(errno));
@@ -207,6 +208,7 @@ static void image_load(struct sym_proc *sp, struct image *im)
 	n = pread(fd, magic, sizeof(magic), 0);
 	close(fd);
 	if (n == 4 && !memcmp(magic, "\177ELF", 4)) {
+		/* lint-ok: target path: as above; debug files go through lib/proc */
 		err = sym_elf_load(&im->elf, im->hpath, sp->root, im->tpath, &sp->arena);
 		if (!err) {
 			im->kind = IMG_ELF;
@@ -224,7 +226,7 @@ static void image_load(struct sym_proc *sp, struct image *im)
 		/* By the target's path, so that the assemblies next to it resolve too. */
 		err = im->tpath[0] == '/' && !strstr(im->tpath, " (deleted)")
 			      ? pe_file_open(im->tpath, &po, &im->pe)
-			      : pe_file_open(im->hpath, NULL, &im->pe);
+			      : pe_file_open(im->hpath, NULL, &im->pe); /* lint-ok: target path */
 		if (!err) {
 			im->kind = IMG_PE;
 			err = pe_file_methods(im->pe, &ms, &nm);

@@ -119,7 +119,7 @@ run "counters monitor" 0 "$CLRTAP" counters monitor -p "$P" -d 2 --lines
 run "profile" 0 "$CLRTAP" profile -p "$P" -d 2 -o "$WORK/h.folded"
 check "profile removed no link of the container's" test -L "/proc/$P/root/tmp/perf-1.map"
 run "top" 0 "$CLRTAP" top -p "$P" -d 2
-run "probe" any "$CLRTAP" probe -p "$P" 'Clrtap.Fixtures.HostileThrower::Throw' -d 2
+run "probe" 0 "$CLRTAP" probe -p "$P" 'Clrtap.Fixtures.HostileThrower::Throw' -d 2
 run "dump" 0 "$CLRTAP" dump -p "$P" --type mini -o "$WORK/h.core"
 check "the dump is an ELF core" sh -c "readelf -h '$WORK/h.core' | grep -q 'Type:.*CORE'"
 check "the dump was taken in the container's own temp dir and removed" \

@@ -20,7 +20,7 @@
 #      /tmp/perfinfo-1.map -> HOSTDIR/sentinel-perfinfo;
 #      /tmp/jit-1.dump is a FIFO nobody writes;
 #      HOSTDIR/tmpdir/clrtap-dump-1-<t>.core -> HOSTDIR/sentinel-dump for the
-#        next 900 seconds of <t> (the dump name clrtap used to choose);
+#        next 300 seconds of <t> (the dump name clrtap used to choose);
 #  - its environment holds names with a newline, ESC, quotes, a backslash and
 #    invalid UTF-8, and ARGS are passed as they are (the test adds more).
 #
@@ -69,7 +69,7 @@ ln -s "$hostdir/sentinel-perfinfo" /tmp/perfinfo-1.map
 mkfifo /tmp/jit-1.dump
 now=$(date +%s)
 i=0
-while [ $i -lt 900 ]; do
+while [ $i -lt 300 ]; do
 	ln -s "$hostdir/sentinel-dump" "$hostdir/tmpdir/clrtap-dump-1-$((now + i)).core"
 	i=$((i + 1))
 done

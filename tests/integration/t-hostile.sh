@@ -145,6 +145,10 @@ for cmd in "info --env" "trace collect -d 1 -o $WORK/x.nettrace" "counters colle
 	lacks "case 1: $cmd prints nothing of the host process" "$OUT$ERR" "hunter2"
 done
 check "case 1: no file written" test ! -e "$WORK/x.nettrace" -a ! -e "$WORK/x.csv" -a ! -e "$WORK/x.core"
+# Sampling needs no socket: profile and top go on with native frames, and say why.
+run "case 1: profile" 0 "$CLRTAP" profile -p "$P" -d 1 -o "$WORK/x.folded"
+contains "case 1: profile says the socket is not the target's" "$ERR" "not the target's socket"
+lacks "case 1: profile prints nothing of the host process" "$OUT$ERR" "hunter2"
 run "case 1: ps" 0 "$CLRTAP" ps --json
 equals "case 1: ps marks the container refused" \
 	"$(json_get "$OUT" "[r['status'] for r in d if r['pid']==$P][0]")" "refused: not the target's socket"

@@ -8,6 +8,7 @@
 #include "common/compat.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/random.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -195,6 +196,71 @@ static void keep_crash_report(int rootfd, int dirfd, const char *tmpname, const 
 	(void)proc_tfile_unlink(rootfd, from, &st);
 }
 
+/*
+ * Ctrl-C (or SIGTERM) while the runtime writes: the runtime goes on writing
+ * (and would make the file again if it were removed now), so the first one
+ * only asks clrtap to wait for it, remove both files it made and exit 130. A
+ * second one removes them by name at once (relative to directories opened
+ * before; async-signal-safe calls only) and exits 130. SIGKILL leaves them: a
+ * dot-file next to PATH and clrtap-dump-*.core in the target's temp dir.
+ */
+static struct {
+	volatile sig_atomic_t armed, stop;
+	int host_dirfd, target_dirfd;
+	char host_name[300], target_name[256];
+} cleanup = { .host_dirfd = -1, .target_dirfd = -1 };
+
+static void on_stop(int sig)
+{
+	static const char msg[] = "clrtap: interrupted: waiting for the runtime to finish the "
+				  "dump so that its files can be removed (again to leave them)\n";
+	ssize_t n;
+
+	(void)sig;
+	if (cleanup.armed && !cleanup.stop) {
+		cleanup.stop = 1;
+		n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		(void)n;
+		return;
+	}
+	if (cleanup.armed) {
+		if (cleanup.host_dirfd >= 0 && cleanup.host_name[0])
+			(void)unlinkat(cleanup.host_dirfd, cleanup.host_name, 0);
+		if (cleanup.target_dirfd >= 0 && cleanup.target_name[0])
+			(void)unlinkat(cleanup.target_dirfd, cleanup.target_name, 0);
+	}
+	_exit(130);
+}
+
+static void arm_cleanup(const struct out_file *of, int rootfd, const char *tmpdir,
+			const char *target_path)
+{
+	struct sigaction sa;
+	const char *slash = strrchr(target_path, '/');
+
+	cleanup.host_dirfd = of->dirfd;
+	ct_strlcpy(cleanup.host_name, of->tmp, sizeof(cleanup.host_name));
+	cleanup.target_dirfd = -1;
+	if (rootfd >= 0 && slash && !proc_tpath_open(rootfd, tmpdir, O_DIRECTORY, &cleanup.target_dirfd))
+		ct_strlcpy(cleanup.target_name, slash + 1, sizeof(cleanup.target_name));
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	cleanup.armed = 1;
+}
+
+static void disarm_cleanup(void)
+{
+	cleanup.armed = 0;
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	if (cleanup.target_dirfd >= 0)
+		close(cleanup.target_dirfd);
+	cleanup.target_dirfd = -1;
+}
+
 static void default_name(char *buf, size_t len, pid_t pid)
 {
 	time_t now = time(NULL);
@@ -299,7 +365,12 @@ int cmd_dump(int argc, char **argv)
 
 	if (!json)
 		cli_info("writing a %s dump of pid %d ...", type_s, (int)t.pid);
+	arm_cleanup(&of, rootfd, t.tmpdir, target_path);
 	err = ipc_dump(&ep, target_path, type, crash_report ? IPC_DUMP_CRASHREPORT : 0, &rerr);
+	if (cleanup.stop) {
+		code = cli_error(130, "interrupted: no dump written, %s left as it was", host_path);
+		goto out;
+	}
 	if (err) {
 		code = cli_ipc_error("the runtime could not write the dump", err, &rerr);
 		goto out;
@@ -359,6 +430,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	code = EXIT_OK;
 out:
+	disarm_cleanup();
 	if (tfd >= 0) {
 		/* Only the file clrtap made, only inside the target's root. */
 		(void)proc_tfile_unlink(rootfd, target_path, &tst);

@@ -65,6 +65,24 @@ check "namespaced dump is an ELF core" core_is_elf "$WORK/ns.core"
 equals "copied out of the namespace" "$(json_get "$OUT" "d['copied_out_of_namespace']")" True
 check "no dump left in the target's /tmp" sh -c "! ls /proc/$FIX_PID/root/tmp/ | grep -q clrtap-dump"
 rm -f "$WORK/ns.core"
+# Ctrl-C while the runtime writes: clrtap waits for the runtime, then removes
+# both files it made (exit 130).
+mkdir "$WORK/int"
+"$CLRTAP" dump -p "$FIX_PID" --type full -o "$WORK/int/full.core" 2>"$WORK/int.err" &
+DPID=$!
+for ((i = 0; i < 100; i++)); do
+	ls /proc/"$FIX_PID"/root/tmp/ | grep -q '^clrtap-dump' && break
+	sleep 0.02
+done
+kill -INT "$DPID"
+wait "$DPID"
+RC=$?
+equals "interrupted dump exits 130 (or finished first: 0)" "$(
+	[ "$RC" -eq 130 ] || [ "$RC" -eq 0 ] && echo yes || echo "no: $RC"
+)" yes
+equals "interrupted dump: no temporary file next to PATH" "$(ls -A "$WORK/int" | grep -c '\.tmp$')" 0
+check "interrupted dump: nothing left in the target's /tmp" sh -c "! ls /proc/$FIX_PID/root/tmp/ | grep -q clrtap-dump"
+
 # The target writes inside its own /tmp; the copy out fails (exit 1) and the
 # target's copy is removed.
 full_fs "namespaced" 1

@@ -126,6 +126,25 @@ check "the dump was taken in the container's own temp dir and removed" \
 	sh -c "! ls -A '/proc/$P/root$HOST/tmpdir' | grep -v '^clrtap-dump-1-[0-9]*\.core$' | grep -q clrtap-dump"
 check "the fixture survived every command" kill -0 "$P"
 
+# What the kernel was asked (strace, where this machine allows ptrace): no
+# path below /proc/PID/root is ever handed to a file call (every one goes
+# through an fd of the target's root), and every connect is to the socket's
+# own descriptor, /proc/self/fd/N.
+if strace -f -qq -o /dev/null true 2>/dev/null; then
+	for cmd in "info --env" "perfmap status" "stacks" "dump --type mini -o $WORK/s.core" \
+		"profile -d 1 -o $WORK/s.folded" "trace collect -d 1 -o $WORK/s.nettrace"; do
+		# shellcheck disable=SC2086
+		timeout 90 strace -f -qq -e trace=%file,connect -o "$WORK/strace.log" "$CLRTAP" $cmd -p "$P" >/dev/null 2>&1
+		equals "strace $cmd: no file call on a path under /proc/$P/root" \
+			"$(grep -c "/proc/$P/root/" "$WORK/strace.log")" 0
+		equals "strace $cmd: connects only through /proc/self/fd" \
+			"$(grep 'connect(' "$WORK/strace.log" | grep -vc 'sun_path="/proc/self/fd/')" 0
+	done
+	host_intact "strace runs"
+else
+	ok "strace checks skipped: this machine does not allow ptrace"
+fi
+
 # The container swaps its socket. The host .NET process holds a secret.
 FIX_ENV="CLRTAP_HOST_SECRET=hunter2-host-only" start_fixture idle
 HOST_FIX=$FIX_PID

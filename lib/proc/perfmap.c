@@ -13,13 +13,15 @@ static bool holds_open(pid_t pid, const char *base)
 	size_t blen = strlen(base);
 	struct dirent *de;
 	bool found = false;
+	unsigned seen = 0;
 	DIR *d;
 
 	snprintf(dirpath, sizeof(dirpath), "/proc/%d/fd", (int)pid);
 	d = opendir(dirpath);
 	if (!d)
 		return false;
-	while (!found && (de = readdir(d))) {
+	/* A target can hold many descriptors: look at the first 65536. */
+	while (!found && seen++ < 65536 && (de = readdir(d))) {
 		char link[64 + 256], target[PROC_PATH_MAX];
 		ssize_t n;
 

@@ -191,7 +191,10 @@ int proc_target_file_unlink(pid_t pid, const char *path, const struct stat *expe
 int proc_map_file_path(pid_t pid, uint64_t start, uint64_t end, char *out, size_t outlen);
 /* Words for the errors above ("is a symbolic link", ...), else strerror. */
 const char *proc_tfile_strerror(int err);
-/* Tests only: use the component walk even where openat2 exists. */
+/*
+ * Tests only: use the component walk even where openat2 exists (also with
+ * CLRTAP_NO_OPENAT2=1 in clrtap's environment).
+ */
 void proc_tfile_walk_only(bool on);
 
 #endif

@@ -21,11 +21,22 @@
 #define WALK_MAX_LINKS 40
 #define WALK_PATH_MAX 4096
 
-static bool walk_only;
+static int walk_only = -1; /* -1: not decided yet (CLRTAP_NO_OPENAT2=1 in the environment) */
 
 void proc_tfile_walk_only(bool on)
 {
 	walk_only = on;
+}
+
+/* Tests of the fallback on kernels that have openat2: CLRTAP_NO_OPENAT2=1. */
+static bool use_walk_only(void)
+{
+	if (walk_only < 0) {
+		const char *e = getenv("CLRTAP_NO_OPENAT2");
+
+		walk_only = e && !strcmp(e, "1");
+	}
+	return walk_only;
 }
 
 int proc_root_open(pid_t pid, int *rootfd)
@@ -223,7 +234,7 @@ static int resolve(int rootfd, const char *path, int flags, mode_t mode, int *ou
 	*out = -1;
 	if (!path || !path[0])
 		return -ENOENT;
-	if (!walk_only && !no_openat2) {
+	if (!use_walk_only() && !no_openat2) {
 		memset(&how, 0, sizeof(how));
 		how.flags = (uint64_t)(flags | O_CLOEXEC);
 		if (!(flags & O_DIRECTORY))

@@ -126,6 +126,18 @@ check "the dump was taken in the container's own temp dir and removed" \
 	sh -c "! ls -A '/proc/$P/root$HOST/tmpdir' | grep -v '^clrtap-dump-1-[0-9]*\.core$' | grep -q clrtap-dump"
 check "the fixture survived every command" kill -0 "$P"
 
+# The same without openat2 (the component walk older kernels get): the real
+# runtime is found, the dump is taken, nothing of the host is touched.
+CLRTAP_NO_OPENAT2=1 run "no openat2: info" 0 "$CLRTAP" info -p "$P"
+contains "no openat2: the real runtime inside the container" "$OUT" "pid in namespace: 1"
+CLRTAP_NO_OPENAT2=1 run "no openat2: dump" 0 "$CLRTAP" dump -p "$P" --type mini -o "$WORK/w.core"
+check "no openat2: the dump is an ELF core" sh -c "readelf -h '$WORK/w.core' | grep -q 'Type:.*CORE'"
+CLRTAP_NO_OPENAT2=1 run "no openat2: profile" 0 "$CLRTAP" profile -p "$P" -d 1 -o "$WORK/w.folded"
+if strace -f -qq -o /dev/null true 2>/dev/null; then
+	CLRTAP_NO_OPENAT2=1 strace -f -qq -e trace=openat2 -o "$WORK/strace.log" "$CLRTAP" info -p "$P" >/dev/null 2>&1
+	equals "no openat2: no openat2 call made" "$(grep -c 'openat2(' "$WORK/strace.log")" 0
+fi
+
 # What the kernel was asked (strace, where this machine allows ptrace): no
 # path below /proc/PID/root is ever handed to a file call (every one goes
 # through an fd of the target's root), and every connect is to the socket's

@@ -26,6 +26,21 @@ for f in src/cmd/*.c; do
 	[ -f "docs/cmd/$name.md" ] || say "no docs/cmd/$name.md"
 	ls tests/integration/t-*.sh | xargs grep -l -E "CLRTAP\"? $name|clrtap $name|\\\$CLRTAP\" $name" >/dev/null || say "no integration test runs '$name'"
 done
+# A target's files are opened only through lib/proc (proc_tfile_open and
+# friends, docs/SECURITY.md): no file call on a path made from the target's
+# root ("/proc/PID/root" + a path the container controls, as proc_host_path
+# and the perf map state build them). A line that opens such a name for a
+# reason it states carries "lint-ok: target path" on it or the line before.
+calls='(^|[^a-z_])(open|openat|fopen|opendir|stat|lstat|unlink|unlinkat|rename|access|truncate|creat|strbuf_read_file|pe_file_open|sym_elf_load)[ \t]*\('
+names='(map_path|jitdump_path|->socket[^_a-z]|\.socket[^_a-z]|->root[^_a-z]|\.root[^_a-z]|perfmap_path|host_image|hpath|->host[^_a-z]|proc_host_path)'
+for f in $(ls lib/*/*.c src/*.c src/cmd/*.c | grep -v -E '_(test|fuzz)\.c$|^lib/proc/tfile\.c$'); do
+	awk -v f="$f" -v calls="$calls" -v names="$names" '
+		$0 ~ calls && $0 ~ (calls "[^;]*" names) && $0 !~ /lint-ok: target path/ && prev !~ /lint-ok: target path/ {
+			print "lint: " f ":" FNR ": a target path opened outside lib/proc: " $0; bad = 1
+		}
+		{ prev = $0 }
+		END { exit bad }' "$f" || bad=1
+done
 table=$(sed -n '/^static const struct cmd commands\[\] = {/,/^};/p' src/main.c | grep -o '{ "[a-z-]*"' | tr -d '{" ')
 [ "$table" = "$(printf '%s\n' $table | sort)" ] || say "the command table in src/main.c is not sorted"
 [ $bad -eq 0 ] && echo "lint: ok"

@@ -121,6 +121,10 @@ int cli_exit_for(int err)
 		return EXIT_RUNTIME;
 	case -EBADMSG:
 		return EXIT_BAD_INPUT;
+	case -EXDEV:
+	case -ENOTSOCK:
+	case -ELOOP:
+		return EXIT_NOT_TARGET;
 	default:
 		return EXIT_ERROR;
 	}
@@ -287,12 +291,26 @@ int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 				 "pid %d is not a .NET process (no diagnostics socket in %s%s%s)",
 				 (int)pid, t->other_mntns ? t->root : "", t->tmpdir,
 				 t->other_mntns ? ", its /tmp" : "");
+	case -ELOOP:
+	case -ENOTSOCK:
+		return cli_error(EXIT_NOT_TARGET,
+				 "pid %d's diagnostics socket %s is %s inside the target: it is not "
+				 "the target's socket, and clrtap does not follow it",
+				 (int)pid, t->sock_tpath,
+				 err == -ELOOP ? "a symbolic link" : "not a socket");
 	default:
 		return cli_error(cli_exit_for(err), "cannot inspect pid %d: %s", (int)pid,
 				 strerror(-err));
 	}
-	ep->path = t->socket;
-	ep->timeout_ms = o->timeout_ms;
+	ipc_endpoint_init(ep, t, o->timeout_ms);
+	/* Before any command: is the process behind the socket the target? */
+	{
+		struct ipc_error rerr;
+
+		err = ipc_peer_verify(ep, &rerr);
+		if (err)
+			return cli_ipc_error("cannot use the diagnostics socket", err, &rerr);
+	}
 	return EXIT_OK;
 }
 

@@ -35,6 +35,7 @@ enum exit_code {
 	EXIT_RUNTIME = 7,     /* the runtime refused the command / unsupported */
 	EXIT_BAD_INPUT = 8,   /* corrupt or truncated input file */
 	EXIT_PARTIAL = 9,     /* interrupted: partial result written */
+	EXIT_NOT_TARGET = 10, /* the target's socket or file is not its own: refused */
 };
 
 /* Commands. */

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 
@@ -11,6 +12,7 @@
 #include "common/strparse.h"
 #include "common/utf16.h"
 #include "ipc/ipc.h"
+#include "proc/proc.h"
 
 static const uint8_t ipc_magic[14] = "DOTNET_IPC_V1";
 
@@ -81,6 +83,18 @@ void ipc_strerror(int e, const struct ipc_error *rerr, char *buf, size_t len)
 	case -ECONNRESET:
 	case -EPIPE:
 		snprintf(buf, len, "the diagnostics server closed the connection");
+		break;
+	case -EXDEV:
+		snprintf(buf, len, "%s", rerr && rerr->message[0] ? rerr->message
+				: "the diagnostics socket is not the target's");
+		break;
+	case -ENOTSOCK:
+		snprintf(buf, len, "the diagnostics socket is not a socket inside the target "
+				   "(replaced by another kind of file)");
+		break;
+	case -ELOOP:
+		snprintf(buf, len, "the diagnostics socket is a symbolic link inside the target; "
+				   "clrtap does not follow it");
 		break;
 	default:
 		snprintf(buf, len, "%s", strerror(-e));
@@ -357,19 +371,66 @@ static int timeout_of(const struct ipc_endpoint *ep)
 	return ep->timeout_ms > 0 ? ep->timeout_ms : DEFAULT_TIMEOUT_MS;
 }
 
+/* The descriptor to connect through: the socket resolved inside the target's root. */
+static int target_socket_fd(const struct ipc_endpoint *ep, int *pathfd)
+{
+	struct stat st;
+	int rootfd, err;
+
+	err = proc_root_open(ep->pid, &rootfd);
+	if (err)
+		return err;
+	err = proc_tpath_open(rootfd, ep->path, 0, pathfd);
+	close(rootfd);
+	if (err)
+		return err;
+	if (fstat(*pathfd, &st) || !S_ISSOCK(st.st_mode)) {
+		close(*pathfd);
+		*pathfd = -1;
+		return -ENOTSOCK;
+	}
+	return 0;
+}
+
+/* SO_PEERCRED: the process that listens must be the target itself. */
+static int check_peer(int fd, const struct ipc_endpoint *ep, struct ipc_error *rerr)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return -errno;
+	if (cred.pid == ep->pid)
+		return 0;
+	if (rerr)
+		snprintf(rerr->message, sizeof(rerr->message),
+			 "the diagnostics socket of pid %d is not the target's: it is served by "
+			 "pid %d%s, not by pid %d",
+			 (int)ep->pid, (int)cred.pid, cred.pid ? "" : " (a process not visible here)",
+			 (int)ep->pid);
+	return -EXDEV;
+}
+
 /*
- * Connects to the endpoint. Long paths (deeper than sun_path allows, as
- * happens under /proc/PID/root/...) are reached through an O_PATH descriptor:
- * connecting to /proc/self/fd/N resolves to the same socket inode.
+ * Connects to the endpoint (see struct ipc_endpoint). A target's socket, or
+ * a path longer than sun_path allows, is reached through an O_PATH
+ * descriptor: connecting to /proc/self/fd/N reaches that very socket inode,
+ * with no path lookup the target could redirect.
  */
-static int ipc_connect(const struct ipc_endpoint *ep, int64_t deadline, int *out)
+static int ipc_connect(const struct ipc_endpoint *ep, int64_t deadline, int *out,
+		       struct ipc_error *rerr)
 {
 	struct sockaddr_un sa;
 	int fd, pathfd = -1, err = 0;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
-	if (strlen(ep->path) < sizeof(sa.sun_path)) {
+	if (ep->pid > 0) {
+		err = target_socket_fd(ep, &pathfd);
+		if (err)
+			return err;
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", pathfd);
+	} else if (strlen(ep->path) < sizeof(sa.sun_path)) {
 		ct_strlcpy(sa.sun_path, ep->path, sizeof(sa.sun_path));
 	} else {
 		pathfd = open(ep->path, O_PATH | O_CLOEXEC);
@@ -396,6 +457,8 @@ static int ipc_connect(const struct ipc_endpoint *ep, int64_t deadline, int *out
 			err = -errno;
 		}
 	}
+	if (!err && ep->pid > 0)
+		err = check_peer(fd, ep, rerr);
 	if (err) {
 		close(fd);
 		goto out;
@@ -504,7 +567,7 @@ static int transact(const struct ipc_endpoint *ep, const struct strbuf *msg, str
 
 	if (rerr)
 		memset(rerr, 0, sizeof(*rerr));
-	err = ipc_connect(ep, deadline, &fd);
+	err = ipc_connect(ep, deadline, &fd, rerr);
 	if (err)
 		return err;
 	err = send_all(fd, msg->buf, msg->len, deadline);
@@ -576,7 +639,35 @@ int ipc_process_info(const struct ipc_endpoint *ep, struct ipc_process_info *pi,
 		break;
 	}
 	free(r);
+	if (!err && ep->nspid > 0 && pi->pid != (uint64_t)ep->nspid) {
+		if (rerr)
+			snprintf(rerr->message, sizeof(rerr->message),
+				 "the diagnostics socket of pid %d is not the target's: the runtime "
+				 "answering says it is pid %" PRIu64 ", the target is pid %d in its "
+				 "namespace",
+				 (int)ep->pid, pi->pid, (int)ep->nspid);
+		ipc_process_info_release(pi);
+		err = -EXDEV;
+	}
 	return err;
+}
+
+int ipc_peer_verify(const struct ipc_endpoint *ep, struct ipc_error *rerr)
+{
+	struct ipc_process_info pi;
+	int err = ipc_process_info(ep, &pi, rerr);
+
+	if (!err)
+		ipc_process_info_release(&pi);
+	return err;
+}
+
+void ipc_endpoint_init(struct ipc_endpoint *ep, const struct proc_target *t, int timeout_ms)
+{
+	ep->path = t->sock_tpath;
+	ep->timeout_ms = timeout_ms;
+	ep->pid = t->pid;
+	ep->nspid = t->nspid;
 }
 
 int ipc_process_env(const struct ipc_endpoint *ep, ipc_env_fn fn, void *ctx,

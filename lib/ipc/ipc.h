@@ -19,6 +19,11 @@
  *                            size, truncated, oversized, trailing garbage)
  *   -EREMOTEIO               the runtime answered with an error; the HRESULT
  *                            (and message, if any) is in struct ipc_error
+ *   -EXDEV                   the socket is not the target's: its listener is
+ *                            another process (SO_PEERCRED), or ProcessInfo
+ *                            names another pid; ipc_error.message names both
+ *   -ENOTSOCK / -ELOOP       the path under the target's root is not a socket,
+ *                            or is a symbolic link
  */
 #ifndef CLRTAP_IPC_IPC_H
 #define CLRTAP_IPC_IPC_H
@@ -55,15 +60,29 @@ enum ipc_hresult {
 	IPC_E_PROFILER_ALREADY_ACTIVE = (int32_t)0x8013136A,
 };
 
+/*
+ * Where to connect. With pid set (ipc_endpoint_init does it) path is the
+ * socket as the target sees it: it is resolved under /proc/<pid>/root with
+ * proc_tpath_open (no link leads out of the container), must be a socket,
+ * and the connection is kept only if SO_PEERCRED names pid as the listener;
+ * nothing is sent before that. With nspid set as well, ProcessInfo must
+ * report nspid. A mismatch is -EXDEV with both pids in ipc_error.message.
+ * pid 0: path is used as it is, unchecked (tests, a socket given by hand).
+ */
 struct ipc_endpoint {
-	const char *path;  /* socket path, as clrtap can reach it */
+	const char *path;  /* socket path (see above) */
 	int timeout_ms;    /* per operation; 0 means the default (5000) */
+	pid_t pid;         /* the target as clrtap sees it, or 0 */
+	pid_t nspid;       /* the target's pid in its own namespace, or 0 */
 };
 
+struct proc_target;
+/* An endpoint for a target found by proc_target_find (path points into t). */
+void ipc_endpoint_init(struct ipc_endpoint *ep, const struct proc_target *t, int timeout_ms);
 /* What the runtime said when it refused a command. */
 struct ipc_error {
 	int32_t hresult;
-	char message[256];  /* GenerateCoreDump3 sends a text; else empty */
+	char message[256];  /* GenerateCoreDump3 sends a text; -EXDEV: whose socket it was */
 };
 
 struct ipc_header {
@@ -94,6 +113,13 @@ const char *ipc_hresult_name(int32_t hr);
 void ipc_strerror(int e, const struct ipc_error *rerr, char *buf, size_t len);
 
 /* --- Process commands --- */
+/*
+ * Asks ProcessInfo and checks that the peer is the target (see struct
+ * ipc_endpoint): 0, -EXDEV (not the target's socket, rerr says why) or the
+ * errors of ipc_process_info.
+ */
+int ipc_peer_verify(const struct ipc_endpoint *ep, struct ipc_error *rerr);
+
 int ipc_process_info(const struct ipc_endpoint *ep, struct ipc_process_info *pi,
 		     struct ipc_error *rerr);
 int ipc_process_env(const struct ipc_endpoint *ep, ipc_env_fn fn, void *ctx,

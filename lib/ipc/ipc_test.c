@@ -8,7 +8,10 @@
  */
 #include "common/compat.h"
 
+#include <fcntl.h>
 #include <setjmp.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <cmocka.h>
 
 #include "common/cursor.h"
@@ -315,11 +318,61 @@ static void test_provider_parse(void **state)
 
 static void test_connect_nobody(void **state)
 {
-	struct ipc_endpoint ep = { "/nonexistent/dotnet-diagnostic-1-1-socket", 200 };
+	struct ipc_endpoint ep = { "/nonexistent/dotnet-diagnostic-1-1-socket", 200, 0, 0 };
 	struct ipc_process_info pi;
 	struct ipc_error e;
 
 	assert_int_equal(ipc_process_info(&ep, &pi, &e), -ENOENT);
+}
+
+/*
+ * The peer check: a socket this process listens on is not "the target" pid
+ * of its parent: refused before anything is sent, both pids named. A link
+ * or a file under the socket's name is never followed or connected to.
+ */
+static void test_peer_check(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char lnk[sizeof(sa.sun_path) + 8], reg[sizeof(sa.sun_path) + 8], want[64];
+	struct ipc_endpoint ep = { sa.sun_path, 500, getppid(), 0 };
+	struct ipc_process_info pi;
+	struct ipc_error e;
+	int s, c, fd;
+	char b;
+
+	(void)state;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/clrtap-ipc-test-%d.sock", (int)getpid());
+	snprintf(lnk, sizeof(lnk), "%s.lnk", sa.sun_path);
+	snprintf(reg, sizeof(reg), "%s.reg", sa.sun_path);
+	unlink(sa.sun_path);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	assert_true(s >= 0);
+	assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(s, 4), 0);
+	assert_int_equal(ipc_process_info(&ep, &pi, &e), -EXDEV);
+	snprintf(want, sizeof(want), "served by pid %d", (int)getpid());
+	assert_non_null(strstr(e.message, want));
+	snprintf(want, sizeof(want), "not by pid %d", (int)getppid());
+	assert_non_null(strstr(e.message, want));
+	/* It connected, looked, and closed without a byte. */
+	c = accept(s, NULL, NULL);
+	assert_true(c >= 0);
+	assert_int_equal(read(c, &b, 1), 0);
+	close(c);
+	/* A link to the socket, and a plain file, under the name: refused. */
+	assert_int_equal(symlink(sa.sun_path, lnk), 0);
+	ep.path = lnk;
+	assert_int_equal(ipc_process_info(&ep, &pi, &e), -ELOOP);
+	fd = open(reg, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	ep.path = reg;
+	assert_int_equal(ipc_process_info(&ep, &pi, &e), -ENOTSOCK);
+	assert_int_equal(accept(s, NULL, NULL), -1); /* nobody else connected */
+	unlink(lnk);
+	unlink(reg);
+	unlink(sa.sun_path);
+	close(s);
 }
 
 int main(void)
@@ -337,6 +390,7 @@ int main(void)
 		cmocka_unit_test(test_encode_too_big),
 		cmocka_unit_test(test_provider_parse),
 		cmocka_unit_test(test_connect_nobody),
+		cmocka_unit_test(test_peer_check),
 	};
 
 	return cmocka_run_group_tests_name("ipc", tests, NULL, NULL);

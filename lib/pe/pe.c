@@ -693,10 +693,16 @@ int pe_file_open(const char *path, const struct pe_open_opts *opts, struct pe_fi
 	else
 		pf->dir[0] = '\0';
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		goto out;
+	if (pf->opts.open_fn) {
+		err = pf->opts.open_fn(pf->opts.open_ctx, path, &fd);
+		if (err)
+			goto out;
+	} else {
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0) {
+			err = -errno;
+			goto out;
+		}
 	}
 	if (fstat(fd, &st)) {
 		err = -errno;

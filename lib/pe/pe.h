@@ -46,6 +46,13 @@ struct pe_open_opts {
 	 */
 	const char *const *search_dirs;
 	unsigned flags;
+	/*
+	 * Opens a file (the image and every assembly it resolves) read-only:
+	 * 0 and *fd, or a negative errno. NULL: open(2). A target's files are
+	 * opened inside its root this way (lib/proc's proc_target_file_open).
+	 */
+	int (*open_fn)(void *ctx, const char *path, int *fd);
+	void *open_ctx;
 };
 
 /* Operating system encoded in the COFF Machine field (Machine = arch ^ os). */

@@ -41,13 +41,6 @@
 
 #define STATE_ON "clrtap-on existed="
 
-static bool file_exists(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0;
-}
-
 void perfmap_use_init(struct perfmap_use *u)
 {
 	memset(u, 0, sizeof(*u));
@@ -134,13 +127,15 @@ static void endpoint(const struct perfmap_use *u, struct ipc_endpoint *ep)
 {
 	ep->path = u->sock;
 	ep->timeout_ms = u->timeout_ms;
+	ep->pid = u->pid;
+	ep->nspid = u->nspid;
 }
 
-/* Removes the map file a clrtap made. */
+/* Removes the map file a clrtap made, inside the target's root only. */
 static void remove_map(const struct perfmap_use *u, bool existed)
 {
 	if (!existed)
-		(void)unlink(u->map_path);
+		(void)proc_target_file_unlink(u->pid, u->map_tpath, NULL);
 }
 
 static void disable(const struct perfmap_use *u, bool existed, struct ipc_error *rerr, int *rc)
@@ -296,7 +291,9 @@ int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int ti
 
 	perfmap_use_init(u);
 	u->timeout_ms = timeout_ms;
-	ct_strlcpy(u->sock, t->socket, sizeof(u->sock));
+	ct_strlcpy(u->sock, t->sock_tpath, sizeof(u->sock));
+	u->pid = t->pid;
+	u->nspid = t->nspid;
 	endpoint(u, &ep);
 	if (!lease_dir(dir, sizeof(dir))) {
 		snprintf(u->lease_path, sizeof(u->lease_path), "%s/perfmap-%d-%" PRIu64, dir,
@@ -318,6 +315,7 @@ int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int ti
 	if (rc < 0)
 		goto fail;
 	ct_strlcpy(u->map_path, st.map_path, sizeof(u->map_path));
+	ct_strlcpy(u->map_tpath, st.map_tpath, sizeof(u->map_tpath));
 	prior = fd >= 0 ? lease_read(fd, &existed) : 0;
 	if (prior == 1 && st.on) {
 		/* another clrtap turned it on and holds the lease: share it */
@@ -329,7 +327,7 @@ int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int ti
 			ct_debug("perfmap: cannot clear the lease: %s", strerror(errno));
 	} else {
 		/* a lease left by a clrtap whose watcher died too knows the file's origin */
-		u->file_existed = prior == 1 ? existed : file_exists(u->map_path);
+		u->file_existed = prior == 1 ? existed : st.map_exists;
 		rc = ipc_perfmap_enable(&ep, IPC_PERFMAP_PERFMAP, rerr);
 		if (rc < 0)
 			goto fail;

@@ -24,8 +24,10 @@ struct perfmap_use {
 	bool turned_on;        /* this command turned it on */
 	bool shared;           /* another clrtap had turned it on: its lease is shared */
 	bool file_existed;     /* the map file existed before clrtap turned it on */
-	char map_path[PROC_PATH_MAX]; /* host view */
-	char sock[PROC_PATH_MAX];
+	char map_path[PROC_PATH_MAX]; /* host view: for messages only */
+	char map_tpath[PROC_PATH_MAX]; /* as the target sees it (removed through lib/proc) */
+	char sock[PROC_PATH_MAX];      /* as the target sees it */
+	pid_t pid, nspid;              /* the target: the socket's peer is checked */
 	char lease_path[PROC_PATH_MAX];
 	int timeout_ms;
 	int lease_fd;          /* shared flock held for the command (-1: none) */

@@ -114,7 +114,8 @@ bool probe_code_newer(const struct probe_code *code, size_t a, size_t b);
 struct probe_proc;
 
 struct probe_open_opts {
-	const char *perfmap_path; /* host path of perf-NSPID.map, or NULL */
+	const char *perfmap_path; /* host path of perf-NSPID.map, or NULL (tests; watched) */
+	const char *perfmap_tpath; /* the same as the target sees it: what is read, or NULL */
 	const char *root;         /* "/proc/PID/root" prefix for target paths, or "" */
 };
 

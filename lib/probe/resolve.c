@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/strparse.h"
 #include "probe/probe.h"
+#include "proc/proc.h"
 #include "sym/sym.h"
 
 #define MAX_MAPS 65536
@@ -24,6 +25,7 @@
 #define MAX_FOUND 4096
 #define MAX_PM_ENTRIES (1u << 20)
 #define PM_READ_MAX ((size_t)64 << 20)
+#define PM_MEM_MAX ((uint64_t)64 << 20) /* perf map entries and their strings */
 
 struct pmap {
 	uint64_t start, end, pgoff;
@@ -52,7 +54,10 @@ struct probe_proc {
 	pid_t pid;
 	char root[64];
 	char *perfmap_path;
+	char *perfmap_tpath; /* as the target sees it: read inside its root */
 	uint64_t pm_off; /* bytes of the perf map consumed */
+	uint64_t pm_mem; /* bytes of perf map strings held */
+	bool pm_full;    /* PM_MEM_MAX or MAX_PM_ENTRIES reached: no more is read */
 	struct pmap *maps;
 	size_t nmaps;
 	struct image *img;
@@ -138,6 +143,14 @@ static int read_maps(struct probe_proc *pp)
 	return err;
 }
 
+/* pe_open_opts.open_fn: a file as the target sees it, inside its root. */
+static int target_open(void *ctx, const char *path, int *fd)
+{
+	const struct probe_proc *pp = ctx;
+
+	return proc_target_file_open(pp->pid, path, 0, fd, NULL);
+}
+
 static int open_images(struct probe_proc *pp)
 {
 	size_t i, j;
@@ -159,7 +172,10 @@ static int open_images(struct probe_proc *pp)
 			continue;
 		snprintf(host, sizeof(host), "%s%s", pp->root, p);
 		po.flags = PE_OPEN_NO_RESOLVE;
-		err = pe_file_open(host, &po, &pf);
+		/* Read inside the target's root: a link the container planted leads nowhere. */
+		po.open_fn = target_open;
+		po.open_ctx = pp;
+		err = pe_file_open(p, &po, &pf);
 		if (err) {
 			ct_debug("probe: %s: not an assembly (%s)", host, strerror(-err));
 			continue;
@@ -192,8 +208,12 @@ static int pm_add(struct probe_proc *pp, const struct probe_pm_entry *e)
 {
 	struct pm_ent *x;
 
-	if (pp->npm >= MAX_PM_ENTRIES)
+	size_t mem = strlen(e->module) + strlen(e->name) + strlen(e->args) + strlen(e->tier) + 4 +
+		     sizeof(struct pm_ent);
+
+	if (pp->npm >= MAX_PM_ENTRIES || pp->pm_mem + mem > PM_MEM_MAX)
 		return -E2BIG;
+	pp->pm_mem += mem;
 	if (pp->npm == pp->pmcap) {
 		size_t nc = pp->pmcap ? pp->pmcap * 2 : 1024;
 		struct pm_ent *n = realloc(pp->pm, nc * sizeof(*n));
@@ -280,12 +300,33 @@ int probe_proc_refresh(struct probe_proc *pp, size_t *added)
 
 	if (added)
 		*added = 0;
-	if (!pp->perfmap_path)
+	if (pp->pm_full)
 		return 0;
-	fd = open(pp->perfmap_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (fstat(fd, &st) || (uint64_t)st.st_size <= pp->pm_off) {
+	if (pp->perfmap_tpath) {
+		err = proc_target_file_open(pp->pid, pp->perfmap_tpath, 0, &fd, &st);
+		if (err == -ELOOP || err == -EINVAL || err == -EISDIR) {
+			/* The container put a link or a FIFO there: no JIT'd code is seen. */
+			ct_warn("probe: the target's perf map %s %s: not read, JIT-compiled code "
+				"is not seen",
+				pp->perfmap_tpath, proc_tfile_strerror(err));
+			pp->pm_full = true;
+			return 0;
+		}
+		if (err)
+			return err == -ENOENT ? 0 : err;
+	} else if (pp->perfmap_path) {
+		/* lint-ok: target path: only given alone by tests (a host file) */
+		fd = open(pp->perfmap_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			return errno == ENOENT ? 0 : -errno;
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+			close(fd);
+			return -EINVAL;
+		}
+	} else {
+		return 0;
+	}
+	if ((uint64_t)st.st_size <= pp->pm_off) {
 		close(fd);
 		return 0;
 	}
@@ -317,6 +358,13 @@ int probe_proc_refresh(struct probe_proc *pp, size_t *added)
 	}
 	pp->pm_off += pos;
 	strbuf_release(&sb);
+	if (err == -E2BIG) {
+		ct_warn("probe: the perf map index is full (%zu entries, %" PRIu64 " bytes); "
+			"methods JIT-compiled after offset %" PRIu64 " of the map are not seen",
+			pp->npm, pp->pm_mem, pp->pm_off);
+		pp->pm_full = true;
+		err = 0;
+	}
 	for (i = first; i < pp->npm; i++)
 		for (j = 0; j < pp->nfound; j++)
 			if (pm_matches(&pp->pm[i], pp->found[j]))
@@ -341,6 +389,10 @@ int probe_proc_open(pid_t pid, const struct probe_open_opts *o, struct probe_pro
 	pp->mem_fd = -1;
 	if (o && o->root)
 		ct_strlcpy(pp->root, o->root, sizeof(pp->root));
+	if (o && o->perfmap_tpath && !(pp->perfmap_tpath = strdup(o->perfmap_tpath))) {
+		probe_proc_close(pp);
+		return -ENOMEM;
+	}
 	if (o && o->perfmap_path && !(pp->perfmap_path = strdup(o->perfmap_path))) {
 		probe_proc_close(pp);
 		return -ENOMEM;
@@ -407,6 +459,7 @@ void probe_proc_close(struct probe_proc *pp)
 	free(pp->pm);
 	sym_proc_close(pp->sym);
 	free(pp->perfmap_path);
+	free(pp->perfmap_tpath);
 	if (pp->mem_fd >= 0)
 		close(pp->mem_fd);
 	free(pp);
@@ -799,7 +852,8 @@ int probe_proc_symbolize(struct probe_proc *pp, uint64_t addr, struct strbuf *ou
 	struct sym_frame f;
 
 	if (!pp->sym_tried) {
-		struct sym_opts o = { .perfmap_path = pp->perfmap_path };
+		struct sym_opts o = { .perfmap_path = pp->perfmap_tpath ? NULL : pp->perfmap_path,
+				      .perfmap_tpath = pp->perfmap_tpath };
 
 		pp->sym_tried = true;
 		if (sym_proc_open(&pp->sym, pp->pid, &o))

@@ -290,31 +290,51 @@ static int parse_socket_name(const char *name, pid_t *pid, uint64_t *key)
 	return 0;
 }
 
-/* Finds the socket for nspid in dir; prefers the key that matches. */
-static int find_socket(const char *dir, pid_t nspid, uint64_t starttime, char *out, size_t outlen,
-		       bool *key_match)
+/*
+ * Finds the socket for nspid in the target's temp dir (as the target sees
+ * it, resolved under its root: a TMPDIR that is a link stays inside the
+ * container); prefers the key that matches. Only sockets count: a link with
+ * a socket's name is not followed.
+ */
+static int find_socket(pid_t pid, const char *dir, pid_t nspid, uint64_t starttime, char *out,
+		       size_t outlen, bool *key_match)
 {
 	DIR *d;
 	struct dirent *de;
 	char best[256] = "";
 	struct timespec best_mtime = { 0, 0 };
-	bool matched = false;
-	int err = -ENOENT;
+	char odd[256] = "";
+	bool matched = false, odd_link = false;
+	int err, rootfd, dfd;
 
-	d = opendir(dir);
-	if (!d)
-		return errno == EACCES || errno == EPERM ? -EACCES : -ENOENT;
+	err = proc_root_open(pid, &rootfd);
+	if (err)
+		return err;
+	err = proc_tdir_open(rootfd, dir, &dfd);
+	close(rootfd);
+	if (err)
+		return err == -EACCES || err == -EPERM ? -EACCES : -ENOENT;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return -ENOMEM;
+	}
+	err = -ENOENT;
 	while ((de = readdir(d))) {
 		struct stat st;
 		pid_t p;
 		uint64_t key;
-		char path[PROC_PATH_MAX + 256];
 
 		if (parse_socket_name(de->d_name, &p, &key) || p != nspid)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (stat(path, &st) || !S_ISSOCK(st.st_mode))
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue;
+		if (!S_ISSOCK(st.st_mode)) {
+			/* A link or other file under the socket's name: remember, never follow. */
+			ct_strlcpy(odd, de->d_name, sizeof(odd));
+			odd_link = S_ISLNK(st.st_mode);
+			continue;
+		}
 		if (key == starttime) {
 			ct_strlcpy(best, de->d_name, sizeof(best));
 			matched = true;
@@ -329,10 +349,14 @@ static int find_socket(const char *dir, pid_t nspid, uint64_t starttime, char *o
 	}
 	closedir(d);
 	if (best[0]) {
-		int n = snprintf(out, outlen, "%s/%s", dir, best);
+		int n = snprintf(out, outlen, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", best);
 
 		err = (n < 0 || (size_t)n >= outlen) ? -ENAMETOOLONG : 0;
 		*key_match = matched;
+	} else if (odd[0]) {
+		int n = snprintf(out, outlen, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", odd);
+
+		err = (n < 0 || (size_t)n >= outlen) ? -ENAMETOOLONG : odd_link ? -ELOOP : -ENOTSOCK;
 	}
 	return err;
 }
@@ -340,7 +364,6 @@ static int find_socket(const char *dir, pid_t nspid, uint64_t starttime, char *o
 int proc_target_find(pid_t pid, struct proc_target *t)
 {
 	struct strbuf tmp = STRBUF_INIT_MAX(PROC_PATH_MAX - 1);
-	char dir[PROC_PATH_MAX];
 	size_t tl;
 	int err;
 
@@ -378,10 +401,13 @@ int proc_target_find(pid_t pid, struct proc_target *t)
 	strbuf_setlen(&tmp, tl);
 	ct_strlcpy(t->tmpdir, tmp.buf, sizeof(t->tmpdir));
 
-	err = proc_host_path(t, t->tmpdir, dir, sizeof(dir));
-	if (err)
-		goto out;
-	err = find_socket(dir, t->nspid, t->starttime, t->socket, sizeof(t->socket), &t->key_match);
+	err = find_socket(pid, t->tmpdir, t->nspid, t->starttime, t->sock_tpath,
+			  sizeof(t->sock_tpath), &t->key_match);
+	if (!err || err == -ELOOP || err == -ENOTSOCK) {
+		int e2 = proc_host_path(t, t->sock_tpath, t->socket, sizeof(t->socket));
+
+		err = err ? err : e2;
+	}
 	if (err == -ENOENT && !proc_exists(pid))
 		err = -ESRCH;
 out:

@@ -16,12 +16,17 @@
  *   -ENOENT  it has no diagnostics socket: not a .NET process, or one with
  *            diagnostics disabled
  *   -ECONNREFUSED  a socket file exists but nobody listens: stale
+ *   -ELOOP / -ENOTSOCK  where the socket should be there is only a symbolic
+ *            link / another kind of file (named in sock_tpath): not the
+ *            target's socket, and never followed
  */
 #ifndef CLRTAP_PROC_PROC_H
 #define CLRTAP_PROC_PROC_H
 
 #include "common/compat.h"
 #include "common/strbuf.h"
+
+#include <sys/stat.h>
 
 #define PROC_PATH_MAX 512
 
@@ -35,7 +40,11 @@ struct proc_target {
 	bool key_match;              /* socket key == starttime (else: newest candidate) */
 	char tmpdir[PROC_PATH_MAX];  /* the target's temp dir, as the target sees it */
 	char root[64];               /* "/proc/<pid>/root": prefix for the target's paths */
-	char socket[PROC_PATH_MAX];  /* the diagnostics socket, as clrtap can reach it */
+	char socket[PROC_PATH_MAX];  /* the diagnostics socket, for messages: "/proc/<pid>/root"
+				      * + sock_tpath when in another mount namespace; never
+				      * opened as such (a container's links would lead out) */
+	char sock_tpath[PROC_PATH_MAX]; /* the socket as the target sees it: connect through
+					 * its root (struct ipc_endpoint with pid set) */
 };
 
 /*
@@ -103,18 +112,89 @@ int proc_scan_stale_sockets(const char *dir, proc_stale_fn fn, void *ctx);
 /*
  * The runtime's perf map files for a target: where they are (as the target
  * sees them and as clrtap can open them) and whether the target holds them
- * open now, which is how an enabled perf map looks from outside.
+ * open now, which is how an enabled perf map looks from outside. Whether the
+ * files exist is looked up inside the target's root (never following a link).
  * Directory: $DOTNET_PerfMapJitDumpPath (or COMPlus_), else /tmp.
  */
 struct proc_perfmap {
 	char dir[PROC_PATH_MAX];          /* as the target sees it */
-	char map_path[PROC_PATH_MAX];     /* perf-<nspid>.map, host view */
-	char jitdump_path[PROC_PATH_MAX]; /* jit-<nspid>.dump, host view */
+	char map_path[PROC_PATH_MAX];     /* perf-<nspid>.map, host view: for messages only */
+	char jitdump_path[PROC_PATH_MAX]; /* jit-<nspid>.dump, host view: for messages only */
+	char map_tpath[PROC_PATH_MAX];    /* perf-<nspid>.map as the target sees it: open it
+					   * with proc_tfile_open and friends */
+	char jitdump_tpath[PROC_PATH_MAX];
 	bool map_exists, jitdump_exists;
 	bool map_open, jitdump_open;      /* held open by the target */
 	bool on;                          /* either is held open: the perf map is on */
 	char env_setting[32];             /* DOTNET_PerfMapEnabled at start, or "" */
 };
 int proc_perfmap_state(const struct proc_target *t, struct proc_perfmap *pm);
+
+/*
+ * Files of a target. clrtap runs as root and the target (a container) owns
+ * every directory and name on the way to its files: a planted symlink must not
+ * lead clrtap to a host file, and a FIFO must not hang it. So every access to a
+ * path that came from a target goes through these functions (never open() on
+ * a "/proc/PID/root/..." string; scripts/lint.sh checks):
+ *
+ *  - paths are as the target sees them, resolved under rootfd (from
+ *    proc_root_open): symlinks resolve as inside the container (an absolute
+ *    one starts at the target's root), ".." stops at that root, magic links
+ *    (/proc/self/fd/N and friends) are refused. openat2(RESOLVE_IN_ROOT |
+ *    RESOLVE_NO_MAGICLINKS) does it; kernels without openat2 get the same from
+ *    a walk, one O_PATH | O_NOFOLLOW component at a time;
+ *  - the last component is never followed (a symlink there is -ELOOP),
+ *    except where a directory is asked for (proc_tdir_open, O_DIRECTORY):
+ *    then a link resolves like any other on the way, inside the root;
+ *  - files are opened O_NONBLOCK and must be regular (-EINVAL otherwise,
+ *    -EISDIR for a directory), of at most max_size bytes (-EFBIG; 0: no cap);
+ *  - create is O_CREAT | O_EXCL, and create, unlink and rename work relative
+ *    to a directory fd that was resolved the same way.
+ *
+ * Errors: -ESRCH/-EACCES (from proc_root_open), -ENOENT, -ELOOP, -EINVAL,
+ * -EISDIR, -EFBIG, -ESTALE (unlink/rename: the name is no longer the file
+ * given in expect), -ENOTDIR, -EEXIST, other errnos from the kernel.
+ */
+/* O_PATH descriptor of /proc/pid/root: the target's root directory. */
+int proc_root_open(pid_t pid, int *rootfd);
+/* A regular file, read-only. st (may be NULL) gets its fstat. */
+int proc_tfile_open(int rootfd, const char *path, uint64_t max_size, int *fd, struct stat *st);
+/* A new file (O_RDWR | O_CREAT | O_EXCL, mode). */
+int proc_tfile_create(int rootfd, const char *path, mode_t mode, int *fd);
+/* Removes a regular file; with expect, only if it is still that inode. */
+int proc_tfile_unlink(int rootfd, const char *path, const struct stat *expect);
+/*
+ * Renames a regular file (with expect: only that inode) to to, which must be
+ * absent or a regular file (then it is replaced).
+ */
+int proc_tfile_rename(int rootfd, const char *from, const char *to, const struct stat *expect);
+/*
+ * An O_PATH descriptor of whatever path names (not followed), e.g. a socket to
+ * connect through /proc/self/fd/N. flags may hold O_DIRECTORY.
+ */
+int proc_tpath_open(int rootfd, const char *path, int flags, int *fd);
+/* A directory, opened for reading (fdopendir). */
+int proc_tdir_open(int rootfd, const char *path, int *fd);
+/* proc_root_open + proc_tfile_open in one call. */
+int proc_target_file_open(pid_t pid, const char *path, uint64_t max_size, int *fd,
+			  struct stat *st);
+/* proc_root_open + proc_tfile_unlink in one call. */
+int proc_target_file_unlink(pid_t pid, const char *path, const struct stat *expect);
+/*
+ * A mapped file of a target by its mapping: "/proc/PID/map_files/START-END"
+ * names the very inode the target mapped, whatever the container did to its
+ * names since, and can be opened like a plain path. 0 when clrtap may open
+ * it (root: CAP_SYS_ADMIN), -EACCES when not (then open the target's path
+ * with proc_tfile_open; without root clrtap has no more rights than the
+ * target's user anyway).
+ */
+int proc_map_file_path(pid_t pid, uint64_t start, uint64_t end, char *out, size_t outlen);
+/* Words for the errors above ("is a symbolic link", ...), else strerror. */
+const char *proc_tfile_strerror(int err);
+/*
+ * Tests only: use the component walk even where openat2 exists (also with
+ * CLRTAP_NO_OPENAT2=1 in clrtap's environment).
+ */
+void proc_tfile_walk_only(bool on);
 
 #endif

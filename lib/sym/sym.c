@@ -83,6 +83,10 @@ struct sym_proc {
 
 	char pm_path[PROC_PATH_MAX];
 	bool pm_have_path;
+	bool pm_in_target;  /* pm_path is as the target sees it: open inside its root */
+	bool pm_full;       /* the index reached SYM_PERFMAP_MAX_MEM: no more is read */
+	bool pm_warned;     /* the file was refused once (a link, a FIFO): said so */
+	uint64_t pm_mem;    /* bytes of names charged to the perf map (all files) */
 	bool pm_skip_line; /* inside a line longer than SYM_LINE_MAX */
 	uint64_t pm_off, pm_ino, pm_dev, pm_bytes;
 	struct pm_ent *pm;
@@ -149,10 +153,13 @@ static struct image *image_get(struct sym_proc *sp, const struct sym_maps_line *
 			return im;
 	if (sp->nimages >= 65536)
 		return NULL;
-	if (ml->deleted)
-		snprintf(hpath, sizeof(hpath), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)sp->pid,
-			 ml->start, ml->end);
-	else
+	/*
+	 * The mapped inode itself, not a path the container could point at a
+	 * host file since; the target's path only where clrtap may not follow
+	 * map_files (not root: then it has no more rights than the target).
+	 */
+	if (proc_map_file_path(sp->pid, ml->start, ml->end, hpath, sizeof(hpath)) &&
+	    !ml->deleted)
 		snprintf(hpath, sizeof(hpath), "%s%s", sp->root, tpath);
 	im = calloc(1, sizeof(*im));
 	if (!im)
@@ -177,6 +184,14 @@ static struct image *image_get(struct sym_proc *sp, const struct sym_maps_line *
 	return im;
 }
 
+/* pe_open_opts.open_fn: an assembly as the target sees it, inside its root. */
+static int target_open(void *ctx, const char *path, int *fd)
+{
+	const struct sym_proc *sp = ctx;
+
+	return proc_target_file_open(sp->pid, path, 0, fd, NULL);
+}
+
 static void image_load(struct sym_proc *sp, struct image *im)
 {
 	unsigned char magic[4] = { 0 };
@@ -184,6 +199,7 @@ static void image_load(struct sym_proc *sp, struct image *im)
 	int fd, err;
 
 	im->kind = IMG_NONE;
+	/* lint-ok: target path: map_files (the mapped inode), or not root (see image_get) */
 	fd = open(im->hpath, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		ct_debug("sym: cannot open %s: %s", im->hpath, strerror(errno));
@@ -192,6 +208,7 @@ static void image_load(struct sym_proc *sp, struct image *im)
 	n = pread(fd, magic, sizeof(magic), 0);
 	close(fd);
 	if (n == 4 && !memcmp(magic, "\177ELF", 4)) {
+		/* lint-ok: target path: as above; debug files go through lib/proc */
 		err = sym_elf_load(&im->elf, im->hpath, sp->root, im->tpath, &sp->arena);
 		if (!err) {
 			im->kind = IMG_ELF;
@@ -204,7 +221,12 @@ static void image_load(struct sym_proc *sp, struct image *im)
 		const struct pe_method *ms;
 		size_t nm;
 
-		err = pe_file_open(im->hpath, NULL, &im->pe);
+		struct pe_open_opts po = { .open_fn = target_open, .open_ctx = sp };
+
+		/* By the target's path, so that the assemblies next to it resolve too. */
+		err = im->tpath[0] == '/' && !strstr(im->tpath, " (deleted)")
+			      ? pe_file_open(im->tpath, &po, &im->pe)
+			      : pe_file_open(im->hpath, NULL, &im->pe); /* lint-ok: target path */
 		if (!err) {
 			im->kind = IMG_PE;
 			err = pe_file_methods(im->pe, &ms, &nm);
@@ -374,16 +396,31 @@ static struct map *map_find(struct sym_proc *sp, uint64_t addr)
 
 /* ---- the perf map ---- */
 
+/* What an index of cap entries costs: entries, sort index, running max, names. */
+static uint64_t pm_mem_at(const struct sym_proc *sp, size_t cap, size_t names)
+{
+	return (uint64_t)cap * (sizeof(struct pm_ent) + sizeof(uint32_t) + sizeof(uint64_t)) +
+	       sp->pm_mem + names;
+}
+
 static int pm_add(struct sym_proc *sp, const struct sym_pm_line *pl)
 {
+	size_t names = pl->name_len + 1 + (pl->sig ? pl->sig_len + 1 : 0);
 	struct pm_ent *e;
 
+	if (pm_mem_at(sp, sp->pm_cap, names) > SYM_PERFMAP_MAX_MEM)
+		return -ENOSPC;
 	if (sp->npm == sp->pm_cap) {
 		size_t nc = sp->pm_cap ? sp->pm_cap * 2 : 1024;
 		struct pm_ent *nv;
 
 		if (sp->npm >= SYM_PERFMAP_MAX_ENTRIES)
 			return -E2BIG;
+		/* Grow by less when doubling would pass the memory bound. */
+		while (nc > sp->pm_cap + 1 && pm_mem_at(sp, nc, names) > SYM_PERFMAP_MAX_MEM)
+			nc = sp->pm_cap + (nc - sp->pm_cap) / 2;
+		if (pm_mem_at(sp, nc, names) > SYM_PERFMAP_MAX_MEM)
+			return -ENOSPC;
 		nv = realloc(sp->pm, nc * sizeof(*nv));
 		if (!nv)
 			return -ENOMEM;
@@ -405,6 +442,7 @@ static int pm_add(struct sym_proc *sp, const struct sym_pm_line *pl)
 	}
 	e->tier = intern(sp, pl->tier, pl->tier_len);
 	e->module = intern(sp, pl->module, pl->module_len);
+	sp->pm_mem += names;
 	e->seq = (uint32_t)sp->npm;
 	sp->npm++;
 	return 0;
@@ -505,14 +543,31 @@ static int pm_refresh(struct sym_proc *sp, bool *changed)
 	int fd, err = 0;
 
 	*changed = false;
-	if (sp->opts.no_perfmap || !sp->pm_have_path)
+	if (sp->opts.no_perfmap || !sp->pm_have_path || sp->pm_full)
 		return 0;
-	fd = open(sp->pm_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		goto out;
+	if (sp->pm_in_target) {
+		err = proc_target_file_open(sp->pid, sp->pm_path, 0, &fd, &st);
+		if (err == -ENOENT)
+			return 0;
+		if (err) {
+			if (!sp->pm_warned)
+				ct_warn("sym: the target's perf map %s %s: not read", sp->pm_path,
+					proc_tfile_strerror(err));
+			sp->pm_warned = true;
+			return err;
+		}
+	} else {
+		fd = open(sp->pm_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			return errno == ENOENT ? 0 : -errno;
+		if (fstat(fd, &st)) {
+			err = -errno;
+			goto out;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			err = -EINVAL;
+			goto out;
+		}
 	}
 	if ((uint64_t)st.st_ino != sp->pm_ino || (uint64_t)st.st_dev != sp->pm_dev ||
 	    (uint64_t)st.st_size < sp->pm_off) {
@@ -586,9 +641,15 @@ static int pm_refresh(struct sym_proc *sp, bool *changed)
 out:
 	free(buf);
 	close(fd);
-	if (err == -E2BIG) {
-		ct_warn("sym: perf map has over %d entries, ignoring the rest",
-			SYM_PERFMAP_MAX_ENTRIES);
+	if (err == -E2BIG || err == -ENOSPC) {
+		sp->pm_full = true;
+		ct_warn("sym: perf map %s: the symbol index is full (%zu entries, %s); the "
+			"rest of the file, %" PRIu64 " bytes from offset %" PRIu64 ", is not read: "
+			"JIT code named there shows as unknown",
+			sp->pm_path, sp->npm,
+			err == -E2BIG ? "the entry cap" : "64 MiB of memory",
+			(uint64_t)st.st_size > sp->pm_off ? (uint64_t)st.st_size - sp->pm_off : 0,
+			sp->pm_off);
 		err = 0;
 	}
 	return err;
@@ -620,6 +681,7 @@ int sym_proc_open(struct sym_proc **out, pid_t pid, const struct sym_opts *o)
 	if (o)
 		sp->opts = *o;
 	sp->opts.perfmap_path = NULL; /* not kept: copied below */
+	sp->opts.perfmap_tpath = NULL;
 	snprintf(sp->root, sizeof(sp->root), "/proc/%d/root", (int)pid);
 	strbuf_init(&sp->maps_text, SYM_MAPS_MAX_BYTES);
 	sp->gen = 1;
@@ -640,7 +702,11 @@ int sym_proc_open(struct sym_proc **out, pid_t pid, const struct sym_opts *o)
 	if (err)
 		goto fail;
 
-	if (o && o->perfmap_path) {
+	if (o && o->perfmap_tpath) {
+		ct_strlcpy(sp->pm_path, o->perfmap_tpath, sizeof(sp->pm_path));
+		sp->pm_have_path = true;
+		sp->pm_in_target = true;
+	} else if (o && o->perfmap_path) {
 		ct_strlcpy(sp->pm_path, o->perfmap_path, sizeof(sp->pm_path));
 		sp->pm_have_path = true;
 	} else if (!sp->opts.no_perfmap) {
@@ -651,8 +717,9 @@ int sym_proc_open(struct sym_proc **out, pid_t pid, const struct sym_opts *o)
 			goto fail;
 		/* -ENOENT (no diagnostics socket) still names the files */
 		if (!proc_perfmap_state(&t, &pm)) {
-			ct_strlcpy(sp->pm_path, pm.map_path, sizeof(sp->pm_path));
+			ct_strlcpy(sp->pm_path, pm.map_tpath, sizeof(sp->pm_path));
 			sp->pm_have_path = true;
+			sp->pm_in_target = true;
 		}
 	}
 	err = pm_refresh(sp, &changed);

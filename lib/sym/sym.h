@@ -54,6 +54,11 @@ struct sym_opts {
 	bool kernel;     /* load kallsyms for kernel addresses */
 	/* Added: read this perf map instead of the target's (host path), or NULL. */
 	const char *perfmap_path;
+	/*
+	 * Or this one, as the target sees it (read inside its root through
+	 * lib/proc: no link of the container's leads out), or NULL.
+	 */
+	const char *perfmap_tpath;
 	/* Added: entries in the per-address result cache (0: 16384; rounded to a power of 2). */
 	uint32_t cache_slots;
 };

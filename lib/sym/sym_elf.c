@@ -11,8 +11,11 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
+#include "common/strparse.h"
+#include "proc/proc.h"
 #include "sym/sym_internal.h"
 
 struct elf_meta {
@@ -200,18 +203,33 @@ static int add_eh_frame_starts(Elf *elf, struct sym_table *t, struct sym_arena *
 	return 0;
 }
 
-/* Opens a debug file candidate; accepts it when the build-ids agree. */
-static int try_debug_file(const char *path, const struct elf_meta *main_meta, struct sym_elf *e,
-			  struct sym_arena *arena)
+/*
+ * Opens a debug file candidate; accepts it when the build-ids agree. With pid
+ * set, path is as that target sees it and is opened inside its root (lib/proc).
+ */
+static int try_debug_file(pid_t pid, const char *path, const struct elf_meta *main_meta,
+			  struct sym_elf *e, struct sym_arena *arena)
 {
 	struct elf_meta m;
+	struct stat st;
 	bool got = false;
 	Elf *elf;
 	int fd, err = -ENOENT;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (pid > 0) {
+		err = proc_target_file_open(pid, path, 0, &fd, NULL);
+		if (err)
+			return err;
+		err = -ENOENT;
+	} else {
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			return -errno;
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+			close(fd);
+			return -EINVAL;
+		}
+	}
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (elf && elf_kind(elf) == ELF_K_ELF) {
 		read_meta(elf, &m);
@@ -239,10 +257,28 @@ static int try_debug_file(const char *path, const struct elf_meta *main_meta, st
 	return err;
 }
 
+/* "/proc/<pid>/root": the target whose root it is. */
+static bool root_pid(const char *root, pid_t *pid)
+{
+	char num[16];
+	size_t n;
+
+	if (strncmp(root, "/proc/", 6))
+		return false;
+	n = strcspn(root + 6, "/");
+	if (n == 0 || n >= sizeof(num) || strcmp(root + 6 + n, "/root"))
+		return false;
+	memcpy(num, root + 6, n);
+	num[n] = '\0';
+	return !ct_parse_pid(num, pid) && *pid > 0;
+}
+
 static int find_debug_file(struct sym_elf *e, const char *root, const char *tpath,
 			   const struct elf_meta *m, struct sym_arena *arena)
 {
-	const char *roots[2] = { root, "" };
+	/* The target's view first (inside its root), then the host's own debug files. */
+	const char *roots[2] = { "", "" };
+	pid_t pids[2] = { 0, 0 };
 	char dir[PATH_MAX], cand[PATH_MAX + 512];
 	const char *slash = strrchr(tpath, '/');
 	size_t dl = slash ? (size_t)(slash - tpath) : 0;
@@ -250,6 +286,11 @@ static int find_debug_file(struct sym_elf *e, const char *root, const char *tpat
 
 	if (dl >= sizeof(dir))
 		return -ENAMETOOLONG;
+	/* A name from the target's file: never a path of its own. */
+	if (strchr(m->debuglink, '/') || !strcmp(m->debuglink, "..") || !strcmp(m->debuglink, "."))
+		return -EINVAL;
+	if (!root_pid(root, &pids[0]))
+		roots[0] = root;
 	memcpy(dir, tpath, dl);
 	dir[dl] = '\0';
 	for (r = 0; r < 2; r++) {
@@ -258,18 +299,18 @@ static int find_debug_file(struct sym_elf *e, const char *root, const char *tpat
 		if (r == 1 && !*root)
 			break; /* the same view twice */
 		snprintf(cand, sizeof(cand), "%s%s.dbg", rt, tpath);
-		if (!try_debug_file(cand, m, e, arena))
+		if (!try_debug_file(pids[r], cand, m, e, arena))
 			return 0;
 		if (m->debuglink[0]) {
 			snprintf(cand, sizeof(cand), "%s%s/%s", rt, dir, m->debuglink);
 			if (strcmp(m->debuglink, slash ? slash + 1 : tpath) &&
-			    !try_debug_file(cand, m, e, arena))
+			    !try_debug_file(pids[r], cand, m, e, arena))
 				return 0;
 			snprintf(cand, sizeof(cand), "%s%s/.debug/%s", rt, dir, m->debuglink);
-			if (!try_debug_file(cand, m, e, arena))
+			if (!try_debug_file(pids[r], cand, m, e, arena))
 				return 0;
 			snprintf(cand, sizeof(cand), "%s/usr/lib/debug%s/%s", rt, dir, m->debuglink);
-			if (!try_debug_file(cand, m, e, arena))
+			if (!try_debug_file(pids[r], cand, m, e, arena))
 				return 0;
 		}
 		if (m->build_id_len >= 2) {
@@ -280,7 +321,7 @@ static int find_debug_file(struct sym_elf *e, const char *root, const char *tpat
 				snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
 			snprintf(cand, sizeof(cand), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", rt, hex,
 				 hex + 2);
-			if (!try_debug_file(cand, m, e, arena))
+			if (!try_debug_file(pids[r], cand, m, e, arena))
 				return 0;
 		}
 	}

@@ -16,6 +16,8 @@
 #define SYM_LINE_MAX 65536                          /* one perf map / kallsyms line */
 #define SYM_PERFMAP_MAX_BYTES ((uint64_t)1 << 30)   /* perf map file read in total */
 #define SYM_PERFMAP_MAX_ENTRIES 8000000
+/* Memory of one perf map's index: entries, sort index and their names. */
+#define SYM_PERFMAP_MAX_MEM ((uint64_t)64 << 20)
 #define SYM_ARENA_MAX_BYTES ((size_t)1 << 30)       /* all names held */
 #define SYM_ELF_MAX_SYMS 4000000                    /* per ELF file */
 #define SYM_KALLSYMS_MAX_BYTES ((size_t)256 << 20)

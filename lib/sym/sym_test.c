@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <cmocka.h>
 
 #include "common/strbuf.h"
@@ -384,6 +385,57 @@ static int UNUSED self_marker(int x)
 	return x * 3 + 1;
 }
 
+/* ASan's shadow memory and quarantine make RSS say nothing about the bound. */
+extern void __asan_init(void) __attribute__((weak));
+static bool running_under_asan(void)
+{
+	return __asan_init != NULL;
+}
+
+/*
+ * A perf map far larger than SYM_PERFMAP_MAX_MEM (issue 19: 10 million lines
+ * once took 819 MB): the index stops at the bound, the early entries are
+ * there, the late ones are not, and the process does not grow past it.
+ */
+static void test_perfmap_memory_bound(void **state)
+{
+	char path[] = "/tmp/clrtap-symtest-big-XXXXXX", line[160];
+	const uint64_t base = 0x7f1000000000ULL, lines = 1200000;
+	struct sym_opts o = { 0 };
+	struct sym_proc *sp;
+	struct sym_frame f;
+	struct rusage ru0, ru1;
+	uint64_t i;
+	FILE *fp;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	fp = fdopen(fd, "w");
+	assert_non_null(fp);
+	for (i = 0; i < lines; i++) {
+		snprintf(line, sizeof(line), "%" PRIx64 " 40 [big] Big.Type::Method_%" PRIu64 "(int32)"
+			 "[Tier1]\n", base + i * 64, i);
+		fputs(line, fp);
+	}
+	assert_int_equal(fclose(fp), 0);
+	getrusage(RUSAGE_SELF, &ru0);
+	o.perfmap_path = path;
+	assert_int_equal(sym_proc_open(&sp, getpid(), &o), 0);
+	getrusage(RUSAGE_SELF, &ru1);
+	assert_int_equal(sym_lookup(sp, base + 8, &f), 0);
+	assert_string_equal(f.name, "Big.Type::Method_0");
+	/* the last line was dropped at the bound */
+	assert_int_equal(sym_lookup(sp, base + (lines - 1) * 64 + 8, &f), -ENOENT);
+	/* ru_maxrss is in KiB; the bound plus a read chunk and some slack (not under ASan) */
+	if (!running_under_asan())
+		assert_true(ru1.ru_maxrss - ru0.ru_maxrss <=
+			    (long)((SYM_PERFMAP_MAX_MEM >> 10) + 16384));
+	sym_proc_close(sp);
+	unlink(path);
+}
+
 static void test_self_native(void **state)
 {
 	struct sym_opts o = { .no_perfmap = true };
@@ -551,6 +603,7 @@ int main(void)
 		cmocka_unit_test(test_kallsyms),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_self_perfmap),
+		cmocka_unit_test(test_perfmap_memory_bound),
 		cmocka_unit_test(test_self_native),
 		cmocka_unit_test(test_self_r2r),
 		cmocka_unit_test(test_debug_file),

@@ -479,6 +479,7 @@ int cmd_probe(int argc, char **argv)
 			 strerror(-err));
 	enabled_pm = pmu.turned_on;
 	po.perfmap_path = pmu.map_path;
+	po.perfmap_tpath = pmu.map_tpath;
 	po.root = t.other_mntns ? t.root : "";
 	err = probe_proc_open(t.pid, &po, &pp);
 	if (err) {

@@ -61,6 +61,12 @@ static int resolve(const struct prof_args *a, struct proc_target *t, bool *dotne
 	case -EACCES:
 		/* perf_event_open decides; its error names what is missing. */
 		return EXIT_OK;
+	case -ELOOP:
+	case -ENOTSOCK:
+		cli_warn("pid %d's diagnostics socket %s is not the target's socket (a link or "
+			 "another kind of file): profiling native and kernel frames only",
+			 (int)a->to.pid, t->sock_tpath);
+		return EXIT_OK;
 	default:
 		return cli_error(cli_exit_for(err), "cannot inspect pid %d: %s", (int)a->to.pid,
 				 strerror(-err));

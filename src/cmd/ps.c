@@ -74,7 +74,7 @@ static bool looks_dotnet(pid_t pid)
 		if (!proc_starttime(pid, &key)) {
 			snprintf(path, sizeof(path), "/tmp/dotnet-diagnostic-%d-%" PRIu64 "-socket",
 				 (int)pid, key);
-			yes = stat(path, &st) == 0;
+			yes = lstat(path, &st) == 0 && S_ISSOCK(st.st_mode);
 		}
 	}
 	return yes;
@@ -110,7 +110,7 @@ static int scan_one(pid_t pid, void *ctx)
 		return 0;
 	if (err == -EACCES && !looks_dotnet(pid))
 		return 0;
-	if (err && err != -EACCES)
+	if (err && err != -EACCES && err != -ELOOP && err != -ENOTSOCK)
 		return 0;
 	r = add_row(s);
 	if (!r)
@@ -128,8 +128,11 @@ static int scan_one(pid_t pid, void *ctx)
 		snprintf(r->ns, sizeof(r->ns), "?");
 		return 0;
 	}
-	ep.path = t.socket;
-	ep.timeout_ms = s->timeout_ms;
+	if (err) {
+		snprintf(r->status, sizeof(r->status), "refused: not the target's socket");
+		return 0;
+	}
+	ipc_endpoint_init(&ep, &t, s->timeout_ms);
 	err = ipc_process_info(&ep, &pi, &rerr);
 	switch (err) {
 	case 0:
@@ -152,6 +155,12 @@ static int scan_one(pid_t pid, void *ctx)
 		break;
 	case -ETIMEDOUT:
 		snprintf(r->status, sizeof(r->status), "not responding");
+		break;
+	case -EXDEV:
+	case -ENOTSOCK:
+	case -ELOOP:
+		/* Its socket leads to another process: nothing it says is shown. */
+		snprintf(r->status, sizeof(r->status), "refused: not the target's socket");
 		break;
 	default:
 		snprintf(r->status, sizeof(r->status), "error: %s",

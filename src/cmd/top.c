@@ -36,6 +36,12 @@ static int resolve(const struct cli_target_opts *to, struct proc_target *t, bool
 		return EXIT_OK;
 	case -EACCES:
 		return EXIT_OK; /* perf_event_open's refusal explains */
+	case -ELOOP:
+	case -ENOTSOCK:
+		cli_warn("pid %d's diagnostics socket %s is not the target's socket: native and "
+			 "kernel frames only",
+			 (int)to->pid, t->sock_tpath);
+		return EXIT_OK;
 	default:
 		return cli_error(cli_exit_for(err), "cannot inspect pid %d: %s", (int)to->pid,
 				 strerror(-err));

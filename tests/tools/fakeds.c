@@ -13,6 +13,7 @@
  *   hugeenv    an OK reply to ProcessEnvironment announcing 4 GiB
  *   error      an error reply with an HRESULT nobody knows
  *   wrongset   a reply whose command set is not 0xFF
+ *   wrongpid   a valid ProcessInfo that names pid 424242, not its own
  *
  * Prints "READY pid=<pid>" when listening; removes the socket on SIGTERM.
  */
@@ -28,6 +29,7 @@
 #include "proc/proc.h"
 
 static char sock_path[108];
+static pid_t main_pid; /* the listener: what a real runtime reports */
 
 static void on_term(int sig)
 {
@@ -42,6 +44,38 @@ static void header(uint8_t *h, uint16_t size, uint8_t set, uint8_t id)
 	h[16] = set;
 	h[17] = id;
 	h[18] = h[19] = 0;
+}
+
+/*
+ * Answers a ProcessInfo request: v1 with pid, "unknown command" to v3 and v2
+ * (as an old runtime says).
+ */
+static void process_info(int c, const uint8_t *req, pid_t pid)
+{
+	static const char *const strs[] = { "fake", "Linux", "x64" };
+	uint8_t buf[256] = { 0 };
+	size_t off = 20 + 8 + 16, i, j;
+	ssize_t n;
+
+	if (req[17] != 0x00) {
+		header(buf, 24, 0xff, 0xff);
+		ct_put_le32(buf + 20, 0x80131385u);
+		n = write(c, buf, 24);
+		(void)n;
+		return;
+	}
+	ct_put_le64(buf + 20, (uint64_t)pid);
+	for (i = 0; i < ARRAY_SIZE(strs); i++) {
+		size_t len = strlen(strs[i]);
+
+		ct_put_le32(buf + off, (uint32_t)len + 1);
+		off += 4;
+		for (j = 0; j <= len; j++, off += 2)
+			ct_put_le16(buf + off, (uint16_t)strs[i][j]);
+	}
+	header(buf, (uint16_t)off, 0xff, 0);
+	n = write(c, buf, off);
+	(void)n;
 }
 
 static void serve(int c, const char *mode)
@@ -77,28 +111,13 @@ static void serve(int c, const char *mode)
 			header(buf, 26, 0xff, 0);
 			ct_put_le32(buf + 20, 0xffffffffu);
 			n = write(c, buf, 26);
-		} else if (req[17] == 0x00) {
-			/* A valid ProcessInfo (v1) reply, so that info goes on to --env. */
-			static const char *const strs[] = { "fake", "Linux", "x64" };
-			size_t off = 20 + 8 + 16, i, j;
-
-			ct_put_le64(buf + 20, 1);
-			for (i = 0; i < ARRAY_SIZE(strs); i++) {
-				size_t len = strlen(strs[i]);
-
-				ct_put_le32(buf + off, (uint32_t)len + 1);
-				off += 4;
-				for (j = 0; j <= len; j++, off += 2)
-					ct_put_le16(buf + off, (uint16_t)strs[i][j]);
-			}
-			header(buf, (uint16_t)off, 0xff, 0);
-			n = write(c, buf, off);
 		} else {
-			/* ProcessInfo3 and 2: "unknown command", as an old runtime says. */
-			header(buf, 24, 0xff, 0xff);
-			ct_put_le32(buf + 20, 0x80131385u);
-			n = write(c, buf, 24);
+			/* A valid ProcessInfo, so that info goes on to --env. */
+			process_info(c, req, main_pid);
 		}
+	} else if (!strcmp(mode, "wrongpid")) {
+		/* A runtime that says it is some other process. */
+		process_info(c, req, 424242);
 	} else if (!strcmp(mode, "error")) {
 		header(buf, 24, 0xff, 0xff);
 		ct_put_le32(buf + 20, 0x8badf00du);
@@ -120,6 +139,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: fakeds MODE\n");
 		return 2;
 	}
+	main_pid = getpid();
 	if (proc_starttime(getpid(), &key))
 		return 1;
 	snprintf(sock_path, sizeof(sock_path), "/tmp/dotnet-diagnostic-%d-%" PRIu64 "-socket",

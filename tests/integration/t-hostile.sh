@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# A hostile container (issues 10 and 19): the sample app in `hostile` mode
+# under tests/tools/contain-hostile.sh (pivot_root into a minimal tree, its
+# /tmp full of absolute links to host sentinel files, a FIFO where the jitdump
+# would be, TMPDIR a link to a host directory that holds a decoy socket, and
+# evil argv, environment names, thread names and exception messages).
+#
+# Every command clrtap has is run against it. None may read, write, truncate
+# or delete a host sentinel (content, mtime, inode, existence), connect to a
+# host socket (a sentinel server logs every connection), or hang on the FIFO
+# (each runs under `timeout`); each does its job or fails with a clear
+# clrtap: line and a documented exit code.
+#
+# Then the container swaps its diagnostics socket (issue 19 cases 1-2 and a
+# socket served by another process): clrtap refuses with exit 10, names the
+# pids, prints none of the other process's data and connects to no host socket.
+. "$(dirname "$0")/lib.sh"
+
+E_NOT_TARGET=10
+HOST=$WORK/host
+NEWROOT=$WORK/newroot
+mkdir -p "$HOST/tmpdir" "$NEWROOT"
+for f in sentinel-perfmap sentinel-perfinfo sentinel-dump; do
+	printf 'HOST SENTINEL %s: never to be read or written by clrtap\n' "$f" >"$HOST/$f"
+done
+touch -d '2001-02-03 04:05:06' "$HOST"/sentinel-*
+SLOG=$WORK/sentinel-connections.log
+: >"$SLOG"
+
+# sentinel_server PATH: a host socket that logs every connection to $SLOG.
+sentinel_server() {
+	local out="$WORK/sentinel-$RANDOM.out"
+	python3 "$ROOT/tests/tools/sentinel-sock.py" "$1" "$SLOG" >"$out" 2>&1 &
+	KILL_PIDS+=("$!")
+	wait_for_line "$out" '^READY' 10 "$!"
+}
+# Case 3: the host directory the container's TMPDIR link names holds a
+# socket with the runtime's name for pid 1.
+sentinel_server "$HOST/tmpdir/dotnet-diagnostic-1-1-socket"
+# Case 2: any host socket.
+sentinel_server "$HOST/any.sock"
+
+snapshot() {
+	local f
+	for f in "$HOST"/sentinel-*; do
+		printf '%s %s\n' "$(basename "$f")" "$(stat -c '%s %Y %i %F' "$f")$(sha1sum <"$f")"
+	done
+	ls -A "$HOST" "$HOST/tmpdir" | tr '\n' ' '
+	printf '\nconnections: %s\n' "$(wc -l <"$SLOG")"
+}
+BEFORE=$(snapshot)
+
+# The hostile fixture.
+EVIL_LABEL=$(printf 'lab\nel\033[2J"\\\377end')
+FIX_OUT=$WORK/fixture-hostile.out
+DOTNET_CLI_TELEMETRY_OPTOUT=1 "$ROOT/tests/tools/contain-hostile.sh" "$HOST" "$NEWROOT" "$FIXTURE_DLL" \
+	hostile --label "$EVIL_LABEL" >"$FIX_OUT" 2>&1 &
+FIX_NS_PARENT=$!
+KILL_PIDS+=("$FIX_NS_PARENT")
+if ! wait_for_line "$FIX_OUT" '^READY ' 60 "$FIX_NS_PARENT"; then
+	not_ok "hostile fixture started" "$(cat "$FIX_OUT")"
+	finish
+fi
+P=""
+for ((i = 0; i < 100; i++)); do
+	P=$(pgrep -P "$FIX_NS_PARENT" | head -1)
+	[ -n "$P" ] && break
+	sleep 0.05
+done
+KILL_PIDS+=("$P")
+check "the container's / is not the host's" test "$(stat -L -c '%d:%i' /proc/"$P"/root)" != "$(stat -c '%d:%i' /)"
+check "the container's TMPDIR is a link" test -L "/proc/$P/root/tmp/odd"
+check "the container's jitdump is a FIFO" test -p "/proc/$P/root/tmp/jit-1.dump"
+
+# host_intact NAME: the sentinels are as they were, no host socket was reached.
+host_intact() {
+	local now
+	now=$(snapshot)
+	if [ "$now" == "$BEFORE" ]; then ok "$1: host sentinels untouched, no host socket connected"; else not_ok "$1: host sentinels untouched, no host socket connected" "before: $BEFORE" "after:  $now"; fi
+	BEFORE=$now
+}
+
+# run NAME WANT CMD...: under a 90 s timeout (a hang on the FIFO is exit 124);
+# WANT is the exit code, or "any" for "a documented code with a clear message".
+run() {
+	local name=$1 want=$2
+	shift 2
+	OUT=$(timeout 90 "$@" 2>"$WORK/stderr")
+	RC=$?
+	ERR=$(cat "$WORK/stderr")
+	if [ "$want" == any ]; then
+		if [ "$RC" -le 10 ] && { [ "$RC" -eq 0 ] || [[ "$ERR" == *clrtap:* ]]; }; then
+			ok "$name (exit $RC)"
+		else
+			not_ok "$name: a documented exit code and a clear message" "exit $RC: $*" "stderr: ${ERR:0:600}"
+		fi
+	elif [ "$RC" -eq "$want" ]; then
+		ok "$name (exit $RC)"
+	else
+		not_ok "$name" "want exit $want, got $RC: $*" "stdout: ${OUT:0:600}" "stderr: ${ERR:0:600}"
+	fi
+	host_intact "$name"
+}
+
+run "info" 0 "$CLRTAP" info -p "$P"
+contains "info finds the real runtime inside the container" "$OUT" "pid in namespace: 1"
+run "info --env --json" 0 "$CLRTAP" info -p "$P" --env --json
+run "ps" 0 "$CLRTAP" ps
+run "ps --json" 0 "$CLRTAP" ps --json
+run "perfmap status" 0 "$CLRTAP" perfmap -p "$P" status
+run "perfmap on" any "$CLRTAP" perfmap -p "$P" on
+run "perfmap off" any "$CLRTAP" perfmap -p "$P" off
+run "stacks" 0 "$CLRTAP" stacks -p "$P"
+contains "stacks sees the throwing thread" "$OUT" "HostileThrower"
+run "trace collect" 0 "$CLRTAP" trace collect -p "$P" -d 2 -o "$WORK/h.nettrace"
+run "trace report" 0 "$CLRTAP" trace report "$WORK/h.nettrace"
+run "counters collect" 0 "$CLRTAP" counters collect -p "$P" -d 2 -o "$WORK/h.csv"
+run "counters monitor" 0 "$CLRTAP" counters monitor -p "$P" -d 2 --lines
+run "profile" 0 "$CLRTAP" profile -p "$P" -d 2 -o "$WORK/h.folded"
+check "profile removed no link of the container's" test -L "/proc/$P/root/tmp/perf-1.map"
+run "top" 0 "$CLRTAP" top -p "$P" -d 2
+run "probe" 0 "$CLRTAP" probe -p "$P" 'Clrtap.Fixtures.HostileThrower::Throw' -d 2
+run "dump" 0 "$CLRTAP" dump -p "$P" --type mini -o "$WORK/h.core"
+check "the dump is an ELF core" sh -c "readelf -h '$WORK/h.core' | grep -q 'Type:.*CORE'"
+check "the dump was taken in the container's own temp dir and removed" \
+	sh -c "! ls -A '/proc/$P/root$HOST/tmpdir' | grep -v '^clrtap-dump-1-[0-9]*\.core$' | grep -q clrtap-dump"
+check "the fixture survived every command" kill -0 "$P"
+
+# The same without openat2 (the component walk older kernels get): the real
+# runtime is found, the dump is taken, nothing of the host is touched.
+CLRTAP_NO_OPENAT2=1 run "no openat2: info" 0 "$CLRTAP" info -p "$P"
+contains "no openat2: the real runtime inside the container" "$OUT" "pid in namespace: 1"
+CLRTAP_NO_OPENAT2=1 run "no openat2: dump" 0 "$CLRTAP" dump -p "$P" --type mini -o "$WORK/w.core"
+check "no openat2: the dump is an ELF core" sh -c "readelf -h '$WORK/w.core' | grep -q 'Type:.*CORE'"
+CLRTAP_NO_OPENAT2=1 run "no openat2: profile" 0 "$CLRTAP" profile -p "$P" -d 1 -o "$WORK/w.folded"
+if strace -f -qq -o /dev/null true 2>/dev/null; then
+	CLRTAP_NO_OPENAT2=1 strace -f -qq -e trace=openat2 -o "$WORK/strace.log" "$CLRTAP" info -p "$P" >/dev/null 2>&1
+	equals "no openat2: no openat2 call made" "$(grep -c 'openat2(' "$WORK/strace.log")" 0
+fi
+
+# What the kernel was asked (strace, where this machine allows ptrace): no
+# path below /proc/PID/root is ever handed to a file call (every one goes
+# through an fd of the target's root), and every connect is to the socket's
+# own descriptor, /proc/self/fd/N.
+if strace -f -qq -o /dev/null true 2>/dev/null; then
+	for cmd in "info --env" "perfmap status" "stacks" "dump --type mini -o $WORK/s.core" \
+		"profile -d 1 -o $WORK/s.folded" "trace collect -d 1 -o $WORK/s.nettrace"; do
+		# shellcheck disable=SC2086
+		timeout 90 strace -f -qq -e trace=%file,connect -o "$WORK/strace.log" "$CLRTAP" $cmd -p "$P" >/dev/null 2>&1
+		equals "strace $cmd: no file call on a path under /proc/$P/root" \
+			"$(grep -c "/proc/$P/root/" "$WORK/strace.log")" 0
+		equals "strace $cmd: connects only through /proc/self/fd" \
+			"$(grep 'connect(' "$WORK/strace.log" | grep -vc 'sun_path="/proc/self/fd/')" 0
+	done
+	host_intact "strace runs"
+else
+	ok "strace checks skipped: this machine does not allow ptrace"
+fi
+
+# The container swaps its socket. The host .NET process holds a secret.
+FIX_ENV="CLRTAP_HOST_SECRET=hunter2-host-only" start_fixture idle
+HOST_FIX=$FIX_PID
+HOST_SOCK=$(ls /tmp/dotnet-diagnostic-"$HOST_FIX"-*-socket)
+REAL=$(cd "/proc/$P/root$HOST/tmpdir" && ls dotnet-diagnostic-1-*-socket)
+swap() {
+	nsenter -t "$P" -m -r -w -- sh -c "rm -f '$HOST/tmpdir/$REAL' && $1"
+}
+
+# Case 1: a link to a host .NET process's socket.
+swap "ln -s '$HOST_SOCK' '$HOST/tmpdir/$REAL'"
+for cmd in "info --env" "trace collect -d 1 -o $WORK/x.nettrace" "counters collect -d 1 -o $WORK/x.csv" \
+	"stacks" "dump --type mini -o $WORK/x.core" "perfmap on"; do
+	# shellcheck disable=SC2086
+	run "case 1: $cmd" $E_NOT_TARGET "$CLRTAP" $cmd -p "$P"
+	contains "case 1: $cmd says the socket is not the target's" "$ERR" "not the target's socket"
+	lacks "case 1: $cmd prints nothing of the host process" "$OUT$ERR" "hunter2"
+done
+check "case 1: no file written" test ! -e "$WORK/x.nettrace" -a ! -e "$WORK/x.csv" -a ! -e "$WORK/x.core"
+# Sampling needs no socket: profile and top go on with native frames, and say why.
+run "case 1: profile" 0 "$CLRTAP" profile -p "$P" -d 1 -o "$WORK/x.folded"
+contains "case 1: profile says the socket is not the target's" "$ERR" "not the target's socket"
+lacks "case 1: profile prints nothing of the host process" "$OUT$ERR" "hunter2"
+run "case 1: ps" 0 "$CLRTAP" ps --json
+equals "case 1: ps marks the container refused" \
+	"$(json_get "$OUT" "[r['status'] for r in d if r['pid']==$P][0]")" "refused: not the target's socket"
+
+# Case 2: a link to any host socket (the sentinel server logs connections).
+swap "rm -f '$HOST/tmpdir/$REAL' && ln -s '$HOST/any.sock' '$HOST/tmpdir/$REAL'"
+run "case 2: info" $E_NOT_TARGET "$CLRTAP" info -p "$P"
+contains "case 2: says the socket is not the target's" "$ERR" "not the target's socket"
+
+# Another process in the container serves the runtime's socket name: the
+# peer check (SO_PEERCRED) refuses before anything is sent.
+swap "rm -f '$HOST/tmpdir/$REAL'"
+nsenter -t "$P" -m -r -w -- /usr/bin/python3 - "$HOST/tmpdir/$REAL" /tmp/decoy.log <"$ROOT/tests/tools/sentinel-sock.py" \
+	>"$WORK/decoy.out" 2>&1 &
+DECOY=$!
+KILL_PIDS+=("$DECOY")
+wait_for_line "$WORK/decoy.out" '^READY' 10 "$DECOY"
+run "another process's socket: info" $E_NOT_TARGET "$CLRTAP" info -p "$P" --env
+contains "names the target's pid" "$ERR" "not by pid $P"
+contains "names the other pid" "$ERR" "served by pid $DECOY"
+lacks "prints no process data" "$OUT" "runtime version"
+sleep 0.6
+equals "the decoy was connected to and sent nothing" "$(sort -u "/proc/$P/root/tmp/decoy.log" 2>/dev/null)" "CONNECT "
+
+check "the fixture survived" kill -0 "$P"
+finish

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "common/compat.h"
 
+#include <ctype.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include <getopt.h>
 
@@ -75,6 +78,87 @@ int cli_exit_for(int err)
 	default:
 		return EXIT_ERROR;
 	}
+}
+
+int cli_parse_duration(const char *s, int64_t *ms)
+{
+	int64_t whole = 0, frac = 0, scale = 100;
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		whole = whole * 10 + (*p - '0');
+		if (whole > 30 * 86400)
+			return -EINVAL;
+	}
+	if (*p == '.') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		for (; isdigit((unsigned char)*p); p++) {
+			if (!scale)
+				return -EINVAL; /* finer than a millisecond */
+			frac += (*p - '0') * scale;
+			scale /= 10;
+		}
+	}
+	if (*p || (whole == 30 * 86400 && frac))
+		return -EINVAL;
+	*ms = whole * 1000 + frac;
+	return 0;
+}
+
+int cli_parse_size(const char *s, uint64_t *bytes)
+{
+	static const struct {
+		const char *unit;
+		unsigned shift;
+	} units[] = { { "", 0 }, { "K", 10 }, { "KiB", 10 }, { "M", 20 }, { "MiB", 20 },
+		      { "G", 30 }, { "GiB", 30 } };
+	uint64_t v = 0;
+	const char *p = s;
+	size_t i;
+
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	for (i = 0; i < ARRAY_SIZE(units); i++) {
+		if (strcasecmp(p, units[i].unit))
+			continue;
+		if (units[i].shift && v > (UINT64_MAX >> units[i].shift))
+			return -EINVAL;
+		*bytes = v << units[i].shift;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/*
+ * Creates a fresh file beside out (same directory, so that rename is atomic)
+ * with the permissions a plain create would give. Returns an exit code.
+ */
+int cli_temp_create(const char *out, struct strbuf *tmp, int *fd)
+{
+	mode_t mask = umask(0);
+
+	umask(mask);
+	if (strbuf_addf(tmp, "%s.tmp-XXXXXX", out))
+		return cli_error(EXIT_ERROR, "out of memory");
+	*fd = mkostemp(tmp->buf, O_CLOEXEC);
+	if (*fd < 0) {
+		int e = errno;
+
+		strbuf_reset(tmp);
+		return cli_error(e == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot write %s: %s",
+				 out, strerror(e));
+	}
+	(void)fchmod(*fd, 0666 & ~mask); /* on failure the file stays private */
+	return EXIT_OK;
 }
 
 static void print_help(FILE *f, const char *usage, const struct cli_option *opts)
@@ -167,6 +251,12 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 			break;
 		case CLI_OPT_PID:
 			ret = ct_parse_pid(optarg, (pid_t *)o->value);
+			break;
+		case CLI_OPT_DURATION:
+			ret = cli_parse_duration(optarg, (int64_t *)o->value);
+			break;
+		case CLI_OPT_SIZE:
+			ret = cli_parse_size(optarg, (uint64_t *)o->value);
 			break;
 		case CLI_OPT_END:
 			break;

@@ -75,7 +75,19 @@ enum cli_opt_type {
 	CLI_OPT_STRING,  /* const char **, the argument */
 	CLI_OPT_INT,     /* int *, decimal */
 	CLI_OPT_PID,     /* pid_t *, decimal > 0 */
+	CLI_OPT_DURATION, /* int64_t * milliseconds; cli_parse_duration */
+	CLI_OPT_SIZE,    /* uint64_t * bytes; cli_parse_size */
 };
+
+/*
+ * Durations are seconds, with a fraction if wanted ("2", "1.5", "0.25"; at
+ * most 3 decimals, at most 30 days). The one rule for -d/--duration of every
+ * command: 0 means "until Ctrl-C". Returns 0 or -EINVAL.
+ */
+int cli_parse_duration(const char *s, int64_t *ms);
+/* Byte sizes: a number with an optional unit K, M, G (also KiB, MiB, GiB;
+ * powers of 1024). Returns 0 or -EINVAL. */
+int cli_parse_size(const char *s, uint64_t *bytes);
 
 struct cli_option {
 	int short_name; /* 0 for none */
@@ -115,6 +127,14 @@ struct cli_target_opts {
  */
 int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 		       struct ipc_endpoint *ep);
+
+/*
+ * Output files appear only when complete: cli_temp_create makes a fresh
+ * "OUT.tmp-XXXXXX" beside out (same directory, so that rename(2) is atomic)
+ * with the permissions a plain create would give, and puts its name in tmp.
+ * Returns an exit code (the error printed).
+ */
+int cli_temp_create(const char *out, struct strbuf *tmp, int *fd);
 
 /* Prints an IPC failure as one line and returns its exit code. */
 int cli_ipc_error(const char *what, int err, const struct ipc_error *rerr);

@@ -313,6 +313,28 @@ static void test_provider_parse(void **state)
 	assert_int_equal(ipc_profile_lookup("nope", &pp, &n, &rk), -ENOENT);
 }
 
+static void test_stream_prologue(void **state)
+{
+	static const uint8_t v5[] = "Nettrace\x14\0\0\0!FastSerialization.1";
+	static const uint8_t v6[] = "Nettrace\0\0\0\0\x06\0\0\0\0\0\0\0";
+	static const uint8_t huge[] = "Nettrace\xff\xff\xff\x7f";
+	static const uint8_t badser[] = "Nettrace\x14\0\0\0!FastSerialization.9";
+	size_t need;
+
+	assert_int_equal(ipc_stream_check_prologue(v5, 32, &need), 0);
+	assert_int_equal(need, 32);
+	assert_int_equal(ipc_stream_check_prologue(v5, 31, &need), -EAGAIN);
+	assert_int_equal(ipc_stream_check_prologue(v5, 5, &need), -EAGAIN);
+	assert_int_equal(ipc_stream_check_prologue(v6, 20, &need), 0);
+	assert_int_equal(need, 20);
+	/* A header length of 0x7fffffff (a hostile fake) is refused at once. */
+	assert_int_equal(ipc_stream_check_prologue(huge, 12, &need), -EBADMSG);
+	assert_int_equal(ipc_stream_check_prologue(badser, 32, &need), -EBADMSG);
+	/* Random bytes are refused from the first byte that differs. */
+	assert_int_equal(ipc_stream_check_prologue((const uint8_t *)"Nx", 2, &need), -EBADMSG);
+	assert_int_equal(ipc_stream_check_prologue((const uint8_t *)"", 0, &need), -EAGAIN);
+}
+
 static void test_connect_nobody(void **state)
 {
 	struct ipc_endpoint ep = { "/nonexistent/dotnet-diagnostic-1-1-socket", 200 };
@@ -336,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_encode_collect),
 		cmocka_unit_test(test_encode_too_big),
 		cmocka_unit_test(test_provider_parse),
+		cmocka_unit_test(test_stream_prologue),
 		cmocka_unit_test(test_connect_nobody),
 	};
 

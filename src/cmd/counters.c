@@ -312,7 +312,9 @@ static int run_counters(bool collect, int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
 	const char *counters_s = NULL, *meters_s = NULL, *format = NULL, *out_path = NULL;
-	int interval = 1, duration = 0, max_ts = 1000, max_hist = 20;
+	int interval = 1, max_ts = 1000, max_hist = 20;
+	int64_t duration = 0;
+	struct strbuf tmp = STRBUF_INIT;
 	bool lines = false;
 /* What monitor and collect share, ahead of and after their own options. */
 #define COUNTERS_SOURCE_OPTIONS \
@@ -321,7 +323,8 @@ static int run_counters(bool collect, int argc, char **argv)
 	  "EventSources, e.g. System.Runtime[cpu-usage,alloc-rate] (default System.Runtime)" }, \
 	{ 0, "meters", CLI_OPT_STRING, &meters_s, "LIST", "Meters by name, same syntax" }, \
 	{ 0, "interval", CLI_OPT_INT, &interval, "SECONDS", "publishing interval (default 1)" }, \
-	{ 'd', "duration", CLI_OPT_INT, &duration, "SECONDS", "stop after this long (default: Ctrl-C)" }
+	{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", \
+	  "stop after this long, e.g. 1.5 (default and 0: until Ctrl-C)" }
 #define COUNTERS_LIMIT_OPTIONS \
 	{ 0, "max-time-series", CLI_OPT_INT, &max_ts, "N", "meters: series limit (default 1000)" }, \
 	{ 0, "max-histograms", CLI_OPT_INT, &max_hist, "N", "meters: histogram limit (default 20)" }
@@ -360,8 +363,8 @@ static int run_counters(bool collect, int argc, char **argv)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
 	if (interval < 1 || interval > 86400)
 		return cli_error(EXIT_USAGE, "--interval must be 1..86400 seconds");
-	if (duration < 0 || max_ts < 1 || max_hist < 1)
-		return cli_error(EXIT_USAGE, "--duration, --max-time-series and --max-histograms must be positive");
+	if (max_ts < 1 || max_hist < 1)
+		return cli_error(EXIT_USAGE, "--max-time-series and --max-histograms must be at least 1");
 	if (collect) {
 		if (!format)
 			format = "csv";
@@ -402,10 +405,16 @@ static int run_counters(bool collect, int argc, char **argv)
 	r.interval = (unsigned)interval;
 	r.pid = t.pid;
 	if (collect) {
-		r.out = fopen(out_path, "we");
+		int fd;
+
+		/* Written under a temporary name, renamed when the session went well. */
+		code = cli_temp_create(out_path, &tmp, &fd);
+		if (code)
+			goto out;
+		r.out = fdopen(fd, "w");
 		if (!r.out) {
-			code = cli_error(errno == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot write %s: %s",
-					 out_path, strerror(errno));
+			close(fd);
+			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out_path, strerror(errno));
 			goto out;
 		}
 	} else {
@@ -435,7 +444,7 @@ static int run_counters(bool collect, int argc, char **argv)
 	live.ep = &ep;
 	live.cfg = &cfg;
 	live.stop = &cli_stop_requested;
-	live.duration_ms = (int64_t)duration * 1000;
+	live.duration_ms = duration;
 	live.h = &h;
 	live.idle = draw_table;
 	live.opened = on_opened;
@@ -446,10 +455,12 @@ static int run_counters(bool collect, int argc, char **argv)
 		goto out_file;
 	}
 	draw_table(&r);
-	if (res.session_err && res.session.bytes == 0) {
-		code = cli_ipc_error("cannot start the counters session", res.session_err, &res.rerr);
-		if (collect)
-			unlink(out_path); /* nothing was read: no file */
+	if (res.session_err && (res.session.bytes == 0 || res.session.bad_prologue)) {
+		char why[512];
+
+		ipc_session_strerror(res.session_err, &res.session, &ep, &res.rerr, why, sizeof(why));
+		code = cli_error(res.session.bad_prologue ? EXIT_PROTOCOL : cli_exit_for(res.session_err),
+				 "cannot read counters: %s%s", why, collect ? "; no file written" : "");
 		goto out_file;
 	}
 	if (r.mode == OUT_JSON)
@@ -471,7 +482,10 @@ static int run_counters(bool collect, int argc, char **argv)
 		goto out_file;
 	}
 	if (res.session_err) {
-		code = cli_ipc_error("the session ended badly", res.session_err, &res.rerr);
+		char why[512];
+
+		ipc_session_strerror(res.session_err, &res.session, &ep, &res.rerr, why, sizeof(why));
+		code = cli_error(cli_exit_for(res.session_err), "the session ended badly: %s", why);
 		goto out_file;
 	}
 	if (res.session.target_ended)
@@ -481,10 +495,30 @@ out_file:
 	if (collect && r.out) {
 		if (fclose(r.out) && code == EXIT_OK)
 			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out_path, strerror(errno));
-		else if (code == EXIT_OK)
+		if (code == EXIT_OK && rename(tmp.buf, out_path))
+			code = cli_error(EXIT_ERROR, "cannot rename %s to %s: %s", tmp.buf, out_path,
+					 strerror(errno));
+		if (code == EXIT_OK) {
+			strbuf_reset(&tmp);
 			printf("wrote %s (%" PRIu64 " values)\n", out_path, r.nvalues);
+		} else if (r.nvalues && code != EXIT_ERROR) {
+			/* The values read before the failure: true, but not the whole run. */
+			struct strbuf partial = STRBUF_INIT;
+
+			if (!strbuf_addf(&partial, "%s.partial", out_path) && !rename(tmp.buf, partial.buf)) {
+				strbuf_reset(&tmp);
+				cli_info("kept the %" PRIu64 " values read in %s", r.nvalues, partial.buf);
+			}
+			strbuf_release(&partial);
+		}
 	}
 out:
+	if (tmp.len) {
+		unlink(tmp.buf);
+		if (collect)
+			cli_info("no file written (%s left as it was)", out_path);
+	}
+	strbuf_release(&tmp);
 	counters_table_release(&r.table);
 	counters_decoder_free(r.dec);
 	counters_session_release(&cs);

@@ -20,6 +20,7 @@
 #include "tracestats/tracestats.h"
 
 #define MAX_PROVIDERS 64
+#define DEFAULT_MAX_SIZE (1ull << 30)
 
 struct sink {
 	int fd;
@@ -55,15 +56,20 @@ static int collect(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
 	const char *providers_s = NULL, *profile = NULL, *out = NULL;
-	int duration = 0, buffer_mb = 256;
+	int64_t duration = 0;
+	uint64_t max_size = DEFAULT_MAX_SIZE;
+	int buffer_mb = 256;
 	bool no_rundown = false, no_stacks = false, list = false;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 0, "providers", CLI_OPT_STRING, &providers_s, "SPECS",
 		  "Name[:Keywords[:Level[:k=v;...]]], comma-separated" },
 		{ 0, "profile", CLI_OPT_STRING, &profile, "NAME", "a named set of providers (--list-profiles)" },
-		{ 'd', "duration", CLI_OPT_INT, &duration, "SECONDS", "stop after this long (default: Ctrl-C)" },
+		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS",
+		  "stop after this long, e.g. 1.5 (default and 0: until Ctrl-C)" },
 		{ 'o', "output", CLI_OPT_STRING, &out, "FILE", "the .nettrace file (default trace.nettrace)" },
+		{ 0, "max-size", CLI_OPT_SIZE, &max_size, "SIZE",
+		  "stop at this file size, e.g. 200M (default 1G; 0: no cap)" },
 		{ 0, "buffer", CLI_OPT_INT, &buffer_mb, "MB", "the runtime's circular buffer (default 256)" },
 		{ 0, "no-rundown", CLI_OPT_BOOL, &no_rundown, NULL, "skip the method rundown at the end" },
 		{ 0, "no-stacks", CLI_OPT_BOOL, &no_stacks, NULL, "do not collect stacks" },
@@ -77,7 +83,8 @@ static int collect(int argc, char **argv)
 	struct ipc_endpoint ep;
 	struct ipc_error rerr;
 	struct proc_target t;
-	struct sink sink;
+	struct sink sink = { .fd = -1 };
+	struct strbuf tmp = STRBUF_INIT, partial = STRBUF_INIT, probe_msg = STRBUF_INIT_MAX(IPC_MAX_FRAME);
 	char *specs = NULL;
 	size_t np = 0;
 	int first, code, err;
@@ -123,27 +130,36 @@ static int collect(int argc, char **argv)
 			np++;
 		}
 	}
-	if (duration < 0 || buffer_mb <= 0) {
-		code = cli_error(EXIT_USAGE, "duration and buffer must be positive");
+	if (!np) {
+		code = cli_error(EXIT_USAGE, "--providers '%s' names no provider", providers_s);
 		goto out;
 	}
-	code = cli_resolve_target(&to, &t, &ep);
-	if (code)
+	if (buffer_mb <= 0) {
+		code = cli_error(EXIT_USAGE, "--buffer must be positive");
 		goto out;
-
+	}
 	cfg.providers = provs;
 	cfg.nproviders = np;
 	cfg.buffer_mb = (uint32_t)buffer_mb;
 	cfg.rundown = !no_rundown;
 	cfg.stackwalk = !no_stacks;
-	if (!out)
-		out = "trace.nettrace";
-	sink.fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (sink.fd < 0) {
-		code = cli_error(errno == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot write %s: %s",
-				 out, strerror(errno));
+	/* What the runtime cannot be sent is a usage error, found before any file exists. */
+	err = ipc_encode_collect_tracing(&probe_msg, 4, &cfg);
+	if (err) {
+		code = cli_error(EXIT_USAGE, "%s", err == -EMSGSIZE ?
+				 "the provider list does not fit in one request (64 KiB)" :
+				 "a provider spec cannot be sent");
 		goto out;
 	}
+	code = cli_resolve_target(&to, &t, &ep);
+	if (code)
+		goto out;
+	if (!out)
+		out = "trace.nettrace";
+	/* A temporary name beside the output: OUT appears only when complete. */
+	code = cli_temp_create(out, &tmp, &sink.fd);
+	if (code)
+		goto out;
 	sink.tty = isatty(STDERR_FILENO);
 
 	cli_catch_stop_signals();
@@ -151,34 +167,72 @@ static int collect(int argc, char **argv)
 	so.progress = progress;
 	so.ctx = &sink;
 	so.stop = &cli_stop_requested;
-	so.duration_ms = (int64_t)duration * 1000;
+	so.duration_ms = duration;
+	so.max_bytes = max_size;
 
 	cli_info("tracing pid %d with %zu provider%s into %s; %s", (int)t.pid, np,
 		 np == 1 ? "" : "s", out, duration ? "waiting for the duration" : "Ctrl-C stops");
 	err = ipc_session_run(&ep, &cfg, &so, &res, &rerr);
 	if (sink.tty)
 		fputc('\n', stderr);
+	if (fsync(sink.fd) && errno != EINVAL && !err)
+		err = -errno;
 	if (close(sink.fd) && !err)
 		err = -errno;
-	if (err && res.bytes == 0) {
-		code = cli_ipc_error("cannot trace", err, &rerr);
+	sink.fd = -1;
+	if (!err && res.complete) {
+		if (rename(tmp.buf, out)) {
+			code = cli_error(EXIT_ERROR, "cannot rename %s to %s: %s (the trace is in %s)",
+					 tmp.buf, out, strerror(errno), tmp.buf);
+			strbuf_reset(&tmp); /* keep it: it is the whole trace */
+			goto out;
+		}
+		strbuf_reset(&tmp);
+		if (res.target_ended)
+			cli_warn("the target closed the session before clrtap stopped it (did it exit?)");
+		printf("wrote %s (%" PRIu64 " bytes)\n", out, res.bytes);
+		code = EXIT_OK;
 		goto out;
 	}
-	if (err) {
-		code = cli_error(EXIT_PARTIAL, "trace interrupted after %" PRIu64 " bytes: %s (%s is incomplete)",
-				 res.bytes, strerror(-err), out);
+	/* Failed: keep nothing that could pass for a trace; a partial stream under its own name. */
+	if (res.bytes == 0 || res.bad_prologue) {
+		char why[512];
+
+		unlink(tmp.buf);
+		strbuf_reset(&tmp);
+		ipc_session_strerror(err ?: -EPROTO, &res, &ep, &rerr, why, sizeof(why));
+		code = cli_error(res.bad_prologue ? EXIT_PROTOCOL : cli_exit_for(err ?: -EPROTO),
+				 "cannot trace: %s; kept nothing, %s not written", why, out);
 		goto out;
 	}
-	if (res.target_ended)
-		cli_warn("the target closed the session before clrtap stopped it (did it exit?)");
-	if (!res.complete) {
-		code = cli_error(EXIT_PARTIAL, "the stream ended without its end marker: %s is incomplete",
-				 out);
+	if (strbuf_addf(&partial, "%s.partial", out) || rename(tmp.buf, partial.buf)) {
+		code = cli_error(EXIT_ERROR, "cannot keep the partial trace: %s", strerror(errno));
 		goto out;
 	}
-	printf("wrote %s (%" PRIu64 " bytes)\n", out, res.bytes);
-	code = EXIT_OK;
+	strbuf_reset(&tmp);
+	if (err == -EFBIG)
+		code = cli_error(EXIT_PARTIAL, "stopped at --max-size (%" PRIu64 " bytes): kept %s, "
+				 "incomplete (no rundown, no end); %s not written",
+				 res.bytes, partial.buf, out);
+	else if (err) {
+		char why[512];
+
+		ipc_session_strerror(err, &res, &ep, &rerr, why, sizeof(why));
+		code = cli_error(EXIT_PARTIAL, "trace broke off after %" PRIu64 " bytes: %s; kept %s, "
+				 "incomplete; %s not written", res.bytes, why, partial.buf, out);
+	}
+	else
+		code = cli_error(EXIT_PARTIAL, "the stream ended without its end marker after %" PRIu64
+				 " bytes: kept %s, incomplete; %s not written",
+				 res.bytes, partial.buf, out);
 out:
+	if (sink.fd >= 0)
+		close(sink.fd);
+	if (tmp.len)
+		unlink(tmp.buf);
+	strbuf_release(&tmp);
+	strbuf_release(&partial);
+	strbuf_release(&probe_msg);
 	free(specs);
 	return code;
 }

@@ -321,29 +321,52 @@ static int64_t sync_unix_ns(const struct ts_result *res)
 	return (int64_t)t * 1000000000 + (int64_t)u[7] * 1000000;
 }
 
-/* Writes the sampled stacks of l to out in fmt. Returns an exit code. */
+/*
+ * Writes the sampled stacks of l to out in fmt, through a temporary name.
+ * From a damaged input only what was read before the damage is written, and
+ * under the name OUT.partial (nothing when no stack was read). *written gets
+ * the name written, or NULL. Returns an exit code.
+ */
 static int write_flame(const struct loaded *l, const char *src, const char *out,
-		       enum flame_format fmt)
+		       enum flame_format fmt, const char **written)
 {
 	const struct ts_result *res = tracestats_result(l->ts);
 	struct flame_opts fo = { 0 };
+	struct strbuf tmp = STRBUF_INIT;
+	static struct strbuf partial = STRBUF_INIT;
 	const char *base = strrchr(src, '/');
-	int fd, err;
+	int fd, err, code;
+
+	*written = NULL;
+	if (l->read_err && !flame_total(res->flame))
+		return EXIT_OK; /* nothing true to write: the caller reports the damage */
 
 	fo.title = base ? base + 1 : src;
 	fo.unit = "samples";
 	fo.period = res->info.sampling_ns;
 	fo.duration_ns = res->duration_ns;
 	fo.time_unix_ns = sync_unix_ns(res);
-	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return cli_error(errno == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot write %s: %s",
-				 out, strerror(errno));
+	if (l->read_err) {
+		strbuf_reset(&partial);
+		if (strbuf_addf(&partial, "%s.partial", out))
+			return cli_error(EXIT_ERROR, "out of memory");
+		out = partial.buf;
+	}
+	code = cli_temp_create(out, &tmp, &fd);
+	if (code)
+		return code;
 	err = flame_write(res->flame, fmt, fd, &fo);
 	if (close(fd) && !err)
 		err = -errno;
-	if (err)
+	if (!err && rename(tmp.buf, out))
+		err = -errno;
+	if (err) {
+		unlink(tmp.buf);
+		strbuf_release(&tmp);
 		return cli_error(EXIT_ERROR, "cannot write %s: %s", out, strerror(-err));
+	}
+	strbuf_release(&tmp);
+	*written = out;
 	if (!flame_total(res->flame))
 		cli_warn("%s has no sampled stacks (collect with --profile cpu-sampling); %s is empty",
 			 src, out);
@@ -396,9 +419,12 @@ static int report(int argc, char **argv)
 	fflush(stdout);
 	strbuf_release(&sb);
 	if (flame_out) {
-		code = write_flame(&l, argv[first], flame_out, (enum flame_format)fmt);
-		if (!code && !json)
-			cli_info("wrote %s", flame_out);
+		const char *written;
+
+		code = write_flame(&l, argv[first], flame_out, (enum flame_format)fmt, &written);
+		if (!code && !json && written)
+			cli_info("wrote %s%s", written,
+				 l.read_err ? " (stacks read before the damage only)" : "");
 	}
 	if (l.read_err)
 		code = read_failure(argv[first], &l);
@@ -432,6 +458,7 @@ static int convert(int argc, char **argv)
 		{ 0 },
 	};
 	const struct ts_result *res;
+	const char *written = NULL;
 	struct strbuf name = STRBUF_INIT;
 	size_t i = 0, n;
 	struct loaded l;
@@ -472,13 +499,18 @@ static int convert(int argc, char **argv)
 	code = load(argv[first], thread_time, &l);
 	if (code)
 		goto done;
-	code = write_flame(&l, argv[first], out, formats[i].fmt);
+	code = write_flame(&l, argv[first], out, formats[i].fmt, &written);
 	res = tracestats_result(l.ts);
-	if (!code)
-		printf("wrote %s (%s, %" PRIu64 " samples, %u distinct stacks)\n", out,
-		       formats[i].name, flame_total(res->flame), res->samples.stacks);
-	if (l.read_err)
+	if (!code && written)
+		printf("wrote %s (%s, %" PRIu64 " samples, %u distinct stacks%s)\n", written,
+		       formats[i].name, flame_total(res->flame), res->samples.stacks,
+		       l.read_err ? "; incomplete: only those before the damage" : "");
+	if (l.read_err) {
 		code = read_failure(argv[first], &l);
+		if (!written)
+			cli_info("nothing written: no stack was read before the damage (%s not created)",
+				 out);
+	}
 	tracestats_free(l.ts);
 done:
 	strbuf_release(&name);

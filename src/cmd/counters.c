@@ -133,6 +133,44 @@ static void fmt_units(const char *units, enum counters_kind kind, double interva
 		snprintf(buf, len, "%s", units);
 }
 
+/*
+ * On screen, times read in the unit that fits: 7.272e-05 s is 72.7 µs. *v
+ * and *units are rescaled for seconds and milliseconds below 1; files keep
+ * the exact value in the source's unit.
+ */
+static void scale_time(double *v, const char **units)
+{
+	static const struct {
+		const char *from, *to;
+		double factor, below;
+	} steps[] = {
+		{ "s", "ms", 1e3, 1.0 }, { "ms", "\xc2\xb5s", 1e3, 1.0 }, { "\xc2\xb5s", "ns", 1e3, 1.0 },
+	};
+	size_t i;
+
+	if (*v == 0 || isnan(*v) || isinf(*v))
+		return;
+	for (i = 0; i < ARRAY_SIZE(steps); i++) {
+		if (!strcmp(*units, steps[i].from) && fabs(*v) < steps[i].below) {
+			*v *= steps[i].factor;
+			*units = steps[i].to;
+		}
+	}
+}
+
+/* A value and its units as shown on screen (lines and table). */
+static void fmt_display(double v, const char *units, enum counters_kind kind, double interval,
+			bool table, char *num, size_t nlen, char *ubuf, size_t ulen)
+{
+	if (kind != COUNTERS_DELTA)
+		scale_time(&v, &units);
+	if (table)
+		fmt_table_value(v, num, nlen);
+	else
+		fmt_value(v, num, nlen);
+	fmt_units(units, kind, interval, ubuf, ulen);
+}
+
 static void series_label(const char *name, const char *tags, char *buf, size_t len)
 {
 	if (*tags)
@@ -202,8 +240,8 @@ static int on_value(void *ctx, const struct counters_value *cv)
 		r->dirty = true;
 		break;
 	case OUT_LINES:
-		fmt_value(v.value, num, sizeof(num));
-		fmt_units(v.units, v.kind, r->interval, units, sizeof(units));
+		fmt_display(v.value, v.units, v.kind, r->interval, false, num, sizeof(num), units,
+			    sizeof(units));
 		series_label(v.name, v.tags, label, sizeof(label));
 		fprintf(r->out, "%s %s %s %s%s%s\n", ts, v.source, label, num, *units ? " " : "", units);
 		fflush(r->out);
@@ -295,8 +333,8 @@ static void draw_table(void *ctx)
 			last_source = s->source;
 			last_meter = s->meter;
 		}
-		fmt_table_value(s->value, num, sizeof(num));
-		fmt_units(s->units, s->kind, r->interval, units, sizeof(units));
+		fmt_display(s->value, s->units, s->kind, r->interval, true, num, sizeof(num), units,
+			    sizeof(units));
 		series_label(s->name, s->tags, label, sizeof(label));
 		fprintf(r->out, "    %-*s %18s  %-14s%s\n", w, label, num, units, s->display_name);
 	}

@@ -365,6 +365,12 @@ static void test_synthetic_gc_pairs_and_contention(void **state)
 	assert_string_equal(tracestats_gc_reason_name(10), "InducedCompacting");
 	assert_null(tracestats_gc_reason_name(99));
 	assert_null(tracestats_runtime_event_name(NT_PROV_OTHER, 1));
+	/* events a real ASP.NET app sends that were printed as Event159/Event300 */
+	assert_string_equal(tracestats_runtime_event_name(NT_PROV_RUNTIME, 159), "R2RGetEntryPoint");
+	assert_string_equal(tracestats_runtime_event_name(NT_PROV_RUNTIME, 160), "R2RGetEntryPointStart");
+	assert_string_equal(tracestats_runtime_event_name(NT_PROV_RUNTIME, 300), "ExecutionCheckpoint");
+	assert_string_equal(tracestats_runtime_event_name(NT_PROV_RUNDOWN, 300), "ExecutionCheckpointDCEnd");
+	assert_string_equal(tracestats_runtime_event_name(NT_PROV_RUNDOWN, 280), "TieredCompilationSettingsDCStart");
 }
 
 int main(void)

@@ -138,27 +138,100 @@ int cli_parse_size(const char *s, uint64_t *bytes)
 	return -EINVAL;
 }
 
-/*
- * Creates a fresh file beside out (same directory, so that rename is atomic)
- * with the permissions a plain create would give. Returns an exit code.
- */
-int cli_temp_create(const char *out, struct strbuf *tmp, int *fd)
+int cli_outfile_open(struct cli_outfile *f, const char *out)
 {
-	mode_t mask = umask(0);
+	const char *slash = strrchr(out, '/');
+	struct strbuf dir = STRBUF_INIT;
+	mode_t mask;
+	int e;
 
+	memset(f, 0, sizeof(*f));
+	strbuf_init(&f->tmp, 0);
+	f->fd = -1;
+	/* An unnamed file in the output's directory: nothing to leave behind if clrtap dies. */
+	if (!strbuf_add(&dir, out, slash ? (size_t)(slash - out) + 1 : 0) &&
+	    !strbuf_addch(&dir, '.')) {
+		f->fd = open(dir.buf, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+		f->anon = f->fd >= 0;
+	}
+	strbuf_release(&dir);
+	if (f->anon)
+		return EXIT_OK;
+	/* File systems without O_TMPFILE: a named temporary beside the output. */
+	mask = umask(0);
 	umask(mask);
-	if (strbuf_addf(tmp, "%s.tmp-XXXXXX", out))
+	if (strbuf_addf(&f->tmp, "%s.tmp-XXXXXX", out))
 		return cli_error(EXIT_ERROR, "out of memory");
-	*fd = mkostemp(tmp->buf, O_CLOEXEC);
-	if (*fd < 0) {
-		int e = errno;
-
-		strbuf_reset(tmp);
+	f->fd = mkostemp(f->tmp.buf, O_CLOEXEC);
+	if (f->fd < 0) {
+		e = errno;
+		strbuf_reset(&f->tmp);
 		return cli_error(e == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot write %s: %s",
 				 out, strerror(e));
 	}
-	(void)fchmod(*fd, 0666 & ~mask); /* on failure the file stays private */
+	(void)fchmod(f->fd, 0666 & ~mask); /* on failure the file stays private */
 	return EXIT_OK;
+}
+
+int cli_outfile_keep(struct cli_outfile *f, const char *name)
+{
+	char proc[64];
+	unsigned i;
+
+	if (!f->anon) {
+		if (!f->tmp.len)
+			return -EBADF;
+		if (rename(f->tmp.buf, name))
+			return -errno;
+		strbuf_reset(&f->tmp);
+		return 0;
+	}
+	/* link the unnamed file under a fresh name, then rename it over name (atomic) */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", f->fd);
+	for (i = 0; i < 100; i++) {
+		strbuf_reset(&f->tmp);
+		if (strbuf_addf(&f->tmp, "%s.tmp-%d-%u", name, (int)getpid(), i))
+			return -ENOMEM;
+		if (!linkat(AT_FDCWD, proc, AT_FDCWD, f->tmp.buf, AT_SYMLINK_FOLLOW))
+			break;
+		if (errno != EEXIST) {
+			strbuf_reset(&f->tmp);
+			return -errno;
+		}
+	}
+	if (i == 100) {
+		strbuf_reset(&f->tmp);
+		return -EEXIST;
+	}
+	if (rename(f->tmp.buf, name)) {
+		int e = -errno;
+
+		unlink(f->tmp.buf);
+		strbuf_reset(&f->tmp);
+		return e;
+	}
+	strbuf_reset(&f->tmp);
+	f->anon = false; /* named now: nothing more to drop */
+	return 0;
+}
+
+int cli_outfile_close(struct cli_outfile *f)
+{
+	int err = 0;
+
+	if (f->fd >= 0 && close(f->fd))
+		err = -errno;
+	f->fd = -1;
+	return err;
+}
+
+void cli_outfile_drop(struct cli_outfile *f)
+{
+	(void)cli_outfile_close(f);
+	if (f->tmp.len)
+		unlink(f->tmp.buf);
+	strbuf_release(&f->tmp);
+	f->anon = false;
 }
 
 static void print_help(FILE *f, const char *usage, const struct cli_option *opts)

@@ -129,12 +129,23 @@ int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 		       struct ipc_endpoint *ep);
 
 /*
- * Output files appear only when complete: cli_temp_create makes a fresh
- * "OUT.tmp-XXXXXX" beside out (same directory, so that rename(2) is atomic)
- * with the permissions a plain create would give, and puts its name in tmp.
- * Returns an exit code (the error printed).
+ * Output files appear only when complete. cli_outfile_open makes an unnamed
+ * file in out's directory (O_TMPFILE: if clrtap is killed nothing is left),
+ * or where the file system cannot, a named "OUT.tmp-XXXXXX" beside it, with
+ * the permissions a plain create would give (returns an exit code, the error
+ * printed). cli_outfile_keep gives it a name, atomically replacing what was
+ * there (0 or -errno; call it before closing). cli_outfile_close closes the
+ * descriptor; cli_outfile_drop closes it and removes whatever was not kept.
  */
-int cli_temp_create(const char *out, struct strbuf *tmp, int *fd);
+struct cli_outfile {
+	int fd;
+	bool anon;          /* unnamed (O_TMPFILE) */
+	struct strbuf tmp;  /* the temporary name, while there is one */
+};
+int cli_outfile_open(struct cli_outfile *f, const char *out);
+int cli_outfile_keep(struct cli_outfile *f, const char *name);
+int cli_outfile_close(struct cli_outfile *f);
+void cli_outfile_drop(struct cli_outfile *f);
 
 /* Prints an IPC failure as one line and returns its exit code. */
 int cli_ipc_error(const char *what, int err, const struct ipc_error *rerr);

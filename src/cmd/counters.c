@@ -352,7 +352,8 @@ static int run_counters(bool collect, int argc, char **argv)
 	const char *counters_s = NULL, *meters_s = NULL, *format = NULL, *out_path = NULL;
 	int interval = 1, max_ts = 1000, max_hist = 20;
 	int64_t duration = 0;
-	struct strbuf tmp = STRBUF_INIT;
+	struct cli_outfile of = { .fd = -1 };
+	bool opened = false, kept = false;
 	bool lines = false;
 /* What monitor and collect share, ahead of and after their own options. */
 #define COUNTERS_SOURCE_OPTIONS \
@@ -443,15 +444,13 @@ static int run_counters(bool collect, int argc, char **argv)
 	r.interval = (unsigned)interval;
 	r.pid = t.pid;
 	if (collect) {
-		int fd;
-
-		/* Written under a temporary name, renamed when the session went well. */
-		code = cli_temp_create(out_path, &tmp, &fd);
+		/* An unnamed file beside the output, named when the session went well. */
+		code = cli_outfile_open(&of, out_path);
 		if (code)
 			goto out;
-		r.out = fdopen(fd, "w");
+		opened = true;
+		r.out = fdopen(of.fd, "w");
 		if (!r.out) {
-			close(fd);
 			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out_path, strerror(errno));
 			goto out;
 		}
@@ -531,32 +530,38 @@ static int run_counters(bool collect, int argc, char **argv)
 	code = EXIT_OK;
 out_file:
 	if (collect && r.out) {
-		if (fclose(r.out) && code == EXIT_OK)
+		int e;
+
+		if ((fflush(r.out) || ferror(r.out)) && code == EXIT_OK)
 			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out_path, strerror(errno));
-		if (code == EXIT_OK && rename(tmp.buf, out_path))
-			code = cli_error(EXIT_ERROR, "cannot rename %s to %s: %s", tmp.buf, out_path,
-					 strerror(errno));
 		if (code == EXIT_OK) {
-			strbuf_reset(&tmp);
+			e = cli_outfile_keep(&of, out_path);
+			if (e)
+				code = cli_error(EXIT_ERROR, "cannot write %s: %s", out_path, strerror(-e));
+			else
+				kept = true;
+		}
+		if (code == EXIT_OK) {
 			printf("wrote %s (%" PRIu64 " values)\n", out_path, r.nvalues);
 		} else if (r.nvalues && code != EXIT_ERROR) {
 			/* The values read before the failure: true, but not the whole run. */
 			struct strbuf partial = STRBUF_INIT;
 
-			if (!strbuf_addf(&partial, "%s.partial", out_path) && !rename(tmp.buf, partial.buf)) {
-				strbuf_reset(&tmp);
+			if (!strbuf_addf(&partial, "%s.partial", out_path) &&
+			    !cli_outfile_keep(&of, partial.buf)) {
+				kept = true;
 				cli_info("kept the %" PRIu64 " values read in %s", r.nvalues, partial.buf);
 			}
 			strbuf_release(&partial);
 		}
+		if (fclose(r.out) && code == EXIT_OK)
+			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out_path, strerror(errno));
+		of.fd = -1; /* closed with r.out */
 	}
 out:
-	if (tmp.len) {
-		unlink(tmp.buf);
-		if (collect)
-			cli_info("no file written (%s left as it was)", out_path);
-	}
-	strbuf_release(&tmp);
+	if (opened && !kept)
+		cli_info("no file written (%s left as it was)", out_path);
+	cli_outfile_drop(&of);
 	counters_table_release(&r.table);
 	counters_decoder_free(r.dec);
 	counters_session_release(&cs);

@@ -84,10 +84,11 @@ static int collect(int argc, char **argv)
 	struct ipc_error rerr;
 	struct proc_target t;
 	struct sink sink = { .fd = -1 };
-	struct strbuf tmp = STRBUF_INIT, partial = STRBUF_INIT, probe_msg = STRBUF_INIT_MAX(IPC_MAX_FRAME);
+	struct strbuf partial = STRBUF_INIT, probe_msg = STRBUF_INIT_MAX(IPC_MAX_FRAME);
+	struct cli_outfile of = { .fd = -1 };
 	char *specs = NULL;
 	size_t np = 0;
-	int first, code, err;
+	int first, code, err, err2 = -ENOMEM;
 
 	if (cli_parse(argc, argv,
 		      "clrtap trace collect (-p PID | -n NAME) [--profile NAME] [--providers SPECS] "
@@ -156,10 +157,11 @@ static int collect(int argc, char **argv)
 		goto out;
 	if (!out)
 		out = "trace.nettrace";
-	/* A temporary name beside the output: OUT appears only when complete. */
-	code = cli_temp_create(out, &tmp, &sink.fd);
+	/* An unnamed file beside the output: OUT appears only when complete. */
+	code = cli_outfile_open(&of, out);
 	if (code)
 		goto out;
+	sink.fd = of.fd;
 	sink.tty = isatty(STDERR_FILENO);
 
 	cli_catch_stop_signals();
@@ -175,19 +177,19 @@ static int collect(int argc, char **argv)
 	err = ipc_session_run(&ep, &cfg, &so, &res, &rerr);
 	if (sink.tty)
 		fputc('\n', stderr);
-	if (fsync(sink.fd) && errno != EINVAL && !err)
+	if (fsync(of.fd) && errno != EINVAL && !err)
 		err = -errno;
-	if (close(sink.fd) && !err)
-		err = -errno;
-	sink.fd = -1;
 	if (!err && res.complete) {
-		if (rename(tmp.buf, out)) {
-			code = cli_error(EXIT_ERROR, "cannot rename %s to %s: %s (the trace is in %s)",
-					 tmp.buf, out, strerror(errno), tmp.buf);
-			strbuf_reset(&tmp); /* keep it: it is the whole trace */
+		int e = cli_outfile_keep(&of, out);
+
+		if (e) {
+			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out, strerror(-e));
 			goto out;
 		}
-		strbuf_reset(&tmp);
+		if (cli_outfile_close(&of)) {
+			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out, strerror(errno));
+			goto out;
+		}
 		if (res.target_ended)
 			cli_warn("the target closed the session before clrtap stopped it (did it exit?)");
 		printf("wrote %s (%" PRIu64 " bytes)\n", out, res.bytes);
@@ -198,18 +200,15 @@ static int collect(int argc, char **argv)
 	if (res.bytes == 0 || res.bad_prologue) {
 		char why[512];
 
-		unlink(tmp.buf);
-		strbuf_reset(&tmp);
 		ipc_session_strerror(err ?: -EPROTO, &res, &ep, &rerr, why, sizeof(why));
 		code = cli_error(res.bad_prologue ? EXIT_PROTOCOL : cli_exit_for(err ?: -EPROTO),
 				 "cannot trace: %s; kept nothing, %s not written", why, out);
 		goto out;
 	}
-	if (strbuf_addf(&partial, "%s.partial", out) || rename(tmp.buf, partial.buf)) {
-		code = cli_error(EXIT_ERROR, "cannot keep the partial trace: %s", strerror(errno));
+	if (strbuf_addf(&partial, "%s.partial", out) || (err2 = cli_outfile_keep(&of, partial.buf))) {
+		code = cli_error(EXIT_ERROR, "cannot keep the partial trace: %s", strerror(-err2));
 		goto out;
 	}
-	strbuf_reset(&tmp);
 	if (err == -EFBIG)
 		code = cli_error(EXIT_PARTIAL, "stopped at --max-size (%" PRIu64 " bytes): kept %s, "
 				 "incomplete (no rundown, no end); %s not written",
@@ -226,11 +225,7 @@ static int collect(int argc, char **argv)
 				 " bytes: kept %s, incomplete; %s not written",
 				 res.bytes, partial.buf, out);
 out:
-	if (sink.fd >= 0)
-		close(sink.fd);
-	if (tmp.len)
-		unlink(tmp.buf);
-	strbuf_release(&tmp);
+	cli_outfile_drop(&of);
 	strbuf_release(&partial);
 	strbuf_release(&probe_msg);
 	free(specs);
@@ -332,10 +327,10 @@ static int write_flame(const struct loaded *l, const char *src, const char *out,
 {
 	const struct ts_result *res = tracestats_result(l->ts);
 	struct flame_opts fo = { 0 };
-	struct strbuf tmp = STRBUF_INIT;
+	struct cli_outfile of;
 	static struct strbuf partial = STRBUF_INIT;
 	const char *base = strrchr(src, '/');
-	int fd, err, code;
+	int err, code;
 
 	*written = NULL;
 	if (l->read_err && !flame_total(res->flame))
@@ -352,20 +347,17 @@ static int write_flame(const struct loaded *l, const char *src, const char *out,
 			return cli_error(EXIT_ERROR, "out of memory");
 		out = partial.buf;
 	}
-	code = cli_temp_create(out, &tmp, &fd);
+	code = cli_outfile_open(&of, out);
 	if (code)
 		return code;
-	err = flame_write(res->flame, fmt, fd, &fo);
-	if (close(fd) && !err)
+	err = flame_write(res->flame, fmt, of.fd, &fo);
+	if (!err)
+		err = cli_outfile_keep(&of, out);
+	if (cli_outfile_close(&of) && !err)
 		err = -errno;
-	if (!err && rename(tmp.buf, out))
-		err = -errno;
-	if (err) {
-		unlink(tmp.buf);
-		strbuf_release(&tmp);
+	cli_outfile_drop(&of);
+	if (err)
 		return cli_error(EXIT_ERROR, "cannot write %s: %s", out, strerror(-err));
-	}
-	strbuf_release(&tmp);
 	*written = out;
 	if (!flame_total(res->flame))
 		cli_warn("%s has no sampled stacks (collect with --profile cpu-sampling); %s is empty",

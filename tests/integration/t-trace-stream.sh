@@ -91,6 +91,22 @@ equals "stream-stall: the partial file holds the 32-byte prologue only" "$size" 
 rm -f "$OUTDIR"/t.nettrace.partial
 unfake
 
+# clrtap killed (SIGKILL) mid-session: the output is an unnamed file until
+# complete, so nothing is left behind (where the file system has O_TMPFILE).
+fake stream-stall
+"$CLRTAP" trace collect -p "$FAKE_PID" -d 30 -o "$OUTDIR/k.nettrace" >/dev/null 2>&1 &
+COLLECT=$!
+sleep 1
+kill -KILL "$COLLECT"
+wait "$COLLECT" 2>/dev/null
+if python3 -c 'import os,sys; os.close(os.open(sys.argv[1], os.O_TMPFILE | os.O_WRONLY, 0o600))' "$OUTDIR" 2>/dev/null; then
+	no_files "trace collect killed with SIGKILL"
+else
+	ok "# SKIP SIGKILL leaves nothing: no O_TMPFILE on this file system"
+	rm -f "$OUTDIR"/k.nettrace.tmp-*
+fi
+unfake
+
 # counters and stacks: the same cases, a 2 s timeout: duration + timeout (+1 s slack).
 for spec in "stream-random:not a nettrace stream" "stream-huge:not a nettrace stream" \
 	"stream-silent:sent no trace within the timeout (2000 ms)" \

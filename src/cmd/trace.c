@@ -115,6 +115,7 @@ static int collect(int argc, char **argv)
 	}
 	if (providers_s) {
 		char *save = NULL, *tok;
+		size_t from_profile = np;
 
 		specs = strdup(providers_s);
 		if (!specs)
@@ -130,9 +131,13 @@ static int collect(int argc, char **argv)
 			}
 			np++;
 		}
+		if (np == from_profile) {
+			code = cli_error(EXIT_USAGE, "--providers '%s' names no provider", providers_s);
+			goto out;
+		}
 	}
 	if (!np) {
-		code = cli_error(EXIT_USAGE, "--providers '%s' names no provider", providers_s);
+		code = cli_error(EXIT_USAGE, "no provider to trace");
 		goto out;
 	}
 	if (buffer_mb <= 0) {

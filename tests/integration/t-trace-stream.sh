@@ -139,6 +139,8 @@ cd "$OUTDIR" || exit 1
 fake stream-silent
 expect_exit "--providers ',,,' is a usage error" 2 "$CLRTAP" trace collect -p "$FAKE_PID" --providers ',,,'
 contains "',,,': says no provider is named" "$ERR" "names no provider"
+expect_exit "--providers ',,' beside a profile is a usage error too" 2 "$CLRTAP" trace collect -p "$FAKE_PID" --profile exceptions --providers ',,'
+
 expect_exit "a 70 kB provider list is a usage error" 2 "$CLRTAP" trace collect -p "$FAKE_PID" \
 	--providers "$(head -c 70000 /dev/zero | tr '\0' a)"
 contains "70 kB list: says it does not fit" "$ERR" "does not fit in one request"

@@ -316,8 +316,11 @@ int ipc_session_run(const struct ipc_endpoint *ep, const struct ipc_trace_config
 		if (err)
 			break;
 	}
-	if (!err && !r.checked)
-		err = res->bytes || r.pro_len ? -EBADMSG : -EPROTO; /* closed before a whole prologue */
+	if (!err && !r.checked) {
+		/* closed before a whole prologue */
+		res->bad_prologue = r.pro_len > 0;
+		err = r.pro_len ? -EBADMSG : -EPROTO;
+	}
 	if (res->capped && (!err || err == -ETIMEDOUT))
 		err = -EFBIG;
 	/* The stream ends with a NullReference tag (1) after the last block. */
@@ -346,6 +349,8 @@ void ipc_session_strerror(int err, const struct ipc_session_result *res,
 			 "Nettrace header)");
 	else if (err == -EFBIG)
 		snprintf(buf, len, "the stream passed the size cap (%" PRIu64 " bytes)", res->bytes);
+	else if (err == -EPROTO && res->session && !res->bytes)
+		snprintf(buf, len, "the target closed the session's stream before sending a trace");
 	else if (err == -ETIMEDOUT && res->session && !res->bytes)
 		snprintf(buf, len, "the session started but the target sent no trace within "
 			 "the timeout (%d ms)", timeout);

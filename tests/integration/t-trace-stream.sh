@@ -46,7 +46,8 @@ mkdir -p "$OUTDIR"
 # trace collect -d 2 --timeout 5000 ends within 8 s (the bound) and keeps nothing.
 for spec in "stream-random:not a nettrace stream" "stream-huge:not a nettrace stream" \
 	"stream-silent:sent no trace within the timeout (5000 ms)" \
-	"stream-half:did not answer in time" "hang:did not answer in time"; do
+	"stream-half:did not answer in time" "hang:did not answer in time" \
+	"stream-close:closed the session's stream before sending a trace"; do
 	mode=${spec%%:*}
 	msg=${spec#*:}
 	fake "$mode"

@@ -20,6 +20,7 @@
  *   stream-huge     "Nettrace", a header length of 0x7fffffff, then silence
  *   stream-silent   nothing more (the connection stays open)
  *   stream-half     half of the reply, then silence
+ *   stream-close    nothing more: the stream is closed at once
  *   stream-flood    a valid nettrace prologue, then endless random bytes
  *   stream-stall    a valid nettrace prologue, then silence (also after the stop)
  *
@@ -180,6 +181,8 @@ static void serve_stream(int c, const char *mode)
 		if (!strcmp(mode, "stream-flood"))
 			endless_random(c);
 		pause();
+	} else if (!strcmp(mode, "stream-close")) {
+		return;
 	} else {
 		pause(); /* stream-silent */
 	}

@@ -92,6 +92,39 @@ equals "stream-stall: the partial file holds the 32-byte prologue only" "$size" 
 rm -f "$OUTDIR"/t.nettrace.partial
 unfake
 
+# The same from a fake in its own PID and mount namespace with a private /tmp
+# (what a container looks like from the host; tests/tools/contain.sh does the
+# same for the .NET fixture).
+fake_ns() {
+	local mode=$1 i
+	local out="$WORK/fakens-$mode-$RANDOM.out"
+	unshare --pid --mount --fork --mount-proc --kill-child \
+		sh -c 'mount -t tmpfs -o mode=1777 clrtap-private-tmp /tmp && exec "$0" "$1"' \
+		"$TOOLS/fakeds" "$mode" >"$out" 2>&1 &
+	FAKE_NS_PARENT=$!
+	KILL_PIDS+=("$FAKE_NS_PARENT")
+	wait_for_line "$out" '^READY' 10 "$FAKE_NS_PARENT"
+	FAKE_PID=""
+	for ((i = 0; i < 100; i++)); do
+		FAKE_PID=$(pgrep -P "$FAKE_NS_PARENT" | head -1)
+		[ -n "$FAKE_PID" ] && break
+		sleep 0.05
+	done
+}
+for spec in "stream-random:not a nettrace stream" "stream-huge:not a nettrace stream" \
+	"stream-silent:sent no trace within the timeout (5000 ms)"; do
+	mode=${spec%%:*}
+	msg=${spec#*:}
+	fake_ns "$mode"
+	timed "namespaced fake: trace collect, $mode" 8000 $E_PROTO "$CLRTAP" trace collect -p "$FAKE_PID" \
+		-d 2 --timeout 5000 -o "$OUTDIR/t.nettrace"
+	contains "namespaced fake: $mode: says why" "$ERR" "$msg"
+	no_files "namespaced fake: trace collect, $mode"
+	# unshare ignores SIGTERM while it waits for its child: stop the fake itself
+	kill -TERM "$FAKE_PID" 2>/dev/null
+	wait "$FAKE_NS_PARENT" 2>/dev/null
+done
+
 # clrtap killed (SIGKILL) mid-session: the output is an unnamed file until
 # complete, so nothing is left behind (where the file system has O_TMPFILE).
 fake stream-stall

@@ -290,6 +290,23 @@ static void text_samples(const struct ts_result *r, unsigned top, struct strbuf 
 				    "managed code)\n");
 		return;
 	}
+	/*
+	 * An idle app: the few managed samples are not where its time went.
+	 * The sampler visits every thread once a period, so managed samples x
+	 * period / span is the mean number of threads in managed code.
+	 */
+	if (r->info.sampling_ns && r->duration_ns && !r->thread_time) {
+		double busy = (double)s->managed * r->info.sampling_ns / (double)r->duration_ns;
+
+		if (busy < 0.1) {
+			(void)strbuf_addf(sb, "  mostly idle: only %" PRIu64 " of %" PRIu64
+					  " thread samples (%.1f%%) were in managed code over ",
+					  s->managed, s->managed + s->external + s->other,
+					  pct_of(s->managed, s->managed + s->external + s->other));
+			add_dur(sb, r->duration_ns);
+			(void)strbuf_addstr(sb, "; --thread-time shows where threads waited\n");
+		}
+	}
 	(void)strbuf_addf(sb, "  top %u by self (%" PRIu64 " samples in the flame graph)\n", top, total);
 	(void)strbuf_addstr(sb, "    self%   self  total%  total  method\n");
 	for (i = 0; i < n && i < top; i++) {

@@ -1544,6 +1544,7 @@ int tracestats_finish(struct tracestats *ts)
 	if (err)
 		return err;
 	r->flame = ts->flame;
+	r->thread_time = ts->lim.thread_time;
 	ts->samples.stacks = ts->nstacks;
 	r->samples = ts->samples;
 	return 0;

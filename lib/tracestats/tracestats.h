@@ -156,6 +156,7 @@ struct ts_result {
 	uint64_t contention_sites_other; /* starts past the site cap */
 	struct ts_samples samples;
 	const struct flame *flame; /* the sampled stacks (root first); NULL before finish */
+	bool thread_time;          /* the flame also holds samples outside managed code */
 	struct ts_error error;
 };
 

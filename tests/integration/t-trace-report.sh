@@ -127,6 +127,7 @@ lacks "sampler only: no '0 thrown'" "$OUT" "0 thrown"
 contains "thread samples are not called CPU time" "$OUT" "thread samples, not CPU time"
 expect_exit "report the idle cpu-sampling trace" 0 "$CLRTAP" trace report "$WORK/idle.nettrace"
 lacks "idle: no hint to collect what was collected" "$OUT" "collect with the cpu-sampling profile"
+contains "idle: says the app was mostly idle" "$OUT" "mostly idle: "
 expect_exit "report the idle trace --json" 0 "$CLRTAP" trace report "$WORK/idle.nettrace" --json
 equals "idle: the span covers the session (>= 0.9 s), not just the rundown" "$(j 'd["trace"]["duration_ns"] >= 900000000')" True
 

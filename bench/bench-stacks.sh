@@ -2,7 +2,9 @@
 # Time of `clrtap stacks` on the `blocked` fixture beside `dotnet-stack
 # report` (installed from NuGet into build/tools if the registry serves it),
 # both on the same process. Prints the median of RUNS runs of each and their
-# ratio, and checks that clrtap's tree has the 5/1 grouping.
+# ratio, and checks that clrtap's tree has the 5/1 grouping. Then the same on
+# the `web` fixture under curl load, whose rundown is larger than a socket
+# buffer (the stop stall of issue 9 showed there: 5.05 s before the fix).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/bench/lib.sh"
@@ -11,9 +13,13 @@ DLL=$ROOT/build/fixtures/sample/sample.dll
 RUNS=${RUNS:-20}
 TOOLS=$ROOT/build/tools
 pid=
+wpid=
+load=
 out=$(mktemp -d)
 cleanup() {
+	[ -n "$load" ] && kill "$load" 2>/dev/null
 	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null
+	[ -n "$wpid" ] && kill -TERM "$wpid" 2>/dev/null
 	rm -rf "$out"
 }
 trap cleanup EXIT
@@ -33,4 +39,20 @@ if [ -x "$TOOLS/dotnet-stack" ]; then
 	d=$(median_ms "$TOOLS/dotnet-stack" report -p "$pid")
 	echo "dotnet-stack report:  ${d} ms (median of $RUNS)"
 	awk -v c="$c" -v d="$d" 'BEGIN {printf "ratio: clrtap stacks is %.1fx faster than dotnet-stack report\n", d / c}'
+fi
+
+# The web fixture under load: a rundown of thousands of methods.
+port=$((20000 + RANDOM % 20000))
+dotnet "$DLL" web --port "$port" >"$out/web" 2>&1 &
+wpid=$!
+wait_line "$out/web" READY 60
+(while kill -0 "$wpid" 2>/dev/null; do curl -s "http://127.0.0.1:$port/api/fibonacci?pos=20" >/dev/null; done) &
+load=$!
+sleep 1
+cw=$(median_ms "$CLRTAP" stacks -p "$wpid")
+echo "clrtap stacks, web fixture under load: ${cw} ms (median of $RUNS; small fixture: ${c} ms)"
+if [ -x "$TOOLS/dotnet-stack" ]; then
+	dw=$(median_ms "$TOOLS/dotnet-stack" report -p "$wpid")
+	echo "dotnet-stack report, web fixture:    ${dw} ms (median of $RUNS)"
+	awk -v c="$cw" -v d="$dw" 'BEGIN {printf "ratio (web): clrtap stacks is %.1fx faster than dotnet-stack report\n", d / c}'
 fi

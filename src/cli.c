@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "common/compat.h"
 
+#include <ctype.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include <getopt.h>
 
@@ -130,6 +133,160 @@ int cli_exit_for(int err)
 	}
 }
 
+int cli_parse_duration(const char *s, int64_t *ms)
+{
+	int64_t whole = 0, frac = 0, scale = 100;
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		whole = whole * 10 + (*p - '0');
+		if (whole > 30 * 86400)
+			return -EINVAL;
+	}
+	if (*p == '.') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		for (; isdigit((unsigned char)*p); p++) {
+			if (!scale)
+				return -EINVAL; /* finer than a millisecond */
+			frac += (*p - '0') * scale;
+			scale /= 10;
+		}
+	}
+	if (*p || (whole == 30 * 86400 && frac))
+		return -EINVAL;
+	*ms = whole * 1000 + frac;
+	return 0;
+}
+
+int cli_parse_size(const char *s, uint64_t *bytes)
+{
+	static const struct {
+		const char *unit;
+		unsigned shift;
+	} units[] = { { "", 0 }, { "K", 10 }, { "KiB", 10 }, { "M", 20 }, { "MiB", 20 },
+		      { "G", 30 }, { "GiB", 30 } };
+	uint64_t v = 0;
+	const char *p = s;
+	size_t i;
+
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	for (i = 0; i < ARRAY_SIZE(units); i++) {
+		if (strcasecmp(p, units[i].unit))
+			continue;
+		if (units[i].shift && v > (UINT64_MAX >> units[i].shift))
+			return -EINVAL;
+		*bytes = v << units[i].shift;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int cli_outfile_open(struct cli_outfile *f, const char *out)
+{
+	const char *slash = strrchr(out, '/');
+	struct strbuf dir = STRBUF_INIT;
+	mode_t mask;
+	int e;
+
+	memset(f, 0, sizeof(*f));
+	strbuf_init(&f->tmp, 0);
+	f->fd = -1;
+	/* An unnamed file in the output's directory: nothing to leave behind if clrtap dies. */
+	if (!strbuf_add(&dir, out, slash ? (size_t)(slash - out) + 1 : 0) &&
+	    !strbuf_addch(&dir, '.')) {
+		f->fd = open(dir.buf, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+		f->anon = f->fd >= 0;
+	}
+	strbuf_release(&dir);
+	if (f->anon)
+		return EXIT_OK;
+	/* File systems without O_TMPFILE: a named temporary beside the output. */
+	mask = umask(0);
+	umask(mask);
+	if (strbuf_addf(&f->tmp, "%s.tmp-XXXXXX", out))
+		return cli_error(EXIT_ERROR, "out of memory");
+	f->fd = mkostemp(f->tmp.buf, O_CLOEXEC);
+	if (f->fd < 0) {
+		e = errno;
+		strbuf_reset(&f->tmp);
+		return cli_error(e == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot write %s: %s",
+				 out, strerror(e));
+	}
+	(void)fchmod(f->fd, 0666 & ~mask); /* on failure the file stays private */
+	return EXIT_OK;
+}
+
+int cli_outfile_keep(struct cli_outfile *f, const char *name)
+{
+	char proc[64];
+	unsigned i;
+
+	if (!f->anon) {
+		if (!f->tmp.len)
+			return -EBADF;
+		if (rename(f->tmp.buf, name))
+			return -errno;
+		strbuf_reset(&f->tmp);
+		return 0;
+	}
+	/* link the unnamed file under a fresh name, then rename it over name (atomic) */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", f->fd);
+	for (i = 0; i < 100; i++) {
+		strbuf_reset(&f->tmp);
+		if (strbuf_addf(&f->tmp, "%s.tmp-%d-%u", name, (int)getpid(), i))
+			return -ENOMEM;
+		if (!linkat(AT_FDCWD, proc, AT_FDCWD, f->tmp.buf, AT_SYMLINK_FOLLOW))
+			break;
+		if (errno != EEXIST) {
+			strbuf_reset(&f->tmp);
+			return -errno;
+		}
+	}
+	if (i == 100) {
+		strbuf_reset(&f->tmp);
+		return -EEXIST;
+	}
+	if (rename(f->tmp.buf, name)) {
+		int e = -errno;
+
+		unlink(f->tmp.buf);
+		strbuf_reset(&f->tmp);
+		return e;
+	}
+	strbuf_reset(&f->tmp);
+	f->anon = false; /* named now: nothing more to drop */
+	return 0;
+}
+
+int cli_outfile_close(struct cli_outfile *f)
+{
+	int err = 0;
+
+	if (f->fd >= 0 && close(f->fd))
+		err = -errno;
+	f->fd = -1;
+	return err;
+}
+
+void cli_outfile_drop(struct cli_outfile *f)
+{
+	(void)cli_outfile_close(f);
+	if (f->tmp.len)
+		unlink(f->tmp.buf);
+	strbuf_release(&f->tmp);
+	f->anon = false;
+}
+
 static void print_help(FILE *f, const char *usage, const struct cli_option *opts)
 {
 	const struct cli_option *o;
@@ -220,6 +377,12 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 			break;
 		case CLI_OPT_PID:
 			ret = ct_parse_pid(optarg, (pid_t *)o->value);
+			break;
+		case CLI_OPT_DURATION:
+			ret = cli_parse_duration(optarg, (int64_t *)o->value);
+			break;
+		case CLI_OPT_SIZE:
+			ret = cli_parse_size(optarg, (uint64_t *)o->value);
 			break;
 		case CLI_OPT_END:
 			break;

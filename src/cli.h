@@ -90,7 +90,19 @@ enum cli_opt_type {
 	CLI_OPT_STRING,  /* const char **, the argument */
 	CLI_OPT_INT,     /* int *, decimal */
 	CLI_OPT_PID,     /* pid_t *, decimal > 0 */
+	CLI_OPT_DURATION, /* int64_t * milliseconds; cli_parse_duration */
+	CLI_OPT_SIZE,    /* uint64_t * bytes; cli_parse_size */
 };
+
+/*
+ * Durations are seconds, with a fraction if wanted ("2", "1.5", "0.25"; at
+ * most 3 decimals, at most 30 days). The one rule for -d/--duration of every
+ * command: 0 means "until Ctrl-C". Returns 0 or -EINVAL.
+ */
+int cli_parse_duration(const char *s, int64_t *ms);
+/* Byte sizes: a number with an optional unit K, M, G (also KiB, MiB, GiB;
+ * powers of 1024). Returns 0 or -EINVAL. */
+int cli_parse_size(const char *s, uint64_t *bytes);
 
 struct cli_option {
 	int short_name; /* 0 for none */
@@ -130,6 +142,25 @@ struct cli_target_opts {
  */
 int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 		       struct ipc_endpoint *ep);
+
+/*
+ * Output files appear only when complete. cli_outfile_open makes an unnamed
+ * file in out's directory (O_TMPFILE: if clrtap is killed nothing is left),
+ * or where the file system cannot, a named "OUT.tmp-XXXXXX" beside it, with
+ * the permissions a plain create would give (returns an exit code, the error
+ * printed). cli_outfile_keep gives it a name, atomically replacing what was
+ * there (0 or -errno; call it before closing). cli_outfile_close closes the
+ * descriptor; cli_outfile_drop closes it and removes whatever was not kept.
+ */
+struct cli_outfile {
+	int fd;
+	bool anon;          /* unnamed (O_TMPFILE) */
+	struct strbuf tmp;  /* the temporary name, while there is one */
+};
+int cli_outfile_open(struct cli_outfile *f, const char *out);
+int cli_outfile_keep(struct cli_outfile *f, const char *name);
+int cli_outfile_close(struct cli_outfile *f);
+void cli_outfile_drop(struct cli_outfile *f);
 
 /* Prints an IPC failure as one line and returns its exit code. */
 int cli_ipc_error(const char *what, int err, const struct ipc_error *rerr);

@@ -822,6 +822,47 @@ int ipc_stop_tracing(const struct ipc_endpoint *ep, uint64_t session, struct ipc
 	return err;
 }
 
+int ipc_stop_tracing_send(const struct ipc_endpoint *ep, uint64_t session, int *fd)
+{
+	struct strbuf msg = STRBUF_INIT_MAX(IPC_HEADER_SIZE + 8);
+	int64_t deadline = now_ms() + timeout_of(ep);
+	int err;
+
+	*fd = -1;
+	err = ipc_encode_header(&msg, IPC_SET_EVENTPIPE, 0x01, 8);
+	err = err ?: ipc_encode_u64(&msg, session);
+	err = err ?: ipc_connect(ep, deadline, fd, NULL);
+	if (!err) {
+		err = send_all(*fd, msg.buf, msg.len, deadline);
+		if (err) {
+			close(*fd);
+			*fd = -1;
+		}
+	}
+	strbuf_release(&msg);
+	return err;
+}
+
+int ipc_stop_tracing_recv(int fd, int timeout_ms, struct ipc_error *rerr)
+{
+	struct ipc_reply *r;
+	int err;
+
+	if (rerr)
+		memset(rerr, 0, sizeof(*rerr));
+	r = malloc(sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	err = recv_reply(fd, r, now_ms() + (timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS), rerr);
+	if (!err && r->len >= 4 && (int32_t)ct_le32(r->payload) < 0) {
+		if (rerr)
+			rerr->hresult = (int32_t)ct_le32(r->payload);
+		err = -EREMOTEIO;
+	}
+	free(r);
+	return err;
+}
+
 int ipc_attach_profiler(const struct ipc_endpoint *ep, uint32_t timeout_s,
 			const uint8_t clsid[16], const char *path, const void *data,
 			uint32_t datalen, struct ipc_error *rerr)

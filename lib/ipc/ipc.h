@@ -179,6 +179,15 @@ struct ipc_trace_config {
 int ipc_collect_tracing(const struct ipc_endpoint *ep, const struct ipc_trace_config *cfg,
 			int *fd, uint64_t *session, struct ipc_error *rerr);
 int ipc_stop_tracing(const struct ipc_endpoint *ep, uint64_t session, struct ipc_error *rerr);
+/*
+ * StopTracing in two halves, so that the caller can keep draining the
+ * session's stream meanwhile (the runtime sends its reply only after it has
+ * written the rundown, and blocks while the stream's socket is full).
+ * _send connects and sends the request (bounded by ep's timeout) and gives
+ * the connection in *fd; _recv reads the reply from it once it is readable.
+ */
+int ipc_stop_tracing_send(const struct ipc_endpoint *ep, uint64_t session, int *fd);
+int ipc_stop_tracing_recv(int fd, int timeout_ms, struct ipc_error *rerr);
 
 /*
  * Parses a provider spec in dotnet-trace's syntax, in place:
@@ -196,34 +205,65 @@ int ipc_profile_lookup(const char *name, const struct ipc_provider **providers, 
 const char *ipc_profile_name(size_t i, const char **help);
 
 struct ipc_session_opts {
-	/* Receives the stream's bytes in order; a non-zero return stops the run. */
+	/*
+	 * Receives the stream's bytes in order, starting with a prologue that
+	 * ipc_stream_check_prologue accepted (nothing reaches the sink before);
+	 * a non-zero return stops the run.
+	 */
 	int (*sink)(void *ctx, const void *buf, size_t n);
 	void (*progress)(void *ctx, uint64_t bytes); /* about twice a second, or NULL */
 	void *ctx;
 	volatile sig_atomic_t *stop; /* set (from a signal handler) to stop */
 	int64_t duration_ms;         /* stop after this long; 0: only on *stop */
-	int stop_grace_ms;           /* wait this long for the end after stopping (30000) */
+	uint64_t max_bytes;          /* pass at most this much to the sink; 0: no cap */
 };
 
 struct ipc_session_result {
 	uint64_t session;
-	uint64_t bytes;
+	uint64_t bytes;      /* bytes passed to the sink */
+	uint64_t dropped;    /* bytes received past max_bytes (not passed on) */
 	uint8_t last_byte;
 	bool stopped;       /* clrtap sent StopTracing */
 	int stop_error;     /* what StopTracing returned, if it failed */
 	bool target_ended;  /* the stream ended before clrtap stopped it */
 	bool complete;      /* the stream ended with its end-of-stream tag */
+	bool capped;        /* max_bytes was reached (the run returns -EFBIG) */
+	bool bad_prologue;  /* the stream did not start as a nettrace stream (-EBADMSG) */
+	int64_t stop_ms;    /* from StopTracing to the end of the stream */
 };
 
 /*
  * Runs one EventPipe session: starts it, feeds the nettrace stream to
  * o->sink, sends StopTracing on a second connection when *o->stop is set or
  * the duration is over, and returns after the runtime closes the stream
- * (rundown included). -ETIMEDOUT if the end does not come within the grace.
+ * (rundown included). The stream is drained all along, the stop included.
+ *
+ * Time budget (ep->timeout_ms, default 5000): starting the session, the
+ * stream's prologue (it must arrive within the timeout), and the stop: the
+ * stream must end (rundown included) within timeout_ms of StopTracing.
+ * Otherwise -ETIMEDOUT. A target that stalls or floods thus costs at most the
+ * duration plus two timeouts (starting the session, and the stop).
+ * -EBADMSG: the stream is not a nettrace stream (nothing reached the sink).
+ * -EFBIG: max_bytes was reached; the session was stopped.
  */
 int ipc_session_run(const struct ipc_endpoint *ep, const struct ipc_trace_config *cfg,
 		    const struct ipc_session_opts *o, struct ipc_session_result *res,
 		    struct ipc_error *rerr);
+
+/* A sentence for a session that failed with err (ipc_session_run's return). */
+void ipc_session_strerror(int err, const struct ipc_session_result *res,
+			  const struct ipc_endpoint *ep, const struct ipc_error *rerr, char *buf,
+			  size_t len);
+
+/*
+ * Checks the start of a nettrace stream: "Nettrace", then either the V5
+ * serialization header (u32 20, "!FastSerialization.1") or the V6 one (u32 0,
+ * u32 major 6, u32 minor). Returns 0 when the first *need bytes are a valid
+ * prologue, -EAGAIN when more bytes are needed (*need says how many in all),
+ * -EBADMSG when they cannot be the start of a nettrace stream.
+ */
+int ipc_stream_check_prologue(const uint8_t *p, size_t len, size_t *need);
+#define IPC_PROLOGUE_MAX 32
 
 /* --- Profiler --- */
 int ipc_attach_profiler(const struct ipc_endpoint *ep, uint32_t timeout_s,

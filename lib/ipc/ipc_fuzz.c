@@ -42,5 +42,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (len > 6)
 		(void)ipc_parse_env_block(p + 6, len - 6, count_env, &total);
 	(void)ipc_parse_error(p, len, &e);
+	/* The session stream's prologue check, over the reply and the raw bytes. */
+	{
+		size_t need;
+
+		(void)ipc_stream_check_prologue(data, size, &need);
+		(void)ipc_stream_check_prologue(p, len, &need);
+	}
 	return total == SIZE_MAX;
 }

@@ -9,13 +9,17 @@
 #include "common/compat.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "common/cursor.h"
 #include "common/strbuf.h"
+#include "common/strparse.h"
 #include "ipc/ipc.h"
 
 static void load(const char *name, struct strbuf *sb)
@@ -316,6 +320,231 @@ static void test_provider_parse(void **state)
 	assert_int_equal(ipc_profile_lookup("nope", &pp, &n, &rk), -ENOENT);
 }
 
+static void test_stream_prologue(void **state)
+{
+	static const uint8_t v5[] = "Nettrace\x14\0\0\0!FastSerialization.1";
+	static const uint8_t v6[] = "Nettrace\0\0\0\0\x06\0\0\0\0\0\0\0";
+	static const uint8_t huge[] = "Nettrace\xff\xff\xff\x7f";
+	static const uint8_t badser[] = "Nettrace\x14\0\0\0!FastSerialization.9";
+	size_t need;
+
+	assert_int_equal(ipc_stream_check_prologue(v5, 32, &need), 0);
+	assert_int_equal(need, 32);
+	assert_int_equal(ipc_stream_check_prologue(v5, 31, &need), -EAGAIN);
+	assert_int_equal(ipc_stream_check_prologue(v5, 5, &need), -EAGAIN);
+	assert_int_equal(ipc_stream_check_prologue(v6, 20, &need), 0);
+	assert_int_equal(need, 20);
+	/* A header length of 0x7fffffff (a hostile fake) is refused at once. */
+	assert_int_equal(ipc_stream_check_prologue(huge, 12, &need), -EBADMSG);
+	assert_int_equal(ipc_stream_check_prologue(badser, 32, &need), -EBADMSG);
+	/* Random bytes are refused from the first byte that differs. */
+	assert_int_equal(ipc_stream_check_prologue((const uint8_t *)"Nx", 2, &need), -EBADMSG);
+	assert_int_equal(ipc_stream_check_prologue((const uint8_t *)"", 0, &need), -EAGAIN);
+}
+
+/*
+ * A fake runtime for ipc_session_run, on a socket in a temporary directory:
+ * CollectTracing gets "OK" + a session id and a nettrace prologue; on
+ * StopTracing it writes a "rundown" much larger than a socket buffer to the
+ * stream *before* it answers (as the runtime does), then the end tag, then
+ * the answer. With stall set it sends nothing after the prologue, ever.
+ */
+struct fake_rt {
+	char dir[64], path[108];
+	int lfd;
+	bool stall;
+	size_t rundown;
+	pthread_t th;
+};
+
+static void fake_header(uint8_t *h, uint16_t size)
+{
+	memcpy(h, "DOTNET_IPC_V1", 14);
+	ct_put_le16(h + 14, size);
+	h[16] = 0xff;
+	h[17] = 0;
+	h[18] = h[19] = 0;
+}
+
+static bool fake_write(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n) {
+		ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+
+		if (w <= 0)
+			return false;
+		b += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+static int fake_request(int lfd, uint8_t *req)
+{
+	int c = accept(lfd, NULL, NULL);
+	size_t got = 0, size;
+	uint8_t skip[512];
+
+	if (c < 0)
+		return -1;
+	while (got < 20) {
+		ssize_t n = read(c, req + got, 20 - got);
+
+		if (n <= 0)
+			return close(c), -1;
+		got += (size_t)n;
+	}
+	for (size = ct_le16(req + 14); got < size;) {
+		ssize_t n = read(c, skip, CT_MIN(sizeof(skip), size - got));
+
+		if (n <= 0)
+			return close(c), -1;
+		got += (size_t)n;
+	}
+	return c;
+}
+
+static void *fake_main(void *arg)
+{
+	struct fake_rt *f = arg;
+	static const uint8_t pro[] = "Nettrace\x14\0\0\0!FastSerialization.1";
+	uint8_t req[20], reply[28], *junk;
+	int stream, stop;
+
+	stream = fake_request(f->lfd, req);
+	if (stream < 0)
+		return NULL;
+	fake_header(reply, 28);
+	ct_put_le64(reply + 20, 42);
+	fake_write(stream, reply, 28);
+	fake_write(stream, pro, 32);
+	stop = fake_request(f->lfd, req);
+	if (stop < 0 || f->stall) {
+		if (stop >= 0) {
+			struct pollfd pfd = { .fd = stop, .events = POLLIN };
+
+			poll(&pfd, 1, 10000); /* until the client hangs up */
+			close(stop);
+		}
+		close(stream);
+		return NULL;
+	}
+	junk = calloc(1, f->rundown);
+	if (junk) {
+		memset(junk, 2, f->rundown);
+		fake_write(stream, junk, f->rundown); /* blocks until the client reads */
+		free(junk);
+	}
+	fake_write(stream, "\x01", 1);
+	close(stream);
+	fake_write(stop, reply, 28);
+	close(stop);
+	return NULL;
+}
+
+static void fake_start(struct fake_rt *f, bool stall)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	memset(f, 0, sizeof(*f));
+	f->stall = stall;
+	f->rundown = 8u << 20;
+	snprintf(f->dir, sizeof(f->dir), "/tmp/clrtap-ipc-test.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->path, sizeof(f->path), "%s/s", f->dir);
+	ct_strlcpy(sa.sun_path, f->path, sizeof(sa.sun_path));
+	f->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(f->lfd >= 0);
+	assert_int_equal(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(f->lfd, 4), 0);
+	assert_int_equal(pthread_create(&f->th, NULL, fake_main, f), 0);
+}
+
+static void fake_stop(struct fake_rt *f)
+{
+	shutdown(f->lfd, SHUT_RDWR);
+	pthread_join(f->th, NULL);
+	close(f->lfd);
+	unlink(f->path);
+	rmdir(f->dir);
+}
+
+static int count_sink(void *ctx, const void *buf, size_t n)
+{
+	(void)buf;
+	*(uint64_t *)ctx += n;
+	return 0;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The rundown is drained while StopTracing waits: no stall up to the timeout. */
+static void test_session_drains_while_stopping(void **state)
+{
+	const struct ipc_provider prov = { "P", 0, 4, NULL };
+	struct ipc_trace_config cfg = { .providers = &prov, .nproviders = 1, .stackwalk = true };
+	struct ipc_session_opts o = { 0 };
+	struct ipc_session_result res;
+	struct ipc_endpoint ep = { 0 };
+	struct ipc_error rerr;
+	struct fake_rt f;
+	uint64_t got = 0;
+	int64_t t0;
+
+	fake_start(&f, false);
+	ep.path = f.path;
+	ep.timeout_ms = 4000;
+	o.sink = count_sink;
+	o.ctx = &got;
+	o.duration_ms = 100;
+	t0 = mono_ms();
+	assert_int_equal(ipc_session_run(&ep, &cfg, &o, &res, &rerr), 0);
+	/* with a blocking stop this took the whole 4 s timeout */
+	assert_true(mono_ms() - t0 < 2500);
+	assert_true(res.complete);
+	assert_true(res.stopped);
+	assert_int_equal(res.stop_error, 0);
+	assert_int_equal(got, 32 + (8u << 20) + 1);
+	assert_int_equal(res.bytes, got);
+	fake_stop(&f);
+}
+
+/* A target that stalls after the prologue costs the duration plus the timeout. */
+static void test_session_stall_is_bounded(void **state)
+{
+	const struct ipc_provider prov = { "P", 0, 4, NULL };
+	struct ipc_trace_config cfg = { .providers = &prov, .nproviders = 1 };
+	struct ipc_session_opts o = { 0 };
+	struct ipc_session_result res;
+	struct ipc_endpoint ep = { 0 };
+	struct ipc_error rerr;
+	struct fake_rt f;
+	uint64_t got = 0;
+	int64_t t0, took;
+
+	fake_start(&f, true);
+	ep.path = f.path;
+	ep.timeout_ms = 500;
+	o.sink = count_sink;
+	o.ctx = &got;
+	o.duration_ms = 200;
+	t0 = mono_ms();
+	assert_int_equal(ipc_session_run(&ep, &cfg, &o, &res, &rerr), -ETIMEDOUT);
+	took = mono_ms() - t0;
+	assert_true(took >= 700 && took < 2000);
+	assert_false(res.complete);
+	assert_int_equal(got, 32);
+	fake_stop(&f);
+}
+
 static void test_connect_nobody(void **state)
 {
 	struct ipc_endpoint ep = { "/nonexistent/dotnet-diagnostic-1-1-socket", 200, 0, 0 };
@@ -389,6 +618,9 @@ int main(void)
 		cmocka_unit_test(test_encode_collect),
 		cmocka_unit_test(test_encode_too_big),
 		cmocka_unit_test(test_provider_parse),
+		cmocka_unit_test(test_stream_prologue),
+		cmocka_unit_test(test_session_drains_while_stopping),
+		cmocka_unit_test(test_session_stall_is_bounded),
 		cmocka_unit_test(test_connect_nobody),
 		cmocka_unit_test(test_peer_check),
 	};

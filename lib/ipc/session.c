@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <time.h>
 
+#include "common/cursor.h"
 #include "common/strparse.h"
 #include "ipc/ipc.h"
 
@@ -127,54 +128,168 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int ipc_stream_check_prologue(const uint8_t *p, size_t len, size_t *need)
+{
+	uint32_t x;
+
+	*need = 12;
+	if (len < 8) {
+		/* Refuse early what already differs from the magic. */
+		return memcmp(p, "Nettrace", len) ? -EBADMSG : -EAGAIN;
+	}
+	if (memcmp(p, "Nettrace", 8))
+		return -EBADMSG;
+	if (len < 12)
+		return -EAGAIN;
+	x = ct_le32(p + 8);
+	if (x == 20) {
+		*need = 32;
+		if (len < 32)
+			return -EAGAIN;
+		return memcmp(p + 12, "!FastSerialization.1", 20) ? -EBADMSG : 0;
+	}
+	if (x == 0) {
+		*need = 20;
+		if (len < 20)
+			return -EAGAIN;
+		return ct_le32(p + 12) == 6 ? 0 : -EBADMSG;
+	}
+	return -EBADMSG;
+}
+
+/* The state of one run: the stream, the stop connection, the clocks. */
+struct run {
+	const struct ipc_endpoint *ep;
+	const struct ipc_session_opts *o;
+	struct ipc_session_result *res;
+	int timeout;
+	int fd, stop_fd;
+	int64_t start, stop_at, last_data;
+	bool stop_sent;
+	uint8_t pro[IPC_PROLOGUE_MAX];
+	size_t pro_len;
+	bool checked;
+};
+
+static void send_stop(struct run *r, int64_t now)
+{
+	int e;
+
+	r->stop_sent = true;
+	r->res->stopped = true;
+	r->stop_at = now;
+	e = ipc_stop_tracing_send(r->ep, r->res->session, &r->stop_fd);
+	/* The session may already be gone (target exiting): not an error here. */
+	if (e)
+		r->res->stop_error = e;
+}
+
+static void read_stop_reply(struct run *r)
+{
+	struct ipc_error serr;
+	int e = ipc_stop_tracing_recv(r->stop_fd, r->timeout, &serr);
+
+	if (e)
+		r->res->stop_error = e;
+	close(r->stop_fd);
+	r->stop_fd = -1;
+}
+
+/* Passes n received bytes on: the prologue is held back until checked. */
+static int take(struct run *r, const uint8_t *p, size_t n)
+{
+	struct ipc_session_result *res = r->res;
+	size_t need, room;
+	int err;
+
+	if (!r->checked) {
+		size_t k = CT_MIN(n, sizeof(r->pro) - r->pro_len);
+
+		memcpy(r->pro + r->pro_len, p, k);
+		r->pro_len += k;
+		p += k;
+		n -= k;
+		err = ipc_stream_check_prologue(r->pro, r->pro_len, &need);
+		if (err == -EAGAIN && r->pro_len < sizeof(r->pro))
+			return 0;
+		if (err) {
+			res->bad_prologue = true;
+			return -EBADMSG;
+		}
+		r->checked = true;
+		err = take(r, r->pro, r->pro_len);
+		if (err || !n)
+			return err;
+	}
+	if (res->capped) {
+		res->dropped += n;
+		return 0;
+	}
+	room = r->o->max_bytes ? (size_t)CT_MIN((uint64_t)n, r->o->max_bytes - res->bytes) : n;
+	if (room) {
+		res->last_byte = p[room - 1];
+		res->bytes += room;
+		err = r->o->sink(r->o->ctx, p, room);
+		if (err)
+			return err;
+	}
+	if (room < n) {
+		res->capped = true;
+		res->dropped += n - room;
+	}
+	return 0;
+}
+
 int ipc_session_run(const struct ipc_endpoint *ep, const struct ipc_trace_config *cfg,
 		    const struct ipc_session_opts *o, struct ipc_session_result *res,
 		    struct ipc_error *rerr)
 {
 	const size_t bufsize = 256 * 1024;
+	struct run r = { .ep = ep, .o = o, .res = res, .fd = -1, .stop_fd = -1 };
 	uint8_t *buf;
-	int64_t start, stop_at = 0, last_progress = 0;
-	int fd = -1, err, wait_ms;
+	int64_t last_progress = 0;
+	int err = 0;
 	uint64_t session;
-	bool stop_sent = false;
 
 	memset(res, 0, sizeof(*res));
+	r.timeout = ep->timeout_ms > 0 ? ep->timeout_ms : 5000;
 	buf = malloc(bufsize);
 	if (!buf)
 		return -ENOMEM;
-	err = ipc_collect_tracing(ep, cfg, &fd, &session, rerr);
+	err = ipc_collect_tracing(ep, cfg, &r.fd, &session, rerr);
 	if (err) {
 		free(buf);
 		return err;
 	}
 	res->session = session;
-	start = now_ms();
+	r.start = r.last_data = now_ms();
 	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int64_t now = now_ms();
+		struct pollfd pfd[2] = { { .fd = r.fd, .events = POLLIN },
+					 { .fd = r.stop_fd, .events = POLLIN } };
+		int64_t now = now_ms(), wait_ms = 100;
 		ssize_t n;
 
-		if (!stop_sent && ((o->stop && *o->stop) ||
-				   (o->duration_ms > 0 && now - start >= o->duration_ms))) {
-			struct ipc_error serr;
-			int e = ipc_stop_tracing(ep, session, &serr);
-
-			stop_sent = true;
-			res->stopped = true;
-			stop_at = now;
-			/* The session may already be gone (target exiting): not an error here. */
-			if (e)
-				res->stop_error = e;
-		}
-		if (stop_sent && now - stop_at > (o->stop_grace_ms ? o->stop_grace_ms : 30000)) {
+		if (!r.stop_sent && ((o->stop && *o->stop) || res->capped ||
+				     (o->duration_ms > 0 && now - r.start >= o->duration_ms)))
+			send_stop(&r, now);
+		/* The stream starts with its prologue at once; a target that sends nothing stalls. */
+		if (!r.checked && now - r.start >= r.timeout) {
 			err = -ETIMEDOUT;
 			break;
 		}
-		wait_ms = 100;
+		/*
+		 * After the stop the end (rundown included) is due within the
+		 * timeout, however fast bytes still come: a flooding target is as
+		 * bounded as a silent one.
+		 */
+		if (r.stop_sent && now - r.stop_at >= r.timeout) {
+			err = -ETIMEDOUT;
+			break;
+		}
 		/* Wake exactly at the end of a short session instead of the next tick. */
-		if (!stop_sent && o->duration_ms > 0)
-			wait_ms = (int)CT_MAX(0, CT_MIN(100, (int64_t)o->duration_ms - (now - start)));
-		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR) {
+		if (!r.stop_sent && o->duration_ms > 0)
+			wait_ms = CT_MAX(0, CT_MIN(100, o->duration_ms - (now - r.start)));
+		if (poll(pfd, r.stop_fd >= 0 ? 2 : 1, (int)wait_ms) < 0 && errno != EINTR) {
 			err = -errno;
 			break;
 		}
@@ -182,27 +297,66 @@ int ipc_session_run(const struct ipc_endpoint *ep, const struct ipc_trace_config
 			o->progress(o->ctx, res->bytes);
 			last_progress = now;
 		}
-		if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+		if (r.stop_fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
+			read_stop_reply(&r);
+		if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
-		n = read(fd, buf, bufsize);
+		n = read(r.fd, buf, bufsize);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
-			err = errno == ECONNRESET ? 0 : -errno;
+			/* A reset is a broken stream, not an end: the end has its own tag. */
+			err = -errno;
 			break;
 		}
 		if (n == 0)
 			break; /* the runtime closed the stream */
-		res->last_byte = buf[n - 1];
-		res->bytes += (uint64_t)n;
-		err = o->sink(o->ctx, buf, (size_t)n);
+		r.last_data = now_ms();
+		err = take(&r, buf, (size_t)n);
 		if (err)
 			break;
 	}
+	if (!err && !r.checked) {
+		/* closed before a whole prologue */
+		res->bad_prologue = r.pro_len > 0;
+		err = r.pro_len ? -EBADMSG : -EPROTO;
+	}
+	if (res->capped && (!err || err == -ETIMEDOUT))
+		err = -EFBIG;
 	/* The stream ends with a NullReference tag (1) after the last block. */
 	res->complete = !err && res->bytes > 0 && res->last_byte == 1;
-	res->target_ended = !err && !stop_sent;
-	close(fd);
+	res->target_ended = !err && !r.stop_sent;
+	if (r.stop_sent)
+		res->stop_ms = now_ms() - r.stop_at;
+	/* Leave the target as found: a session that clrtap gives up on is stopped too. */
+	if (err && !r.stop_sent && err != -ECONNRESET && err != -EPIPE)
+		send_stop(&r, now_ms());
+	if (r.stop_fd >= 0)
+		close(r.stop_fd);
+	close(r.fd);
 	free(buf);
 	return err;
+}
+
+void ipc_session_strerror(int err, const struct ipc_session_result *res,
+			  const struct ipc_endpoint *ep, const struct ipc_error *rerr, char *buf,
+			  size_t len)
+{
+	int timeout = ep->timeout_ms > 0 ? ep->timeout_ms : 5000;
+
+	if (res->bad_prologue)
+		snprintf(buf, len, "the session's stream is not a nettrace stream (no valid "
+			 "Nettrace header)");
+	else if (err == -EFBIG)
+		snprintf(buf, len, "the stream passed the size cap (%" PRIu64 " bytes)", res->bytes);
+	else if (err == -EPROTO && res->session && !res->bytes)
+		snprintf(buf, len, "the target closed the session's stream before sending a trace");
+	else if (err == -ETIMEDOUT && res->session && !res->bytes)
+		snprintf(buf, len, "the session started but the target sent no trace within "
+			 "the timeout (%d ms)", timeout);
+	else if (err == -ETIMEDOUT && res->stopped)
+		snprintf(buf, len, "the target did not end the stream within the timeout (%d ms) "
+			 "after StopTracing", timeout);
+	else
+		ipc_strerror(err, rerr, buf, len);
 }

@@ -160,7 +160,6 @@ static void *session_main(void *arg)
 	so.sink = sink;
 	so.ctx = li;
 	so.stop = &li->stop;
-	so.stop_grace_ms = 3000;
 	err = ipc_session_run(&li->ep, &cfg, &so, &res, &rerr);
 	close(li->wfd);
 	li->wfd = -1;
@@ -277,6 +276,8 @@ int probe_inl_start(const struct ipc_endpoint *ep, const char *const *names, siz
 	ct_strlcpy(li->sock, ep->path, sizeof(li->sock));
 	li->ep.path = li->sock;
 	li->ep.timeout_ms = ep->timeout_ms;
+	li->ep.pid = ep->pid;
+	li->ep.nspid = ep->nspid;
 	for (i = 0; i < n && i < MAX_WATCH; i++)
 		if (!(li->watch[li->nwatch++] = strdup(names[i])))
 			err = -ENOMEM;

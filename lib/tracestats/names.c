@@ -51,7 +51,8 @@ static const struct idname runtime_names[] = {
 	{ 146, "MethodJitMemoryAllocatedForCode" }, { 151, "DomainModuleLoad" },
 	{ 152, "ModuleLoad" }, { 153, "ModuleUnload" }, { 154, "AssemblyLoad" },
 	{ 155, "AssemblyUnload" }, { 156, "AppDomainLoad" }, { 157, "AppDomainUnload" },
-	{ 158, "ModuleRangeLoad" }, { 185, "MethodJitInliningSucceeded" },
+	{ 158, "ModuleRangeLoad" }, { 159, "R2RGetEntryPoint" }, { 160, "R2RGetEntryPointStart" },
+	{ 185, "MethodJitInliningSucceeded" },
 	{ 186, "MethodJitInliningFailedAnsi" }, { 187, "RuntimeInformationStart" },
 	{ 188, "MethodJitTailCallSucceeded" }, { 189, "MethodJitTailCallFailedAnsi" },
 	{ 190, "MethodILToNativeMap" }, { 191, "MethodJitTailCallFailed" },
@@ -77,14 +78,15 @@ static const struct idname runtime_names[] = {
 };
 
 static const struct idname rundown_names[] = {
-	{ 10, "GCSettingsRundown" }, { 141, "MethodDCStart" }, { 142, "MethodDCEnd" },
+	{ 0, "CLRStackWalk" }, { 10, "GCSettingsRundown" }, { 141, "MethodDCStart" }, { 142, "MethodDCEnd" },
 	{ 143, "MethodDCStartVerbose" }, { 144, "MethodDCEndVerbose" }, { 145, "DCStartComplete" },
 	{ 146, "DCEndComplete" }, { 147, "DCStartInit" }, { 148, "DCEndInit" },
 	{ 149, "MethodDCStartILToNativeMap" }, { 150, "MethodDCEndILToNativeMap" },
 	{ 151, "DomainModuleDCStart" }, { 152, "DomainModuleDCEnd" }, { 153, "ModuleDCStart" },
 	{ 154, "ModuleDCEnd" }, { 155, "AssemblyDCStart" }, { 156, "AssemblyDCEnd" },
 	{ 157, "AppDomainDCStart" }, { 158, "AppDomainDCEnd" }, { 159, "ThreadDCEnd" },
-	{ 187, "RuntimeInformationDCStart" }, { 250, "TieredCompilationSettingsDCStart" },
+	{ 187, "RuntimeInformationDCStart" }, { 280, "TieredCompilationSettingsDCStart" },
+	{ 300, "ExecutionCheckpointDCEnd" },
 };
 
 static const char *find(const struct idname *t, size_t n, uint32_t id)

@@ -74,6 +74,195 @@ static void sync_time(const struct ts_result *r, char *buf, size_t n)
 	snprintf(buf, n, "%04u-%02u-%02u %02u:%02u:%02u UTC", t[0], t[1], t[3], t[4], t[5], t[6]);
 }
 
+/* How to collect what a section shows, for "not collected" lines. */
+#define HOW_EXCEPTIONS "--profile exceptions, or Microsoft-Windows-DotNETRuntime keyword 0x8000"
+#define HOW_CONTENTION "--profile contention, or Microsoft-Windows-DotNETRuntime keyword 0x4000"
+#define HOW_GC "--profile gc-collect or gc-verbose, or Microsoft-Windows-DotNETRuntime keyword 0x1"
+#define HOW_ALLOC "--profile gc-verbose (keyword 0x1 at level 5)"
+
+/*
+ * A section with nothing in it: "not collected" when the runtime provider
+ * sent nothing at all (its events cannot be in the trace), otherwise "none
+ * seen" with what would have collected them (a trace does not record which
+ * keywords its session enabled, so clrtap cannot tell "none" from "off").
+ */
+static void add_absent(struct strbuf *sb, const struct ts_result *r, const char *how)
+{
+	if (!r->runtime_events)
+		(void)strbuf_addf(sb, "not collected (enable with %s)\n", how);
+	else
+		(void)strbuf_addf(sb, "none seen (they are in the trace only with %s)\n", how);
+}
+
+/* Up to max frames of a stack, indented. */
+static void add_frames(struct strbuf *sb, const char *const *frames, uint32_t n, uint32_t max,
+		       const char *indent)
+{
+	uint32_t j;
+
+	for (j = 0; j < n && j < max; j++) {
+		(void)strbuf_addf(sb, "%sat ", indent);
+		add_clean(sb, frames[j]);
+		(void)strbuf_addch(sb, '\n');
+	}
+	if (n > max)
+		(void)strbuf_addf(sb, "%s... %u more frames\n", indent, n - max);
+}
+
+#define EH_PREFIX "System.Runtime.EH::"
+
+/*
+ * Where a group's exceptions were thrown: the first frame that is not the
+ * runtime's own exception dispatch (.NET 9+ dispatches in managed code, and
+ * ExceptionEIP then points into System.Runtime.EH) nor an unnamed native
+ * frame; *first gets its index.
+ */
+static const char *throw_site_at(const struct ts_exception *e, uint32_t *first)
+{
+	uint32_t j;
+
+	*first = 0;
+	if (e->thrown_at && strncmp(e->thrown_at, EH_PREFIX, strlen(EH_PREFIX)))
+		return e->thrown_at;
+	/* skip the dispatch and unnamed native frames (the runtime's throw helpers) */
+	for (j = 0; j < e->nframes; j++) {
+		if (strncmp(e->frames[j], EH_PREFIX, strlen(EH_PREFIX)) &&
+		    strncmp(e->frames[j], "0x", 2)) {
+			*first = j;
+			return e->frames[j];
+		}
+	}
+	if (e->thrown_at)
+		return e->thrown_at;
+	return e->nframes ? e->frames[0] : "(no stack)";
+}
+
+static const char *throw_site(const struct ts_exception *e)
+{
+	uint32_t first;
+
+	return throw_site_at(e, &first);
+}
+
+#define EXC_MESSAGES_SHOWN 3
+#define EXC_SITES_SHOWN 4
+#define EXC_FRAMES_SHOWN 16
+
+/* One exception type: its top messages, then one stack per distinct throw site. */
+static void text_exc_type(const struct ts_result *r, const struct ts_exc_type *t, struct strbuf *sb)
+{
+	const struct ts_exception *sites[EXC_SITES_SHOWN];
+	uint64_t site_count[EXC_SITES_SHOWN] = { 0 }, shown = 0;
+	size_t i, k, nsites = 0, more_sites = 0, nmsg = 0;
+
+	(void)strbuf_addf(sb, "  %7" PRIu64 "  %s%7u  ", t->count, t->messages_capped ? ">=" : "  ",
+			  t->messages);
+	add_clean(sb, t->type);
+	(void)strbuf_addch(sb, '\n');
+	for (i = 0; i < r->nexceptions; i++) {
+		const struct ts_exception *e = &r->exceptions[i];
+
+		if (strcmp(e->type, t->type))
+			continue;
+		if (nmsg < EXC_MESSAGES_SHOWN) {
+			(void)strbuf_addf(sb, "           %7" PRIu64 "  ", e->count);
+			add_clean(sb, e->message);
+			(void)strbuf_addch(sb, '\n');
+			shown += e->count;
+		}
+		nmsg++;
+		for (k = 0; k < nsites && strcmp(throw_site(sites[k]), throw_site(e)); k++)
+			;
+		if (k < nsites) {
+			site_count[k] += e->count;
+		} else if (nsites < EXC_SITES_SHOWN) {
+			sites[nsites] = e;
+			site_count[nsites++] = e->count;
+		} else {
+			more_sites++;
+		}
+	}
+	if (nmsg > EXC_MESSAGES_SHOWN)
+		(void)strbuf_addf(sb, "           %7" PRIu64 "  (%zu more messages)\n",
+				  t->count - shown, nmsg - EXC_MESSAGES_SHOWN);
+	for (k = 0; k < nsites; k++) {
+		uint32_t first;
+
+		(void)strbuf_addstr(sb, "           thrown in ");
+		add_clean(sb, throw_site_at(sites[k], &first));
+		(void)strbuf_addf(sb, " (%" PRIu64 " thrown here)\n", site_count[k]);
+		add_frames(sb, sites[k]->frames + first, sites[k]->nframes - first,
+			   EXC_FRAMES_SHOWN, "             ");
+	}
+	if (more_sites)
+		(void)strbuf_addf(sb, "           (%zu more throw sites)\n", more_sites);
+}
+
+static void text_exceptions(const struct ts_result *r, unsigned top, struct strbuf *sb)
+{
+	size_t i;
+
+	(void)strbuf_addstr(sb, "\nExceptions: ");
+	if (!r->exceptions_total) {
+		add_absent(sb, r, HOW_EXCEPTIONS);
+		return;
+	}
+	(void)strbuf_addf(sb, "%" PRIu64 " thrown, %zu type%s, %zu distinct type+message%s\n",
+			  r->exceptions_total, r->nexc_types, r->nexc_types == 1 ? "" : "s",
+			  r->nexceptions, r->exceptions_other ? " (and more past the cap)" : "");
+	(void)strbuf_addstr(sb, "    count  messages  type (top messages; one stack per throw site)\n");
+	for (i = 0; i < r->nexc_types && i < top; i++)
+		text_exc_type(r, &r->exc_types[i], sb);
+	if (r->nexc_types > top)
+		(void)strbuf_addf(sb, "  (%zu more types)\n", r->nexc_types - top);
+	if (r->exc_types_other)
+		(void)strbuf_addf(sb, "  %7" PRIu64 "  (types past the table cap)\n", r->exc_types_other);
+	if (r->exceptions_other)
+		(void)strbuf_addf(sb, "  %" PRIu64 " exceptions fell past the cap of distinct messages: "
+				  "their messages and stacks are not shown\n", r->exceptions_other);
+}
+
+static void text_contention(const struct ts_result *r, unsigned top, struct strbuf *sb)
+{
+	size_t i;
+
+	(void)strbuf_addstr(sb, "\nContention: ");
+	if (!r->contention.starts && !r->contention.stops) {
+		add_absent(sb, r, HOW_CONTENTION);
+		return;
+	}
+	(void)strbuf_addf(sb, "%" PRIu64 " waits started, %" PRIu64 " ended", r->contention.starts,
+			  r->contention.stops);
+	if (r->contention.timed) {
+		(void)strbuf_addstr(sb, "; wait total ");
+		add_ms(sb, r->contention.total_ns);
+		(void)strbuf_addstr(sb, ", max ");
+		add_ms(sb, r->contention.max_ns);
+		(void)strbuf_addstr(sb, ", mean ");
+		add_ms(sb, r->contention.total_ns / r->contention.timed);
+	}
+	(void)strbuf_addch(sb, '\n');
+	if (!r->ncontention_sites)
+		return;
+	(void)strbuf_addf(sb, "  where threads waited (top %u of %zu stacks, by wait time)\n", top,
+			  r->ncontention_sites);
+	for (i = 0; i < r->ncontention_sites && i < top; i++) {
+		const struct ts_contention_site *c = &r->contention_sites[i];
+
+		(void)strbuf_addf(sb, "  %7" PRIu64 " waits, ", c->count);
+		add_ms(sb, c->total_ns);
+		(void)strbuf_addf(sb, " in %" PRIu64 " timed, max ", c->timed);
+		add_ms(sb, c->max_ns);
+		(void)strbuf_addch(sb, '\n');
+		if (!c->nframes)
+			(void)strbuf_addstr(sb, "             (no stack: collect with stacks on)\n");
+		add_frames(sb, c->frames, c->nframes, EXC_FRAMES_SHOWN, "             ");
+	}
+	if (r->contention_sites_other)
+		(void)strbuf_addf(sb, "  %7" PRIu64 " waits at stacks past the table cap\n",
+				  r->contention_sites_other);
+}
+
 /* ----- text ----- */
 
 static void text_samples(const struct ts_result *r, unsigned top, struct strbuf *sb)
@@ -89,9 +278,35 @@ static void text_samples(const struct ts_result *r, unsigned top, struct strbuf 
 	if (s->dropped)
 		(void)strbuf_addf(sb, ", %" PRIu64 " samples not kept (cap)", s->dropped);
 	(void)strbuf_addch(sb, '\n');
-	if (!total || flame_top(r->flame, &ft, &n)) {
-		(void)strbuf_addstr(sb, "  (no stacks; collect with the cpu-sampling profile)\n");
+	if (s->managed + s->external + s->other)
+		(void)strbuf_addstr(sb, "  (thread samples, not CPU time: the runtime's sampler takes "
+				    "every managed thread, running or blocked)\n");
+	if (!s->managed && !s->external && !s->other) {
+		(void)strbuf_addstr(sb, "  not collected (enable with --profile cpu-sampling)\n");
 		return;
+	}
+	if (!total || flame_top(r->flame, &ft, &n)) {
+		(void)strbuf_addstr(sb, "  no thread was in managed code at any sample: the app was idle "
+				    "or in native code (--thread-time also keeps threads outside "
+				    "managed code)\n");
+		return;
+	}
+	/*
+	 * An idle app: the few managed samples are not where its time went.
+	 * The sampler visits every thread once a period, so managed samples x
+	 * period / span is the mean number of threads in managed code.
+	 */
+	if (r->info.sampling_ns && r->duration_ns && !r->thread_time) {
+		double busy = (double)s->managed * r->info.sampling_ns / (double)r->duration_ns;
+
+		if (busy < 0.1) {
+			(void)strbuf_addf(sb, "  mostly idle: only %" PRIu64 " of %" PRIu64
+					  " thread samples (%.1f%%) were in managed code over ",
+					  s->managed, s->managed + s->external + s->other,
+					  pct_of(s->managed, s->managed + s->external + s->other));
+			add_dur(sb, r->duration_ns);
+			(void)strbuf_addstr(sb, "; --thread-time shows where threads waited\n");
+		}
 	}
 	(void)strbuf_addf(sb, "  top %u by self (%" PRIu64 " samples in the flame graph)\n", top, total);
 	(void)strbuf_addstr(sb, "    self%   self  total%  total  method\n");
@@ -123,6 +338,11 @@ static void text_gc(const struct ts_result *r, struct strbuf *sb)
 	bool any = false;
 	unsigned i;
 
+	if (!g->count && !g->pause_source && !g->other_suspensions) {
+		(void)strbuf_addstr(sb, "\nGC: ");
+		add_absent(sb, r, HOW_GC);
+		return;
+	}
 	(void)strbuf_addf(sb, "\nGC: %" PRIu64 " collections (gen0 %" PRIu64 ", gen1 %" PRIu64
 			  ", gen2 %" PRIu64 "; %" PRIu64 " background)\n",
 			  g->count, g->by_gen[0], g->by_gen[1], g->by_gen[2], g->background);
@@ -167,7 +387,7 @@ int tracestats_format_text(const struct tracestats *ts, unsigned top, const char
 {
 	const struct ts_result *r = tracestats_result(ts);
 	char when[48];
-	size_t i, j;
+	size_t i;
 
 	if (!top)
 		top = DEFAULT_TOP;
@@ -177,7 +397,7 @@ int tracestats_format_text(const struct tracestats *ts, unsigned top, const char
 	if (r->have_info)
 		(void)strbuf_addf(sb, " (nettrace v%u, pid %" PRIu32 ", %" PRIu32 " CPUs, started %s)",
 				  r->info.format == 6 ? 6 : 5, r->info.pid, r->info.ncpu, when);
-	(void)strbuf_addf(sb, "\n  %" PRIu64 " bytes read, %" PRIu64 " events over ", r->bytes,
+	(void)strbuf_addf(sb, "\n  %" PRIu64 " bytes read, %" PRIu64 " events; span ", r->bytes,
 			  r->events);
 	add_dur(sb, r->duration_ns);
 	(void)strbuf_addf(sb, ", %" PRIu64 " lost by the runtime, %" PRIu64 " method ranges known\n",
@@ -205,36 +425,16 @@ int tracestats_format_text(const struct tracestats *ts, unsigned top, const char
 		(void)strbuf_addf(sb, "  %9" PRIu64 "  (kinds past the table cap)\n",
 				  r->other_kinds_events);
 
-	(void)strbuf_addf(sb, "\nExceptions: %" PRIu64 " thrown, %zu distinct type+message\n",
-			  r->exceptions_total, r->nexceptions);
-	for (i = 0; i < r->nexceptions && i < top; i++) {
-		const struct ts_exception *e = &r->exceptions[i];
-
-		(void)strbuf_addf(sb, "  %7" PRIu64 "  ", e->count);
-		add_clean(sb, e->type);
-		(void)strbuf_addstr(sb, ": ");
-		add_clean(sb, e->message);
-		(void)strbuf_addch(sb, '\n');
-		if (e->thrown_at) {
-			(void)strbuf_addstr(sb, "           thrown in ");
-			add_clean(sb, e->thrown_at);
-			(void)strbuf_addch(sb, '\n');
-		}
-		for (j = 0; j < e->nframes && j < 32; j++) {
-			(void)strbuf_addstr(sb, "             at ");
-			add_clean(sb, e->frames[j]);
-			(void)strbuf_addch(sb, '\n');
-		}
-		if (e->nframes > 32)
-			(void)strbuf_addf(sb, "             ... %u more frames\n", e->nframes - 32);
-	}
-	if (r->exceptions_other)
-		(void)strbuf_addf(sb, "  %7" PRIu64 "  (groups past the table cap)\n", r->exceptions_other);
+	text_exceptions(r, top, sb);
 
 	text_gc(r, sb);
 
-	(void)strbuf_addf(sb, "\nAllocations (GCAllocationTick samples): %" PRIu64 " samples, ",
-			  r->alloc_samples);
+	(void)strbuf_addstr(sb, "\nAllocations (GCAllocationTick samples): ");
+	if (!r->alloc_samples) {
+		add_absent(sb, r, HOW_ALLOC);
+		goto contention;
+	}
+	(void)strbuf_addf(sb, "%" PRIu64 " samples, ", r->alloc_samples);
 	add_bytes(sb, r->alloc_bytes);
 	(void)strbuf_addf(sb, " in %zu types\n", r->nallocs);
 	if (r->nallocs)
@@ -249,17 +449,8 @@ int tracestats_format_text(const struct tracestats *ts, unsigned top, const char
 		(void)strbuf_addf(sb, "  %14" PRIu64 "         %8" PRIu64 "  (types past the table cap)\n",
 				  r->alloc_other_bytes, r->alloc_other_samples);
 
-	(void)strbuf_addf(sb, "\nContention: %" PRIu64 " waits started, %" PRIu64 " ended",
-			  r->contention.starts, r->contention.stops);
-	if (r->contention.timed) {
-		(void)strbuf_addstr(sb, "; wait total ");
-		add_ms(sb, r->contention.total_ns);
-		(void)strbuf_addstr(sb, ", max ");
-		add_ms(sb, r->contention.max_ns);
-		(void)strbuf_addstr(sb, ", mean ");
-		add_ms(sb, r->contention.total_ns / r->contention.timed);
-	}
-	(void)strbuf_addch(sb, '\n');
+contention:
+	text_contention(r, top, sb);
 
 	text_samples(r, top, sb);
 	return strbuf_error(sb);
@@ -392,6 +583,7 @@ int tracestats_format_json(const struct tracestats *ts, unsigned top, const char
 	ct_json_kv_u64(j, "lost_events", r->dropped_events);
 	ct_json_kv_u64(j, "duration_ns", r->duration_ns);
 	ct_json_kv_u64(j, "methods", r->methods);
+	ct_json_kv_u64(j, "runtime_events", r->runtime_events);
 	ct_json_obj_end(j);
 
 	/* every kind: tests compare these with other readers */
@@ -418,6 +610,18 @@ int tracestats_format_json(const struct tracestats *ts, unsigned top, const char
 	ct_json_kv_obj_begin(j, "exceptions");
 	ct_json_kv_u64(j, "total", r->exceptions_total);
 	ct_json_kv_u64(j, "other", r->exceptions_other);
+	ct_json_kv_bool(j, "collected", r->exceptions_total || r->runtime_events);
+	ct_json_kv_arr_begin(j, "types");
+	for (i = 0; i < r->nexc_types && i < top; i++) {
+		ct_json_obj_begin(j);
+		ct_json_kv_str(j, "type", r->exc_types[i].type);
+		ct_json_kv_u64(j, "count", r->exc_types[i].count);
+		ct_json_kv_u64(j, "messages", r->exc_types[i].messages);
+		ct_json_kv_bool(j, "messages_capped", r->exc_types[i].messages_capped);
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+	ct_json_kv_u64(j, "types_other", r->exc_types_other);
 	ct_json_kv_arr_begin(j, "groups");
 	for (i = 0; i < r->nexceptions && i < top; i++) {
 		const struct ts_exception *e = &r->exceptions[i];
@@ -461,6 +665,23 @@ int tracestats_format_json(const struct tracestats *ts, unsigned top, const char
 	ct_json_kv_u64(j, "timed", r->contention.timed);
 	ct_json_kv_u64(j, "total_ns", r->contention.total_ns);
 	ct_json_kv_u64(j, "max_ns", r->contention.max_ns);
+	ct_json_kv_arr_begin(j, "sites");
+	for (i = 0; i < r->ncontention_sites && i < top; i++) {
+		const struct ts_contention_site *c = &r->contention_sites[i];
+
+		ct_json_obj_begin(j);
+		ct_json_kv_u64(j, "count", c->count);
+		ct_json_kv_u64(j, "timed", c->timed);
+		ct_json_kv_u64(j, "total_ns", c->total_ns);
+		ct_json_kv_u64(j, "max_ns", c->max_ns);
+		ct_json_kv_arr_begin(j, "stack");
+		for (k = 0; k < c->nframes; k++)
+			ct_json_str(j, c->frames[k]);
+		ct_json_arr_end(j);
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+	ct_json_kv_u64(j, "sites_other", r->contention_sites_other);
 	ct_json_obj_end(j);
 
 	json_samples(r, top, j);

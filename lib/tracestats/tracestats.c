@@ -126,6 +126,24 @@ struct exc_ent {
 	uint32_t nips;
 };
 
+/* Exceptions by type: counted for every exception, past the group cap too. */
+struct exc_type_ent {
+	char *type;
+	uint64_t count, hash;
+	uint32_t groups;     /* type+message groups of this type */
+	bool groups_capped;  /* some of its exceptions fell past the group cap */
+};
+
+#define MAX_EXC_TYPES 256
+#define MAX_CONT_SITES 256
+
+/* ContentionStart stacks: where threads waited for a lock. */
+struct cont_site {
+	uint64_t hash, count, timed, total_ns, max_ns;
+	uint64_t *ips;
+	uint32_t nips;
+};
+
 struct alloc_ent {
 	char *type;     /* UTF-8 */
 	uint8_t *raw;   /* the UTF-16LE name as in the payload (the key) */
@@ -167,6 +185,7 @@ struct pending_gc {
 struct contend_thread {
 	uint64_t tid;
 	int64_t start; /* -1: no open start */
+	int32_t site;  /* index of the open start's site, -1 none */
 };
 
 struct pausevec {
@@ -194,6 +213,9 @@ struct tracestats {
 	uint32_t nexcs, excs_cap;
 	struct itab exc_tab;
 	uint64_t exc_total, exc_other;
+	struct exc_type_ent *etypes;
+	uint32_t netypes, etypes_cap, last_etype;
+	uint64_t etype_other;
 
 	struct alloc_ent *allocs;
 	uint32_t nallocs, allocs_cap;
@@ -217,8 +239,12 @@ struct tracestats {
 	struct contend_thread *cthreads;
 	uint32_t ncthreads, cthreads_cap;
 	struct ts_contention cont;
+	struct cont_site *csites;
+	uint32_t ncsites, csites_cap;
+	uint64_t csite_other;
 
 	struct ts_samples samples;
+	uint64_t runtime_events; /* events of the runtime provider (not rundown) */
 
 	uint64_t events;
 	int64_t first_ts, last_ts;
@@ -231,6 +257,8 @@ struct tracestats {
 	struct ts_event_kind *rkinds;
 	struct ts_provider *rprovs;
 	struct ts_exception *rexcs;
+	struct ts_exc_type *retypes;
+	struct ts_contention_site *rcsites;
 	char **frame_strs; /* all exception frame strings, for freeing */
 	size_t nframe_strs;
 	struct ts_alloc *rallocs;
@@ -302,6 +330,20 @@ void tracestats_free(struct tracestats *ts)
 	}
 	free(ts->excs);
 	free(ts->exc_tab.slot);
+	for (i = 0; i < ts->netypes; i++)
+		free(ts->etypes[i].type);
+	free(ts->etypes);
+	free(ts->retypes);
+	for (i = 0; i < ts->ncsites; i++) {
+		free(ts->csites[i].ips);
+		if (ts->rcsites) {
+			for (j = 0; j < ts->rcsites[i].nframes; j++)
+				free((void *)ts->rcsites[i].frames[j]);
+			free((void *)ts->rcsites[i].frames);
+		}
+	}
+	free(ts->csites);
+	free(ts->rcsites);
 	for (i = 0; i < ts->nallocs; i++) {
 		free(ts->allocs[i].type);
 		free(ts->allocs[i].raw);
@@ -545,6 +587,52 @@ static void str16_capped(const struct nt_str16 *s, struct strbuf *sb)
 		strbuf_reset(sb);
 }
 
+/*
+ * Counts one exception of type name (hash h) in the per-type table; *out
+ * gets its entry, or NULL past MAX_EXC_TYPES (counted in etype_other).
+ */
+static int exc_type_count(struct tracestats *ts, const char *name, uint64_t h,
+			  struct exc_type_ent **out)
+{
+	struct exc_type_ent *t;
+	uint32_t i;
+
+	*out = NULL;
+	/* exceptions come in runs of one type: try the last one first */
+	if (ts->last_etype && ts->etypes[ts->last_etype - 1].hash == h &&
+	    !strcmp(ts->etypes[ts->last_etype - 1].type, name)) {
+		t = &ts->etypes[ts->last_etype - 1];
+		t->count++;
+		*out = t;
+		return 0;
+	}
+	for (i = 0; i < ts->netypes; i++) {
+		t = &ts->etypes[i];
+		if (t->hash == h && !strcmp(t->type, name)) {
+			t->count++;
+			ts->last_etype = i + 1;
+			*out = t;
+			return 0;
+		}
+	}
+	if (ts->netypes >= MAX_EXC_TYPES) {
+		ts->etype_other++;
+		return 0;
+	}
+	if (grow((void **)&ts->etypes, &ts->etypes_cap, ts->netypes, sizeof(*ts->etypes)))
+		return -ENOMEM;
+	t = &ts->etypes[ts->netypes];
+	memset(t, 0, sizeof(*t));
+	t->type = strdup(name);
+	if (!t->type)
+		return -ENOMEM;
+	t->hash = h;
+	t->count = 1;
+	ts->last_etype = ++ts->netypes;
+	*out = t;
+	return 0;
+}
+
 static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 {
 	struct nt_exception ex;
@@ -554,6 +642,8 @@ static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 	uint64_t h;
 	int err;
 
+	struct exc_type_ent *t;
+
 	if (nt_decode_exception(ev->payload, ev->payload_len, ev->meta->version, ev->pointer_size,
 				&ex))
 		return 0;
@@ -562,6 +652,9 @@ static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 	str16_capped(&ex.message, &ts->sb2);
 	k.a = ts->sb.buf;
 	k.b = ts->sb2.buf;
+	err = exc_type_count(ts, k.a, fnv(FNV0, k.a, ts->sb.len + 1), &t);
+	if (err)
+		return err;
 	h = fnv(fnv(FNV0, k.a, ts->sb.len + 1), k.b, ts->sb2.len);
 	if (ts->exc_tab.cap) {
 		slot = itab_find(&ts->exc_tab, h, exc_eq, ts, &k);
@@ -572,8 +665,12 @@ static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 	}
 	if (ts->nexcs >= ts->lim.max_exc_groups) {
 		ts->exc_other++;
+		if (t)
+			t->groups_capped = true;
 		return 0;
 	}
+	if (t)
+		t->groups++;
 	err = itab_reserve(&ts->exc_tab, exc_hash_idx, ts);
 	if (!err)
 		err = grow((void **)&ts->excs, &ts->excs_cap, ts->nexcs, sizeof(*ts->excs));
@@ -772,7 +869,7 @@ static struct contend_thread *cthread(struct tracestats *ts, uint64_t tid, bool 
 			return NULL;
 		ts->cthreads_cap = 64;
 		for (i = 0; i < 64; i++)
-			ts->cthreads[i] = (struct contend_thread){ 0, INT64_MIN };
+			ts->cthreads[i] = (struct contend_thread){ 0, INT64_MIN, -1 };
 	}
 	mask = ts->cthreads_cap - 1;
 	for (i = (uint32_t)(tid * 0x9E3779B97F4A7C15ULL >> 40) & mask;
@@ -788,7 +885,7 @@ static struct contend_thread *cthread(struct tracestats *ts, uint64_t tid, bool 
 		if (!nt)
 			return NULL;
 		for (j = 0; j < ncap; j++)
-			nt[j] = (struct contend_thread){ 0, INT64_MIN };
+			nt[j] = (struct contend_thread){ 0, INT64_MIN, -1 };
 		for (j = 0; j < ts->cthreads_cap; j++) {
 			uint32_t k;
 
@@ -805,8 +902,43 @@ static struct contend_thread *cthread(struct tracestats *ts, uint64_t tid, bool 
 		return cthread(ts, tid, create);
 	}
 	ts->ncthreads++;
-	ts->cthreads[i] = (struct contend_thread){ tid, -1 };
+	ts->cthreads[i] = (struct contend_thread){ tid, -1, -1 };
 	return &ts->cthreads[i];
+}
+
+/* The site (stack) of a ContentionStart: its index, or -1 past the cap. */
+static int32_t cont_site(struct tracestats *ts, const struct nt_event *ev)
+{
+	uint32_t n = CT_MIN(ev->nframes, ts->lim.max_frames), i;
+	uint64_t h = fnv(FNV0, ev->stack, n * sizeof(uint64_t));
+	struct cont_site *c;
+
+	for (i = 0; i < ts->ncsites; i++) {
+		c = &ts->csites[i];
+		if (c->hash == h && c->nips == n &&
+		    (!n || !memcmp(c->ips, ev->stack, n * sizeof(uint64_t)))) {
+			c->count++;
+			return (int32_t)i;
+		}
+	}
+	if (ts->ncsites >= MAX_CONT_SITES ||
+	    grow((void **)&ts->csites, &ts->csites_cap, ts->ncsites, sizeof(*ts->csites))) {
+		ts->csite_other++;
+		return -1;
+	}
+	c = &ts->csites[ts->ncsites];
+	memset(c, 0, sizeof(*c));
+	c->ips = n ? malloc(n * sizeof(uint64_t)) : NULL;
+	if (n && !c->ips) {
+		ts->csite_other++;
+		return -1;
+	}
+	if (n)
+		memcpy(c->ips, ev->stack, n * sizeof(uint64_t));
+	c->nips = n;
+	c->hash = h;
+	c->count = 1;
+	return (int32_t)ts->ncsites++;
 }
 
 static void on_contention(struct tracestats *ts, const struct nt_event *ev, bool start)
@@ -815,15 +947,19 @@ static void on_contention(struct tracestats *ts, const struct nt_event *ev, bool
 	struct nt_contention c;
 	uint64_t ns = 0;
 	bool timed = false;
+	int32_t site = -1;
 
 	if (start) {
 		if (nt_decode_contention_start(ev->payload, ev->payload_len, ev->meta->version,
 					       ev->pointer_size, &c))
 			return;
 		ts->cont.starts++;
+		site = cont_site(ts, ev);
 		t = cthread(ts, ev->thread_id, true);
-		if (t)
+		if (t) {
 			t->start = ev->timestamp;
+			t->site = site;
+		}
 		return;
 	}
 	if (nt_decode_contention_stop(ev->payload, ev->payload_len, ev->meta->version,
@@ -838,8 +974,11 @@ static void on_contention(struct tracestats *ts, const struct nt_event *ev, bool
 		ns = ticks_to_ns(ts, (uint64_t)ev->timestamp - (uint64_t)t->start);
 		timed = true;
 	}
-	if (t)
+	if (t) {
 		t->start = -1;
+		site = t->site;
+		t->site = -1;
+	}
 	if (!timed) {
 		ts->cont.unmatched++;
 		return;
@@ -848,6 +987,14 @@ static void on_contention(struct tracestats *ts, const struct nt_event *ev, bool
 	ts->cont.total_ns += ns;
 	if (ns > ts->cont.max_ns)
 		ts->cont.max_ns = ns;
+	if (site >= 0 && (uint32_t)site < ts->ncsites) {
+		struct cont_site *cs = &ts->csites[site];
+
+		cs->timed++;
+		cs->total_ns += ns;
+		if (ns > cs->max_ns)
+			cs->max_ns = ns;
+	}
 }
 
 /* ----- sampled stacks ----- */
@@ -975,6 +1122,7 @@ int tracestats_add_event(struct tracestats *ts, const struct nt_event *ev)
 		return err;
 	switch (m->provider_kind) {
 	case NT_PROV_RUNTIME:
+		ts->runtime_events++;
 		switch (m->event_id) {
 		case RT_GC_START:
 		case RT_GC_END:
@@ -1130,6 +1278,19 @@ static const char *frame_name(struct tracestats *ts, const uint64_t *ips, uint32
 	return nt_methods_lookup(ts->methods, i && ip ? ip - 1 : ip);
 }
 
+/* A malloc'd name for frame i: the method, or the address in hex. */
+static char *frame_dup(struct tracestats *ts, const uint64_t *ips, uint32_t i)
+{
+	const char *n = frame_name(ts, ips, i);
+	char hex[24];
+
+	if (!n) {
+		snprintf(hex, sizeof(hex), "0x%" PRIx64, ips[i]);
+		n = hex;
+	}
+	return strdup(n);
+}
+
 static int finish_exceptions(struct tracestats *ts)
 {
 	size_t total = 0, k = 0;
@@ -1155,14 +1316,7 @@ static int finish_exceptions(struct tracestats *ts)
 		r->count = e->count;
 		r->thrown_at = e->eip ? nt_methods_lookup(ts->methods, e->eip) : NULL;
 		for (j = 0; j < e->nips; j++) {
-			const char *n = frame_name(ts, e->ips, j);
-			char hex[24];
-
-			if (!n) {
-				snprintf(hex, sizeof(hex), "0x%" PRIx64, e->ips[j]);
-				n = hex;
-			}
-			ts->frame_strs[k] = strdup(n);
+			ts->frame_strs[k] = frame_dup(ts, e->ips, j);
 			if (!ts->frame_strs[k]) {
 				free(frames);
 				return -ENOMEM;
@@ -1174,6 +1328,69 @@ static int finish_exceptions(struct tracestats *ts)
 		r->nframes = e->nips;
 	}
 	qsort(ts->rexcs, ts->nexcs, sizeof(*ts->rexcs), cmp_exc);
+	return 0;
+}
+
+static int cmp_etype(const void *a, const void *b)
+{
+	const struct ts_exc_type *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->type, y->type);
+}
+
+static int cmp_csite(const void *a, const void *b)
+{
+	const struct ts_contention_site *x = a, *y = b;
+
+	if (x->total_ns != y->total_ns)
+		return x->total_ns > y->total_ns ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return 0;
+}
+
+static int finish_types_and_sites(struct tracestats *ts)
+{
+	uint32_t i, j;
+
+	if (ts->netypes) {
+		ts->retypes = calloc(ts->netypes, sizeof(*ts->retypes));
+		if (!ts->retypes)
+			return -ENOMEM;
+		for (i = 0; i < ts->netypes; i++)
+			ts->retypes[i] = (struct ts_exc_type){ ts->etypes[i].type, ts->etypes[i].count,
+							       ts->etypes[i].groups,
+							       ts->etypes[i].groups_capped };
+		qsort(ts->retypes, ts->netypes, sizeof(*ts->retypes), cmp_etype);
+	}
+	if (!ts->ncsites)
+		return 0;
+	ts->rcsites = calloc(ts->ncsites, sizeof(*ts->rcsites));
+	if (!ts->rcsites)
+		return -ENOMEM;
+	for (i = 0; i < ts->ncsites; i++) {
+		const struct cont_site *c = &ts->csites[i];
+		struct ts_contention_site *r = &ts->rcsites[i];
+		const char **frames = c->nips ? calloc(c->nips, sizeof(char *)) : NULL;
+
+		if (c->nips && !frames)
+			return -ENOMEM;
+		r->count = c->count;
+		r->timed = c->timed;
+		r->total_ns = c->total_ns;
+		r->max_ns = c->max_ns;
+		r->frames = frames;
+		for (j = 0; j < c->nips; j++) {
+			frames[j] = frame_dup(ts, c->ips, j);
+			if (!frames[j])
+				return -ENOMEM;
+			r->nframes = j + 1;
+		}
+	}
+	/* sorted in place: tracestats_free walks rcsites by index, whatever the order */
+	qsort(ts->rcsites, ts->ncsites, sizeof(*ts->rcsites), cmp_csite);
 	return 0;
 }
 
@@ -1242,7 +1459,16 @@ int tracestats_finish(struct tracestats *ts)
 	r->events = ts->events;
 	r->first_ts = ts->first_ts;
 	r->last_ts = ts->last_ts;
-	r->duration_ns = ts->have_ts ? ticks_to_ns(ts, (uint64_t)ts->last_ts - (uint64_t)ts->first_ts) : 0;
+	/*
+	 * The span runs from the session's start (the header's sync timestamp)
+	 * to the last event: an idle trace whose only events are the rundown
+	 * still spans the whole session.
+	 */
+	if (ts->have_ts && ts->have_info && ts->info.sync_qpc > 0 && ts->info.sync_qpc < r->first_ts)
+		r->start_ts = ts->info.sync_qpc;
+	else
+		r->start_ts = r->first_ts;
+	r->duration_ns = ts->have_ts ? ticks_to_ns(ts, (uint64_t)ts->last_ts - (uint64_t)r->start_ts) : 0;
 	r->methods = nt_methods_count(ts->methods);
 
 	/* event kinds and providers */
@@ -1280,6 +1506,16 @@ int tracestats_finish(struct tracestats *ts)
 	r->nexceptions = ts->rexcs ? ts->nexcs : 0;
 	r->exceptions_total = ts->exc_total;
 	r->exceptions_other = ts->exc_other;
+	err = finish_types_and_sites(ts);
+	if (err)
+		return err;
+	r->exc_types = ts->retypes;
+	r->nexc_types = ts->retypes ? ts->netypes : 0;
+	r->exc_types_other = ts->etype_other;
+	r->contention_sites = ts->rcsites;
+	r->ncontention_sites = ts->rcsites ? ts->ncsites : 0;
+	r->contention_sites_other = ts->csite_other;
+	r->runtime_events = ts->runtime_events;
 
 	err = finish_pauses(ts);
 	if (err)
@@ -1308,6 +1544,7 @@ int tracestats_finish(struct tracestats *ts)
 	if (err)
 		return err;
 	r->flame = ts->flame;
+	r->thread_time = ts->lim.thread_time;
 	ts->samples.stacks = ts->nstacks;
 	r->samples = ts->samples;
 	return 0;

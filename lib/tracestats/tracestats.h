@@ -63,6 +63,22 @@ struct ts_exception {
 	uint32_t nframes;
 };
 
+/* Exceptions by type (every exception counted, past the group cap too). */
+struct ts_exc_type {
+	const char *type;
+	uint64_t count;
+	uint32_t messages;    /* distinct messages (type+message groups) */
+	bool messages_capped; /* more messages than the group cap kept: messages is a floor */
+};
+
+/* Where threads waited for a lock: one ContentionStart stack. */
+struct ts_contention_site {
+	uint64_t count;                 /* ContentionStart events with this stack */
+	uint64_t timed, total_ns, max_ns; /* their waits, where the end was seen */
+	const char *const *frames;      /* leaf first */
+	uint32_t nframes;
+};
+
 struct ts_alloc {
 	const char *type;
 	uint64_t bytes;   /* sum of AllocationAmount64 (or AllocationAmount) */
@@ -115,7 +131,9 @@ struct ts_result {
 	uint64_t events; /* events delivered */
 	uint64_t dropped_events; /* lost in the runtime (sequence gaps) */
 	int64_t first_ts, last_ts;
-	uint64_t duration_ns;
+	int64_t start_ts;     /* session start (header sync time) or first_ts */
+	uint64_t duration_ns; /* start_ts to last_ts */
+	uint64_t runtime_events; /* events of Microsoft-Windows-DotNETRuntime (not rundown) */
 	uint64_t methods; /* code ranges known to the symbolizer */
 
 	const struct ts_event_kind *kinds; size_t nkinds; /* count descending */
@@ -124,6 +142,8 @@ struct ts_result {
 
 	const struct ts_exception *exceptions; size_t nexceptions; /* count descending */
 	uint64_t exceptions_total, exceptions_other; /* other: groups past the cap */
+	const struct ts_exc_type *exc_types; size_t nexc_types; /* count descending */
+	uint64_t exc_types_other; /* exceptions of types past the type cap */
 
 	struct ts_gc gc;
 
@@ -132,8 +152,11 @@ struct ts_result {
 	uint64_t alloc_other_bytes, alloc_other_samples; /* types past the cap */
 
 	struct ts_contention contention;
+	const struct ts_contention_site *contention_sites; size_t ncontention_sites; /* wait descending */
+	uint64_t contention_sites_other; /* starts past the site cap */
 	struct ts_samples samples;
 	const struct flame *flame; /* the sampled stacks (root first); NULL before finish */
+	bool thread_time;          /* the flame also holds samples outside managed code */
 	struct ts_error error;
 };
 

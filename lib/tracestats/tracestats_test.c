@@ -88,6 +88,14 @@ static void test_jit_samples(void **state)
 	assert_int_equal(r->exceptions[0].nframes, 3);
 	assert_string_equal(r->exceptions[0].frames[1], "ClrtapSample.Burner::ThrowOne");
 	assert_string_equal(r->exceptions[0].frames[2], "ClrtapSample.Program::Main");
+	/* by type: two messages of one type */
+	assert_int_equal(r->nexc_types, 1);
+	assert_string_equal(r->exc_types[0].type, "System.InvalidOperationException");
+	assert_int_equal(r->exc_types[0].count, 2);
+	assert_int_equal(r->exc_types[0].messages, 2);
+	assert_false(r->exc_types[0].messages_capped);
+	assert_true(r->runtime_events > 0);
+	assert_true(r->start_ts <= r->first_ts);
 
 	assert_int_equal(r->samples.managed, 300);
 	assert_int_equal(r->samples.external, 214);
@@ -99,7 +107,9 @@ static void test_jit_samples(void **state)
 	free(ft);
 
 	assert_int_equal(tracestats_format_text(ts, 5, "x.nettrace", &out), 0);
-	assert_non_null(strstr(out.buf, "System.InvalidOperationException: clrtap sample failure 1"));
+	assert_non_null(strstr(out.buf, "        2          2  System.InvalidOperationException\n"));
+	assert_non_null(strstr(out.buf, "1  clrtap sample failure 1\n"));
+	assert_non_null(strstr(out.buf, "thrown in ClrtapSample.Burner::ThrowOne (2 thrown here)"));
 	assert_non_null(strstr(out.buf, "at ClrtapSample.Burner::ThrowOne"));
 	strbuf_reset(&out);
 	assert_int_equal(tracestats_format_json(ts, 5, "x\"y", &out), 0);
@@ -149,6 +159,19 @@ static void test_gc_contention(void **state)
 	assert_int_equal(r->contention.stops, 3);
 	assert_int_equal(r->contention.timed, 3);
 	assert_true(r->contention.max_ns > 0 && r->contention.max_ns <= r->contention.total_ns);
+	/* the starts' stacks: every start at some site, the waits shared out among them */
+	{
+		uint64_t starts = 0, ns = 0;
+		size_t i;
+
+		assert_true(r->ncontention_sites >= 1);
+		for (i = 0; i < r->ncontention_sites; i++) {
+			starts += r->contention_sites[i].count;
+			ns += r->contention_sites[i].total_ns;
+		}
+		assert_int_equal(starts, 3);
+		assert_int_equal(ns, r->contention.total_ns);
+	}
 	assert_int_equal(tracestats_format_json(ts, 10, NULL, &out), 0);
 	assert_non_null(strstr(out.buf, "\"by_reason\":{\"Induced\":2}"));
 	assert_non_null(strstr(out.buf, "\"file\":null"));
@@ -183,7 +206,12 @@ static void test_caps(void **state)
 	assert_true(r->samples.truncated > 0);
 	assert_int_equal(r->samples.in_flame + r->samples.dropped, 300);
 	assert_int_equal(tracestats_format_text(ts, 3, NULL, &out), 0);
-	assert_non_null(strstr(out.buf, "(groups past the table cap)"));
+	assert_non_null(strstr(out.buf, "fell past the cap of distinct messages"));
+	/* past the group cap the type still counts every exception */
+	assert_int_equal(r->nexc_types, 1);
+	assert_int_equal(r->exc_types[0].count, 2);
+	assert_int_equal(r->exc_types[0].messages, 1);
+	assert_true(r->exc_types[0].messages_capped);
 	tracestats_free(ts);
 
 	strbuf_reset(&out);
@@ -337,6 +365,12 @@ static void test_synthetic_gc_pairs_and_contention(void **state)
 	assert_string_equal(tracestats_gc_reason_name(10), "InducedCompacting");
 	assert_null(tracestats_gc_reason_name(99));
 	assert_null(tracestats_runtime_event_name(NT_PROV_OTHER, 1));
+	/* events a real ASP.NET app sends that were printed as Event159/Event300 */
+	assert_string_equal(tracestats_runtime_event_name(NT_PROV_RUNTIME, 159), "R2RGetEntryPoint");
+	assert_string_equal(tracestats_runtime_event_name(NT_PROV_RUNTIME, 160), "R2RGetEntryPointStart");
+	assert_string_equal(tracestats_runtime_event_name(NT_PROV_RUNTIME, 300), "ExecutionCheckpoint");
+	assert_string_equal(tracestats_runtime_event_name(NT_PROV_RUNDOWN, 300), "ExecutionCheckpointDCEnd");
+	assert_string_equal(tracestats_runtime_event_name(NT_PROV_RUNDOWN, 280), "TieredCompilationSettingsDCStart");
 }
 
 int main(void)

@@ -135,6 +135,44 @@ static void fmt_units(const char *units, enum counters_kind kind, double interva
 		snprintf(buf, len, "%s", units);
 }
 
+/*
+ * On screen, times read in the unit that fits: 7.272e-05 s is 72.7 µs. *v
+ * and *units are rescaled for seconds and milliseconds below 1; files keep
+ * the exact value in the source's unit.
+ */
+static void scale_time(double *v, const char **units)
+{
+	static const struct {
+		const char *from, *to;
+		double factor, below;
+	} steps[] = {
+		{ "s", "ms", 1e3, 1.0 }, { "ms", "\xc2\xb5s", 1e3, 1.0 }, { "\xc2\xb5s", "ns", 1e3, 1.0 },
+	};
+	size_t i;
+
+	if (*v == 0 || isnan(*v) || isinf(*v))
+		return;
+	for (i = 0; i < ARRAY_SIZE(steps); i++) {
+		if (!strcmp(*units, steps[i].from) && fabs(*v) < steps[i].below) {
+			*v *= steps[i].factor;
+			*units = steps[i].to;
+		}
+	}
+}
+
+/* A value and its units as shown on screen (lines and table). */
+static void fmt_display(double v, const char *units, enum counters_kind kind, double interval,
+			bool table, char *num, size_t nlen, char *ubuf, size_t ulen)
+{
+	if (kind != COUNTERS_DELTA)
+		scale_time(&v, &units);
+	if (table)
+		fmt_table_value(v, num, nlen);
+	else
+		fmt_value(v, num, nlen);
+	fmt_units(units, kind, interval, ubuf, ulen);
+}
+
 static void series_label(const char *name, const char *tags, char *buf, size_t len)
 {
 	if (*tags)
@@ -203,8 +241,8 @@ static int on_value(void *ctx, const struct counters_value *cv)
 		r->dirty = true;
 		break;
 	case OUT_LINES:
-		fmt_value(v.value, num, sizeof(num));
-		fmt_units(v.units, v.kind, r->interval, units, sizeof(units));
+		fmt_display(v.value, v.units, v.kind, r->interval, false, num, sizeof(num), units,
+			    sizeof(units));
 		series_label(v.name, v.tags, label, sizeof(label));
 		fprintf(r->out, "%s %s %s %s%s%s\n", ts, cli_safe(v.source), cli_safe(label), num,
 			*units ? " " : "", cli_safe(units));
@@ -301,8 +339,8 @@ static void draw_table(void *ctx)
 			last_source = s->source;
 			last_meter = s->meter;
 		}
-		fmt_table_value(s->value, num, sizeof(num));
-		fmt_units(s->units, s->kind, r->interval, units, sizeof(units));
+		fmt_display(s->value, s->units, s->kind, r->interval, true, num, sizeof(num), units,
+			    sizeof(units));
 		series_label(s->name, s->tags, label, sizeof(label));
 		fprintf(r->out, "    %-*s %18s  %-14s%s\n", w, cli_safe(label), num, cli_safe(units),
 			cli_safe(s->display_name));
@@ -319,7 +357,10 @@ static int run_counters(bool collect, int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
 	const char *counters_s = NULL, *meters_s = NULL, *format = NULL, *out_path = NULL;
-	int interval = 1, duration = 0, max_ts = 1000, max_hist = 20;
+	int interval = 1, max_ts = 1000, max_hist = 20;
+	int64_t duration = 0;
+	struct cli_outfile of = { .fd = -1 };
+	bool opened = false, kept = false;
 	bool lines = false;
 /* What monitor and collect share, ahead of and after their own options. */
 #define COUNTERS_SOURCE_OPTIONS \
@@ -328,7 +369,8 @@ static int run_counters(bool collect, int argc, char **argv)
 	  "EventSources, e.g. System.Runtime[cpu-usage,alloc-rate] (default System.Runtime)" }, \
 	{ 0, "meters", CLI_OPT_STRING, &meters_s, "LIST", "Meters by name, same syntax" }, \
 	{ 0, "interval", CLI_OPT_INT, &interval, "SECONDS", "publishing interval (default 1)" }, \
-	{ 'd', "duration", CLI_OPT_INT, &duration, "SECONDS", "stop after this long (default: Ctrl-C)" }
+	{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", \
+	  "stop after this long, e.g. 1.5 (default and 0: until Ctrl-C)" }
 #define COUNTERS_LIMIT_OPTIONS \
 	{ 0, "max-time-series", CLI_OPT_INT, &max_ts, "N", "meters: series limit (default 1000)" }, \
 	{ 0, "max-histograms", CLI_OPT_INT, &max_hist, "N", "meters: histogram limit (default 20)" }
@@ -367,8 +409,8 @@ static int run_counters(bool collect, int argc, char **argv)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
 	if (interval < 1 || interval > 86400)
 		return cli_error(EXIT_USAGE, "--interval must be 1..86400 seconds");
-	if (duration < 0 || max_ts < 1 || max_hist < 1)
-		return cli_error(EXIT_USAGE, "--duration, --max-time-series and --max-histograms must be positive");
+	if (max_ts < 1 || max_hist < 1)
+		return cli_error(EXIT_USAGE, "--max-time-series and --max-histograms must be at least 1");
 	if (collect) {
 		if (!format)
 			format = "csv";
@@ -409,10 +451,14 @@ static int run_counters(bool collect, int argc, char **argv)
 	r.interval = (unsigned)interval;
 	r.pid = t.pid;
 	if (collect) {
-		r.out = fopen(out_path, "we");
+		/* An unnamed file beside the output, named when the session went well. */
+		code = cli_outfile_open(&of, out_path);
+		if (code)
+			goto out;
+		opened = true;
+		r.out = fdopen(of.fd, "w");
 		if (!r.out) {
-			code = cli_error(errno == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot write %s: %s",
-					 out_path, strerror(errno));
+			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out_path, strerror(errno));
 			goto out;
 		}
 	} else {
@@ -448,7 +494,7 @@ static int run_counters(bool collect, int argc, char **argv)
 	live.ep = &ep;
 	live.cfg = &cfg;
 	live.stop = &cli_stop_requested;
-	live.duration_ms = (int64_t)duration * 1000;
+	live.duration_ms = duration;
 	live.h = &h;
 	live.idle = draw_table;
 	live.opened = on_opened;
@@ -459,10 +505,12 @@ static int run_counters(bool collect, int argc, char **argv)
 		goto out_file;
 	}
 	draw_table(&r);
-	if (res.session_err && res.session.bytes == 0) {
-		code = cli_ipc_error("cannot start the counters session", res.session_err, &res.rerr);
-		if (collect)
-			unlink(out_path); /* nothing was read: no file */
+	if (res.session_err && (res.session.bytes == 0 || res.session.bad_prologue)) {
+		char why[512];
+
+		ipc_session_strerror(res.session_err, &res.session, &ep, &res.rerr, why, sizeof(why));
+		code = cli_error(res.session.bad_prologue ? EXIT_PROTOCOL : cli_exit_for(res.session_err),
+				 "cannot read counters: %s%s", why, collect ? "; no file written" : "");
 		goto out_file;
 	}
 	if (r.mode == OUT_JSON && !r.werr) {
@@ -488,7 +536,10 @@ static int run_counters(bool collect, int argc, char **argv)
 		goto out_file;
 	}
 	if (res.session_err) {
-		code = cli_ipc_error("the session ended badly", res.session_err, &res.rerr);
+		char why[512];
+
+		ipc_session_strerror(res.session_err, &res.session, &ep, &res.rerr, why, sizeof(why));
+		code = cli_error(cli_exit_for(res.session_err), "the session ended badly: %s", why);
 		goto out_file;
 	}
 	if (res.session.target_ended)
@@ -496,13 +547,39 @@ static int run_counters(bool collect, int argc, char **argv)
 	code = EXIT_OK;
 out_file:
 	if (collect && r.out) {
+		int e;
+
+		if ((fflush(r.out) || ferror(r.out)) && code == EXIT_OK)
+			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out_path, strerror(errno));
+		if (code == EXIT_OK) {
+			e = cli_outfile_keep(&of, out_path);
+			if (e)
+				code = cli_error(EXIT_ERROR, "cannot write %s: %s", out_path, strerror(-e));
+			else
+				kept = true;
+		}
+		if (code == EXIT_OK) {
+			printf("wrote %s (%" PRIu64 " values)\n", out_path, r.nvalues);
+		} else if (r.nvalues && code != EXIT_ERROR) {
+			/* The values read before the failure: true, but not the whole run. */
+			struct strbuf partial = STRBUF_INIT;
+
+			if (!strbuf_addf(&partial, "%s.partial", out_path) &&
+			    !cli_outfile_keep(&of, partial.buf)) {
+				kept = true;
+				cli_info("kept the %" PRIu64 " values read in %s", r.nvalues, partial.buf);
+			}
+			strbuf_release(&partial);
+		}
 		if (fclose(r.out) && code == EXIT_OK)
 			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out_path, strerror(errno));
-		else if (code == EXIT_OK)
-			printf("wrote %s (%" PRIu64 " values)\n", out_path, r.nvalues);
+		of.fd = -1; /* closed with r.out */
 	}
 out:
 	strbuf_release(&r.jsb);
+	if (opened && !kept)
+		cli_info("no file written (%s left as it was)", out_path);
+	cli_outfile_drop(&of);
 	counters_table_release(&r.table);
 	counters_decoder_free(r.dec);
 	counters_session_release(&cs);

@@ -12,7 +12,7 @@
 #include "cli.h"
 #include "stacks/stacks.h"
 
-#define STREAM_MAX ((size_t)1 << 30)
+#define STREAM_MAX ((size_t)256 << 20)
 #define SAMPLER "Microsoft-DotNETCore-SampleProfiler"
 /* rundown: Loader 0x8, Jit 0x10, NGen 0x20 (precompiled code), end rundown 0x100 */
 #define RUNDOWN_KEYWORDS 0x138ull
@@ -239,20 +239,18 @@ int cmd_stacks(int argc, char **argv)
 	so.ctx = &stream;
 	so.stop = &cli_stop_requested;
 	so.duration_ms = sample_ms;
+	so.max_bytes = STREAM_MAX;
 	err = ipc_session_run(&ep, &cfg, &so, &res, &rerr);
 	/* names right after the session: threads come and go */
 	if (!no_names && stacks_names_load(&nm.map, t.pid))
 		nm.map = NULL;
-	if (err && res.bytes == 0) {
-		code = cli_ipc_error("cannot sample the stacks", err, &rerr);
-		goto out;
-	}
-	if (err == -EMSGSIZE) {
-		code = cli_error(EXIT_ERROR, "the session sent more than %zu MiB", STREAM_MAX >> 20);
-		goto out;
-	}
 	if (err) {
-		code = cli_ipc_error("the session broke off", err, &rerr);
+		char why[512];
+
+		ipc_session_strerror(err, &res, &ep, &rerr, why, sizeof(why));
+		code = cli_error(res.bad_prologue || err == -EFBIG ? EXIT_PROTOCOL : cli_exit_for(err),
+				 "%s: %s", res.bytes ? "the session broke off" : "cannot sample the stacks",
+				 why);
 		goto out;
 	}
 	err = stacks_sampler_new(&s);

@@ -20,6 +20,7 @@
 #include "tracestats/tracestats.h"
 
 #define MAX_PROVIDERS 64
+#define DEFAULT_MAX_SIZE (1ull << 30)
 
 struct sink {
 	int fd;
@@ -55,15 +56,20 @@ static int collect(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
 	const char *providers_s = NULL, *profile = NULL, *out = NULL;
-	int duration = 0, buffer_mb = 256;
+	int64_t duration = 0;
+	uint64_t max_size = DEFAULT_MAX_SIZE;
+	int buffer_mb = 256;
 	bool no_rundown = false, no_stacks = false, list = false;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 0, "providers", CLI_OPT_STRING, &providers_s, "SPECS",
 		  "Name[:Keywords[:Level[:k=v;...]]], comma-separated" },
 		{ 0, "profile", CLI_OPT_STRING, &profile, "NAME", "a named set of providers (--list-profiles)" },
-		{ 'd', "duration", CLI_OPT_INT, &duration, "SECONDS", "stop after this long (default: Ctrl-C)" },
+		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS",
+		  "stop after this long, e.g. 1.5 (default and 0: until Ctrl-C)" },
 		{ 'o', "output", CLI_OPT_STRING, &out, "FILE", "the .nettrace file (default trace.nettrace)" },
+		{ 0, "max-size", CLI_OPT_SIZE, &max_size, "SIZE",
+		  "stop at this file size, e.g. 200M (default 1G; 0: no cap)" },
 		{ 0, "buffer", CLI_OPT_INT, &buffer_mb, "MB", "the runtime's circular buffer (default 256)" },
 		{ 0, "no-rundown", CLI_OPT_BOOL, &no_rundown, NULL, "skip the method rundown at the end" },
 		{ 0, "no-stacks", CLI_OPT_BOOL, &no_stacks, NULL, "do not collect stacks" },
@@ -77,10 +83,12 @@ static int collect(int argc, char **argv)
 	struct ipc_endpoint ep;
 	struct ipc_error rerr;
 	struct proc_target t;
-	struct sink sink;
+	struct sink sink = { .fd = -1 };
+	struct strbuf partial = STRBUF_INIT, probe_msg = STRBUF_INIT_MAX(IPC_MAX_FRAME);
+	struct cli_outfile of = { .fd = -1 };
 	char *specs = NULL;
 	size_t np = 0;
-	int first, code, err;
+	int first, code, err, err2 = -ENOMEM;
 
 	if (cli_parse(argc, argv,
 		      "clrtap trace collect (-p PID | -n NAME) [--profile NAME] [--providers SPECS] "
@@ -107,6 +115,7 @@ static int collect(int argc, char **argv)
 	}
 	if (providers_s) {
 		char *save = NULL, *tok;
+		size_t from_profile = np;
 
 		specs = strdup(providers_s);
 		if (!specs)
@@ -122,28 +131,42 @@ static int collect(int argc, char **argv)
 			}
 			np++;
 		}
+		if (np == from_profile) {
+			code = cli_error(EXIT_USAGE, "--providers '%s' names no provider", providers_s);
+			goto out;
+		}
 	}
-	if (duration < 0 || buffer_mb <= 0) {
-		code = cli_error(EXIT_USAGE, "duration and buffer must be positive");
+	if (!np) {
+		code = cli_error(EXIT_USAGE, "no provider to trace");
 		goto out;
 	}
-	code = cli_resolve_target(&to, &t, &ep);
-	if (code)
+	if (buffer_mb <= 0) {
+		code = cli_error(EXIT_USAGE, "--buffer must be positive");
 		goto out;
-
+	}
 	cfg.providers = provs;
 	cfg.nproviders = np;
 	cfg.buffer_mb = (uint32_t)buffer_mb;
 	cfg.rundown = !no_rundown;
 	cfg.stackwalk = !no_stacks;
-	if (!out)
-		out = "trace.nettrace";
-	sink.fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (sink.fd < 0) {
-		code = cli_error(errno == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot write %s: %s",
-				 out, strerror(errno));
+	/* What the runtime cannot be sent is a usage error, found before any file exists. */
+	err = ipc_encode_collect_tracing(&probe_msg, 4, &cfg);
+	if (err) {
+		code = cli_error(EXIT_USAGE, "%s", err == -EMSGSIZE ?
+				 "the provider list does not fit in one request (64 KiB)" :
+				 "a provider spec cannot be sent");
 		goto out;
 	}
+	code = cli_resolve_target(&to, &t, &ep);
+	if (code)
+		goto out;
+	if (!out)
+		out = "trace.nettrace";
+	/* An unnamed file beside the output: OUT appears only when complete. */
+	code = cli_outfile_open(&of, out);
+	if (code)
+		goto out;
+	sink.fd = of.fd;
 	sink.tty = isatty(STDERR_FILENO);
 
 	cli_catch_stop_signals();
@@ -151,34 +174,65 @@ static int collect(int argc, char **argv)
 	so.progress = progress;
 	so.ctx = &sink;
 	so.stop = &cli_stop_requested;
-	so.duration_ms = (int64_t)duration * 1000;
+	so.duration_ms = duration;
+	so.max_bytes = max_size;
 
 	cli_info("tracing pid %d with %zu provider%s into %s; %s", (int)t.pid, np,
 		 np == 1 ? "" : "s", out, duration ? "waiting for the duration" : "Ctrl-C stops");
 	err = ipc_session_run(&ep, &cfg, &so, &res, &rerr);
 	if (sink.tty)
 		fputc('\n', stderr);
-	if (close(sink.fd) && !err)
+	if (fsync(of.fd) && errno != EINVAL && !err)
 		err = -errno;
-	if (err && res.bytes == 0) {
-		code = cli_ipc_error("cannot trace", err, &rerr);
+	if (!err && res.complete) {
+		int e = cli_outfile_keep(&of, out);
+
+		if (e) {
+			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out, strerror(-e));
+			goto out;
+		}
+		if (cli_outfile_close(&of)) {
+			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out, strerror(errno));
+			goto out;
+		}
+		if (res.target_ended)
+			cli_warn("the target closed the session before clrtap stopped it (did it exit?)");
+		printf("wrote %s (%" PRIu64 " bytes)\n", out, res.bytes);
+		code = EXIT_OK;
 		goto out;
 	}
-	if (err) {
-		code = cli_error(EXIT_PARTIAL, "trace interrupted after %" PRIu64 " bytes: %s (%s is incomplete)",
-				 res.bytes, strerror(-err), out);
+	/* Failed: keep nothing that could pass for a trace; a partial stream under its own name. */
+	if (res.bytes == 0 || res.bad_prologue) {
+		char why[512];
+
+		ipc_session_strerror(err ?: -EPROTO, &res, &ep, &rerr, why, sizeof(why));
+		code = cli_error(res.bad_prologue ? EXIT_PROTOCOL : cli_exit_for(err ?: -EPROTO),
+				 "cannot trace: %s; kept nothing, %s not written", why, out);
 		goto out;
 	}
-	if (res.target_ended)
-		cli_warn("the target closed the session before clrtap stopped it (did it exit?)");
-	if (!res.complete) {
-		code = cli_error(EXIT_PARTIAL, "the stream ended without its end marker: %s is incomplete",
-				 out);
+	if (strbuf_addf(&partial, "%s.partial", out) || (err2 = cli_outfile_keep(&of, partial.buf))) {
+		code = cli_error(EXIT_ERROR, "cannot keep the partial trace: %s", strerror(-err2));
 		goto out;
 	}
-	printf("wrote %s (%" PRIu64 " bytes)\n", out, res.bytes);
-	code = EXIT_OK;
+	if (err == -EFBIG)
+		code = cli_error(EXIT_PARTIAL, "stopped at --max-size (%" PRIu64 " bytes): kept %s, "
+				 "incomplete (no rundown, no end); %s not written",
+				 res.bytes, partial.buf, out);
+	else if (err) {
+		char why[512];
+
+		ipc_session_strerror(err, &res, &ep, &rerr, why, sizeof(why));
+		code = cli_error(EXIT_PARTIAL, "trace broke off after %" PRIu64 " bytes: %s; kept %s, "
+				 "incomplete; %s not written", res.bytes, why, partial.buf, out);
+	}
+	else
+		code = cli_error(EXIT_PARTIAL, "the stream ended without its end marker after %" PRIu64
+				 " bytes: kept %s, incomplete; %s not written",
+				 res.bytes, partial.buf, out);
 out:
+	cli_outfile_drop(&of);
+	strbuf_release(&partial);
+	strbuf_release(&probe_msg);
 	free(specs);
 	return code;
 }
@@ -267,29 +321,49 @@ static int64_t sync_unix_ns(const struct ts_result *res)
 	return (int64_t)t * 1000000000 + (int64_t)u[7] * 1000000;
 }
 
-/* Writes the sampled stacks of l to out in fmt. Returns an exit code. */
+/*
+ * Writes the sampled stacks of l to out in fmt, through a temporary name.
+ * From a damaged input only what was read before the damage is written, and
+ * under the name OUT.partial (nothing when no stack was read). *written gets
+ * the name written, or NULL. Returns an exit code.
+ */
 static int write_flame(const struct loaded *l, const char *src, const char *out,
-		       enum flame_format fmt)
+		       enum flame_format fmt, const char **written)
 {
 	const struct ts_result *res = tracestats_result(l->ts);
 	struct flame_opts fo = { 0 };
+	struct cli_outfile of;
+	static struct strbuf partial = STRBUF_INIT;
 	const char *base = strrchr(src, '/');
-	int fd, err;
+	int err, code;
+
+	*written = NULL;
+	if (l->read_err && !flame_total(res->flame))
+		return EXIT_OK; /* nothing true to write: the caller reports the damage */
 
 	fo.title = base ? base + 1 : src;
 	fo.unit = "samples";
 	fo.period = res->info.sampling_ns;
 	fo.duration_ns = res->duration_ns;
 	fo.time_unix_ns = sync_unix_ns(res);
-	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return cli_error(errno == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot write %s: %s",
-				 out, strerror(errno));
-	err = flame_write(res->flame, fmt, fd, &fo);
-	if (close(fd) && !err)
+	if (l->read_err) {
+		strbuf_reset(&partial);
+		if (strbuf_addf(&partial, "%s.partial", out))
+			return cli_error(EXIT_ERROR, "out of memory");
+		out = partial.buf;
+	}
+	code = cli_outfile_open(&of, out);
+	if (code)
+		return code;
+	err = flame_write(res->flame, fmt, of.fd, &fo);
+	if (!err)
+		err = cli_outfile_keep(&of, out);
+	if (cli_outfile_close(&of) && !err)
 		err = -errno;
+	cli_outfile_drop(&of);
 	if (err)
 		return cli_error(EXIT_ERROR, "cannot write %s: %s", out, strerror(-err));
+	*written = out;
 	if (!flame_total(res->flame))
 		cli_warn("%s has no sampled stacks (collect with --profile cpu-sampling); %s is empty",
 			 src, out);
@@ -347,9 +421,12 @@ static int report(int argc, char **argv)
 		return cli_error(EXIT_ERROR, "cannot write the report: %s", strerror(-err));
 	}
 	if (flame_out) {
-		code = write_flame(&l, argv[first], flame_out, (enum flame_format)fmt);
-		if (!code && !json)
-			cli_info("wrote %s", flame_out);
+		const char *written;
+
+		code = write_flame(&l, argv[first], flame_out, (enum flame_format)fmt, &written);
+		if (!code && !json && written)
+			cli_info("wrote %s%s", written,
+				 l.read_err ? " (stacks read before the damage only)" : "");
 	}
 	if (l.read_err)
 		code = read_failure(argv[first], &l);
@@ -383,6 +460,7 @@ static int convert(int argc, char **argv)
 		{ 0 },
 	};
 	const struct ts_result *res;
+	const char *written = NULL;
 	struct strbuf name = STRBUF_INIT;
 	size_t i = 0, n;
 	struct loaded l;
@@ -423,13 +501,18 @@ static int convert(int argc, char **argv)
 	code = load(argv[first], thread_time, &l);
 	if (code)
 		goto done;
-	code = write_flame(&l, argv[first], out, formats[i].fmt);
+	code = write_flame(&l, argv[first], out, formats[i].fmt, &written);
 	res = tracestats_result(l.ts);
-	if (!code)
-		printf("wrote %s (%s, %" PRIu64 " samples, %u distinct stacks)\n", out,
-		       formats[i].name, flame_total(res->flame), res->samples.stacks);
-	if (l.read_err)
+	if (!code && written)
+		printf("wrote %s (%s, %" PRIu64 " samples, %u distinct stacks%s)\n", written,
+		       formats[i].name, flame_total(res->flame), res->samples.stacks,
+		       l.read_err ? "; incomplete: only those before the damage" : "");
+	if (l.read_err) {
 		code = read_failure(argv[first], &l);
+		if (!written)
+			cli_info("nothing written: no stack was read before the damage (%s not created)",
+				 out);
+	}
 	tracestats_free(l.ts);
 done:
 	strbuf_release(&name);

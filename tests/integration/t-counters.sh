@@ -107,12 +107,14 @@ wait_for_line "$WORK/web.out" "Microsoft.AspNetCore.Hosting total-requests 5$" 2
 for i in 1 2 3; do curl -s "http://127.0.0.1:$PORT/api/fibonacci?pos=10" >/dev/null; done
 wait_for_line "$WORK/web.out" "Microsoft.AspNetCore.Hosting total-requests 8$" 20 "$MON" &&
 	ok "EventSource by name: total-requests 8 after 3 more" || not_ok "total-requests 8" "$(cat "$WORK/web.out")"
-wait_for_line "$WORK/web.out" "http.server.request.duration\[.*http.route=/api/fibonacci.*Percentile=50\] [0-9.e-]+ s$" 20 "$MON" &&
-	ok "Meter by name: request duration histogram (p50)" || not_ok "histogram p50" "$(cat "$WORK/web.out")"
+# Sub-second times read in a fitting unit (72.7 µs, not 7.272e-05 s).
+wait_for_line "$WORK/web.out" "http.server.request.duration\[.*http.route=/api/fibonacci.*Percentile=50\] [0-9]+(\.[0-9]+)? (ms|µs|ns)$" 20 "$MON" &&
+	ok "Meter by name: request duration histogram (p50) in a readable unit" || not_ok "histogram p50" "$(cat "$WORK/web.out")"
 kill -INT "$MON"
 wait "$MON"
 equals "web monitor: SIGINT exit code" "$?" 0
 contains "Meter by name: p95 and p99 too" "$(cat "$WORK/web.out")" "Percentile=99]"
+lacks "no exponent notation on screen" "$(grep 'request.duration' "$WORK/web.out")" "e-0"
 stop_fixture "$FIX_PID"
 
 # 7. A namespaced fixture (own PID + mount namespace, private /tmp).
@@ -134,6 +136,7 @@ KILL_PIDS+=("$NOTNET")
 expect_exit "not a .NET process" 4 "$CLRTAP" counters collect -p "$NOTNET" -d 1 -o "$WORK/x.csv"
 expect_exit "bad --counters" 2 "$CLRTAP" counters monitor -p "$FIX_PID" --counters "System.Runtime[cpu-usage"
 expect_exit "bad --interval" 2 "$CLRTAP" counters monitor -p "$FIX_PID" --interval 0
+expect_exit "bad --duration" 2 "$CLRTAP" counters monitor -p "$FIX_PID" -d 1.5s
 expect_exit "bad --format" 2 "$CLRTAP" counters collect -p "$FIX_PID" --format xml
 expect_exit "unknown subcommand" 2 "$CLRTAP" counters watch -p "$FIX_PID"
 expect_exit "unwritable output" 1 "$CLRTAP" counters collect -p "$FIX_PID" -d 1 -o /proc/none/x.csv

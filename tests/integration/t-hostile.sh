@@ -76,7 +76,12 @@ check "the container's jitdump is a FIFO" test -p "/proc/$P/root/tmp/jit-1.dump"
 host_intact() {
 	local now
 	now=$(snapshot)
-	if [ "$now" == "$BEFORE" ]; then ok "$1: host sentinels untouched, no host socket connected"; else not_ok "$1: host sentinels untouched, no host socket connected" "before: $BEFORE" "after:  $now"; fi
+	if [ "$now" == "$BEFORE" ]; then
+		ok "$1: host sentinels untouched, no host socket connected"
+	else
+		not_ok "$1: host sentinels untouched, no host socket connected" \
+			"$(diff <(printf '%s\n' "$BEFORE") <(printf '%s\n' "$now") | sed 's/^/    /')"
+	fi
 	BEFORE=$now
 }
 

@@ -66,7 +66,10 @@ EOF
 N=23
 collect_workload "$WORK/ex.nettrace" exceptions 4 exceptions --count $N
 expect_exit "report exceptions" 0 "$CLRTAP" trace report "$WORK/ex.nettrace"
-contains "text: exception group line" "$OUT" "$N  Clrtap.Fixtures.FixtureException: $MSG"
+contains "text: exceptions line" "$OUT" "Exceptions: $N thrown, 1 type, 1 distinct type+message"
+contains "text: the type line (count, messages, type)" "$OUT" "$N          1  Clrtap.Fixtures.FixtureException"
+contains "text: the message line" "$OUT" "$N  $MSG"
+contains "text: the throw site" "$OUT" "thrown in Clrtap.Fixtures.Thrower::ThrowOne ($N thrown here)"
 contains "text: stack has the throwing method" "$OUT" "at Clrtap.Fixtures.Thrower::ThrowOne"
 contains "text: stack has the catching caller" "$OUT" "at Clrtap.Fixtures.Thrower::ThrowMany"
 expect_exit "report exceptions --json" 0 "$CLRTAP" trace report "$WORK/ex.nettrace" --json
@@ -82,6 +85,61 @@ equals "json: ExceptionThrown events" \
 	"$(j '[e["count"] for e in d["events"] if e["name"]=="ExceptionThrown"][0]')" $N
 equals "json: complete, no error" "$(j 'd["complete"], d["error"]')" "(True, None)"
 te_compare exceptions "$WORK/ex.nettrace"
+equals "json: by type" "$(j '[(t["type"], t["count"], t["messages"]) for t in d["exceptions"]["types"]]')" \
+	"[('Clrtap.Fixtures.FixtureException', $N, 1)]"
+
+# 1b. Messages that carry the input (an ASP.NET route, 37 distinct keys):
+#     one type, 37 messages, one throw site, the exact total.
+PORT=$(free_port)
+start_fixture web --port "$PORT"
+curl -s "http://127.0.0.1:$PORT/api/item/warm-up" >/dev/null # compiled before the session
+"$CLRTAP" trace collect -p "$FIX_PID" --profile exceptions -o "$WORK/items.nettrace" >/dev/null 2>"$WORK/items.err" &
+COLLECT=$!
+wait_for_line "$WORK/items.err" "Ctrl-C stops" 10
+sleep 1
+for ((i = 1; i <= 37; i++)); do curl -s "http://127.0.0.1:$PORT/api/item/key-$i" >/dev/null; done
+sleep 0.5
+kill -INT "$COLLECT"
+wait "$COLLECT"
+equals "collect during 37 item requests, stopped by Ctrl-C" "$?" 0
+stop_fixture "$FIX_PID"
+expect_exit "report items --json" 0 "$CLRTAP" trace report "$WORK/items.nettrace" --json
+equals "items: the KeyNotFoundExceptions grouped by type with the exact total" \
+	"$(j '[(t["type"], t["count"], t["messages"]) for t in d["exceptions"]["types"] if t["type"].endswith("KeyNotFoundException")]')" \
+	"[('System.Collections.Generic.KeyNotFoundException', 37, 37)]"
+expect_exit "report items (text)" 0 "$CLRTAP" trace report "$WORK/items.nettrace"
+contains "items: one type line with 37 messages" "$OUT" "37         37  System.Collections.Generic.KeyNotFoundException"
+contains "items: the first messages, then how many more" "$OUT" "(34 more messages)"
+equals "items: one stack for the one throw site" "$(grep -c 'thrown in Clrtap.Fixtures.ItemLookup::Find (37 thrown here)' <<<"$OUT")" 1
+check "items: at most 60 lines for 37 exceptions" test "$(sed -n '/^Exceptions/,/^GC/p' <<<"$OUT" | wc -l)" -le 60
+
+# 1c. Sections whose events were not collected say so, with how to collect them.
+start_fixture idle
+expect_exit "collect the sampler only" 0 "$CLRTAP" trace collect -p "$FIX_PID" \
+	--providers Microsoft-DotNETCore-SampleProfiler -d 1 -o "$WORK/sampler.nettrace"
+expect_exit "collect cpu-sampling on an idle app" 0 "$CLRTAP" trace collect -p "$FIX_PID" -d 1 -o "$WORK/idle.nettrace"
+stop_fixture "$FIX_PID"
+expect_exit "report the sampler-only trace" 0 "$CLRTAP" trace report "$WORK/sampler.nettrace"
+contains "sampler only: exceptions not collected" "$OUT" "Exceptions: not collected (enable with --profile exceptions"
+contains "sampler only: contention not collected" "$OUT" "Contention: not collected (enable with --profile contention"
+contains "sampler only: GC not collected" "$OUT" "GC: not collected (enable with --profile gc-collect"
+lacks "sampler only: no '0 thrown'" "$OUT" "0 thrown"
+contains "thread samples are not called CPU time" "$OUT" "thread samples, not CPU time"
+expect_exit "report the idle cpu-sampling trace" 0 "$CLRTAP" trace report "$WORK/idle.nettrace"
+lacks "idle: no hint to collect what was collected" "$OUT" "collect with the cpu-sampling profile"
+contains "idle: says the app was mostly idle" "$OUT" "mostly idle: "
+expect_exit "report the idle trace --json" 0 "$CLRTAP" trace report "$WORK/idle.nettrace" --json
+equals "idle: the span covers the session (>= 0.9 s), not just the rundown" "$(j 'd["trace"]["duration_ns"] >= 900000000')" True
+
+# 1d. Contention with the stacks ContentionStart carries.
+collect_workload "$WORK/cont.nettrace" contention 3 contention --threads 4 --seconds 2
+expect_exit "report contention --json" 0 "$CLRTAP" trace report "$WORK/cont.nettrace" --json
+check "contention: waits started" test "$(j 'd["contention"]["starts"]')" -gt 10
+contains "contention: the top site's stack has the contending method" \
+	"$(j 'd["contention"]["sites"][0]["stack"]')" "Clrtap.Fixtures.Contention::Contend"
+expect_exit "report contention (text)" 0 "$CLRTAP" trace report "$WORK/cont.nettrace"
+contains "contention: text names where threads waited" "$OUT" "where threads waited"
+contains "contention: text has the stack" "$OUT" "at Clrtap.Fixtures.Contention::Contend"
 
 # 2. GC: K induced, compacting, blocking gen-2 collections, with pauses.
 K=4
@@ -219,6 +277,17 @@ expect_exit "not a nettrace file: exit 8" 8 "$CLRTAP" trace report "$WORK/text.n
 contains "not a nettrace file: message" "$ERR" "is not a nettrace file"
 : >"$WORK/empty.nettrace"
 expect_exit "empty file: exit 8" 8 "$CLRTAP" trace convert "$WORK/empty.nettrace" -o "$WORK/e.folded"
+check "empty file: convert writes nothing" test ! -e "$WORK/e.folded" -a ! -e "$WORK/e.folded.partial"
+lacks "empty file: no profile hint" "$ERR" "cpu-sampling"
+contains "empty file: says nothing was written" "$ERR" "nothing written"
+# A damaged trace with samples: only a file marked partial, no misleading hint.
+head -c $(($(stat -c %s "$WORK/cpu.nettrace") / 2)) "$WORK/cpu.nettrace" >"$WORK/cpuhalf.nettrace"
+expect_exit "convert a damaged trace: exit 8" 8 "$CLRTAP" trace convert "$WORK/cpuhalf.nettrace" -f folded -o "$WORK/h.folded"
+check "damaged: no h.folded" test ! -e "$WORK/h.folded"
+check "damaged: h.folded.partial kept" test -s "$WORK/h.folded.partial"
+contains "damaged: says it is incomplete" "$OUT" "wrote $WORK/h.folded.partial"
+lacks "damaged: no profile hint" "$ERR" "cpu-sampling"
+check "no temporary file left by convert" test -z "$(ls "$WORK" | grep -- '.tmp-')"
 expect_exit "report without a file" 2 "$CLRTAP" trace report
 expect_exit "report --top 0" 2 "$CLRTAP" trace report "$WORK/ex.nettrace" --top 0
 expect_exit "report --flame with an unknown extension" 2 "$CLRTAP" trace report "$WORK/ex.nettrace" --flame "$WORK/x.png"

@@ -15,6 +15,16 @@
  *   wrongset   a reply whose command set is not 0xFF
  *   wrongpid   a valid ProcessInfo that names pid 424242, not its own
  *
+ * Stream modes (the EventPipe commands): ProcessInfo gets a valid answer
+ * (this pid), StopTracing an OK, and CollectTracing "OK" + a session id, then:
+ *   stream-random   endless random bytes
+ *   stream-huge     "Nettrace", a header length of 0x7fffffff, then silence
+ *   stream-silent   nothing more (the connection stays open)
+ *   stream-half     half of the reply, then silence
+ *   stream-close    nothing more: the stream is closed at once
+ *   stream-flood    a valid nettrace prologue, then endless random bytes
+ *   stream-stall    a valid nettrace prologue, then silence (also after the stop)
+ *
  * Prints "READY pid=<pid>" when listening; removes the socket on SIGTERM.
  */
 #include "common/compat.h"
@@ -46,25 +56,37 @@ static void header(uint8_t *h, uint16_t size, uint8_t set, uint8_t id)
 	h[18] = h[19] = 0;
 }
 
-/*
- * Answers a ProcessInfo request: v1 with pid, "unknown command" to v3 and v2
- * (as an old runtime says).
- */
-static void process_info(int c, const uint8_t *req, pid_t pid)
+/* Reads one whole request (header + payload); 0 or -1. */
+static int read_request(int c, uint8_t *req)
+{
+	uint8_t skip[4096];
+	size_t got = 0, size;
+
+	while (got < 20) {
+		ssize_t n = read(c, req + got, 20 - got);
+
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+	}
+	size = ct_le16(req + 14);
+	while (got < size) {
+		ssize_t n = read(c, skip, CT_MIN(sizeof(skip), size - got));
+
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+/* A ProcessInfo (v1) payload after a 20-byte header in buf; returns the length. */
+static size_t process_info_v1(uint8_t *buf, uint64_t pid)
 {
 	static const char *const strs[] = { "fake", "Linux", "x64" };
-	uint8_t buf[256] = { 0 };
 	size_t off = 20 + 8 + 16, i, j;
-	ssize_t n;
 
-	if (req[17] != 0x00) {
-		header(buf, 24, 0xff, 0xff);
-		ct_put_le32(buf + 20, 0x80131385u);
-		n = write(c, buf, 24);
-		(void)n;
-		return;
-	}
-	ct_put_le64(buf + 20, (uint64_t)pid);
+	ct_put_le64(buf + 20, pid);
 	for (i = 0; i < ARRAY_SIZE(strs); i++) {
 		size_t len = strlen(strs[i]);
 
@@ -74,14 +96,126 @@ static void process_info(int c, const uint8_t *req, pid_t pid)
 			ct_put_le16(buf + off, (uint16_t)strs[i][j]);
 	}
 	header(buf, (uint16_t)off, 0xff, 0);
-	n = write(c, buf, off);
-	(void)n;
+	return off;
+}
+
+static void write_all(int c, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n) {
+		ssize_t w = write(c, b, n);
+
+		if (w <= 0)
+			_exit(0);
+		b += w;
+		n -= (size_t)w;
+	}
+}
+
+/*
+ * Answers a ProcessInfo request: v1 with pid, "unknown command" to v3 and v2
+ * (as an old runtime says).
+ */
+static void process_info(int c, const uint8_t *req, pid_t pid)
+{
+	uint8_t buf[256] = { 0 };
+
+	if (req[17] != 0x00) {
+		header(buf, 24, 0xff, 0xff);
+		ct_put_le32(buf + 20, 0x80131385u);
+		write_all(c, buf, 24);
+		return;
+	}
+	write_all(c, buf, process_info_v1(buf, (uint64_t)pid));
+}
+
+static void endless_random(int c)
+{
+	uint8_t junk[65536];
+	uint64_t x = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+	size_t i;
+
+	for (;;) {
+		for (i = 0; i < sizeof(junk); i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			junk[i] = (uint8_t)x;
+		}
+		write_all(c, junk, sizeof(junk));
+	}
+}
+
+static void serve_stream(int c, const char *mode)
+{
+	uint8_t req[20], buf[256];
+
+	if (read_request(c, req))
+		return;
+	memset(buf, 0, sizeof(buf));
+	if (req[16] == 0x04 && req[17] == 0x00) {
+		write_all(c, buf, process_info_v1(buf, (uint64_t)getppid()));
+		return;
+	}
+	if (req[16] == 0x04) {
+		/* ProcessInfo3 and 2: "unknown command", as an old runtime says. */
+		header(buf, 24, 0xff, 0xff);
+		ct_put_le32(buf + 20, 0x80131385u);
+		write_all(c, buf, 24);
+		return;
+	}
+	if (req[16] == 0x02 && req[17] == 0x01) { /* StopTracing: OK + the session id */
+		header(buf, 28, 0xff, 0);
+		ct_put_le64(buf + 20, 7);
+		write_all(c, buf, 28);
+		return;
+	}
+	if (req[16] != 0x02) { /* anything else: an error */
+		header(buf, 24, 0xff, 0xff);
+		ct_put_le32(buf + 20, 0x80131385u);
+		write_all(c, buf, 24);
+		return;
+	}
+	header(buf, 28, 0xff, 0);
+	ct_put_le64(buf + 20, 7);
+	if (!strcmp(mode, "stream-half")) {
+		write_all(c, buf, 14);
+		pause();
+		return;
+	}
+	write_all(c, buf, 28);
+	if (!strcmp(mode, "stream-random")) {
+		endless_random(c);
+	} else if (!strcmp(mode, "stream-huge")) {
+		memcpy(buf, "Nettrace", 8);
+		ct_put_le32(buf + 8, 0x7fffffffu);
+		write_all(c, buf, 12);
+		pause();
+	} else if (!strcmp(mode, "stream-flood") || !strcmp(mode, "stream-stall")) {
+		memcpy(buf, "Nettrace", 8);
+		ct_put_le32(buf + 8, 20);
+		memcpy(buf + 12, "!FastSerialization.1", 20);
+		write_all(c, buf, 32);
+		if (!strcmp(mode, "stream-flood"))
+			endless_random(c);
+		pause();
+	} else if (!strcmp(mode, "stream-close")) {
+		return;
+	} else {
+		pause(); /* stream-silent */
+	}
 }
 
 static void serve(int c, const char *mode)
 {
 	uint8_t req[20], buf[256];
 	ssize_t n;
+
+	if (!strncmp(mode, "stream-", 7)) {
+		serve_stream(c, mode);
+		return;
+	}
 
 	n = read(c, req, sizeof(req));
 	if (n <= 0)

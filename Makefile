@@ -60,7 +60,29 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 .PHONY: all deps fixtures unit unit-san fuzz integration check demo bench clean tools lint
 .DEFAULT_GOAL := all
 
-all: $(O)/clrtap tools
+all: $(O)/clrtap tools profiler
+
+# The in-process profiler (profiler/): plain C, only libc, one export. Built
+# twice: with gcc for glibc targets and with musl-gcc (musl-tools) for Alpine.
+# clrtap finds them at <dir of clrtap>/profiler/<libc>/libclrtap-profiler.so.
+PROF_SRCS := profiler/profiler.c
+PROF_CFLAGS := -std=c11 -O2 -g -fPIC -fvisibility=hidden $(WARNINGS) -Ilib \
+	-DCLRTAP_PROFILER_VERSION='"$(VERSION)"'
+PROF_LDFLAGS := -shared -Wl,--version-script=profiler/libclrtap-profiler.map \
+	-Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined
+PROF_DEPS := $(PROF_SRCS) profiler/corprof_c.h profiler/callbacks.h lib/agent/agent_proto.h \
+	profiler/libclrtap-profiler.map
+MUSL_CC ?= musl-gcc
+.PHONY: profiler
+profiler: $(O)/profiler/glibc/libclrtap-profiler.so $(O)/profiler/musl/libclrtap-profiler.so
+$(O)/profiler/glibc/libclrtap-profiler.so: $(PROF_DEPS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  SO      $@")
+	$(Q)gcc $(PROF_CFLAGS) $(PROF_LDFLAGS) -o $@ $(PROF_SRCS) -lpthread
+$(O)/profiler/musl/libclrtap-profiler.so: $(PROF_DEPS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  SO/MUSL $@")
+	$(Q)$(MUSL_CC) $(PROF_CFLAGS) $(PROF_LDFLAGS) -o $@ $(PROF_SRCS)
 
 $(O)/%.o: %.c
 	@mkdir -p $(@D)

@@ -1,0 +1,480 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * clrtap agent - attach clrtap's in-process profiler (libclrtap-profiler)
+ * to a running .NET process, stream what it reports over EventPipe, and
+ * detach it; or ask whether one is attached. docs/cmd/agent.md.
+ */
+#include "common/compat.h"
+
+#include <poll.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "agent/agent.h"
+#include "cli.h"
+
+/* Agent exit codes (docs/cmd/exit-codes.md). */
+#define EXIT_AGENT_LIBRARY 20 /* library missing here or in the target's filesystem */
+#define EXIT_AGENT_LIBC 21    /* the target could not load it: wrong C library */
+#define EXIT_AGENT_SLOT 22    /* profiler slot taken / a clrtap profiler already active */
+
+static int exit_for_cause(enum agent_cause c)
+{
+	switch (c) {
+	case AGENT_OK:
+		return EXIT_OK;
+	case AGENT_NO_LIBRARY:
+	case AGENT_NOT_IN_TARGET:
+	case AGENT_PLACE_FAILED:
+		return EXIT_AGENT_LIBRARY;
+	case AGENT_WRONG_LIBC:
+		return EXIT_AGENT_LIBC;
+	case AGENT_SLOT_TAKEN:
+	case AGENT_ALREADY:
+		return EXIT_AGENT_SLOT;
+	case AGENT_NO_ANSWER:
+		return EXIT_PROTOCOL;
+	default:
+		return EXIT_RUNTIME;
+	}
+}
+
+static const char *mode_name(uint32_t m)
+{
+	return m == PRF_MODE_NOTIFICATION ? "notification" : "main";
+}
+
+static void features_text(uint32_t f, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s", f & PRF_FEAT_MODULES ? "modules," : "",
+		 f & PRF_FEAT_JIT ? "jit-count," : "", f & PRF_FEAT_EXCEPTIONS ? "exception-count," : "",
+		 f & PRF_FEAT_THREADS ? "thread-count," : "");
+	if (buf[0])
+		buf[strlen(buf) - 1] = '\0';
+	else
+		snprintf(buf, len, "none");
+}
+
+/* What a notification-only profiler cannot do (docs/internals/profiler.md). */
+#define NOTIFICATION_EXCLUDES "ReJIT probes, IL rewriting, GC heap walks (MONITOR_GC)"
+
+/* ------------------------------------------------------------- status */
+
+struct status_ctx {
+	bool got;
+	struct agent_event st;
+};
+
+static int status_event(void *ctx, const struct agent_event *ev)
+{
+	struct status_ctx *s = ctx;
+
+	if (ev->id != PRF_EV_STATUS)
+		return 0;
+	s->got = true;
+	s->st = *ev;
+	return 1;
+}
+
+/* Asks the profiler for one Status event (STATUS keyword only: this
+ * session's end does not detach anything). */
+static int query_status(const struct ipc_endpoint *ep, int timeout_ms, struct status_ctx *s,
+			struct agent_session_result *res, struct ipc_error *rerr)
+{
+	struct agent_session_opts o = { 0 };
+
+	memset(s, 0, sizeof(*s));
+	o.ep = ep;
+	o.keywords = PRF_KW_STATUS;
+	o.first_event_timeout_ms = timeout_ms;
+	o.duration_ms = timeout_ms + 1000;
+	o.on_event = status_event;
+	o.ctx = s;
+	o.stop = &cli_stop_requested;
+	return agent_session_run(&o, res, rerr);
+}
+
+static int do_status(const struct proc_target *t, const struct ipc_endpoint *ep, bool json)
+{
+	struct agent_session_result res;
+	struct ipc_error rerr = { 0 };
+	struct status_ctx s;
+	char mapped_path[PROC_PATH_MAX] = "", feat[128];
+	bool mapped = false;
+	int err;
+
+	agent_library_mapped(t->pid, &mapped, mapped_path, sizeof(mapped_path));
+	err = query_status(ep, 1500, &s, &res, &rerr);
+	if (err)
+		return cli_ipc_error("cannot open an EventPipe session", err, &rerr);
+	features_text(s.st.features, feat, sizeof(feat));
+	if (json) {
+		struct strbuf sb = STRBUF_INIT;
+
+		(void)strbuf_addch(&sb, '{');
+		cli_json_u64(&sb, "pid", (uint64_t)t->pid, false);
+		cli_json_bool(&sb, "attached", s.got, true);
+		cli_json_bool(&sb, "library_mapped", mapped, true);
+		cli_json_str(&sb, "library", mapped_path, true);
+		if (s.got) {
+			cli_json_str(&sb, "version", s.st.text, true);
+			cli_json_str(&sb, "mode", mode_name(s.st.mode), true);
+			cli_json_str(&sb, "features", feat, true);
+			cli_json_u64(&sb, "generation", s.st.generation, true);
+			cli_json_u64(&sb, "events_written", s.st.written, true);
+			cli_json_u64(&sb, "write_errors", s.st.write_errors, true);
+			cli_json_u64(&sb, "modules_loaded", s.st.modules, true);
+			cli_json_u64(&sb, "jit_compiled", s.st.jit, true);
+			cli_json_u64(&sb, "exceptions", s.st.exceptions, true);
+			cli_json_u64(&sb, "threads_created", s.st.threads, true);
+		}
+		cli_json_u64(&sb, "events_lost_in_this_query", res.dropped, true);
+		(void)strbuf_addstr(&sb, "}\n");
+		fwrite(sb.buf, 1, sb.len, stdout);
+		strbuf_release(&sb);
+		return EXIT_OK;
+	}
+	if (!s.got) {
+		printf("clrtap profiler: not attached (none answered within 1.5 s)\n");
+		if (mapped)
+			printf("library: %s stays mapped from an earlier attach (the runtime "
+			       "never unmaps a detached profiler on Linux)\n", mapped_path);
+		return EXIT_OK;
+	}
+	printf("clrtap profiler: attached, mode %s, version %s, attach #%u of this library\n",
+	       mode_name(s.st.mode), s.st.text, s.st.generation);
+	printf("features: %s%s\n", feat,
+	       s.st.mode == PRF_MODE_NOTIFICATION ? " (notification mode: no " NOTIFICATION_EXCLUDES ")"
+						  : "");
+	printf("library: %s\n", mapped ? mapped_path : "(not seen in maps)");
+	printf("events written: %" PRIu64 ", write errors (dropped in the target): %" PRIu64 "\n",
+	       s.st.written, s.st.write_errors);
+	printf("counted since attach: %" PRIu64 " modules loaded, %" PRIu64 " JIT compilations, %"
+	       PRIu64 " exceptions, %" PRIu64 " threads created\n",
+	       s.st.modules, s.st.jit, s.st.exceptions, s.st.threads);
+	return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- run */
+
+struct run_ctx {
+	const struct ipc_endpoint *ep;
+	const char *mode_opt;       /* auto, main, notification */
+	const char *library;        /* path as the target sees it */
+	char config[PRF_CONFIG_MAX];
+	size_t config_len;
+	enum agent_libc lib_libc, target_libc;
+	pid_t pid;
+	bool show_modules, json;
+	/* results */
+	int mode;
+	int32_t hr;
+	enum agent_cause cause;
+	bool attached, hello;
+	struct agent_event hello_ev, last_status;
+	bool have_status;
+	uint64_t modules;
+	struct timespec t_attach;
+};
+
+static bool target_has_file(pid_t pid, const char *path)
+{
+	char p[PROC_PATH_MAX + 64];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, path);
+	return lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int try_attach(struct run_ctx *r, int mode)
+{
+	struct ipc_error rerr = { 0 };
+	uint8_t clsid[16];
+	int err;
+
+	agent_clsid(mode, clsid);
+	err = ipc_attach_profiler(r->ep, 10, clsid, r->library, r->config,
+				  (uint32_t)r->config_len, &rerr);
+	r->mode = mode;
+	if (!err) {
+		r->hr = 0;
+		return 0;
+	}
+	if (err != -EREMOTEIO)
+		return err;
+	r->hr = rerr.hresult;
+	return -EREMOTEIO;
+}
+
+static int run_on_open(void *ctx)
+{
+	struct run_ctx *r = ctx;
+	bool auto_mode = !strcmp(r->mode_opt, "auto");
+	int err;
+
+	err = try_attach(r, !strcmp(r->mode_opt, "notification") ? PRF_MODE_NOTIFICATION
+								  : PRF_MODE_MAIN);
+	if (err == -EREMOTEIO && auto_mode && r->hr == IPC_E_PROFILER_ALREADY_ACTIVE) {
+		if (!r->json)
+			cli_info("the main profiler slot is taken; attaching as a notification "
+				 "profiler (no " NOTIFICATION_EXCLUDES ")");
+		err = try_attach(r, PRF_MODE_NOTIFICATION);
+	}
+	if (err == -EREMOTEIO) {
+		r->cause = agent_cause_from_hresult(r->hr, r->lib_libc, r->target_libc,
+						    target_has_file(r->pid, r->library));
+		return 1;
+	}
+	if (err) {
+		r->cause = AGENT_REFUSED;
+		r->hr = 0;
+		return err;
+	}
+	r->attached = true;
+	clock_gettime(CLOCK_MONOTONIC, &r->t_attach);
+	return 0;
+}
+
+static int run_event(void *ctx, const struct agent_event *ev)
+{
+	struct run_ctx *r = ctx;
+	char feat[128];
+
+	switch (ev->id) {
+	case PRF_EV_HELLO:
+		r->hello = true;
+		r->hello_ev = *ev;
+		features_text(ev->features, feat, sizeof(feat));
+		if (!r->json) {
+			printf("attached: pid %d, mode %s, profiler %s, runtime %u.%u.%u, features %s\n",
+			       (int)r->pid, mode_name(ev->mode), ev->text, ev->rt_major, ev->rt_minor,
+			       ev->rt_build, feat);
+			fflush(stdout);
+		}
+		break;
+	case PRF_EV_STATUS:
+		r->have_status = true;
+		r->last_status = *ev;
+		break;
+	case PRF_EV_MODULE:
+		r->modules++;
+		if (r->show_modules && !r->json) {
+			printf("module 0x%" PRIx64 " %s\n", ev->module_id, ev->text);
+			fflush(stdout);
+		}
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* After the CONTROL session ended: wait until no profiler answers. */
+static bool confirm_detached(const struct ipc_endpoint *ep, int64_t budget_ms, int64_t *took_ms)
+{
+	struct timespec a, b;
+	struct agent_session_result res;
+	struct ipc_error rerr;
+	struct status_ctx s;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (;;) {
+		int64_t el;
+
+		if (query_status(ep, 700, &s, &res, &rerr))
+			return false;
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		el = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+		*took_ms = el;
+		if (!s.got)
+			return true;
+		if (el > budget_ms)
+			return false;
+	}
+}
+
+static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, struct run_ctx *r,
+		  const char *libc_opt, int seconds)
+{
+	struct agent_session_opts o = { 0 };
+	struct agent_session_result res;
+	struct ipc_error rerr = { 0 };
+	struct ipc_process_info pi;
+	struct status_ctx sc;
+	struct agent_config cfg = { 250, 10000, PRF_FEAT_DEFAULT };
+	char host_lib[PATH_MAX], placed[PROC_PATH_MAX], msg[512];
+	bool reused = false, detached = false;
+	int64_t detach_ms = 0;
+	int err;
+
+	/* A runtime without ICorProfilerInfo14 cannot run the profiler. */
+	if (!ipc_process_info(ep, &pi, NULL)) {
+		unsigned long major = pi.clr_version ? strtoul(pi.clr_version, NULL, 10) : 0;
+
+		ipc_process_info_release(&pi);
+		if (major && major < 8) {
+			agent_cause_text(AGENT_TOO_OLD, 0, msg, sizeof(msg));
+			return cli_error(EXIT_RUNTIME, "%s; this one is %lu", msg, major);
+		}
+	}
+	/* One clrtap profiler at a time. */
+	if (!query_status(ep, 600, &sc, &res, &rerr) && sc.got) {
+		agent_cause_text(AGENT_ALREADY, 0, msg, sizeof(msg));
+		return cli_error(EXIT_AGENT_SLOT, "%s", msg);
+	}
+	err = agent_libc_detect(t->pid, &r->target_libc);
+	if (err)
+		return cli_error(cli_exit_for(err), "cannot read the target's maps: %s",
+				 strerror(-err));
+	r->lib_libc = r->target_libc;
+	if (libc_opt && agent_libc_parse(libc_opt, &r->lib_libc))
+		return cli_error(EXIT_USAGE, "--libc takes glibc or musl");
+	if (r->lib_libc == AGENT_LIBC_UNKNOWN)
+		return cli_error(EXIT_ERROR, "cannot tell which C library the target uses; "
+					     "say --libc glibc|musl");
+	if (!r->library) {
+		err = agent_library_host_path(r->lib_libc, host_lib, sizeof(host_lib));
+		if (err) {
+			agent_cause_text(AGENT_NO_LIBRARY, 0, msg, sizeof(msg));
+			return cli_error(EXIT_AGENT_LIBRARY, "%s (looked for %s)", msg, host_lib);
+		}
+		err = agent_place(t, host_lib, r->lib_libc, placed, sizeof(placed), &reused);
+		if (err) {
+			agent_cause_text(AGENT_PLACE_FAILED, 0, msg, sizeof(msg));
+			return cli_error(EXIT_AGENT_LIBRARY, "%s %s: %s", msg, t->tmpdir,
+					 err == -EEXIST ? "a different file holds the name"
+							: strerror(-err));
+		}
+		r->library = placed;
+	}
+	if (!r->json)
+		printf("library: %s (%s build%s)\n", r->library, agent_libc_name(r->lib_libc),
+		       reused ? ", already there" : "");
+	if (!r->show_modules)
+		cfg.features &= ~PRF_FEAT_MODULES;
+	err = agent_config_encode(&cfg, r->config, sizeof(r->config), &r->config_len);
+	if (err)
+		return cli_error(EXIT_ERROR, "config does not fit");
+
+	o.ep = ep;
+	o.keywords = PRF_KW_CONTROL | PRF_KW_STATUS | (r->show_modules ? PRF_KW_MODULES : 0);
+	o.stop = &cli_stop_requested;
+	o.duration_ms = seconds > 0 ? (int64_t)seconds * 1000 : 0;
+	o.first_event_timeout_ms = 15000;
+	o.on_event = run_event;
+	o.on_open = run_on_open;
+	o.ctx = r;
+	cli_catch_stop_signals();
+	err = agent_session_run(&o, &res, &rerr);
+	if (err && !r->attached)
+		return cli_ipc_error("cannot open the EventPipe session", err, &rerr);
+	if (!r->attached) {
+		agent_cause_text(r->cause, r->hr, msg, sizeof(msg));
+		return cli_error(exit_for_cause(r->cause), "%s", msg);
+	}
+	if (!r->hello) {
+		agent_cause_text(AGENT_NO_ANSWER, 0, msg, sizeof(msg));
+		return cli_error(EXIT_PROTOCOL, "%s", msg);
+	}
+	if (!res.target_ended)
+		detached = confirm_detached(ep, 5000, &detach_ms);
+	if (r->json) {
+		struct strbuf sb = STRBUF_INIT;
+		char feat[128];
+
+		features_text(r->hello_ev.features, feat, sizeof(feat));
+		(void)strbuf_addch(&sb, '{');
+		cli_json_u64(&sb, "pid", (uint64_t)t->pid, false);
+		cli_json_bool(&sb, "attached", true, true);
+		cli_json_str(&sb, "mode", mode_name(r->hello_ev.mode), true);
+		cli_json_str(&sb, "version", r->hello_ev.text, true);
+		cli_json_str(&sb, "libc", agent_libc_name(r->lib_libc), true);
+		cli_json_str(&sb, "library", r->library, true);
+		cli_json_str(&sb, "features", feat, true);
+		cli_json_u64(&sb, "modules_reported", r->modules, true);
+		cli_json_u64(&sb, "events", res.events, true);
+		cli_json_u64(&sb, "events_lost", res.dropped, true);
+		cli_json_u64(&sb, "write_errors",
+			     r->have_status ? r->last_status.write_errors : 0, true);
+		cli_json_bool(&sb, "target_ended", res.target_ended, true);
+		cli_json_bool(&sb, "detach_confirmed", detached, true);
+		cli_json_u64(&sb, "detach_ms", (uint64_t)detach_ms, true);
+		(void)strbuf_addstr(&sb, "}\n");
+		fwrite(sb.buf, 1, sb.len, stdout);
+		strbuf_release(&sb);
+	} else {
+		if (r->have_status)
+			printf("counted: %" PRIu64 " JIT compilations, %" PRIu64 " exceptions, %" PRIu64
+			       " threads created, %" PRIu64 " modules; %" PRIu64
+			       " events written, %" PRIu64 " write errors\n",
+			       r->last_status.jit, r->last_status.exceptions,
+			       r->last_status.threads, r->last_status.modules,
+			       r->last_status.written, r->last_status.write_errors);
+		if (res.dropped)
+			printf("events lost on the way: %" PRIu64 "\n", res.dropped);
+		if (res.target_ended)
+			printf("the target ended the session (process exited?)\n");
+		else if (detached)
+			printf("detached: the profiler left within %" PRId64 " ms (its library stays "
+			       "mapped)\n", detach_ms);
+		else
+			printf("detach not confirmed: a clrtap profiler still answers\n");
+	}
+	if (!res.target_ended && !detached)
+		return EXIT_ERROR;
+	return cli_stop_requested ? EXIT_OK : EXIT_OK;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	struct cli_target_opts to = { 0 };
+	struct run_ctx r = { 0 };
+	const char *libc_opt = NULL, *mode = "auto", *library = NULL, *action;
+	bool json = false, modules = false;
+	int seconds = 0;
+	const struct cli_option opts[] = {
+		CLI_TARGET_OPTIONS(&to),
+		{ 's', "seconds", CLI_OPT_INT, &seconds, "S", "run: detach after S seconds (default: Ctrl-C)" },
+		{ 0, "mode", CLI_OPT_STRING, &mode, "MODE",
+		  "run: auto (default: main, or notification if the slot is taken), main, notification" },
+		{ 0, "libc", CLI_OPT_STRING, &libc_opt, "LIBC",
+		  "run: glibc or musl build (default: what the target maps)" },
+		{ 0, "library", CLI_OPT_STRING, &library, "PATH",
+		  "run: use this library path as the target sees it (no copy)" },
+		{ 0, "modules", CLI_OPT_BOOL, &modules, NULL, "run: print each module loaded" },
+		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the result as JSON" },
+		{ 0 },
+	};
+	struct ipc_endpoint ep;
+	struct proc_target t;
+	int first, code;
+
+	if (cli_parse(argc, argv, "clrtap agent run|status (-p PID | -n NAME) [options]", opts,
+		      &first, &code))
+		return code;
+	if (first >= argc)
+		return cli_error(EXIT_USAGE, "say 'run' or 'status'");
+	if (first + 1 < argc)
+		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first + 1]);
+	action = argv[first];
+	if (strcmp(action, "run") && strcmp(action, "status"))
+		return cli_error(EXIT_USAGE, "unknown action '%s': say 'run' or 'status'", action);
+	if (strcmp(mode, "auto") && strcmp(mode, "main") && strcmp(mode, "notification"))
+		return cli_error(EXIT_USAGE, "--mode takes auto, main or notification");
+	if (seconds < 0)
+		return cli_error(EXIT_USAGE, "--seconds must be >= 0");
+	if (library && library[0] != '/')
+		return cli_error(EXIT_USAGE, "--library needs an absolute path (as the target sees it)");
+	code = cli_resolve_target(&to, &t, &ep);
+	if (code)
+		return code;
+	if (!strcmp(action, "status"))
+		return do_status(&t, &ep, json);
+	r.ep = &ep;
+	r.mode_opt = mode;
+	r.library = library;
+	r.pid = t.pid;
+	r.json = json;
+	r.show_modules = modules;
+	return do_run(&t, &ep, &r, libc_opt, seconds);
+}

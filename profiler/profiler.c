@@ -450,8 +450,8 @@ static HRESULT cb_InitializeForAttach(void *self, void *info_unk, void *client_d
 	g_heartbeat_ms = 250;
 	g_wait_ms = 10000;
 	g_features = PRF_FEAT_DEFAULT;
-	atomic_store(&g_kw, 0);
-	atomic_store(&g_enabled, 0);
+	/* g_kw is not reset: the provider (and its sessions) outlive a detach,
+	 * and a CONTROL session may have been opened before this attach. */
 	atomic_store(&g_written, 0);
 	atomic_store(&g_write_errors, 0);
 	atomic_store(&g_modules, 0);

@@ -232,9 +232,14 @@ void agent_cause_text(enum agent_cause c, int32_t hr, char *buf, size_t len)
 		s = "the runtime refused to attach the profiler";
 		break;
 	}
-	if (hr)
-		snprintf(buf, len, "%s (HRESULT 0x%08x %s)", s, (unsigned)hr,
-			 ipc_hresult_name(hr));
+	if (hr) {
+		const char *name = ipc_hresult_name(hr);
+
+		if (hr == (int32_t)0x8007007E)
+			name = "ERROR_MOD_NOT_FOUND";
+		snprintf(buf, len, "%s (HRESULT 0x%08x%s%s)", s, (unsigned)hr, name ? " " : "",
+			 name ? name : "");
+	}
 	else
 		snprintf(buf, len, "%s", s);
 }

@@ -303,7 +303,7 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	struct status_ctx sc;
 	struct agent_config cfg = { 250, 10000, PRF_FEAT_DEFAULT };
 	char host_lib[PATH_MAX], placed[PROC_PATH_MAX], msg[512];
-	bool reused = false, detached = false;
+	bool reused = false, detached = false, library_given = r->library != NULL;
 	int64_t detach_ms = 0;
 	int err;
 
@@ -342,12 +342,16 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		if (err) {
 			agent_cause_text(AGENT_PLACE_FAILED, 0, msg, sizeof(msg));
 			return cli_error(EXIT_AGENT_LIBRARY, "%s %s: %s", msg, t->tmpdir,
-					 err == -EEXIST ? "a different file holds the name"
-							: strerror(-err));
+					 err == -EEXIST || err == -ELOOP
+						 ? "a different file (or a symlink) holds the name; "
+						   "clrtap neither follows nor replaces it"
+						 : strerror(-err));
 		}
 		r->library = placed;
 	}
-	if (!r->json)
+	if (!r->json && library_given)
+		printf("library: %s (given; as the target sees it)\n", r->library);
+	else if (!r->json)
 		printf("library: %s (%s build%s)\n", r->library, agent_libc_name(r->lib_libc),
 		       reused ? ", already there" : "");
 	if (!r->show_modules)

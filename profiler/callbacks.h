@@ -42,13 +42,13 @@
 	CB(30, ThreadDestroyed, ID_T th) \
 	CB(31, ThreadAssignedToOSThread, ID_T th, DWORD os_tid) \
 	CB0(32, RemotingClientInvocationStarted) \
-	CB(33, RemotingClientSendingMessage, guid_t *cookie, BOOL async) \
-	CB(34, RemotingClientReceivingReply, guid_t *cookie, BOOL async) \
+	CB(33, RemotingClientSendingMessage, struct guid *cookie, BOOL async) \
+	CB(34, RemotingClientReceivingReply, struct guid *cookie, BOOL async) \
 	CB0(35, RemotingClientInvocationFinished) \
-	CB(36, RemotingServerReceivingMessage, guid_t *cookie, BOOL async) \
+	CB(36, RemotingServerReceivingMessage, struct guid *cookie, BOOL async) \
 	CB0(37, RemotingServerInvocationStarted) \
 	CB0(38, RemotingServerInvocationReturned) \
-	CB(39, RemotingServerSendingReply, guid_t *cookie, BOOL async) \
+	CB(39, RemotingServerSendingReply, struct guid *cookie, BOOL async) \
 	CB(40, UnmanagedToManagedTransition, ID_T fn, uint32_t reason) \
 	CB(41, ManagedToUnmanagedTransition, ID_T fn, uint32_t reason) \
 	CB(42, RuntimeSuspendStarted, uint32_t reason) \
@@ -77,8 +77,8 @@
 	CB0(65, ExceptionUnwindFinallyLeave) \
 	CB(66, ExceptionCatcherEnter, ID_T fn, ID_T obj) \
 	CB0(67, ExceptionCatcherLeave) \
-	CB(68, COMClassicVTableCreated, ID_T cls, const guid_t *iid, void *vtable, ULONG nslots) \
-	CB(69, COMClassicVTableDestroyed, ID_T cls, const guid_t *iid, void *vtable) \
+	CB(68, COMClassicVTableCreated, ID_T cls, const struct guid *iid, void *vtable, ULONG nslots) \
+	CB(69, COMClassicVTableDestroyed, ID_T cls, const struct guid *iid, void *vtable) \
 	CB0(70, ExceptionCLRCatcherFound) \
 	CB0(71, ExceptionCLRCatcherExecute) \
 	CB(72, ThreadNameChanged, ID_T th, ULONG cch, WCHAR *name) \
@@ -108,8 +108,8 @@
 	CB(93, DynamicMethodJITCompilationFinished, ID_T fn, HRESULT hr, BOOL safe) \
 	CB(94, DynamicMethodUnloaded, ID_T fn) \
 	CB(95, EventPipeEventDelivered, ID_T provider, DWORD id, DWORD version, ULONG cb_meta, \
-	   const uint8_t *meta, ULONG cb_data, const uint8_t *data, const guid_t *activity, \
-	   const guid_t *related, ID_T thread, ULONG nframes, UINT_PTR *frames) \
+	   const uint8_t *meta, ULONG cb_data, const uint8_t *data, const struct guid *activity, \
+	   const struct guid *related, ID_T thread, ULONG nframes, UINT_PTR *frames) \
 	CB(96, EventPipeProviderCreated, ID_T provider) \
 	OWN(97, LoadAsNotificationOnly, BOOL *notification_only)
 

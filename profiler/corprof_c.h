@@ -28,11 +28,11 @@ typedef uintptr_t ID_T; /* ProcessID, ModuleID, ClassID, FunctionID, ... */
 typedef uint32_t mdToken;
 typedef uint64_t EVENTPIPE_SESSION;
 
-typedef struct {
+struct guid {
 	uint32_t d1;
 	uint16_t d2, d3;
 	uint8_t d4[8];
-} guid_t;
+};
 
 #define S_OK ((HRESULT)0)
 #define S_FALSE ((HRESULT)1)
@@ -107,7 +107,7 @@ enum {
 
 #define INFO_FN(info, slot, type) ((type)((*(void *const *const *)(info))[(slot)]))
 
-typedef HRESULT (*info_qi_fn)(void *self, const guid_t *riid, void **ppv);
+typedef HRESULT (*info_qi_fn)(void *self, const struct guid *riid, void **ppv);
 typedef ULONG (*info_release_fn)(void *self);
 typedef HRESULT (*info_set_event_mask2_fn)(void *self, DWORD low, DWORD high);
 typedef HRESULT (*info_get_module_info_fn)(void *self, ID_T module, const uint8_t **base,
@@ -124,8 +124,8 @@ typedef HRESULT (*info_ep_define_event_fn)(void *self, ID_T provider, const WCHA
 					   uint32_t nparams, struct prf_param_desc *params,
 					   ID_T *event);
 typedef HRESULT (*info_ep_write_event_fn)(void *self, ID_T event, uint32_t ndata,
-					  struct prf_event_data *data, const guid_t *activity,
-					  const guid_t *related);
+					  struct prf_event_data *data, const struct guid *activity,
+					  const struct guid *related);
 typedef HRESULT (*info_ep_create_provider2_fn)(void *self, const WCHAR *name,
 					       prf_provider_cb cb, ID_T *provider);
 

@@ -42,12 +42,12 @@
 
 /* ---------------------------------------------------------------- GUIDs */
 
-static const guid_t IID_IUnknown = { 0x00000000, 0x0000, 0x0000,
+static const struct guid IID_IUnknown = { 0x00000000, 0x0000, 0x0000,
 				     { 0xC0, 0, 0, 0, 0, 0, 0, 0x46 } };
-static const guid_t IID_IClassFactory = { 0x00000001, 0x0000, 0x0000,
+static const struct guid IID_IClassFactory = { 0x00000001, 0x0000, 0x0000,
 					  { 0xC0, 0, 0, 0, 0, 0, 0, 0x46 } };
 /* ICorProfilerCallback .. ICorProfilerCallback11: one vtable serves all. */
-static const guid_t IID_Callbacks[] = {
+static const struct guid IID_Callbacks[] = {
 	{ 0x176FBED1, 0xA55C, 0x4796, { 0x98, 0xCA, 0xA9, 0xDA, 0x0E, 0xF8, 0x83, 0xE7 } },
 	{ 0x8A8CC829, 0xCCF2, 0x49FE, { 0xBB, 0xAE, 0x0F, 0x02, 0x22, 0x28, 0x07, 0x1A } },
 	{ 0x4FD2ED52, 0x7731, 0x4B8D, { 0x94, 0x69, 0x03, 0xD2, 0xCC, 0x30, 0x86, 0xC5 } },
@@ -60,16 +60,16 @@ static const guid_t IID_Callbacks[] = {
 	{ 0xCEC5B60E, 0xC69C, 0x495F, { 0x87, 0xF6, 0x84, 0xD2, 0x8E, 0xE1, 0x6F, 0xFB } },
 	{ 0x42350846, 0xAAED, 0x47F7, { 0xB1, 0x28, 0xFD, 0x0C, 0x98, 0x88, 0x1C, 0xDE } },
 };
-static const guid_t IID_ICorProfilerInfo14 = {
+static const struct guid IID_ICorProfilerInfo14 = {
 	0xF460E352, 0xD76D, 0x4FE9, { 0x83, 0x5F, 0xF6, 0xAF, 0x9D, 0x6E, 0x86, 0x2D }
 };
 /* Our class ids: main profiler and notification-only profiler. */
-static const guid_t CLSID_Main = { PRF_CLSID_MAIN_D1, PRF_CLSID_D2, PRF_CLSID_D3,
+static const struct guid CLSID_Main = { PRF_CLSID_MAIN_D1, PRF_CLSID_D2, PRF_CLSID_D3,
 				   PRF_CLSID_D4_MAIN };
-static const guid_t CLSID_Notify = { PRF_CLSID_NOTIFY_D1, PRF_CLSID_D2, PRF_CLSID_D3,
+static const struct guid CLSID_Notify = { PRF_CLSID_NOTIFY_D1, PRF_CLSID_D2, PRF_CLSID_D3,
 				     PRF_CLSID_D4_NOTIFY };
 
-static int guid_eq(const guid_t *a, const guid_t *b)
+static int guid_eq(const struct guid *a, const struct guid *b)
 {
 	return a && b && !memcmp(a, b, sizeof(*a));
 }
@@ -373,7 +373,7 @@ struct profiler {
 #define FIELD(slot, name, ...) HRESULT (*name)(void *self, __VA_ARGS__);
 #define FIELD0(slot, name) HRESULT (*name)(void *self);
 struct callback_vtbl {
-	HRESULT (*QueryInterface)(void *self, const guid_t *riid, void **ppv);
+	HRESULT (*QueryInterface)(void *self, const struct guid *riid, void **ppv);
 	ULONG (*AddRef)(void *self);
 	ULONG (*Release)(void *self);
 	CALLBACK_SLOTS(FIELD, FIELD0, FIELD, FIELD0)
@@ -412,7 +412,7 @@ static ULONG cb_Release(void *self)
 	return n < 0 ? 0 : (ULONG)n;
 }
 
-static HRESULT cb_QueryInterface(void *self, const guid_t *riid, void **ppv)
+static HRESULT cb_QueryInterface(void *self, const struct guid *riid, void **ppv)
 {
 	size_t i;
 
@@ -621,14 +621,14 @@ struct factory {
 };
 
 struct factory_vtbl {
-	HRESULT (*QueryInterface)(void *self, const guid_t *riid, void **ppv);
+	HRESULT (*QueryInterface)(void *self, const struct guid *riid, void **ppv);
 	ULONG (*AddRef)(void *self);
 	ULONG (*Release)(void *self);
-	HRESULT (*CreateInstance)(void *self, void *outer, const guid_t *riid, void **ppv);
+	HRESULT (*CreateInstance)(void *self, void *outer, const struct guid *riid, void **ppv);
 	HRESULT (*LockServer)(void *self, BOOL lock);
 };
 
-static HRESULT cf_QueryInterface(void *self, const guid_t *riid, void **ppv)
+static HRESULT cf_QueryInterface(void *self, const struct guid *riid, void **ppv)
 {
 	if (!ppv)
 		return E_POINTER;
@@ -650,7 +650,7 @@ static ULONG cf_Release(void *self)
 	return 1;
 }
 
-static HRESULT cf_CreateInstance(void *self, void *outer, const guid_t *riid, void **ppv)
+static HRESULT cf_CreateInstance(void *self, void *outer, const struct guid *riid, void **ppv)
 {
 	int st;
 
@@ -677,9 +677,9 @@ static const struct factory_vtbl g_factory_vtbl = {
 };
 static struct factory g_factory = { &g_factory_vtbl };
 
-EXPORT HRESULT DllGetClassObject(const guid_t *clsid, const guid_t *riid, void **ppv);
+EXPORT HRESULT DllGetClassObject(const struct guid *clsid, const struct guid *riid, void **ppv);
 
-EXPORT HRESULT DllGetClassObject(const guid_t *clsid, const guid_t *riid, void **ppv)
+EXPORT HRESULT DllGetClassObject(const struct guid *clsid, const struct guid *riid, void **ppv)
 {
 	int st = atomic_load(&g_state);
 

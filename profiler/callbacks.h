@@ -94,9 +94,9 @@
 	OWN0(81, ProfilerAttachComplete) \
 	OWN0(82, ProfilerDetachSucceeded) \
 	CB(83, ReJITCompilationStarted, ID_T fn, ID_T rejit, BOOL safe) \
-	CB(84, GetReJITParameters, ID_T mod, mdToken method, void *function_control) \
+	OWN(84, GetReJITParameters, ID_T mod, mdToken method, void *function_control) \
 	CB(85, ReJITCompilationFinished, ID_T fn, ID_T rejit, HRESULT hr, BOOL safe) \
-	CB(86, ReJITError, ID_T mod, mdToken method, ID_T fn, HRESULT hr) \
+	OWN(86, ReJITError, ID_T mod, mdToken method, ID_T fn, HRESULT hr) \
 	CB(87, MovedReferences2, ULONG n, ID_T *old_start, ID_T *new_start, SIZE_T *len) \
 	CB(88, SurvivingReferences2, ULONG n, ID_T *start, SIZE_T *len) \
 	CB(89, ConditionalWeakTableElementReferences, ULONG n, ID_T *keys, ID_T *values, \

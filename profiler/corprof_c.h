@@ -96,6 +96,12 @@ enum {
 	INFO_RELEASE = 2,
 	INFO_SET_EVENT_MASK = 16,
 	INFO_GET_MODULE_INFO = 20,
+	INFO_GET_MODULE_METADATA = 21,
+	INFO_GET_IL_FUNCTION_BODY = 22,
+	INFO_ENUM_MODULES = 66,
+	INFO_REQUEST_REVERT = 74,
+	INFO_APPLY_METADATA = 84,
+	INFO_REQUEST_REJIT_WITH_INLINERS = 96,
 	INFO_REQUEST_PROFILER_DETACH = 58,
 	INFO_GET_RUNTIME_INFORMATION = 67,
 	INFO_INITIALIZE_CURRENT_THREAD = 72,
@@ -104,6 +110,19 @@ enum {
 	INFO_EVENTPIPE_WRITE_EVENT = 107,
 	INFO_EVENTPIPE_CREATE_PROVIDER2 = 113,
 };
+
+/* Other interfaces' slots. */
+enum {
+	ENUM_NEXT = 7,                 /* ICorProfiler*Enum::Next(celt, elems, fetched) */
+	FCTL_SET_IL_FUNCTION_BODY = 4, /* ICorProfilerFunctionControl */
+	MDI_CLOSE_ENUM = 3,            /* IMetaDataImport */
+	MDI_FIND_TYPEDEF_BY_NAME = 9,
+	MDI_ENUM_METHODS_WITH_NAME = 19,
+	MDI_GET_METHOD_PROPS = 30,
+	MDE_GET_TOKEN_FROM_SIG = 23,   /* IMetaDataEmit */
+};
+#define COR_PRF_ENABLE_REJIT 0x40000u
+#define COR_PRF_REJIT_BLOCK_INLINING 0x1u
 
 #define INFO_FN(info, slot, type) ((type)((*(void *const *const *)(info))[(slot)]))
 
@@ -126,6 +145,30 @@ typedef HRESULT (*info_ep_define_event_fn)(void *self, ID_T provider, const WCHA
 typedef HRESULT (*info_ep_write_event_fn)(void *self, ID_T event, uint32_t ndata,
 					  struct prf_event_data *data, const struct guid *activity,
 					  const struct guid *related);
+typedef HRESULT (*info_get_module_metadata_fn)(void *self, ID_T module, DWORD flags,
+					       const struct guid *riid, void **out);
+typedef HRESULT (*info_get_il_function_body_fn)(void *self, ID_T module, mdToken method,
+						const uint8_t **header, ULONG *size);
+typedef HRESULT (*info_enum_modules_fn)(void *self, void **penum);
+typedef HRESULT (*enum_next_fn)(void *self, ULONG celt, ID_T *elems, ULONG *fetched);
+typedef HRESULT (*info_request_rejit_inl_fn)(void *self, DWORD flags, ULONG n, ID_T *modules,
+					     mdToken *methods);
+typedef HRESULT (*info_request_revert_fn)(void *self, ULONG n, ID_T *modules, mdToken *methods,
+					  HRESULT *status);
+typedef HRESULT (*info_apply_metadata_fn)(void *self, ID_T module);
+typedef HRESULT (*fctl_set_il_fn)(void *self, ULONG cb, const uint8_t *header);
+typedef void (*mdi_close_enum_fn)(void *self, void *henum);
+typedef HRESULT (*mdi_find_typedef_fn)(void *self, const WCHAR *name, mdToken enclosing,
+				       mdToken *td);
+typedef HRESULT (*mdi_enum_methods_with_name_fn)(void *self, void **henum, mdToken td,
+						 const WCHAR *name, mdToken *methods, ULONG max,
+						 ULONG *count);
+typedef HRESULT (*mdi_get_method_props_fn)(void *self, mdToken method, mdToken *cls,
+					   WCHAR *name, ULONG cch, ULONG *pcch, DWORD *attr,
+					   const uint8_t **sig, ULONG *cbsig, ULONG *rva,
+					   DWORD *impl);
+typedef HRESULT (*mde_get_token_from_sig_fn)(void *self, const uint8_t *sig, ULONG cb,
+					     mdToken *tok);
 typedef HRESULT (*info_ep_create_provider2_fn)(void *self, const WCHAR *name,
 					       prf_provider_cb cb, ID_T *provider);
 

@@ -33,6 +33,7 @@
 #include "corprof_c.h"
 #include "callbacks.h"
 #include "agent/agent_proto.h"
+#include "internal.h"
 
 #ifndef CLRTAP_PROFILER_VERSION
 #define CLRTAP_PROFILER_VERSION "unknown"
@@ -76,13 +77,20 @@ static int guid_eq(const struct guid *a, const struct guid *b)
 
 /* ---------------------------------------------------------------- state */
 
-enum { ST_IDLE = 0, ST_ACTIVE = 1, ST_DETACHING = 2, ST_DETACHED = 3, ST_SHUTDOWN = 4 };
+enum {
+	ST_IDLE = 0,
+	ST_ACTIVE = PRF_STATE_ACTIVE,
+	ST_DETACHING = PRF_STATE_DETACHING,
+	ST_DETACHED = 3,
+	ST_SHUTDOWN = 4,
+	ST_DORMANT = PRF_STATE_DORMANT, /* ReJIT enabled: reverted, cannot detach */
+};
 
 static atomic_int g_state;          /* ST_* */
 static atomic_int g_inflight;       /* callbacks running now */
 static atomic_int g_mode;           /* PRF_MODE_* chosen by the class id */
 static atomic_uint g_generation;    /* attaches of this image */
-static void *g_info;                /* ICorProfilerInfo14, AddRef'd */
+void *g_info;                       /* ICorProfilerInfo14, AddRef'd */
 static uint32_t g_features;         /* PRF_FEAT_* active */
 static uint32_t g_heartbeat_ms = 250;
 static uint32_t g_wait_ms = 10000;
@@ -119,7 +127,7 @@ static void guard_leave(void)
 
 /* -------------------------------------------------------------- events */
 
-static void ev_write(int id, struct prf_event_data *d, uint32_t n)
+void prf_ev_write(int id, struct prf_event_data *d, uint32_t n)
 {
 	HRESULT hr;
 
@@ -147,7 +155,7 @@ static void ev_hello(void)
 		{ (uint64_t)(uintptr_t)g_version16, (uint32_t)sizeof(g_version16), 0 },
 	};
 
-	ev_write(PRF_EV_HELLO, d, sizeof(d) / sizeof(d[0]));
+	prf_ev_write(PRF_EV_HELLO, d, sizeof(d) / sizeof(d[0]));
 }
 
 static void ev_status(uint64_t seq)
@@ -163,7 +171,7 @@ static void ev_status(uint64_t seq)
 		{ (uint64_t)(uintptr_t)g_version16, (uint32_t)sizeof(g_version16), 0 },
 	};
 
-	ev_write(PRF_EV_STATUS, d, sizeof(d) / sizeof(d[0]));
+	prf_ev_write(PRF_EV_STATUS, d, sizeof(d) / sizeof(d[0]));
 }
 
 static void ev_detaching(uint32_t reason)
@@ -171,7 +179,7 @@ static void ev_detaching(uint32_t reason)
 	uint32_t gen = atomic_load(&g_generation);
 	struct prf_event_data d[] = { DATA(reason), DATA(gen) };
 
-	ev_write(PRF_EV_DETACHING, d, 2);
+	prf_ev_write(PRF_EV_DETACHING, d, 2);
 }
 
 /* Parameter lists of the events (docs/formats/profiler-events.md). */
@@ -194,6 +202,17 @@ static struct prf_param_desc p_module[] = {
 	{ EP_T_UINT64, 0, u"ModuleId" },
 	{ EP_T_INT32, 0, u"HResult" },
 	{ EP_T_STRING, 0, u"Path" },
+};
+static struct prf_param_desc p_installed[] = {
+	{ EP_T_UINT32, 0, u"Spec" },
+	{ EP_T_UINT32, 0, u"Methods" },
+	{ EP_T_INT32, 0, u"HResult" },
+	{ EP_T_STRING, 0, u"Text" },
+};
+static struct prf_param_desc p_count[] = {
+	{ EP_T_UINT32, 0, u"Probe" },      { EP_T_UINT32, 0, u"Spec" },
+	{ EP_T_UINT32, 0, u"MethodToken" }, { EP_T_UINT64, 0, u"ModuleId" },
+	{ EP_T_UINT64, 0, u"Count" },
 };
 static struct prf_param_desc p_detaching[] = {
 	{ EP_T_UINT32, 0, u"Reason" },
@@ -221,6 +240,9 @@ static HRESULT provider_create(void)
 		{ PRF_EV_STATUS, u"Status", PRF_KW_CONTROL | PRF_KW_STATUS, p_status, 12 },
 		{ PRF_EV_MODULE, u"ModuleLoad", PRF_KW_MODULES, p_module, 3 },
 		{ PRF_EV_DETACHING, u"Detaching", PRF_KW_CONTROL | PRF_KW_STATUS, p_detaching, 2 },
+		{ PRF_EV_PROBE_INSTALLED, u"ProbeInstalled", PRF_KW_CONTROL | PRF_KW_PROBES,
+		  p_installed, 4 },
+		{ PRF_EV_PROBE_COUNT, u"ProbeCount", PRF_KW_CONTROL | PRF_KW_PROBES, p_count, 5 },
 	};
 	HRESULT hr;
 	size_t i;
@@ -264,26 +286,40 @@ static void sleep_ms(unsigned ms)
 static void *worker(void *arg)
 {
 	uint64_t start = now_ms(), last_status = 0, seq = 0;
-	int seen = 0, hello = 0;
+	int seen = 0, hello = 0, probes = 0;
 	uint32_t reason = PRF_DETACH_NO_SESSION;
 	HRESULT hr;
 
 	INFO_FN(g_info, INFO_INITIALIZE_CURRENT_THREAD, info_initialize_current_thread_fn)(g_info);
-	while (atomic_load(&g_state) == ST_ACTIVE) {
+	for (;;) {
+		int st = atomic_load(&g_state);
 		uint64_t kw = atomic_load(&g_kw), t = now_ms();
 
-		if (kw & PRF_KW_CONTROL) {
-			seen = 1;
-			if (!hello) {
-				ev_hello();
-				hello = 1;
+		if (st != ST_ACTIVE && st != ST_DORMANT)
+			return NULL; /* shut down: the runtime is going away; touch nothing */
+		if (st == ST_ACTIVE) {
+			if (kw & PRF_KW_CONTROL) {
+				seen = 1;
+				if (!hello) {
+					ev_hello();
+					hello = 1;
+					if (g_features & PRF_FEAT_REJIT)
+						probes = rejit_install();
+				}
+			} else if (seen || t - start > g_wait_ms) {
+				reason = seen ? PRF_DETACH_SESSION_ENDED : PRF_DETACH_NO_SESSION;
+				if (!(g_features & PRF_FEAT_REJIT))
+					break;
+				/* ReJIT was enabled: the runtime will never let this
+				 * profiler detach. Put the original IL back and go quiet. */
+				rejit_revert();
+				INFO_FN(g_info, INFO_SET_EVENT_MASK2, info_set_event_mask2_fn)(g_info, 0,
+											       0);
+				atomic_store(&g_state, ST_DORMANT);
+				continue;
 			}
-		} else if (seen) {
-			reason = PRF_DETACH_SESSION_ENDED;
-			break;
-		} else if (t - start > g_wait_ms) {
-			reason = PRF_DETACH_NO_SESSION;
-			break;
+			if (probes && (kw & PRF_KW_PROBES) && t - last_status >= g_heartbeat_ms)
+				rejit_report();
 		}
 		if ((kw & (PRF_KW_CONTROL | PRF_KW_STATUS)) && t - last_status >= g_heartbeat_ms) {
 			ev_status(seq++);
@@ -291,9 +327,6 @@ static void *worker(void *arg)
 		}
 		sleep_ms(PRF_TICK_MS);
 	}
-	/* Shutdown: the runtime is going away; touch nothing. */
-	if (atomic_load(&g_state) != ST_ACTIVE)
-		return NULL;
 	atomic_store(&g_state, ST_DETACHING);
 	/* No callback can start work now; wait for running ones (bounded). */
 	for (int i = 0; i < 200 && atomic_load(&g_inflight) > 0; i++)
@@ -302,7 +335,7 @@ static void *worker(void *arg)
 	ev_detaching(reason);
 	hr = INFO_FN(g_info, INFO_REQUEST_PROFILER_DETACH, info_request_detach_fn)(g_info, 200);
 	if (hr != S_OK)
-		atomic_store(&g_state, ST_ACTIVE); /* stays loaded; visible in status */
+		atomic_store(&g_state, ST_DORMANT); /* stays loaded; says so in Status */
 	return NULL;
 }
 
@@ -333,32 +366,34 @@ static void config_parse(const char *s, size_t n)
 	size_t i = 0;
 
 	while (i < n) {
-		char key[16], val[24];
-		size_t k = 0, v = 0;
+		size_t k0 = i, kn, v0, vn;
 		unsigned long x = 0;
 
-		while (i < n && s[i] != '=' && s[i] != ';' && k + 1 < sizeof(key))
-			key[k++] = s[i++];
-		key[k] = 0;
+		while (i < n && s[i] != '=' && s[i] != ';')
+			i++;
+		kn = i - k0;
 		if (i < n && s[i] == '=')
 			i++;
-		while (i < n && s[i] != ';' && v + 1 < sizeof(val))
-			val[v++] = s[i++];
-		val[v] = 0;
+		v0 = i;
 		while (i < n && s[i] != ';')
 			i++;
+		vn = i - v0;
 		i++;
-		for (size_t j = 0; j < v; j++) {
-			if (val[j] < '0' || val[j] > '9' || x > 100000000ul)
+		for (size_t j = 0; j < vn && j < 10; j++) {
+			if (s[v0 + j] < '0' || s[v0 + j] > '9')
 				break;
-			x = x * 10 + (unsigned long)(val[j] - '0');
+			x = x * 10 + (unsigned long)(s[v0 + j] - '0');
 		}
-		if (!strcmp(key, "hb") && x >= 10 && x <= 60000)
+#define KEY(z) (kn == sizeof(z) - 1 && !memcmp(s + k0, z, kn))
+		if (KEY("hb") && x >= 10 && x <= 60000)
 			g_heartbeat_ms = (uint32_t)x;
-		else if (!strcmp(key, "wait") && x >= 100 && x <= 600000)
+		else if (KEY("wait") && x >= 100 && x <= 600000)
 			g_wait_ms = (uint32_t)x;
-		else if (!strcmp(key, "feat"))
-			g_features = (uint32_t)x & PRF_FEAT_ALL;
+		else if (KEY("feat"))
+			g_features = (uint32_t)x & PRF_FEAT_ALL & ~PRF_FEAT_REJIT;
+		else if (KEY("probe"))
+			rejit_add_spec(s + v0, vn);
+#undef KEY
 	}
 }
 
@@ -460,6 +495,7 @@ static HRESULT cb_InitializeForAttach(void *self, void *info_unk, void *client_d
 	atomic_store(&g_threads, 0);
 	atomic_fetch_add(&g_generation, 1);
 
+	rejit_reset();
 	/* The buffer is the runtime's IPC buffer, freed after we return: copy. */
 	if (client_data && n) {
 		if (n > sizeof(cfg))
@@ -490,6 +526,15 @@ static HRESULT cb_InitializeForAttach(void *self, void *info_unk, void *client_d
 	allowed = COR_PRF_ALLOWABLE_AFTER_ATTACH;
 	if (atomic_load(&g_mode) == PRF_MODE_NOTIFICATION)
 		allowed &= COR_PRF_ALLOWABLE_NOTIFICATION_PROFILER;
+	if (rejit_nspecs() > 0) {
+		/* ReJIT needs the main slot, and makes the profiler non-detachable. */
+		if (atomic_load(&g_mode) == PRF_MODE_NOTIFICATION) {
+			hr = E_INVALIDARG;
+			goto fail;
+		}
+		low |= COR_PRF_ENABLE_REJIT;
+		g_features |= PRF_FEAT_REJIT;
+	}
 	hr = INFO_FN(info, INFO_SET_EVENT_MASK2, info_set_event_mask2_fn)(info, low & allowed, 0);
 	if (hr != S_OK)
 		goto fail;
@@ -569,8 +614,29 @@ static HRESULT cb_ModuleLoadFinished(void *self, ID_T mod, HRESULT status)
 		struct prf_event_data d[] = { DATA(id), DATA(hr),
 					      { (uint64_t)(uintptr_t)path,
 						(uint32_t)(cch * sizeof(WCHAR)), 0 } };
-		ev_write(PRF_EV_MODULE, d, 3);
+		prf_ev_write(PRF_EV_MODULE, d, 3);
 	}
+	guard_leave();
+	return S_OK;
+}
+
+static HRESULT cb_GetReJITParameters(void *self, ID_T mod, mdToken method, void *fctl)
+{
+	HRESULT hr;
+
+	if (!guard_enter())
+		return S_OK;
+	hr = rejit_get_parameters(mod, method, fctl);
+	guard_leave();
+	return hr;
+}
+
+static HRESULT cb_ReJITError(void *self, ID_T mod, mdToken method, ID_T fn, HRESULT hr)
+{
+	if (!guard_enter())
+		return S_OK;
+	rejit_error(mod, method, hr);
+	atomic_fetch_add(&g_write_errors, 0);
 	guard_leave();
 	return S_OK;
 }
@@ -661,7 +727,7 @@ static HRESULT cf_CreateInstance(void *self, void *outer, const struct guid *rii
 		return CLASS_E_NOAGGREGATION;
 	/* One profiler per loaded image: refuse while it is alive. */
 	st = atomic_load(&g_state);
-	if (st == ST_ACTIVE || st == ST_DETACHING || st == ST_SHUTDOWN)
+	if (st == ST_ACTIVE || st == ST_DETACHING || st == ST_SHUTDOWN || st == ST_DORMANT)
 		return E_FAIL;
 	atomic_store(&g_state, ST_IDLE);
 	return cb_QueryInterface(&g_profiler, riid, ppv);
@@ -687,7 +753,7 @@ EXPORT HRESULT DllGetClassObject(const struct guid *clsid, const struct guid *ri
 		return E_POINTER;
 	*ppv = NULL;
 	/* While this image's profiler is alive it serves no second one. */
-	if (st == ST_ACTIVE || st == ST_DETACHING || st == ST_SHUTDOWN)
+	if (st == ST_ACTIVE || st == ST_DETACHING || st == ST_SHUTDOWN || st == ST_DORMANT)
 		return CLASS_E_CLASSNOTAVAILABLE;
 	if (guid_eq(clsid, &CLSID_Main))
 		atomic_store(&g_mode, PRF_MODE_MAIN);

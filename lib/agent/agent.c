@@ -257,6 +257,45 @@ int agent_config_encode(const struct agent_config *c, char *buf, size_t len, siz
 	return 0;
 }
 
+int agent_config_add_probe(char *buf, size_t len, size_t *outlen, const char *spec)
+{
+	const char *sep = strstr(spec, "::"), *paren = strchr(spec, '(');
+	size_t n = strlen(spec);
+	int w;
+
+	if (!sep || sep == spec || !sep[2] || sep[2] == '(' || n >= PRF_SPEC_MAX ||
+	    strpbrk(spec, ";= \t"))
+		return -EINVAL;
+	if (paren && (paren < sep || spec[n - 1] != ')'))
+		return -EINVAL;
+	if (paren) {
+		static const char *const types[] = { "bool", "char", "int8", "uint8", "int16",
+						     "uint16", "int32", "uint32", "int64",
+						     "uint64", "float32", "float64", "string",
+						     "object" };
+		const char *p = paren + 1;
+
+		while (*p != ')') {
+			size_t k = strcspn(p, ",)");
+			bool ok = false;
+
+			for (size_t i = 0; i < ARRAY_SIZE(types); i++)
+				if (strlen(types[i]) == k && !strncmp(types[i], p, k))
+					ok = true;
+			if (!ok)
+				return -EINVAL;
+			p += k;
+			if (*p == ',')
+				p++;
+		}
+	}
+	w = snprintf(buf + *outlen, len - *outlen, ";probe=%s", spec);
+	if (w < 0 || (size_t)w >= len - *outlen || *outlen + (size_t)w > PRF_CONFIG_MAX)
+		return -ENOSPC;
+	*outlen += (size_t)w;
+	return 0;
+}
+
 void agent_clsid(int mode, uint8_t out[16])
 {
 	uint32_t d1 = mode == PRF_MODE_NOTIFICATION ? PRF_CLSID_NOTIFY_D1 : PRF_CLSID_MAIN_D1;
@@ -345,6 +384,23 @@ int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event 
 	case PRF_EV_DETACHING:
 		err = err ?: cur_u32(&c, &ev->reason);
 		err = err ?: cur_u32(&c, &ev->generation);
+		break;
+	case PRF_EV_PROBE_INSTALLED: {
+		uint32_t hr = 0;
+
+		err = err ?: cur_u32(&c, &ev->spec);
+		err = err ?: cur_u32(&c, &ev->methods);
+		err = err ?: cur_u32(&c, &hr);
+		err = err ?: take_string(&c, ev);
+		ev->hresult = (int32_t)hr;
+		break;
+	}
+	case PRF_EV_PROBE_COUNT:
+		err = err ?: cur_u32(&c, &ev->probe);
+		err = err ?: cur_u32(&c, &ev->spec);
+		err = err ?: cur_u32(&c, &ev->token);
+		err = err ?: cur_u64(&c, &ev->module_id);
+		err = err ?: cur_u64(&c, &ev->count);
 		break;
 	default:
 		return -ENOENT;

@@ -73,6 +73,14 @@ struct agent_config {
 };
 /* "hb=250;wait=10000;feat=15" into buf; -ENOSPC if it does not fit. */
 int agent_config_encode(const struct agent_config *c, char *buf, size_t len, size_t *outlen);
+/*
+ * Appends ";probe=<spec>" to a config. A spec is Ns.Type::Method or
+ * Ns.Type::Method(t1,t2,...) with t from bool char int8 uint8 int16 uint16
+ * int32 uint32 int64 uint64 float32 float64 string object; nested types as
+ * Outer+Inner. -EINVAL for a malformed spec (or one with ';' or '='),
+ * -ENOSPC when the config is full.
+ */
+int agent_config_add_probe(char *buf, size_t len, size_t *outlen, const char *spec);
 
 /* --- The library ------------------------------------------------------- */
 /*
@@ -103,7 +111,9 @@ struct agent_event {
 	uint16_t rt_major, rt_minor, rt_build;
 	int32_t hresult;
 	uint64_t seq, written, write_errors, modules, jit, exceptions, threads, module_id;
-	char text[1024]; /* Version (Hello, Status) or Path (ModuleLoad), UTF-8 */
+	uint32_t probe, spec, methods, token; /* ProbeInstalled, ProbeCount */
+	uint64_t count;
+	char text[1024]; /* Version (Hello, Status), Path (ModuleLoad), spec (ProbeInstalled) */
 };
 /* Decodes the payload of event id; -EBADMSG when too short or malformed. */
 int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event *ev);

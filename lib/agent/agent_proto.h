@@ -27,13 +27,16 @@
 #define PRF_KW_CONTROL 0x1ull
 #define PRF_KW_STATUS 0x2ull
 #define PRF_KW_MODULES 0x4ull
+#define PRF_KW_PROBES 0x8ull
 
 /* Event ids. */
 #define PRF_EV_HELLO 1
 #define PRF_EV_STATUS 2
 #define PRF_EV_MODULE 3
 #define PRF_EV_DETACHING 4
-#define PRF_EV_MAX 4
+#define PRF_EV_PROBE_INSTALLED 5
+#define PRF_EV_PROBE_COUNT 6
+#define PRF_EV_MAX 6
 
 #define PRF_MODE_MAIN 0
 #define PRF_MODE_NOTIFICATION 1
@@ -43,18 +46,23 @@
 #define PRF_FEAT_JIT 0x2u        /* count JIT compilations */
 #define PRF_FEAT_EXCEPTIONS 0x4u /* count exceptions thrown */
 #define PRF_FEAT_THREADS 0x8u    /* count threads created */
-#define PRF_FEAT_ALL 0xfu
-#define PRF_FEAT_DEFAULT PRF_FEAT_ALL
+#define PRF_FEAT_REJIT 0x10u     /* ReJIT probes (main mode only; no detach afterwards) */
+#define PRF_FEAT_ALL 0x1fu
+#define PRF_FEAT_DEFAULT 0xfu
 
 /* Status "State" values. */
 #define PRF_STATE_ACTIVE 1
 #define PRF_STATE_DETACHING 2
+#define PRF_STATE_DORMANT 5 /* ReJIT was enabled: probes reverted, cannot detach */
 
 /* Detaching "Reason" values. */
 #define PRF_DETACH_SESSION_ENDED 1 /* the CONTROL session ended (stopped or reader gone) */
 #define PRF_DETACH_NO_SESSION 2    /* no CONTROL session came within the wait */
 
-#define PRF_CONFIG_MAX 256 /* client data bytes */
+#define PRF_CONFIG_MAX 2048 /* client data bytes */
+#define PRF_SPEC_MAX 256    /* one probe spec "Ns.Type::Method(int32,...)" */
+#define PRF_MAX_SPECS 8
+#define PRF_MAX_PROBES 64   /* methods probed at once */
 #define PRF_PATH_MAX 1024  /* module path units */
 #define PRF_TICK_MS 50     /* the profiler thread's poll interval */
 

@@ -46,9 +46,9 @@ static const char *mode_name(uint32_t m)
 
 static void features_text(uint32_t f, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s%s", f & PRF_FEAT_MODULES ? "modules," : "",
+	snprintf(buf, len, "%s%s%s%s%s", f & PRF_FEAT_MODULES ? "modules," : "",
 		 f & PRF_FEAT_JIT ? "jit-count," : "", f & PRF_FEAT_EXCEPTIONS ? "exception-count," : "",
-		 f & PRF_FEAT_THREADS ? "thread-count," : "");
+		 f & PRF_FEAT_THREADS ? "thread-count," : "", f & PRF_FEAT_REJIT ? "rejit-probes," : "");
 	if (buf[0])
 		buf[strlen(buf) - 1] = '\0';
 	else
@@ -119,6 +119,8 @@ static int do_status(const struct proc_target *t, const struct ipc_endpoint *ep,
 		if (s.got) {
 			cli_json_str(&sb, "version", s.st.text, true);
 			cli_json_str(&sb, "mode", mode_name(s.st.mode), true);
+			cli_json_str(&sb, "state", s.st.state == PRF_STATE_DORMANT ? "dormant" : "active",
+				     true);
 			cli_json_str(&sb, "features", feat, true);
 			cli_json_u64(&sb, "generation", s.st.generation, true);
 			cli_json_u64(&sb, "events_written", s.st.written, true);
@@ -141,8 +143,12 @@ static int do_status(const struct proc_target *t, const struct ipc_endpoint *ep,
 			       "never unmaps a detached profiler on Linux)\n", mapped_path);
 		return EXIT_OK;
 	}
-	printf("clrtap profiler: attached, mode %s, version %s, attach #%u of this library\n",
-	       mode_name(s.st.mode), s.st.text, s.st.generation);
+	printf("clrtap profiler: attached, mode %s, version %s, attach #%u of this library%s\n",
+	       mode_name(s.st.mode), s.st.text, s.st.generation,
+	       s.st.state == PRF_STATE_DORMANT
+		       ? "; dormant: ReJIT probes were reverted, and a profiler that enabled ReJIT can "
+			 "never detach"
+		       : "");
 	printf("features: %s%s\n", feat,
 	       s.st.mode == PRF_MODE_NOTIFICATION ? " (notification mode: no " NOTIFICATION_EXCLUDES ")"
 						  : "");
@@ -166,7 +172,21 @@ struct run_ctx {
 	enum agent_libc lib_libc, target_libc;
 	pid_t pid;
 	bool show_modules, json;
+	char *const *specs;         /* probe specs (agent probe) */
+	int nspecs;
 	/* results */
+	struct {
+		bool seen;
+		uint32_t methods;
+		int32_t hr;
+	} installed[PRF_MAX_SPECS];
+	struct {
+		bool seen;
+		uint32_t spec, token;
+		uint64_t count;
+	} probe[PRF_MAX_PROBES];
+	struct timespec t_installed;
+	bool any_installed;
 	int mode;
 	int32_t hr;
 	enum agent_cause cause;
@@ -256,6 +276,34 @@ static int run_event(void *ctx, const struct agent_event *ev)
 		r->have_status = true;
 		r->last_status = *ev;
 		break;
+	case PRF_EV_PROBE_INSTALLED:
+		if (ev->spec < PRF_MAX_SPECS) {
+			r->installed[ev->spec].seen = true;
+			r->installed[ev->spec].methods = ev->methods;
+			r->installed[ev->spec].hr = ev->hresult;
+		}
+		if (!r->any_installed)
+			clock_gettime(CLOCK_MONOTONIC, &r->t_installed);
+		r->any_installed = true;
+		if (!r->json) {
+			if (ev->methods && !ev->hresult)
+				printf("probe %s: %u method%s, ReJIT requested\n", ev->text, ev->methods,
+				       ev->methods == 1 ? "" : "s");
+			else
+				printf("probe %s: %s (HRESULT 0x%08x)\n", ev->text,
+				       ev->methods ? "ReJIT refused" : "no such method loaded",
+				       (unsigned)ev->hresult);
+			fflush(stdout);
+		}
+		break;
+	case PRF_EV_PROBE_COUNT:
+		if (ev->probe < PRF_MAX_PROBES) {
+			r->probe[ev->probe].seen = true;
+			r->probe[ev->probe].spec = ev->spec;
+			r->probe[ev->probe].token = ev->token;
+			r->probe[ev->probe].count = ev->count;
+		}
+		break;
 	case PRF_EV_MODULE:
 		r->modules++;
 		if (r->show_modules && !r->json) {
@@ -267,6 +315,22 @@ static int run_event(void *ctx, const struct agent_event *ev)
 		break;
 	}
 	return 0;
+}
+
+/* After a probe session ended: wait until the profiler says it reverted. */
+static bool confirm_dormant(const struct ipc_endpoint *ep, int64_t budget_ms)
+{
+	struct agent_session_result res;
+	struct ipc_error rerr;
+	struct status_ctx s;
+
+	for (int64_t spent = 0; spent <= budget_ms; spent += 700) {
+		if (query_status(ep, 700, &s, &res, &rerr))
+			return false;
+		if (s.got && s.st.state == PRF_STATE_DORMANT)
+			return true;
+	}
+	return false;
 }
 
 /* After the CONTROL session ended: wait until no profiler answers. */
@@ -303,7 +367,7 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	struct status_ctx sc;
 	struct agent_config cfg = { 250, 10000, PRF_FEAT_DEFAULT };
 	char host_lib[PATH_MAX], placed[PROC_PATH_MAX], msg[512];
-	bool reused = false, detached = false, library_given = r->library != NULL;
+	bool reused = false, detached = false, dormant = false, library_given = r->library != NULL;
 	int64_t detach_ms = 0;
 	int err;
 
@@ -319,6 +383,12 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	}
 	/* One clrtap profiler at a time. */
 	if (!query_status(ep, 600, &sc, &res, &rerr) && sc.got) {
+		if (sc.st.state == PRF_STATE_DORMANT)
+			return cli_error(EXIT_AGENT_SLOT,
+					 "a clrtap profiler left dormant by earlier ReJIT probes holds "
+					 "the main profiler slot: the runtime never lets a profiler "
+					 "that enabled ReJIT detach; its probes are reverted, but only "
+					 "a restart of the process frees the slot");
 		agent_cause_text(AGENT_ALREADY, 0, msg, sizeof(msg));
 		return cli_error(EXIT_AGENT_SLOT, "%s", msg);
 	}
@@ -357,11 +427,19 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	if (!r->show_modules)
 		cfg.features &= ~PRF_FEAT_MODULES;
 	err = agent_config_encode(&cfg, r->config, sizeof(r->config), &r->config_len);
+	for (int i = 0; !err && i < r->nspecs; i++) {
+		err = agent_config_add_probe(r->config, sizeof(r->config), &r->config_len,
+					     r->specs[i]);
+		if (err == -EINVAL)
+			return cli_error(EXIT_USAGE, "bad method '%s': say Namespace.Type::Method "
+					 "or Namespace.Type::Method(int32,string,...)", r->specs[i]);
+	}
 	if (err)
-		return cli_error(EXIT_ERROR, "config does not fit");
+		return cli_error(EXIT_USAGE, "too many or too long methods");
 
 	o.ep = ep;
-	o.keywords = PRF_KW_CONTROL | PRF_KW_STATUS | (r->show_modules ? PRF_KW_MODULES : 0);
+	o.keywords = PRF_KW_CONTROL | PRF_KW_STATUS | (r->show_modules ? PRF_KW_MODULES : 0) |
+		     (r->nspecs ? PRF_KW_PROBES : 0);
 	o.stop = &cli_stop_requested;
 	o.duration_ms = seconds > 0 ? (int64_t)seconds * 1000 : 0;
 	o.first_event_timeout_ms = 15000;
@@ -380,8 +458,10 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		agent_cause_text(AGENT_NO_ANSWER, 0, msg, sizeof(msg));
 		return cli_error(EXIT_PROTOCOL, "%s", msg);
 	}
-	if (!res.target_ended)
+	if (!res.target_ended && !r->nspecs)
 		detached = confirm_detached(ep, 5000, &detach_ms);
+	if (!res.target_ended && r->nspecs)
+		dormant = confirm_dormant(ep, 5000);
 	if (r->json) {
 		struct strbuf sb = STRBUF_INIT;
 		char feat[128];
@@ -403,6 +483,30 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		cli_json_bool(&sb, "target_ended", res.target_ended, true);
 		cli_json_bool(&sb, "detach_confirmed", detached, true);
 		cli_json_u64(&sb, "detach_ms", (uint64_t)detach_ms, true);
+		if (r->nspecs) {
+			cli_json_bool(&sb, "reverted_dormant", dormant, true);
+			(void)strbuf_addstr(&sb, ",\"probes\":[");
+			for (int i = 0, first = 1; i < PRF_MAX_PROBES; i++) {
+				if (!r->probe[i].seen)
+					continue;
+				(void)strbuf_addstr(&sb, first ? "{" : ",{");
+				first = 0;
+				cli_json_str(&sb, "method", r->specs[r->probe[i].spec % r->nspecs],
+					     false);
+				cli_json_u64(&sb, "token", r->probe[i].token, true);
+				cli_json_u64(&sb, "calls", r->probe[i].count, true);
+				(void)strbuf_addch(&sb, '}');
+			}
+			(void)strbuf_addstr(&sb, "],\"installed\":[");
+			for (int i = 0; i < r->nspecs; i++) {
+				(void)strbuf_addstr(&sb, i ? ",{" : "{");
+				cli_json_str(&sb, "method", r->specs[i], false);
+				cli_json_u64(&sb, "methods", r->installed[i].methods, true);
+				cli_json_u64(&sb, "hresult", (uint32_t)r->installed[i].hr, true);
+				(void)strbuf_addch(&sb, '}');
+			}
+			(void)strbuf_addch(&sb, ']');
+		}
 		(void)strbuf_addstr(&sb, "}\n");
 		fwrite(sb.buf, 1, sb.len, stdout);
 		strbuf_release(&sb);
@@ -416,15 +520,25 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 			       r->last_status.written, r->last_status.write_errors);
 		if (res.dropped)
 			printf("events lost on the way: %" PRIu64 "\n", res.dropped);
+		for (int i = 0; i < PRF_MAX_PROBES; i++)
+			if (r->probe[i].seen)
+				printf("calls %s [0x%08x]: %" PRIu64 "\n",
+				       r->specs[r->probe[i].spec % r->nspecs], r->probe[i].token,
+				       r->probe[i].count);
 		if (res.target_ended)
 			printf("the target ended the session (process exited?)\n");
+		else if (r->nspecs)
+			printf("%s\n", dormant ? "probes reverted (original IL back); the profiler "
+						  "stays loaded but dormant: the runtime never lets a "
+						  "profiler that enabled ReJIT detach"
+						: "revert not confirmed");
 		else if (detached)
 			printf("detached: the profiler left within %" PRId64 " ms (its library stays "
 			       "mapped)\n", detach_ms);
 		else
 			printf("detach not confirmed: a clrtap profiler still answers\n");
 	}
-	if (!res.target_ended && !detached)
+	if (!res.target_ended && !detached && !dormant)
 		return EXIT_ERROR;
 	return cli_stop_requested ? EXIT_OK : EXIT_OK;
 }
@@ -453,16 +567,29 @@ int cmd_agent(int argc, char **argv)
 	struct proc_target t;
 	int first, code;
 
-	if (cli_parse(argc, argv, "clrtap agent run|status (-p PID | -n NAME) [options]", opts,
+	if (cli_parse(argc, argv,
+		      "clrtap agent run|status|probe (-p PID | -n NAME) [METHOD...] [options]", opts,
 		      &first, &code))
 		return code;
 	if (first >= argc)
-		return cli_error(EXIT_USAGE, "say 'run' or 'status'");
-	if (first + 1 < argc)
-		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first + 1]);
+		return cli_error(EXIT_USAGE, "say 'run', 'status' or 'probe'");
 	action = argv[first];
-	if (strcmp(action, "run") && strcmp(action, "status"))
-		return cli_error(EXIT_USAGE, "unknown action '%s': say 'run' or 'status'", action);
+	if (strcmp(action, "run") && strcmp(action, "status") && strcmp(action, "probe"))
+		return cli_error(EXIT_USAGE, "unknown action '%s': say 'run', 'status' or 'probe'",
+				 action);
+	if (!strcmp(action, "probe")) {
+		if (first + 1 >= argc)
+			return cli_error(EXIT_USAGE, "name at least one method: Namespace.Type::Method");
+		if (argc - first - 1 > PRF_MAX_SPECS)
+			return cli_error(EXIT_USAGE, "at most %d methods", PRF_MAX_SPECS);
+		if (!strcmp(mode, "notification"))
+			return cli_error(EXIT_USAGE, "ReJIT probes need the main profiler slot");
+		mode = "main";
+		r.specs = argv + first + 1;
+		r.nspecs = argc - first - 1;
+	} else if (first + 1 < argc) {
+		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first + 1]);
+	}
 	if (strcmp(mode, "auto") && strcmp(mode, "main") && strcmp(mode, "notification"))
 		return cli_error(EXIT_USAGE, "--mode takes auto, main or notification");
 	if (seconds < 0)

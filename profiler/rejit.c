@@ -19,7 +19,6 @@
  */
 #define _GNU_SOURCE 1
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +32,8 @@ static const struct guid IID_IMetaDataImport = {
 static const struct guid IID_IMetaDataEmit = {
 	0xBA3FEE4C, 0xECB9, 0x4E41, { 0x83, 0xB7, 0x18, 0x3F, 0xA4, 0x1C, 0xD8, 0x59 }
 };
+
+#define MAX_OVERLOADS 128
 
 struct spec {
 	char type[PRF_SPEC_MAX];   /* "Ns.Type" or "Ns.Outer+Inner" */
@@ -188,7 +189,7 @@ static void find_in_module(ID_T mod, uint32_t si, int *found)
 	const struct spec *sp = &g_specs[si];
 	void *imp = NULL, *emit = NULL, *henum = NULL;
 	WCHAR name[PRF_SPEC_MAX];
-	mdToken td = 0, methods[32];
+	mdToken td = 0, methods[MAX_OVERLOADS];
 	ULONG n = 0, i;
 	char outer[PRF_SPEC_MAX], *plus;
 
@@ -203,6 +204,7 @@ static void find_in_module(ID_T mod, uint32_t si, int *found)
 	widen(outer, name, PRF_SPEC_MAX);
 	if (INFO_FN(imp, MDI_FIND_TYPEDEF_BY_NAME, mdi_find_typedef_fn)(imp, name, 0, &td) != S_OK)
 		goto out;
+
 	while (plus) {
 		char *next = strchr(plus + 1, '+');
 		mdToken inner = 0;
@@ -217,9 +219,16 @@ static void find_in_module(ID_T mod, uint32_t si, int *found)
 		plus = next;
 	}
 	widen(sp->method, name, PRF_SPEC_MAX);
-	if (INFO_FN(imp, MDI_ENUM_METHODS_WITH_NAME, mdi_enum_methods_with_name_fn)(
-		    imp, &henum, td, name, methods, 32, &n) != S_OK)
-		n = 0;
+	/* All overloads, in batches (the enumerator continues where it stopped). */
+	while (n < MAX_OVERLOADS) {
+		ULONG got = 0;
+
+		if (INFO_FN(imp, MDI_ENUM_METHODS_WITH_NAME, mdi_enum_methods_with_name_fn)(
+			    imp, &henum, td, name, methods + n, MAX_OVERLOADS - n, &got) != S_OK ||
+		    got == 0)
+			break;
+		n += got;
+	}
 	if (henum)
 		INFO_FN(imp, MDI_CLOSE_ENUM, mdi_close_enum_fn)(imp, henum);
 	if (n == 0)
@@ -242,8 +251,9 @@ static void find_in_module(ID_T mod, uint32_t si, int *found)
 			continue;
 		if (rva == 0 || !sig_matches(sp, sig, cbsig))
 			continue; /* abstract, extern or runtime-implemented: no IL */
+		/* S_OK, or META_S_DUPLICATE (0x00131197) when the module has it already. */
 		if (INFO_FN(emit, MDE_GET_TOKEN_FROM_SIG, mde_get_token_from_sig_fn)(
-			    emit, callsig, sizeof(callsig), &sigtok) != S_OK)
+			    emit, callsig, sizeof(callsig), &sigtok) < 0 || !sigtok)
 			continue;
 		id = atomic_load(&g_nprobes);
 		if (id >= PRF_MAX_PROBES)

@@ -79,7 +79,8 @@ static int status_event(void *ctx, const struct agent_event *ev)
 /* Asks the profiler for one Status event (STATUS keyword only: this
  * session's end does not detach anything). */
 static int query_status(const struct ipc_endpoint *ep, int timeout_ms, struct status_ctx *s,
-			struct agent_session_result *res, struct ipc_error *rerr)
+			struct agent_session_result *res, struct ipc_error *rerr,
+			volatile sig_atomic_t *stop)
 {
 	struct agent_session_opts o = { 0 };
 
@@ -90,7 +91,7 @@ static int query_status(const struct ipc_endpoint *ep, int timeout_ms, struct st
 	o.duration_ms = timeout_ms + 1000;
 	o.on_event = status_event;
 	o.ctx = s;
-	o.stop = &cli_stop_requested;
+	o.stop = stop; /* NULL after Ctrl-C already ended a run: still ask */
 	return agent_session_run(&o, res, rerr);
 }
 
@@ -104,7 +105,8 @@ static int do_status(const struct proc_target *t, const struct ipc_endpoint *ep,
 	int err;
 
 	agent_library_mapped(t->pid, &mapped, mapped_path, sizeof(mapped_path));
-	err = query_status(ep, 1500, &s, &res, &rerr);
+	cli_catch_stop_signals();
+	err = query_status(ep, 1500, &s, &res, &rerr, &cli_stop_requested);
 	if (err)
 		return cli_ipc_error("cannot open an EventPipe session", err, &rerr);
 	features_text(s.st.features, feat, sizeof(feat));
@@ -325,7 +327,7 @@ static bool confirm_dormant(const struct ipc_endpoint *ep, int64_t budget_ms)
 	struct status_ctx s;
 
 	for (int64_t spent = 0; spent <= budget_ms; spent += 700) {
-		if (query_status(ep, 700, &s, &res, &rerr))
+		if (query_status(ep, 700, &s, &res, &rerr, NULL))
 			return false;
 		if (s.got && s.st.state == PRF_STATE_DORMANT)
 			return true;
@@ -345,7 +347,7 @@ static bool confirm_detached(const struct ipc_endpoint *ep, int64_t budget_ms, i
 	for (;;) {
 		int64_t el;
 
-		if (query_status(ep, 700, &s, &res, &rerr))
+		if (query_status(ep, 700, &s, &res, &rerr, NULL))
 			return false;
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		el = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
@@ -382,7 +384,7 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		}
 	}
 	/* One clrtap profiler at a time. */
-	if (!query_status(ep, 600, &sc, &res, &rerr) && sc.got) {
+	if (!query_status(ep, 600, &sc, &res, &rerr, NULL) && sc.got) {
 		if (sc.st.state == PRF_STATE_DORMANT)
 			return cli_error(EXIT_AGENT_SLOT,
 					 "a clrtap profiler left dormant by earlier ReJIT probes holds "

@@ -59,6 +59,18 @@ contains "second attach: attached line" "$OUT" "attached: pid $HOST_PID, mode ma
 contains "second attach: existing file reused" "$OUT" "already there"
 equals "mapped library file not rewritten" "$(stat -c %i:%Y "$LIBPATH")" "$before"
 
+# --- Ctrl-C ends the run and detaches ------------------------------------
+"$CLRTAP" agent run -p "$HOST_PID" --json >"$WORK/runc.json" 2>"$WORK/runc.err" &
+RUN=$!
+for ((i = 0; i < 100; i++)); do
+	"$CLRTAP" agent status -p "$HOST_PID" --json 2>/dev/null | grep -q '"attached":true' && break
+	sleep 0.1
+done
+kill -INT "$RUN"
+wait "$RUN"
+equals "Ctrl-C: exit 0" "$?" 0
+equals "Ctrl-C: detach confirmed" "$(json_get "$(cat "$WORK/runc.json")" "d['detach_confirmed']")" True
+
 # --- slot taken by our own running profiler ------------------------------
 "$CLRTAP" agent run -p "$HOST_PID" --seconds 4 >"$WORK/run2.out" 2>&1 &
 RUN=$!
@@ -119,7 +131,7 @@ NS_PID=$FIX_PID
 # is neither followed nor replaced.
 ln -s /etc/hostname "/proc/$NS_PID/root/tmp/$(basename "$LIBPATH")"
 expect_exit "namespaced: planted symlink refused" 20 "$CLRTAP" agent run -p "$NS_PID" --seconds 1
-contains "planted symlink message" "$ERR" "a different file holds the name"
+contains "planted symlink message" "$ERR" "neither follows nor replaces it"
 check "planted symlink left as it was" test -L "/proc/$NS_PID/root/tmp/$(basename "$LIBPATH")"
 rm -f "/proc/$NS_PID/root/tmp/$(basename "$LIBPATH")"
 expect_exit "namespaced: attach, stream, detach" 0 "$CLRTAP" agent run -p "$NS_PID" --seconds 2 --json

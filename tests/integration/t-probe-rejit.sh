@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# clrtap agent probe: ReJIT probes count every call exactly - a JIT'd method
+# across tier-up (20,000 calls), overloads, a nested type, a ReadyToRun
+# framework method past its tier-up - on a machine whatever its debug
+# registers do; the IL is reverted at the end and the target's results are
+# right; SIGKILL of clrtap mid-run reverts within 3 s.
+. "$(dirname "$0")/lib.sh"
+
+# --- 20,000 calls of a JIT'd method across tier-up -----------------------
+start_fixture steady --rate 20000 --calls 20000 --trigger "$WORK/go1"
+P=$FIX_PID
+"$CLRTAP" agent probe -p "$P" 'Clrtap.Fixtures.TierTarget::Work' --json \
+	>"$WORK/p1.json" 2>"$WORK/p1.err" &
+RUN=$!
+for ((i = 0; i < 200; i++)); do
+	"$CLRTAP" agent status -p "$P" --json 2>/dev/null | grep -q '"state":"active"' && break
+	sleep 0.1
+done
+sleep 0.5
+touch "$WORK/go1"
+wait_for_line "$FIX_OUT" '^DONE ' 60 "$P"
+contains "target's results right while probed" "$(cat "$FIX_OUT")" "DONE calls=20000 sum=400000000"
+sleep 1 # one more ProbeCount after the last call
+kill -INT "$RUN"
+wait "$RUN"
+equals "probe run exit code" "$?" 0
+J=$(cat "$WORK/p1.json")
+equals "one method probed" "$(json_get "$J" "len(d['probes'])")" 1
+equals "Work: every one of 20000 calls counted" "$(json_get "$J" "d['probes'][0]['calls']")" 20000
+equals "reverted, profiler dormant" "$(json_get "$J" "d['reverted_dormant']")" True
+expect_exit "status: dormant" 0 "$CLRTAP" agent status -p "$P" --json
+equals "status says dormant" "$(json_get "$OUT" "d['state']")" dormant
+expect_exit "a new attach is refused with the reason" 22 "$CLRTAP" agent run -p "$P" --seconds 1
+contains "dormant message" "$ERR" "left dormant by earlier ReJIT probes"
+stop_fixture "$P"
+
+# --- overloads, nested type, R2R framework method past tier-up -----------
+start_fixture probe-targets --calls 600 --interval-ms 1 --trigger "$WORK/go2"
+P=$FIX_PID
+"$CLRTAP" agent probe -p "$P" 'System.Convert::ToString(int32,int32)' \
+	'Clrtap.Fixtures.ProbeTargets::Overloaded' 'Clrtap.Fixtures.Outer+Inner::Nested' \
+	'Clrtap.Fixtures.Counter::Increment' --json >"$WORK/p2.json" 2>"$WORK/p2.err" &
+RUN=$!
+for ((i = 0; i < 200; i++)); do
+	"$CLRTAP" agent status -p "$P" --json 2>/dev/null | grep -q '"state":"active"' && break
+	sleep 0.1
+done
+sleep 0.5
+touch "$WORK/go2"
+wait_for_line "$FIX_OUT" '^DONE ' 60 "$P"
+lacks "no result mismatch reported by the fixture" "$(cat "$FIX_OUT")" "mismatch"
+sleep 1
+kill -INT "$RUN"
+wait "$RUN"
+J=$(cat "$WORK/p2.json")
+calls_of() { json_get "$J" "sorted(p['calls'] for p in d['probes'] if p['method']=='$1')"; }
+equals "Convert.ToString(int,int) (ReadyToRun) past tier-up: 600" \
+	"$(calls_of 'System.Convert::ToString(int32,int32)')" "[600]"
+equals "both overloads: 600 each" "$(calls_of 'Clrtap.Fixtures.ProbeTargets::Overloaded')" "[600, 600]"
+equals "nested type's method: 600" "$(calls_of 'Clrtap.Fixtures.Outer+Inner::Nested')" "[600]"
+equals "instance method: 600" "$(calls_of 'Clrtap.Fixtures.Counter::Increment')" "[600]"
+stop_fixture "$P"
+
+# --- SIGKILL of clrtap mid-run: target finishes right, IL reverted -------
+start_fixture steady --rate 4000 --calls 20000 --trigger "$WORK/go3"
+P=$FIX_PID
+"$CLRTAP" agent probe -p "$P" 'Clrtap.Fixtures.TierTarget::Work' >"$WORK/p3.out" 2>&1 &
+RUN=$!
+wait_for_line "$WORK/p3.out" '^probe .*ReJIT requested' 30 "$RUN"
+touch "$WORK/go3"
+sleep 1
+kill -KILL "$RUN"
+sleep 3
+expect_exit "status 3 s after SIGKILL" 0 "$CLRTAP" agent status -p "$P" --json
+equals "reverted and dormant 3 s after clrtap was killed" "$(json_get "$OUT" "d['state']")" dormant
+wait_for_line "$FIX_OUT" '^DONE ' 60 "$P"
+contains "target finished its work with right results" "$(cat "$FIX_OUT")" "DONE calls=20000 sum=400000000"
+stop_fixture "$P"
+
+# --- bad input -------------------------------------------------------------
+start_fixture idle
+expect_exit "no method named" 2 "$CLRTAP" agent probe -p "$FIX_PID"
+expect_exit "malformed method" 2 "$CLRTAP" agent probe -p "$FIX_PID" 'NoColons'
+expect_exit "unknown parameter type" 2 "$CLRTAP" agent probe -p "$FIX_PID" 'A.B::C(int33)'
+expect_exit "notification mode refused for probes" 2 "$CLRTAP" agent probe -p "$FIX_PID" \
+	--mode notification 'A.B::C'
+finish

@@ -7,6 +7,7 @@
 #include "common/compat.h"
 
 #include "agent/agent.h"
+#include "agent/ilrw.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -19,6 +20,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (!agent_event_decode(data[0] % (PRF_EV_MAX + 2), data + 1, size - 1, &ev)) {
 		if (strlen(ev.text) >= sizeof(ev.text))
+			__builtin_trap();
+	}
+	{
+		static uint8_t out[1 << 16];
+		static const uint8_t pre[] = { 0x00, 0x00 }, at[] = { 0x25, 0x26 };
+		struct ilrw_edit e = { pre, 2, at, 2, 1 };
+		size_t n = 0;
+
+		if (!ilrw_prepend(data, size, pre, 2, 2, out, sizeof(out), &n) && n > sizeof(out))
+			__builtin_trap();
+		if (!ilrw_rewrite(data, size, &e, out, sizeof(out), &n) && n > sizeof(out))
 			__builtin_trap();
 	}
 	l = agent_libc_from_maps((const char *)data, size);

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "agent/agent.h"
+#include "agent/ilrw.h"
 
 static void test_libc_from_maps(void **state)
 {
@@ -137,6 +138,55 @@ static void test_decode(void **state)
 	}
 }
 
+static void test_ilrw_prepend(void **state)
+{
+	/* fat body: 4 bytes of code, one small EH clause try [0,2) handler [2,4) */
+	static const uint8_t in[] = {
+		0x1B, 0x30, 0x03, 0x00, 0x04, 0, 0, 0, 0x11, 0, 0, 0x11, /* fat, MoreSects|InitLocals */
+		0x00, 0xDE, 0x00, 0x2A, /* nop; leave.s 0; ret */
+		0x01, 0x10, 0x00, 0x00, /* small EH section, 16 bytes */
+		0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x02, 0x01, 0x00, 0x00, 0x01,
+	};
+	static const uint8_t prefix[] = { 0x00, 0x00, 0x00 };
+	uint8_t out[256];
+	size_t n = 0;
+
+	assert_int_equal(ilrw_body_size(in, sizeof(in)), sizeof(in));
+	assert_int_equal(ilrw_prepend(in, sizeof(in), prefix, 3, 2, out, sizeof(out), &n), 0);
+	assert_int_equal(out[0] & 3, 3);
+	assert_int_equal(out[0] & 0x10, 0x10);             /* InitLocals kept */
+	assert_int_equal(out[4], 7);                       /* code size 4 + 3 */
+	assert_int_equal(out[8], 0x11);                    /* local sig token kept */
+	assert_memory_equal(out + 15, in + 12, 4);         /* code after the prefix */
+	assert_int_equal(out[20], 0x41);                   /* fat EH table */
+	assert_int_equal(out[24 + 4], 3);                  /* try offset 0 + 3 */
+	assert_int_equal(out[24 + 12], 5);                 /* handler offset 2 + 3 */
+	assert_int_equal(n, 24 + 24);
+	assert_int_equal(ilrw_prepend(in, sizeof(in), prefix, 3, 2, out, 20, &n), -ENOSPC);
+	assert_int_equal(ilrw_prepend(in, 10, prefix, 3, 2, out, sizeof(out), &n), -EINVAL);
+}
+
+static void test_ilrw_rewrite(void **state)
+{
+	/* ldarg.0; brfalse.s +2; ldc.i4.1; ret; ldc.i4.0; ret */
+	static const uint8_t in[] = { 0x1E, 0x02, 0x2C, 0x02, 0x17, 0x2A, 0x16, 0x2A };
+	static const uint8_t prefix[] = { 0x00 }, at_ret[] = { 0x25, 0x26 };
+	static const uint8_t want[] = { 0x00, 0x02, 0x39, 0x04, 0x00, 0x00, 0x00, 0x17, 0x25,
+					0x26, 0x2A, 0x16, 0x25, 0x26, 0x2A };
+	struct ilrw_edit e = { prefix, 1, at_ret, 2, 1 };
+	uint8_t out[128];
+	size_t n = 0;
+	/* an undefined opcode (0x24) is refused */
+	static const uint8_t bad[] = { 0x06, 0x24, 0x2A };
+
+	assert_int_equal(ilrw_rewrite(in, sizeof(in), &e, out, sizeof(out), &n), 0);
+	assert_int_equal(n, 12 + sizeof(want));
+	assert_int_equal(out[4], sizeof(want));
+	assert_int_equal(out[2], 9); /* max stack 8 + 1 */
+	assert_memory_equal(out + 12, want, sizeof(want));
+	assert_int_equal(ilrw_rewrite(bad, sizeof(bad), &e, out, sizeof(out), &n), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -146,6 +196,8 @@ int main(void)
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_clsid),
 		cmocka_unit_test(test_decode),
+		cmocka_unit_test(test_ilrw_prepend),
+		cmocka_unit_test(test_ilrw_rewrite),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -205,3 +205,209 @@ int ilrw_prepend(const uint8_t *in, size_t len, const uint8_t *prefix, size_t pl
 	*outlen = off;
 	return 0;
 }
+
+/* ------------------------------------------------------------ decoding */
+
+enum { OP_NONE, OP_BR_SHORT, OP_BR_LONG, OP_SWITCH, OP_RET, OP_BAD };
+
+/* Operand size and kind of the instruction at p (avail bytes). */
+static int decode(const uint8_t *p, size_t avail, size_t *size, int *kind)
+{
+	uint8_t op;
+
+	if (avail < 1)
+		return -EINVAL;
+	op = p[0];
+	*kind = OP_NONE;
+	if (op == 0xFE) {
+		static const int8_t ext[0x1F] = {
+			/* 00 arglist */ 0, 0, 0, 0, 0, 0, /* 06 ldftn */ 4, /* 07 ldvirtftn */ 4,
+			/* 08 */ -1, /* 09 ldarg */ 2, 2, 2, 2, 2, /* 0E stloc */ 2,
+			/* 0F localloc */ 0, /* 10 */ -1, /* 11 endfilter */ 0, /* 12 unaligned */ 1,
+			/* 13 volatile */ 0, /* 14 tail */ 0, /* 15 initobj */ 4,
+			/* 16 constrained */ 4, /* 17 cpblk */ 0, /* 18 initblk */ 0, /* 19 no. */ 1,
+			/* 1A rethrow */ 0, /* 1B */ -1, /* 1C sizeof */ 4, /* 1D refanytype */ 0,
+			/* 1E readonly */ 0,
+		};
+		if (avail < 2 || p[1] >= sizeof(ext) || ext[p[1]] < 0)
+			return -EINVAL;
+		*size = 2 + (size_t)ext[p[1]];
+		return *size <= avail ? 0 : -EINVAL;
+	}
+	if (op >= 0x0E && op <= 0x13)
+		*size = 2;
+	else if (op == 0x1F || op == 0xDE || (op >= 0x2B && op <= 0x37))
+		*size = 2;
+	else if (op == 0x20 || op == 0x22 || op == 0x27 || op == 0x28 || op == 0x29 ||
+		 (op >= 0x38 && op <= 0x44) || op == 0xDD)
+		*size = 5;
+	else if (op == 0x21 || op == 0x23)
+		*size = 9;
+	else if ((op >= 0x6F && op <= 0x75) || op == 0x79 || (op >= 0x7B && op <= 0x81) ||
+		 op == 0x8C || op == 0x8D || op == 0x8F || op == 0xA3 || op == 0xA4 ||
+		 op == 0xA5 || op == 0xC2 || op == 0xC6 || op == 0xD0)
+		*size = 5;
+	else if (op == 0x45) {
+		uint32_t n;
+
+		if (avail < 5)
+			return -EINVAL;
+		n = rd32(p + 1);
+		if (n > (avail - 5) / 4)
+			return -EINVAL;
+		*size = 5 + 4 * (size_t)n;
+		*kind = OP_SWITCH;
+		return 0;
+	} else if (op == 0x24 || op == 0x77 || op == 0x78 || (op >= 0xA6 && op <= 0xB2) ||
+		   (op >= 0xBB && op <= 0xC1) || op == 0xC4 || op == 0xC5 ||
+		   (op >= 0xC7 && op <= 0xCF) || op > 0xE0)
+		return -EINVAL; /* unused opcodes */
+	else
+		*size = 1;
+	if (op == 0x2A)
+		*kind = OP_RET;
+	else if ((op >= 0x2B && op <= 0x37) || op == 0xDE)
+		*kind = OP_BR_SHORT;
+	else if ((op >= 0x38 && op <= 0x44) || op == 0xDD)
+		*kind = OP_BR_LONG;
+	return *size <= avail ? 0 : -EINVAL;
+}
+
+static uint8_t long_form(uint8_t op)
+{
+	return op == 0xDE ? 0xDD : (uint8_t)(op + 0x0D);
+}
+
+int ilrw_rewrite(const uint8_t *in, size_t len, const struct ilrw_edit *e, uint8_t *out,
+		 size_t cap, size_t *outlen)
+{
+	struct clause cl[ILRW_MAX_CLAUSES];
+	struct body b;
+	const uint8_t *code;
+	uint32_t *map = NULL; /* old offset -> new offset (instruction starts and the end) */
+	size_t o, n, need, off, i;
+	unsigned maxstack;
+	int err, kind;
+
+	if (!e->at_ret)
+		return ilrw_prepend(in, len, e->prefix, e->plen, e->stack, out, cap, outlen);
+	if (e->plen > 4096 || e->rlen > 256)
+		return -EINVAL;
+	err = parse(in, len, &b, cl);
+	if (err)
+		return err;
+	code = in + b.hdr;
+	map = malloc((b.code_size + 1) * sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	for (o = 0; o <= b.code_size; o++)
+		map[o] = UINT32_MAX;
+	/* pass 1: new offsets */
+	n = e->plen;
+	for (o = 0; o < b.code_size; o += i) {
+		err = decode(code + o, b.code_size - o, &i, &kind);
+		if (err)
+			goto out;
+		map[o] = (uint32_t)n;
+		if (kind == OP_RET)
+			n += e->rlen + 1;
+		else if (kind == OP_BR_SHORT)
+			n += 5;
+		else
+			n += i;
+		if (n > ILRW_MAX_BODY) {
+			err = -EFBIG;
+			goto out;
+		}
+	}
+	map[b.code_size] = (uint32_t)n;
+	need = 12 + n;
+	if (b.nclauses)
+		need = ((need + 3) & ~(size_t)3) + 4 + 24 * b.nclauses;
+	if (need > cap) {
+		err = -ENOSPC;
+		goto out;
+	}
+	maxstack = b.maxstack + e->stack;
+	if (maxstack > 0xffff)
+		maxstack = 0xffff;
+	wr16(out, (3u << 12) | F_FAT | (b.flags & 0x10) | (b.nclauses ? F_MORESECTS : 0));
+	wr16(out + 2, maxstack);
+	wr32(out + 4, (uint32_t)n);
+	wr32(out + 8, b.localsig);
+	memcpy(out + 12, e->prefix, e->plen);
+	/* pass 2: copy and fix */
+	for (o = 0; o < b.code_size; o += i) {
+		uint8_t *w = out + 12 + map[o];
+
+		decode(code + o, b.code_size - o, &i, &kind);
+		if (kind == OP_RET) {
+			memcpy(w, e->at_ret, e->rlen);
+			w[e->rlen] = 0x2A;
+		} else if (kind == OP_BR_SHORT || kind == OP_BR_LONG) {
+			int64_t rel = kind == OP_BR_SHORT ? (int8_t)code[o + 1]
+							  : (int32_t)rd32(code + o + 1);
+			int64_t t = (int64_t)(o + i) + rel;
+
+			if (t < 0 || t > (int64_t)b.code_size || map[t] == UINT32_MAX) {
+				err = -EINVAL;
+				goto out;
+			}
+			w[0] = kind == OP_BR_SHORT ? long_form(code[o]) : code[o];
+			wr32(w + 1, (uint32_t)((int64_t)map[t] - (int64_t)(map[o] + 5)));
+		} else if (kind == OP_SWITCH) {
+			uint32_t cnt = rd32(code + o + 1);
+			int64_t base_old = (int64_t)(o + i), base_new = (int64_t)map[o] + (int64_t)i;
+
+			memcpy(w, code + o, 5);
+			for (uint32_t k = 0; k < cnt; k++) {
+				int64_t t = base_old + (int32_t)rd32(code + o + 5 + 4 * k);
+
+				if (t < 0 || t > (int64_t)b.code_size || map[t] == UINT32_MAX) {
+					err = -EINVAL;
+					goto out;
+				}
+				wr32(w + 5 + 4 * k, (uint32_t)((int64_t)map[t] - base_new));
+			}
+		} else {
+			memcpy(w, code + o, i);
+		}
+	}
+	off = 12 + n;
+	if (b.nclauses) {
+		size_t dsize = 4 + 24 * b.nclauses;
+
+		while (off & 3)
+			out[off++] = 0;
+		out[off] = S_EHTABLE | S_FAT;
+		out[off + 1] = (uint8_t)dsize;
+		out[off + 2] = (uint8_t)(dsize >> 8);
+		out[off + 3] = (uint8_t)(dsize >> 16);
+		off += 4;
+		for (i = 0; i < b.nclauses; i++) {
+			const struct clause *c = &cl[i];
+			uint64_t te = (uint64_t)c->try_off + c->try_len, he = (uint64_t)c->h_off + c->h_len;
+
+			if (te > b.code_size || he > b.code_size || map[c->try_off] == UINT32_MAX ||
+			    map[te] == UINT32_MAX || map[c->h_off] == UINT32_MAX ||
+			    map[he] == UINT32_MAX ||
+			    ((c->flags & CL_FILTER) &&
+			     (c->extra > b.code_size || map[c->extra] == UINT32_MAX))) {
+				err = -EINVAL;
+				goto out;
+			}
+			wr32(out + off, c->flags);
+			wr32(out + off + 4, map[c->try_off]);
+			wr32(out + off + 8, map[te] - map[c->try_off]);
+			wr32(out + off + 12, map[c->h_off]);
+			wr32(out + off + 16, map[he] - map[c->h_off]);
+			wr32(out + off + 20, (c->flags & CL_FILTER) ? map[c->extra] : c->extra);
+			off += 24;
+		}
+	}
+	*outlen = off;
+	err = 0;
+out:
+	free(map);
+	return err;
+}

@@ -32,6 +32,23 @@
 int ilrw_prepend(const uint8_t *in, size_t len, const uint8_t *prefix, size_t plen,
 		 unsigned stack, uint8_t *out, size_t cap, size_t *outlen);
 
+/*
+ * The general form: prefix before the first instruction and at_ret before
+ * every ret (where the stack holds just the return value, if any). Needs
+ * decoding every instruction: short branches become long ones, every
+ * branch, switch and exception clause offset is moved. An unknown opcode
+ * gives -22 (EINVAL) and nothing is written.
+ */
+struct ilrw_edit {
+	const uint8_t *prefix;
+	size_t plen;
+	const uint8_t *at_ret; /* NULL: leave ret alone */
+	size_t rlen;
+	unsigned stack;        /* stack slots the inserted code needs */
+};
+int ilrw_rewrite(const uint8_t *in, size_t len, const struct ilrw_edit *e, uint8_t *out,
+		 size_t cap, size_t *outlen);
+
 /* Size of the body at in (header + code + sections), or a negative errno. */
 long ilrw_body_size(const uint8_t *in, size_t len);
 

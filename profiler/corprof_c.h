@@ -119,6 +119,7 @@ enum {
 	MDI_FIND_TYPEDEF_BY_NAME = 9,
 	MDI_ENUM_METHODS_WITH_NAME = 19,
 	MDI_GET_METHOD_PROPS = 30,
+	MDI_GET_CUSTOM_ATTRIBUTE_BY_NAME = 60,
 	MDE_GET_TOKEN_FROM_SIG = 23,   /* IMetaDataEmit */
 };
 #define COR_PRF_ENABLE_REJIT 0x40000u
@@ -167,6 +168,8 @@ typedef HRESULT (*mdi_get_method_props_fn)(void *self, mdToken method, mdToken *
 					   WCHAR *name, ULONG cch, ULONG *pcch, DWORD *attr,
 					   const uint8_t **sig, ULONG *cbsig, ULONG *rva,
 					   DWORD *impl);
+typedef HRESULT (*mdi_get_custom_attribute_by_name_fn)(void *self, mdToken obj, const WCHAR *name,
+						      const void **data, ULONG *cb);
 typedef HRESULT (*mde_get_token_from_sig_fn)(void *self, const uint8_t *sig, ULONG cb,
 					     mdToken *tok);
 typedef HRESULT (*info_ep_create_provider2_fn)(void *self, const WCHAR *name,

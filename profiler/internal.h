@@ -18,6 +18,8 @@ void rejit_reset(void) HIDDEN;
 /* Adds a probe spec from the config ("Ns.Type::Method" [ "(int32,string)" ]). */
 int rejit_add_spec(const char *s, size_t n) HIDDEN;
 int rejit_nspecs(void) HIDDEN;
+void rejit_set_args(int on) HIDDEN;
+int rejit_args(void) HIDDEN;
 /* From the profiler's own thread: find the methods and RequestReJIT them;
  * writes one ProbeInstalled event per spec. Returns methods requested. */
 int rejit_install(void) HIDDEN;

@@ -214,6 +214,15 @@ static struct prf_param_desc p_count[] = {
 	{ EP_T_UINT32, 0, u"MethodToken" }, { EP_T_UINT64, 0, u"ModuleId" },
 	{ EP_T_UINT64, 0, u"Count" },
 };
+static struct prf_param_desc p_call[] = {
+	{ EP_T_UINT32, 0, u"Probe" },   { EP_T_UINT32, 0, u"Kinds" },
+	{ EP_T_UINT32, 0, u"RetKind" }, { EP_T_UINT64, 0, u"LatencyNs" },
+	{ EP_T_UINT64, 0, u"A0" },      { EP_T_UINT64, 0, u"A1" },
+	{ EP_T_UINT64, 0, u"A2" },      { EP_T_UINT64, 0, u"A3" },
+	{ EP_T_UINT64, 0, u"A4" },      { EP_T_UINT64, 0, u"A5" },
+	{ EP_T_UINT64, 0, u"A6" },      { EP_T_UINT64, 0, u"A7" },
+	{ EP_T_UINT64, 0, u"Ret" },     { EP_T_STRING, 0, u"Strings" },
+};
 static struct prf_param_desc p_detaching[] = {
 	{ EP_T_UINT32, 0, u"Reason" },
 	{ EP_T_UINT32, 0, u"Generation" },
@@ -243,6 +252,7 @@ static HRESULT provider_create(void)
 		{ PRF_EV_PROBE_INSTALLED, u"ProbeInstalled", PRF_KW_CONTROL | PRF_KW_PROBES,
 		  p_installed, 4 },
 		{ PRF_EV_PROBE_COUNT, u"ProbeCount", PRF_KW_CONTROL | PRF_KW_PROBES, p_count, 5 },
+		{ PRF_EV_CALL, u"Call", PRF_KW_CALLS, p_call, 14 },
 	};
 	HRESULT hr;
 	size_t i;
@@ -393,6 +403,8 @@ static void config_parse(const char *s, size_t n)
 			g_features = (uint32_t)x & PRF_FEAT_ALL & ~PRF_FEAT_REJIT;
 		else if (KEY("probe"))
 			rejit_add_spec(s + v0, vn);
+		else if (KEY("args") && x == 1)
+			rejit_set_args(1);
 #undef KEY
 	}
 }
@@ -534,6 +546,8 @@ static HRESULT cb_InitializeForAttach(void *self, void *info_unk, void *client_d
 		}
 		low |= COR_PRF_ENABLE_REJIT;
 		g_features |= PRF_FEAT_REJIT;
+		if (rejit_args())
+			g_features |= PRF_FEAT_ARGS;
 	}
 	hr = INFO_FN(info, INFO_SET_EVENT_MASK2, info_set_event_mask2_fn)(info, low & allowed, 0);
 	if (hr != S_OK)

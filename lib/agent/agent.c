@@ -395,6 +395,18 @@ int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event 
 		ev->hresult = (int32_t)hr;
 		break;
 	}
+	case PRF_EV_CALL:
+		err = err ?: cur_u32(&c, &ev->probe);
+		err = err ?: cur_u32(&c, &ev->kinds);
+		err = err ?: cur_u32(&c, &ev->retkind);
+		err = err ?: cur_u64(&c, &ev->latency_ns);
+		for (int i = 0; i < PRF_MAX_ARGS; i++)
+			err = err ?: cur_u64(&c, &ev->a[i]);
+		err = err ?: cur_u64(&c, &ev->ret);
+		err = err ?: take_string(&c, ev);
+		if (!err && (ev->retkind >> 8) > PRF_MAX_ARGS)
+			err = -EBADMSG;
+		break;
 	case PRF_EV_PROBE_COUNT:
 		err = err ?: cur_u32(&c, &ev->probe);
 		err = err ?: cur_u32(&c, &ev->spec);
@@ -432,4 +444,93 @@ int agent_library_host_path(enum agent_libc l, char *out, size_t len)
 	if (w < 0 || (size_t)w >= len)
 		return -ENAMETOOLONG;
 	return access(out, R_OK) ? -ENOENT : 0;
+}
+
+/* ------------------------------------------------------------ call format */
+
+static void fmt_double(struct strbuf *sb, uint64_t bits)
+{
+	double d;
+	char tmp[40];
+
+	memcpy(&d, &bits, 8);
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(tmp, sizeof(tmp), "%.*g", prec, d);
+		if (strtod(tmp, NULL) == d || prec == 17)
+			break;
+	}
+	(void)strbuf_addstr(sb, tmp);
+}
+
+/* The next string of the Strings field: up to U+001F or U+001E (or the end). */
+static void next_string(const char **p, struct strbuf *sb)
+{
+	const char *s = *p, *e = s;
+
+	while (*e && *e != 0x1F && *e != 0x1E)
+		e++;
+	(void)strbuf_addch(sb, '"');
+	(void)strbuf_add(sb, s, (size_t)(e - s));
+	(void)strbuf_addch(sb, '"');
+	*p = *e == 0x1F ? e + 1 : e;
+}
+
+static void fmt_value(struct strbuf *sb, unsigned kind, uint64_t v, const char **strs)
+{
+	switch (kind) {
+	case PRF_K_INT:
+		(void)strbuf_addf(sb, "%" PRId64, (int64_t)v);
+		break;
+	case PRF_K_UINT:
+		(void)strbuf_addf(sb, "%" PRIu64, v);
+		break;
+	case PRF_K_FLOAT:
+		fmt_double(sb, v);
+		break;
+	case PRF_K_BOOL:
+		(void)strbuf_addstr(sb, v ? "true" : "false");
+		break;
+	case PRF_K_CHAR: {
+		uint8_t u[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+
+		(void)strbuf_addch(sb, '\'');
+		(void)utf16le_to_utf8(sb, u, 1, false);
+		(void)strbuf_addch(sb, '\'');
+		break;
+	}
+	case PRF_K_STRING:
+		next_string(strs, sb);
+		break;
+	case PRF_K_NULL:
+		(void)strbuf_addstr(sb, "null");
+		break;
+	case PRF_K_VOID:
+		(void)strbuf_addstr(sb, "void");
+		break;
+	default:
+		(void)strbuf_addch(sb, '?');
+		break;
+	}
+}
+
+int agent_call_format(const struct agent_event *ev, char *buf, size_t len)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(8192);
+	const char *strs = ev->text, *rs;
+	unsigned n = ev->retkind >> 8;
+	int err;
+
+	(void)strbuf_addch(&sb, '(');
+	for (unsigned i = 0; i < n && i < PRF_MAX_ARGS; i++) {
+		if (i)
+			(void)strbuf_addstr(&sb, ", ");
+		fmt_value(&sb, (ev->kinds >> (4 * i)) & 0xf, ev->a[i], &strs);
+	}
+	(void)strbuf_addstr(&sb, ") -> ");
+	rs = strchr(ev->text, 0x1E);
+	rs = rs ? rs + 1 : "";
+	fmt_value(&sb, ev->retkind & 0xf, ev->ret, &rs);
+	err = snprintf(buf, len, "%s", sb.buf) >= (int)len ? -ENOSPC : 0;
+	strbuf_release(&sb);
+	return err;
 }

@@ -113,8 +113,18 @@ struct agent_event {
 	uint64_t seq, written, write_errors, modules, jit, exceptions, threads, module_id;
 	uint32_t probe, spec, methods, token; /* ProbeInstalled, ProbeCount */
 	uint64_t count;
+	uint32_t kinds, retkind;                /* Call */
+	uint64_t latency_ns, a[PRF_MAX_ARGS], ret;
 	char text[1024]; /* Version (Hello, Status), Path (ModuleLoad), spec (ProbeInstalled) */
 };
+/*
+ * Formats a Call event as "(a1, a2, ...) -> ret": integers in decimal,
+ * floats in the shortest form that reads back the same, bool true/false,
+ * char as 'c', strings double-quoted (from ev->text), null, ? for values
+ * not recorded (structs, classes other than string). -ENOSPC if len is short.
+ */
+int agent_call_format(const struct agent_event *ev, char *buf, size_t len);
+
 /* Decodes the payload of event id; -EBADMSG when too short or malformed. */
 int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event *ev);
 

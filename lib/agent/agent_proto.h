@@ -28,6 +28,7 @@
 #define PRF_KW_STATUS 0x2ull
 #define PRF_KW_MODULES 0x4ull
 #define PRF_KW_PROBES 0x8ull
+#define PRF_KW_CALLS 0x10ull
 
 /* Event ids. */
 #define PRF_EV_HELLO 1
@@ -36,7 +37,20 @@
 #define PRF_EV_DETACHING 4
 #define PRF_EV_PROBE_INSTALLED 5
 #define PRF_EV_PROBE_COUNT 6
-#define PRF_EV_MAX 6
+#define PRF_EV_CALL 7
+#define PRF_EV_MAX 7
+
+/* Call event: kinds of the argument and return slots (4 bits each). */
+#define PRF_K_NONE 0   /* not recorded (this, structs, classes other than string) */
+#define PRF_K_INT 1    /* signed integer, sign-extended */
+#define PRF_K_UINT 2   /* unsigned integer */
+#define PRF_K_FLOAT 3  /* float32/float64 as float64 bits */
+#define PRF_K_STRING 4 /* in Strings (UTF-16, U+001F between args, U+001E before the return) */
+#define PRF_K_BOOL 5
+#define PRF_K_CHAR 6   /* a UTF-16 code unit */
+#define PRF_K_VOID 7   /* return slot only */
+#define PRF_K_NULL 8   /* a null string */
+#define PRF_MAX_ARGS 8
 
 #define PRF_MODE_MAIN 0
 #define PRF_MODE_NOTIFICATION 1
@@ -47,7 +61,8 @@
 #define PRF_FEAT_EXCEPTIONS 0x4u /* count exceptions thrown */
 #define PRF_FEAT_THREADS 0x8u    /* count threads created */
 #define PRF_FEAT_REJIT 0x10u     /* ReJIT probes (main mode only; no detach afterwards) */
-#define PRF_FEAT_ALL 0x1fu
+#define PRF_FEAT_ARGS 0x20u      /* probes record arguments, return value, latency */
+#define PRF_FEAT_ALL 0x3fu
 #define PRF_FEAT_DEFAULT 0xfu
 
 /* Status "State" values. */

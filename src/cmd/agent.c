@@ -188,7 +188,8 @@ struct run_ctx {
 		uint64_t count;
 	} probe[PRF_MAX_PROBES];
 	struct timespec t_installed;
-	bool any_installed;
+	bool any_installed, args;
+	uint64_t calls_seen;
 	int mode;
 	int32_t hr;
 	enum agent_cause cause;
@@ -298,6 +299,19 @@ static int run_event(void *ctx, const struct agent_event *ev)
 			fflush(stdout);
 		}
 		break;
+	case PRF_EV_CALL: {
+		char line[4096];
+
+		r->calls_seen++;
+		if (!r->json && ev->probe < PRF_MAX_PROBES && r->probe[ev->probe].seen &&
+		    !agent_call_format(ev, line, sizeof(line))) {
+			printf("call %s %s  %" PRIu64 " ns\n",
+			       r->specs[r->probe[ev->probe].spec % r->nspecs], line, ev->latency_ns);
+		} else if (!r->json && !agent_call_format(ev, line, sizeof(line))) {
+			printf("call #%u %s  %" PRIu64 " ns\n", ev->probe, line, ev->latency_ns);
+		}
+		break;
+	}
 	case PRF_EV_PROBE_COUNT:
 		if (ev->probe < PRF_MAX_PROBES) {
 			r->probe[ev->probe].seen = true;
@@ -436,12 +450,16 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 			return cli_error(EXIT_USAGE, "bad method '%s': say Namespace.Type::Method "
 					 "or Namespace.Type::Method(int32,string,...)", r->specs[i]);
 	}
+	if (!err && r->args && r->config_len + 7 < sizeof(r->config)) {
+		memcpy(r->config + r->config_len, ";args=1", 8);
+		r->config_len += 7;
+	}
 	if (err)
 		return cli_error(EXIT_USAGE, "too many or too long methods");
 
 	o.ep = ep;
 	o.keywords = PRF_KW_CONTROL | PRF_KW_STATUS | (r->show_modules ? PRF_KW_MODULES : 0) |
-		     (r->nspecs ? PRF_KW_PROBES : 0);
+		     (r->nspecs ? PRF_KW_PROBES : 0) | (r->args ? PRF_KW_CALLS : 0);
 	o.stop = &cli_stop_requested;
 	o.duration_ms = seconds > 0 ? (int64_t)seconds * 1000 : 0;
 	o.first_event_timeout_ms = 15000;
@@ -480,6 +498,8 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		cli_json_u64(&sb, "modules_reported", r->modules, true);
 		cli_json_u64(&sb, "events", res.events, true);
 		cli_json_u64(&sb, "events_lost", res.dropped, true);
+		if (r->args)
+			cli_json_u64(&sb, "calls_recorded", r->calls_seen, true);
 		cli_json_u64(&sb, "write_errors",
 			     r->have_status ? r->last_status.write_errors : 0, true);
 		cli_json_bool(&sb, "target_ended", res.target_ended, true);
@@ -550,7 +570,7 @@ int cmd_agent(int argc, char **argv)
 	struct cli_target_opts to = { 0 };
 	struct run_ctx r = { 0 };
 	const char *libc_opt = NULL, *mode = "auto", *library = NULL, *action;
-	bool json = false, modules = false;
+	bool json = false, modules = false, args = false;
 	int seconds = 0;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
@@ -562,6 +582,8 @@ int cmd_agent(int argc, char **argv)
 		{ 0, "library", CLI_OPT_STRING, &library, "PATH",
 		  "run: use this library path as the target sees it (no copy)" },
 		{ 0, "modules", CLI_OPT_BOOL, &modules, NULL, "run: print each module loaded" },
+		{ 0, "args", CLI_OPT_BOOL, &args, NULL,
+		  "probe: record each call's arguments, return value and latency" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the result as JSON" },
 		{ 0 },
 	};
@@ -609,5 +631,8 @@ int cmd_agent(int argc, char **argv)
 	r.pid = t.pid;
 	r.json = json;
 	r.show_modules = modules;
+	r.args = args;
+	if (args && !r.nspecs)
+		return cli_error(EXIT_USAGE, "--args goes with 'probe'");
 	return do_run(&t, &ep, &r, libc_opt, seconds);
 }

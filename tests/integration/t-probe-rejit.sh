@@ -77,6 +77,54 @@ wait_for_line "$FIX_OUT" '^DONE ' 60 "$P"
 contains "target finished its work with right results" "$(cat "$FIX_OUT")" "DONE calls=20000 sum=400000000"
 stop_fixture "$P"
 
+# --- arguments and return values, every call, across tier-up -------------
+start_fixture probe-targets --calls 600 --interval-ms 1 --trigger "$WORK/go4"
+P=$FIX_PID
+"$CLRTAP" agent probe -p "$P" --args 'Clrtap.Fixtures.ProbeTargets::AddInts' \
+	'Clrtap.Fixtures.ProbeTargets::Mix' 'Clrtap.Fixtures.ProbeTargets::StaticEcho' \
+	'Clrtap.Fixtures.ProbeTargets::Greet' 'Clrtap.Fixtures.Counter::Increment' \
+	'System.Convert::ToString(int32,int32)' >"$WORK/p4.out" 2>"$WORK/p4.err" &
+RUN=$!
+wait_for_line "$WORK/p4.out" '^probe System.Convert.*ReJIT requested' 30 "$RUN"
+sleep 0.5
+touch "$WORK/go4"
+wait_for_line "$FIX_OUT" '^DONE ' 60 "$P"
+sleep 1
+kill -INT "$RUN"
+wait "$RUN"
+CHECK=$(python3 - "$WORK/p4.out" <<'PY'
+import re, sys
+calls = {}
+for line in open(sys.argv[1], encoding="utf-8"):
+    m = re.match(r"call (\S+) (\(.*\) -> .*?)  \d+ ns$", line.rstrip("\n"))
+    if m:
+        calls.setdefault(m.group(1), []).append(m.group(2))
+N = 600
+want = {
+    "Clrtap.Fixtures.ProbeTargets::AddInts": [f"({i}, 1000) -> {i + 1000}" for i in range(N)],
+    "Clrtap.Fixtures.ProbeTargets::Mix": [
+        f"({1234567890123 + i}, 3.25, {'true' if i % 2 == 0 else 'false'}, 'Z', 200, -1234, 1.5)"
+        f" -> {1234567889519 + i + (1 if i % 2 == 0 else 0)}" for i in range(N)],
+    "Clrtap.Fixtures.ProbeTargets::StaticEcho": ['("héllo wörld ✓") -> "héllo wörld ✓"'] * N,
+    "Clrtap.Fixtures.ProbeTargets::Greet": ['("Zoë") -> "Hello, Zoë"'] * N,
+    "Clrtap.Fixtures.Counter::Increment": [f"(7) -> {7 * (i + 1)}" for i in range(N)],
+    # CoreLib disables runtime marshalling: its string return is not recorded
+    "System.Convert::ToString(int32,int32)": [f"({i}, 16) -> ?" for i in range(N)],
+}
+bad = []
+for k, v in want.items():
+    got = calls.get(k, [])
+    if got != v:
+        first = next((j for j in range(min(len(got), len(v))) if got[j] != v[j]), None)
+        bad.append(f"{k}: {len(got)} calls; first difference at {first}: "
+                   f"{got[first] if first is not None else ''!r} vs {v[first] if first is not None else ''!r}")
+print("ok" if not bad else "; ".join(bad))
+PY
+)
+equals "every call's arguments and return value exact (5 methods x 600, R2R too)" "$CHECK" ok
+lacks "no result mismatch reported by the fixture (args)" "$(cat "$FIX_OUT")" "mismatch"
+stop_fixture "$P"
+
 # --- bad input -------------------------------------------------------------
 start_fixture idle
 expect_exit "no method named" 2 "$CLRTAP" agent probe -p "$FIX_PID"

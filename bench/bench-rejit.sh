@@ -4,7 +4,7 @@
 # loop, Stopwatch, ns/call):
 #   1. no probe                                   (R2R framework method, JIT'd method)
 #   2. clrtap agent probe (ReJIT, count only)     both methods
-#   3. clrtap agent probe with arguments          not implemented: n/a
+#   3. clrtap agent probe --args (ReJIT, args + return + latency, one event per call)
 #   4. clrtap probe --count (uprobe on R2R code)  the framework method
 #   5. perf probe + perf record (uprobe)          the same file offset
 # Then: time from starting `clrtap agent probe` to the probe being in place
@@ -58,7 +58,7 @@ finish_run() { # sets NS
 agent_probe() { # METHOD OUT: starts clrtap agent probe, waits until the probe is in place
 	local s e
 	s=$(date +%s%N)
-	"$CLRTAP" agent probe -p "$FPID" "$1" --json >"$2" 2>"$2.err" &
+	"$CLRTAP" agent probe -p "$FPID" ${AGENT_ARGS:-} "$1" --json >"$2" 2>"$2.err" &
 	TOOLPID=$!
 	for ((i = 0; i < 300; i++)); do
 		"$CLRTAP" agent status -p "$FPID" --json 2>/dev/null | grep -q '"state":"active"' && break
@@ -87,6 +87,12 @@ start jit
 agent_probe "$JIT" "$WORK/r2.json"
 READY2=$READY_MS
 finish_run; RJ_JIT=$NS; C2=$(calls_in "$WORK/r2.json")
+
+# 3. ReJIT with arguments (one Call event per call; the tool reads them all)
+start jit
+AGENT_ARGS=--args agent_probe "$JIT" "$WORK/r3.json"
+finish_run; RJA_JIT=$NS
+C4=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("calls_recorded","?"))' "$WORK/r3.json" 2>/dev/null)
 
 # 4. clrtap's uprobe on the R2R code
 start framework
@@ -124,7 +130,7 @@ row "no probe: CallFramework -> Convert.ToString (R2R)" "$BASE_R2R" "" ""
 row "no probe: AddInts (JIT)" "$BASE_JIT" "" ""
 row "ReJIT count-only, Convert.ToString (R2R)" "$RJ_R2R" "$(net "$RJ_R2R" "$BASE_R2R")" "${C1:-?}"
 row "ReJIT count-only, AddInts (JIT)" "$RJ_JIT" "$(net "$RJ_JIT" "$BASE_JIT")" "${C2:-?}"
-row "ReJIT with arguments" "n/a" "" "not implemented"
+row "ReJIT with args+return+latency, AddInts (JIT)" "$RJA_JIT" "$(net "$RJA_JIT" "$BASE_JIT")" "${C4:-?} recorded"
 row "clrtap probe --count (uprobe), Convert.ToString" "$UP_R2R" "$(net "$UP_R2R" "$BASE_R2R")" "${C3:-?}"
 row "perf probe + perf record (uprobe), same offset" "$PERF_R2R" "$(net "$PERF_R2R" "$BASE_R2R")" "${PC:-?}"
 # The ReJIT row on the R2R method compares fresh optimized JIT code with the

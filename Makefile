@@ -75,7 +75,15 @@ PROF_DEPS := $(PROF_SRCS) profiler/corprof_c.h profiler/callbacks.h lib/agent/ag
 	profiler/libclrtap-profiler.map
 MUSL_CC ?= musl-gcc
 .PHONY: profiler
-profiler: $(O)/profiler/glibc/libclrtap-profiler.so $(O)/profiler/musl/libclrtap-profiler.so
+profiler: $(O)/profiler/glibc/libclrtap-profiler.so $(O)/profiler/musl/libclrtap-profiler.so \
+	$(O)/profiler/glibc/profload $(O)/profiler/musl/profload
+# profload: loads a build the way the runtime does, under that libc's own loader.
+$(O)/profiler/glibc/profload: profiler/test/profload.c lib/agent/agent_proto.h
+	@mkdir -p $(@D)
+	$(Q)gcc -std=c11 -O1 -g $(WARNINGS) -Ilib -o $@ $< -ldl
+$(O)/profiler/musl/profload: profiler/test/profload.c lib/agent/agent_proto.h
+	@mkdir -p $(@D)
+	$(Q)$(MUSL_CC) -std=c11 -O1 -g $(WARNINGS) -Ilib -o $@ $<
 $(O)/profiler/glibc/libclrtap-profiler.so: $(PROF_DEPS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  SO      $@")

@@ -15,11 +15,23 @@ equals "glibc build exports only DllGetClassObject" \
 	"$(nm -D --defined-only "$LIB_GLIBC" | awk '{print $3}' | tr '\n' ' ')" "DllGetClassObject "
 equals "musl build exports only DllGetClassObject" \
 	"$(nm -D --defined-only "$LIB_MUSL" | awk '{print $3}' | tr '\n' ' ')" "DllGetClassObject "
-equals "glibc build needs only libc.so.6" \
-	"$(readelf -d "$LIB_GLIBC" | grep NEEDED | grep -o '\[.*\]' | tr '\n' ' ')" "[libc.so.6] "
+# glibc's own parts only: libc, and its dynamic loader (__tls_get_addr for
+# the probes' per-thread call stack)
+equals "glibc build needs only glibc (libc.so.6, ld-linux)" \
+	"$(readelf -d "$LIB_GLIBC" | grep NEEDED | grep -o '\[.*\]' | grep -v -e 'libc.so.6' -e 'ld-linux-x86-64.so.2' | tr '\n' ' ')" ""
 equals "musl build needs only musl's libc" \
 	"$(readelf -d "$LIB_MUSL" | grep NEEDED | grep -o '\[.*\]' | tr '\n' ' ')" "[libc.so] "
 contains "builds are NODELETE (stay mapped after detach)" "$(readelf -d "$LIB_GLIBC")" "NODELETE"
+# Each build loaded the way the runtime loads it, by its own libc's loader:
+# class factory, QueryInterface for Callback11, LoadAsNotificationOnly per class id.
+PROFDIR=$(dirname "$CLRTAP")/profiler
+expect_exit "glibc build loads under glibc" 0 "$PROFDIR/glibc/profload" "$LIB_GLIBC"
+contains "glibc build: COM checks" "$OUT" "all ok"
+expect_exit "musl build loads under musl's loader" 0 "$PROFDIR/musl/profload" "$LIB_MUSL"
+contains "musl build: COM checks" "$OUT" "all ok"
+contains "musl's loader ran it" "$(readelf -l "$PROFDIR/musl/profload")" "ld-musl-x86_64.so.1"
+expect_exit "glibc's loader refuses the musl build (the wrong-libc case)" 1 \
+	"$PROFDIR/glibc/profload" "$LIB_MUSL"
 
 fib10() { curl -sf "http://127.0.0.1:$PORT/api/fibonacci?pos=10"; }
 

@@ -125,6 +125,21 @@ equals "every call's arguments and return value exact (5 methods x 600, R2R too)
 lacks "no result mismatch reported by the fixture (args)" "$(cat "$FIX_OUT")" "mismatch"
 stop_fixture "$P"
 
+# --- clrtap probe --via rejit hands over to the agent ---------------------
+start_fixture steady --rate 20000 --calls 3000 --trigger "$WORK/go5"
+P=$FIX_PID
+"$CLRTAP" probe -p "$P" --via rejit --count -d 5 'Clrtap.Fixtures.TierTarget::Work' \
+	>"$WORK/p5.out" 2>&1 &
+RUN=$!
+wait_for_line "$WORK/p5.out" '^probe .*ReJIT requested' 30 "$RUN"
+touch "$WORK/go5"
+wait_for_line "$FIX_OUT" '^DONE ' 60 "$P"
+wait "$RUN"
+check "probe --via rejit: 3000 calls counted" \
+	grep -qE '^calls Clrtap.Fixtures.TierTarget::Work \[0x06[0-9a-f]{6}\]: 3000$' "$WORK/p5.out"
+expect_exit "probe --via bogus" 2 "$CLRTAP" probe -p "$P" --via bogus 'A.B::C'
+stop_fixture "$P"
+
 # --- bad input -------------------------------------------------------------
 start_fixture idle
 expect_exit "no method named" 2 "$CLRTAP" agent probe -p "$FIX_PID"

@@ -228,10 +228,43 @@ static struct prf_param_desc p_detaching[] = {
 	{ EP_T_UINT32, 0, u"Generation" },
 };
 
+/* A new configuration for a dormant profiler, from a session's filter data. */
+static char g_rearm[PRF_CONFIG_MAX];
+static size_t g_rearm_len;
+static atomic_int g_rearm_state; /* 0 empty, 1 being written, 2 ready */
+
+/* Filter data is "key\0value\0key\0value\0": back to "key=value;...". Only a
+ * session that says clrtap=rearm counts. */
+static void take_rearm(const struct prf_filter_data *f)
+{
+	const char *p = (const char *)(uintptr_t)f->ptr;
+	size_t n = f->size, i = 0, o = 0;
+	int expected = 0, marked = 0, key = 1;
+
+	if (!p || n == 0 || n > PRF_CONFIG_MAX)
+		return;
+	if (!atomic_compare_exchange_strong(&g_rearm_state, &expected, 1))
+		return;
+	for (i = 0; i < n && o + 1 < sizeof(g_rearm); i++) {
+		char c = p[i];
+
+		if (c == 0) {
+			c = key ? '=' : ';';
+			key = !key;
+		}
+		g_rearm[o++] = c;
+	}
+	g_rearm_len = o;
+	marked = memmem(g_rearm, o, "clrtap=rearm;", 13) != NULL;
+	atomic_store(&g_rearm_state, marked ? 2 : 0);
+}
+
 static void provider_cb(const uint8_t *source_id, uint32_t is_enabled, uint8_t level,
 			uint64_t any, uint64_t all, struct prf_filter_data *filter, void *data)
 {
 	/* Runs on a runtime thread while a session starts or ends: only record. */
+	if (is_enabled && filter && atomic_load(&g_state) == ST_DORMANT)
+		take_rearm(filter);
 	atomic_store(&g_kw, is_enabled ? any : 0);
 	atomic_store(&g_enabled, is_enabled ? 1 : 0);
 }
@@ -293,6 +326,35 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
+static void config_parse(const char *s, size_t n);
+static void reset_counters(void);
+
+/* A dormant profiler takes a new configuration (new probes) from a CONTROL
+ * session that carries it in its filter data. ReJIT stays enabled. */
+static void rearm(void)
+{
+	uint32_t low = COR_PRF_ENABLE_REJIT;
+
+	rejit_reset();
+	g_features = PRF_FEAT_DEFAULT;
+	config_parse(g_rearm, g_rearm_len);
+	atomic_store(&g_rearm_state, 0);
+	reset_counters();
+	atomic_fetch_add(&g_generation, 1);
+	if (g_features & PRF_FEAT_MODULES)
+		low |= COR_PRF_MONITOR_MODULE_LOADS;
+	if (g_features & PRF_FEAT_JIT)
+		low |= COR_PRF_MONITOR_JIT_COMPILATION;
+	if (g_features & PRF_FEAT_EXCEPTIONS)
+		low |= COR_PRF_MONITOR_EXCEPTIONS;
+	if (g_features & PRF_FEAT_THREADS)
+		low |= COR_PRF_MONITOR_THREADS;
+	g_features |= PRF_FEAT_REJIT;
+	if (rejit_args())
+		g_features |= PRF_FEAT_ARGS;
+	INFO_FN(g_info, INFO_SET_EVENT_MASK2, info_set_event_mask2_fn)(g_info, low, 0);
+}
+
 static void *worker(void *arg)
 {
 	uint64_t start = now_ms(), last_status = 0, seq = 0;
@@ -307,6 +369,13 @@ static void *worker(void *arg)
 
 		if (st != ST_ACTIVE && st != ST_DORMANT)
 			return NULL; /* shut down: the runtime is going away; touch nothing */
+		if (st == ST_DORMANT && atomic_load(&g_rearm_state) == 2 && (kw & PRF_KW_CONTROL)) {
+			rearm();
+			seen = hello = probes = 0;
+			start = t;
+			atomic_store(&g_state, ST_ACTIVE);
+			continue;
+		}
 		if (st == ST_ACTIVE) {
 			if (kw & PRF_KW_CONTROL) {
 				seen = 1;
@@ -369,6 +438,16 @@ static int worker_start(void)
 }
 
 /* ------------------------------------------------------------- config */
+
+static void reset_counters(void)
+{
+	atomic_store(&g_written, 0);
+	atomic_store(&g_write_errors, 0);
+	atomic_store(&g_modules, 0);
+	atomic_store(&g_jit, 0);
+	atomic_store(&g_exceptions, 0);
+	atomic_store(&g_threads, 0);
+}
 
 /* Client data: "key=value;key=value" ASCII, at most PRF_CONFIG_MAX bytes. */
 static void config_parse(const char *s, size_t n)
@@ -499,12 +578,7 @@ static HRESULT cb_InitializeForAttach(void *self, void *info_unk, void *client_d
 	g_features = PRF_FEAT_DEFAULT;
 	/* g_kw is not reset: the provider (and its sessions) outlive a detach,
 	 * and a CONTROL session may have been opened before this attach. */
-	atomic_store(&g_written, 0);
-	atomic_store(&g_write_errors, 0);
-	atomic_store(&g_modules, 0);
-	atomic_store(&g_jit, 0);
-	atomic_store(&g_exceptions, 0);
-	atomic_store(&g_threads, 0);
+	reset_counters();
 	atomic_fetch_add(&g_generation, 1);
 
 	rejit_reset();

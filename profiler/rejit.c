@@ -618,6 +618,11 @@ int rejit_install(void)
 	int total = 0;
 	HRESULT hr;
 
+	/* A re-armed profiler starts a new table. The IL handed to the runtime
+	 * for earlier probes is left allocated (the runtime may still refer to
+	 * those versions). */
+	for (int i = 0; i < PRF_MAX_PROBES; i++)
+		g_probes[i].il = NULL;
 	atomic_store(&g_nprobes, 0);
 	if (INFO_FN(g_info, INFO_ENUM_MODULES, info_enum_modules_fn)(g_info, &en) != S_OK || !en)
 		return 0;
@@ -823,8 +828,7 @@ static HRESULT rewrite_args(int id, struct probe *p, const uint8_t *body, ULONG 
 		return E_FAIL;
 	}
 	atomic_flag_clear(&busy);
-	free(p->il);
-	p->il = out;
+	p->il = out; /* an earlier buffer stays allocated: see rejit_install */
 	hr = INFO_FN(fctl, FCTL_SET_IL_FUNCTION_BODY, fctl_set_il_fn)(fctl, (ULONG)outlen, out);
 	return hr;
 }

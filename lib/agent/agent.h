@@ -132,6 +132,7 @@ int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event 
 struct agent_session_opts {
 	const struct ipc_endpoint *ep;
 	uint64_t keywords;                /* PRF_KW_* */
+	const char *arguments;            /* the provider's filter data "k=v;...", or NULL */
 	volatile sig_atomic_t *stop;      /* set from a signal handler */
 	int64_t duration_ms;              /* stop after this long (0: only on *stop) */
 	int64_t first_event_timeout_ms;   /* stop if no event of ours within this (0: never) */

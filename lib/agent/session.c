@@ -103,7 +103,7 @@ static int on_nt_event(void *ctx, const struct nt_event *ev)
 int agent_session_run(const struct agent_session_opts *o, struct agent_session_result *res,
 		      struct ipc_error *rerr)
 {
-	struct ipc_provider prov = { PRF_PROVIDER_NAME, o->keywords, 5, NULL };
+	struct ipc_provider prov = { PRF_PROVIDER_NAME, o->keywords, 5, o->arguments };
 	struct ipc_trace_config cfg = { 0 };
 	struct nt_handlers h = { .event = on_nt_event };
 	struct sess s = { .o = o, .res = res, .fd = -1 };

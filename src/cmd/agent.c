@@ -258,6 +258,16 @@ static int run_on_open(void *ctx)
 	return 0;
 }
 
+static int rearm_on_open(void *ctx)
+{
+	struct run_ctx *r = ctx;
+
+	r->attached = true;
+	r->mode = PRF_MODE_MAIN;
+	clock_gettime(CLOCK_MONOTONIC, &r->t_attach);
+	return 0;
+}
+
 static int run_event(void *ctx, const struct agent_event *ev)
 {
 	struct run_ctx *r = ctx;
@@ -384,6 +394,8 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	struct agent_config cfg = { 250, 10000, PRF_FEAT_DEFAULT };
 	char host_lib[PATH_MAX], placed[PROC_PATH_MAX], msg[512];
 	bool reused = false, detached = false, dormant = false, library_given = r->library != NULL;
+	bool rearm = false;
+	char filter[PRF_CONFIG_MAX + 32];
 	int64_t detach_ms = 0;
 	int err;
 
@@ -397,16 +409,21 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 			return cli_error(EXIT_RUNTIME, "%s; this one is %lu", msg, major);
 		}
 	}
-	/* One clrtap profiler at a time. */
+	/* One clrtap profiler at a time. A dormant one (left by earlier ReJIT
+	 * probes, unable to detach) takes new probes through the session. */
 	if (!query_status(ep, 600, &sc, &res, &rerr, NULL) && sc.got) {
-		if (sc.st.state == PRF_STATE_DORMANT)
+		if (sc.st.state == PRF_STATE_DORMANT && r->nspecs)
+			rearm = true;
+		else if (sc.st.state == PRF_STATE_DORMANT)
 			return cli_error(EXIT_AGENT_SLOT,
 					 "a clrtap profiler left dormant by earlier ReJIT probes holds "
 					 "the main profiler slot: the runtime never lets a profiler "
-					 "that enabled ReJIT detach; its probes are reverted, but only "
-					 "a restart of the process frees the slot");
-		agent_cause_text(AGENT_ALREADY, 0, msg, sizeof(msg));
-		return cli_error(EXIT_AGENT_SLOT, "%s", msg);
+					 "that enabled ReJIT detach; 'clrtap agent probe' reuses it, "
+					 "but only a restart of the process frees the slot");
+		else {
+			agent_cause_text(AGENT_ALREADY, 0, msg, sizeof(msg));
+			return cli_error(EXIT_AGENT_SLOT, "%s", msg);
+		}
 	}
 	err = agent_libc_detect(t->pid, &r->target_libc);
 	if (err)
@@ -418,6 +435,10 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	if (r->lib_libc == AGENT_LIBC_UNKNOWN)
 		return cli_error(EXIT_ERROR, "cannot tell which C library the target uses; "
 					     "say --libc glibc|musl");
+	if (rearm) {
+		r->library = "(already loaded)";
+		library_given = true;
+	}
 	if (!r->library) {
 		err = agent_library_host_path(r->lib_libc, host_lib, sizeof(host_lib));
 		if (err) {
@@ -435,7 +456,10 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		}
 		r->library = placed;
 	}
-	if (!r->json && library_given)
+	if (!r->json && rearm)
+		printf("reusing the dormant clrtap profiler (generation %u) for new probes\n",
+		       sc.st.generation);
+	else if (!r->json && library_given)
 		printf("library: %s (given; as the target sees it)\n", r->library);
 	else if (!r->json)
 		printf("library: %s (%s build%s)\n", r->library, agent_libc_name(r->lib_libc),
@@ -466,6 +490,12 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	o.on_event = run_event;
 	o.on_open = run_on_open;
 	o.ctx = r;
+	if (rearm) {
+		/* the new config rides in the session's filter data */
+		snprintf(filter, sizeof(filter), "clrtap=rearm;%.*s", (int)r->config_len, r->config);
+		o.arguments = filter;
+		o.on_open = rearm_on_open;
+	}
 	cli_catch_stop_signals();
 	err = agent_session_run(&o, &res, &rerr);
 	if (err && !r->attached)

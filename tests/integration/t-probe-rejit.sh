@@ -125,6 +125,21 @@ equals "every call's arguments and return value exact (5 methods x 600, R2R too)
 lacks "no result mismatch reported by the fixture (args)" "$(cat "$FIX_OUT")" "mismatch"
 stop_fixture "$P"
 
+# --- a namespaced target (own PID + mount namespace, private /tmp) --------
+start_fixture_ns probe-targets --calls 50 --trigger /tmp/go-ns
+P=$FIX_PID
+"$CLRTAP" agent probe -p "$P" --args 'Clrtap.Fixtures.ProbeTargets::AddInts' >"$WORK/p6.out" 2>&1 &
+RUN=$!
+wait_for_line "$WORK/p6.out" '^probe .*ReJIT requested' 30 "$RUN"
+touch "/proc/$P/root/tmp/go-ns"
+wait_for_line "$FIX_OUT" '^DONE ' 60 "$P"
+sleep 1
+kill -INT "$RUN"
+wait "$RUN"
+check "namespaced: 50 calls counted" grep -qE '^calls Clrtap.Fixtures.ProbeTargets::AddInts \[0x06[0-9a-f]{6}\]: 50$' "$WORK/p6.out"
+check "namespaced: call 49 recorded exactly" grep -qE '^call Clrtap.Fixtures.ProbeTargets::AddInts \(49, 1000\) -> 1049 ' "$WORK/p6.out"
+stop_fixture "$P"
+
 # --- clrtap probe --via rejit hands over to the agent ---------------------
 start_fixture steady --rate 20000 --calls 3000 --trigger "$WORK/go5"
 P=$FIX_PID

@@ -155,6 +155,29 @@ check "probe --via rejit: 3000 calls counted" \
 expect_exit "probe --via bogus" 2 "$CLRTAP" probe -p "$P" --via bogus 'A.B::C'
 stop_fixture "$P"
 
+# --- a dormant profiler is re-armed by the next probe ---------------------
+PORT=$(free_port)
+start_fixture web --port "$PORT"
+P=$FIX_PID
+for round in 1 2; do
+	"$CLRTAP" agent probe -p "$P" --args 'Clrtap.Fixtures.FibonacciProvider::CalculateFibonacciValue' \
+		>"$WORK/rw$round.out" 2>&1 &
+	RUN=$!
+	wait_for_line "$WORK/rw$round.out" '^probe .*ReJIT requested' 30 "$RUN"
+	for ((i = 1; i <= round * 3; i++)); do
+		curl -sf "http://127.0.0.1:$PORT/api/fibonacci?pos=$i" >/dev/null
+	done
+	sleep 1
+	kill -INT "$RUN"
+	wait "$RUN"
+done
+contains "round 2 reused the dormant profiler" "$(cat "$WORK/rw2.out")" "reusing the dormant clrtap profiler"
+check "round 1: 3 calls" grep -qE '^calls .*CalculateFibonacciValue \[0x06[0-9a-f]{6}\]: 3$' "$WORK/rw1.out"
+check "round 2: 6 calls" grep -qE '^calls .*CalculateFibonacciValue \[0x06[0-9a-f]{6}\]: 6$' "$WORK/rw2.out"
+check "round 2: fib(6) = 13 recorded" grep -qE '^call .*CalculateFibonacciValue \(6\) -> 13 ' "$WORK/rw2.out"
+equals "target answers right afterwards" "$(curl -sf "http://127.0.0.1:$PORT/api/fibonacci?pos=10")" 89
+stop_fixture "$P"
+
 # --- bad input -------------------------------------------------------------
 start_fixture idle
 expect_exit "no method named" 2 "$CLRTAP" agent probe -p "$FIX_PID"

@@ -222,6 +222,7 @@ static struct prf_param_desc p_call[] = {
 	{ EP_T_UINT64, 0, u"A4" },      { EP_T_UINT64, 0, u"A5" },
 	{ EP_T_UINT64, 0, u"A6" },      { EP_T_UINT64, 0, u"A7" },
 	{ EP_T_UINT64, 0, u"Ret" },     { EP_T_STRING, 0, u"Strings" },
+	{ EP_T_UINT64, 0, u"This" },
 };
 static struct prf_param_desc p_detaching[] = {
 	{ EP_T_UINT32, 0, u"Reason" },
@@ -285,7 +286,7 @@ static HRESULT provider_create(void)
 		{ PRF_EV_PROBE_INSTALLED, u"ProbeInstalled", PRF_KW_CONTROL | PRF_KW_PROBES,
 		  p_installed, 4 },
 		{ PRF_EV_PROBE_COUNT, u"ProbeCount", PRF_KW_CONTROL | PRF_KW_PROBES, p_count, 5 },
-		{ PRF_EV_CALL, u"Call", PRF_KW_CALLS, p_call, 14 },
+		{ PRF_EV_CALL, u"Call", PRF_KW_CALLS, p_call, 15 },
 	};
 	HRESULT hr;
 	size_t i;

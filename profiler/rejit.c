@@ -54,7 +54,8 @@ struct plan {
 	uint8_t ret;                  /* PRF_K_* of the return value */
 };
 
-enum { SIG_ENTER, SIG_ARG_I, SIG_ARG_F, SIG_ARG_S, SIG_RET_I, SIG_RET_F, SIG_RET_S, SIG_N };
+enum { SIG_ENTER, SIG_ARG_I, SIG_ARG_F, SIG_ARG_S, SIG_RET_I, SIG_RET_F, SIG_RET_S, SIG_THIS,
+       SIG_N };
 
 struct probe {
 	ID_T module;
@@ -100,6 +101,7 @@ struct frame {
 	uint8_t k[PRF_MAX_ARGS];
 	WCHAR s[512];
 	uint32_t slen;
+	uint64_t self; /* this: the object's address at entry (not dereferenced) */
 };
 
 #define FRAMES 16
@@ -155,6 +157,7 @@ static void p_enter(int32_t id)
 
 		f->id = id;
 		f->slen = 0;
+		f->self = 0;
 		memset(f->k, 0, sizeof(f->k));
 		f->t0 = mono_ns();
 	}
@@ -167,6 +170,14 @@ static void p_arg_i(int32_t id, int32_t k, int64_t v)
 
 	if (f && (uint32_t)k < PRF_MAX_ARGS)
 		f->a[k] = (uint64_t)v;
+}
+
+static void p_this(int32_t id, int64_t addr)
+{
+	struct frame *f = top(id);
+
+	if (f)
+		f->self = (uint64_t)addr;
 }
 
 static void p_arg_f(int32_t id, int32_t k, double v)
@@ -226,6 +237,8 @@ static void finish(int32_t id, uint64_t ret, const char *rs, int is_s)
 			put_utf8(f, rs);
 	}
 	retkind |= (uint32_t)p->plan.nparams << 8;
+	if (p->plan.hasthis)
+		retkind |= 1u << 16;
 	f->s[f->slen++] = 0;
 	{
 		struct prf_event_data d[] = {
@@ -237,10 +250,11 @@ static void finish(int32_t id, uint64_t ret, const char *rs, int is_s)
 			{ (uint64_t)(uintptr_t)&f->a[6], 8, 0 }, { (uint64_t)(uintptr_t)&f->a[7], 8, 0 },
 			{ (uint64_t)(uintptr_t)&ret, 8, 0 },
 			{ (uint64_t)(uintptr_t)f->s, f->slen * 2, 0 },
+			{ (uint64_t)(uintptr_t)&f->self, 8, 0 },
 		};
 
 		if (g_info)
-			prf_ev_write(PRF_EV_CALL, d, 14);
+			prf_ev_write(PRF_EV_CALL, d, 15);
 	}
 }
 
@@ -565,8 +579,9 @@ static void find_in_module(ID_T mod, uint32_t si, int *found)
 				[SIG_RET_I] = { 0x01, 0x02, 0x01, 0x0a, 0x08 },
 				[SIG_RET_F] = { 0x01, 0x02, 0x01, 0x0d, 0x08 },
 				[SIG_RET_S] = { 0x01, 0x02, 0x01, 0x0e, 0x08 },
+				[SIG_THIS] = { 0x01, 0x02, 0x01, 0x08, 0x0a },
 			};
-			static const uint8_t lens[SIG_N] = { 4, 6, 6, 6, 5, 5, 5 };
+			static const uint8_t lens[SIG_N] = { 4, 6, 6, 6, 5, 5, 5, 5 };
 			int bad = 0;
 
 			id = atomic_load(&g_nprobes);
@@ -766,6 +781,15 @@ static HRESULT rewrite_args(int id, struct probe *p, const uint8_t *body, ULONG 
 	pre.bad = ret.bad = 0;
 	ldc_i4(&pre, id);
 	calli_native(&pre, (void *)p_enter, p->sigs[SIG_ENTER]);
+	if (pl->hasthis) {
+		/* the address only: an object reference (or, for a struct, a
+		 * managed pointer) turned into a number, never dereferenced */
+		ldc_i4(&pre, id);
+		ldarg(&pre, 0);
+		op1(&pre, 0xE0); /* conv.u */
+		op1(&pre, 0x6E); /* conv.u8 */
+		calli_native(&pre, (void *)p_this, p->sigs[SIG_THIS]);
+	}
 	for (int k = 0; k < pl->nparams; k++) {
 		unsigned argno = (unsigned)k + (pl->hasthis ? 1u : 0u);
 		int kind = pl->kind[k];

@@ -404,7 +404,8 @@ int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event 
 			err = err ?: cur_u64(&c, &ev->a[i]);
 		err = err ?: cur_u64(&c, &ev->ret);
 		err = err ?: take_string(&c, ev);
-		if (!err && (ev->retkind >> 8) > PRF_MAX_ARGS)
+		err = err ?: cur_u64(&c, &ev->self);
+		if (!err && ((ev->retkind >> 8) & 0xff) > PRF_MAX_ARGS)
 			err = -EBADMSG;
 		break;
 	case PRF_EV_PROBE_COUNT:
@@ -517,10 +518,12 @@ int agent_call_format(const struct agent_event *ev, char *buf, size_t len)
 {
 	struct strbuf sb = STRBUF_INIT_MAX(8192);
 	const char *strs = ev->text, *rs;
-	unsigned n = ev->retkind >> 8;
+	unsigned n = (ev->retkind >> 8) & 0xff;
 	int err;
 
 	(void)strbuf_addch(&sb, '(');
+	if (ev->retkind & (1u << 16))
+		(void)strbuf_addf(&sb, "this=0x%" PRIx64 "%s", ev->self, n ? ", " : "");
 	for (unsigned i = 0; i < n && i < PRF_MAX_ARGS; i++) {
 		if (i)
 			(void)strbuf_addstr(&sb, ", ");

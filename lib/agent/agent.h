@@ -114,7 +114,7 @@ struct agent_event {
 	uint32_t probe, spec, methods, token; /* ProbeInstalled, ProbeCount */
 	uint64_t count;
 	uint32_t kinds, retkind;                /* Call */
-	uint64_t latency_ns, a[PRF_MAX_ARGS], ret;
+	uint64_t latency_ns, a[PRF_MAX_ARGS], ret, self;
 	char text[1024]; /* Version (Hello, Status), Path (ModuleLoad), spec (ProbeInstalled) */
 };
 /*

@@ -138,6 +138,39 @@ static void test_decode(void **state)
 	}
 }
 
+static void test_call_format(void **state)
+{
+	struct agent_event ev = { 0 };
+	char buf[512];
+	double d = 3.25;
+
+	ev.id = PRF_EV_CALL;
+	/* (int, float, bool, char, string, null string) -> string, instance */
+	ev.kinds = PRF_K_INT | PRF_K_FLOAT << 4 | PRF_K_BOOL << 8 | PRF_K_CHAR << 12 |
+		   PRF_K_STRING << 16 | PRF_K_NULL << 20;
+	ev.retkind = PRF_K_STRING | 6u << 8 | 1u << 16;
+	ev.a[0] = (uint64_t)-5;
+	memcpy(&ev.a[1], &d, 8);
+	ev.a[2] = 1;
+	ev.a[3] = 'Z';
+	ev.self = 0x1234;
+	snprintf(ev.text, sizeof(ev.text), "h\xc3\xa9\x1e" "ok");
+	assert_int_equal(agent_call_format(&ev, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "(this=0x1234, -5, 3.25, true, 'Z', \"h\xc3\xa9\", null) -> \"ok\"");
+	/* void, no parameters, static */
+	memset(&ev, 0, sizeof(ev));
+	ev.retkind = PRF_K_VOID;
+	assert_int_equal(agent_call_format(&ev, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "() -> void");
+	/* 0.1 is printed as 0.1, not 0.10000000000000001 */
+	d = 0.1;
+	ev.retkind = PRF_K_FLOAT;
+	memcpy(&ev.ret, &d, 8);
+	assert_int_equal(agent_call_format(&ev, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "() -> 0.1");
+	assert_int_equal(agent_call_format(&ev, buf, 4), -ENOSPC);
+}
+
 static void test_ilrw_prepend(void **state)
 {
 	/* fat body: 4 bytes of code, one small EH clause try [0,2) handler [2,4) */
@@ -196,6 +229,7 @@ int main(void)
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_clsid),
 		cmocka_unit_test(test_decode),
+		cmocka_unit_test(test_call_format),
 		cmocka_unit_test(test_ilrw_prepend),
 		cmocka_unit_test(test_ilrw_rewrite),
 	};

@@ -95,10 +95,16 @@ wait "$RUN"
 CHECK=$(python3 - "$WORK/p4.out" <<'PY'
 import re, sys
 calls = {}
+this_seen = {}
 for line in open(sys.argv[1], encoding="utf-8"):
     m = re.match(r"call (\S+) (\(.*\) -> .*?)  \d+ ns$", line.rstrip("\n"))
     if m:
-        calls.setdefault(m.group(1), []).append(m.group(2))
+        text = m.group(2)
+        t = re.match(r"\(this=0x([0-9a-f]+)(, |\))", text)
+        if t:  # instance methods: the object's address, then the arguments
+            this_seen.setdefault(m.group(1), set()).add(int(t.group(1), 16) != 0)
+            text = "(" + text[t.end():] if t.group(2) == ", " else "()" + text[t.end():]
+        calls.setdefault(m.group(1), []).append(text)
 N = 600
 want = {
     "Clrtap.Fixtures.ProbeTargets::AddInts": [f"({i}, 1000) -> {i + 1000}" for i in range(N)],
@@ -118,10 +124,16 @@ for k, v in want.items():
         first = next((j for j in range(min(len(got), len(v))) if got[j] != v[j]), None)
         bad.append(f"{k}: {len(got)} calls; first difference at {first}: "
                    f"{got[first] if first is not None else ''!r} vs {v[first] if first is not None else ''!r}")
+for k in ("Clrtap.Fixtures.ProbeTargets::Greet", "Clrtap.Fixtures.Counter::Increment"):
+    if this_seen.get(k) != {True}:
+        bad.append(f"{k}: this not recorded as a non-zero address")
+for k in ("Clrtap.Fixtures.ProbeTargets::AddInts", "Clrtap.Fixtures.ProbeTargets::Mix"):
+    if k in this_seen:
+        bad.append(f"{k}: static, yet a this was shown")
 print("ok" if not bad else "; ".join(bad))
 PY
 )
-equals "every call's arguments and return value exact (5 methods x 600, R2R too)" "$CHECK" ok
+equals "every call's this, arguments and return value exact (5 methods x 600, R2R too)" "$CHECK" ok
 lacks "no result mismatch reported by the fixture (args)" "$(cat "$FIX_OUT")" "mismatch"
 stop_fixture "$P"
 
@@ -174,7 +186,7 @@ done
 contains "round 2 reused the dormant profiler" "$(cat "$WORK/rw2.out")" "reusing the dormant clrtap profiler"
 check "round 1: 3 calls" grep -qE '^calls .*CalculateFibonacciValue \[0x06[0-9a-f]{6}\]: 3$' "$WORK/rw1.out"
 check "round 2: 6 calls" grep -qE '^calls .*CalculateFibonacciValue \[0x06[0-9a-f]{6}\]: 6$' "$WORK/rw2.out"
-check "round 2: fib(6) = 13 recorded" grep -qE '^call .*CalculateFibonacciValue \(6\) -> 13 ' "$WORK/rw2.out"
+check "round 2: fib(6) = 13 recorded" grep -qE '^call .*CalculateFibonacciValue \(this=0x[0-9a-f]+, 6\) -> 13 ' "$WORK/rw2.out"
 equals "target answers right afterwards" "$(curl -sf "http://127.0.0.1:$PORT/api/fibonacci?pos=10")" 89
 stop_fixture "$P"
 

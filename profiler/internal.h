@@ -10,6 +10,9 @@
 /* ICorProfilerInfo14 of the current attach (NULL when detached). */
 extern void *g_info HIDDEN;
 
+/* The profiler is attached and working (not dormant, detaching or shut down). */
+int prf_active(void) HIDDEN;
+
 /* Writes event id with n data blobs; counts successes and failures. */
 void prf_ev_write(int id, struct prf_event_data *d, uint32_t n) HIDDEN;
 

@@ -108,6 +108,11 @@ static atomic_int g_enabled;
 static atomic_uint_fast64_t g_written, g_write_errors, g_modules, g_jit, g_exceptions,
 	g_threads;
 
+int prf_active(void)
+{
+	return atomic_load(&g_state) == ST_ACTIVE;
+}
+
 /* Shutdown guard: callbacks do nothing once the runtime shuts down or the
  * profiler detaches, and the worker can tell whether one is running. */
 static int guard_enter(void)

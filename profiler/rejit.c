@@ -123,12 +123,21 @@ static struct frame *top(int32_t id)
 	return &t_frames[t_depth - 1];
 }
 
+#define SCAP (sizeof(((struct frame *)0)->s) / sizeof(WCHAR))
+
+/* Appends one unit, keeping the last slot for the terminating NUL. */
+static void put16(struct frame *f, WCHAR c)
+{
+	if (f->slen + 1 < SCAP)
+		f->s[f->slen++] = c;
+}
+
 /* Appends UTF-8 s as UTF-16 to f->s (truncated at the buffer's end). */
 static void put_utf8(struct frame *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
-	while (*p && f->slen + 2 < sizeof(f->s) / sizeof(f->s[0])) {
+	while (*p && f->slen + 3 < SCAP) {
 		uint32_t c = *p++;
 		int more = 0;
 
@@ -195,7 +204,7 @@ static void p_arg_s(int32_t id, int32_t k, const char *s)
 	if (!f || (uint32_t)k >= PRF_MAX_ARGS)
 		return;
 	if (f->slen)
-		f->s[f->slen++] = 0x1F;
+		put16(f, 0x1F);
 	f->a[k] = s ? 1 : 0; /* 0: null */
 	if (s)
 		put_utf8(f, s);
@@ -232,14 +241,14 @@ static void finish(int32_t id, uint64_t ret, const char *rs, int is_s)
 	if (is_s) {
 		if (!rs)
 			retkind = PRF_K_NULL;
-		f->s[f->slen++] = 0x1E;
+		put16(f, 0x1E);
 		if (rs)
 			put_utf8(f, rs);
 	}
 	retkind |= (uint32_t)p->plan.nparams << 8;
 	if (p->plan.hasthis)
 		retkind |= 1u << 16;
-	f->s[f->slen++] = 0;
+	f->s[f->slen < SCAP ? f->slen++ : SCAP - 1] = 0; /* put16 left room for it */
 	{
 		struct prf_event_data d[] = {
 			{ (uint64_t)(uintptr_t)&probe, 4, 0 },   { (uint64_t)(uintptr_t)&kinds, 4, 0 },
@@ -253,7 +262,7 @@ static void finish(int32_t id, uint64_t ret, const char *rs, int is_s)
 			{ (uint64_t)(uintptr_t)&f->self, 8, 0 },
 		};
 
-		if (g_info)
+		if (g_info && prf_active())
 			prf_ev_write(PRF_EV_CALL, d, 15);
 	}
 }

@@ -394,7 +394,7 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	struct agent_config cfg = { 250, 10000, PRF_FEAT_DEFAULT };
 	char host_lib[PATH_MAX], placed[PROC_PATH_MAX], msg[512];
 	bool reused = false, detached = false, dormant = false, library_given = r->library != NULL;
-	bool rearm = false;
+	bool rearm = false, mapped = false;
 	char filter[PRF_CONFIG_MAX + 32];
 	int64_t detach_ms = 0;
 	int err;
@@ -411,7 +411,10 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	}
 	/* One clrtap profiler at a time. A dormant one (left by earlier ReJIT
 	 * probes, unable to detach) takes new probes through the session. */
-	if (!query_status(ep, 600, &sc, &res, &rerr, NULL) && sc.got) {
+	memset(&sc, 0, sizeof(sc));
+	if (agent_library_mapped(t->pid, &mapped, NULL, 0) || mapped)
+		(void)query_status(ep, 600, &sc, &res, &rerr, NULL); /* only if one may be there */
+	if (sc.got) {
 		if (sc.st.state == PRF_STATE_DORMANT && r->nspecs)
 			rearm = true;
 		else if (sc.st.state == PRF_STATE_DORMANT)

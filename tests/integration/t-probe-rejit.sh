@@ -34,6 +34,33 @@ expect_exit "a new attach is refused with the reason" 22 "$CLRTAP" agent run -p 
 contains "dormant message" "$ERR" "left dormant by earlier ReJIT probes"
 stop_fixture "$P"
 
+# --- the same 20,000 calls with arguments and return values --------------
+start_fixture steady --rate 20000 --calls 20000 --trigger "$WORK/go1a"
+P=$FIX_PID
+"$CLRTAP" agent probe -p "$P" --args 'Clrtap.Fixtures.TierTarget::Work' >"$WORK/p1b.out" 2>&1 &
+RUN=$!
+wait_for_line "$WORK/p1b.out" '^probe .*ReJIT requested' 30 "$RUN"
+touch "$WORK/go1a"
+wait_for_line "$FIX_OUT" '^DONE ' 60 "$P"
+contains "target's results right (args)" "$(cat "$FIX_OUT")" "DONE calls=20000 sum=400000000"
+sleep 1
+kill -INT "$RUN"
+wait "$RUN"
+CHECK=$(python3 - "$WORK/p1b.out" <<'PY'
+import re, sys
+got = [m.group(1) for m in (re.match(r"call Clrtap.Fixtures.TierTarget::Work (\(.*\) -> \S+)  \d+ ns$", l.rstrip("\n"))
+       for l in open(sys.argv[1], encoding="utf-8")) if m]
+want = [f"({i}) -> {2 * i + 1}" for i in range(20000)]
+if got == want:
+    print("ok")
+else:
+    first = next((j for j in range(min(len(got), len(want))) if got[j] != want[j]), None)
+    print(f"{len(got)} calls recorded; first difference at {first}")
+PY
+)
+equals "Work: all 20000 calls' argument and return value exact, in order, across tier-up" "$CHECK" ok
+stop_fixture "$P"
+
 # --- overloads, nested type, R2R framework method past tier-up -----------
 start_fixture probe-targets --calls 600 --interval-ms 1 --trigger "$WORK/go2"
 P=$FIX_PID

@@ -514,7 +514,8 @@ static void fmt_value(struct strbuf *sb, unsigned kind, uint64_t v, const char *
 	}
 }
 
-int agent_call_format(const struct agent_event *ev, char *buf, size_t len)
+int agent_call_format(const struct agent_event *ev, const char *this_type, char *buf,
+		      size_t len)
 {
 	struct strbuf sb = STRBUF_INIT_MAX(8192);
 	const char *strs = ev->text, *rs;
@@ -523,7 +524,8 @@ int agent_call_format(const struct agent_event *ev, char *buf, size_t len)
 
 	(void)strbuf_addch(&sb, '(');
 	if (ev->retkind & (1u << 16))
-		(void)strbuf_addf(&sb, "this=0x%" PRIx64 "%s", ev->self, n ? ", " : "");
+		(void)strbuf_addf(&sb, "this=%s%s0x%" PRIx64 "%s", this_type ? this_type : "",
+				  this_type ? "@" : "", ev->self, n ? ", " : "");
 	for (unsigned i = 0; i < n && i < PRF_MAX_ARGS; i++) {
 		if (i)
 			(void)strbuf_addstr(&sb, ", ");

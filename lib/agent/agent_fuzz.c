@@ -19,7 +19,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	if (!agent_event_decode(data[0] % (PRF_EV_MAX + 2), data + 1, size - 1, &ev)) {
+		char line[512];
+
 		if (strlen(ev.text) >= sizeof(ev.text))
+			__builtin_trap();
+		if (ev.id == PRF_EV_CALL && !agent_call_format(&ev, "T", line, sizeof(line)) &&
+		    strlen(line) >= sizeof(line))
 			__builtin_trap();
 	}
 	{

@@ -155,20 +155,23 @@ static void test_call_format(void **state)
 	ev.a[3] = 'Z';
 	ev.self = 0x1234;
 	snprintf(ev.text, sizeof(ev.text), "h\xc3\xa9\x1e" "ok");
-	assert_int_equal(agent_call_format(&ev, buf, sizeof(buf)), 0);
+	assert_int_equal(agent_call_format(&ev, "Ns.T", buf, sizeof(buf)), 0);
+	assert_string_equal(buf,
+			    "(this=Ns.T@0x1234, -5, 3.25, true, 'Z', \"h\xc3\xa9\", null) -> \"ok\"");
+	assert_int_equal(agent_call_format(&ev, NULL, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "(this=0x1234, -5, 3.25, true, 'Z', \"h\xc3\xa9\", null) -> \"ok\"");
 	/* void, no parameters, static */
 	memset(&ev, 0, sizeof(ev));
 	ev.retkind = PRF_K_VOID;
-	assert_int_equal(agent_call_format(&ev, buf, sizeof(buf)), 0);
+	assert_int_equal(agent_call_format(&ev, NULL, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "() -> void");
 	/* 0.1 is printed as 0.1, not 0.10000000000000001 */
 	d = 0.1;
 	ev.retkind = PRF_K_FLOAT;
 	memcpy(&ev.ret, &d, 8);
-	assert_int_equal(agent_call_format(&ev, buf, sizeof(buf)), 0);
+	assert_int_equal(agent_call_format(&ev, NULL, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "() -> 0.1");
-	assert_int_equal(agent_call_format(&ev, buf, 4), -ENOSPC);
+	assert_int_equal(agent_call_format(&ev, NULL, buf, 4), -ENOSPC);
 }
 
 static void test_ilrw_prepend(void **state)

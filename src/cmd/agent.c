@@ -310,14 +310,18 @@ static int run_event(void *ctx, const struct agent_event *ev)
 		}
 		break;
 	case PRF_EV_CALL: {
-		char line[4096];
+		char line[4096], type[PRF_SPEC_MAX];
 
 		r->calls_seen++;
-		if (!r->json && ev->probe < PRF_MAX_PROBES && r->probe[ev->probe].seen &&
-		    !agent_call_format(ev, line, sizeof(line))) {
-			printf("call %s %s  %" PRIu64 " ns\n",
-			       r->specs[r->probe[ev->probe].spec % r->nspecs], line, ev->latency_ns);
-		} else if (!r->json && !agent_call_format(ev, line, sizeof(line))) {
+		if (!r->json && ev->probe < PRF_MAX_PROBES && r->probe[ev->probe].seen) {
+			const char *spec = r->specs[r->probe[ev->probe].spec % r->nspecs];
+			const char *sep = strstr(spec, "::");
+
+			/* the declared type of this: the method's class, from the spec */
+			snprintf(type, sizeof(type), "%.*s", sep ? (int)(sep - spec) : 0, spec);
+			if (!agent_call_format(ev, type[0] ? type : NULL, line, sizeof(line)))
+				printf("call %s %s  %" PRIu64 " ns\n", spec, line, ev->latency_ns);
+		} else if (!r->json && !agent_call_format(ev, NULL, line, sizeof(line))) {
 			printf("call #%u %s  %" PRIu64 " ns\n", ev->probe, line, ev->latency_ns);
 		}
 		break;

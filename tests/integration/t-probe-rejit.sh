@@ -127,7 +127,7 @@ for line in open(sys.argv[1], encoding="utf-8"):
     m = re.match(r"call (\S+) (\(.*\) -> .*?)  \d+ ns$", line.rstrip("\n"))
     if m:
         text = m.group(2)
-        t = re.match(r"\(this=0x([0-9a-f]+)(, |\))", text)
+        t = re.match(r"\(this=" + re.escape(m.group(1).split("::")[0]) + r"@0x([0-9a-f]+)(, |\))", text)
         if t:  # instance methods: the object's address, then the arguments
             this_seen.setdefault(m.group(1), set()).add(int(t.group(1), 16) != 0)
             text = "(" + text[t.end():] if t.group(2) == ", " else "()" + text[t.end():]
@@ -213,7 +213,7 @@ done
 contains "round 2 reused the dormant profiler" "$(cat "$WORK/rw2.out")" "reusing the dormant clrtap profiler"
 check "round 1: 3 calls" grep -qE '^calls .*CalculateFibonacciValue \[0x06[0-9a-f]{6}\]: 3$' "$WORK/rw1.out"
 check "round 2: 6 calls" grep -qE '^calls .*CalculateFibonacciValue \[0x06[0-9a-f]{6}\]: 6$' "$WORK/rw2.out"
-check "round 2: fib(6) = 13 recorded" grep -qE '^call .*CalculateFibonacciValue \(this=0x[0-9a-f]+, 6\) -> 13 ' "$WORK/rw2.out"
+check "round 2: fib(6) = 13 recorded" grep -qE '^call .*CalculateFibonacciValue \(this=Clrtap.Fixtures.FibonacciProvider@0x[0-9a-f]+, 6\) -> 13 ' "$WORK/rw2.out"
 equals "target answers right afterwards" "$(curl -sf "http://127.0.0.1:$PORT/api/fibonacci?pos=10")" 89
 stop_fixture "$P"
 

@@ -404,7 +404,7 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	int err;
 
 	/* A runtime without ICorProfilerInfo14 cannot run the profiler. */
-	if (!ipc_process_info(ep, &pi, NULL)) {
+	if (!ipc_process_info(ep, &pi, &rerr)) {
 		unsigned long major = pi.clr_version ? strtoul(pi.clr_version, NULL, 10) : 0;
 
 		ipc_process_info_release(&pi);

@@ -114,6 +114,16 @@ contains "missing host copy message" "$ERR" "copy of libclrtap-profiler.so is mi
 expect_exit "wrong libc (musl build into a glibc process)" 21 \
 	"$CLRTAP" agent run -p "$HOST_PID" --seconds 1 --libc musl
 contains "wrong libc message" "$ERR" "another C library"
+# a runtime too old for the profiler (a fake .NET 6 diagnostics server: only
+# .NET 10 is installed here)
+"$TOOLS/fakeoldrt" >"$WORK/old.out" 2>&1 &
+OLD=$!
+KILL_PIDS+=("$OLD")
+wait_for_line "$WORK/old.out" '^READY' 10 "$OLD"
+expect_exit "runtime too old" 7 "$CLRTAP" agent run -p "$OLD" --seconds 1
+contains "too-old message" "$ERR" "needs .NET 8 or later"
+contains "too-old message names the version" "$ERR" "this one is 6"
+kill -TERM "$OLD"
 expect_exit "bad --mode" 2 "$CLRTAP" agent run -p "$HOST_PID" --mode sideways
 expect_exit "bad action" 2 "$CLRTAP" agent fly -p "$HOST_PID"
 expect_exit "relative --library" 2 "$CLRTAP" agent run -p "$HOST_PID" --library x.so

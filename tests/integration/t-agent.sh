@@ -116,7 +116,7 @@ expect_exit "wrong libc (musl build into a glibc process)" 21 \
 contains "wrong libc message" "$ERR" "another C library"
 # a runtime too old for the profiler (a fake .NET 6 diagnostics server: only
 # .NET 10 is installed here)
-"$TOOLS/fakeoldrt" >"$WORK/old.out" 2>&1 &
+"$TOOLS/fakeds" oldruntime >"$WORK/old.out" 2>&1 &
 OLD=$!
 KILL_PIDS+=("$OLD")
 wait_for_line "$WORK/old.out" '^READY' 10 "$OLD"

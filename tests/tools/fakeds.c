@@ -13,6 +13,8 @@
  *   hugeenv    an OK reply to ProcessEnvironment announcing 4 GiB
  *   error      an error reply with an HRESULT nobody knows
  *   wrongset   a reply whose command set is not 0xFF
+ *   oldruntime a .NET 6 runtime: ProcessInfo2 says 6.0.36, everything else
+ *              is an unknown command
  *
  * Prints "READY pid=<pid>" when listening; removes the socket on SIGTERM.
  */
@@ -44,6 +46,22 @@ static void header(uint8_t *h, uint16_t size, uint8_t set, uint8_t id)
 	h[18] = h[19] = 0;
 }
 
+/* Writes protocol strings (u32 units incl. NUL, UTF-16LE) at off; returns the new offset. */
+static size_t put_strings(uint8_t *buf, size_t off, const char *const *strs, size_t n)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		size_t len = strlen(strs[i]);
+
+		ct_put_le32(buf + off, (uint32_t)len + 1);
+		off += 4;
+		for (j = 0; j <= len; j++, off += 2)
+			ct_put_le16(buf + off, (uint16_t)strs[i][j]);
+	}
+	return off;
+}
+
 static void serve(int c, const char *mode)
 {
 	uint8_t req[20], buf[256];
@@ -53,7 +71,20 @@ static void serve(int c, const char *mode)
 	if (n <= 0)
 		return;
 	memset(buf, 0, sizeof(buf));
-	if (!strcmp(mode, "garbage")) {
+	if (!strcmp(mode, "oldruntime") && req[16] == 0x04 && req[17] == 0x04) {
+		static const char *const strs[] = { "dotnet old.dll", "Linux", "x64", "old",
+						    "6.0.36" };
+		size_t off;
+
+		ct_put_le64(buf + 20, (uint64_t)getpid());
+		off = put_strings(buf, 20 + 8 + 16, strs, ARRAY_SIZE(strs));
+		header(buf, (uint16_t)off, 0xff, 0);
+		n = write(c, buf, off);
+	} else if (!strcmp(mode, "oldruntime")) {
+		header(buf, 24, 0xff, 0xff);
+		ct_put_le32(buf + 20, 0x80131385u);
+		n = write(c, buf, 24);
+	} else if (!strcmp(mode, "garbage")) {
 		memset(buf, 'x', 20);
 		n = write(c, buf, 20);
 	} else if (!strcmp(mode, "truncated")) {
@@ -80,17 +111,10 @@ static void serve(int c, const char *mode)
 		} else if (req[17] == 0x00) {
 			/* A valid ProcessInfo (v1) reply, so that info goes on to --env. */
 			static const char *const strs[] = { "fake", "Linux", "x64" };
-			size_t off = 20 + 8 + 16, i, j;
+			size_t off;
 
 			ct_put_le64(buf + 20, 1);
-			for (i = 0; i < ARRAY_SIZE(strs); i++) {
-				size_t len = strlen(strs[i]);
-
-				ct_put_le32(buf + off, (uint32_t)len + 1);
-				off += 4;
-				for (j = 0; j <= len; j++, off += 2)
-					ct_put_le16(buf + off, (uint16_t)strs[i][j]);
-			}
+			off = put_strings(buf, 20 + 8 + 16, strs, ARRAY_SIZE(strs));
 			header(buf, (uint16_t)off, 0xff, 0);
 			n = write(c, buf, off);
 		} else {

@@ -32,5 +32,7 @@ void rejit_report(void) HIDDEN;
 void rejit_revert(void) HIDDEN;
 HRESULT rejit_get_parameters(ID_T mod, mdToken method, void *fctl) HIDDEN;
 void rejit_error(ID_T mod, mdToken method, HRESULT hr) HIDDEN;
+/* ReJITError callbacks plus refused rewrites since the probes were installed. */
+uint64_t rejit_errors(void) HIDDEN;
 
 #endif

@@ -103,7 +103,6 @@ static ID_T g_ev[PRF_EV_MAX + 1];
 
 /* What the provider's enable callback last said (all sessions together). */
 static atomic_uint_fast64_t g_kw;
-static atomic_int g_enabled;
 
 static atomic_uint_fast64_t g_written, g_write_errors, g_modules, g_jit, g_exceptions,
 	g_threads;
@@ -170,10 +169,12 @@ static void ev_status(uint64_t seq)
 	uint64_t written = atomic_load(&g_written), errs = atomic_load(&g_write_errors);
 	uint64_t mods = atomic_load(&g_modules), jit = atomic_load(&g_jit);
 	uint64_t exc = atomic_load(&g_exceptions), thr = atomic_load(&g_threads);
+	uint64_t rje = rejit_errors();
 	struct prf_event_data d[] = {
 		DATA(state), DATA(mode), DATA(feat), DATA(gen), DATA(seq), DATA(written),
 		DATA(errs), DATA(mods), DATA(jit), DATA(exc), DATA(thr),
 		{ (uint64_t)(uintptr_t)g_version16, (uint32_t)sizeof(g_version16), 0 },
+		DATA(rje),
 	};
 
 	prf_ev_write(PRF_EV_STATUS, d, sizeof(d) / sizeof(d[0]));
@@ -202,6 +203,7 @@ static struct prf_param_desc p_status[] = {
 	{ EP_T_UINT64, 0, u"WriteErrors" },   { EP_T_UINT64, 0, u"Modules" },
 	{ EP_T_UINT64, 0, u"JitCompiled" },   { EP_T_UINT64, 0, u"Exceptions" },
 	{ EP_T_UINT64, 0, u"ThreadsCreated" }, { EP_T_STRING, 0, u"Version" },
+	{ EP_T_UINT64, 0, u"RejitErrors" },
 };
 static struct prf_param_desc p_module[] = {
 	{ EP_T_UINT64, 0, u"ModuleId" },
@@ -272,7 +274,6 @@ static void provider_cb(const uint8_t *source_id, uint32_t is_enabled, uint8_t l
 	if (is_enabled && filter && atomic_load(&g_state) == ST_DORMANT)
 		take_rearm(filter);
 	atomic_store(&g_kw, is_enabled ? any : 0);
-	atomic_store(&g_enabled, is_enabled ? 1 : 0);
 }
 
 static HRESULT provider_create(void)
@@ -285,7 +286,7 @@ static HRESULT provider_create(void)
 		uint32_t n;
 	} defs[] = {
 		{ PRF_EV_HELLO, u"Hello", PRF_KW_CONTROL | PRF_KW_STATUS, p_hello, 9 },
-		{ PRF_EV_STATUS, u"Status", PRF_KW_CONTROL | PRF_KW_STATUS, p_status, 12 },
+		{ PRF_EV_STATUS, u"Status", PRF_KW_CONTROL | PRF_KW_STATUS, p_status, 13 },
 		{ PRF_EV_MODULE, u"ModuleLoad", PRF_KW_MODULES, p_module, 3 },
 		{ PRF_EV_DETACHING, u"Detaching", PRF_KW_CONTROL | PRF_KW_STATUS, p_detaching, 2 },
 		{ PRF_EV_PROBE_INSTALLED, u"ProbeInstalled", PRF_KW_CONTROL | PRF_KW_PROBES,
@@ -730,7 +731,6 @@ static HRESULT cb_ReJITError(void *self, ID_T mod, mdToken method, ID_T fn, HRES
 	if (!guard_enter())
 		return S_OK;
 	rejit_error(mod, method, hr);
-	atomic_fetch_add(&g_write_errors, 0);
 	guard_leave();
 	return S_OK;
 }

@@ -648,6 +648,7 @@ int rejit_install(void)
 	for (int i = 0; i < PRF_MAX_PROBES; i++)
 		g_probes[i].il = NULL;
 	atomic_store(&g_nprobes, 0);
+	atomic_store(&g_rejit_errors, 0);
 	if (INFO_FN(g_info, INFO_ENUM_MODULES, info_enum_modules_fn)(g_info, &en) != S_OK || !en)
 		return 0;
 	/* Modules in batches; each spec is searched in every module. */
@@ -820,9 +821,7 @@ static HRESULT rewrite_args(int id, struct probe *p, const uint8_t *body, ULONG 
 	}
 	switch (pl->ret) {
 	case PRF_K_VOID:
-	case PRF_K_NONE:
-		if (pl->ret == PRF_K_NONE && 0)
-			break;
+	case PRF_K_NONE: /* nothing to copy: the stub only closes the call */
 		ldc_i4(&ret, id);
 		calli_native(&ret, (void *)p_ret_v, p->sigs[SIG_ENTER]);
 		break;
@@ -858,6 +857,7 @@ static HRESULT rewrite_args(int id, struct probe *p, const uint8_t *body, ULONG 
 	if (ilrw_rewrite(body, size, &e, out, cap, &outlen)) {
 		atomic_flag_clear(&busy);
 		free(out);
+		atomic_fetch_add(&g_rejit_errors, 1);
 		return E_FAIL;
 	}
 	atomic_flag_clear(&busy);
@@ -904,6 +904,7 @@ HRESULT rejit_get_parameters(ID_T mod, mdToken method, void *fctl)
 		if (ilrw_prepend(body, size, prefix, sizeof(prefix), 2, out, cap, &outlen)) {
 			if (!p->il)
 				free(out);
+			atomic_fetch_add(&g_rejit_errors, 1);
 			return E_FAIL;
 		}
 		p->il = out; /* kept: bounded by PRF_MAX_PROBES */
@@ -916,4 +917,9 @@ HRESULT rejit_get_parameters(ID_T mod, mdToken method, void *fctl)
 void rejit_error(ID_T mod, mdToken method, HRESULT hr)
 {
 	atomic_fetch_add(&g_rejit_errors, 1);
+}
+
+uint64_t rejit_errors(void)
+{
+	return atomic_load(&g_rejit_errors);
 }

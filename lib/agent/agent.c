@@ -371,6 +371,8 @@ int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event 
 		err = err ?: cur_u64(&c, &ev->exceptions);
 		err = err ?: cur_u64(&c, &ev->threads);
 		err = err ?: take_string(&c, ev);
+		if (!err && cur_left(&c) >= 8)
+			err = cur_u64(&c, &ev->rejit_errors);
 		break;
 	case PRF_EV_MODULE: {
 		uint32_t hr = 0;

@@ -113,6 +113,7 @@ struct agent_event {
 	uint64_t seq, written, write_errors, modules, jit, exceptions, threads, module_id;
 	uint32_t probe, spec, methods, token; /* ProbeInstalled, ProbeCount */
 	uint64_t count;
+	uint64_t rejit_errors;                  /* Status (0 from older builds) */
 	uint32_t kinds, retkind;                /* Call */
 	uint64_t latency_ns, a[PRF_MAX_ARGS], ret, self;
 	char text[1024]; /* Version (Hello, Status), Path (ModuleLoad), spec (ProbeInstalled) */

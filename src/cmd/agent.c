@@ -539,6 +539,8 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 			cli_json_u64(&sb, "calls_recorded", r->calls_seen, true);
 		cli_json_u64(&sb, "write_errors",
 			     r->have_status ? r->last_status.write_errors : 0, true);
+		cli_json_u64(&sb, "rejit_errors",
+			     r->have_status ? r->last_status.rejit_errors : 0, true);
 		cli_json_bool(&sb, "target_ended", res.target_ended, true);
 		cli_json_bool(&sb, "detach_confirmed", detached, true);
 		cli_json_u64(&sb, "detach_ms", (uint64_t)detach_ms, true);
@@ -579,6 +581,9 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 			       r->last_status.written, r->last_status.write_errors);
 		if (res.dropped)
 			printf("events lost on the way: %" PRIu64 "\n", res.dropped);
+		if (r->have_status && r->last_status.rejit_errors)
+			printf("ReJIT failed for %" PRIu64 " method version(s): they run their "
+			       "original code, uncounted\n", r->last_status.rejit_errors);
 		for (int i = 0; i < PRF_MAX_PROBES; i++)
 			if (r->probe[i].seen)
 				printf("calls %s [0x%08x]: %" PRIu64 "\n",

@@ -60,7 +60,41 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 .PHONY: all deps fixtures unit unit-san fuzz integration check demo bench clean tools lint
 .DEFAULT_GOAL := all
 
-all: $(O)/clrtap tools
+all: $(O)/clrtap tools profiler
+
+# The in-process profiler (profiler/): plain C, only libc, one export. Built
+# twice: with gcc for glibc targets and with musl-gcc (musl-tools) for Alpine.
+# clrtap finds them at <dir of clrtap>/profiler/<libc>/libclrtap-profiler.so.
+PROF_SRCS := profiler/profiler.c profiler/rejit.c lib/agent/ilrw.c
+PROF_CFLAGS := -std=c11 -O2 -g -fPIC -fvisibility=hidden $(WARNINGS) -Ilib \
+	-DCLRTAP_PROFILER_VERSION='"$(VERSION)"'
+PROF_LDFLAGS := -shared -Wl,--version-script=profiler/libclrtap-profiler.map \
+	-Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined
+PROF_DEPS := $(PROF_SRCS) profiler/corprof_c.h profiler/callbacks.h lib/agent/agent_proto.h \
+	profiler/internal.h lib/agent/ilrw.h \
+	profiler/libclrtap-profiler.map
+MUSL_CC ?= musl-gcc
+.PHONY: profiler
+profiler: $(O)/profiler/glibc/libclrtap-profiler.so $(O)/profiler/musl/libclrtap-profiler.so \
+	$(O)/profiler/glibc/profload $(O)/profiler/musl/profload
+# profload: loads a build the way the runtime does, under that libc's own loader.
+$(O)/profiler/glibc/profload: profiler/test/profload.c lib/agent/agent_proto.h
+	@mkdir -p $(@D)
+	$(Q)gcc -std=c11 -O1 -g $(WARNINGS) -Ilib -o $@ $< -ldl
+$(O)/profiler/musl/profload: profiler/test/profload.c lib/agent/agent_proto.h
+	@mkdir -p $(@D)
+	$(Q)$(MUSL_OK); $(MUSL_CC) -std=c11 -O1 -g $(WARNINGS) -Ilib -o $@ $<
+$(O)/profiler/glibc/libclrtap-profiler.so: $(PROF_DEPS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  SO      $@")
+	$(Q)gcc $(PROF_CFLAGS) $(PROF_LDFLAGS) -o $@ $(PROF_SRCS) -lpthread
+# Without musl-gcc (scripts/install-deps.sh installs it) the musl build is
+# skipped with a note; t-agent.sh then fails on its absence.
+MUSL_OK = command -v $(MUSL_CC) >/dev/null 2>&1 || { echo "note: $(MUSL_CC) not found: no musl build of the profiler"; exit 0; }
+$(O)/profiler/musl/libclrtap-profiler.so: $(PROF_DEPS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  SO/MUSL $@")
+	$(Q)$(MUSL_OK); $(MUSL_CC) $(PROF_CFLAGS) $(PROF_LDFLAGS) -o $@ $(PROF_SRCS)
 
 $(O)/%.o: %.c
 	@mkdir -p $(@D)

@@ -16,6 +16,7 @@ PKGS=(
 	procps psmisc                    # ps, pkill, fuser in test scripts
 	curl                             # drives the sample app's routes
 	python3                          # test helpers read clrtap's JSON output
+	musl-tools                       # musl-gcc: the profiler library for Alpine (musl) targets
 )
 
 missing=()

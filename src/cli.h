@@ -39,6 +39,7 @@ enum exit_code {
 };
 
 /* Commands. */
+int cmd_agent(int argc, char **argv);
 int cmd_counters(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_help(int argc, char **argv);

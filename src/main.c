@@ -22,6 +22,7 @@ struct cmd {
 
 /* Sorted by name (checked at startup in debug builds and by a test). */
 static const struct cmd commands[] = {
+	{ "agent", cmd_agent, "attach clrtap's in-process profiler, stream its events, detach; or show it" },
 	{ "counters", cmd_counters, "live runtime counters (System.Runtime, any EventSource or Meter)" },
 	{ "dump", cmd_dump, "write a core dump of a .NET process (mini, heap, triage, full)" },
 	{ "help", cmd_help, "show help for clrtap or a command" },

@@ -384,8 +384,8 @@ static void say_unseen(enum probe_mech_kind k, const struct probe_mech *m)
 			"code: every method of the app itself, and framework methods once they tier up).\n"
 			"clrtap:   Why: the kernel accepts the breakpoint but the CPU never reports it, as in "
 			"virtual machines whose hypervisor does not pass the debug registers through.\n"
-			"clrtap:   What would see them: the in-process ReJIT profiler ('--via rejit', not "
-			"available yet); framework methods are still seen on their ReadyToRun code (uprobes) "
+			"clrtap:   What would see them: the in-process ReJIT profiler ('--via rejit', "
+			"exact on every tier); framework methods are still seen on their ReadyToRun code (uprobes) "
 			"until they tier up.\n",
 			how);
 	else
@@ -394,9 +394,41 @@ static void say_unseen(enum probe_mech_kind k, const struct probe_mech *m)
 			"clrtap:   What cannot be seen: calls to ReadyToRun (precompiled framework) code.\n"
 			"clrtap:   Why: the kernel accepts the probe but it is never hit (a kernel built "
 			"without working uprobes, or a filesystem that does not support them).\n"
-			"clrtap:   What would see them: the in-process ReJIT profiler ('--via rejit', not "
-			"available yet); JIT-compiled code is still seen by hardware breakpoints.\n",
+			"clrtap:   What would see them: the in-process ReJIT profiler ('--via rejit', "
+			"exact on every tier); JIT-compiled code is still seen by hardware breakpoints.\n",
 			how);
+}
+
+/* --via rejit: the same request through `clrtap agent probe`. */
+static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern, bool count,
+			   int duration)
+{
+	char pid[16], secs[16];
+	char *av[12];
+	int ac = 0;
+
+	if (!pattern)
+		return cli_error(EXIT_USAGE, "say which method: clrtap probe -p PID 'Ns.Type::Method'");
+	av[ac++] = "agent";
+	av[ac++] = "probe";
+	if (to->name) {
+		av[ac++] = "-n";
+		av[ac++] = (char *)to->name;
+	} else {
+		snprintf(pid, sizeof(pid), "%d", (int)to->pid);
+		av[ac++] = "-p";
+		av[ac++] = pid;
+	}
+	if (!count)
+		av[ac++] = "--args";
+	if (duration > 0) {
+		snprintf(secs, sizeof(secs), "%d", duration);
+		av[ac++] = "--seconds";
+		av[ac++] = secs;
+	}
+	av[ac++] = (char *)pattern;
+	av[ac] = NULL;
+	return cmd_agent(ac, av);
 }
 
 int cmd_probe(int argc, char **argv)
@@ -404,7 +436,7 @@ int cmd_probe(int argc, char **argv)
 	struct cli_target_opts to = { 0 };
 	bool list = false, args = false, ret = false, latency = false, stack = false,
 	     count = false, no_wait = false;
-	const char *emit = NULL, *hist = NULL;
+	const char *emit = NULL, *hist = NULL, *via = NULL;
 	int duration = 0, strlen_max = 64;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
@@ -423,6 +455,9 @@ int cmd_probe(int argc, char **argv)
 		{ 0, "strlen", CLI_OPT_INT, &strlen_max, "N", "characters of a string shown (64)" },
 		{ 0, "no-wait", CLI_OPT_BOOL, &no_wait, NULL,
 		  "fail instead of waiting when the method has no code yet" },
+		{ 0, "via", CLI_OPT_STRING, &via, "rejit|native",
+		  "rejit: clrtap's in-process profiler (exact on every tier; it stays loaded, "
+		  "dormant, afterwards: docs/cmd/agent.md); native (default): uprobe/breakpoint" },
 		{ 0 },
 	};
 	struct probe_method *found[MAX_METHODS];
@@ -450,6 +485,10 @@ int cmd_probe(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s' (quote the pattern)",
 				 argv[first + 1]);
 	pattern = first < argc ? argv[first] : NULL;
+	if (via && strcmp(via, "rejit") && strcmp(via, "native"))
+		return cli_error(EXIT_USAGE, "--via takes rejit or native, not '%s'", via);
+	if (via && !strcmp(via, "rejit"))
+		return probe_via_rejit(&to, pattern, count, duration);
 	if (emit && strcmp(emit, "perf") && strcmp(emit, "bpftrace"))
 		return cli_error(EXIT_USAGE, "--emit takes perf or bpftrace, not '%s'", emit);
 	if (emit)

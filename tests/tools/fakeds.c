@@ -14,6 +14,8 @@
  *   error      an error reply with an HRESULT nobody knows
  *   wrongset   a reply whose command set is not 0xFF
  *   wrongpid   a valid ProcessInfo that names pid 424242, not its own
+ *   oldruntime a .NET 6 runtime: ProcessInfo2 says 6.0.36, everything else
+ *              is an unknown command
  *
  * Stream modes (the EventPipe commands): ProcessInfo gets a valid answer
  * (this pid), StopTracing an OK, and CollectTracing "OK" + a session id, then:
@@ -80,14 +82,12 @@ static int read_request(int c, uint8_t *req)
 	return 0;
 }
 
-/* A ProcessInfo (v1) payload after a 20-byte header in buf; returns the length. */
-static size_t process_info_v1(uint8_t *buf, uint64_t pid)
+/* Writes protocol strings (u32 units incl. NUL, UTF-16LE) at off; returns the new offset. */
+static size_t put_strings(uint8_t *buf, size_t off, const char *const *strs, size_t n)
 {
-	static const char *const strs[] = { "fake", "Linux", "x64" };
-	size_t off = 20 + 8 + 16, i, j;
+	size_t i, j;
 
-	ct_put_le64(buf + 20, pid);
-	for (i = 0; i < ARRAY_SIZE(strs); i++) {
+	for (i = 0; i < n; i++) {
 		size_t len = strlen(strs[i]);
 
 		ct_put_le32(buf + off, (uint32_t)len + 1);
@@ -95,6 +95,17 @@ static size_t process_info_v1(uint8_t *buf, uint64_t pid)
 		for (j = 0; j <= len; j++, off += 2)
 			ct_put_le16(buf + off, (uint16_t)strs[i][j]);
 	}
+	return off;
+}
+
+/* A ProcessInfo (v1) payload after a 20-byte header in buf; returns the length. */
+static size_t process_info_v1(uint8_t *buf, uint64_t pid)
+{
+	static const char *const strs[] = { "fake", "Linux", "x64" };
+	size_t off;
+
+	ct_put_le64(buf + 20, pid);
+	off = put_strings(buf, 20 + 8 + 16, strs, ARRAY_SIZE(strs));
 	header(buf, (uint16_t)off, 0xff, 0);
 	return off;
 }
@@ -221,7 +232,20 @@ static void serve(int c, const char *mode)
 	if (n <= 0)
 		return;
 	memset(buf, 0, sizeof(buf));
-	if (!strcmp(mode, "garbage")) {
+	if (!strcmp(mode, "oldruntime") && req[16] == 0x04 && req[17] == 0x04) {
+		static const char *const strs[] = { "dotnet old.dll", "Linux", "x64", "old",
+						    "6.0.36" };
+		size_t off;
+
+		ct_put_le64(buf + 20, (uint64_t)main_pid);
+		off = put_strings(buf, 20 + 8 + 16, strs, ARRAY_SIZE(strs));
+		header(buf, (uint16_t)off, 0xff, 0);
+		write_all(c, buf, off);
+	} else if (!strcmp(mode, "oldruntime")) {
+		header(buf, 24, 0xff, 0xff);
+		ct_put_le32(buf + 20, 0x80131385u);
+		write_all(c, buf, 24);
+	} else if (!strcmp(mode, "garbage")) {
 		memset(buf, 'x', 20);
 		n = write(c, buf, 20);
 	} else if (!strcmp(mode, "truncated")) {

@@ -1,0 +1,683 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * clrtap agent - attach clrtap's in-process profiler (libclrtap-profiler)
+ * to a running .NET process, stream what it reports over EventPipe, and
+ * detach it; or ask whether one is attached. docs/cmd/agent.md.
+ */
+#include "common/compat.h"
+
+#include <poll.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "agent/agent.h"
+#include "cli.h"
+
+/* Agent exit codes (docs/cmd/exit-codes.md). */
+#define EXIT_AGENT_LIBRARY 20 /* library missing here or in the target's filesystem */
+#define EXIT_AGENT_LIBC 21    /* the target could not load it: wrong C library */
+#define EXIT_AGENT_SLOT 22    /* profiler slot taken / a clrtap profiler already active */
+
+static int exit_for_cause(enum agent_cause c)
+{
+	switch (c) {
+	case AGENT_OK:
+		return EXIT_OK;
+	case AGENT_NO_LIBRARY:
+	case AGENT_NOT_IN_TARGET:
+	case AGENT_PLACE_FAILED:
+		return EXIT_AGENT_LIBRARY;
+	case AGENT_WRONG_LIBC:
+		return EXIT_AGENT_LIBC;
+	case AGENT_SLOT_TAKEN:
+	case AGENT_ALREADY:
+		return EXIT_AGENT_SLOT;
+	case AGENT_NO_ANSWER:
+		return EXIT_PROTOCOL;
+	default:
+		return EXIT_RUNTIME;
+	}
+}
+
+static const char *mode_name(uint32_t m)
+{
+	return m == PRF_MODE_NOTIFICATION ? "notification" : "main";
+}
+
+static void features_text(uint32_t f, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s%s", f & PRF_FEAT_MODULES ? "modules," : "",
+		 f & PRF_FEAT_JIT ? "jit-count," : "", f & PRF_FEAT_EXCEPTIONS ? "exception-count," : "",
+		 f & PRF_FEAT_THREADS ? "thread-count," : "", f & PRF_FEAT_REJIT ? "rejit-probes," : "");
+	if (buf[0])
+		buf[strlen(buf) - 1] = '\0';
+	else
+		snprintf(buf, len, "none");
+}
+
+/* What a notification-only profiler cannot do (docs/internals/profiler.md). */
+#define NOTIFICATION_EXCLUDES "ReJIT probes, IL rewriting, GC heap walks (MONITOR_GC)"
+
+/* ------------------------------------------------------------- status */
+
+struct status_ctx {
+	bool got;
+	struct agent_event st;
+};
+
+static int status_event(void *ctx, const struct agent_event *ev)
+{
+	struct status_ctx *s = ctx;
+
+	if (ev->id != PRF_EV_STATUS)
+		return 0;
+	s->got = true;
+	s->st = *ev;
+	return 1;
+}
+
+/* Asks the profiler for one Status event (STATUS keyword only: this
+ * session's end does not detach anything). */
+static int query_status(const struct ipc_endpoint *ep, int timeout_ms, struct status_ctx *s,
+			struct agent_session_result *res, struct ipc_error *rerr,
+			volatile sig_atomic_t *stop)
+{
+	struct agent_session_opts o = { 0 };
+
+	memset(s, 0, sizeof(*s));
+	o.ep = ep;
+	o.keywords = PRF_KW_STATUS;
+	o.first_event_timeout_ms = timeout_ms;
+	o.duration_ms = timeout_ms + 1000;
+	o.on_event = status_event;
+	o.ctx = s;
+	o.stop = stop; /* NULL after Ctrl-C already ended a run: still ask */
+	return agent_session_run(&o, res, rerr);
+}
+
+static int do_status(const struct proc_target *t, const struct ipc_endpoint *ep, bool json)
+{
+	struct agent_session_result res;
+	struct ipc_error rerr = { 0 };
+	struct status_ctx s;
+	char mapped_path[PROC_PATH_MAX] = "", feat[128];
+	bool mapped = false;
+	int err;
+
+	agent_library_mapped(t->pid, &mapped, mapped_path, sizeof(mapped_path));
+	cli_catch_stop_signals();
+	err = query_status(ep, 1500, &s, &res, &rerr, &cli_stop_requested);
+	if (err)
+		return cli_ipc_error("cannot open an EventPipe session", err, &rerr);
+	features_text(s.st.features, feat, sizeof(feat));
+	if (json) {
+		struct strbuf sb = STRBUF_INIT;
+		struct ct_json j;
+		int code;
+
+		ct_json_init(&j, &sb);
+		ct_json_obj_begin(&j);
+		ct_json_kv_u64(&j, "pid", (uint64_t)t->pid);
+		ct_json_kv_bool(&j, "attached", s.got);
+		ct_json_kv_bool(&j, "library_mapped", mapped);
+		ct_json_kv_str(&j, "library", mapped_path);
+		if (s.got) {
+			ct_json_kv_str(&j, "version", s.st.text);
+			ct_json_kv_str(&j, "mode", mode_name(s.st.mode));
+			ct_json_kv_str(&j, "state", s.st.state == PRF_STATE_DORMANT ? "dormant" : "active");
+			ct_json_kv_str(&j, "features", feat);
+			ct_json_kv_u64(&j, "generation", s.st.generation);
+			ct_json_kv_u64(&j, "events_written", s.st.written);
+			ct_json_kv_u64(&j, "write_errors", s.st.write_errors);
+			ct_json_kv_u64(&j, "modules_loaded", s.st.modules);
+			ct_json_kv_u64(&j, "jit_compiled", s.st.jit);
+			ct_json_kv_u64(&j, "exceptions", s.st.exceptions);
+			ct_json_kv_u64(&j, "threads_created", s.st.threads);
+		}
+		ct_json_kv_u64(&j, "events_lost_in_this_query", res.dropped);
+		ct_json_obj_end(&j);
+		code = cli_json_out(&j, stdout);
+		strbuf_release(&sb);
+		return code;
+	}
+	if (!s.got) {
+		printf("clrtap profiler: not attached (none answered within 1.5 s)\n");
+		if (mapped)
+			printf("library: %s stays mapped from an earlier attach (the runtime "
+			       "never unmaps a detached profiler on Linux)\n", cli_safe(mapped_path));
+		return EXIT_OK;
+	}
+	printf("clrtap profiler: attached, mode %s, version %s, attach #%u of this library%s\n",
+	       mode_name(s.st.mode), cli_safe(s.st.text), s.st.generation,
+	       s.st.state == PRF_STATE_DORMANT
+		       ? "; dormant: ReJIT probes were reverted, and a profiler that enabled ReJIT can "
+			 "never detach"
+		       : "");
+	printf("features: %s%s\n", feat,
+	       s.st.mode == PRF_MODE_NOTIFICATION ? " (notification mode: no " NOTIFICATION_EXCLUDES ")"
+						  : "");
+	printf("library: %s\n", mapped ? cli_safe(mapped_path) : "(not seen in maps)");
+	printf("events written: %" PRIu64 ", write errors (dropped in the target): %" PRIu64 "\n",
+	       s.st.written, s.st.write_errors);
+	printf("counted since attach: %" PRIu64 " modules loaded, %" PRIu64 " JIT compilations, %"
+	       PRIu64 " exceptions, %" PRIu64 " threads created\n",
+	       s.st.modules, s.st.jit, s.st.exceptions, s.st.threads);
+	return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- run */
+
+struct run_ctx {
+	const struct ipc_endpoint *ep;
+	const char *mode_opt;       /* auto, main, notification */
+	const char *library;        /* path as the target sees it */
+	char config[PRF_CONFIG_MAX];
+	size_t config_len;
+	enum agent_libc lib_libc, target_libc;
+	pid_t pid;
+	bool show_modules, json;
+	char *const *specs;         /* probe specs (agent probe) */
+	int nspecs;
+	/* results */
+	struct {
+		bool seen;
+		uint32_t methods;
+		int32_t hr;
+	} installed[PRF_MAX_SPECS];
+	struct {
+		bool seen;
+		uint32_t spec, token;
+		uint64_t count;
+	} probe[PRF_MAX_PROBES];
+	struct timespec t_installed;
+	bool any_installed, args;
+	uint64_t calls_seen;
+	int mode;
+	int32_t hr;
+	enum agent_cause cause;
+	bool attached, hello;
+	struct agent_event hello_ev, last_status;
+	bool have_status;
+	uint64_t modules;
+	struct timespec t_attach;
+};
+
+static bool target_has_file(pid_t pid, const char *path)
+{
+	char p[PROC_PATH_MAX + 64];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, path);
+	return lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int try_attach(struct run_ctx *r, int mode)
+{
+	struct ipc_error rerr = { 0 };
+	uint8_t clsid[16];
+	int err;
+
+	agent_clsid(mode, clsid);
+	err = ipc_attach_profiler(r->ep, 10, clsid, r->library, r->config,
+				  (uint32_t)r->config_len, &rerr);
+	r->mode = mode;
+	if (!err) {
+		r->hr = 0;
+		return 0;
+	}
+	if (err != -EREMOTEIO)
+		return err;
+	r->hr = rerr.hresult;
+	return -EREMOTEIO;
+}
+
+static int run_on_open(void *ctx)
+{
+	struct run_ctx *r = ctx;
+	bool auto_mode = !strcmp(r->mode_opt, "auto");
+	int err;
+
+	err = try_attach(r, !strcmp(r->mode_opt, "notification") ? PRF_MODE_NOTIFICATION
+								  : PRF_MODE_MAIN);
+	if (err == -EREMOTEIO && auto_mode && r->hr == IPC_E_PROFILER_ALREADY_ACTIVE) {
+		if (!r->json)
+			cli_info("the main profiler slot is taken; attaching as a notification "
+				 "profiler (no " NOTIFICATION_EXCLUDES ")");
+		err = try_attach(r, PRF_MODE_NOTIFICATION);
+	}
+	if (err == -EREMOTEIO) {
+		r->cause = agent_cause_from_hresult(r->hr, r->lib_libc, r->target_libc,
+						    target_has_file(r->pid, r->library));
+		return 1;
+	}
+	if (err) {
+		r->cause = AGENT_REFUSED;
+		r->hr = 0;
+		return err;
+	}
+	r->attached = true;
+	clock_gettime(CLOCK_MONOTONIC, &r->t_attach);
+	return 0;
+}
+
+static int rearm_on_open(void *ctx)
+{
+	struct run_ctx *r = ctx;
+
+	r->attached = true;
+	r->mode = PRF_MODE_MAIN;
+	clock_gettime(CLOCK_MONOTONIC, &r->t_attach);
+	return 0;
+}
+
+static int run_event(void *ctx, const struct agent_event *ev)
+{
+	struct run_ctx *r = ctx;
+	char feat[128];
+
+	switch (ev->id) {
+	case PRF_EV_HELLO:
+		r->hello = true;
+		r->hello_ev = *ev;
+		features_text(ev->features, feat, sizeof(feat));
+		if (!r->json) {
+			printf("attached: pid %d, mode %s, profiler %s, runtime %u.%u.%u, features %s\n",
+			       (int)r->pid, mode_name(ev->mode), cli_safe(ev->text), ev->rt_major, ev->rt_minor,
+			       ev->rt_build, feat);
+			fflush(stdout);
+		}
+		break;
+	case PRF_EV_STATUS:
+		r->have_status = true;
+		r->last_status = *ev;
+		break;
+	case PRF_EV_PROBE_INSTALLED:
+		if (ev->spec < PRF_MAX_SPECS) {
+			r->installed[ev->spec].seen = true;
+			r->installed[ev->spec].methods = ev->methods;
+			r->installed[ev->spec].hr = ev->hresult;
+		}
+		if (!r->any_installed)
+			clock_gettime(CLOCK_MONOTONIC, &r->t_installed);
+		r->any_installed = true;
+		if (!r->json) {
+			if (ev->methods && !ev->hresult)
+				printf("probe %s: %u method%s, ReJIT requested\n", cli_safe(ev->text), ev->methods,
+				       ev->methods == 1 ? "" : "s");
+			else
+				printf("probe %s: %s (HRESULT 0x%08x)\n", cli_safe(ev->text),
+				       ev->methods ? "ReJIT refused" : "no such method loaded",
+				       (unsigned)ev->hresult);
+			fflush(stdout);
+		}
+		break;
+	case PRF_EV_CALL: {
+		char line[4096], type[PRF_SPEC_MAX];
+
+		r->calls_seen++;
+		if (!r->json && ev->probe < PRF_MAX_PROBES && r->probe[ev->probe].seen) {
+			const char *spec = r->specs[r->probe[ev->probe].spec % r->nspecs];
+			const char *sep = strstr(spec, "::");
+
+			/* the declared type of this: the method's class, from the spec */
+			snprintf(type, sizeof(type), "%.*s", sep ? (int)(sep - spec) : 0, spec);
+			if (!agent_call_format(ev, type[0] ? type : NULL, line, sizeof(line)))
+				printf("call %s %s  %" PRIu64 " ns\n", cli_safe(spec), cli_safe(line), ev->latency_ns);
+		} else if (!r->json && !agent_call_format(ev, NULL, line, sizeof(line))) {
+			printf("call #%u %s  %" PRIu64 " ns\n", ev->probe, cli_safe(line), ev->latency_ns);
+		}
+		break;
+	}
+	case PRF_EV_PROBE_COUNT:
+		if (ev->probe < PRF_MAX_PROBES) {
+			r->probe[ev->probe].seen = true;
+			r->probe[ev->probe].spec = ev->spec;
+			r->probe[ev->probe].token = ev->token;
+			r->probe[ev->probe].count = ev->count;
+		}
+		break;
+	case PRF_EV_MODULE:
+		r->modules++;
+		if (r->show_modules && !r->json) {
+			printf("module 0x%" PRIx64 " %s\n", ev->module_id, cli_safe(ev->text));
+			fflush(stdout);
+		}
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* After a probe session ended: wait until the profiler says it reverted. */
+static bool confirm_dormant(const struct ipc_endpoint *ep, int64_t budget_ms)
+{
+	struct agent_session_result res;
+	struct ipc_error rerr;
+	struct status_ctx s;
+
+	for (int64_t spent = 0; spent <= budget_ms; spent += 700) {
+		if (query_status(ep, 700, &s, &res, &rerr, NULL))
+			return false;
+		if (s.got && s.st.state == PRF_STATE_DORMANT)
+			return true;
+	}
+	return false;
+}
+
+/* After the CONTROL session ended: wait until no profiler answers. */
+static bool confirm_detached(const struct ipc_endpoint *ep, int64_t budget_ms, int64_t *took_ms)
+{
+	struct timespec a, b;
+	struct agent_session_result res;
+	struct ipc_error rerr;
+	struct status_ctx s;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (;;) {
+		int64_t el;
+
+		if (query_status(ep, 700, &s, &res, &rerr, NULL))
+			return false;
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		el = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+		*took_ms = el;
+		if (!s.got)
+			return true;
+		if (el > budget_ms)
+			return false;
+	}
+}
+
+static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, struct run_ctx *r,
+		  const char *libc_opt, int seconds)
+{
+	struct agent_session_opts o = { 0 };
+	struct agent_session_result res;
+	struct ipc_error rerr = { 0 };
+	struct ipc_process_info pi;
+	struct status_ctx sc;
+	struct agent_config cfg = { 250, 10000, PRF_FEAT_DEFAULT };
+	int code = EXIT_OK;
+	char host_lib[PATH_MAX], placed[PROC_PATH_MAX], msg[512];
+	bool reused = false, detached = false, dormant = false, library_given = r->library != NULL;
+	bool rearm = false, mapped = false;
+	char filter[PRF_CONFIG_MAX + 32];
+	int64_t detach_ms = 0;
+	int err;
+
+	/* A runtime without ICorProfilerInfo14 cannot run the profiler. */
+	if (!ipc_process_info(ep, &pi, &rerr)) {
+		unsigned long major = pi.clr_version ? strtoul(pi.clr_version, NULL, 10) : 0;
+
+		ipc_process_info_release(&pi);
+		if (major && major < 8) {
+			agent_cause_text(AGENT_TOO_OLD, 0, msg, sizeof(msg));
+			return cli_error(EXIT_RUNTIME, "%s; this one is %lu", msg, major);
+		}
+	}
+	/* One clrtap profiler at a time. A dormant one (left by earlier ReJIT
+	 * probes, unable to detach) takes new probes through the session. */
+	memset(&sc, 0, sizeof(sc));
+	if (agent_library_mapped(t->pid, &mapped, NULL, 0) || mapped)
+		(void)query_status(ep, 600, &sc, &res, &rerr, NULL); /* only if one may be there */
+	if (sc.got) {
+		if (sc.st.state == PRF_STATE_DORMANT && r->nspecs)
+			rearm = true;
+		else if (sc.st.state == PRF_STATE_DORMANT)
+			return cli_error(EXIT_AGENT_SLOT,
+					 "a clrtap profiler left dormant by earlier ReJIT probes holds "
+					 "the main profiler slot: the runtime never lets a profiler "
+					 "that enabled ReJIT detach; 'clrtap agent probe' reuses it, "
+					 "but only a restart of the process frees the slot");
+		else {
+			agent_cause_text(AGENT_ALREADY, 0, msg, sizeof(msg));
+			return cli_error(EXIT_AGENT_SLOT, "%s", msg);
+		}
+	}
+	err = agent_libc_detect(t->pid, &r->target_libc);
+	if (err)
+		return cli_error(cli_exit_for(err), "cannot read the target's maps: %s",
+				 strerror(-err));
+	r->lib_libc = r->target_libc;
+	if (libc_opt && agent_libc_parse(libc_opt, &r->lib_libc))
+		return cli_error(EXIT_USAGE, "--libc takes glibc or musl");
+	if (r->lib_libc == AGENT_LIBC_UNKNOWN)
+		return cli_error(EXIT_ERROR, "cannot tell which C library the target uses; "
+					     "say --libc glibc|musl");
+	if (rearm) {
+		r->library = "(already loaded)";
+		library_given = true;
+	}
+	if (!r->library) {
+		err = agent_library_host_path(r->lib_libc, host_lib, sizeof(host_lib));
+		if (err) {
+			agent_cause_text(AGENT_NO_LIBRARY, 0, msg, sizeof(msg));
+			return cli_error(EXIT_AGENT_LIBRARY, "%s (looked for %s)", msg, host_lib);
+		}
+		err = agent_place(t, host_lib, r->lib_libc, placed, sizeof(placed), &reused);
+		if (err) {
+			agent_cause_text(AGENT_PLACE_FAILED, 0, msg, sizeof(msg));
+			return cli_error(EXIT_AGENT_LIBRARY, "%s %s: %s", msg, t->tmpdir,
+					 err == -EEXIST || err == -ELOOP
+						 ? "a different file (or a symlink) holds the name; "
+						   "clrtap neither follows nor replaces it"
+						 : strerror(-err));
+		}
+		r->library = placed;
+	}
+	if (!r->json && rearm)
+		printf("reusing the dormant clrtap profiler (generation %u) for new probes\n",
+		       sc.st.generation);
+	else if (!r->json && library_given)
+		printf("library: %s (given; as the target sees it)\n", cli_safe(r->library));
+	else if (!r->json)
+		printf("library: %s (%s build%s)\n", cli_safe(r->library), agent_libc_name(r->lib_libc),
+		       reused ? ", already there" : "");
+	if (!r->show_modules)
+		cfg.features &= ~PRF_FEAT_MODULES;
+	err = agent_config_encode(&cfg, r->config, sizeof(r->config), &r->config_len);
+	for (int i = 0; !err && i < r->nspecs; i++) {
+		err = agent_config_add_probe(r->config, sizeof(r->config), &r->config_len,
+					     r->specs[i]);
+		if (err == -EINVAL)
+			return cli_error(EXIT_USAGE, "bad method '%s': say Namespace.Type::Method "
+					 "or Namespace.Type::Method(int32,string,...)", r->specs[i]);
+	}
+	if (!err && r->args && r->config_len + 7 < sizeof(r->config)) {
+		memcpy(r->config + r->config_len, ";args=1", 8);
+		r->config_len += 7;
+	}
+	if (err)
+		return cli_error(EXIT_USAGE, "too many or too long methods");
+
+	o.ep = ep;
+	o.keywords = PRF_KW_CONTROL | PRF_KW_STATUS | (r->show_modules ? PRF_KW_MODULES : 0) |
+		     (r->nspecs ? PRF_KW_PROBES : 0) | (r->args ? PRF_KW_CALLS : 0);
+	o.stop = &cli_stop_requested;
+	o.duration_ms = seconds > 0 ? (int64_t)seconds * 1000 : 0;
+	o.first_event_timeout_ms = 15000;
+	o.on_event = run_event;
+	o.on_open = run_on_open;
+	o.ctx = r;
+	if (rearm) {
+		/* the new config rides in the session's filter data */
+		snprintf(filter, sizeof(filter), "clrtap=rearm;%.*s", (int)r->config_len, r->config);
+		o.arguments = filter;
+		o.on_open = rearm_on_open;
+	}
+	cli_catch_stop_signals();
+	err = agent_session_run(&o, &res, &rerr);
+	if (err && !r->attached)
+		return cli_ipc_error("cannot open the EventPipe session", err, &rerr);
+	if (!r->attached) {
+		agent_cause_text(r->cause, r->hr, msg, sizeof(msg));
+		return cli_error(exit_for_cause(r->cause), "%s", msg);
+	}
+	if (!r->hello) {
+		agent_cause_text(AGENT_NO_ANSWER, 0, msg, sizeof(msg));
+		return cli_error(EXIT_PROTOCOL, "%s", msg);
+	}
+	if (!res.target_ended && !r->nspecs)
+		detached = confirm_detached(ep, 5000, &detach_ms);
+	if (!res.target_ended && r->nspecs)
+		dormant = confirm_dormant(ep, 5000);
+	if (r->json) {
+		struct strbuf sb = STRBUF_INIT;
+		struct ct_json j;
+		char feat[128];
+
+		features_text(r->hello_ev.features, feat, sizeof(feat));
+		ct_json_init(&j, &sb);
+		ct_json_obj_begin(&j);
+		ct_json_kv_u64(&j, "pid", (uint64_t)t->pid);
+		ct_json_kv_bool(&j, "attached", true);
+		ct_json_kv_str(&j, "mode", mode_name(r->hello_ev.mode));
+		ct_json_kv_str(&j, "version", r->hello_ev.text);
+		ct_json_kv_str(&j, "libc", agent_libc_name(r->lib_libc));
+		ct_json_kv_str(&j, "library", r->library);
+		ct_json_kv_str(&j, "features", feat);
+		ct_json_kv_u64(&j, "modules_reported", r->modules);
+		ct_json_kv_u64(&j, "events", res.events);
+		ct_json_kv_u64(&j, "events_lost", res.dropped);
+		if (r->args)
+			ct_json_kv_u64(&j, "calls_recorded", r->calls_seen);
+		ct_json_kv_u64(&j, "write_errors", r->have_status ? r->last_status.write_errors : 0);
+		ct_json_kv_u64(&j, "rejit_errors", r->have_status ? r->last_status.rejit_errors : 0);
+		ct_json_kv_bool(&j, "target_ended", res.target_ended);
+		ct_json_kv_bool(&j, "detach_confirmed", detached);
+		ct_json_kv_u64(&j, "detach_ms", (uint64_t)detach_ms);
+		if (r->nspecs) {
+			ct_json_kv_bool(&j, "reverted_dormant", dormant);
+			ct_json_kv_arr_begin(&j, "probes");
+			for (int i = 0; i < PRF_MAX_PROBES; i++) {
+				if (!r->probe[i].seen)
+					continue;
+				ct_json_obj_begin(&j);
+				ct_json_kv_str(&j, "method", r->specs[r->probe[i].spec % r->nspecs]);
+				ct_json_kv_u64(&j, "token", r->probe[i].token);
+				ct_json_kv_u64(&j, "calls", r->probe[i].count);
+				ct_json_obj_end(&j);
+			}
+			ct_json_arr_end(&j);
+			ct_json_kv_arr_begin(&j, "installed");
+			for (int i = 0; i < r->nspecs; i++) {
+				ct_json_obj_begin(&j);
+				ct_json_kv_str(&j, "method", r->specs[i]);
+				ct_json_kv_u64(&j, "methods", r->installed[i].methods);
+				ct_json_kv_u64(&j, "hresult", (uint32_t)r->installed[i].hr);
+				ct_json_obj_end(&j);
+			}
+			ct_json_arr_end(&j);
+		}
+		ct_json_obj_end(&j);
+		if (cli_json_out(&j, stdout))
+			code = EXIT_ERROR;
+		strbuf_release(&sb);
+	} else {
+		if (r->have_status)
+			printf("counted: %" PRIu64 " JIT compilations, %" PRIu64 " exceptions, %" PRIu64
+			       " threads created, %" PRIu64 " modules; %" PRIu64
+			       " events written, %" PRIu64 " write errors\n",
+			       r->last_status.jit, r->last_status.exceptions,
+			       r->last_status.threads, r->last_status.modules,
+			       r->last_status.written, r->last_status.write_errors);
+		if (res.dropped)
+			printf("events lost on the way: %" PRIu64 "\n", res.dropped);
+		if (r->have_status && r->last_status.rejit_errors)
+			printf("ReJIT failed for %" PRIu64 " method version(s): they run their "
+			       "original code, uncounted\n", r->last_status.rejit_errors);
+		for (int i = 0; i < PRF_MAX_PROBES; i++)
+			if (r->probe[i].seen)
+				printf("calls %s [0x%08x]: %" PRIu64 "\n",
+				       cli_safe(r->specs[r->probe[i].spec % r->nspecs]), r->probe[i].token,
+				       r->probe[i].count);
+		if (res.target_ended)
+			printf("the target ended the session (process exited?)\n");
+		else if (r->nspecs)
+			printf("%s\n", dormant ? "probes reverted (original IL back); the profiler "
+						  "stays loaded but dormant: the runtime never lets a "
+						  "profiler that enabled ReJIT detach"
+						: "revert not confirmed");
+		else if (detached)
+			printf("detached: the profiler left within %" PRId64 " ms (its library stays "
+			       "mapped)\n", detach_ms);
+		else
+			printf("detach not confirmed: a clrtap profiler still answers\n");
+	}
+	if (!res.target_ended && !detached && !dormant)
+		return EXIT_ERROR;
+	return code;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	struct cli_target_opts to = { 0 };
+	struct run_ctx r = { 0 };
+	const char *libc_opt = NULL, *mode = "auto", *library = NULL, *action;
+	bool json = false, modules = false, args = false;
+	int seconds = 0;
+	const struct cli_option opts[] = {
+		CLI_TARGET_OPTIONS(&to),
+		{ 's', "seconds", CLI_OPT_INT, &seconds, "S", "run: detach after S seconds (default: Ctrl-C)" },
+		{ 0, "mode", CLI_OPT_STRING, &mode, "MODE",
+		  "run: auto (default: main, or notification if the slot is taken), main, notification" },
+		{ 0, "libc", CLI_OPT_STRING, &libc_opt, "LIBC",
+		  "run: glibc or musl build (default: what the target maps)" },
+		{ 0, "library", CLI_OPT_STRING, &library, "PATH",
+		  "run: use this library path as the target sees it (no copy)" },
+		{ 0, "modules", CLI_OPT_BOOL, &modules, NULL, "run: print each module loaded" },
+		{ 0, "args", CLI_OPT_BOOL, &args, NULL,
+		  "probe: record each call's arguments, return value and latency" },
+		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the result as JSON" },
+		{ 0 },
+	};
+	struct ipc_endpoint ep;
+	struct proc_target t;
+	int first, code;
+
+	if (cli_parse(argc, argv,
+		      "clrtap agent run|status|probe (-p PID | -n NAME) [METHOD...] [options]", opts,
+		      &first, &code))
+		return code;
+	if (first >= argc)
+		return cli_error(EXIT_USAGE, "say 'run', 'status' or 'probe'");
+	action = argv[first];
+	if (strcmp(action, "run") && strcmp(action, "status") && strcmp(action, "probe"))
+		return cli_error(EXIT_USAGE, "unknown action '%s': say 'run', 'status' or 'probe'",
+				 action);
+	if (!strcmp(action, "probe")) {
+		if (first + 1 >= argc)
+			return cli_error(EXIT_USAGE, "name at least one method: Namespace.Type::Method");
+		if (argc - first - 1 > PRF_MAX_SPECS)
+			return cli_error(EXIT_USAGE, "at most %d methods", PRF_MAX_SPECS);
+		if (!strcmp(mode, "notification"))
+			return cli_error(EXIT_USAGE, "ReJIT probes need the main profiler slot");
+		mode = "main";
+		r.specs = argv + first + 1;
+		r.nspecs = argc - first - 1;
+	} else if (first + 1 < argc) {
+		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first + 1]);
+	}
+	if (strcmp(mode, "auto") && strcmp(mode, "main") && strcmp(mode, "notification"))
+		return cli_error(EXIT_USAGE, "--mode takes auto, main or notification");
+	if (seconds < 0)
+		return cli_error(EXIT_USAGE, "--seconds must be >= 0");
+	if (library && library[0] != '/')
+		return cli_error(EXIT_USAGE, "--library needs an absolute path (as the target sees it)");
+	code = cli_resolve_target(&to, &t, &ep);
+	if (code)
+		return code;
+	if (!strcmp(action, "status"))
+		return do_status(&t, &ep, json);
+	r.ep = &ep;
+	r.mode_opt = mode;
+	r.library = library;
+	r.pid = t.pid;
+	r.json = json;
+	r.show_modules = modules;
+	r.args = args;
+	if (args && !r.nspecs)
+		return cli_error(EXIT_USAGE, "--args goes with 'probe'");
+	return do_run(&t, &ep, &r, libc_opt, seconds);
+}

@@ -1,0 +1,833 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * graph.c - the object graph built from the runtime's heap-walk events.
+ *
+ * The builder keeps only what the graph needs while the stream goes by:
+ * per node {address, size, type id, edge count}, per edge the target
+ * address, the roots, and the type table. Nodes and edges are two parallel
+ * streams (a node owns the next edge_count edges); each stream's block
+ * Index must grow by exactly one, else blocks were lost and the graph would
+ * be wrong (docs/internals/heap.md).
+ */
+#include "common/compat.h"
+
+#include "common/utf16.h"
+#include "common/strparse.h"
+#include "heap/heap.h"
+
+/* GC events of Microsoft-Windows-DotNETRuntime */
+#define EV_GC_START 1
+#define EV_GC_END 2
+#define EV_RESTART_EE_END 3
+#define EV_SUSPEND_EE_BEGIN 9
+
+struct u64map {
+	uint64_t *keys;
+	uint32_t *vals;
+	size_t cap, n; /* cap: power of two; key 0 is never stored */
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static int u64map_grow(struct u64map *m)
+{
+	size_t ncap = m->cap ? m->cap * 2 : 1024, i;
+	uint64_t *nk = calloc(ncap, sizeof(*nk));
+	uint32_t *nv = calloc(ncap, sizeof(*nv));
+
+	if (!nk || !nv) {
+		free(nk);
+		free(nv);
+		return -ENOMEM;
+	}
+	for (i = 0; i < m->cap; i++) {
+		size_t j;
+
+		if (!m->keys[i])
+			continue;
+		for (j = mix64(m->keys[i]) & (ncap - 1); nk[j]; j = (j + 1) & (ncap - 1))
+			;
+		nk[j] = m->keys[i];
+		nv[j] = m->vals[i];
+	}
+	free(m->keys);
+	free(m->vals);
+	m->keys = nk;
+	m->vals = nv;
+	m->cap = ncap;
+	return 0;
+}
+
+static uint32_t *u64map_get(const struct u64map *m, uint64_t k)
+{
+	size_t j;
+
+	if (!m->cap || !k)
+		return NULL;
+	for (j = mix64(k) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1))
+		if (m->keys[j] == k)
+			return &m->vals[j];
+	return NULL;
+}
+
+static int u64map_put(struct u64map *m, uint64_t k, uint32_t v)
+{
+	size_t j;
+	uint32_t *p = u64map_get(m, k);
+
+	if (p) {
+		*p = v;
+		return 0;
+	}
+	if (!k)
+		return -EINVAL;
+	if ((m->n + 1) * 2 > m->cap) {
+		int err = u64map_grow(m);
+
+		if (err)
+			return err;
+	}
+	for (j = mix64(k) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1))
+		;
+	m->keys[j] = k;
+	m->vals[j] = v;
+	m->n++;
+	return 0;
+}
+
+static void u64map_free(struct u64map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}
+
+/* A growable array of fixed-size elements. */
+struct vec {
+	void *p;
+	size_t n, cap, elem;
+};
+
+static void *vec_push(struct vec *v, size_t max)
+{
+	if (v->n >= max)
+		return NULL;
+	if (v->n == v->cap) {
+		size_t ncap = v->cap ? v->cap + v->cap / 2 : 4096;
+		void *np;
+
+		if (ncap > max)
+			ncap = max;
+		np = realloc(v->p, ncap * v->elem);
+		if (!np)
+			return NULL;
+		v->p = np;
+		v->cap = ncap;
+	}
+	return (char *)v->p + v->n++ * v->elem;
+}
+
+static void vec_free(struct vec *v)
+{
+	free(v->p);
+	v->p = NULL;
+	v->n = v->cap = 0;
+}
+
+struct bnode {
+	uint64_t addr, size, type_id;
+	uint32_t nedges;
+};
+
+struct broot {
+	uint64_t addr;
+	uint8_t kind;
+	uint32_t flags;
+};
+
+struct stream_idx {
+	bool seen;
+	uint32_t next;
+	uint64_t gaps;
+};
+
+struct heap_builder {
+	struct heap_limits lim;
+	struct vec nodes;  /* struct bnode */
+	struct vec edges;  /* uint64_t target addresses */
+	struct vec roots;  /* struct broot */
+	struct u64map type_ix;  /* type id -> index in types */
+	struct vec types;       /* struct heap_type */
+	size_t type_bytes;
+	struct stream_idx sn, se, sr, sc;
+	uint64_t edges_expected;
+	bool in_gc, done, past;
+	uint32_t gc_count;
+	int64_t gc_start_ts, suspend_ts, pause_start;
+	struct heap_meta meta;
+};
+
+int heap_builder_new(struct heap_builder **out, const struct heap_limits *lim)
+{
+	struct heap_builder *b = calloc(1, sizeof(*b));
+
+	*out = NULL;
+	if (!b)
+		return -ENOMEM;
+	b->lim.max_nodes = lim && lim->max_nodes ? lim->max_nodes : HEAP_MAX_NODES;
+	b->lim.max_edges = lim && lim->max_edges ? lim->max_edges : HEAP_MAX_EDGES;
+	b->nodes.elem = sizeof(struct bnode);
+	b->edges.elem = sizeof(uint64_t);
+	b->roots.elem = sizeof(struct broot);
+	b->types.elem = sizeof(struct heap_type);
+	*out = b;
+	return 0;
+}
+
+static void types_free(struct heap_type *t, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(t[i].name);
+	free(t);
+}
+
+void heap_builder_free(struct heap_builder *b)
+{
+	if (!b)
+		return;
+	vec_free(&b->nodes);
+	vec_free(&b->edges);
+	vec_free(&b->roots);
+	types_free(b->types.p, b->types.n);
+	u64map_free(&b->type_ix);
+	free(b);
+}
+
+bool heap_builder_done(const struct heap_builder *b)
+{
+	return b->done;
+}
+
+void heap_builder_counts(const struct heap_builder *b, uint64_t *nodes, uint64_t *edges)
+{
+	*nodes = b->nodes.n;
+	*edges = b->edges.n;
+}
+
+uint64_t heap_builder_lost(const struct heap_builder *b)
+{
+	return b->sn.gaps + b->se.gaps + b->sr.gaps + b->sc.gaps;
+}
+
+struct heap_meta *heap_builder_meta(struct heap_builder *b)
+{
+	return &b->meta;
+}
+
+static void stream_step(struct stream_idx *s, uint32_t index)
+{
+	if (s->seen && index != s->next)
+		s->gaps++;
+	s->seen = true;
+	s->next = index + 1;
+}
+
+/*
+ * The runtime's type name made C#-like (dotnet-gcdump's rules): `N arity
+ * suffixes removed, [ ] become < >, and <> (an array) becomes [].
+ */
+static int type_name_clean(const struct nt_str16 *s, char **out)
+{
+	struct strbuf raw = STRBUF_INIT_MAX(HEAP_TYPE_NAME_MAX * 4);
+	struct strbuf sb = STRBUF_INIT_MAX(HEAP_TYPE_NAME_MAX + 1);
+	size_t i;
+	int err;
+
+	*out = NULL;
+	err = nt_str16_utf8(s, &raw);
+	for (i = 0; !err && i < raw.len && sb.len < HEAP_TYPE_NAME_MAX; i++) {
+		char c = raw.buf[i];
+
+		if (c == '`' && i + 1 < raw.len && raw.buf[i + 1] >= '0' && raw.buf[i + 1] <= '9') {
+			while (i + 1 < raw.len && raw.buf[i + 1] >= '0' && raw.buf[i + 1] <= '9')
+				i++;
+			continue;
+		}
+		if (c == '[')
+			c = '<';
+		else if (c == ']')
+			c = '>';
+		if (c == '>' && sb.len && sb.buf[sb.len - 1] == '<') {
+			sb.buf[sb.len - 1] = '[';
+			c = ']';
+		}
+		err = strbuf_addch(&sb, c);
+	}
+	if (!err && sb.len == 0)
+		err = strbuf_addstr(&sb, "?");
+	strbuf_release(&raw);
+	if (err) {
+		strbuf_release(&sb);
+		return err;
+	}
+	ct_sanitize(sb.buf);
+	*out = strbuf_detach(&sb, NULL);
+	return 0;
+}
+
+static int add_type(struct heap_builder *b, uint64_t id, char *name)
+{
+	uint32_t *ix = u64map_get(&b->type_ix, id);
+	struct heap_type *t;
+	int err;
+
+	if (ix) {
+		t = (struct heap_type *)b->types.p + *ix;
+		free(t->name);
+		t->name = name;
+		return 0;
+	}
+	if (b->types.n >= HEAP_MAX_TYPES || b->type_bytes > (size_t)256 << 20) {
+		free(name);
+		return -EFBIG;
+	}
+	t = vec_push(&b->types, HEAP_MAX_TYPES);
+	if (!t) {
+		free(name);
+		return -ENOMEM;
+	}
+	t->id = id;
+	t->name = name;
+	b->type_bytes += strlen(name) + 1;
+	err = u64map_put(&b->type_ix, id, (uint32_t)(b->types.n - 1));
+	if (err) {
+		b->types.n--;
+		free(name);
+	}
+	return err;
+}
+
+static int on_bulk_type(struct heap_builder *b, const struct nt_event *ev)
+{
+	struct nt_gc_bulk bulk;
+	struct nt_bulk_type t;
+	size_t off = 0;
+	uint32_t i = 0;
+	int err, r;
+
+	err = nt_decode_bulk_type(ev->payload, ev->payload_len, ev->pointer_size, &bulk);
+	if (err)
+		return err;
+	while ((r = nt_bulk_type_next(&bulk, &off, &i, &t)) == 0) {
+		char *name;
+
+		if (!t.type_id)
+			continue;
+		err = type_name_clean(&t.name, &name);
+		if (!err)
+			err = add_type(b, t.type_id, name);
+		if (err)
+			return err;
+	}
+	return r < 0 ? r : 0;
+}
+
+static int on_nodes(struct heap_builder *b, const struct nt_event *ev)
+{
+	struct nt_gc_bulk bulk;
+	uint32_t i;
+	int err;
+
+	err = nt_decode_gc_bulk_node(ev->payload, ev->payload_len, ev->pointer_size, &bulk);
+	if (err)
+		return err;
+	stream_step(&b->sn, bulk.index);
+	for (i = 0; i < bulk.count; i++) {
+		struct nt_gc_node n;
+		struct bnode *bn;
+
+		nt_gc_bulk_node_get(&bulk, i, &n);
+		if (n.edge_count > UINT32_MAX)
+			return -EBADMSG;
+		bn = vec_push(&b->nodes, b->lim.max_nodes);
+		if (!bn)
+			return b->nodes.n >= b->lim.max_nodes ? -EFBIG : -ENOMEM;
+		bn->addr = n.address;
+		bn->size = n.size;
+		bn->type_id = n.type_id;
+		bn->nedges = (uint32_t)n.edge_count;
+		b->edges_expected += n.edge_count;
+	}
+	return 0;
+}
+
+static int on_edges(struct heap_builder *b, const struct nt_event *ev)
+{
+	struct nt_gc_bulk bulk;
+	uint32_t i;
+	int err;
+
+	err = nt_decode_gc_bulk_edge(ev->payload, ev->payload_len, ev->pointer_size, &bulk);
+	if (err)
+		return err;
+	stream_step(&b->se, bulk.index);
+	for (i = 0; i < bulk.count; i++) {
+		uint64_t *e = vec_push(&b->edges, b->lim.max_edges);
+
+		if (!e)
+			return b->edges.n >= b->lim.max_edges ? -EFBIG : -ENOMEM;
+		*e = nt_gc_bulk_edge_get(&bulk, i);
+	}
+	return 0;
+}
+
+static int push_root(struct heap_builder *b, uint64_t addr, uint8_t kind, uint32_t flags)
+{
+	struct broot *r;
+
+	if (!addr)
+		return 0;
+	if (flags & NT_ROOT_FLAG_WEAKREF) {
+		b->meta.weak_roots++;
+		return 0;
+	}
+	r = vec_push(&b->roots, HEAP_MAX_ROOTS);
+	if (!r)
+		return b->roots.n >= HEAP_MAX_ROOTS ? -EFBIG : -ENOMEM;
+	r->addr = addr;
+	r->kind = kind;
+	r->flags = flags;
+	return 0;
+}
+
+static int on_roots(struct heap_builder *b, const struct nt_event *ev)
+{
+	struct nt_gc_bulk bulk;
+	uint32_t i;
+	int err;
+
+	err = nt_decode_gc_bulk_root(ev->payload, ev->payload_len, ev->pointer_size, &bulk);
+	if (err)
+		return err;
+	stream_step(&b->sr, bulk.index);
+	for (i = 0; i < bulk.count; i++) {
+		struct nt_gc_root r;
+
+		nt_gc_bulk_root_get(&bulk, i, &r);
+		err = push_root(b, r.address, r.kind < HEAP_ROOT_DEPENDENT ? r.kind : HEAP_ROOT_OVERFLOW,
+				r.flags);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int on_cwt(struct heap_builder *b, const struct nt_event *ev)
+{
+	struct nt_gc_bulk bulk;
+	uint32_t i;
+	int err;
+
+	err = nt_decode_gc_bulk_cwt(ev->payload, ev->payload_len, ev->pointer_size, &bulk);
+	if (err)
+		return err;
+	stream_step(&b->sc, bulk.index);
+	for (i = 0; i < bulk.count; i++) {
+		struct nt_gc_cwt c;
+
+		nt_gc_bulk_cwt_get(&bulk, i, &c);
+		/* the value lives while the key does: rooted when the key is a node (checked at finish) */
+		err = push_root(b, c.value, HEAP_ROOT_DEPENDENT, 0);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int on_statics(struct heap_builder *b, const struct nt_event *ev)
+{
+	struct nt_gc_bulk bulk;
+	struct nt_gc_static_root s;
+	size_t off = 0;
+	uint32_t i = 0;
+	int err, r;
+
+	err = nt_decode_gc_bulk_static_root(ev->payload, ev->payload_len, ev->pointer_size, &bulk);
+	if (err)
+		return err;
+	while ((r = nt_gc_bulk_static_root_next(&bulk, &off, &i, &s)) == 0) {
+		err = push_root(b, s.object, HEAP_ROOT_STATIC, 0);
+		if (err)
+			return err;
+	}
+	return r < 0 ? r : 0;
+}
+
+int heap_builder_event(struct heap_builder *b, const struct nt_event *ev, int64_t qpc_freq)
+{
+	const struct nt_metadata *m = ev->meta;
+
+	if (m->provider_kind != NT_PROV_RUNTIME)
+		return 0;
+	if (!b->meta.pointer_size)
+		b->meta.pointer_size = ev->pointer_size;
+	switch (m->event_id) {
+	case NT_EV_BULK_TYPE:
+		/* kept whenever they come: other events can trigger them */
+		return on_bulk_type(b, ev);
+	case EV_SUSPEND_EE_BEGIN:
+		if (!b->done)
+			b->suspend_ts = ev->timestamp;
+		return 0;
+	case EV_GC_START: {
+		struct nt_gc_start gs;
+
+		if (nt_decode_gc_start(ev->payload, ev->payload_len, m->version, ev->pointer_size, &gs))
+			return -EBADMSG;
+		if (b->in_gc || b->done) {
+			/* a later GC: its events are not part of this snapshot */
+			if (gs.count != b->gc_count)
+				b->past = true;
+			return 0;
+		}
+		/* the induced, blocking gen-2 GC (dotnet-gcdump's rule; type 1 is background) */
+		if (gs.depth < 2 || gs.type == 1)
+			return 0;
+		b->in_gc = true;
+		b->gc_count = gs.count;
+		b->gc_start_ts = ev->timestamp;
+		b->pause_start = b->suspend_ts;
+		b->meta.gc_count = gs.count;
+		b->meta.gc_depth = gs.depth;
+		b->meta.gc_reason = gs.reason;
+		b->meta.gc_type = gs.type;
+		return 0;
+	}
+	case EV_GC_END: {
+		struct nt_gc_end ge;
+
+		if (nt_decode_gc_end(ev->payload, ev->payload_len, m->version, ev->pointer_size, &ge))
+			return -EBADMSG;
+		if (!b->in_gc || ge.count != b->gc_count)
+			return 0;
+		b->in_gc = false;
+		b->done = true;
+		if (qpc_freq > 0 && ev->timestamp > b->gc_start_ts)
+			b->meta.gc_ns = (uint64_t)((double)(ev->timestamp - b->gc_start_ts) * 1e9 /
+						   (double)qpc_freq);
+		return 1;
+	}
+	case EV_RESTART_EE_END:
+		if (b->done && b->pause_start && !b->meta.pause_ns && qpc_freq > 0 &&
+		    ev->timestamp > b->pause_start)
+			b->meta.pause_ns = (uint64_t)((double)(ev->timestamp - b->pause_start) * 1e9 /
+						      (double)qpc_freq);
+		return 0;
+	default:
+		break;
+	}
+	/* heap-walk events count only from the snapshot's GC until the next GC */
+	if (!(b->in_gc || b->done) || b->past)
+		return 0;
+	switch (m->event_id) {
+	case NT_EV_GC_BULK_NODE:
+		return on_nodes(b, ev);
+	case NT_EV_GC_BULK_EDGE:
+		return on_edges(b, ev);
+	case NT_EV_GC_BULK_ROOT_EDGE:
+		return on_roots(b, ev);
+	case NT_EV_GC_BULK_ROOT_CWT:
+		return on_cwt(b, ev);
+	case NT_EV_GC_BULK_ROOT_STATIC:
+		return on_statics(b, ev);
+	default:
+		return 0;
+	}
+}
+
+int heap_builder_nodes_of_type(const struct heap_builder *b, const char *type_name,
+			       int (*fn)(void *ctx, uint64_t addr, uint64_t size, uint64_t type_id),
+			       void *ctx)
+{
+	const struct heap_type *t = b->types.p;
+	const struct bnode *n = b->nodes.p;
+	uint64_t id = 0;
+	size_t i;
+	int err;
+
+	for (i = 0; i < b->types.n; i++)
+		if (!strcmp(t[i].name, type_name)) {
+			id = t[i].id;
+			break;
+		}
+	if (!id)
+		return 0;
+	for (i = 0; i < b->nodes.n; i++)
+		if (n[i].type_id == id && (err = fn(ctx, n[i].addr, n[i].size, id)))
+			return err;
+	return 0;
+}
+
+/* ----- finishing ----- */
+
+static int cmp_by_addr(const void *a, const void *b, void *ctx)
+{
+	const struct bnode *nodes = ctx;
+	uint64_t x = nodes[*(const uint32_t *)a].addr;
+	uint64_t y = nodes[*(const uint32_t *)b].addr;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint32_t find_node(const uint64_t *addr, uint32_t n, uint64_t a)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (addr[mid] < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && addr[lo] == a ? lo : HEAP_NONE;
+}
+
+static int cmp_root(const void *a, const void *b)
+{
+	const struct heap_root *x = a, *y = b;
+
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return x->flags < y->flags ? -1 : x->flags > y->flags;
+}
+
+int heap_builder_finish(struct heap_builder *b, struct heap_graph **out)
+{
+	const struct bnode *bn = b->nodes.p;
+	const uint64_t *be = b->edges.p;
+	uint32_t n = (uint32_t)b->nodes.n, i, *perm = NULL, *estart_in = NULL;
+	struct heap_graph *g;
+	uint64_t e;
+	int err = -ENOMEM;
+
+	*out = NULL;
+	if (n == 0)
+		return -ENODATA;
+	if (heap_builder_lost(b) || b->edges_expected != b->edges.n)
+		return -EPROTO;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->meta = b->meta;
+	g->meta.lost_events = 0;
+	g->nnodes = n;
+	g->addr = malloc((size_t)n * sizeof(*g->addr));
+	g->size = malloc((size_t)n * sizeof(*g->size));
+	g->type = malloc((size_t)n * sizeof(*g->type));
+	g->edge_start = malloc(((size_t)n + 1) * sizeof(*g->edge_start));
+	perm = malloc((size_t)n * sizeof(*perm));
+	estart_in = malloc((size_t)n * sizeof(*estart_in));
+	if (!g->addr || !g->size || !g->type || !g->edge_start || !perm || !estart_in)
+		goto fail;
+	/* where each arriving node's edges start */
+	for (i = 0, e = 0; i < n; i++) {
+		estart_in[i] = (uint32_t)e;
+		e += bn[i].nedges;
+	}
+	/* sorted by address (the walk is mostly in order already) */
+	for (i = 0; i < n; i++)
+		perm[i] = i;
+	qsort_r(perm, n, sizeof(*perm), cmp_by_addr, (void *)bn);
+	for (i = 0; i < n; i++)
+		g->addr[i] = bn[perm[i]].addr;
+	/* a node reported twice keeps its first copy: duplicates are dropped below */
+	/* types: every type id used gets an entry (unknown ids a placeholder name) */
+	for (i = 0; i < n; i++) {
+		uint64_t tid = bn[perm[i]].type_id;
+		uint32_t *ix = u64map_get(&b->type_ix, tid);
+
+		if (!ix) {
+			char *name = malloc(32);
+
+			if (!name)
+				goto fail;
+			snprintf(name, 32, "UNKNOWN 0x%" PRIx64, tid);
+			err = tid ? add_type(b, tid, name) : (free(name), -EBADMSG);
+			if (err == -EBADMSG) {
+				/* type id 0: give it a shared placeholder */
+				err = 0;
+				g->type[i] = HEAP_NONE;
+				continue;
+			}
+			if (err)
+				goto fail;
+			ix = u64map_get(&b->type_ix, tid);
+		}
+		g->type[i] = *ix;
+	}
+	{
+		/* placeholder for type id 0 */
+		bool need0 = false;
+
+		for (i = 0; i < n; i++)
+			if (g->type[i] == HEAP_NONE)
+				need0 = true;
+		if (need0) {
+			struct heap_type *t = vec_push(&b->types, HEAP_MAX_TYPES + 1);
+
+			if (!t || !(t->name = strdup("UNKNOWN")))
+				goto fail;
+			t->id = 0;
+			for (i = 0; i < n; i++)
+				if (g->type[i] == HEAP_NONE)
+					g->type[i] = (uint32_t)(b->types.n - 1);
+		}
+	}
+	/* edges: resolved to node indexes; unknown targets counted and dropped */
+	g->edges = malloc((b->edges.n ? b->edges.n : 1) * sizeof(*g->edges));
+	if (!g->edges)
+		goto fail;
+	for (i = 0, e = 0; i < n; i++) {
+		const struct bnode *s = &bn[perm[i]];
+		uint32_t k;
+
+		g->edge_start[i] = (uint32_t)e;
+		g->size[i] = s->size;
+		if (i && g->addr[i] == g->addr[i - 1])
+			continue; /* a duplicate report: no edges of its own */
+		for (k = 0; k < s->nedges; k++) {
+			uint32_t t = find_node(g->addr, n, be[estart_in[perm[i]] + k]);
+
+			if (t == HEAP_NONE) {
+				g->meta.unresolved_edges++;
+				continue;
+			}
+			g->edges[e++] = t;
+		}
+	}
+	g->edge_start[n] = (uint32_t)e;
+	g->nedges = (uint32_t)e;
+	/* roots */
+	g->roots = malloc((b->roots.n ? b->roots.n : 1) * sizeof(*g->roots));
+	if (!g->roots)
+		goto fail;
+	for (i = 0; i < b->roots.n; i++) {
+		const struct broot *r = (const struct broot *)b->roots.p + i;
+		uint32_t node = find_node(g->addr, n, r->addr);
+
+		if (node == HEAP_NONE)
+			continue;
+		g->roots[g->nroots].node = node;
+		g->roots[g->nroots].kind = r->kind;
+		g->roots[g->nroots].flags = r->flags;
+		g->nroots++;
+	}
+	if (g->nroots > 1) {
+		uint32_t w = 1;
+
+		qsort(g->roots, g->nroots, sizeof(*g->roots), cmp_root);
+		for (i = 1; i < g->nroots; i++)
+			if (cmp_root(&g->roots[i], &g->roots[w - 1]))
+				g->roots[w++] = g->roots[i];
+		g->nroots = w;
+	}
+	/* types move to the graph */
+	g->types = b->types.p;
+	g->ntypes = (uint32_t)b->types.n;
+	b->types.p = NULL;
+	b->types.n = b->types.cap = 0;
+	u64map_free(&b->type_ix);
+	vec_free(&b->nodes);
+	vec_free(&b->edges);
+	vec_free(&b->roots);
+	free(perm);
+	free(estart_in);
+	*out = g;
+	return 0;
+fail:
+	free(perm);
+	free(estart_in);
+	heap_graph_free(g);
+	return err ? err : -ENOMEM;
+}
+
+void heap_graph_free(struct heap_graph *g)
+{
+	uint32_t i;
+
+	if (!g)
+		return;
+	free(g->addr);
+	free(g->size);
+	free(g->type);
+	free(g->edge_start);
+	free(g->edges);
+	types_free(g->types, g->ntypes);
+	free(g->roots);
+	for (i = 0; i < g->ndups; i++)
+		free(g->dups[i].value);
+	free(g->dups);
+	free(g);
+}
+
+uint64_t heap_graph_bytes(const struct heap_graph *g)
+{
+	uint64_t s = 0;
+	uint32_t i;
+
+	for (i = 0; i < g->nnodes; i++)
+		s += g->size[i];
+	return s;
+}
+
+uint32_t heap_graph_type_find(const struct heap_graph *g, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < g->ntypes; i++)
+		if (!strcmp(g->types[i].name, name))
+			return i;
+	return HEAP_NONE;
+}
+
+const char *heap_root_kind_name(unsigned kind, uint32_t flags)
+{
+	switch (kind) {
+	case HEAP_ROOT_STACK:
+		return flags & NT_ROOT_FLAG_PINNING ? "pinned local" : "local variable";
+	case HEAP_ROOT_FINALIZER:
+		return "finalizer queue";
+	case HEAP_ROOT_HANDLE:
+		if (flags & NT_ROOT_FLAG_PINNING)
+			return "pinning handle";
+		if (flags & NT_ROOT_FLAG_REFCOUNTED)
+			return "ref-counted handle";
+		return "strong handle";
+	case HEAP_ROOT_OLDER:
+		return "older generation";
+	case HEAP_ROOT_SIZEDREF:
+		return "sized-ref handle";
+	case HEAP_ROOT_OVERFLOW:
+		return "other root";
+	case HEAP_ROOT_DEPENDENT:
+		return "dependent handle";
+	case HEAP_ROOT_STATIC:
+		return "static variable";
+	default:
+		return "root";
+	}
+}

@@ -1,0 +1,919 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * clrtap gcdump - heap snapshots: collect one (a forced, blocking gen-2 GC
+ * that walks the heap), report types with true retained sizes (dominator
+ * tree), the largest retainers, shortest retention paths and duplicated
+ * strings; compare snapshots (diff) and take them in a row (watch) to find
+ * what only grows. docs/cmd/gcdump.md.
+ */
+#include "common/compat.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+#include "common/io.h"
+#include "heap/heap.h"
+
+#define USAGE "clrtap gcdump collect|report|diff|watch ..."
+
+/* ----- shared ----- */
+
+static const char *thousands(uint64_t v, char *buf, size_t len)
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof(tmp), "%" PRIu64, v), i, o = 0;
+
+	for (i = 0; i < n && (size_t)o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = tmp[i];
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+static bool is_tty;
+
+static void on_progress(void *ctx, const struct heap_progress *p)
+{
+	char a[32], b[32];
+
+	if (!is_tty)
+		return;
+	fprintf(stderr, "\r\033[Kclrtap: %s %s objects, %s references (%" PRIu64 " KiB of events)%s",
+		p->gc_ended ? "heap walk done:" : p->gc_started ? "walking the heap:" : "waiting for the GC:",
+		thousands(p->nodes, a, sizeof(a)), thousands(p->edges, b, sizeof(b)), p->bytes >> 10,
+		p->attempt > 1 ? " (second session)" : "");
+	fflush(stderr);
+}
+
+static int collect_error(const struct heap_collect_result *res, int err)
+{
+	if (is_tty)
+		fprintf(stderr, "\r\033[K");
+	if (res->msg[0]) {
+		int code = cli_exit_for(err);
+
+		if (err == -EINTR)
+			code = EXIT_PARTIAL;
+		else if (err == -EPROTO && !strcmp(res->stage ? res->stage : "", "stream"))
+			code = EXIT_PROTOCOL;
+		return cli_error(code, "no snapshot: %s", res->msg);
+	}
+	if (!strcmp(res->stage ? res->stage : "", "session"))
+		return cli_ipc_error("cannot start the heap session", err, &res->rerr);
+	return cli_error(cli_exit_for(err), "no snapshot (%s): %s", res->stage ? res->stage : "?",
+			 strerror(-err));
+}
+
+struct target_args {
+	struct cli_target_opts to;
+	int timeout_s;
+	int buffer_mb;
+	bool no_strings;
+};
+
+static int take_snapshot(const struct target_args *ta, struct heap_graph **g)
+{
+	struct heap_collect_opts o = { 0 };
+	struct heap_collect_result res;
+	struct ipc_endpoint ep;
+	struct proc_target t;
+	int code, err;
+
+	code = cli_resolve_target(&ta->to, &t, &ep);
+	if (code)
+		return code;
+	is_tty = isatty(2);
+	cli_info("forcing a full, blocking gen-2 GC in pid %d to walk its heap (the process pauses for it)",
+		 (int)t.pid);
+	o.ep = &ep;
+	o.pid = ta->no_strings ? 0 : t.pid;
+	o.buffer_mb = (uint32_t)ta->buffer_mb;
+	o.timeout_ms = ta->timeout_s * 1000;
+	o.stop = &cli_stop_requested;
+	o.progress = on_progress;
+	cli_catch_stop_signals();
+	err = heap_collect(&o, g, &res);
+	if (err)
+		return collect_error(&res, err);
+	if (is_tty)
+		fprintf(stderr, "\r\033[K");
+	(*g)->meta.pid = (uint32_t)t.pid;
+	{
+		char path[64], comm[64] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)t.pid);
+		if ((f = fopen(path, "r"))) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+		}
+		ct_sanitize(comm);
+		ct_strlcpy((*g)->meta.process, comm, sizeof((*g)->meta.process));
+	}
+	return EXIT_OK;
+}
+
+static int load(const char *path, struct heap_graph **g)
+{
+	const char *why = NULL;
+	int err = heap_file_read(path, g, &why);
+
+	if (err == -ENOENT || err == -EACCES || err == -EISDIR)
+		return cli_error(err == -EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot read %s: %s", path,
+				 strerror(-err));
+	if (err)
+		return cli_error(err == -ENOMEM ? EXIT_ERROR : EXIT_BAD_INPUT, "%s: %s", path,
+				 why ? why : strerror(-err));
+	return EXIT_OK;
+}
+
+static void snapshot_summary(const struct heap_graph *g, const struct heap_analysis *a)
+{
+	char t1[32], t2[32], t3[32], when[64] = "?";
+	time_t tt = (time_t)g->meta.time;
+	struct tm tm;
+
+	if (gmtime_r(&tt, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	printf("Heap snapshot of pid %u (%s), taken %s\n", g->meta.pid,
+	       g->meta.process[0] ? g->meta.process : "?", when);
+	printf("  GC #%u: gen %u, %s, %s, forced by clrtap", g->meta.gc_count, g->meta.gc_depth,
+	       g->meta.gc_reason == 1 ? "induced" : "reason other than induced",
+	       g->meta.gc_type == 0 ? "blocking" : "not blocking");
+	if (g->meta.pause_ns)
+		printf("; it paused the process %.3f ms", g->meta.pause_ns / 1e6);
+	if (g->meta.gc_ns)
+		printf(" (GCStart..GCEnd %.3f ms, heap walk included)", g->meta.gc_ns / 1e6);
+	printf("\n");
+	printf("  %s objects, %s bytes, %s references, %u roots\n", thousands(g->nnodes, t1, sizeof(t1)),
+	       thousands(heap_graph_bytes(g), t2, sizeof(t2)), thousands(g->nedges, t3, sizeof(t3)),
+	       g->nroots);
+	printf("  reachable from the roots: %s objects; not reachable: %s objects, %s bytes\n",
+	       thousands(a->reachable, t1, sizeof(t1)),
+	       thousands(g->nnodes - a->reachable, t2, sizeof(t2)),
+	       thousands(a->unreachable_bytes, t3, sizeof(t3)));
+	if (g->meta.unresolved_edges)
+		printf("  %" PRIu64 " references to addresses the walk did not report were dropped\n",
+		       g->meta.unresolved_edges);
+}
+
+/* ----- report ----- */
+
+struct order {
+	const struct heap_analysis *a;
+};
+
+static int cmp_type_ret(const void *x, const void *y, void *ctx)
+{
+	const struct heap_analysis *a = ctx;
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+
+	if (a->type_retained[i] != a->type_retained[j])
+		return a->type_retained[i] > a->type_retained[j] ? -1 : 1;
+	if (a->type_shallow[i] != a->type_shallow[j])
+		return a->type_shallow[i] > a->type_shallow[j] ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+static int cmp_node_ret(const void *x, const void *y, void *ctx)
+{
+	const struct heap_analysis *a = ctx;
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+
+	if (a->retained[i] != a->retained[j])
+		return a->retained[i] > a->retained[j] ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+/* The nodes with the largest retained sizes (top n), heaviest first. */
+static size_t top_retainers(const struct heap_graph *g, const struct heap_analysis *a, uint32_t *out,
+			    size_t n)
+{
+	size_t k = 0, i;
+
+	/* keep a small sorted array (n is small) */
+	for (i = 0; i < g->nnodes; i++) {
+		size_t j;
+
+		if (!a->retained[i])
+			continue;
+		if (k == n && a->retained[i] <= a->retained[out[k - 1]])
+			continue;
+		if (k < n)
+			k++;
+		for (j = k - 1; j > 0 && a->retained[out[j - 1]] < a->retained[i]; j--)
+			out[j] = out[j - 1];
+		out[j] = (uint32_t)i;
+	}
+	(void)cmp_node_ret;
+	return k;
+}
+
+static void json_path_groups(struct strbuf *sb, const struct heap_graph *g,
+			     const struct heap_path_group *gr, size_t n)
+{
+	size_t i;
+	uint32_t k;
+
+	for (i = 0; i < n; i++) {
+		(void)strbuf_addf(sb, "%s{", i ? "," : "");
+		cli_json_str(sb, "root", heap_root_kind_name(gr[i].rootkind, gr[i].rootflags), false);
+		cli_json_u64(sb, "count", gr[i].count, true);
+		cli_json_u64(sb, "retained", gr[i].retained, true);
+		(void)strbuf_addf(sb, ",\"example\":\"0x%" PRIx64 "\",\"path\":[", g->addr[gr[i].example]);
+		for (k = 0; k < gr[i].ntypes; k++) {
+			uint32_t t = gr[i].types[k];
+
+			(void)strbuf_addstr(sb, k ? ",\"" : "\"");
+			(void)strbuf_add_json_escaped(sb, t == HEAP_NONE ? "..." : g->types[t].name);
+			(void)strbuf_addch(sb, '"');
+		}
+		(void)strbuf_addstr(sb, "]}");
+	}
+}
+
+static void print_strings_text(const struct heap_graph *g, size_t top)
+{
+	const struct heap_string_stats *s = &g->strings;
+	char t1[32], t2[32];
+	uint32_t i;
+
+	printf("\nDuplicated strings");
+	if (!s->read) {
+		printf(": not read (the snapshot was taken without reading the target's memory)\n");
+		return;
+	}
+	printf(" (contents read with %s)\n", s->how ? s->how : "process_vm_readv");
+	printf("  %s strings: %s compared, %" PRIu64 " moved or freed by a later GC before they were read,"
+	       " %" PRIu64 " unreadable, %" PRIu64 " longer than %u chars not compared\n",
+	       thousands(s->strings, t1, sizeof(t1)), thousands(s->compared, t2, sizeof(t2)), s->moved,
+	       s->unreadable, s->too_long, HEAP_STRING_MAX_CHARS);
+	printf("  %" PRIu64 " values have copies: %" PRIu64 " strings, %s bytes wasted\n", s->dup_values,
+	       s->dup_copies, thousands(s->wasted, t1, sizeof(t1)));
+	if (!g->ndups)
+		return;
+	printf("  %12s %9s  %s\n", "wasted", "copies", "value");
+	for (i = 0; i < g->ndups && i < top; i++)
+		printf("  %12s %9" PRIu64 "  \"%s\"%s\n", thousands(g->dups[i].wasted, t1, sizeof(t1)),
+		       g->dups[i].count, g->dups[i].value, g->dups[i].truncated ? "..." : "");
+}
+
+static void json_strings(struct strbuf *sb, const struct heap_graph *g, size_t top)
+{
+	const struct heap_string_stats *s = &g->strings;
+	uint32_t i;
+
+	(void)strbuf_addstr(sb, ",\"strings\":{");
+	cli_json_bool(sb, "read", s->read, false);
+	if (s->read)
+		cli_json_str(sb, "how", s->how ? s->how : "process_vm_readv", true);
+	cli_json_u64(sb, "strings", s->strings, true);
+	cli_json_u64(sb, "compared", s->compared, true);
+	cli_json_u64(sb, "moved", s->moved, true);
+	cli_json_u64(sb, "unreadable", s->unreadable, true);
+	cli_json_u64(sb, "too_long", s->too_long, true);
+	cli_json_u64(sb, "duplicated_values", s->dup_values, true);
+	cli_json_u64(sb, "duplicated_copies", s->dup_copies, true);
+	cli_json_u64(sb, "wasted", s->wasted, true);
+	(void)strbuf_addstr(sb, ",\"top\":[");
+	for (i = 0; i < g->ndups && i < top; i++) {
+		(void)strbuf_addf(sb, "%s{", i ? "," : "");
+		cli_json_str(sb, "value", g->dups[i].value, false);
+		cli_json_bool(sb, "truncated", g->dups[i].truncated, true);
+		cli_json_u64(sb, "chars", g->dups[i].chars, true);
+		cli_json_u64(sb, "count", g->dups[i].count, true);
+		cli_json_u64(sb, "bytes", g->dups[i].bytes, true);
+		cli_json_u64(sb, "wasted", g->dups[i].wasted, true);
+		(void)strbuf_addch(sb, '}');
+	}
+	(void)strbuf_addstr(sb, "]}");
+}
+
+static int report(const struct heap_graph *g, bool json, int top, const char *path_type,
+		  const char *html)
+{
+	struct heap_analysis *a = NULL;
+	struct heap_paths *p = NULL;
+	struct heap_path_group *gr = NULL;
+	size_t ngr = 0, i, ntop;
+	uint64_t unreached = 0;
+	uint32_t *order = NULL, ptype = HEAP_NONE, ret[20];
+	size_t nret;
+	char t1[32], t2[32], t3[32];
+	int err, code = EXIT_OK;
+
+	err = heap_analyze(g, &a);
+	if (err)
+		return cli_error(EXIT_ERROR, "cannot compute the dominator tree: %s", strerror(-err));
+	if (path_type || html) {
+		err = heap_paths_new(g, &p);
+		if (err) {
+			code = cli_error(EXIT_ERROR, "cannot compute the paths: %s", strerror(-err));
+			goto out;
+		}
+	}
+	if (path_type) {
+		ptype = heap_graph_type_find(g, path_type);
+		if (ptype == HEAP_NONE) {
+			code = cli_error(EXIT_USAGE, "no object of type '%s' in the snapshot", path_type);
+			goto out;
+		}
+		err = heap_paths_group(g, p, a, ptype, 20, &gr, &ngr, &unreached);
+		if (err) {
+			code = cli_error(EXIT_ERROR, "cannot group the paths: %s", strerror(-err));
+			goto out;
+		}
+	}
+	if (html) {
+		struct strbuf sb = STRBUF_INIT;
+		int fd;
+
+		err = heap_html_write(g, a, p, &sb);
+		if (!err) {
+			fd = open(html, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			err = fd < 0 ? -errno : ct_write_all(fd, sb.buf, sb.len);
+			if (fd >= 0 && close(fd) && !err)
+				err = -errno;
+		}
+		strbuf_release(&sb);
+		if (err) {
+			code = cli_error(EXIT_ERROR, "cannot write %s: %s", html, strerror(-err));
+			goto out;
+		}
+		cli_info("wrote %s", html);
+	}
+	order = malloc((g->ntypes ? g->ntypes : 1) * sizeof(*order));
+	if (!order) {
+		code = cli_error(EXIT_ERROR, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < g->ntypes; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, g->ntypes, sizeof(*order), cmp_type_ret, a);
+	ntop = 0;
+	for (i = 0; i < g->ntypes; i++)
+		if (a->type_count[order[i]])
+			ntop++;
+	if (top > 0 && (size_t)top < ntop)
+		ntop = (size_t)top;
+	nret = top_retainers(g, a, ret, 20);
+	if (json) {
+		struct strbuf sb = STRBUF_INIT;
+
+		(void)strbuf_addf(&sb, "{\"pid\":%u", g->meta.pid);
+		cli_json_str(&sb, "process", g->meta.process, true);
+		cli_json_u64(&sb, "time", (uint64_t)g->meta.time, true);
+		(void)strbuf_addstr(&sb, ",\"gc\":{");
+		cli_json_u64(&sb, "number", g->meta.gc_count, false);
+		cli_json_u64(&sb, "generation", g->meta.gc_depth, true);
+		cli_json_bool(&sb, "induced", g->meta.gc_reason == 1, true);
+		cli_json_bool(&sb, "blocking", g->meta.gc_type == 0, true);
+		cli_json_u64(&sb, "pause_ns", g->meta.pause_ns, true);
+		cli_json_u64(&sb, "gc_ns", g->meta.gc_ns, true);
+		(void)strbuf_addch(&sb, '}');
+		cli_json_u64(&sb, "objects", g->nnodes, true);
+		cli_json_u64(&sb, "bytes", heap_graph_bytes(g), true);
+		cli_json_u64(&sb, "references", g->nedges, true);
+		cli_json_u64(&sb, "roots", g->nroots, true);
+		cli_json_u64(&sb, "reachable", a->reachable, true);
+		cli_json_u64(&sb, "unreachable_bytes", a->unreachable_bytes, true);
+		cli_json_u64(&sb, "unresolved_references", g->meta.unresolved_edges, true);
+		cli_json_u64(&sb, "lost_events", g->meta.lost_events, true);
+		(void)strbuf_addstr(&sb, ",\"types\":[");
+		for (i = 0; i < ntop; i++) {
+			uint32_t t = order[i];
+
+			(void)strbuf_addf(&sb, "%s{", i ? "," : "");
+			cli_json_str(&sb, "type", g->types[t].name, false);
+			cli_json_u64(&sb, "count", a->type_count[t], true);
+			cli_json_u64(&sb, "shallow", a->type_shallow[t], true);
+			cli_json_u64(&sb, "retained", a->type_retained[t], true);
+			(void)strbuf_addch(&sb, '}');
+		}
+		(void)strbuf_addstr(&sb, "],\"retainers\":[");
+		for (i = 0; i < nret; i++) {
+			uint32_t v = ret[i];
+
+			(void)strbuf_addf(&sb, "%s{\"address\":\"0x%" PRIx64 "\"", i ? "," : "", g->addr[v]);
+			cli_json_str(&sb, "type", g->types[g->type[v]].name, true);
+			cli_json_u64(&sb, "size", g->size[v], true);
+			cli_json_u64(&sb, "retained", a->retained[v], true);
+			(void)strbuf_addch(&sb, '}');
+		}
+		(void)strbuf_addch(&sb, ']');
+		if (path_type) {
+			(void)strbuf_addstr(&sb, ",\"paths\":{");
+			cli_json_str(&sb, "type", path_type, false);
+			cli_json_u64(&sb, "count", a->type_count[ptype], true);
+			cli_json_u64(&sb, "retained", a->type_retained[ptype], true);
+			cli_json_u64(&sb, "unreached", unreached, true);
+			(void)strbuf_addstr(&sb, ",\"groups\":[");
+			json_path_groups(&sb, g, gr, ngr);
+			(void)strbuf_addstr(&sb, "]}");
+		}
+		json_strings(&sb, g, 20);
+		(void)strbuf_addstr(&sb, "}\n");
+		fputs(sb.buf, stdout);
+		strbuf_release(&sb);
+		goto out;
+	}
+	snapshot_summary(g, a);
+	printf("\nTypes by retained bytes (top %zu; retained = what the GC would free without them,"
+	       " from the dominator tree)\n", ntop);
+	printf("  %14s %14s %11s  %s\n", "retained", "shallow", "count", "type");
+	for (i = 0; i < ntop; i++) {
+		uint32_t t = order[i];
+
+		printf("  %14s %14s %11s  %s\n", thousands(a->type_retained[t], t1, sizeof(t1)),
+		       thousands(a->type_shallow[t], t2, sizeof(t2)),
+		       thousands(a->type_count[t], t3, sizeof(t3)), g->types[t].name);
+	}
+	printf("\nLargest retainers (objects)\n");
+	printf("  %14s %10s  %-18s  %s\n", "retained", "size", "address", "type");
+	for (i = 0; i < nret; i++) {
+		uint32_t v = ret[i];
+
+		printf("  %14s %10s  0x%016" PRIx64 "  %s\n", thousands(a->retained[v], t1, sizeof(t1)),
+		       thousands(g->size[v], t2, sizeof(t2)), g->addr[v], g->types[g->type[v]].name);
+	}
+	if (path_type) {
+		struct strbuf sb = STRBUF_INIT;
+
+		printf("\nShortest retention paths to %s (%s objects, %s bytes retained)\n", path_type,
+		       thousands(a->type_count[ptype], t1, sizeof(t1)),
+		       thousands(a->type_retained[ptype], t2, sizeof(t2)));
+		printf("  %11s %14s  %s\n", "objects", "retained", "path (root kind first)");
+		for (i = 0; i < ngr; i++) {
+			strbuf_reset(&sb);
+			(void)heap_path_group_format(g, &gr[i], &sb);
+			printf("  %11s %14s  %s\n", thousands(gr[i].count, t1, sizeof(t1)),
+			       thousands(gr[i].retained, t2, sizeof(t2)), sb.buf);
+		}
+		if (unreached)
+			printf("  %11" PRIu64 " %14s  (not reachable from any root clrtap saw)\n", unreached, "");
+		strbuf_release(&sb);
+	}
+	print_strings_text(g, 20);
+out:
+	free(order);
+	heap_path_groups_free(gr, ngr);
+	heap_paths_free(p);
+	heap_analysis_free(a);
+	return code;
+}
+
+/* ----- subcommands ----- */
+
+#define TARGET_EXTRA(ta) \
+	{ 0, "timeout-s", CLI_OPT_INT, &(ta)->timeout_s, "S", "give up on the snapshot after S seconds (default 30)" }, \
+	{ 0, "buffer", CLI_OPT_INT, &(ta)->buffer_mb, "MB", "the runtime's session buffer (default 256)" }, \
+	{ 0, "no-strings", CLI_OPT_BOOL, &(ta)->no_strings, NULL, "do not read string contents from the target" }
+
+static int check_target_args(const struct target_args *ta)
+{
+	if (ta->timeout_s < 1 || ta->timeout_s > 86400)
+		return cli_error(EXIT_USAGE, "--timeout-s must be 1..86400");
+	if (ta->buffer_mb < 1 || ta->buffer_mb > 4096)
+		return cli_error(EXIT_USAGE, "--buffer must be 1..4096");
+	return 0;
+}
+
+static int write_snapshot(const struct heap_graph *g, const char *path)
+{
+	char tmp[4096];
+	int fd, err;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return cli_error(EXIT_USAGE, "output path too long");
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return cli_error(EXIT_ERROR, "cannot write %s: %s", tmp, strerror(errno));
+	err = heap_file_write(g, fd);
+	if (!err && fsync(fd))
+		err = -errno;
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err) {
+		unlink(tmp);
+		return cli_error(EXIT_ERROR, "cannot write %s: %s", path, strerror(-err));
+	}
+	return EXIT_OK;
+}
+
+static int cmd_collect(int argc, char **argv)
+{
+	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256 };
+	const char *out = NULL;
+	const struct cli_option opts[] = {
+		CLI_TARGET_OPTIONS(&ta.to),
+		{ 'o', "output", CLI_OPT_STRING, &out, "FILE", "the snapshot file (default PID.heap)" },
+		TARGET_EXTRA(&ta),
+		{ 0 },
+	};
+	struct heap_graph *g = NULL;
+	char defpath[64], t1[32], t2[32];
+	int first, code;
+
+	if (cli_parse(argc, argv, "clrtap gcdump collect (-p PID | -n NAME) [-o FILE]", opts, &first, &code))
+		return code;
+	if (first < argc)
+		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
+	if ((code = check_target_args(&ta)))
+		return code;
+	code = take_snapshot(&ta, &g);
+	if (code)
+		return code;
+	if (!out) {
+		snprintf(defpath, sizeof(defpath), "%u.heap", g->meta.pid);
+		out = defpath;
+	}
+	code = write_snapshot(g, out);
+	if (!code) {
+		printf("wrote %s: %s objects, %s bytes, %u references, %u roots\n", out,
+		       thousands(g->nnodes, t1, sizeof(t1)), thousands(heap_graph_bytes(g), t2, sizeof(t2)),
+		       g->nedges, g->nroots);
+		if (g->meta.pause_ns)
+			printf("the forced gen-2 GC #%u paused the process for %.3f ms (heap walk included)\n",
+			       g->meta.gc_count, g->meta.pause_ns / 1e6);
+		else
+			printf("the forced gen-2 GC #%u took %.3f ms from GCStart to GCEnd (pause not seen)\n",
+			       g->meta.gc_count, g->meta.gc_ns / 1e6);
+	}
+	heap_graph_free(g);
+	return code;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256 };
+	const char *path_type = NULL, *html = NULL;
+	bool json = false;
+	int top = 30;
+	const struct cli_option opts[] = {
+		CLI_TARGET_OPTIONS(&ta.to),
+		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "the report as JSON" },
+		{ 0, "top", CLI_OPT_INT, &top, "N", "types shown (default 30; 0: all)" },
+		{ 0, "path", CLI_OPT_STRING, &path_type, "TYPE", "shortest retention paths of TYPE's objects" },
+		{ 0, "html", CLI_OPT_STRING, &html, "FILE", "also write a self-contained HTML view" },
+		TARGET_EXTRA(&ta),
+		{ 0 },
+	};
+	struct heap_graph *g = NULL;
+	int first, code;
+
+	if (cli_parse(argc, argv, "clrtap gcdump report (FILE | -p PID | -n NAME) [--json] [--path TYPE]",
+		      opts, &first, &code))
+		return code;
+	if (top < 0)
+		return cli_error(EXIT_USAGE, "--top must be >= 0");
+	if ((code = check_target_args(&ta)))
+		return code;
+	if (first < argc) {
+		if (first + 1 < argc)
+			return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first + 1]);
+		if (ta.to.pid || ta.to.name)
+			return cli_error(EXIT_USAGE, "give a FILE or a process, not both");
+		code = load(argv[first], &g);
+	} else {
+		if (!ta.to.pid && !ta.to.name)
+			return cli_error(EXIT_USAGE, "give a snapshot FILE or -p PID / -n NAME");
+		code = take_snapshot(&ta, &g);
+	}
+	if (code)
+		return code;
+	code = report(g, json, top, path_type, html);
+	heap_graph_free(g);
+	return code;
+}
+
+/* Growth across snapshots: stats[i] belongs to snapshot i. */
+static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsnap,
+			const struct heap_graph *last, bool json, const char *const *labels)
+{
+	struct heap_growth *gr = NULL;
+	struct heap_analysis *a = NULL;
+	struct heap_paths *p = NULL;
+	size_t ngr = 0, i, s;
+	char t1[32];
+	int err;
+
+	err = heap_growth_find(stats, nstats, nsnap, &gr, &ngr);
+	if (err)
+		return cli_error(EXIT_ERROR, "cannot compare: %s", strerror(-err));
+	if (last && ngr && (heap_analyze(last, &a) || heap_paths_new(last, &p))) {
+		heap_growth_free(gr, ngr);
+		heap_analysis_free(a);
+		return cli_error(EXIT_ERROR, "out of memory");
+	}
+	if (json) {
+		struct strbuf sb = STRBUF_INIT;
+
+		(void)strbuf_addstr(&sb, "{\"snapshots\":[");
+		for (s = 0; s < nsnap; s++) {
+			(void)strbuf_addstr(&sb, s ? ",\"" : "\"");
+			(void)strbuf_add_json_escaped(&sb, labels[s]);
+			(void)strbuf_addch(&sb, '"');
+		}
+		(void)strbuf_addstr(&sb, "],\"growing\":[");
+		for (i = 0; i < ngr; i++) {
+			(void)strbuf_addf(&sb, "%s{", i ? "," : "");
+			cli_json_str(&sb, "type", gr[i].name, false);
+			(void)strbuf_addstr(&sb, ",\"count\":[");
+			for (s = 0; s < nsnap; s++)
+				(void)strbuf_addf(&sb, "%s%" PRIu64, s ? "," : "", gr[i].count[s]);
+			(void)strbuf_addstr(&sb, "],\"retained\":[");
+			for (s = 0; s < nsnap; s++)
+				(void)strbuf_addf(&sb, "%s%" PRIu64, s ? "," : "", gr[i].retained[s]);
+			(void)strbuf_addstr(&sb, "],\"paths\":[");
+			if (p) {
+				struct heap_path_group *pg = NULL;
+				size_t npg = 0;
+				uint64_t un;
+				uint32_t t = heap_graph_type_find(last, gr[i].name);
+
+				if (t != HEAP_NONE && !heap_paths_group(last, p, a, t, 3, &pg, &npg, &un))
+					json_path_groups(&sb, last, pg, npg);
+				heap_path_groups_free(pg, npg);
+			}
+			(void)strbuf_addstr(&sb, "]}");
+		}
+		(void)strbuf_addstr(&sb, "]}\n");
+		fputs(sb.buf, stdout);
+		strbuf_release(&sb);
+	} else {
+		printf("Types whose count and retained bytes grow in every one of %zu snapshots: %zu\n", nsnap,
+		       ngr);
+		for (i = 0; i < ngr; i++) {
+			printf("\n  %s\n    count   ", gr[i].name);
+			for (s = 0; s < nsnap; s++)
+				printf("%s%s", s ? " -> " : "", thousands(gr[i].count[s], t1, sizeof(t1)));
+			printf("\n    retained");
+			for (s = 0; s < nsnap; s++)
+				printf("%s%s", s ? " -> " : " ", thousands(gr[i].retained[s], t1, sizeof(t1)));
+			printf(" bytes\n");
+			if (p) {
+				struct heap_path_group *pg = NULL;
+				size_t npg = 0, k;
+				uint64_t un;
+				uint32_t t = heap_graph_type_find(last, gr[i].name);
+				struct strbuf sb = STRBUF_INIT;
+
+				if (t != HEAP_NONE && !heap_paths_group(last, p, a, t, 3, &pg, &npg, &un))
+					for (k = 0; k < npg; k++) {
+						strbuf_reset(&sb);
+						(void)heap_path_group_format(last, &pg[k], &sb);
+						printf("    path (%" PRIu64 " objects in the last snapshot): %s\n",
+						       pg[k].count, sb.buf);
+					}
+				heap_path_groups_free(pg, npg);
+				strbuf_release(&sb);
+			}
+		}
+	}
+	heap_growth_free(gr, ngr);
+	heap_paths_free(p);
+	heap_analysis_free(a);
+	return EXIT_OK;
+}
+
+static int cmd_diff(int argc, char **argv)
+{
+	bool json = false;
+	const struct cli_option opts[] = {
+		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "the result as JSON" },
+		{ 0 },
+	};
+	struct heap_typestat **stats = NULL;
+	struct heap_graph **gs = NULL;
+	size_t *nstats = NULL, n, i;
+	int first, code;
+
+	if (cli_parse(argc, argv, "clrtap gcdump diff A B [C ...] [--json]", opts, &first, &code))
+		return code;
+	n = (size_t)(argc - first);
+	if (n < 2)
+		return cli_error(EXIT_USAGE, "diff needs at least two snapshot files");
+	if (n > 1000)
+		return cli_error(EXIT_USAGE, "at most 1000 snapshots");
+	stats = calloc(n, sizeof(*stats));
+	nstats = calloc(n, sizeof(*nstats));
+	gs = calloc(n, sizeof(*gs));
+	if (!stats || !nstats || !gs) {
+		code = cli_error(EXIT_ERROR, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		struct heap_analysis *a = NULL;
+
+		code = load(argv[first + (int)i], &gs[i]);
+		if (code)
+			goto out;
+		if (heap_analyze(gs[i], &a) || heap_typestats(gs[i], a, &stats[i], &nstats[i])) {
+			heap_analysis_free(a);
+			code = cli_error(EXIT_ERROR, "out of memory");
+			goto out;
+		}
+		heap_analysis_free(a);
+		/* only the last graph is kept (its paths are shown); the names of the others are needed */
+	}
+	code = print_growth(stats, nstats, n, gs[n - 1], json, (const char *const *)(argv + first));
+out:
+	for (i = 0; stats && i < n; i++) {
+		free(stats[i]);
+		heap_graph_free(gs[i]);
+	}
+	free(stats);
+	free(nstats);
+	free(gs);
+	return code;
+}
+
+static int parse_interval(const char *s, int64_t *ms)
+{
+	uint64_t v;
+	char num[32];
+	size_t n = strspn(s, "0123456789");
+	const char *unit = s + n;
+	uint64_t mul;
+
+	if (!n || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n);
+	num[n] = 0;
+	if (ct_parse_u64(num, 10, &v))
+		return -EINVAL;
+	if (!*unit || !strcmp(unit, "s"))
+		mul = 1000;
+	else if (!strcmp(unit, "ms"))
+		mul = 1;
+	else if (!strcmp(unit, "m"))
+		mul = 60000;
+	else
+		return -EINVAL;
+	if (v == 0 || v > 86400000ull / mul)
+		return -EINVAL;
+	*ms = (int64_t)(v * mul);
+	return 0;
+}
+
+static int cmd_watch(int argc, char **argv)
+{
+	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256 };
+	const char *every = "30s", *prefix = NULL;
+	bool json = false;
+	int count = 3;
+	const struct cli_option opts[] = {
+		CLI_TARGET_OPTIONS(&ta.to),
+		{ 0, "every", CLI_OPT_STRING, &every, "INTERVAL", "time between snapshots: 30s, 500ms, 2m (default 30s)" },
+		{ 0, "count", CLI_OPT_INT, &count, "N", "snapshots to take (default 3, at least 2)" },
+		{ 'o', "output", CLI_OPT_STRING, &prefix, "PREFIX", "also write PREFIX-1.heap, PREFIX-2.heap, ..." },
+		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "the result as JSON" },
+		TARGET_EXTRA(&ta),
+		{ 0 },
+	};
+	struct heap_typestat **stats = NULL;
+	size_t *nstats = NULL;
+	char **labels = NULL;
+	struct heap_graph *last = NULL;
+	int64_t interval;
+	int first, code, i, taken = 0;
+
+	if (cli_parse(argc, argv, "clrtap gcdump watch (-p PID | -n NAME) [--every 30s] [--count N]", opts,
+		      &first, &code))
+		return code;
+	if (first < argc)
+		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
+	if (parse_interval(every, &interval))
+		return cli_error(EXIT_USAGE, "--every wants a duration like 30s, 500ms or 2m");
+	if (count < 2 || count > 1000)
+		return cli_error(EXIT_USAGE, "--count must be 2..1000");
+	if ((code = check_target_args(&ta)))
+		return code;
+	stats = calloc((size_t)count, sizeof(*stats));
+	nstats = calloc((size_t)count, sizeof(*nstats));
+	labels = calloc((size_t)count, sizeof(*labels));
+	if (!stats || !nstats || !labels) {
+		code = cli_error(EXIT_ERROR, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < count; i++) {
+		struct heap_graph *g = NULL;
+		struct heap_analysis *a = NULL;
+		struct heap_typestat *ts = NULL;
+		size_t k;
+		char lbl[64];
+
+		if (i) {
+			int64_t waited = 0;
+
+			while (waited < interval && !cli_stop_requested) {
+				int64_t step = interval - waited < 100 ? interval - waited : 100;
+				struct timespec ts2 = { step / 1000, (step % 1000) * 1000000 };
+
+				nanosleep(&ts2, NULL);
+				waited += step;
+			}
+			if (cli_stop_requested)
+				break;
+		}
+		code = take_snapshot(&ta, &g);
+		if (code)
+			goto out;
+		if (prefix) {
+			char path[4096];
+
+			snprintf(path, sizeof(path), "%s-%d.heap", prefix, i + 1);
+			if ((code = write_snapshot(g, path))) {
+				heap_graph_free(g);
+				goto out;
+			}
+		}
+		if (heap_analyze(g, &a) || heap_typestats(g, a, &ts, &k)) {
+			heap_analysis_free(a);
+			heap_graph_free(g);
+			code = cli_error(EXIT_ERROR, "out of memory");
+			goto out;
+		}
+		heap_analysis_free(a);
+		/* the names live in g: copy them so g can go */
+		stats[i] = ts;
+		nstats[i] = k;
+		{
+			size_t j;
+
+			for (j = 0; j < k; j++)
+				ts[j].name = strdup(ts[j].name);
+			for (j = 0; j < k; j++)
+				if (!ts[j].name) {
+					heap_graph_free(g);
+					code = cli_error(EXIT_ERROR, "out of memory");
+					goto out;
+				}
+		}
+		snprintf(lbl, sizeof(lbl), "snapshot %d", i + 1);
+		labels[i] = strdup(lbl);
+		cli_info("snapshot %d of %d: %u objects, %" PRIu64 " bytes", i + 1, count, g->nnodes,
+			 heap_graph_bytes(g));
+		heap_graph_free(last);
+		last = g;
+		taken++;
+	}
+	if (taken < 2) {
+		code = cli_error(EXIT_PARTIAL, "interrupted after %d snapshot%s: nothing to compare", taken,
+				 taken == 1 ? "" : "s");
+		goto out;
+	}
+	code = print_growth(stats, nstats, (size_t)taken, last, json, (const char *const *)labels);
+	if (!code && taken < count)
+		code = cli_error(EXIT_PARTIAL, "interrupted: compared the %d snapshots taken", taken);
+out:
+	for (i = 0; stats && i < count; i++) {
+		size_t j;
+
+		for (j = 0; stats[i] && j < nstats[i]; j++)
+			free((char *)stats[i][j].name);
+		free(stats[i]);
+		if (labels)
+			free(labels[i]);
+	}
+	free(stats);
+	free(nstats);
+	free(labels);
+	heap_graph_free(last);
+	return code;
+}
+
+int cmd_gcdump(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		FILE *f = argc < 2 ? stderr : stdout;
+
+		fprintf(f, "usage: " USAGE "\n\n"
+			   "  collect (-p PID | -n NAME) [-o FILE]    take a heap snapshot into FILE\n"
+			   "  report (FILE | -p PID) [--json] [--path TYPE] [--html FILE]\n"
+			   "                                          types, retained sizes, paths, duplicated strings\n"
+			   "  diff A B [C ...] [--json]               types that grow in every snapshot\n"
+			   "  watch (-p PID) [--every 30s] [--count N] snapshots in a row; what only grows\n\n"
+			   "Each snapshot forces a full, blocking gen-2 GC in the target.\n"
+			   "'clrtap gcdump SUBCOMMAND --help' lists the options.\n");
+		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+	}
+	if (!strcmp(argv[1], "collect"))
+		return cmd_collect(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "report"))
+		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "diff"))
+		return cmd_diff(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "watch"))
+		return cmd_watch(argc - 1, argv + 1);
+	return cli_error(EXIT_USAGE, "unknown gcdump subcommand '%s' (collect, report, diff, watch)",
+			 argv[1]);
+}

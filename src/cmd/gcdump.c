@@ -594,6 +594,61 @@ static int cmd_report(int argc, char **argv)
 	return code;
 }
 
+/*
+ * For each growing type: the growing type (index into gr) whose objects
+ * dominate all of its objects in the last snapshot, or -1. A leak of items
+ * that each hold a payload then reads as one leak, the payload inside it.
+ */
+static void held_by(const struct heap_graph *g, const struct heap_analysis *a,
+		    const struct heap_growth *gr, size_t ngr, long *out)
+{
+	uint32_t *gtype = malloc(ngr * sizeof(*gtype));
+	long *of_type = calloc(g->ntypes ? g->ntypes : 1, sizeof(*of_type));
+	size_t i;
+	uint32_t v;
+
+	for (i = 0; i < ngr; i++)
+		out[i] = -1;
+	if (!gtype || !of_type)
+		goto out;
+	for (i = 0; i < g->ntypes; i++)
+		of_type[i] = -1;
+	for (i = 0; i < ngr; i++) {
+		gtype[i] = heap_graph_type_find(g, gr[i].name);
+		if (gtype[i] != HEAP_NONE)
+			of_type[gtype[i]] = (long)i;
+	}
+	for (i = 0; i < ngr; i++) {
+		long holder = -2; /* -2: none seen yet */
+
+		if (gtype[i] == HEAP_NONE)
+			continue;
+		for (v = 0; v < g->nnodes && holder != -1; v++) {
+			uint32_t x;
+			long found = -1;
+
+			if (g->type[v] != gtype[i])
+				continue;
+			for (x = a->idom[v]; x != HEAP_NONE && x < g->nnodes; x = a->idom[x]) {
+				long k = of_type[g->type[x]];
+
+				if (k >= 0 && (size_t)k != i) {
+					found = k;
+					break;
+				}
+			}
+			if (found < 0 || (holder >= 0 && holder != found))
+				holder = -1;
+			else
+				holder = found;
+		}
+		out[i] = holder >= 0 ? holder : -1;
+	}
+out:
+	free(gtype);
+	free(of_type);
+}
+
 /* Growth across snapshots: stats[i] belongs to snapshot i. */
 static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsnap,
 			const struct heap_graph *last, bool json, const char *const *labels)
@@ -601,18 +656,28 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 	struct heap_growth *gr = NULL;
 	struct heap_analysis *a = NULL;
 	struct heap_paths *p = NULL;
-	size_t ngr = 0, i, s;
+	size_t ngr = 0, i, s, ntop = 0;
+	long *holder = NULL;
 	char t1[32];
 	int err;
 
 	err = heap_growth_find(stats, nstats, nsnap, &gr, &ngr);
 	if (err)
 		return cli_error(EXIT_ERROR, "cannot compare: %s", strerror(-err));
-	if (last && ngr && (heap_analyze(last, &a) || heap_paths_new(last, &p))) {
+	holder = malloc((ngr ? ngr : 1) * sizeof(*holder));
+	if (!holder || (last && ngr && (heap_analyze(last, &a) || heap_paths_new(last, &p)))) {
 		heap_growth_free(gr, ngr);
 		heap_analysis_free(a);
+		free(holder);
 		return cli_error(EXIT_ERROR, "out of memory");
 	}
+	for (i = 0; i < ngr; i++)
+		holder[i] = -1;
+	if (a)
+		held_by(last, a, gr, ngr, holder);
+	for (i = 0; i < ngr; i++)
+		if (holder[i] < 0)
+			ntop++;
 	if (json) {
 		struct strbuf sb = STRBUF_INIT;
 
@@ -626,6 +691,10 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 		for (i = 0; i < ngr; i++) {
 			(void)strbuf_addf(&sb, "%s{", i ? "," : "");
 			cli_json_str(&sb, "type", gr[i].name, false);
+			if (holder[i] >= 0)
+				cli_json_str(&sb, "held_by", gr[holder[i]].name, true);
+			else
+				(void)strbuf_addstr(&sb, ",\"held_by\":null");
 			(void)strbuf_addstr(&sb, ",\"count\":[");
 			for (s = 0; s < nsnap; s++)
 				(void)strbuf_addf(&sb, "%s%" PRIu64, s ? "," : "", gr[i].count[s]);
@@ -649,9 +718,16 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 		fputs(sb.buf, stdout);
 		strbuf_release(&sb);
 	} else {
-		printf("Types whose count and retained bytes grow in every one of %zu snapshots: %zu\n", nsnap,
-		       ngr);
+		printf("Types whose count and retained bytes grow in every one of %zu snapshots: %zu",
+		       nsnap, ntop);
+		if (ngr > ntop)
+			printf(" (and %zu more growing types held by them)", ngr - ntop);
+		printf("\n");
 		for (i = 0; i < ngr; i++) {
+			size_t j;
+
+			if (holder[i] >= 0)
+				continue;
 			printf("\n  %s\n    count   ", gr[i].name);
 			for (s = 0; s < nsnap; s++)
 				printf("%s%s", s ? " -> " : "", thousands(gr[i].count[s], t1, sizeof(t1)));
@@ -676,8 +752,13 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 				heap_path_groups_free(pg, npg);
 				strbuf_release(&sb);
 			}
+			for (j = 0; j < ngr; j++)
+				if (holder[j] == (long)i)
+					printf("    held by it, growing too: %s (count %" PRIu64 " -> %" PRIu64 ")\n",
+					       gr[j].name, gr[j].count[0], gr[j].count[nsnap - 1]);
 		}
 	}
+	free(holder);
 	heap_growth_free(gr, ngr);
 	heap_paths_free(p);
 	heap_analysis_free(a);

@@ -199,9 +199,29 @@ static void flush_types(const struct heap_collect_opts *o)
 	(void)ipc_session_run(o->ep, &cfg, &so, &res, &rerr);
 }
 
+/* Gone, or a zombie (dead but not yet reaped by its parent). */
 static bool target_gone(pid_t pid)
 {
-	return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+	char path[64], buf[512];
+	const char *rp;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0)
+		return false;
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
 static int one_session(const struct heap_collect_opts *o, unsigned attempt,

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# clrtap gcdump against real fixtures with known heaps (sample heap, sample strings):
+#  - leak: exactly N HeapLeakItem (32 bytes each), each retaining its own
+#    32-byte HeapLeakPayload: retained = N x 64; the path goes from the static
+#    root through List<HeapLeakItem> and its array to the item;
+#  - dominator: the hand-computed retained sizes (a spanning tree would give
+#    DomLeft 96);
+#  - strings: the exact duplicated value and its count;
+#  - watch / diff on a leak at a known rate with churn: only HeapLeakItem grows
+#    (its payload is listed as held by it); the churned types do not;
+#  - the same leak facts in a namespaced fixture;
+#  - truncated / corrupt / foreign snapshot files, a process that exits during
+#    the snapshot, bad command lines: clear errors and exit codes.
+. "$(dirname "$0")/lib.sh"
+
+N=1234
+ITEM=Clrtap.Fixtures.HeapLeakItem
+PAYLOAD=Clrtap.Fixtures.HeapLeakPayload
+LIST="System.Collections.Generic.List<$ITEM>"
+
+# pyj FILE EXPR: evaluates EXPR with d = the JSON document; t(name) = its type row.
+pyj() {
+	python3 - "$1" "$2" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+def t(name):
+    return next((x for x in d.get("types", []) if x["type"] == name), None)
+ok = eval(sys.argv[2])
+if not ok:
+    print(json.dumps(d)[:2000], file=sys.stderr)
+sys.exit(0 if ok else 1)
+EOF
+}
+
+check_leak() { # LABEL PID
+	local label=$1 pid=$2
+	expect_exit "$label: collect" 0 "$CLRTAP" gcdump collect -p "$pid" -o "$WORK/leak.heap"
+	contains "$label: collect says it forced a blocking GC" "$ERR" "forcing a full, blocking gen-2 GC"
+	check "$label: collect reports the pause it caused" bash -c 'grep -qE "paused the process for [0-9]+\.[0-9]+ ms" <<<"$1"' _ "$OUT"
+	expect_exit "$label: report --json --path" 0 "$CLRTAP" gcdump report "$WORK/leak.heap" --json --top 0 --path "$ITEM"
+	printf '%s\n' "$OUT" >"$WORK/leak.json"
+	check "$label: exactly $N $ITEM" pyj "$WORK/leak.json" "t('$ITEM')['count'] == $N"
+	check "$label: shallow bytes = $N x 32" pyj "$WORK/leak.json" "t('$ITEM')['shallow'] == $N * 32"
+	check "$label: retained bytes = $N x 64 (item + its payload)" pyj "$WORK/leak.json" "t('$ITEM')['retained'] == $N * 64"
+	check "$label: exactly $N payloads" pyj "$WORK/leak.json" "t('$PAYLOAD')['count'] == $N"
+	check "$label: the list retains at least the items" pyj "$WORK/leak.json" "t('$LIST')['retained'] >= $N * 64 + 8 * $N"
+	check "$label: one path group holds all $N items" pyj "$WORK/leak.json" \
+		"d['paths']['groups'][0]['count'] == $N and len(d['paths']['groups']) == 1"
+	check "$label: path = static root -> List -> array -> item" pyj "$WORK/leak.json" \
+		"d['paths']['groups'][0]['path'] == ['$LIST', '$ITEM[]', '$ITEM'] and d['paths']['groups'][0]['root'] == 'static variable'"
+	check "$label: strings were read from the target" pyj "$WORK/leak.json" \
+		"d['strings']['read'] and d['strings']['compared'] > 0"
+	expect_exit "$label: text report with --path" 0 "$CLRTAP" gcdump report "$WORK/leak.heap" --path "$ITEM"
+	contains "$label: text path line" "$OUT" "[static variable] $LIST -> $ITEM[] -> $ITEM"
+	check "$label: text row for $ITEM" bash -c 'grep -qE "^ +[0-9,]+ +[0-9,]+ +1,234  $1\$" <<<"$2"' _ "$ITEM" "$OUT"
+}
+
+# 1. The leak, on the host; the snapshot is also written as HTML.
+start_fixture heap --shape leak --count $N
+LEAK_PID=$FIX_PID
+check_leak host "$LEAK_PID"
+expect_exit "html view" 0 "$CLRTAP" gcdump report "$WORK/leak.heap" --html "$WORK/leak.html"
+check "html is self-contained (no external URLs)" bash -c '! grep -qE "(src|href)=\"?https?:" "$1"' _ "$WORK/leak.html"
+check "html holds the leaking type" grep -q "$ITEM" "$WORK/leak.html"
+# report straight from the process
+expect_exit "report -p" 0 "$CLRTAP" gcdump report -p "$LEAK_PID" --json --top 0
+printf '%s\n' "$OUT" >"$WORK/live.json"
+check "report -p: exactly $N items" pyj "$WORK/live.json" "t('$ITEM')['count'] == $N and t('$ITEM')['retained'] == $N * 64"
+check "report -p: the GC was induced, gen 2, blocking" pyj "$WORK/live.json" \
+	"d['gc']['induced'] and d['gc']['generation'] == 2 and d['gc']['blocking'] and d['lost_events'] == 0"
+# a process that exits during the snapshot
+start_fixture heap --shape big --count 3000000
+BIG=$FIX_PID
+"$CLRTAP" gcdump collect -p "$BIG" -o "$WORK/big.heap" >"$WORK/exit.out" 2>"$WORK/exit.err" &
+CPID=$!
+wait_for_line "$WORK/exit.err" "forcing" 20 >/dev/null 2>&1
+sleep 0.3
+kill -KILL "$BIG"
+wait "$CPID"
+RC=$?
+equals "process killed during the snapshot: exit 3 (no process)" "$RC" 3
+check "process killed during the snapshot: says so" grep -qE "no snapshot: the process ended|no snapshot|process" "$WORK/exit.err"
+check "process killed during the snapshot: no file" test ! -e "$WORK/big.heap"
+stop_fixture "$LEAK_PID"
+
+# 2. The dominator shape.
+start_fixture heap --shape dominator
+expect_exit "dominator: report -p" 0 "$CLRTAP" gcdump report -p "$FIX_PID" --json --top 0
+printf '%s\n' "$OUT" >"$WORK/dom.json"
+for pair in DomHolder:152 DomLeft:24 DomRight:24 DomShared:72 DomPayload:48; do
+	name=Clrtap.Fixtures.${pair%%:*}
+	want=${pair##*:}
+	check "dominator: $name retains $want bytes" pyj "$WORK/dom.json" "t('$name')['retained'] == $want and t('$name')['count'] == 1"
+done
+stop_fixture "$FIX_PID"
+
+# 3. Duplicated strings: 5000 copies of "duplicated-string-value" (23 chars).
+start_fixture strings --count 5000
+wait_for_line "$FIX_OUT" '^DONE ' 60 "$FIX_PID" || not_ok "strings fixture done"
+expect_exit "strings: report -p" 0 "$CLRTAP" gcdump report -p "$FIX_PID" --json
+printf '%s\n' "$OUT" >"$WORK/str.json"
+check "strings: the top duplicated value is exact, 5000 copies" pyj "$WORK/str.json" \
+	"d['strings']['top'][0]['value'] == 'duplicated-string-value' and d['strings']['top'][0]['count'] == 5000"
+check "strings: 23 chars, wasted = 4999 copies x 68 bytes" pyj "$WORK/str.json" \
+	"d['strings']['top'][0]['chars'] == 23 and d['strings']['top'][0]['wasted'] == 4999 * 68"
+check "strings: the contents were read, none moved" pyj "$WORK/str.json" \
+	"d['strings']['read'] and d['strings']['moved'] == 0 and 'process_vm_readv' in d['strings']['how']"
+expect_exit "strings: text" 0 "$CLRTAP" gcdump report -p "$FIX_PID"
+check "strings: text line" bash -c 'grep -qE "^ +[0-9,]+ +5000  \"duplicated-string-value\"$" <<<"$1"' _ "$OUT"
+stop_fixture "$FIX_PID"
+
+# 4. A leak at a known rate with churn: watch and diff report only the leak.
+start_fixture heap --shape leak --count 100 --per-second 2000
+expect_exit "watch" 0 "$CLRTAP" gcdump watch -p "$FIX_PID" --every 1s --count 3 --json -o "$WORK/w"
+printf '%s\n' "$OUT" >"$WORK/watch.json"
+check "watch: the only growing type (not held by another) is $ITEM" pyj "$WORK/watch.json" \
+	"[g['type'] for g in d['growing'] if g['held_by'] is None] == ['$ITEM']"
+check "watch: its payload is held by it" pyj "$WORK/watch.json" \
+	"all(g['held_by'] == '$ITEM' for g in d['growing'] if g['type'] != '$ITEM')"
+check "watch: its count grows by about 2000/s each interval" pyj "$WORK/watch.json" \
+	"[g for g in d['growing'] if g['type'] == '$ITEM'][0]['count'][2] - [g for g in d['growing'] if g['type'] == '$ITEM'][0]['count'][0] >= 2000"
+check "watch: the path of the growth is the static list" pyj "$WORK/watch.json" \
+	"[g for g in d['growing'] if g['type'] == '$ITEM'][0]['paths'][0]['path'] == ['$LIST', '$ITEM[]', '$ITEM']"
+check "watch: the churned types are not reported" pyj "$WORK/watch.json" \
+	"not any('HeapChurn' in g['type'] for g in d['growing'])"
+expect_exit "diff of the three snapshots" 0 "$CLRTAP" gcdump diff "$WORK/w-1.heap" "$WORK/w-2.heap" "$WORK/w-3.heap"
+contains "diff: text names the leak" "$OUT" "grow in every one of 3 snapshots: 1"
+contains "diff: the leak's path" "$OUT" "[static variable] $LIST -> $ITEM[] -> $ITEM"
+contains "diff: the payload is held by it" "$OUT" "held by it, growing too: $PAYLOAD"
+lacks "diff: no churn type" "$OUT" "HeapChurn"
+stop_fixture "$FIX_PID"
+
+# 5. Namespaced fixture.
+start_fixture_ns heap --shape leak --count $N
+check_leak namespaced "$FIX_PID"
+
+# 6. Bad snapshot files and command lines.
+cp "$WORK/leak.heap" "$WORK/good.heap"
+SZ=$(stat -c %s "$WORK/good.heap")
+head -c $((SZ / 2)) "$WORK/good.heap" >"$WORK/trunc.heap"
+expect_exit "truncated file: bad input" 8 "$CLRTAP" gcdump report "$WORK/trunc.heap"
+contains "truncated file: says which part" "$ERR" "section is missing or cut"
+python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[len(b) // 3] ^= 0x41; open(sys.argv[2], "wb").write(b)' \
+	"$WORK/good.heap" "$WORK/flip.heap"
+expect_exit "corrupt file: bad input" 8 "$CLRTAP" gcdump report "$WORK/flip.heap"
+contains "corrupt file: says it is damaged" "$ERR" "damaged"
+head -c 300 /dev/urandom >"$WORK/noise.heap"
+expect_exit "not a snapshot: bad input" 8 "$CLRTAP" gcdump report "$WORK/noise.heap"
+contains "not a snapshot: says so" "$ERR" "not a clrtap heap snapshot"
+: >"$WORK/empty.heap"
+expect_exit "empty file: bad input" 8 "$CLRTAP" gcdump report "$WORK/empty.heap"
+expect_exit "missing file" 1 "$CLRTAP" gcdump report "$WORK/nope.heap"
+expect_exit "diff: truncated second file" 8 "$CLRTAP" gcdump diff "$WORK/good.heap" "$WORK/trunc.heap"
+expect_exit "diff needs two files" 2 "$CLRTAP" gcdump diff "$WORK/good.heap"
+expect_exit "report: unknown type for --path" 2 "$CLRTAP" gcdump report "$WORK/good.heap" --path No.Such.Type
+expect_exit "watch: bad --every" 2 "$CLRTAP" gcdump watch -p 1 --every 3x
+expect_exit "watch: --count 1" 2 "$CLRTAP" gcdump watch -p 1 --count 1
+expect_exit "unknown subcommand" 2 "$CLRTAP" gcdump frobnicate
+expect_exit "collect: dead pid" 3 "$CLRTAP" gcdump collect -p 999999
+expect_exit "collect: not .NET" 4 "$CLRTAP" gcdump collect -p $$
+
+finish

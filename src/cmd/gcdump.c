@@ -519,7 +519,7 @@ static int cmd_collect(int argc, char **argv)
 		{ 0 },
 	};
 	struct heap_graph *g = NULL;
-	char defpath[64], t1[32], t2[32];
+	char defpath[64], t1[32], t2[32], t3[32];
 	int first, code;
 
 	if (cli_parse(argc, argv, "clrtap gcdump collect (-p PID | -n NAME) [-o FILE]", opts, &first, &code))
@@ -537,9 +537,9 @@ static int cmd_collect(int argc, char **argv)
 	}
 	code = write_snapshot(g, out);
 	if (!code) {
-		printf("wrote %s: %s objects, %s bytes, %u references, %u roots\n", out,
+		printf("wrote %s: %s objects, %s bytes, %s references, %u roots\n", out,
 		       thousands(g->nnodes, t1, sizeof(t1)), thousands(heap_graph_bytes(g), t2, sizeof(t2)),
-		       g->nedges, g->nroots);
+		       thousands(g->nedges, t3, sizeof(t3)), g->nroots);
 		if (g->meta.pause_ns)
 			printf("the forced gen-2 GC #%u paused the process for %.3f ms (heap walk included)\n",
 			       g->meta.gc_count, g->meta.pause_ns / 1e6);

@@ -59,7 +59,10 @@ struct sess {
 static int pipe_sink(void *ctx, const void *buf, size_t n)
 {
 	struct sess *s = ctx;
+	int err;
 
+	if (s->o->tee_fd > 0 && (err = ct_write_all(s->o->tee_fd, buf, n)))
+		return err;
 	return ct_write_all(s->wfd, buf, n);
 }
 
@@ -239,6 +242,8 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 	uint64_t nodes, edges;
 
 	*retry = false;
+	if (o->tee_fd > 0 && (ftruncate(o->tee_fd, 0) || lseek(o->tee_fd, 0, SEEK_SET) < 0))
+		return -errno;
 	cfg.providers = &prov;
 	cfg.nproviders = 1;
 	cfg.buffer_mb = o->buffer_mb ? o->buffer_mb : 256;

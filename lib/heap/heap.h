@@ -247,6 +247,7 @@ struct heap_collect_opts {
 	struct heap_limits limits;
 	void (*progress)(void *ctx, const struct heap_progress *p);
 	void *ctx;
+	int tee_fd;              /* > 0: the heap session's raw nettrace bytes are also written here */
 };
 
 struct heap_collect_result {

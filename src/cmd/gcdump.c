@@ -71,6 +71,7 @@ static int collect_error(const struct heap_collect_result *res, int err)
 
 struct target_args {
 	struct cli_target_opts to;
+	const char *nettrace;
 	int timeout_s;
 	int buffer_mb;
 	bool no_strings;
@@ -96,8 +97,15 @@ static int take_snapshot(const struct target_args *ta, struct heap_graph **g)
 	o.timeout_ms = ta->timeout_s * 1000;
 	o.stop = &cli_stop_requested;
 	o.progress = on_progress;
+	if (ta->nettrace) {
+		o.tee_fd = open(ta->nettrace, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (o.tee_fd < 0)
+			return cli_error(EXIT_ERROR, "cannot write %s: %s", ta->nettrace, strerror(errno));
+	}
 	cli_catch_stop_signals();
 	err = heap_collect(&o, g, &res);
+	if (o.tee_fd > 0)
+		close(o.tee_fd);
 	if (err)
 		return collect_error(&res, err);
 	if (is_tty)
@@ -391,6 +399,7 @@ static int report(const struct heap_graph *g, bool json, int top, const char *pa
 
 			(void)strbuf_addf(&sb, "%s{", i ? "," : "");
 			cli_json_str(&sb, "type", g->types[t].name, false);
+			(void)strbuf_addf(&sb, ",\"id\":\"0x%" PRIx64 "\"", g->types[t].id);
 			cli_json_u64(&sb, "count", a->type_count[t], true);
 			cli_json_u64(&sb, "shallow", a->type_shallow[t], true);
 			cli_json_u64(&sb, "retained", a->type_retained[t], true);
@@ -515,6 +524,7 @@ static int cmd_collect(int argc, char **argv)
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&ta.to),
 		{ 'o', "output", CLI_OPT_STRING, &out, "FILE", "the snapshot file (default PID.heap)" },
+		{ 0, "nettrace", CLI_OPT_STRING, &ta.nettrace, "FILE", "also keep the heap session's events as a .nettrace" },
 		TARGET_EXTRA(&ta),
 		{ 0 },
 	};

@@ -8,12 +8,15 @@
 #  - strings: the exact duplicated value and its count;
 #  - watch / diff on a leak at a known rate with churn: only HeapLeakItem grows
 #    (its payload is listed as held by it); the churned types do not;
+#  - type counts and bytes equal to what TraceEvent's parsers read from the
+#    same heap session (collect --nettrace; tests/fixtures/techeck --heap);
 #  - the same leak facts in a namespaced fixture;
 #  - truncated / corrupt / foreign snapshot files, a process that exits during
 #    the snapshot, bad command lines: clear errors and exit codes.
 . "$(dirname "$0")/lib.sh"
 
 N=1234
+TECHECK=${TECHECK:-$ROOT/build/fixtures/techeck/techeck.dll}
 ITEM=Clrtap.Fixtures.HeapLeakItem
 PAYLOAD=Clrtap.Fixtures.HeapLeakPayload
 LIST="System.Collections.Generic.List<$ITEM>"
@@ -68,6 +71,32 @@ printf '%s\n' "$OUT" >"$WORK/live.json"
 check "report -p: exactly $N items" pyj "$WORK/live.json" "t('$ITEM')['count'] == $N and t('$ITEM')['retained'] == $N * 64"
 check "report -p: the GC was induced, gen 2, blocking" pyj "$WORK/live.json" \
 	"d['gc']['induced'] and d['gc']['generation'] == 2 and d['gc']['blocking'] and d['lost_events'] == 0"
+# cross-check with TraceEvent on the same GC: the raw events kept by --nettrace
+expect_exit "collect --nettrace" 0 "$CLRTAP" gcdump collect -p "$LEAK_PID" -o "$WORK/x.heap" --nettrace "$WORK/x.nettrace"
+if [ ! -f "$TECHECK" ]; then
+	ok "# SKIP TraceEvent cross-check: $TECHECK not built"
+else
+	dotnet "$TECHECK" --heap "$WORK/x.nettrace" >"$WORK/te-heap.txt" 2>"$WORK/te-heap.err"
+	"$CLRTAP" gcdump report "$WORK/x.heap" --json --top 0 >"$WORK/x.json"
+	check "TraceEvent: same objects, bytes and per-type counts and bytes (by type id)" python3 - "$WORK/te-heap.txt" "$WORK/x.json" <<'EOF'
+import json, sys
+te, tot = {}, {}
+for line in open(sys.argv[1]):
+    p = line.split(" ", 4)
+    if p[0] == "type":
+        te[int(p[1], 16)] = (int(p[2]), int(p[3]))
+    elif len(p) == 2:
+        tot[p[0]] = int(p[1])
+d = json.load(open(sys.argv[2]))
+ours = {int(t["id"], 16): (t["count"], t["shallow"]) for t in d["types"]}
+ok = te == ours and tot.get("objects") == d["objects"] and tot.get("bytes") == d["bytes"] and len(te) > 50
+if not ok:
+    print("TraceEvent", tot, len(te), "clrtap", d["objects"], d["bytes"], len(ours), file=sys.stderr)
+    print(sorted(set(te.items()) ^ set(ours.items()))[:20], file=sys.stderr)
+sys.exit(0 if ok else 1)
+EOF
+	check "TraceEvent: $N $ITEM there too" grep -qE "^type 0x[0-9a-f]+ $N $((N * 32)) $ITEM\$" "$WORK/te-heap.txt"
+fi
 # a process that exits during the snapshot
 start_fixture heap --shape big --count 3000000
 BIG=$FIX_PID

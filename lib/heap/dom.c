@@ -226,8 +226,7 @@ void heap_analysis_free(struct heap_analysis *a)
  * type dominates, summed (so nested ones are not counted twice). One walk of
  * the dominator tree with a per-type "open on the current path" counter.
  */
-static int type_retained(const struct heap_graph *g, struct lt *t, const uint64_t *rs,
-			 struct heap_analysis *a)
+static int type_retained(const struct heap_graph *g, struct lt *t, struct heap_analysis *a)
 {
 	uint32_t *cstart = calloc((size_t)t->N + 2, sizeof(*cstart));
 	uint32_t *child = malloc(((size_t)t->N + 1) * sizeof(*child));
@@ -261,7 +260,7 @@ static int type_retained(const struct heap_graph *g, struct lt *t, const uint64_
 				uint32_t ty = g->type[node];
 
 				if (!open[ty]++)
-					a->type_retained[ty] += rs[v];
+					a->type_retained[ty] += a->retained[node];
 			}
 		}
 		if (pos[v] < cstart[v + 1]) {
@@ -286,7 +285,6 @@ int heap_analyze(const struct heap_graph *g, struct heap_analysis **out)
 {
 	struct lt t = { 0 };
 	struct heap_analysis *a;
-	uint64_t *rs = NULL;
 	uint32_t i, d;
 	int err = -ENOMEM;
 
@@ -320,6 +318,7 @@ int heap_analyze(const struct heap_graph *g, struct heap_analysis **out)
 	if (err)
 		goto fail;
 	lengauer_tarjan(&t);
+	/* what the rest needs: dfn, vertex, idom (DFS space), stack */
 	free(t.preds);
 	t.preds = NULL;
 	free(t.pstart);
@@ -328,24 +327,30 @@ int heap_analyze(const struct heap_graph *g, struct heap_analysis **out)
 	t.ancestor = NULL;
 	free(t.label);
 	t.label = NULL;
+	free(t.semi);
+	t.semi = NULL;
+	free(t.bhead);
+	t.bhead = NULL;
+	free(t.bnext);
+	t.bnext = NULL;
+	free(t.parent);
+	t.parent = NULL;
 	err = -ENOMEM;
-	rs = calloc((size_t)t.N + 1, sizeof(*rs));
 	a->idom = malloc((size_t)t.n * sizeof(*a->idom));
 	a->retained = calloc(t.n, sizeof(*a->retained));
 	a->type_count = calloc(g->ntypes ? g->ntypes : 1, sizeof(uint64_t));
 	a->type_shallow = calloc(g->ntypes ? g->ntypes : 1, sizeof(uint64_t));
 	a->type_retained = calloc(g->ntypes ? g->ntypes : 1, sizeof(uint64_t));
-	if (!rs || !a->idom || !a->retained || !a->type_count || !a->type_shallow ||
-	    !a->type_retained)
+	if (!a->idom || !a->retained || !a->type_count || !a->type_shallow || !a->type_retained)
 		goto fail;
+	/* retained sizes in node space: children (higher DFS numbers) first */
 	for (d = 2; d <= t.N; d++)
-		rs[d] = g->size[t.vertex[d]];
+		a->retained[t.vertex[d]] = g->size[t.vertex[d]];
 	for (d = t.N; d >= 2; d--)
-		rs[t.idom[d]] += rs[d];
+		a->retained[t.vertex[t.idom[d]]] += a->retained[t.vertex[d]];
 	for (i = 0; i < t.n; i++) {
 		d = t.dfn[i];
 		a->idom[i] = d >= 2 ? t.vertex[t.idom[d]] : HEAP_NONE;
-		a->retained[i] = d ? rs[d] : 0;
 	}
 	a->reachable = t.N - 1;
 	for (i = 0; i < g->nnodes; i++) {
@@ -354,15 +359,15 @@ int heap_analyze(const struct heap_graph *g, struct heap_analysis **out)
 		if (!t.dfn[i])
 			a->unreachable_bytes += g->size[i];
 	}
-	err = type_retained(g, &t, rs, a);
+	free(t.dfn);
+	t.dfn = NULL;
+	err = type_retained(g, &t, a);
 	if (err)
 		goto fail;
-	free(rs);
 	lt_free(&t);
 	*out = a;
 	return 0;
 fail:
-	free(rs);
 	lt_free(&t);
 	heap_analysis_free(a);
 	return err;

@@ -143,7 +143,8 @@ static void vec_free(struct vec *v)
 }
 
 struct bnode {
-	uint64_t addr, size, type_id;
+	uint64_t addr, size;
+	uint32_t type; /* index into types (a placeholder until its BulkType comes) */
 	uint32_t nedges;
 };
 
@@ -169,6 +170,8 @@ struct heap_builder {
 	size_t type_bytes;
 	struct stream_idx sn, se, sr, sc;
 	uint64_t edges_expected;
+	uint64_t last_tid;
+	uint32_t last_tix, zero_tix;
 	bool in_gc, done, past;
 	uint32_t gc_count;
 	int64_t gc_start_ts, suspend_ts, pause_start;
@@ -188,6 +191,8 @@ int heap_builder_new(struct heap_builder **out, const struct heap_limits *lim)
 	b->edges.elem = sizeof(uint64_t);
 	b->roots.elem = sizeof(struct broot);
 	b->types.elem = sizeof(struct heap_type);
+	b->last_tix = HEAP_NONE;
+	b->zero_tix = HEAP_NONE;
 	*out = b;
 	return 0;
 }
@@ -317,6 +322,49 @@ static int add_type(struct heap_builder *b, uint64_t id, char *name)
 	return err;
 }
 
+/* The index of type id tid, a nameless placeholder when no BulkType named it yet. */
+static int type_index(struct heap_builder *b, uint64_t tid, uint32_t *out)
+{
+	uint32_t *ix;
+	struct heap_type *t;
+	int err;
+
+	if (tid == b->last_tid && b->last_tix != HEAP_NONE) {
+		*out = b->last_tix;
+		return 0;
+	}
+	if (tid == 0 && b->zero_tix != HEAP_NONE) {
+		*out = b->zero_tix;
+		return 0;
+	}
+	ix = tid ? u64map_get(&b->type_ix, tid) : NULL;
+	if (!ix) {
+		if (b->types.n >= HEAP_MAX_TYPES)
+			return -EFBIG;
+		t = vec_push(&b->types, HEAP_MAX_TYPES);
+		if (!t)
+			return -ENOMEM;
+		t->id = tid;
+		t->name = NULL;
+		if (tid) {
+			err = u64map_put(&b->type_ix, tid, (uint32_t)(b->types.n - 1));
+			if (err) {
+				b->types.n--;
+				return err;
+			}
+			ix = u64map_get(&b->type_ix, tid);
+		} else {
+			b->zero_tix = (uint32_t)(b->types.n - 1);
+			*out = b->zero_tix;
+			return 0;
+		}
+	}
+	b->last_tid = tid;
+	b->last_tix = *ix;
+	*out = *ix;
+	return 0;
+}
+
 static int on_bulk_type(struct heap_builder *b, const struct nt_event *ev)
 {
 	struct nt_gc_bulk bulk;
@@ -364,8 +412,12 @@ static int on_nodes(struct heap_builder *b, const struct nt_event *ev)
 			return b->nodes.n >= b->lim.max_nodes ? -EFBIG : -ENOMEM;
 		bn->addr = n.address;
 		bn->size = n.size;
-		bn->type_id = n.type_id;
 		bn->nedges = (uint32_t)n.edge_count;
+		err = type_index(b, n.type_id, &bn->type);
+		if (err) {
+			b->nodes.n--;
+			return err;
+		}
 		b->edges_expected += n.edge_count;
 	}
 	return 0;
@@ -561,37 +613,100 @@ int heap_builder_nodes_of_type(const struct heap_builder *b, const char *type_na
 {
 	const struct heap_type *t = b->types.p;
 	const struct bnode *n = b->nodes.p;
-	uint64_t id = 0;
-	size_t i;
+	size_t i, ix = b->types.n;
 	int err;
 
 	for (i = 0; i < b->types.n; i++)
-		if (!strcmp(t[i].name, type_name)) {
-			id = t[i].id;
+		if (t[i].name && !strcmp(t[i].name, type_name) && t[i].id) {
+			ix = i;
 			break;
 		}
-	if (!id)
+	if (ix == b->types.n)
 		return 0;
 	for (i = 0; i < b->nodes.n; i++)
-		if (n[i].type_id == id && (err = fn(ctx, n[i].addr, n[i].size, id)))
+		if (n[i].type == ix && (err = fn(ctx, n[i].addr, n[i].size, t[ix].id)))
 			return err;
 	return 0;
 }
 
 /* ----- finishing ----- */
 
-static int cmp_by_addr(const void *a, const void *b, void *ctx)
+/*
+ * Sorts perm by node address: a natural merge sort, since the walk gives a
+ * few long ascending runs (one per heap region); stable, so a duplicate
+ * report keeps its arrival order. O(n log runs); tmp has n entries.
+ */
+static void sort_by_addr(const struct bnode *bn, uint32_t *perm, uint32_t *tmp, uint32_t n)
 {
-	const struct bnode *nodes = ctx;
-	uint64_t x = nodes[*(const uint32_t *)a].addr;
-	uint64_t y = nodes[*(const uint32_t *)b].addr;
+	uint32_t *src = perm, *dst = tmp;
+	bool sorted = false;
 
-	return x < y ? -1 : x > y;
+	while (!sorted) {
+		uint32_t i = 0, runs = 0;
+
+		while (i < n) {
+			uint32_t a = i, am, b, bm, o = i;
+
+			for (am = a + 1; am < n && bn[src[am - 1]].addr <= bn[src[am]].addr; am++)
+				;
+			b = am;
+			for (bm = b + (b < n); bm < n && bn[src[bm - 1]].addr <= bn[src[bm]].addr; bm++)
+				;
+			if (b >= n)
+				bm = n;
+			while (a < am && b < bm)
+				dst[o++] = bn[src[b]].addr < bn[src[a]].addr ? src[b++] : src[a++];
+			while (a < am)
+				dst[o++] = src[a++];
+			while (b < bm)
+				dst[o++] = src[b++];
+			i = bm;
+			runs++;
+		}
+		sorted = runs <= 1;
+		{
+			uint32_t *t = src;
+
+			src = dst;
+			dst = t;
+		}
+	}
+	if (src != perm)
+		memcpy(perm, src, (size_t)n * sizeof(*perm));
 }
 
-static uint32_t find_node(const uint64_t *addr, uint32_t n, uint64_t a)
+/*
+ * Index of the node at address a, or HEAP_NONE: an exponential search from
+ * *hint (references often point near the previous one: array elements,
+ * objects allocated together), then binary search.
+ */
+static uint32_t find_node(const uint64_t *addr, uint32_t n, uint64_t a, uint32_t *hint)
 {
-	uint32_t lo = 0, hi = n;
+	uint32_t lo = 0, hi = n, h = *hint < n ? *hint : 0, step = 1;
+
+	if (addr[h] == a)
+		return h;
+	if (addr[h] < a) {
+		lo = h + 1;
+		while (lo < n && addr[lo] < a && step < n) {
+			h = lo;
+			lo += step;
+			step *= 2;
+		}
+		if (lo < n && addr[lo] == a) {
+			*hint = lo;
+			return lo;
+		}
+		hi = lo < n ? lo : n;
+		lo = h + 1;
+	} else {
+		hi = h;
+		while (hi > step && addr[hi - step] > a) {
+			hi -= step;
+			step *= 2;
+		}
+		lo = hi > step ? hi - step : 0;
+	}
 
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
@@ -601,7 +716,11 @@ static uint32_t find_node(const uint64_t *addr, uint32_t n, uint64_t a)
 		else
 			hi = mid;
 	}
-	return lo < n && addr[lo] == a ? lo : HEAP_NONE;
+	if (lo < n && addr[lo] == a) {
+		*hint = lo;
+		return lo;
+	}
+	return HEAP_NONE;
 }
 
 static int cmp_root(const void *a, const void *b)
@@ -619,7 +738,7 @@ int heap_builder_finish(struct heap_builder *b, struct heap_graph **out)
 {
 	const struct bnode *bn = b->nodes.p;
 	const uint64_t *be = b->edges.p;
-	uint32_t n = (uint32_t)b->nodes.n, i, *perm = NULL, *estart_in = NULL;
+	uint32_t n = (uint32_t)b->nodes.n, i, *perm = NULL, *estart_in = NULL, hint = 0;
 	struct heap_graph *g;
 	uint64_t e;
 	int err = -ENOMEM;
@@ -648,54 +767,38 @@ int heap_builder_finish(struct heap_builder *b, struct heap_graph **out)
 		estart_in[i] = (uint32_t)e;
 		e += bn[i].nedges;
 	}
-	/* sorted by address (the walk is mostly in order already) */
+	/* sorted by address (one heap's walk comes in order: then no sort) */
 	for (i = 0; i < n; i++)
 		perm[i] = i;
-	qsort_r(perm, n, sizeof(*perm), cmp_by_addr, (void *)bn);
-	for (i = 0; i < n; i++)
-		g->addr[i] = bn[perm[i]].addr;
-	/* a node reported twice keeps its first copy: duplicates are dropped below */
-	/* types: every type id used gets an entry (unknown ids a placeholder name) */
-	for (i = 0; i < n; i++) {
-		uint64_t tid = bn[perm[i]].type_id;
-		uint32_t *ix = u64map_get(&b->type_ix, tid);
+	for (i = 1; i < n && bn[i - 1].addr <= bn[i].addr; i++)
+		;
+	if (i < n) {
+		uint32_t *tmp = malloc((size_t)n * sizeof(*tmp));
 
-		if (!ix) {
-			char *name = malloc(32);
-
-			if (!name)
-				goto fail;
-			snprintf(name, 32, "UNKNOWN 0x%" PRIx64, tid);
-			err = tid ? add_type(b, tid, name) : (free(name), -EBADMSG);
-			if (err == -EBADMSG) {
-				/* type id 0: give it a shared placeholder */
-				err = 0;
-				g->type[i] = HEAP_NONE;
-				continue;
-			}
-			if (err)
-				goto fail;
-			ix = u64map_get(&b->type_ix, tid);
-		}
-		g->type[i] = *ix;
+		if (!tmp)
+			goto fail;
+		sort_by_addr(bn, perm, tmp, n);
+		free(tmp);
 	}
+	for (i = 0; i < n; i++) {
+		g->addr[i] = bn[perm[i]].addr;
+		g->type[i] = bn[perm[i]].type;
+	}
+	/* types never named by a BulkType get a placeholder name */
 	{
-		/* placeholder for type id 0 */
-		bool need0 = false;
+		struct heap_type *t = b->types.p;
+		size_t k;
 
-		for (i = 0; i < n; i++)
-			if (g->type[i] == HEAP_NONE)
-				need0 = true;
-		if (need0) {
-			struct heap_type *t = vec_push(&b->types, HEAP_MAX_TYPES + 1);
-
-			if (!t || !(t->name = strdup("UNKNOWN")))
-				goto fail;
-			t->id = 0;
-			for (i = 0; i < n; i++)
-				if (g->type[i] == HEAP_NONE)
-					g->type[i] = (uint32_t)(b->types.n - 1);
-		}
+		for (k = 0; k < b->types.n; k++)
+			if (!t[k].name) {
+				t[k].name = malloc(32);
+				if (!t[k].name)
+					goto fail;
+				if (t[k].id)
+					snprintf(t[k].name, 32, "UNKNOWN 0x%" PRIx64, t[k].id);
+				else
+					snprintf(t[k].name, 32, "UNKNOWN");
+			}
 	}
 	/* edges: resolved to node indexes; unknown targets counted and dropped */
 	g->edges = malloc((b->edges.n ? b->edges.n : 1) * sizeof(*g->edges));
@@ -710,7 +813,7 @@ int heap_builder_finish(struct heap_builder *b, struct heap_graph **out)
 		if (i && g->addr[i] == g->addr[i - 1])
 			continue; /* a duplicate report: no edges of its own */
 		for (k = 0; k < s->nedges; k++) {
-			uint32_t t = find_node(g->addr, n, be[estart_in[perm[i]] + k]);
+			uint32_t t = find_node(g->addr, n, be[estart_in[perm[i]] + k], &hint);
 
 			if (t == HEAP_NONE) {
 				g->meta.unresolved_edges++;
@@ -727,7 +830,7 @@ int heap_builder_finish(struct heap_builder *b, struct heap_graph **out)
 		goto fail;
 	for (i = 0; i < b->roots.n; i++) {
 		const struct broot *r = (const struct broot *)b->roots.p + i;
-		uint32_t node = find_node(g->addr, n, r->addr);
+		uint32_t node = find_node(g->addr, n, r->addr, &hint);
 
 		if (node == HEAP_NONE)
 			continue;

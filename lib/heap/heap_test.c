@@ -472,6 +472,44 @@ static void test_builder_lost(void **state)
 	heap_builder_free(b);
 }
 
+/* Nodes in many runs and random order come out sorted, every edge resolved. */
+static void test_builder_order(void **state)
+{
+	struct heap_builder *b;
+	struct heap_graph *g;
+	struct tnode n[64];
+	uint64_t e[64];
+	uint32_t i, blk, seed = 12345;
+
+	(void)state;
+	assert_int_equal(heap_builder_new(&b, NULL), 0);
+	gc_start(b, 3, 2, 0);
+	for (blk = 0; blk < 50; blk++) {
+		for (i = 0; i < 64; i++) {
+			seed = seed * 1103515245 + 12345;
+			/* unique addresses: block-major with a pseudo-random block order */
+			n[i].addr = 0x100000 + ((uint64_t)((blk * 37) % 50) * 64 + ((i * 29) % 64)) * 32;
+			n[i].size = 32;
+			n[i].type = 0xA1;
+			n[i].nedges = 1;
+			e[i] = 0x100000 + (uint64_t)(seed % 3200) * 32;
+		}
+		assert_int_equal(nodes(b, blk, n, 64), 0);
+		assert_int_equal(edges(b, blk, e, 64), 0);
+	}
+	assert_int_equal(gc_end(b, 3), 1);
+	assert_int_equal(heap_builder_finish(b, &g), 0);
+	heap_builder_free(b);
+	assert_int_equal(g->nnodes, 3200);
+	for (i = 1; i < g->nnodes; i++)
+		assert_true(g->addr[i - 1] < g->addr[i]);
+	assert_int_equal(g->nedges, 3200);
+	assert_int_equal(g->meta.unresolved_edges, 0);
+	for (i = 0; i < g->nedges; i++)
+		assert_true(g->edges[i] < 3200);
+	heap_graph_free(g);
+}
+
 static void test_string_parse(void **state)
 {
 	uint8_t obj[64] = { 0 };
@@ -650,6 +688,7 @@ int main(void)
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_builder),
 		cmocka_unit_test(test_builder_lost),
+		cmocka_unit_test(test_builder_order),
 		cmocka_unit_test(test_string_parse),
 		cmocka_unit_test(test_file),
 		cmocka_unit_test(test_growth),

@@ -32,9 +32,12 @@
 
 static int put_var(struct strbuf *sb, uint64_t v)
 {
-	uint8_t b[10];
+	uint8_t *b;
 	size_t n = 0;
 
+	if (sb->alloc - sb->len < 11 && strbuf_grow(sb, 64))
+		return -ENOMEM;
+	b = (uint8_t *)sb->buf + sb->len;
 	do {
 		b[n] = v & 0x7f;
 		v >>= 7;
@@ -42,7 +45,9 @@ static int put_var(struct strbuf *sb, uint64_t v)
 			b[n] |= 0x80;
 		n++;
 	} while (v);
-	return strbuf_add(sb, b, n);
+	sb->len += n;
+	sb->buf[sb->len] = 0;
+	return 0;
 }
 
 static uint64_t zigzag(int64_t v)

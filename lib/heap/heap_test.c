@@ -233,6 +233,36 @@ static void test_paths(void **state)
 	heap_graph_free(g);
 }
 
+/* A hostile type name cannot end the page's script element. */
+static void test_html_escape(void **state)
+{
+	const uint64_t sizes[] = { 32, 24 };
+	const uint32_t types[] = { 0, 1 };
+	const uint32_t e[][2] = { { 0, 1 } };
+	const uint32_t roots[] = { 0 };
+	struct heap_graph *g = mk(2, sizes, types, 2, e, 1, roots, 1);
+	struct heap_analysis *a;
+	struct heap_paths *p;
+	struct strbuf sb = STRBUF_INIT;
+	const char *s;
+	int scripts = 0;
+
+	(void)state;
+	free(g->types[1].name);
+	g->types[1].name = strdup("</script><script>alert(1)</script>");
+	assert_int_equal(heap_analyze(g, &a), 0);
+	assert_int_equal(heap_paths_new(g, &p), 0);
+	assert_int_equal(heap_html_write(g, a, p, &sb), 0);
+	for (s = sb.buf; (s = strstr(s, "<script")); s++)
+		scripts++;
+	assert_int_equal(scripts, 1);
+	assert_non_null(strstr(sb.buf, "\\u003c/script>\\u003cscript>alert(1)"));
+	strbuf_release(&sb);
+	heap_paths_free(p);
+	heap_analysis_free(a);
+	heap_graph_free(g);
+}
+
 /* ----- builder ----- */
 
 struct evb {
@@ -686,6 +716,7 @@ int main(void)
 		cmocka_unit_test(test_dominator_two_roots),
 		cmocka_unit_test(test_dominator_long_chain),
 		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_html_escape),
 		cmocka_unit_test(test_builder),
 		cmocka_unit_test(test_builder_lost),
 		cmocka_unit_test(test_builder_order),

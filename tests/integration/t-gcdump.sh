@@ -65,6 +65,18 @@ check_leak host "$LEAK_PID"
 expect_exit "html view" 0 "$CLRTAP" gcdump report "$WORK/leak.heap" --html "$WORK/leak.html"
 check "html is self-contained (no external URLs)" bash -c '! grep -qE "(src|href)=\"?https?:" "$1"' _ "$WORK/leak.html"
 check "html holds the leaking type" grep -q "$ITEM" "$WORK/leak.html"
+if command -v chromium >/dev/null 2>&1; then
+	# rendered offline in a real browser: the types table and the dominator tree are drawn
+	timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-dev-shm-usage \
+		--user-data-dir="$WORK/chromium" --virtual-time-budget=3000 --dump-dom "file://$WORK/leak.html" \
+		>"$WORK/dom.html" 2>/dev/null
+	check "html renders: types table row for $ITEM" grep -q "<td>$ITEM</td>" "$WORK/dom.html"
+	check "html renders: the dominator tree has the list with its retained bytes" \
+		grep -qE "class=\"row\">\+ [0-9,]+ retained  32 B  0x[0-9a-f]+  System.Collections.Generic.List&lt;$ITEM&gt;" "$WORK/dom.html"
+	check "html renders: one script element" test "$(grep -c '<script' "$WORK/dom.html")" -eq 1
+else
+	ok "# SKIP html rendering: no chromium"
+fi
 # report straight from the process
 expect_exit "report -p" 0 "$CLRTAP" gcdump report -p "$LEAK_PID" --json --top 0
 printf '%s\n' "$OUT" >"$WORK/live.json"

@@ -159,6 +159,9 @@ static void snapshot_summary(const struct heap_graph *g, const struct heap_analy
 	if (g->meta.gc_ns)
 		printf(" (GCStart..GCEnd %.3f ms, heap walk included)", g->meta.gc_ns / 1e6);
 	printf("\n");
+	if (g->meta.attempts > 1)
+		printf("  the first heap session's GC came without a heap walk: this is the GC of session %u"
+		       " (the process paused for both)\n", g->meta.attempts);
 	printf("  %s objects, %s bytes, %s references, %u roots\n", thousands(g->nnodes, t1, sizeof(t1)),
 	       thousands(heap_graph_bytes(g), t2, sizeof(t2)), thousands(g->nedges, t3, sizeof(t3)),
 	       g->nroots);
@@ -384,6 +387,7 @@ static int report(const struct heap_graph *g, bool json, int top, const char *pa
 		cli_json_bool(&sb, "blocking", g->meta.gc_type == 0, true);
 		cli_json_u64(&sb, "pause_ns", g->meta.pause_ns, true);
 		cli_json_u64(&sb, "gc_ns", g->meta.gc_ns, true);
+		cli_json_u64(&sb, "sessions", g->meta.attempts, true);
 		(void)strbuf_addch(&sb, '}');
 		cli_json_u64(&sb, "objects", g->nnodes, true);
 		cli_json_u64(&sb, "bytes", heap_graph_bytes(g), true);
@@ -550,6 +554,9 @@ static int cmd_collect(int argc, char **argv)
 		printf("wrote %s: %s objects, %s bytes, %s references, %u roots\n", out,
 		       thousands(g->nnodes, t1, sizeof(t1)), thousands(heap_graph_bytes(g), t2, sizeof(t2)),
 		       thousands(g->nedges, t3, sizeof(t3)), g->nroots);
+		if (g->meta.attempts > 1)
+			printf("the first heap session's GC came without a heap walk; a second session's GC"
+			       " gave it (the process paused for both)\n");
 		if (g->meta.pause_ns)
 			printf("the forced gen-2 GC #%u paused the process for %.3f ms (heap walk included)\n",
 			       g->meta.gc_count, g->meta.pause_ns / 1e6);

@@ -41,6 +41,7 @@ measure collect "$CLRTAP" gcdump collect -p "$pid" -o "$out/big.heap"
 grep -E 'wrote|paused' "$out/collect.out"
 measure report "$CLRTAP" gcdump report "$out/big.heap"
 grep -E 'HeapBigItem$' "$out/report.out" | head -1
+echo "clrtap snapshot file: $(($(stat -c %s "$out/big.heap") >> 20)) MiB"
 measure collect_nettrace "$CLRTAP" gcdump collect -p "$pid" -o "$out/big2.heap" --nettrace "$out/big.nettrace"
 echo "heap session events: $(($(stat -c %s "$out/big.nettrace") >> 20)) MiB"
 if [ -f "$TECHECK" ]; then
@@ -56,4 +57,9 @@ fi
 if need_tool dotnet-gcdump; then
 	measure dotnet_gcdump "$TOOLS/dotnet-gcdump" collect -p "$pid" -o "$out/big.gcdump"
 	measure dotnet_gcdump_report "$TOOLS/dotnet-gcdump" report "$out/big.gcdump"
+	echo ".gcdump file: $(($(stat -c %s "$out/big.gcdump") >> 20)) MiB"
+	awk -v c="$W_collect" -v d="$W_dotnet_gcdump" -v cm="$M_collect" -v dm="$M_dotnet_gcdump" 'BEGIN {
+		printf "ratio: clrtap collect is %.1fx the speed of dotnet-gcdump collect, at %.2f of its memory\n", d / c, cm / dm }'
+	awk -v c="$W_report" -v d="$W_dotnet_gcdump_report" -v cm="$M_report" -v dm="$M_dotnet_gcdump_report" 'BEGIN {
+		printf "ratio: clrtap report is %.1fx the speed of dotnet-gcdump report, at %.2f of its memory\n", d / c, cm / dm }' 
 fi

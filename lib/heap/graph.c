@@ -142,11 +142,6 @@ static void vec_free(struct vec *v)
 	v->n = v->cap = 0;
 }
 
-struct bnode {
-	uint64_t addr, size;
-	uint32_t type; /* index into types (a placeholder until its BulkType comes) */
-	uint32_t nedges;
-};
 
 struct broot {
 	uint64_t addr;
@@ -162,7 +157,11 @@ struct stream_idx {
 
 struct heap_builder {
 	struct heap_limits lim;
-	struct vec nodes;  /* struct bnode */
+	/* nodes as they arrive, one array per field (they become the graph's arrays) */
+	struct vec naddr;  /* uint64_t */
+	struct vec nsize;  /* uint64_t */
+	struct vec ntype;  /* uint32_t index into types (a placeholder until its BulkType comes) */
+	struct vec nedges; /* uint32_t */
 	struct vec edges;  /* uint64_t target addresses */
 	struct vec roots;  /* struct broot */
 	struct u64map type_ix;  /* type id -> index in types */
@@ -187,7 +186,10 @@ int heap_builder_new(struct heap_builder **out, const struct heap_limits *lim)
 		return -ENOMEM;
 	b->lim.max_nodes = lim && lim->max_nodes ? lim->max_nodes : HEAP_MAX_NODES;
 	b->lim.max_edges = lim && lim->max_edges ? lim->max_edges : HEAP_MAX_EDGES;
-	b->nodes.elem = sizeof(struct bnode);
+	b->naddr.elem = sizeof(uint64_t);
+	b->nsize.elem = sizeof(uint64_t);
+	b->ntype.elem = sizeof(uint32_t);
+	b->nedges.elem = sizeof(uint32_t);
 	b->edges.elem = sizeof(uint64_t);
 	b->roots.elem = sizeof(struct broot);
 	b->types.elem = sizeof(struct heap_type);
@@ -210,7 +212,10 @@ void heap_builder_free(struct heap_builder *b)
 {
 	if (!b)
 		return;
-	vec_free(&b->nodes);
+	vec_free(&b->naddr);
+	vec_free(&b->nsize);
+	vec_free(&b->ntype);
+	vec_free(&b->nedges);
 	vec_free(&b->edges);
 	vec_free(&b->roots);
 	types_free(b->types.p, b->types.n);
@@ -225,7 +230,7 @@ bool heap_builder_done(const struct heap_builder *b)
 
 void heap_builder_counts(const struct heap_builder *b, uint64_t *nodes, uint64_t *edges)
 {
-	*nodes = b->nodes.n;
+	*nodes = b->naddr.n;
 	*edges = b->edges.n;
 }
 
@@ -402,20 +407,33 @@ static int on_nodes(struct heap_builder *b, const struct nt_event *ev)
 	stream_step(&b->sn, bulk.index);
 	for (i = 0; i < bulk.count; i++) {
 		struct nt_gc_node n;
-		struct bnode *bn;
+		uint64_t *pa, *ps;
+		uint32_t *pt, *pe;
 
 		nt_gc_bulk_node_get(&bulk, i, &n);
 		if (n.edge_count > UINT32_MAX)
 			return -EBADMSG;
-		bn = vec_push(&b->nodes, b->lim.max_nodes);
-		if (!bn)
-			return b->nodes.n >= b->lim.max_nodes ? -EFBIG : -ENOMEM;
-		bn->addr = n.address;
-		bn->size = n.size;
-		bn->nedges = (uint32_t)n.edge_count;
-		err = type_index(b, n.type_id, &bn->type);
+		pa = vec_push(&b->naddr, b->lim.max_nodes);
+		ps = pa ? vec_push(&b->nsize, b->lim.max_nodes) : NULL;
+		pt = ps ? vec_push(&b->ntype, b->lim.max_nodes) : NULL;
+		pe = pt ? vec_push(&b->nedges, b->lim.max_nodes) : NULL;
+		if (!pe) {
+			bool full = b->naddr.n >= b->lim.max_nodes;
+
+			/* all four arrays keep the same length */
+			b->naddr.n = b->nsize.n = b->ntype.n = b->nedges.n =
+				CT_MIN(CT_MIN(b->naddr.n, b->nsize.n), CT_MIN(b->ntype.n, b->nedges.n));
+			return full ? -EFBIG : -ENOMEM;
+		}
+		*pa = n.address;
+		*ps = n.size;
+		*pe = (uint32_t)n.edge_count;
+		err = type_index(b, n.type_id, pt);
 		if (err) {
-			b->nodes.n--;
+			b->naddr.n--;
+			b->nsize.n--;
+			b->ntype.n--;
+			b->nedges.n--;
 			return err;
 		}
 		b->edges_expected += n.edge_count;
@@ -612,7 +630,8 @@ int heap_builder_nodes_of_type(const struct heap_builder *b, const char *type_na
 			       void *ctx)
 {
 	const struct heap_type *t = b->types.p;
-	const struct bnode *n = b->nodes.p;
+	const uint64_t *na = b->naddr.p, *ns = b->nsize.p;
+	const uint32_t *nt = b->ntype.p;
 	size_t i, ix = b->types.n;
 	int err;
 
@@ -623,8 +642,8 @@ int heap_builder_nodes_of_type(const struct heap_builder *b, const char *type_na
 		}
 	if (ix == b->types.n)
 		return 0;
-	for (i = 0; i < b->nodes.n; i++)
-		if (n[i].type == ix && (err = fn(ctx, n[i].addr, n[i].size, t[ix].id)))
+	for (i = 0; i < b->naddr.n; i++)
+		if (nt[i] == ix && (err = fn(ctx, na[i], ns[i], t[ix].id)))
 			return err;
 	return 0;
 }
@@ -636,7 +655,7 @@ int heap_builder_nodes_of_type(const struct heap_builder *b, const char *type_na
  * few long ascending runs (one per heap region); stable, so a duplicate
  * report keeps its arrival order. O(n log runs); tmp has n entries.
  */
-static void sort_by_addr(const struct bnode *bn, uint32_t *perm, uint32_t *tmp, uint32_t n)
+static void sort_by_addr(const uint64_t *addr, uint32_t *perm, uint32_t *tmp, uint32_t n)
 {
 	uint32_t *src = perm, *dst = tmp;
 	bool sorted = false;
@@ -647,15 +666,15 @@ static void sort_by_addr(const struct bnode *bn, uint32_t *perm, uint32_t *tmp, 
 		while (i < n) {
 			uint32_t a = i, am, b, bm, o = i;
 
-			for (am = a + 1; am < n && bn[src[am - 1]].addr <= bn[src[am]].addr; am++)
+			for (am = a + 1; am < n && addr[src[am - 1]] <= addr[src[am]]; am++)
 				;
 			b = am;
-			for (bm = b + (b < n); bm < n && bn[src[bm - 1]].addr <= bn[src[bm]].addr; bm++)
+			for (bm = b + (b < n); bm < n && addr[src[bm - 1]] <= addr[src[bm]]; bm++)
 				;
 			if (b >= n)
 				bm = n;
 			while (a < am && b < bm)
-				dst[o++] = bn[src[b]].addr < bn[src[a]].addr ? src[b++] : src[a++];
+				dst[o++] = addr[src[b]] < addr[src[a]] ? src[b++] : src[a++];
 			while (a < am)
 				dst[o++] = src[a++];
 			while (b < bm)
@@ -734,11 +753,57 @@ static int cmp_root(const void *a, const void *b)
 	return x->flags < y->flags ? -1 : x->flags > y->flags;
 }
 
+/* Shrinks a vec to its length (the growth slack goes back). */
+static void vec_shrink(struct vec *v, size_t extra)
+{
+	void *np = realloc(v->p, (v->n + extra ? v->n + extra : 1) * v->elem);
+
+	if (np) {
+		v->p = np;
+		v->cap = v->n + extra;
+	}
+}
+
+/*
+ * x[i] = x[perm[i]] for all i, in place: cycle by cycle, with a bitmap of
+ * the positions done (n bits).
+ */
+static void gather_in_place(void *base, size_t elem, const uint32_t *perm, uint32_t n,
+			    uint64_t *done)
+{
+	uint8_t *x = base, tmp[8];
+	uint32_t i;
+
+	memset(done, 0, ((size_t)n + 63) / 64 * 8);
+	for (i = 0; i < n; i++) {
+		uint32_t j = i;
+
+		if (done[i / 64] >> (i % 64) & 1)
+			continue;
+		if (perm[i] == i) {
+			done[i / 64] |= 1ull << (i % 64);
+			continue;
+		}
+		memcpy(tmp, x + (size_t)i * elem, elem);
+		for (;;) {
+			uint32_t k = perm[j];
+
+			done[j / 64] |= 1ull << (j % 64);
+			if (k == i) {
+				memcpy(x + (size_t)j * elem, tmp, elem);
+				break;
+			}
+			memcpy(x + (size_t)j * elem, x + (size_t)k * elem, elem);
+			j = k;
+		}
+	}
+}
+
 int heap_builder_finish(struct heap_builder *b, struct heap_graph **out)
 {
-	const struct bnode *bn = b->nodes.p;
 	const uint64_t *be = b->edges.p;
-	uint32_t n = (uint32_t)b->nodes.n, i, *perm = NULL, *estart_in = NULL, hint = 0;
+	uint32_t n = (uint32_t)b->naddr.n, i, *perm = NULL, *off, hint = 0;
+	uint64_t *done = NULL;
 	struct heap_graph *g;
 	uint64_t e;
 	int err = -ENOMEM;
@@ -748,42 +813,61 @@ int heap_builder_finish(struct heap_builder *b, struct heap_graph **out)
 		return -ENODATA;
 	if (heap_builder_lost(b) || b->edges_expected != b->edges.n)
 		return -EPROTO;
+	vec_shrink(&b->naddr, 0);
+	vec_shrink(&b->nsize, 0);
+	vec_shrink(&b->ntype, 0);
+	vec_shrink(&b->nedges, 1);
+	vec_shrink(&b->edges, 0);
+	be = b->edges.p;
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
 	g->meta = b->meta;
 	g->meta.lost_events = 0;
 	g->nnodes = n;
-	g->addr = malloc((size_t)n * sizeof(*g->addr));
-	g->size = malloc((size_t)n * sizeof(*g->size));
-	g->type = malloc((size_t)n * sizeof(*g->type));
 	g->edge_start = malloc(((size_t)n + 1) * sizeof(*g->edge_start));
 	perm = malloc((size_t)n * sizeof(*perm));
-	estart_in = malloc((size_t)n * sizeof(*estart_in));
-	if (!g->addr || !g->size || !g->type || !g->edge_start || !perm || !estart_in)
+	if (!g->edge_start || !perm)
 		goto fail;
-	/* where each arriving node's edges start */
-	for (i = 0, e = 0; i < n; i++) {
-		estart_in[i] = (uint32_t)e;
-		e += bn[i].nedges;
+	/* edge counts become offsets into the arrival-order edge stream */
+	off = b->nedges.p;
+	for (i = 0, e = 0; i <= n; i++) {
+		uint32_t c = i < n ? off[i] : 0;
+
+		off[i] = (uint32_t)e;
+		e += c;
 	}
 	/* sorted by address (one heap's walk comes in order: then no sort) */
 	for (i = 0; i < n; i++)
 		perm[i] = i;
-	for (i = 1; i < n && bn[i - 1].addr <= bn[i].addr; i++)
-		;
-	if (i < n) {
-		uint32_t *tmp = malloc((size_t)n * sizeof(*tmp));
+	{
+		const uint64_t *a = b->naddr.p;
 
-		if (!tmp)
-			goto fail;
-		sort_by_addr(bn, perm, tmp, n);
-		free(tmp);
+		for (i = 1; i < n && a[i - 1] <= a[i]; i++)
+			;
+		if (i < n) {
+			uint32_t *tmp = malloc((size_t)n * sizeof(*tmp));
+
+			if (!tmp)
+				goto fail;
+			sort_by_addr(a, perm, tmp, n);
+			free(tmp);
+			done = malloc(((size_t)n + 63) / 64 * 8);
+			if (!done)
+				goto fail;
+			gather_in_place(b->naddr.p, sizeof(uint64_t), perm, n, done);
+			gather_in_place(b->nsize.p, sizeof(uint64_t), perm, n, done);
+			gather_in_place(b->ntype.p, sizeof(uint32_t), perm, n, done);
+			free(done);
+			done = NULL;
+		}
 	}
-	for (i = 0; i < n; i++) {
-		g->addr[i] = bn[perm[i]].addr;
-		g->type[i] = bn[perm[i]].type;
-	}
+	/* the node arrays move to the graph */
+	g->addr = b->naddr.p;
+	g->size = b->nsize.p;
+	g->type = b->ntype.p;
+	b->naddr.p = b->nsize.p = b->ntype.p = NULL;
+	b->naddr.n = b->nsize.n = b->ntype.n = 0;
 	/* types never named by a BulkType get a placeholder name */
 	{
 		struct heap_type *t = b->types.p;
@@ -805,15 +889,13 @@ int heap_builder_finish(struct heap_builder *b, struct heap_graph **out)
 	if (!g->edges)
 		goto fail;
 	for (i = 0, e = 0; i < n; i++) {
-		const struct bnode *s = &bn[perm[i]];
-		uint32_t k;
+		uint32_t k, from = off[perm[i]], to = off[perm[i] + 1];
 
 		g->edge_start[i] = (uint32_t)e;
-		g->size[i] = s->size;
 		if (i && g->addr[i] == g->addr[i - 1])
 			continue; /* a duplicate report: no edges of its own */
-		for (k = 0; k < s->nedges; k++) {
-			uint32_t t = find_node(g->addr, n, be[estart_in[perm[i]] + k], &hint);
+		for (k = from; k < to; k++) {
+			uint32_t t = find_node(g->addr, n, be[k], &hint);
 
 			if (t == HEAP_NONE) {
 				g->meta.unresolved_edges++;
@@ -824,6 +906,10 @@ int heap_builder_finish(struct heap_builder *b, struct heap_graph **out)
 	}
 	g->edge_start[n] = (uint32_t)e;
 	g->nedges = (uint32_t)e;
+	free(perm);
+	perm = NULL;
+	vec_free(&b->edges);
+	vec_free(&b->nedges);
 	/* roots */
 	g->roots = malloc((b->roots.n ? b->roots.n : 1) * sizeof(*g->roots));
 	if (!g->roots)
@@ -854,16 +940,12 @@ int heap_builder_finish(struct heap_builder *b, struct heap_graph **out)
 	b->types.p = NULL;
 	b->types.n = b->types.cap = 0;
 	u64map_free(&b->type_ix);
-	vec_free(&b->nodes);
-	vec_free(&b->edges);
 	vec_free(&b->roots);
-	free(perm);
-	free(estart_in);
 	*out = g;
 	return 0;
 fail:
 	free(perm);
-	free(estart_in);
+	free(done);
 	heap_graph_free(g);
 	return err ? err : -ENOMEM;
 }

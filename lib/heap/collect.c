@@ -227,6 +227,26 @@ static bool target_gone(pid_t pid)
 	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
+/*
+ * After a failure: whether the target went away. A killed process with a big
+ * heap takes a while to exit (its memory is torn down), so wait up to 2 s.
+ */
+static bool target_gone_wait(pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < 40; i++) {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+		if (target_gone(pid))
+			return true;
+		if (kill(pid, 0) != 0)
+			return false;
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
 static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 		       struct heap_builder *b, struct heap_strings *strs,
 		       struct heap_collect_result *res, bool *retry)
@@ -307,7 +327,7 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 	if (s.err && c.bytes == 0) {
 		res->rerr = s.rerr;
 		res->stage = "session";
-		if (target_gone(o->pid)) {
+		if (target_gone_wait(o->pid)) {
 			res->target_ended = true;
 			return -ESRCH;
 		}
@@ -325,23 +345,27 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 	}
 	if (!heap_builder_done(b)) {
 		res->stage = "stream";
-		if (target_gone(o->pid) || s.res.target_ended) {
+		if (c.user_stop) {
+			snprintf(res->msg, sizeof(res->msg), "interrupted before the snapshot was complete");
+			return -EINTR;
+		}
+		if (c.timed_out && !target_gone(o->pid)) {
+			snprintf(res->msg, sizeof(res->msg),
+				 "no complete heap walk within %d ms (%" PRIu64 " objects seen; --timeout-s)",
+				 o->timeout_ms > 0 ? o->timeout_ms : 30000, nodes);
+			return -ETIMEDOUT;
+		}
+		if (target_gone_wait(o->pid)) {
 			res->target_ended = true;
 			snprintf(res->msg, sizeof(res->msg),
 				 "the process ended before the snapshot was complete (%" PRIu64
 				 " objects seen)", nodes);
 			return -ESRCH;
 		}
-		if (c.user_stop) {
-			snprintf(res->msg, sizeof(res->msg), "interrupted before the snapshot was complete");
-			return -EINTR;
-		}
-		if (c.timed_out) {
+		if (s.res.target_ended && !res->msg[0])
 			snprintf(res->msg, sizeof(res->msg),
-				 "no complete heap walk within %d ms (%" PRIu64 " objects seen; --timeout-s)",
-				 o->timeout_ms > 0 ? o->timeout_ms : 30000, nodes);
-			return -ETIMEDOUT;
-		}
+				 "the runtime ended the session before the snapshot was complete (%" PRIu64
+				 " objects seen)", nodes);
 		if (!res->msg[0])
 			snprintf(res->msg, sizeof(res->msg), "the session ended without the snapshot's GC");
 		return rerr < 0 ? rerr : -EPROTO;
@@ -374,6 +398,14 @@ int heap_collect(const struct heap_collect_opts *o, struct heap_graph **out,
 	for (attempt = 1; attempt <= ATTEMPTS; attempt++) {
 		bool retry;
 
+		if (o->stop && *o->stop) {
+			/* not one more forced GC after the user asked to stop */
+			res->stage = "session";
+			snprintf(res->msg, sizeof(res->msg),
+				 "interrupted before the snapshot was complete (no heap session started)");
+			err = -EINTR;
+			break;
+		}
 		heap_builder_free(b);
 		heap_strings_free(strs);
 		b = NULL;

@@ -314,7 +314,7 @@ static int report(const struct heap_graph *g, bool json, int top, const char *pa
 	struct heap_path_group *gr = NULL;
 	size_t ngr = 0, i, ntop;
 	uint64_t unreached = 0;
-	uint32_t *order = NULL, ptype = HEAP_NONE, ret[20];
+	uint32_t *order = NULL, ptype = HEAP_NONE, pobj = HEAP_NONE, ret[20];
 	size_t nret;
 	char t1[32], t2[32], t3[32];
 	int err, code = EXIT_OK;
@@ -329,7 +329,28 @@ static int report(const struct heap_graph *g, bool json, int top, const char *pa
 			goto out;
 		}
 	}
-	if (path_type) {
+	if (path_type && !strncmp(path_type, "0x", 2)) {
+		uint64_t addr;
+		uint32_t lo = 0, hi = g->nnodes;
+
+		if (ct_parse_u64(path_type + 2, 16, &addr)) {
+			code = cli_error(EXIT_USAGE, "--path: '%s' is not an address", path_type);
+			goto out;
+		}
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (g->addr[mid] < addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo >= g->nnodes || g->addr[lo] != addr) {
+			code = cli_error(EXIT_USAGE, "no object at %s in the snapshot", path_type);
+			goto out;
+		}
+		pobj = lo;
+	} else if (path_type) {
 		ptype = heap_graph_type_find(g, path_type);
 		if (ptype == HEAP_NONE) {
 			code = cli_error(EXIT_USAGE, "no object of type '%s' in the snapshot", path_type);
@@ -420,7 +441,23 @@ static int report(const struct heap_graph *g, bool json, int top, const char *pa
 			(void)strbuf_addch(&sb, '}');
 		}
 		(void)strbuf_addch(&sb, ']');
-		if (path_type) {
+		if (pobj != HEAP_NONE) {
+			uint32_t x, k = 0;
+
+			(void)strbuf_addf(&sb, ",\"object_path\":{\"address\":\"0x%" PRIx64 "\"", g->addr[pobj]);
+			cli_json_bool(&sb, "reachable", p->depth[pobj] != HEAP_NONE, true);
+			(void)strbuf_addstr(&sb, ",\"path\":[");
+			for (x = pobj; p->depth[pobj] != HEAP_NONE && x != HEAP_NONE; x = p->parent[x], k++) {
+				(void)strbuf_addf(&sb, "%s{\"address\":\"0x%" PRIx64 "\"", k ? "," : "", g->addr[x]);
+				cli_json_str(&sb, "type", g->types[g->type[x]].name, true);
+				cli_json_u64(&sb, "size", g->size[x], true);
+				cli_json_u64(&sb, "retained", a->retained[x], true);
+				if (p->parent[x] == HEAP_NONE)
+					cli_json_str(&sb, "root", heap_root_kind_name(p->rootkind[x], p->rootflags[x]), true);
+				(void)strbuf_addch(&sb, '}');
+			}
+			(void)strbuf_addstr(&sb, "]}");
+		} else if (path_type) {
 			(void)strbuf_addstr(&sb, ",\"paths\":{");
 			cli_json_str(&sb, "type", path_type, false);
 			cli_json_u64(&sb, "count", a->type_count[ptype], true);
@@ -455,7 +492,19 @@ static int report(const struct heap_graph *g, bool json, int top, const char *pa
 		printf("  %14s %10s  0x%016" PRIx64 "  %s\n", thousands(a->retained[v], t1, sizeof(t1)),
 		       thousands(g->size[v], t2, sizeof(t2)), g->addr[v], g->types[g->type[v]].name);
 	}
-	if (path_type) {
+	if (pobj != HEAP_NONE) {
+		uint32_t x, depth = p->depth[pobj];
+
+		printf("\nShortest retention path to the %s at 0x%" PRIx64 " (object first, root last)\n",
+		       g->types[g->type[pobj]].name, g->addr[pobj]);
+		if (depth == HEAP_NONE)
+			printf("  not reachable from any root clrtap saw\n");
+		for (x = pobj; depth != HEAP_NONE && x != HEAP_NONE; x = p->parent[x])
+			printf("  %14s  0x%016" PRIx64 "  %s%s%s%s\n", thousands(a->retained[x], t1, sizeof(t1)),
+			       g->addr[x], g->types[g->type[x]].name, p->parent[x] == HEAP_NONE ? "  [" : "",
+			       p->parent[x] == HEAP_NONE ? heap_root_kind_name(p->rootkind[x], p->rootflags[x]) : "",
+			       p->parent[x] == HEAP_NONE ? "]" : "");
+	} else if (path_type) {
 		struct strbuf sb = STRBUF_INIT;
 
 		printf("\nShortest retention paths to %s (%s objects, %s bytes retained)\n", path_type,
@@ -578,7 +627,7 @@ static int cmd_report(int argc, char **argv)
 		CLI_TARGET_OPTIONS(&ta.to),
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "the report as JSON" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "types shown (default 30; 0: all)" },
-		{ 0, "path", CLI_OPT_STRING, &path_type, "TYPE", "shortest retention paths of TYPE's objects" },
+		{ 0, "path", CLI_OPT_STRING, &path_type, "TYPE|0xADDR", "shortest retention paths of TYPE's objects, or of one object" },
 		{ 0, "html", CLI_OPT_STRING, &html, "FILE", "also write a self-contained HTML view" },
 		TARGET_EXTRA(&ta),
 		{ 0 },

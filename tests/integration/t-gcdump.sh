@@ -53,6 +53,12 @@ check_leak() { # LABEL PID
 		"d['paths']['groups'][0]['path'] == ['$LIST', '$ITEM[]', '$ITEM'] and d['paths']['groups'][0]['root'] == 'static variable'"
 	check "$label: strings were read from the target" pyj "$WORK/leak.json" \
 		"d['strings']['read'] and d['strings']['compared'] > 0"
+	local addr
+	addr=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["paths"]["groups"][0]["example"])' "$WORK/leak.json")
+	expect_exit "$label: --path of one object ($addr)" 0 "$CLRTAP" gcdump report "$WORK/leak.heap" --json --path "$addr"
+	printf '%s\n' "$OUT" >"$WORK/obj.json"
+	check "$label: the object's path: item, array, list (static root), retained 64" pyj "$WORK/obj.json" \
+		"[x['type'] for x in d['object_path']['path']] == ['$ITEM', '$ITEM[]', '$LIST'] and d['object_path']['path'][0]['retained'] == 64 and d['object_path']['path'][2]['root'] == 'static variable'"
 	expect_exit "$label: text report with --path" 0 "$CLRTAP" gcdump report "$WORK/leak.heap" --path "$ITEM"
 	contains "$label: text path line" "$OUT" "[static variable] $LIST -> $ITEM[] -> $ITEM"
 	check "$label: text row for $ITEM" bash -c 'grep -qE "^ +[0-9,]+ +[0-9,]+ +1,234  $1\$" <<<"$2"' _ "$ITEM" "$OUT"
@@ -226,6 +232,7 @@ expect_exit "missing file" 1 "$CLRTAP" gcdump report "$WORK/nope.heap"
 expect_exit "diff: truncated second file" 8 "$CLRTAP" gcdump diff "$WORK/good.heap" "$WORK/trunc.heap"
 expect_exit "diff needs two files" 2 "$CLRTAP" gcdump diff "$WORK/good.heap"
 expect_exit "report: unknown type for --path" 2 "$CLRTAP" gcdump report "$WORK/good.heap" --path No.Such.Type
+expect_exit "report: no object at that address" 2 "$CLRTAP" gcdump report "$WORK/good.heap" --path 0x10
 expect_exit "watch: bad --every" 2 "$CLRTAP" gcdump watch -p 1 --every 3x
 expect_exit "watch: --count 1" 2 "$CLRTAP" gcdump watch -p 1 --count 1
 expect_exit "unknown subcommand" 2 "$CLRTAP" gcdump frobnicate

@@ -209,11 +209,18 @@ contains "diff: the payload is held by it" "$OUT" "held by it, growing too: $PAY
 lacks "diff: no churn type" "$OUT" "HeapChurn"
 stop_fixture "$FIX_PID"
 
-# 5. Namespaced fixture.
+# 5. Server GC (a heap per core): the same exact answer.
+FIX_ENV="DOTNET_gcServer=1" start_fixture heap --shape leak --count $N
+expect_exit "server GC: report -p" 0 "$CLRTAP" gcdump report -p "$FIX_PID" --json --top 0
+printf '%s\n' "$OUT" >"$WORK/srv.json"
+check "server GC: exactly $N items retaining $N x 64" pyj "$WORK/srv.json" "t('$ITEM')['count'] == $N and t('$ITEM')['retained'] == $N * 64"
+stop_fixture "$FIX_PID"
+
+# 6. Namespaced fixture.
 start_fixture_ns heap --shape leak --count $N
 check_leak namespaced "$FIX_PID"
 
-# 6. Bad snapshot files and command lines.
+# 7. Bad snapshot files and command lines.
 cp "$WORK/leak.heap" "$WORK/good.heap"
 SZ=$(stat -c %s "$WORK/good.heap")
 head -c $((SZ / 2)) "$WORK/good.heap" >"$WORK/trunc.heap"

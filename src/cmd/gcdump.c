@@ -591,6 +591,21 @@ static int cmd_collect(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
 	if ((code = check_target_args(&ta)))
 		return code;
+	if (out) {
+		/* no forced GC when the result could not be written anyway */
+		char tmp[4096];
+		int fd;
+
+		if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", out) >= sizeof(tmp))
+			return cli_error(EXIT_USAGE, "output path too long");
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0 && errno != EEXIST)
+			return cli_error(EXIT_ERROR, "cannot write %s: %s", tmp, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+	}
 	code = take_snapshot(&ta, &g);
 	if (code)
 		return code;

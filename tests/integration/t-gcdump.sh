@@ -243,6 +243,8 @@ expect_exit "report: no object at that address" 2 "$CLRTAP" gcdump report "$WORK
 expect_exit "watch: bad --every" 2 "$CLRTAP" gcdump watch -p 1 --every 3x
 expect_exit "watch: --count 1" 2 "$CLRTAP" gcdump watch -p 1 --count 1
 expect_exit "unknown subcommand" 2 "$CLRTAP" gcdump frobnicate
+expect_exit "collect: output not writable, before any GC" 1 "$CLRTAP" gcdump collect -p $$ -o /nonexistent-dir/x.heap
+contains "collect: output not writable: says so" "$ERR" "cannot write /nonexistent-dir/x.heap.tmp"
 expect_exit "collect: dead pid" 3 "$CLRTAP" gcdump collect -p 999999
 expect_exit "collect: not .NET" 4 "$CLRTAP" gcdump collect -p $$
 

@@ -13,8 +13,9 @@
  *    the graph is held, never the stream.
  * 3. When the GC's GCEnd arrives the string objects are read from the target
  *    (strings.c) and the session is stopped.
- * A GC that came without a heap walk (seen with the first session of a fresh
- * process) is retried once in a new session.
+ * A GC that came without any heap-walk event is retried once in a new
+ * session (dotnet-gcdump's reader looks for another GC too; not seen on
+ * .NET 10).
  */
 #include "common/compat.h"
 

@@ -273,10 +273,21 @@ static int type_name_clean(const struct nt_str16 *s, char **out)
 				i++;
 			continue;
 		}
-		if (c == '[')
+		if (c == '[') {
+			/* an array rank ([] [,] [,,]) stays as it is; generic arguments get < > */
+			size_t j = i + 1;
+
+			while (j < raw.len && raw.buf[j] == ',')
+				j++;
+			if (j < raw.len && raw.buf[j] == ']') {
+				err = strbuf_add(&sb, raw.buf + i, j - i + 1);
+				i = j;
+				continue;
+			}
 			c = '<';
-		else if (c == ']')
+		} else if (c == ']') {
 			c = '>';
+		}
 		if (c == '>' && sb.len && sb.buf[sb.len - 1] == '<') {
 			sb.buf[sb.len - 1] = '[';
 			c = ']';

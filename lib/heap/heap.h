@@ -269,6 +269,14 @@ struct heap_collect_result {
 int heap_collect(const struct heap_collect_opts *o, struct heap_graph **out,
 		 struct heap_collect_result *res);
 
+/*
+ * A snapshot from a saved heap session (offline.c). -EBADMSG damaged trace,
+ * -ENODATA no complete heap-walk GC in it, -EPROTO events lost; msg says
+ * which in a sentence.
+ */
+int heap_nettrace_read(const char *path, const struct heap_limits *lim, struct heap_graph **out,
+		       char *msg, size_t msglen);
+
 /* ----- comparison (diff.c) ----- */
 
 /* Per-type totals of one snapshot, keyed by type name. */

@@ -432,6 +432,7 @@ static void test_builder(void **state)
 	assert_int_equal(roots_ev(b, 0, 0x1000, 2, 0), 0);
 	assert_int_equal(roots_ev(b, 1, 0x2000, 2, NT_ROOT_FLAG_WEAKREF), 0);
 	bulk_type(b, 0xA2, "Foo.Item[]");
+	bulk_type(b, 0xA3, "Foo.Map`2[System.Int32,System.String[,]]");
 	assert_int_equal(gc_end(b, 8), 0);
 	assert_int_equal(gc_end(b, 9), 1);
 	assert_true(heap_builder_done(b));
@@ -443,6 +444,7 @@ static void test_builder(void **state)
 	assert_int_equal(g->addr[2], 0x3000);
 	assert_string_equal(g->types[g->type[0]].name, "System.Collections.Generic.List<Foo.Item>");
 	assert_string_equal(g->types[g->type[1]].name, "Foo.Item[]");
+	assert_int_not_equal(heap_graph_type_find(g, "Foo.Map<System.Int32,System.String[,]>"), HEAP_NONE);
 	/* 0x1000 -> 0x2000, 0x3000 (its 3rd edge is 0x9999: unknown); 0x2000 -> 0x3000 */
 	assert_int_equal(g->edge_start[1] - g->edge_start[0], 2);
 	assert_int_equal(g->edges[0], 1);

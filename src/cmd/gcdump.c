@@ -130,7 +130,27 @@ static int take_snapshot(const struct target_args *ta, struct heap_graph **g)
 static int load(const char *path, struct heap_graph **g)
 {
 	const char *why = NULL;
-	int err = heap_file_read(path, g, &why);
+	char magic[8] = { 0 }, msg[256];
+	FILE *f = fopen(path, "rb");
+	int err;
+
+	if (f) {
+		size_t n = fread(magic, 1, sizeof(magic), f);
+
+		fclose(f);
+		if (n == sizeof(magic) && !memcmp(magic, "Nettrace", 8)) {
+			/* a saved heap session */
+			err = heap_nettrace_read(path, NULL, g, msg, sizeof(msg));
+			if (err == -ENOENT || err == -EACCES)
+				return cli_error(err == -EACCES ? EXIT_PERMISSION : EXIT_ERROR,
+						 "cannot read %s: %s", path, strerror(-err));
+			if (err)
+				return cli_error(err == -ENOMEM ? EXIT_ERROR : EXIT_BAD_INPUT, "%s: %s", path,
+						 msg[0] ? msg : strerror(-err));
+			return EXIT_OK;
+		}
+	}
+	err = heap_file_read(path, g, &why);
 
 	if (err == -ENOENT || err == -EACCES || err == -EISDIR)
 		return cli_error(err == -EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot read %s: %s", path,
@@ -160,7 +180,7 @@ static void snapshot_summary(const struct heap_graph *g, const struct heap_analy
 		printf(" (GCStart..GCEnd %.3f ms, heap walk included)", g->meta.gc_ns / 1e6);
 	printf("\n");
 	if (g->meta.attempts > 1)
-		printf("  the first heap session's GC came without a heap walk: this is the GC of session %u"
+		printf("  the first heap session's GC came without heap-walk events: this is the GC of session %u"
 		       " (the process paused for both)\n", g->meta.attempts);
 	printf("  %s objects, %s bytes, %s references, %u roots\n", thousands(g->nnodes, t1, sizeof(t1)),
 	       thousands(heap_graph_bytes(g), t2, sizeof(t2)), thousands(g->nedges, t3, sizeof(t3)),
@@ -619,7 +639,7 @@ static int cmd_collect(int argc, char **argv)
 		       thousands(g->nnodes, t1, sizeof(t1)), thousands(heap_graph_bytes(g), t2, sizeof(t2)),
 		       thousands(g->nedges, t3, sizeof(t3)), g->nroots);
 		if (g->meta.attempts > 1)
-			printf("the first heap session's GC came without a heap walk; a second session's GC"
+			printf("the first heap session's GC came without heap-walk events; a second session's GC"
 			       " gave it (the process paused for both)\n");
 		if (g->meta.pause_ns)
 			printf("the forced gen-2 GC #%u paused the process for %.3f ms (heap walk included)\n",

@@ -113,6 +113,13 @@ if not ok:
     print(sorted(set(te.items()) ^ set(ours.items()))[:20], file=sys.stderr)
 sys.exit(0 if ok else 1)
 EOF
+	expect_exit "report of the saved heap session (.nettrace)" 0 "$CLRTAP" gcdump report "$WORK/x.nettrace" --json --top 0
+	printf '%s\n' "$OUT" >"$WORK/xn.json"
+	check "report of the .nettrace: the same $N items retaining $N x 64" pyj "$WORK/xn.json" \
+		"t('$ITEM')['count'] == $N and t('$ITEM')['retained'] == $N * 64 and not d['strings']['read']"
+	head -c 100000 "$WORK/x.nettrace" >"$WORK/xcut.nettrace"
+	expect_exit "report of a cut .nettrace: bad input" 8 "$CLRTAP" gcdump report "$WORK/xcut.nettrace"
+	contains "report of a cut .nettrace: says where" "$ERR" "the trace is damaged at byte"
 	check "TraceEvent: $N $ITEM there too" grep -qE "^type 0x[0-9a-f]+ $N $((N * 32)) $ITEM\$" "$WORK/te-heap.txt"
 fi
 # wait_bytes FILE N: until FILE holds N bytes (the heap session is streaming)

@@ -750,13 +750,44 @@ out:
 	free(of_type);
 }
 
+/*
+ * Objects of type name with the path formatted as want in snapshot f (0 when
+ * f is NULL or has no such path).
+ */
+static uint64_t path_count_in(const struct heap_graph *f, const struct heap_paths *fp, const char *name,
+			      const char *want)
+{
+	struct heap_path_group *pg = NULL;
+	struct strbuf sb = STRBUF_INIT;
+	size_t n = 0, k;
+	uint64_t un, c = 0;
+	uint32_t t;
+
+	if (!f || !fp || (t = heap_graph_type_find(f, name)) == HEAP_NONE)
+		return 0;
+	if (heap_paths_group(f, fp, NULL, t, 4096, &pg, &n, &un))
+		return 0;
+	for (k = 0; k < n; k++) {
+		strbuf_reset(&sb);
+		(void)heap_path_group_format(f, &pg[k], &sb);
+		if (!strcmp(sb.buf, want)) {
+			c = pg[k].count;
+			break;
+		}
+	}
+	heap_path_groups_free(pg, n);
+	strbuf_release(&sb);
+	return c;
+}
+
 /* Growth across snapshots: stats[i] belongs to snapshot i. */
 static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsnap,
-			const struct heap_graph *last, bool json, const char *const *labels)
+			const struct heap_graph *first, const struct heap_graph *last, bool json,
+			const char *const *labels)
 {
 	struct heap_growth *gr = NULL;
 	struct heap_analysis *a = NULL;
-	struct heap_paths *p = NULL;
+	struct heap_paths *p = NULL, *fp = NULL;
 	size_t ngr = 0, i, s, ntop = 0;
 	long *holder = NULL;
 	char t1[32];
@@ -776,6 +807,8 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 		holder[i] = -1;
 	if (a)
 		held_by(last, a, gr, ngr, holder);
+	if (first && first != last && ngr && heap_paths_new(first, &fp))
+		fp = NULL;
 	for (i = 0; i < ngr; i++)
 		if (holder[i] < 0)
 			ntop++;
@@ -809,8 +842,24 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 				uint64_t un;
 				uint32_t t = heap_graph_type_find(last, gr[i].name);
 
-				if (t != HEAP_NONE && !heap_paths_group(last, p, a, t, 3, &pg, &npg, &un))
+				if (t != HEAP_NONE && !heap_paths_group(last, p, a, t, 3, &pg, &npg, &un)) {
+					struct strbuf ps = STRBUF_INIT;
+					size_t k;
+
 					json_path_groups(&sb, last, pg, npg);
+					/* each path's object count in the first snapshot and the last */
+					(void)strbuf_addstr(&sb, "],\"path_growth\":[");
+					for (k = 0; k < npg; k++) {
+						strbuf_reset(&ps);
+						(void)heap_path_group_format(last, &pg[k], &ps);
+						(void)strbuf_addf(&sb, "%s{", k ? "," : "");
+						cli_json_str(&sb, "path", ps.buf, false);
+						(void)strbuf_addf(&sb, ",\"count\":[%" PRIu64 ",%" PRIu64 "]}",
+								  path_count_in(first, fp, gr[i].name, ps.buf),
+								  pg[k].count);
+					}
+					strbuf_release(&ps);
+				}
 				heap_path_groups_free(pg, npg);
 			}
 			(void)strbuf_addstr(&sb, "]}");
@@ -847,8 +896,13 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 					for (k = 0; k < npg; k++) {
 						strbuf_reset(&sb);
 						(void)heap_path_group_format(last, &pg[k], &sb);
-						printf("    path (%" PRIu64 " objects in the last snapshot): %s\n",
-						       pg[k].count, sb.buf);
+						if (fp)
+							printf("    path (%" PRIu64 " -> %" PRIu64 " objects): %s\n",
+							       path_count_in(first, fp, gr[i].name, sb.buf),
+							       pg[k].count, sb.buf);
+						else
+							printf("    path (%" PRIu64 " objects in the last snapshot): %s\n",
+							       pg[k].count, sb.buf);
 					}
 				heap_path_groups_free(pg, npg);
 				strbuf_release(&sb);
@@ -861,6 +915,7 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 	}
 	free(holder);
 	heap_growth_free(gr, ngr);
+	heap_paths_free(fp);
 	heap_paths_free(p);
 	heap_analysis_free(a);
 	return EXIT_OK;
@@ -906,7 +961,7 @@ static int cmd_diff(int argc, char **argv)
 		heap_analysis_free(a);
 		/* only the last graph is kept (its paths are shown); the names of the others are needed */
 	}
-	code = print_growth(stats, nstats, n, gs[n - 1], json, (const char *const *)(argv + first));
+	code = print_growth(stats, nstats, n, gs[0], gs[n - 1], json, (const char *const *)(argv + first));
 out:
 	for (i = 0; stats && i < n; i++) {
 		free(stats[i]);
@@ -964,7 +1019,7 @@ static int cmd_watch(int argc, char **argv)
 	struct heap_typestat **stats = NULL;
 	size_t *nstats = NULL;
 	char **labels = NULL;
-	struct heap_graph *last = NULL;
+	struct heap_graph *last = NULL, *firstg = NULL;
 	int64_t interval;
 	int first, code, i, taken = 0;
 
@@ -1044,7 +1099,10 @@ static int cmd_watch(int argc, char **argv)
 		labels[i] = strdup(lbl);
 		cli_info("snapshot %d of %d: %u objects, %" PRIu64 " bytes", i + 1, count, g->nnodes,
 			 heap_graph_bytes(g));
-		heap_graph_free(last);
+		if (last && last != firstg)
+			heap_graph_free(last);
+		if (!firstg)
+			firstg = g;
 		last = g;
 		taken++;
 	}
@@ -1053,7 +1111,7 @@ static int cmd_watch(int argc, char **argv)
 				 taken == 1 ? "" : "s");
 		goto out;
 	}
-	code = print_growth(stats, nstats, (size_t)taken, last, json, (const char *const *)labels);
+	code = print_growth(stats, nstats, (size_t)taken, firstg, last, json, (const char *const *)labels);
 	if (!code && taken < count)
 		code = cli_error(EXIT_PARTIAL, "interrupted: compared the %d snapshots taken", taken);
 out:
@@ -1069,6 +1127,8 @@ out:
 	free(stats);
 	free(nstats);
 	free(labels);
+	if (firstg != last)
+		heap_graph_free(firstg);
 	heap_graph_free(last);
 	return code;
 }

@@ -207,11 +207,14 @@ check "watch: its count grows by about 2000/s each interval" pyj "$WORK/watch.js
 	"[g for g in d['growing'] if g['type'] == '$ITEM'][0]['count'][2] - [g for g in d['growing'] if g['type'] == '$ITEM'][0]['count'][0] >= 2000"
 check "watch: the path of the growth is the static list" pyj "$WORK/watch.json" \
 	"[g for g in d['growing'] if g['type'] == '$ITEM'][0]['paths'][0]['path'] == ['$LIST', '$ITEM[]', '$ITEM']"
+check "watch: the leak's path holds more objects in the last snapshot than in the first" pyj "$WORK/watch.json" \
+	"(lambda pg: pg['count'][1] > pg['count'][0] > 0 and pg['path'].startswith('[static variable] $LIST'))([g for g in d['growing'] if g['type'] == '$ITEM'][0]['path_growth'][0])"
 check "watch: the churned types are not reported" pyj "$WORK/watch.json" \
 	"not any('HeapChurn' in g['type'] for g in d['growing'])"
 expect_exit "diff of the three snapshots" 0 "$CLRTAP" gcdump diff "$WORK/w-1.heap" "$WORK/w-2.heap" "$WORK/w-3.heap"
 contains "diff: text names the leak" "$OUT" "grow in every one of 3 snapshots: 1"
 contains "diff: the leak's path" "$OUT" "[static variable] $LIST -> $ITEM[] -> $ITEM"
+check "diff: the path's object count grows" bash -c 'grep -qE "path \(([0-9]+) -> ([0-9]+) objects\)" <<<"$1"' _ "$OUT"
 contains "diff: the payload is held by it" "$OUT" "held by it, growing too: $PAYLOAD"
 lacks "diff: no churn type" "$OUT" "HeapChurn"
 stop_fixture "$FIX_PID"

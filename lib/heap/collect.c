@@ -303,8 +303,18 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 		uint64_t off = 0;
 		const char *msg = NULL;
 
+		uint64_t bn, be;
+
 		nt_reader_error(c.r, &off, &msg);
-		if (c.bytes)
+		heap_builder_counts(b, &bn, &be);
+		if (rerr == -EFBIG &&
+		    (bn >= (o->limits.max_nodes ? o->limits.max_nodes : HEAP_MAX_NODES) ||
+		     be >= (o->limits.max_edges ? o->limits.max_edges : HEAP_MAX_EDGES)))
+			snprintf(res->msg, sizeof(res->msg),
+				 "the heap has more than the cap of %u objects or %u references (--max-objects)",
+				 o->limits.max_nodes ? o->limits.max_nodes : HEAP_MAX_NODES,
+				 o->limits.max_edges ? o->limits.max_edges : HEAP_MAX_EDGES);
+		else if (c.bytes)
 			snprintf(res->msg, sizeof(res->msg), "the event stream broke off at byte %" PRIu64 ": %s",
 				 off, msg && *msg ? msg : strerror(-rerr));
 		s.stop = 1;
@@ -350,6 +360,8 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 			snprintf(res->msg, sizeof(res->msg), "interrupted before the snapshot was complete");
 			return -EINTR;
 		}
+		if (rerr == -EFBIG)
+			return -EFBIG;
 		if (c.timed_out && !target_gone(o->pid)) {
 			snprintf(res->msg, sizeof(res->msg),
 				 "no complete heap walk within %d ms (%" PRIu64 " objects seen; --timeout-s)",

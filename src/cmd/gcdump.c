@@ -74,6 +74,7 @@ struct target_args {
 	const char *nettrace;
 	int timeout_s;
 	int buffer_mb;
+	int max_objects;
 	bool no_strings;
 };
 
@@ -95,6 +96,9 @@ static int take_snapshot(const struct target_args *ta, struct heap_graph **g)
 	o.pid = ta->no_strings ? 0 : t.pid;
 	o.buffer_mb = (uint32_t)ta->buffer_mb;
 	o.timeout_ms = ta->timeout_s * 1000;
+	o.limits.max_nodes = (uint32_t)ta->max_objects;
+	o.limits.max_edges = (uint64_t)ta->max_objects * 5 > HEAP_MAX_EDGES ? HEAP_MAX_EDGES :
+			     (uint32_t)ta->max_objects * 5;
 	o.stop = &cli_stop_requested;
 	o.progress = on_progress;
 	if (ta->nettrace) {
@@ -555,7 +559,8 @@ out:
 #define TARGET_EXTRA(ta) \
 	{ 0, "timeout-s", CLI_OPT_INT, &(ta)->timeout_s, "S", "give up on the snapshot after S seconds (default 30)" }, \
 	{ 0, "buffer", CLI_OPT_INT, &(ta)->buffer_mb, "MB", "the runtime's session buffer (default 256)" }, \
-	{ 0, "no-strings", CLI_OPT_BOOL, &(ta)->no_strings, NULL, "do not read string contents from the target" }
+	{ 0, "no-strings", CLI_OPT_BOOL, &(ta)->no_strings, NULL, "do not read string contents from the target" }, \
+	{ 0, "max-objects", CLI_OPT_INT, &(ta)->max_objects, "N", "refuse heaps with more objects (default 200000000; 5N references)" }
 
 static int check_target_args(const struct target_args *ta)
 {
@@ -563,6 +568,8 @@ static int check_target_args(const struct target_args *ta)
 		return cli_error(EXIT_USAGE, "--timeout-s must be 1..86400");
 	if (ta->buffer_mb < 1 || ta->buffer_mb > 4096)
 		return cli_error(EXIT_USAGE, "--buffer must be 1..4096");
+	if (ta->max_objects < 1 || (uint64_t)ta->max_objects > HEAP_MAX_NODES)
+		return cli_error(EXIT_USAGE, "--max-objects must be 1..%u", HEAP_MAX_NODES);
 	return 0;
 }
 
@@ -592,7 +599,7 @@ static int write_snapshot(const struct heap_graph *g, const char *path)
 
 static int cmd_collect(int argc, char **argv)
 {
-	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256 };
+	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
 	const char *out = NULL;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&ta.to),
@@ -654,7 +661,7 @@ static int cmd_collect(int argc, char **argv)
 
 static int cmd_report(int argc, char **argv)
 {
-	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256 };
+	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
 	const char *path_type = NULL, *html = NULL;
 	bool json = false;
 	int top = 30;
@@ -1003,7 +1010,7 @@ static int parse_interval(const char *s, int64_t *ms)
 
 static int cmd_watch(int argc, char **argv)
 {
-	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256 };
+	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
 	const char *every = "30s", *prefix = NULL;
 	bool json = false;
 	int count = 3;

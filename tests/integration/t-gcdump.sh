@@ -167,6 +167,11 @@ RC=$?
 equals "process killed during the heap walk: exit 3 (no process)" "$RC" 3
 check "process killed during the heap walk: says so" grep -q "no snapshot: the process ended before the snapshot was complete" "$WORK/exit.err"
 check "process killed during the heap walk: no file" test ! -e "$WORK/gone.heap"
+# a heap larger than --max-objects: refused, no file, the target runs on
+expect_exit "--max-objects 100: refused" 1 "$CLRTAP" gcdump collect -p "$LEAK_PID" -o "$WORK/cap.heap" --max-objects 100
+contains "--max-objects: says so" "$ERR" "more than the cap of 100 objects"
+check "--max-objects: no file" test ! -e "$WORK/cap.heap"
+check "--max-objects: the target runs on" kill -0 "$LEAK_PID"
 stop_fixture "$LEAK_PID"
 
 # 2. The dominator shape.

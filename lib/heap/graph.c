@@ -992,12 +992,32 @@ uint64_t heap_graph_bytes(const struct heap_graph *g)
 
 uint32_t heap_graph_type_find(const struct heap_graph *g, const char *name)
 {
-	uint32_t i;
+	uint32_t i, first = HEAP_NONE, n = 0, best = HEAP_NONE;
+	uint64_t best_count = 0;
 
 	for (i = 0; i < g->ntypes; i++)
-		if (!strcmp(g->types[i].name, name))
-			return i;
-	return HEAP_NONE;
+		if (!strcmp(g->types[i].name, name)) {
+			if (first == HEAP_NONE)
+				first = i;
+			n++;
+		}
+	if (n <= 1)
+		return first;
+	/* several method tables with that name: the one with the most objects */
+	for (i = first; i < g->ntypes; i++) {
+		uint64_t c = 0;
+		uint32_t v;
+
+		if (strcmp(g->types[i].name, name))
+			continue;
+		for (v = 0; v < g->nnodes; v++)
+			c += g->type[v] == i;
+		if (best == HEAP_NONE || c > best_count) {
+			best = i;
+			best_count = c;
+		}
+	}
+	return best;
 }
 
 const char *heap_root_kind_name(unsigned kind, uint32_t flags)

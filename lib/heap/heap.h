@@ -118,7 +118,7 @@ struct heap_graph {
 void heap_graph_free(struct heap_graph *g);
 /* Total shallow bytes. */
 uint64_t heap_graph_bytes(const struct heap_graph *g);
-/* Index of the type named name (exact), or HEAP_NONE. */
+/* Index of the type named name (exact; of several, the one with the most objects), or HEAP_NONE. */
 uint32_t heap_graph_type_find(const struct heap_graph *g, const char *name);
 
 /* ----- building a graph from the heap-walk events (graph.c) ----- */

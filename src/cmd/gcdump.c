@@ -375,7 +375,13 @@ static int report(const struct heap_graph *g, bool json, int top, const char *pa
 		}
 		pobj = lo;
 	} else if (path_type) {
-		ptype = heap_graph_type_find(g, path_type);
+		uint32_t k;
+
+		/* the type of that name with the most objects (a name can have several method tables) */
+		for (k = 0; k < g->ntypes; k++)
+			if (!strcmp(g->types[k].name, path_type) && a->type_count[k] &&
+			    (ptype == HEAP_NONE || a->type_count[k] > a->type_count[ptype]))
+				ptype = k;
 		if (ptype == HEAP_NONE) {
 			code = cli_error(EXIT_USAGE, "no object of type '%s' in the snapshot", path_type);
 			goto out;

@@ -199,6 +199,7 @@ struct heap_paths {
 	uint8_t *rootkind; /* [nnodes] root kind of rooted nodes, 0xff otherwise */
 	uint32_t *rootflags;
 	uint32_t *depth;
+	uint32_t *anchor; /* [nnodes] the node of its path at depth 7 (itself when shallower) */
 };
 int heap_paths_new(const struct heap_graph *g, struct heap_paths **out);
 void heap_paths_free(struct heap_paths *p);

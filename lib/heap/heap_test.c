@@ -195,6 +195,25 @@ static void test_dominator_long_chain(void **state)
 	assert_int_equal(a->retained[0], 24ull * n);
 	assert_int_equal(a->retained[n - 1], 24);
 	assert_int_equal(a->type_retained[0], 24ull * n);
+	{
+		/* paths of a million objects on one chain: 32 short paths, one long shape, fast */
+		struct heap_paths *p;
+		struct heap_path_group *gr;
+		size_t ng, k;
+		uint64_t un;
+
+		assert_int_equal(heap_paths_new(g, &p), 0);
+		assert_int_equal(p->anchor[n - 1], 7);
+		assert_int_equal(heap_paths_group(g, p, a, 0, 100, &gr, &ng, &un), 0);
+		assert_int_equal(ng, 33);
+		assert_int_equal(gr[0].count, n - 32);
+		assert_int_equal(gr[0].ntypes, 32);
+		assert_int_equal(gr[0].types[8], HEAP_NONE);
+		for (k = 0; k < 8; k++)
+			assert_int_equal(gr[0].types[k], 0);
+		heap_path_groups_free(gr, ng);
+		heap_paths_free(p);
+	}
 	heap_analysis_free(a);
 	heap_graph_free(g);
 }

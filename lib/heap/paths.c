@@ -21,6 +21,7 @@ void heap_paths_free(struct heap_paths *p)
 	free(p->rootkind);
 	free(p->rootflags);
 	free(p->depth);
+	free(p->anchor);
 	free(p);
 }
 
@@ -37,8 +38,9 @@ int heap_paths_new(const struct heap_graph *g, struct heap_paths **out)
 	p->rootkind = malloc(n);
 	p->rootflags = calloc(n, sizeof(*p->rootflags));
 	p->depth = malloc(n * sizeof(*p->depth));
+	p->anchor = malloc(n * sizeof(*p->anchor));
 	queue = malloc(n * sizeof(*queue));
-	if (!p->parent || !p->rootkind || !p->rootflags || !p->depth || !queue) {
+	if (!p->parent || !p->rootkind || !p->rootflags || !p->depth || !p->anchor || !queue) {
 		free(queue);
 		heap_paths_free(p);
 		return -ENOMEM;
@@ -53,6 +55,7 @@ int heap_paths_new(const struct heap_graph *g, struct heap_paths **out)
 		if (p->depth[v] != HEAP_NONE)
 			continue;
 		p->depth[v] = 0;
+		p->anchor[v] = v;
 		p->rootkind[v] = g->roots[i].kind;
 		p->rootflags[v] = g->roots[i].flags;
 		queue[tail++] = v;
@@ -67,6 +70,8 @@ int heap_paths_new(const struct heap_graph *g, struct heap_paths **out)
 				continue;
 			p->depth[w] = p->depth[v] + 1;
 			p->parent[w] = v;
+			/* the path's node at depth PATH_HEAD - 1 (itself when shallower) */
+			p->anchor[w] = p->depth[w] < PATH_HEAD ? w : p->anchor[v];
 			queue[tail++] = w;
 		}
 	}
@@ -118,9 +123,7 @@ int heap_paths_group(const struct heap_graph *g, const struct heap_paths *p,
 		     const struct heap_analysis *a, uint32_t type, size_t max,
 		     struct heap_path_group **out, size_t *nout, uint64_t *unreached)
 {
-	uint32_t chain[PATH_MAX_TYPES], full_len, v, i;
-	uint32_t *rev = NULL;
-	size_t revcap = 0;
+	uint32_t chain[PATH_MAX_TYPES], rev[PATH_MAX_TYPES], full_len, v, i;
 	struct gtab *tp = calloc(1, sizeof(*tp));
 	int err = 0;
 
@@ -143,31 +146,31 @@ int heap_paths_group(const struct heap_graph *g, const struct heap_paths *p,
 			continue;
 		}
 		depth = p->depth[v];
-		if (depth + 1 > revcap) {
-			uint32_t *nr = realloc(rev, ((size_t)depth + 1) * sizeof(*rev));
-
-			if (!nr) {
-				err = -ENOMEM;
-				break;
-			}
-			rev = nr;
-			revcap = (size_t)depth + 1;
-		}
-		/* walk up: rev[0] is the object, rev[depth] the root */
-		for (x = v, n = 0; x != HEAP_NONE && n <= depth; x = p->parent[x])
-			rev[n++] = x;
-		root = rev[n - 1];
-		full_len = n;
-		if (full_len <= PATH_MAX_TYPES) {
+		if (depth < PATH_MAX_TYPES) {
+			/* short: the whole path */
+			for (x = v, n = 0; x != HEAP_NONE && n <= depth; x = p->parent[x])
+				rev[n++] = x;
+			root = rev[n - 1];
+			full_len = n;
 			for (i = 0; i < full_len; i++)
 				chain[i] = g->type[rev[full_len - 1 - i]];
-			n = full_len;
 		} else {
-			for (i = 0; i < PATH_HEAD; i++)
-				chain[i] = g->type[rev[full_len - 1 - i]];
+			/*
+			 * long: the PATH_HEAD types at the root end (from the anchor,
+			 * at most PATH_HEAD steps) and the last ones (at most
+			 * PATH_MAX_TYPES - PATH_HEAD - 1 steps up from the object), so
+			 * a list a million long costs 31 steps per object, not a million
+			 */
+			for (x = p->anchor[v], n = 0; x != HEAP_NONE && n < PATH_HEAD; x = p->parent[x])
+				rev[n++] = x;
+			root = rev[n - 1];
+			for (i = 0; i < n; i++)
+				chain[i] = g->type[rev[n - 1 - i]];
+			for (; i < PATH_HEAD; i++)
+				chain[i] = HEAP_NONE;
 			chain[PATH_HEAD] = HEAP_NONE; /* "..." */
-			for (i = PATH_HEAD + 1; i < PATH_MAX_TYPES; i++)
-				chain[i] = g->type[rev[PATH_MAX_TYPES - 1 - i]];
+			for (x = v, i = PATH_MAX_TYPES - 1; i > PATH_HEAD; i--, x = p->parent[x])
+				chain[i] = g->type[x];
 			n = PATH_MAX_TYPES;
 		}
 		h = hash_path(chain, n, p->rootkind[root], p->rootflags[root]);
@@ -220,7 +223,6 @@ int heap_paths_group(const struct heap_graph *g, const struct heap_paths *p,
 		if (a)
 			t.g[k].retained += a->retained[v];
 	}
-	free(rev);
 	free(t.hash);
 	if (err) {
 		heap_path_groups_free(t.g, t.n);

@@ -712,55 +712,112 @@ static int cmd_report(int argc, char **argv)
  * For each growing type: the growing type (index into gr) whose objects
  * dominate all of its objects in the last snapshot, or -1. A leak of items
  * that each hold a payload then reads as one leak, the payload inside it.
+ * Linear: near[v] (the nearest dominator of v with a growing type) and
+ * skip[v] (the nearest one of another growing type than v's) are memoized
+ * along the dominator chains, so a dominator chain a million long (a linked
+ * list) costs no more than a short one.
  */
+#define UNSET (HEAP_NONE - 1)
+#define GROWTH_PATHS 10 /* growing types shown with their paths */
+
 static void held_by(const struct heap_graph *g, const struct heap_analysis *a,
 		    const struct heap_growth *gr, size_t ngr, long *out)
 {
-	uint32_t *gtype = malloc(ngr * sizeof(*gtype));
-	long *of_type = calloc(g->ntypes ? g->ntypes : 1, sizeof(*of_type));
+	uint32_t n = g->nnodes, v, sp;
+	long *of_type = malloc((g->ntypes ? g->ntypes : 1) * sizeof(*of_type));
+	uint32_t *near = malloc((n ? n : 1) * sizeof(*near));
+	uint32_t *skip = malloc((n ? n : 1) * sizeof(*skip));
+	uint32_t *stack = malloc((n ? n : 1) * sizeof(*stack));
+	long *holder = malloc((ngr ? ngr : 1) * sizeof(*holder));
 	size_t i;
-	uint32_t v;
 
 	for (i = 0; i < ngr; i++)
 		out[i] = -1;
-	if (!gtype || !of_type)
+	if (!of_type || !near || !skip || !stack || !holder)
 		goto out;
-	for (i = 0; i < g->ntypes; i++)
+	for (i = 0; i < g->ntypes; i++) {
+		size_t k;
+
 		of_type[i] = -1;
-	for (i = 0; i < ngr; i++) {
-		gtype[i] = heap_graph_type_find(g, gr[i].name);
-		if (gtype[i] != HEAP_NONE)
-			of_type[gtype[i]] = (long)i;
-	}
-	for (i = 0; i < ngr; i++) {
-		long holder = -2; /* -2: none seen yet */
-
-		if (gtype[i] == HEAP_NONE)
-			continue;
-		for (v = 0; v < g->nnodes && holder != -1; v++) {
-			uint32_t x;
-			long found = -1;
-
-			if (g->type[v] != gtype[i])
-				continue;
-			for (x = a->idom[v]; x != HEAP_NONE && x < g->nnodes; x = a->idom[x]) {
-				long k = of_type[g->type[x]];
-
-				if (k >= 0 && (size_t)k != i) {
-					found = k;
-					break;
-				}
+		for (k = 0; k < ngr; k++)
+			if (!strcmp(g->types[i].name, gr[k].name)) {
+				of_type[i] = (long)k;
+				break;
 			}
-			if (found < 0 || (holder >= 0 && holder != found))
-				holder = -1;
-			else
-				holder = found;
-		}
-		out[i] = holder >= 0 ? holder : -1;
 	}
+	for (v = 0; v < n; v++)
+		near[v] = skip[v] = UNSET;
+	for (v = 0; v < n; v++) {
+		uint32_t x = v;
+
+		sp = 0;
+		while (near[x] == UNSET) {
+			uint32_t d = a->idom[x];
+
+			if (d == HEAP_NONE || d >= n) {
+				near[x] = HEAP_NONE;
+				break;
+			}
+			if (of_type[g->type[d]] >= 0) {
+				near[x] = d;
+				break;
+			}
+			stack[sp++] = x;
+			x = d;
+		}
+		while (sp) {
+			uint32_t y = stack[--sp];
+
+			near[y] = near[a->idom[y]];
+		}
+	}
+	for (v = 0; v < n; v++) {
+		uint32_t x = v;
+
+		if (of_type[g->type[v]] < 0)
+			continue;
+		sp = 0;
+		while (skip[x] == UNSET) {
+			uint32_t y = near[x];
+
+			if (y == HEAP_NONE) {
+				skip[x] = HEAP_NONE;
+				break;
+			}
+			if (of_type[g->type[y]] != of_type[g->type[x]]) {
+				skip[x] = y;
+				break;
+			}
+			stack[sp++] = x;
+			x = y;
+		}
+		while (sp) {
+			uint32_t y = stack[--sp];
+
+			skip[y] = skip[near[y]];
+		}
+	}
+	for (i = 0; i < ngr; i++)
+		holder[i] = -2; /* no object seen yet */
+	for (v = 0; v < n; v++) {
+		long k = of_type[g->type[v]], found;
+
+		if (k < 0 || holder[k] == -1)
+			continue;
+		found = skip[v] == HEAP_NONE ? -1 : of_type[g->type[skip[v]]];
+		if (found < 0 || (holder[k] >= 0 && holder[k] != found))
+			holder[k] = -1;
+		else
+			holder[k] = found;
+	}
+	for (i = 0; i < ngr; i++)
+		out[i] = holder[i] >= 0 ? holder[i] : -1;
 out:
-	free(gtype);
 	free(of_type);
+	free(near);
+	free(skip);
+	free(stack);
+	free(holder);
 }
 
 /*
@@ -803,6 +860,7 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 	struct heap_paths *p = NULL, *fp = NULL;
 	size_t ngr = 0, i, s, ntop = 0;
 	long *holder = NULL;
+	bool *with_paths = NULL;
 	char t1[32];
 	int err;
 
@@ -810,10 +868,12 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 	if (err)
 		return cli_error(EXIT_ERROR, "cannot compare: %s", strerror(-err));
 	holder = malloc((ngr ? ngr : 1) * sizeof(*holder));
-	if (!holder || (last && ngr && (heap_analyze(last, &a) || heap_paths_new(last, &p)))) {
+	with_paths = calloc(ngr ? ngr : 1, sizeof(*with_paths));
+	if (!holder || !with_paths || (last && ngr && (heap_analyze(last, &a) || heap_paths_new(last, &p)))) {
 		heap_growth_free(gr, ngr);
 		heap_analysis_free(a);
 		free(holder);
+		free(with_paths);
 		return cli_error(EXIT_ERROR, "out of memory");
 	}
 	for (i = 0; i < ngr; i++)
@@ -822,9 +882,12 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 		held_by(last, a, gr, ngr, holder);
 	if (first && first != last && ngr && heap_paths_new(first, &fp))
 		fp = NULL;
-	for (i = 0; i < ngr; i++)
+	/* paths (one pass over the graph per type) for the 10 heaviest top-level growths */
+	for (i = 0; i < ngr; i++) {
+		with_paths[i] = holder[i] < 0 && ntop < GROWTH_PATHS;
 		if (holder[i] < 0)
 			ntop++;
+	}
 	if (json) {
 		struct strbuf sb = STRBUF_INIT;
 
@@ -849,7 +912,7 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 			for (s = 0; s < nsnap; s++)
 				(void)strbuf_addf(&sb, "%s%" PRIu64, s ? "," : "", gr[i].retained[s]);
 			(void)strbuf_addstr(&sb, "],\"paths\":[");
-			if (p) {
+			if (p && with_paths[i]) {
 				struct heap_path_group *pg = NULL;
 				size_t npg = 0;
 				uint64_t un;
@@ -898,7 +961,7 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 			for (s = 0; s < nsnap; s++)
 				printf("%s%s", s ? " -> " : " ", thousands(gr[i].retained[s], t1, sizeof(t1)));
 			printf(" bytes\n");
-			if (p) {
+			if (p && with_paths[i]) {
 				struct heap_path_group *pg = NULL;
 				size_t npg = 0, k;
 				uint64_t un;
@@ -927,6 +990,7 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 		}
 	}
 	free(holder);
+	free(with_paths);
 	heap_growth_free(gr, ngr);
 	heap_paths_free(fp);
 	heap_paths_free(p);

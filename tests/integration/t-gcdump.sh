@@ -185,6 +185,19 @@ for pair in DomHolder:152 DomLeft:24 DomRight:24 DomShared:72 DomPayload:48; do
 done
 stop_fixture "$FIX_PID"
 
+# 2b. A linked list 200,000 long: retained sizes and paths, in linear time.
+CHAIN=Clrtap.Fixtures.HeapChainNode
+start_fixture heap --shape chain --count 200000
+expect_exit "chain: report -p --path" 0 timeout 120 "$CLRTAP" gcdump report -p "$FIX_PID" --json --top 0 --path "$CHAIN"
+printf '%s\n' "$OUT" >"$WORK/chain.json"
+check "chain: 200,000 nodes, the type retains 200,000 x 32 (nested nodes once)" pyj "$WORK/chain.json" \
+	"t('$CHAIN')['count'] == 200000 and t('$CHAIN')['retained'] == 200000 * 32"
+check "chain: the head is the largest retainer with 200,000 x 32" pyj "$WORK/chain.json" \
+	"d['retainers'][0]['type'] == '$CHAIN' and d['retainers'][0]['retained'] == 200000 * 32"
+check "chain: 32 short paths and one long one (first 8 types, ..., last 23)" pyj "$WORK/chain.json" \
+	"len(d['paths']['groups']) == 20 and d['paths']['groups'][0]['count'] == 200000 - 32 and d['paths']['groups'][0]['path'][8] == '...' and d['paths']['groups'][0]['path'][31] == '$CHAIN'"
+stop_fixture "$FIX_PID"
+
 # 3. Duplicated strings: 5000 copies of "duplicated-string-value" (23 chars).
 start_fixture strings --count 5000
 wait_for_line "$FIX_OUT" '^DONE ' 60 "$FIX_PID" || not_ok "strings fixture done"

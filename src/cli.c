@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "common/strparse.h"
+#include "common/term.h"
 
 int cli_verbose;
 const char *cli_cmd_name = "clrtap";
@@ -17,8 +18,56 @@ static void vmsg(const char *prefix, const char *fmt, va_list ap)
 
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	/* Strings may come from other processes: no control characters. */
-	ct_sanitize(buf);
-	fprintf(stderr, "clrtap: %s%s\n", prefix, buf);
+	cli_print_line(stderr, prefix, buf);
+}
+
+void cli_print_line(FILE *f, const char *prefix, const char *msg)
+{
+	fprintf(f, "clrtap: %s%s\n", prefix, cli_safe(msg));
+}
+
+const char *cli_safe(const char *s)
+{
+	static __thread struct strbuf ring[CLI_SAFE_SLOTS];
+	static __thread unsigned next;
+	struct strbuf *sb = &ring[next++ % CLI_SAFE_SLOTS];
+	size_t len;
+
+	if (!s)
+		return "(null)";
+	len = strlen(s);
+	if (len <= CLI_SAFE_INPUT && ct_term_is_safe(s, len))
+		return s;
+	if (!sb->max)
+		strbuf_init(sb, 0); /* zeroed (thread-local): set up once */
+	strbuf_reset(sb);
+	/* An escape is at most 4 bytes a byte: the input cap bounds the output. */
+	(void)ct_term_escape(sb, s, CT_MIN(len, (size_t)CLI_SAFE_INPUT));
+	if (len > CLI_SAFE_INPUT)
+		(void)strbuf_addstr(sb, "...");
+	return strbuf_error(sb) ? "(out of memory)" : sb->buf;
+}
+
+int cli_json_out(struct ct_json *j, FILE *f)
+{
+	int err = ct_json_finish(j);
+
+	if (!err)
+		(void)strbuf_addch(j->sb, '\n');
+	if (!err)
+		err = strbuf_fwrite(j->sb, f);
+	if (err)
+		return cli_error(EXIT_ERROR, "cannot write the JSON output: %s", strerror(-err));
+	return EXIT_OK;
+}
+
+int cli_json_flush(struct ct_json *j, FILE *f)
+{
+	int err = j->err ? j->err : strbuf_fwrite(j->sb, f);
+
+	if (!err)
+		strbuf_reset(j->sb);
+	return err;
 }
 
 int cli_error(int code, const char *fmt, ...)

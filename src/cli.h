@@ -17,6 +17,7 @@
 #include "common/compat.h"
 
 #include <signal.h>
+#include "common/json.h"
 #include "common/strbuf.h"
 #include "common/strparse.h"
 #include "ipc/ipc.h"
@@ -55,6 +56,19 @@ int cmd_version(int argc, char **argv);
 int cli_error(int code, const char *fmt, ...) PRINTF(2, 3);
 void cli_warn(const char *fmt, ...) PRINTF(1, 2);
 void cli_info(const char *fmt, ...) PRINTF(1, 2);
+/*
+ * Text that a target chose (names, command lines, messages, paths in its
+ * namespace) goes to the terminal only through cli_safe(): the escaping rule
+ * of common/term.h, so no control byte reaches the terminal. The result is s
+ * itself when nothing needs escaping, else one of CLI_SAFE_SLOTS rotating
+ * per-thread buffers (valid until the CLI_SAFE_SLOTS-th next call). Input
+ * past CLI_SAFE_INPUT bytes is cut and marked "...". NULL gives "(null)".
+ */
+#define CLI_SAFE_SLOTS 8
+#define CLI_SAFE_INPUT 65536
+const char *cli_safe(const char *s);
+/* Writes "clrtap: <prefix><msg>\n" to f with msg through cli_safe(). */
+void cli_print_line(FILE *f, const char *prefix, const char *msg);
 extern int cli_verbose;
 extern const char *cli_cmd_name;
 
@@ -120,9 +134,17 @@ int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 /* Prints an IPC failure as one line and returns its exit code. */
 int cli_ipc_error(const char *what, int err, const struct ipc_error *rerr);
 
-/* JSON members (lib/common/strbuf.h); kept under these names for commands. */
-#define cli_json_str strbuf_json_str
-#define cli_json_u64 strbuf_json_u64
-#define cli_json_bool strbuf_json_bool
+/*
+ * The one exit of every --json document (common/json.h): finishes j, adds a
+ * newline and writes j's buffer to f. A writer error (misuse, a cap, no
+ * memory) writes nothing: it prints why and returns EXIT_ERROR; else EXIT_OK.
+ */
+int cli_json_out(struct ct_json *j, FILE *f);
+/*
+ * For a document written as it goes (counters collect): writes what j's
+ * buffer holds so far to f and empties the buffer; j keeps its nesting, so
+ * cli_json_out() ends the same document. 0, j's error, or -EIO.
+ */
+int cli_json_flush(struct ct_json *j, FILE *f);
 
 #endif

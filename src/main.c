@@ -110,7 +110,8 @@ int cmd_version(int argc, char **argv)
 
 static void log_to_stderr(enum ct_log_level level, const char *msg)
 {
-	fprintf(stderr, "clrtap: %s%s\n", level == CT_LOG_WARN ? "warning: " : "", msg);
+	/* library messages quote what targets and files hold: escaped (cli_safe) */
+	cli_print_line(stderr, level == CT_LOG_WARN ? "warning: " : "", msg);
 }
 
 /* A write error on stdout (disk full, closed pipe) must not look like success. */

@@ -21,38 +21,45 @@ static void test_strbuf_cap(void **state)
 	assert_int_equal(strbuf_addstr(&sb, "6789"), -EMSGSIZE);
 	assert_int_equal(sb.len, 5);
 	assert_string_equal(sb.buf, "12345");
-	assert_int_equal(strbuf_addf(&sb, "%d", 678), 0);
+	/* the error sticks: later appends that would fit are no-ops */
+	assert_int_equal(strbuf_error(&sb), -EMSGSIZE);
+	assert_int_equal(strbuf_addf(&sb, "%d", 6), -EMSGSIZE);
+	assert_int_equal(strbuf_addch(&sb, 'x'), -EMSGSIZE);
+	assert_int_equal(strbuf_add(&sb, "", 0), -EMSGSIZE);
+	assert_string_equal(sb.buf, "12345");
+	/* a rollback to a mark before the failure clears it too */
+	strbuf_rollback(&sb, 2);
+	assert_int_equal(strbuf_error(&sb), 0);
+	assert_string_equal(sb.buf, "12");
+	assert_int_equal(strbuf_addstr(&sb, "345"), 0);
+	/* reset starts again */
+	strbuf_reset(&sb);
+	assert_int_equal(strbuf_error(&sb), 0);
+	assert_int_equal(strbuf_addf(&sb, "%d", 12345678), 0);
 	assert_string_equal(sb.buf, "12345678");
 	assert_int_equal(strbuf_addch(&sb, 'x'), -EMSGSIZE);
+	strbuf_release(&sb);
+	assert_int_equal(strbuf_error(&sb), 0);
 	assert_int_equal(strbuf_grow(&sb, SIZE_MAX), -EMSGSIZE);
 	strbuf_release(&sb);
 	assert_int_equal(sb.len, 0);
 	assert_int_equal(sb.max, 8);
 }
 
-static void test_strbuf_json(void **state)
+static void test_strbuf_fwrite(void **state)
 {
-	struct strbuf sb = STRBUF_INIT;
+	struct strbuf sb = STRBUF_INIT_MAX(4);
+	char out[16] = "";
+	FILE *f = fmemopen(out, sizeof(out), "w");
 
-	assert_int_equal(strbuf_add_json_escaped(&sb, "a\"b\\c\n\x01"), 0);
-	assert_string_equal(sb.buf, "a\\\"b\\\\c\\n\\u0001");
-	strbuf_release(&sb);
-}
-
-static void test_json_members(void **state)
-{
-	struct strbuf sb = STRBUF_INIT_MAX(256);
-
-	(void)state;
-	strbuf_addch(&sb, '{');
-	strbuf_json_str(&sb, "a", "x\"y\n", false);
-	strbuf_json_str(&sb, "b", NULL, true);
-	strbuf_json_u64(&sb, "c", UINT64_MAX, true);
-	strbuf_json_bool(&sb, "d", true, true);
-	strbuf_addch(&sb, ',');
-	strbuf_json_str(&sb, NULL, "bare", false);
-	strbuf_addch(&sb, '}');
-	assert_string_equal(sb.buf, "{\"a\":\"x\\\"y\\n\",\"b\":null,\"c\":18446744073709551615,\"d\":true,\"bare\"}");
+	assert_non_null(f);
+	(void)strbuf_addstr(&sb, "ab");
+	assert_int_equal(strbuf_fwrite(&sb, f), 0);
+	(void)strbuf_addstr(&sb, "cdef"); /* over the cap */
+	(void)strbuf_addstr(&sb, "c");    /* would fit, but the error sticks */
+	assert_int_equal(strbuf_fwrite(&sb, f), -EMSGSIZE);
+	fclose(f);
+	assert_string_equal(out, "ab");
 	strbuf_release(&sb);
 }
 
@@ -164,8 +171,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_strbuf_cap),
-		cmocka_unit_test(test_strbuf_json),
-		cmocka_unit_test(test_json_members),
+		cmocka_unit_test(test_strbuf_fwrite),
 		cmocka_unit_test(test_write_all),
 		cmocka_unit_test(test_cursor_bounds),
 		cmocka_unit_test(test_utf16),

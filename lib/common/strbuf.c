@@ -13,6 +13,7 @@ void strbuf_init(struct strbuf *sb, size_t max)
 	sb->len = 0;
 	sb->alloc = 0;
 	sb->max = max ? max : STRBUF_UNBOUNDED;
+	sb->err = 0;
 }
 
 void strbuf_release(struct strbuf *sb)
@@ -40,6 +41,13 @@ char *strbuf_detach(struct strbuf *sb, size_t *len)
 void strbuf_reset(struct strbuf *sb)
 {
 	strbuf_setlen(sb, 0);
+	sb->err = 0;
+}
+
+void strbuf_rollback(struct strbuf *sb, size_t mark)
+{
+	strbuf_setlen(sb, mark);
+	sb->err = 0;
 }
 
 void strbuf_setlen(struct strbuf *sb, size_t len)
@@ -52,25 +60,34 @@ void strbuf_setlen(struct strbuf *sb, size_t len)
 	sb->buf[len] = '\0';
 }
 
+static int fail(struct strbuf *sb, int err)
+{
+	if (!sb->err)
+		sb->err = err;
+	return err;
+}
+
 int strbuf_grow(struct strbuf *sb, size_t extra)
 {
 	size_t need, nalloc;
 	char *nb;
 
+	if (sb->err)
+		return sb->err;
 	if (extra > sb->max || sb->len > sb->max - extra)
-		return -EMSGSIZE;
+		return fail(sb, -EMSGSIZE);
 	need = sb->len + extra + 1;
 	if (need <= sb->alloc)
 		return 0;
 	nalloc = sb->alloc ? sb->alloc : 64;
 	while (nalloc < need) {
 		if (nalloc > SIZE_MAX / 2)
-			return -ENOMEM;
+			return fail(sb, -ENOMEM);
 		nalloc *= 2;
 	}
 	nb = realloc(sb->alloc ? sb->buf : NULL, nalloc);
 	if (!nb)
-		return -ENOMEM;
+		return fail(sb, -ENOMEM);
 	if (!sb->alloc)
 		nb[0] = '\0';
 	sb->buf = nb;
@@ -108,11 +125,13 @@ int strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap)
 	va_list cp;
 	int n, err;
 
+	if (sb->err)
+		return sb->err;
 	va_copy(cp, ap);
 	n = vsnprintf(NULL, 0, fmt, cp);
 	va_end(cp);
 	if (n < 0)
-		return -EINVAL;
+		return fail(sb, -EINVAL);
 	err = strbuf_grow(sb, (size_t)n);
 	if (err)
 		return err;
@@ -132,37 +151,13 @@ int strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 	return err;
 }
 
-int strbuf_add_json_escaped(struct strbuf *sb, const char *s)
+int strbuf_fwrite(const struct strbuf *sb, FILE *f)
 {
-	int err = 0;
-
-	for (; *s && !err; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		switch (c) {
-		case '"':
-			err = strbuf_addstr(sb, "\\\"");
-			break;
-		case '\\':
-			err = strbuf_addstr(sb, "\\\\");
-			break;
-		case '\n':
-			err = strbuf_addstr(sb, "\\n");
-			break;
-		case '\r':
-			err = strbuf_addstr(sb, "\\r");
-			break;
-		case '\t':
-			err = strbuf_addstr(sb, "\\t");
-			break;
-		default:
-			if (c < 0x20)
-				err = strbuf_addf(sb, "\\u%04x", c);
-			else
-				err = strbuf_addch(sb, c);
-		}
-	}
-	return err;
+	if (sb->err)
+		return sb->err;
+	if (sb->len && fwrite(sb->buf, 1, sb->len, f) != sb->len)
+		return -EIO;
+	return 0;
 }
 
 int strbuf_read_file(struct strbuf *sb, const char *path)
@@ -192,29 +187,4 @@ int strbuf_read_file(struct strbuf *sb, const char *path)
 	}
 	close(fd);
 	return err;
-}
-
-void strbuf_json_str(struct strbuf *sb, const char *key, const char *val, bool comma)
-{
-	if (comma)
-		(void)strbuf_addch(sb, ',');
-	if (key)
-		(void)strbuf_addf(sb, "\"%s\":", key);
-	if (!val) {
-		(void)strbuf_addstr(sb, "null");
-		return;
-	}
-	(void)strbuf_addch(sb, '"');
-	(void)strbuf_add_json_escaped(sb, val);
-	(void)strbuf_addch(sb, '"');
-}
-
-void strbuf_json_u64(struct strbuf *sb, const char *key, uint64_t val, bool comma)
-{
-	(void)strbuf_addf(sb, "%s\"%s\":%" PRIu64, comma ? "," : "", key, val);
-}
-
-void strbuf_json_bool(struct strbuf *sb, const char *key, bool val, bool comma)
-{
-	(void)strbuf_addf(sb, "%s\"%s\":%s", comma ? "," : "", key, val ? "true" : "false");
 }

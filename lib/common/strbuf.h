@@ -9,6 +9,14 @@
  * with -EMSGSIZE and leaves the buffer as it was.
  *
  * Mutators return 0 or a negative errno (-ENOMEM, -EMSGSIZE).
+ *
+ * Errors are sticky: the first failed append records its errno in err, and
+ * every later append is a no-op that returns that same error, so a run of
+ * appends may ignore the individual results as long as the writer checks
+ * strbuf_error() (or writes through strbuf_fwrite(), which refuses a buffer
+ * with an error) once, at the end. strbuf_reset() and strbuf_release() clear
+ * the error (the buffer starts again), and so does strbuf_rollback() (back to
+ * a mark taken before the failed appends); strbuf_setlen() does not.
  */
 #ifndef CLRTAP_COMMON_STRBUF_H
 #define CLRTAP_COMMON_STRBUF_H
@@ -22,11 +30,12 @@ struct strbuf {
 	size_t len;
 	size_t alloc;
 	size_t max; /* cap on len; SIZE_MAX/2 when "unbounded" */
+	int err;    /* first append error (negative errno), 0 if none; sticky */
 };
 
 #define STRBUF_UNBOUNDED ((size_t)1 << 40)
-#define STRBUF_INIT { strbuf_empty, 0, 0, STRBUF_UNBOUNDED }
-#define STRBUF_INIT_MAX(m) { strbuf_empty, 0, 0, (m) }
+#define STRBUF_INIT { strbuf_empty, 0, 0, STRBUF_UNBOUNDED, 0 }
+#define STRBUF_INIT_MAX(m) { strbuf_empty, 0, 0, (m), 0 }
 
 void strbuf_init(struct strbuf *sb, size_t max);
 /* Frees the memory and leaves an empty buffer with the same cap. */
@@ -42,18 +51,25 @@ int strbuf_addch(struct strbuf *sb, int c);
 int strbuf_addf(struct strbuf *sb, const char *fmt, ...) PRINTF(2, 3);
 int strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 void strbuf_setlen(struct strbuf *sb, size_t len);
+/*
+ * Undoes the appends since mark (a length taken before them) and clears the
+ * error they left: for code that gives up on one piece and goes on. A failed
+ * append leaves the buffer as it was, so what precedes the mark is whole.
+ */
+void strbuf_rollback(struct strbuf *sb, size_t mark);
 
-/* Appends s with JSON string escaping (no surrounding quotes). */
-int strbuf_add_json_escaped(struct strbuf *sb, const char *s);
+/* The sticky error: 0, or the negative errno of the first failed append. */
+static inline int strbuf_error(const struct strbuf *sb)
+{
+	return sb->err;
+}
 
 /*
- * JSON members: appends ["," if comma]["\"key\":" if key]value. A NULL
- * string is written as null. Errors stick to the buffer as with every append
- * (check the result once, at the end).
+ * Writes the buffer to f, the final check of a run of appends: a buffer with
+ * a sticky error writes nothing and returns that error; otherwise 0, or -EIO
+ * when the write fails.
  */
-void strbuf_json_str(struct strbuf *sb, const char *key, const char *val, bool comma);
-void strbuf_json_u64(struct strbuf *sb, const char *key, uint64_t val, bool comma);
-void strbuf_json_bool(struct strbuf *sb, const char *key, bool val, bool comma);
+int strbuf_fwrite(const struct strbuf *sb, FILE *f);
 
 /*
  * Reads the whole file at path into sb (appending), failing with -EFBIG when

@@ -88,13 +88,3 @@ size_t ct_strlcpy(char *dst, const char *src, size_t n)
 	}
 	return len;
 }
-
-void ct_sanitize(char *s)
-{
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c < 0x20 || c == 0x7f)
-			*s = '?';
-	}
-}

@@ -17,7 +17,5 @@ int ct_parse_pid(const char *s, pid_t *out);
 
 /* Copies src into dst (size n, NUL-terminated, truncating). Returns strlen(src). */
 size_t ct_strlcpy(char *dst, const char *src, size_t n);
-/* Replaces control characters in s (in place) with '?', for safe printing. */
-void ct_sanitize(char *s);
 
 #endif

@@ -4,7 +4,7 @@
 #include "common/cursor.h"
 #include "common/utf16.h"
 
-static int put_utf8(struct strbuf *out, uint32_t cp)
+int utf8_put(struct strbuf *out, uint32_t cp)
 {
 	uint8_t b[4];
 	size_t n;
@@ -31,6 +31,44 @@ static int put_utf8(struct strbuf *out, uint32_t cp)
 	return strbuf_add(out, b, n);
 }
 
+size_t utf8_valid(const char *s, size_t len, uint32_t *cp)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	uint32_t c, min;
+	size_t n, i;
+
+	if (u[0] < 0x80) {
+		*cp = u[0];
+		return 1;
+	}
+	if (u[0] >= 0xc2 && u[0] <= 0xdf) {
+		n = 2;
+		c = u[0] & 0x1f;
+		min = 0x80;
+	} else if (u[0] >= 0xe0 && u[0] <= 0xef) {
+		n = 3;
+		c = u[0] & 0x0f;
+		min = 0x800;
+	} else if (u[0] >= 0xf0 && u[0] <= 0xf4) {
+		n = 4;
+		c = u[0] & 0x07;
+		min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (len < n)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((u[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (u[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
 int utf16le_to_utf8(struct strbuf *out, const uint8_t *p, size_t nunits, bool stop_at_nul)
 {
 	size_t i;
@@ -45,14 +83,14 @@ int utf16le_to_utf8(struct strbuf *out, const uint8_t *p, size_t nunits, bool st
 			uint32_t lo = ct_le16(p + 2 * (i + 1));
 
 			if (lo >= 0xdc00 && lo <= 0xdfff) {
-				err = put_utf8(out, 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00));
+				err = utf8_put(out, 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00));
 				i++;
 				continue;
 			}
 		}
 		if (u >= 0xd800 && u <= 0xdfff)
 			u = 0xfffd;
-		err = put_utf8(out, u);
+		err = utf8_put(out, u);
 	}
 	return err;
 }

@@ -315,7 +315,7 @@ int ipc_parse_error(const uint8_t *p, size_t len, struct ipc_error *rerr)
 	rerr->hresult = (int32_t)hr;
 	/* GenerateCoreDump3 adds a message; anything unparseable is ignored. */
 	if (cur_left(&c) >= 4 && !cur_ipc_string(&c, &msg) && msg) {
-		ct_sanitize(msg);
+		/* printed through cli_safe() / ct_term_escape(): kept exact here */
 		ct_strlcpy(rerr->message, msg, sizeof(rerr->message));
 		free(msg);
 	}

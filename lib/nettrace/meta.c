@@ -306,7 +306,7 @@ static void reset(struct nt_mbuild *b)
 /* Undo a failed field parse: drop the field slots and strings added after the mark. */
 static void rollback(struct nt_mbuild *b, size_t str_mark, uint32_t *ntop)
 {
-	strbuf_setlen(&b->str, str_mark);
+	strbuf_rollback(&b->str, str_mark);
 	b->nf = 0;
 	*ntop = 0;
 }

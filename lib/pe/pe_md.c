@@ -563,7 +563,7 @@ int pe_md_typedef_name(struct pe_file *pf, uint32_t rid, struct strbuf *out)
 	if (!err)
 		err = strbuf_addch(&pf->tn_cache, '\0');
 	if (err || start + 1 > UINT32_MAX) {
-		strbuf_setlen(&pf->tn_cache, start);
+		strbuf_rollback(&pf->tn_cache, start);
 		return err ? err : -EMSGSIZE;
 	}
 	pf->tn_off[rid] = (uint32_t)start + 1;

@@ -5,7 +5,9 @@
  */
 #include "common/compat.h"
 
+#include "common/json.h"
 #include "common/strparse.h"
+#include "common/term.h"
 #include "tracestats/tracestats.h"
 
 #define DEFAULT_TOP 10
@@ -39,11 +41,10 @@ static void add_bytes(struct strbuf *sb, uint64_t b)
 		(void)strbuf_addf(sb, "%" PRIu64 " B", b);
 }
 
-/* Printable copy of an outside string: control characters become '?'. */
+/* Printable copy of an outside string: the terminal rule of common/term.h. */
 static void add_clean(struct strbuf *sb, const char *s)
 {
-	for (; *s; s++)
-		(void)strbuf_addch(sb, (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+	(void)ct_term_escape_str(sb, s);
 }
 
 static double pct_of(uint64_t part, uint64_t whole)
@@ -261,193 +262,209 @@ int tracestats_format_text(const struct tracestats *ts, unsigned top, const char
 	(void)strbuf_addch(sb, '\n');
 
 	text_samples(r, top, sb);
-	return 0;
+	return strbuf_error(sb);
 }
 
 /* ----- JSON ----- */
 
-static void json_top(struct strbuf *sb, const char *key, const struct flame_top *ft, size_t n,
+static void json_top(struct ct_json *j, const char *key, const struct flame_top *ft, size_t n,
 		     unsigned top)
 {
 	size_t i;
 
-	(void)strbuf_addf(sb, ",\"%s\":[", key);
+	ct_json_kv_arr_begin(j, key);
 	for (i = 0; i < n && i < top; i++) {
-		(void)strbuf_addstr(sb, i ? ",{" : "{");
-		strbuf_json_str(sb, "name", ft[i].name, false);
-		strbuf_json_u64(sb, "self", ft[i].self, true);
-		strbuf_json_u64(sb, "total", ft[i].total, true);
-		(void)strbuf_addch(sb, '}');
+		ct_json_obj_begin(j);
+		ct_json_kv_str(j, "name", ft[i].name);
+		ct_json_kv_u64(j, "self", ft[i].self);
+		ct_json_kv_u64(j, "total", ft[i].total);
+		ct_json_obj_end(j);
 	}
-	(void)strbuf_addch(sb, ']');
+	ct_json_arr_end(j);
 }
 
-static void json_samples(const struct ts_result *r, unsigned top, struct strbuf *sb)
+static void json_samples(const struct ts_result *r, unsigned top, struct ct_json *j)
 {
 	const struct ts_samples *s = &r->samples;
 	struct flame_top *ft = NULL;
 	size_t n = 0;
 
-	(void)strbuf_addstr(sb, ",\"samples\":{");
-	strbuf_json_u64(sb, "managed", s->managed, false);
-	strbuf_json_u64(sb, "external", s->external, true);
-	strbuf_json_u64(sb, "other", s->other, true);
-	strbuf_json_u64(sb, "in_flame", r->flame ? flame_total(r->flame) : 0, true);
-	strbuf_json_u64(sb, "dropped", s->dropped, true);
-	strbuf_json_u64(sb, "truncated", s->truncated, true);
-	strbuf_json_u64(sb, "stacks", s->stacks, true);
+	ct_json_kv_obj_begin(j, "samples");
+	ct_json_kv_u64(j, "managed", s->managed);
+	ct_json_kv_u64(j, "external", s->external);
+	ct_json_kv_u64(j, "other", s->other);
+	ct_json_kv_u64(j, "in_flame", r->flame ? flame_total(r->flame) : 0);
+	ct_json_kv_u64(j, "dropped", s->dropped);
+	ct_json_kv_u64(j, "truncated", s->truncated);
+	ct_json_kv_u64(j, "stacks", s->stacks);
 	if (r->flame && !flame_top(r->flame, &ft, &n)) {
 		size_t k = n;
 
 		/* self ranking keeps only names that are some stack's leaf */
 		while (k && !ft[k - 1].self)
 			k--;
-		json_top(sb, "top_self", ft, k, top);
+		json_top(j, "top_self", ft, k, top);
 		qsort(ft, n, sizeof(*ft), cmp_top_total);
-		json_top(sb, "top_total", ft, n, top);
+		json_top(j, "top_total", ft, n, top);
 		free(ft);
 	} else {
-		(void)strbuf_addstr(sb, ",\"top_self\":[],\"top_total\":[]");
+		json_top(j, "top_self", NULL, 0, top);
+		json_top(j, "top_total", NULL, 0, top);
 	}
-	(void)strbuf_addch(sb, '}');
+	ct_json_obj_end(j);
 }
 
-static void json_gc(const struct ts_result *r, struct strbuf *sb)
+static void json_u64_array(struct ct_json *j, const char *key, const uint64_t *v, size_t n)
+{
+	size_t i;
+
+	ct_json_kv_arr_begin(j, key);
+	for (i = 0; i < n; i++)
+		ct_json_u64(j, v[i]);
+	ct_json_arr_end(j);
+}
+
+static void json_gc(const struct ts_result *r, struct ct_json *j)
 {
 	const struct ts_gc *g = &r->gc;
-	bool any = false;
 	unsigned i;
 
-	(void)strbuf_addstr(sb, ",\"gc\":{");
-	strbuf_json_u64(sb, "count", g->count, false);
-	(void)strbuf_addf(sb, ",\"by_gen\":[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", g->by_gen[0],
-			  g->by_gen[1], g->by_gen[2]);
-	(void)strbuf_addf(sb, ",\"induced_by_gen\":[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]",
-			  g->induced_by_gen[0], g->induced_by_gen[1], g->induced_by_gen[2]);
-	(void)strbuf_addstr(sb, ",\"by_reason\":{");
+	ct_json_kv_obj_begin(j, "gc");
+	ct_json_kv_u64(j, "count", g->count);
+	json_u64_array(j, "by_gen", g->by_gen, TS_GC_GENS);
+	json_u64_array(j, "induced_by_gen", g->induced_by_gen, TS_GC_GENS);
+	ct_json_kv_obj_begin(j, "by_reason");
 	for (i = 0; i < TS_GC_REASONS; i++) {
 		const char *n = tracestats_gc_reason_name(i);
 
 		if (!g->by_reason[i])
 			continue;
-		strbuf_json_u64(sb, i == TS_GC_REASONS - 1 || !n ? "other" : n, g->by_reason[i], any);
-		any = true;
+		ct_json_kv_u64(j, i == TS_GC_REASONS - 1 || !n ? "other" : n, g->by_reason[i]);
 	}
-	(void)strbuf_addch(sb, '}');
-	strbuf_json_u64(sb, "background", g->background, true);
-	strbuf_json_str(sb, "pause_source", g->pause_source, true);
-	strbuf_json_u64(sb, "pauses", g->pauses, true);
-	strbuf_json_u64(sb, "pause_total_ns", g->pause_total_ns, true);
-	strbuf_json_u64(sb, "pause_p50_ns", g->pause_p50_ns, true);
-	strbuf_json_u64(sb, "pause_p95_ns", g->pause_p95_ns, true);
-	strbuf_json_u64(sb, "pause_p99_ns", g->pause_p99_ns, true);
-	strbuf_json_u64(sb, "pause_max_ns", g->pause_max_ns, true);
-	(void)strbuf_addf(sb, ",\"pause_sampled\":%s,\"paused_pct\":%.6f",
-			  g->pause_sampled ? "true" : "false", g->paused_pct);
-	strbuf_json_u64(sb, "other_suspensions", g->other_suspensions, true);
-	(void)strbuf_addch(sb, '}');
+	ct_json_obj_end(j);
+	ct_json_kv_u64(j, "background", g->background);
+	ct_json_kv_str(j, "pause_source", g->pause_source);
+	ct_json_kv_u64(j, "pauses", g->pauses);
+	ct_json_kv_u64(j, "pause_total_ns", g->pause_total_ns);
+	ct_json_kv_u64(j, "pause_p50_ns", g->pause_p50_ns);
+	ct_json_kv_u64(j, "pause_p95_ns", g->pause_p95_ns);
+	ct_json_kv_u64(j, "pause_p99_ns", g->pause_p99_ns);
+	ct_json_kv_u64(j, "pause_max_ns", g->pause_max_ns);
+	ct_json_kv_bool(j, "pause_sampled", g->pause_sampled);
+	ct_json_kv_double(j, "paused_pct", g->paused_pct);
+	ct_json_kv_u64(j, "other_suspensions", g->other_suspensions);
+	ct_json_obj_end(j);
 }
 
 int tracestats_format_json(const struct tracestats *ts, unsigned top, const char *source,
 			   struct strbuf *sb)
 {
 	const struct ts_result *r = tracestats_result(ts);
+	struct ct_json jw, *j = &jw;
 	char when[48];
-	size_t i, j;
+	size_t i, k;
+	int err;
 
 	if (!top)
 		top = DEFAULT_TOP;
 	sync_time(r, when, sizeof(when));
-	(void)strbuf_addch(sb, '{');
-	strbuf_json_str(sb, "file", source, false);
-	(void)strbuf_addf(sb, ",\"complete\":%s", r->error.code ? "false" : "true");
+	ct_json_init(j, sb);
+	ct_json_obj_begin(j);
+	ct_json_kv_str(j, "file", source);
+	ct_json_kv_bool(j, "complete", !r->error.code);
 	if (r->error.code) {
-		(void)strbuf_addf(sb, ",\"error\":{\"errno\":%d,\"offset\":%" PRIu64, -r->error.code,
-				  r->error.offset);
-		strbuf_json_str(sb, "message", r->error.msg, true);
-		(void)strbuf_addch(sb, '}');
+		ct_json_kv_obj_begin(j, "error");
+		ct_json_kv_i64(j, "errno", -r->error.code);
+		ct_json_kv_u64(j, "offset", r->error.offset);
+		ct_json_kv_str(j, "message", r->error.msg);
+		ct_json_obj_end(j);
 	} else {
-		(void)strbuf_addstr(sb, ",\"error\":null");
+		ct_json_kv_null(j, "error");
 	}
-	(void)strbuf_addstr(sb, ",\"trace\":{");
-	strbuf_json_u64(sb, "format", r->have_info ? (r->info.format == 6 ? 6 : 5) : 0, false);
-	strbuf_json_u64(sb, "pid", r->info.pid, true);
-	strbuf_json_u64(sb, "cpus", r->info.ncpu, true);
-	strbuf_json_u64(sb, "pointer_size", r->info.pointer_size, true);
-	strbuf_json_str(sb, "start_utc", when, true);
-	strbuf_json_u64(sb, "bytes", r->bytes, true);
-	strbuf_json_u64(sb, "events", r->events, true);
-	strbuf_json_u64(sb, "lost_events", r->dropped_events, true);
-	strbuf_json_u64(sb, "duration_ns", r->duration_ns, true);
-	strbuf_json_u64(sb, "methods", r->methods, true);
-	(void)strbuf_addch(sb, '}');
+	ct_json_kv_obj_begin(j, "trace");
+	ct_json_kv_u64(j, "format", r->have_info ? (r->info.format == 6 ? 6 : 5) : 0);
+	ct_json_kv_u64(j, "pid", r->info.pid);
+	ct_json_kv_u64(j, "cpus", r->info.ncpu);
+	ct_json_kv_u64(j, "pointer_size", r->info.pointer_size);
+	ct_json_kv_str(j, "start_utc", when);
+	ct_json_kv_u64(j, "bytes", r->bytes);
+	ct_json_kv_u64(j, "events", r->events);
+	ct_json_kv_u64(j, "lost_events", r->dropped_events);
+	ct_json_kv_u64(j, "duration_ns", r->duration_ns);
+	ct_json_kv_u64(j, "methods", r->methods);
+	ct_json_obj_end(j);
 
 	/* every kind: tests compare these with other readers */
-	(void)strbuf_addstr(sb, ",\"providers\":[");
+	ct_json_kv_arr_begin(j, "providers");
 	for (i = 0; i < r->nproviders; i++) {
-		(void)strbuf_addstr(sb, i ? ",{" : "{");
-		strbuf_json_str(sb, "provider", r->providers[i].provider, false);
-		strbuf_json_u64(sb, "count", r->providers[i].count, true);
-		(void)strbuf_addch(sb, '}');
+		ct_json_obj_begin(j);
+		ct_json_kv_str(j, "provider", r->providers[i].provider);
+		ct_json_kv_u64(j, "count", r->providers[i].count);
+		ct_json_obj_end(j);
 	}
-	(void)strbuf_addstr(sb, "],\"events\":[");
+	ct_json_arr_end(j);
+	ct_json_kv_arr_begin(j, "events");
 	for (i = 0; i < r->nkinds; i++) {
-		(void)strbuf_addstr(sb, i ? ",{" : "{");
-		strbuf_json_str(sb, "provider", r->kinds[i].provider, false);
-		strbuf_json_u64(sb, "id", r->kinds[i].id, true);
-		strbuf_json_str(sb, "name", r->kinds[i].name, true);
-		strbuf_json_u64(sb, "count", r->kinds[i].count, true);
-		(void)strbuf_addch(sb, '}');
+		ct_json_obj_begin(j);
+		ct_json_kv_str(j, "provider", r->kinds[i].provider);
+		ct_json_kv_u64(j, "id", r->kinds[i].id);
+		ct_json_kv_str(j, "name", r->kinds[i].name);
+		ct_json_kv_u64(j, "count", r->kinds[i].count);
+		ct_json_obj_end(j);
 	}
-	(void)strbuf_addch(sb, ']');
-	strbuf_json_u64(sb, "other_kinds_events", r->other_kinds_events, true);
+	ct_json_arr_end(j);
+	ct_json_kv_u64(j, "other_kinds_events", r->other_kinds_events);
 
-	(void)strbuf_addstr(sb, ",\"exceptions\":{");
-	strbuf_json_u64(sb, "total", r->exceptions_total, false);
-	strbuf_json_u64(sb, "other", r->exceptions_other, true);
-	(void)strbuf_addstr(sb, ",\"groups\":[");
+	ct_json_kv_obj_begin(j, "exceptions");
+	ct_json_kv_u64(j, "total", r->exceptions_total);
+	ct_json_kv_u64(j, "other", r->exceptions_other);
+	ct_json_kv_arr_begin(j, "groups");
 	for (i = 0; i < r->nexceptions && i < top; i++) {
 		const struct ts_exception *e = &r->exceptions[i];
 
-		(void)strbuf_addstr(sb, i ? ",{" : "{");
-		strbuf_json_str(sb, "type", e->type, false);
-		strbuf_json_str(sb, "message", e->message, true);
-		strbuf_json_u64(sb, "count", e->count, true);
-		strbuf_json_str(sb, "thrown_in", e->thrown_at, true);
-		(void)strbuf_addstr(sb, ",\"stack\":[");
-		for (j = 0; j < e->nframes; j++)
-			strbuf_json_str(sb, NULL, e->frames[j], j > 0);
-		(void)strbuf_addstr(sb, "]}");
+		ct_json_obj_begin(j);
+		ct_json_kv_str(j, "type", e->type);
+		ct_json_kv_str(j, "message", e->message);
+		ct_json_kv_u64(j, "count", e->count);
+		ct_json_kv_str(j, "thrown_in", e->thrown_at);
+		ct_json_kv_arr_begin(j, "stack");
+		for (k = 0; k < e->nframes; k++)
+			ct_json_str(j, e->frames[k]);
+		ct_json_arr_end(j);
+		ct_json_obj_end(j);
 	}
-	(void)strbuf_addstr(sb, "]}");
+	ct_json_arr_end(j);
+	ct_json_obj_end(j);
 
-	json_gc(r, sb);
+	json_gc(r, j);
 
-	(void)strbuf_addstr(sb, ",\"allocations\":{");
-	strbuf_json_u64(sb, "bytes", r->alloc_bytes, false);
-	strbuf_json_u64(sb, "samples", r->alloc_samples, true);
-	strbuf_json_u64(sb, "other_bytes", r->alloc_other_bytes, true);
-	strbuf_json_u64(sb, "other_samples", r->alloc_other_samples, true);
-	strbuf_json_u64(sb, "distinct_types", r->nallocs, true);
-	(void)strbuf_addstr(sb, ",\"types\":[");
+	ct_json_kv_obj_begin(j, "allocations");
+	ct_json_kv_u64(j, "bytes", r->alloc_bytes);
+	ct_json_kv_u64(j, "samples", r->alloc_samples);
+	ct_json_kv_u64(j, "other_bytes", r->alloc_other_bytes);
+	ct_json_kv_u64(j, "other_samples", r->alloc_other_samples);
+	ct_json_kv_u64(j, "distinct_types", r->nallocs);
+	ct_json_kv_arr_begin(j, "types");
 	for (i = 0; i < r->nallocs && i < top; i++) {
-		(void)strbuf_addstr(sb, i ? ",{" : "{");
-		strbuf_json_str(sb, "type", r->allocs[i].type, false);
-		strbuf_json_u64(sb, "bytes", r->allocs[i].bytes, true);
-		strbuf_json_u64(sb, "samples", r->allocs[i].samples, true);
-		(void)strbuf_addch(sb, '}');
+		ct_json_obj_begin(j);
+		ct_json_kv_str(j, "type", r->allocs[i].type);
+		ct_json_kv_u64(j, "bytes", r->allocs[i].bytes);
+		ct_json_kv_u64(j, "samples", r->allocs[i].samples);
+		ct_json_obj_end(j);
 	}
-	(void)strbuf_addstr(sb, "]}");
+	ct_json_arr_end(j);
+	ct_json_obj_end(j);
 
-	(void)strbuf_addstr(sb, ",\"contention\":{");
-	strbuf_json_u64(sb, "starts", r->contention.starts, false);
-	strbuf_json_u64(sb, "stops", r->contention.stops, true);
-	strbuf_json_u64(sb, "timed", r->contention.timed, true);
-	strbuf_json_u64(sb, "total_ns", r->contention.total_ns, true);
-	strbuf_json_u64(sb, "max_ns", r->contention.max_ns, true);
-	(void)strbuf_addch(sb, '}');
+	ct_json_kv_obj_begin(j, "contention");
+	ct_json_kv_u64(j, "starts", r->contention.starts);
+	ct_json_kv_u64(j, "stops", r->contention.stops);
+	ct_json_kv_u64(j, "timed", r->contention.timed);
+	ct_json_kv_u64(j, "total_ns", r->contention.total_ns);
+	ct_json_kv_u64(j, "max_ns", r->contention.max_ns);
+	ct_json_obj_end(j);
 
-	json_samples(r, top, sb);
-	(void)strbuf_addstr(sb, "}\n");
-	return 0;
+	json_samples(r, top, j);
+	ct_json_obj_end(j);
+	err = ct_json_finish(j);
+	return err ? err : strbuf_addch(sb, '\n');
 }

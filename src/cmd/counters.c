@@ -31,6 +31,8 @@ struct run {
 	bool dirty;
 	uint64_t nvalues;
 	int werr;   /* first write error on the output file */
+	struct strbuf jsb; /* --format json: the document, flushed value by value */
+	struct ct_json j;
 	char last_notice[256];
 };
 
@@ -159,25 +161,24 @@ static void csv_field(FILE *f, const char *s, bool last)
 	fputc(last ? '\n' : ',', f);
 }
 
-static void json_value(struct run *r, const struct counters_value *v, const char *ts)
+/* One element of "values"; a value that is not a number (NaN, inf) is null. */
+static int json_value(struct run *r, const struct counters_value *v, const char *ts)
 {
-	struct strbuf sb = STRBUF_INIT;
-	char num[64];
+	struct ct_json *j = &r->j;
 
-	fmt_exact(v->value, num, sizeof(num));
-	(void)strbuf_addstr(&sb, r->nvalues ? ",\n    {" : "\n    {");
-	cli_json_str(&sb, "timestamp", ts, false);
-	cli_json_str(&sb, "source", v->source, true);
-	cli_json_str(&sb, "type", v->meter ? "meter" : "eventcounters", true);
-	cli_json_str(&sb, "name", v->name, true);
-	cli_json_str(&sb, "display_name", v->display_name, true);
-	cli_json_str(&sb, "tags", v->tags, true);
-	cli_json_str(&sb, "kind", counters_kind_name(v->kind), true);
-	(void)strbuf_addf(&sb, ",\"value\":%s", num);
-	cli_json_str(&sb, "units", v->units, true);
-	(void)strbuf_addf(&sb, ",\"interval_sec\":%g}", v->interval_sec);
-	fputs(sb.buf, r->out);
-	strbuf_release(&sb);
+	ct_json_obj_begin(j);
+	ct_json_kv_str(j, "timestamp", ts);
+	ct_json_kv_str(j, "source", v->source);
+	ct_json_kv_str(j, "type", v->meter ? "meter" : "eventcounters");
+	ct_json_kv_str(j, "name", v->name);
+	ct_json_kv_str(j, "display_name", v->display_name);
+	ct_json_kv_str(j, "tags", v->tags);
+	ct_json_kv_str(j, "kind", counters_kind_name(v->kind));
+	ct_json_kv_double(j, "value", v->value);
+	ct_json_kv_str(j, "units", v->units);
+	ct_json_kv_double(j, "interval_sec", v->interval_sec);
+	ct_json_obj_end(j);
+	return cli_json_flush(j, r->out);
 }
 
 static int on_value(void *ctx, const struct counters_value *cv)
@@ -205,7 +206,8 @@ static int on_value(void *ctx, const struct counters_value *cv)
 		fmt_value(v.value, num, sizeof(num));
 		fmt_units(v.units, v.kind, r->interval, units, sizeof(units));
 		series_label(v.name, v.tags, label, sizeof(label));
-		fprintf(r->out, "%s %s %s %s%s%s\n", ts, v.source, label, num, *units ? " " : "", units);
+		fprintf(r->out, "%s %s %s %s%s%s\n", ts, cli_safe(v.source), cli_safe(label), num,
+			*units ? " " : "", cli_safe(units));
 		fflush(r->out);
 		break;
 	case OUT_CSV:
@@ -222,7 +224,11 @@ static int on_value(void *ctx, const struct counters_value *cv)
 		csv_field(r->out, units, true);
 		break;
 	case OUT_JSON:
-		json_value(r, &v, ts);
+		err = json_value(r, &v, ts);
+		if (err) {
+			r->werr = err;
+			return err;
+		}
 		break;
 	}
 	r->nvalues++;
@@ -289,7 +295,7 @@ static void draw_table(void *ctx)
 		const struct counters_series *s = &r->table.v[i];
 
 		if (!last_source || strcmp(last_source, s->source) || last_meter != s->meter) {
-			fprintf(r->out, "\n[%s]%s\n", s->source, s->meter ? " (meter)" : "");
+			fprintf(r->out, "\n[%s]%s\n", cli_safe(s->source), s->meter ? " (meter)" : "");
 			fprintf(r->out, "    %-*s %18s  %-14s%s\n", w, "NAME", "VALUE", "UNIT",
 				s->meter ? "" : "DESCRIPTION");
 			last_source = s->source;
@@ -298,7 +304,8 @@ static void draw_table(void *ctx)
 		fmt_table_value(s->value, num, sizeof(num));
 		fmt_units(s->units, s->kind, r->interval, units, sizeof(units));
 		series_label(s->name, s->tags, label, sizeof(label));
-		fprintf(r->out, "    %-*s %18s  %-14s%s\n", w, label, num, units, s->display_name);
+		fprintf(r->out, "    %-*s %18s  %-14s%s\n", w, cli_safe(label), num, cli_safe(units),
+			cli_safe(s->display_name));
 	}
 	fflush(r->out);
 }
@@ -344,7 +351,7 @@ static int run_counters(bool collect, int argc, char **argv)
 	struct counters_live live = { 0 };
 	struct counters_live_result res;
 	struct nt_handlers h = { .event = on_event };
-	struct run r = { 0 };
+	struct run r = { .jsb = STRBUF_INIT };
 	struct ipc_endpoint ep;
 	struct proc_target t;
 	int first, code, err;
@@ -423,9 +430,15 @@ static int run_counters(bool collect, int argc, char **argv)
 
 	if (r.mode == OUT_CSV)
 		fputs("timestamp,source,type,name,tags,kind,value,units,interval_sec\n", r.out);
-	else if (r.mode == OUT_JSON)
-		fprintf(r.out, "{\n  \"pid\": %d,\n  \"interval_sec\": %d,\n  \"values\": [", (int)t.pid,
-			interval);
+	else if (r.mode == OUT_JSON) {
+		ct_json_init(&r.j, &r.jsb);
+		ct_json_obj_begin_lines(&r.j);
+		ct_json_kv_i64(&r.j, "pid", t.pid);
+		ct_json_kv_i64(&r.j, "interval_sec", interval);
+		ct_json_key(&r.j, "values");
+		ct_json_arr_begin_lines(&r.j);
+		r.werr = cli_json_flush(&r.j, r.out);
+	}
 	if (r.mode != OUT_TABLE)
 		cli_info("reading counters of pid %d every %d s; %s", (int)t.pid, interval,
 			 duration ? "waiting for the duration" : "Ctrl-C stops");
@@ -452,8 +465,12 @@ static int run_counters(bool collect, int argc, char **argv)
 			unlink(out_path); /* nothing was read: no file */
 		goto out_file;
 	}
-	if (r.mode == OUT_JSON)
-		fputs(r.nvalues ? "\n  ]\n}\n" : "]\n}\n", r.out);
+	if (r.mode == OUT_JSON && !r.werr) {
+		ct_json_arr_end(&r.j);
+		ct_json_obj_end(&r.j);
+		if (cli_json_out(&r.j, r.out))
+			r.werr = -EIO;
+	}
 	if (r.werr) {
 		code = collect ? cli_error(EXIT_ERROR, "cannot write %s", out_path)
 			       : cli_error(EXIT_ERROR, "cannot write to standard output");
@@ -485,6 +502,7 @@ out_file:
 			printf("wrote %s (%" PRIu64 " values)\n", out_path, r.nvalues);
 	}
 out:
+	strbuf_release(&r.jsb);
 	counters_table_release(&r.table);
 	counters_decoder_free(r.dec);
 	counters_session_release(&cs);

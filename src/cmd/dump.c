@@ -183,23 +183,25 @@ int cmd_dump(int argc, char **argv)
 				 host_path, strerror(errno));
 	if (json) {
 		struct strbuf sb = STRBUF_INIT;
+		struct ct_json j;
+		int rc;
 
-		(void)strbuf_addch(&sb, '{');
-		cli_json_u64(&sb, "pid", (uint64_t)t.pid, false);
-		cli_json_str(&sb, "type", type_s, true);
-		cli_json_str(&sb, "path", host_path, true);
-		cli_json_u64(&sb, "bytes", (uint64_t)st.st_size, true);
-		cli_json_str(&sb, "written_in_target_as", target_path, true);
-		cli_json_bool(&sb, "copied_out_of_namespace", copied, true);
-		(void)strbuf_addstr(&sb, "}\n");
-		fwrite(sb.buf, 1, sb.len, stdout);
+		ct_json_init(&j, &sb);
+		ct_json_obj_begin(&j);
+		ct_json_kv_u64(&j, "pid", (uint64_t)t.pid);
+		ct_json_kv_str(&j, "type", type_s);
+		ct_json_kv_str(&j, "path", host_path);
+		ct_json_kv_u64(&j, "bytes", (uint64_t)st.st_size);
+		ct_json_kv_str(&j, "written_in_target_as", target_path);
+		ct_json_kv_bool(&j, "copied_out_of_namespace", copied);
+		ct_json_obj_end(&j);
+		rc = cli_json_out(&j, stdout);
 		strbuf_release(&sb);
-	} else {
-		if (copied)
-			printf("the target wrote %s inside its mount namespace; copied out through "
-			       "%s\n",
-			       target_path, t.root);
-		printf("dump written: %s (%lld bytes)\n", host_path, (long long)st.st_size);
+		return rc;
 	}
+	if (copied)
+		printf("the target wrote %s inside its mount namespace; copied out through %s\n",
+		       cli_safe(target_path), cli_safe(t.root));
+	printf("dump written: %s (%lld bytes)\n", cli_safe(host_path), (long long)st.st_size);
 	return EXIT_OK;
 }

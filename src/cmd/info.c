@@ -28,7 +28,6 @@ static int env_add(const char *entry, void *ctx)
 	l->v[l->n] = strdup(entry);
 	if (!l->v[l->n])
 		return -ENOMEM;
-	ct_sanitize(l->v[l->n]);
 	l->n++;
 	return 0;
 }
@@ -45,6 +44,7 @@ static void print_text(const struct proc_target *t, const struct ipc_process_inf
 	char cookie[40];
 	size_t i;
 
+	/* every string below may come from the target: through cli_safe() */
 	(void)proc_container(t->pid, &ctr);
 	for (i = 0; i < 16; i++)
 		snprintf(cookie + 2 * i, 3, "%02x", pi->cookie[i]);
@@ -57,72 +57,86 @@ static void print_text(const struct proc_target *t, const struct ipc_process_inf
 							     : "own mount namespace")
 		       : "same as clrtap");
 	if (ctr.id[0] || ctr.pod[0])
-		printf("container:        %s%s%s\n", ctr.id[0] ? ctr.id : "-",
-		       ctr.pod[0] ? ", Kubernetes pod uid " : "", ctr.pod);
-	printf("runtime version:  %s\n", pi->clr_version ? pi->clr_version : "(not reported)");
-	printf("entry assembly:   %s\n", pi->assembly ? pi->assembly : "(not reported)");
-	printf("os / arch:        %s / %s\n", pi->os ? pi->os : "?", pi->arch ? pi->arch : "?");
+		printf("container:        %s%s%s\n", ctr.id[0] ? cli_safe(ctr.id) : "-",
+		       ctr.pod[0] ? ", Kubernetes pod uid " : "", cli_safe(ctr.pod));
+	printf("runtime version:  %s\n",
+	       pi->clr_version ? cli_safe(pi->clr_version) : "(not reported)");
+	printf("entry assembly:   %s\n", pi->assembly ? cli_safe(pi->assembly) : "(not reported)");
+	printf("os / arch:        %s / %s\n", pi->os ? cli_safe(pi->os) : "?",
+	       pi->arch ? cli_safe(pi->arch) : "?");
 	if (pi->rid)
-		printf("runtime id:       %s\n", pi->rid);
-	printf("command line:     %s\n", pi->cmdline ? pi->cmdline : "");
+		printf("runtime id:       %s\n", cli_safe(pi->rid));
+	printf("command line:     %s\n", pi->cmdline ? cli_safe(pi->cmdline) : "");
 	printf("runtime cookie:   %s\n", cookie);
-	printf("socket:           %s%s\n", t->socket, t->key_match ? "" : " (key not matched)");
-	printf("temp dir:         %s\n", t->tmpdir);
+	printf("socket:           %s%s\n", cli_safe(t->socket),
+	       t->key_match ? "" : " (key not matched)");
+	printf("temp dir:         %s\n", cli_safe(t->tmpdir));
 	printf("perf map:         %s%s%s%s\n", pm->on ? "on" : "off",
-	       pm->env_setting[0] ? " (DOTNET_PerfMapEnabled=" : "", pm->env_setting,
+	       pm->env_setting[0] ? " (DOTNET_PerfMapEnabled=" : "", cli_safe(pm->env_setting),
 	       pm->env_setting[0] ? " at start)" : "");
-	printf("perf map file:    %s%s\n", pm->map_path, pm->map_exists ? "" : " (absent)");
-	printf("jitdump file:     %s%s\n", pm->jitdump_path, pm->jitdump_exists ? "" : " (absent)");
+	printf("perf map file:    %s%s\n", cli_safe(pm->map_path),
+	       pm->map_exists ? "" : " (absent)");
+	printf("jitdump file:     %s%s\n", cli_safe(pm->jitdump_path),
+	       pm->jitdump_exists ? "" : " (absent)");
 	if (env) {
 		printf("environment:\n");
 		for (i = 0; i < env->n; i++)
-			printf("  %s\n", env->v[i]);
+			printf("  %s\n", cli_safe(env->v[i]));
 	}
 }
 
-static void print_json(const struct proc_target *t, const struct ipc_process_info *pi,
-		       const struct proc_perfmap *pm, const struct env_list *env)
+/*
+ * The environment as an object of name: value. The name is what precedes
+ * the first '=', the value what follows it; an entry without '=' has the
+ * value null, and one starting with '=' the empty name "". Names and values
+ * are the exact strings (common/json.h); a name that occurs twice is written
+ * twice.
+ */
+static int print_json(const struct proc_target *t, const struct ipc_process_info *pi,
+		      const struct proc_perfmap *pm, const struct env_list *env)
 {
 	struct strbuf sb = STRBUF_INIT;
 	struct proc_container ctr;
+	struct ct_json j;
 	size_t i;
+	int code;
 
 	(void)proc_container(t->pid, &ctr);
-	(void)strbuf_addch(&sb, '{');
-	cli_json_u64(&sb, "pid", (uint64_t)t->pid, false);
-	cli_json_u64(&sb, "nspid", pi->pid, true);
-	cli_json_bool(&sb, "other_pid_namespace", t->other_pidns, true);
-	cli_json_bool(&sb, "other_mount_namespace", t->other_mntns, true);
-	cli_json_str(&sb, "container", ctr.id[0] ? ctr.id : NULL, true);
-	cli_json_str(&sb, "pod_uid", ctr.pod[0] ? ctr.pod : NULL, true);
-	cli_json_str(&sb, "runtime_version", pi->clr_version, true);
-	cli_json_str(&sb, "entry_assembly", pi->assembly, true);
-	cli_json_str(&sb, "os", pi->os, true);
-	cli_json_str(&sb, "arch", pi->arch, true);
-	cli_json_str(&sb, "rid", pi->rid, true);
-	cli_json_str(&sb, "cmdline", pi->cmdline, true);
-	cli_json_str(&sb, "socket", t->socket, true);
-	cli_json_str(&sb, "tmpdir", t->tmpdir, true);
-	cli_json_u64(&sb, "process_info_version", pi->version, true);
-	cli_json_str(&sb, "perfmap", pm->on ? "on" : "off", true);
-	cli_json_str(&sb, "perfmap_file", pm->map_path, true);
-	cli_json_str(&sb, "jitdump_file", pm->jitdump_path, true);
+	ct_json_init(&j, &sb);
+	ct_json_obj_begin(&j);
+	ct_json_kv_u64(&j, "pid", (uint64_t)t->pid);
+	ct_json_kv_u64(&j, "nspid", pi->pid);
+	ct_json_kv_bool(&j, "other_pid_namespace", t->other_pidns);
+	ct_json_kv_bool(&j, "other_mount_namespace", t->other_mntns);
+	ct_json_kv_str(&j, "container", ctr.id[0] ? ctr.id : NULL);
+	ct_json_kv_str(&j, "pod_uid", ctr.pod[0] ? ctr.pod : NULL);
+	ct_json_kv_str(&j, "runtime_version", pi->clr_version);
+	ct_json_kv_str(&j, "entry_assembly", pi->assembly);
+	ct_json_kv_str(&j, "os", pi->os);
+	ct_json_kv_str(&j, "arch", pi->arch);
+	ct_json_kv_str(&j, "rid", pi->rid);
+	ct_json_kv_str(&j, "cmdline", pi->cmdline);
+	ct_json_kv_str(&j, "socket", t->socket);
+	ct_json_kv_str(&j, "tmpdir", t->tmpdir);
+	ct_json_kv_u64(&j, "process_info_version", pi->version);
+	ct_json_kv_str(&j, "perfmap", pm->on ? "on" : "off");
+	ct_json_kv_str(&j, "perfmap_file", pm->map_path);
+	ct_json_kv_str(&j, "jitdump_file", pm->jitdump_path);
 	if (env) {
-		(void)strbuf_addstr(&sb, ",\"environment\":{");
+		ct_json_kv_obj_begin(&j, "environment");
 		for (i = 0; i < env->n; i++) {
-			char *eq = strchr(env->v[i], '=');
+			const char *e = env->v[i];
+			size_t n = strcspn(e, "=");
 
-			if (!eq)
-				continue;
-			*eq = '\0';
-			cli_json_str(&sb, env->v[i], eq + 1, i > 0);
-			*eq = '=';
+			ct_json_keyn(&j, e, n);
+			ct_json_str(&j, e[n] ? e + n + 1 : NULL);
 		}
-		(void)strbuf_addch(&sb, '}');
+		ct_json_obj_end(&j);
 	}
-	(void)strbuf_addstr(&sb, "}\n");
-	fwrite(sb.buf, 1, sb.len, stdout);
+	ct_json_obj_end(&j);
+	code = cli_json_out(&j, stdout);
 	strbuf_release(&sb);
+	return code;
 }
 
 int cmd_info(int argc, char **argv)
@@ -163,14 +177,13 @@ int cmd_info(int argc, char **argv)
 		}
 		qsort(env.v, env.n, sizeof(*env.v), cmp_str);
 	}
-	if (pi.cmdline)
-		ct_sanitize(pi.cmdline);
 	proc_perfmap_state(&t, &pm);
-	if (json)
-		print_json(&t, &pi, &pm, want_env ? &env : NULL);
-	else
+	if (json) {
+		code = print_json(&t, &pi, &pm, want_env ? &env : NULL);
+	} else {
 		print_text(&t, &pi, &pm, want_env ? &env : NULL);
-	code = EXIT_OK;
+		code = EXIT_OK;
+	}
 out:
 	for (i = 0; i < env.n; i++)
 		free(env.v[i]);

@@ -21,32 +21,37 @@ static int parse_type(const char *s, enum ipc_perfmap_type *type)
 	return 0;
 }
 
-static void print_state(const struct proc_target *t, bool json)
+static int print_state(const struct proc_target *t, bool json)
 {
 	struct proc_perfmap pm;
 
 	if (proc_perfmap_state(t, &pm)) {
 		cli_warn("cannot tell where the perf map files are");
-		return;
+		return EXIT_OK;
 	}
 	if (json) {
 		struct strbuf sb = STRBUF_INIT;
+		struct ct_json j;
+		int code;
 
-		(void)strbuf_addch(&sb, '{');
-		cli_json_u64(&sb, "pid", (uint64_t)t->pid, false);
-		cli_json_str(&sb, "perfmap", pm.on ? "on" : "off", true);
-		cli_json_str(&sb, "perfmap_file", pm.map_path, true);
-		cli_json_bool(&sb, "perfmap_file_exists", pm.map_exists, true);
-		cli_json_str(&sb, "jitdump_file", pm.jitdump_path, true);
-		cli_json_bool(&sb, "jitdump_file_exists", pm.jitdump_exists, true);
-		(void)strbuf_addstr(&sb, "}\n");
-		fwrite(sb.buf, 1, sb.len, stdout);
+		ct_json_init(&j, &sb);
+		ct_json_obj_begin(&j);
+		ct_json_kv_u64(&j, "pid", (uint64_t)t->pid);
+		ct_json_kv_str(&j, "perfmap", pm.on ? "on" : "off");
+		ct_json_kv_str(&j, "perfmap_file", pm.map_path);
+		ct_json_kv_bool(&j, "perfmap_file_exists", pm.map_exists);
+		ct_json_kv_str(&j, "jitdump_file", pm.jitdump_path);
+		ct_json_kv_bool(&j, "jitdump_file_exists", pm.jitdump_exists);
+		ct_json_obj_end(&j);
+		code = cli_json_out(&j, stdout);
 		strbuf_release(&sb);
-		return;
+		return code;
 	}
 	printf("perf map: %s\n", pm.on ? "on" : "off");
-	printf("perf map file: %s%s\n", pm.map_path, pm.map_exists ? "" : " (absent)");
-	printf("jitdump file:  %s%s\n", pm.jitdump_path, pm.jitdump_exists ? "" : " (absent)");
+	printf("perf map file: %s%s\n", cli_safe(pm.map_path), pm.map_exists ? "" : " (absent)");
+	printf("jitdump file:  %s%s\n", cli_safe(pm.jitdump_path),
+	       pm.jitdump_exists ? "" : " (absent)");
+	return EXIT_OK;
 }
 
 int cmd_perfmap(int argc, char **argv)
@@ -99,6 +104,5 @@ int cmd_perfmap(int argc, char **argv)
 		if (err)
 			return cli_ipc_error("cannot disable the perf map", err, &rerr);
 	}
-	print_state(&t, json);
-	return EXIT_OK;
+	return print_state(&t, json);
 }

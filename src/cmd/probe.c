@@ -77,10 +77,11 @@ static void on_call(void *vctx, const struct probe_call *c)
 	if (o->count_only)
 		return;
 	fmt_time(c->time_ns, ts, sizeof(ts));
-	printf("%s tid=%u %s(%s)", ts, c->tid, c->method->name,
-	       c->args ? c->args : (c->has_entry ? "" : "?"));
+	/* names and argument values come from the target: through cli_safe() */
+	printf("%s tid=%u %s(%s)", ts, c->tid, cli_safe(c->method->name),
+	       c->args ? cli_safe(c->args) : (c->has_entry ? "" : "?"));
 	if (c->ret)
-		printf(" = %s", c->ret);
+		printf(" = %s", cli_safe(c->ret));
 	else if (o->want_ret && c->has_entry)
 		printf(" = ? (return not seen)");
 	if (c->has_entry && c->has_ret) {
@@ -92,7 +93,7 @@ static void on_call(void *vctx, const struct probe_call *c)
 		printf(" (entry not seen)");
 	putchar('\n');
 	if (c->stack)
-		printf("    at %s\n", c->stack);
+		printf("    at %s\n", cli_safe(c->stack));
 	fflush(stdout);
 }
 
@@ -102,7 +103,7 @@ static void on_note(void *vctx, enum probe_note_kind k, const char *msg)
 	if (k == PROBE_NOTE_WARN)
 		cli_warn("%s", msg);
 	else
-		fprintf(stderr, "clrtap: %s\n", msg);
+		cli_print_line(stderr, "", msg);
 }
 
 static const char *base_name(const char *p)
@@ -125,25 +126,27 @@ static void print_method(const struct probe_method *m, const char *emit)
 				continue;
 			any = true;
 			if (!strcmp(emit, "perf"))
-				printf("perf probe -x %s --add 0x%" PRIx64 "   # %s%s\n", m->image,
-				       c->file_offset, m->name, m->sig);
+				printf("perf probe -x %s --add 0x%" PRIx64 "   # %s%s\n",
+				       cli_safe(m->image), c->file_offset, cli_safe(m->name),
+				       cli_safe(m->sig));
 			else
 				printf("bpftrace -e 'uprobe:%s:0x%" PRIx64 " /pid == $1/ { printf(\"%s "
 				       "arg0=%%ld arg1=%%ld\\n\", arg0, arg1); }'   # file offset\n",
-				       m->image, c->file_offset, m->name);
+				       cli_safe(m->image), c->file_offset, cli_safe(m->name));
 		}
 		if (!any)
-			printf("# %s%s: no ReadyToRun code (JIT only: no uprobe possible)\n", m->name,
-			       m->sig);
+			printf("# %s%s: no ReadyToRun code (JIT only: no uprobe possible)\n",
+			       cli_safe(m->name), cli_safe(m->sig));
 		return;
 	}
-	printf("%s%s %s [%s]\n", m->name, m->sig, m->ret, m->module);
+	printf("%s%s %s [%s]\n", cli_safe(m->name), cli_safe(m->sig), cli_safe(m->ret),
+	       cli_safe(m->module));
 	for (i = 0; i < m->ncode; i++) {
 		const struct probe_code *c = &m->code[i];
 
 		if (c->kind == PROBE_CODE_R2R)
 			printf("    R2R  %s+0x%" PRIx64 " size %" PRIu64 " addr 0x%" PRIx64 "\n",
-			       m->image, c->file_offset, c->size, c->addr);
+			       cli_safe(m->image), c->file_offset, c->size, c->addr);
 		else
 			printf("    JIT  0x%" PRIx64 " size %" PRIu64 " %s\n", c->addr, c->size,
 			       c->tier);
@@ -186,7 +189,8 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n)
 			total += st->entries;
 			rets += st->returns;
 		}
-		fprintf(stderr, "clrtap: %s%s: %" PRIu64 " calls", ms[i]->name, ms[i]->sig, total);
+		fprintf(stderr, "clrtap: %s%s: %" PRIu64 " calls", cli_safe(ms[i]->name),
+			cli_safe(ms[i]->sig), total);
 		if (rets)
 			fprintf(stderr, ", %" PRIu64 " returns seen", rets);
 		fputc('\n', stderr);
@@ -335,10 +339,11 @@ int cmd_probe(int argc, char **argv)
 		char *sug[8];
 		int ns = probe_proc_suggest(pp, pattern, sug, 8);
 
-		fprintf(stderr, "clrtap: no method matches '%s' in %zu assemblies of %d\n", pattern,
+		fprintf(stderr, "clrtap: no method matches '%s' in %zu assemblies of %d\n", cli_safe(pattern),
 			probe_proc_nimages(pp), (int)t.pid);
 		for (i = 0; ns > 0 && i < (size_t)ns; i++) {
-			fprintf(stderr, "%s %s\n", i ? "              " : "clrtap: did you mean", sug[i]);
+			fprintf(stderr, "%s %s\n", i ? "              " : "clrtap: did you mean",
+				cli_safe(sug[i]));
 			free(sug[i]);
 		}
 		rc = EXIT_ERROR;
@@ -346,9 +351,10 @@ int cmd_probe(int argc, char **argv)
 	}
 	if (n > 1 && !has_wildcard(pattern)) {
 		fprintf(stderr, "clrtap: '%s' is ambiguous: %zu methods match; add the signature:\n",
-			pattern, n);
+			cli_safe(pattern), n);
 		for (i = 0; i < n && i < MAX_METHODS; i++)
-			fprintf(stderr, "clrtap:   '%s%s'\n", found[i]->name, found[i]->sig);
+			fprintf(stderr, "clrtap:   '%s%s'\n", cli_safe(found[i]->name),
+				cli_safe(found[i]->sig));
 		rc = EXIT_USAGE;
 		goto out;
 	}
@@ -394,7 +400,8 @@ int cmd_probe(int argc, char **argv)
 			goto out;
 		}
 		fprintf(stderr, "clrtap: %s%s has no code yet: waiting for it to be compiled (a method "
-				"inlined into all its callers never is)\n", found[0]->name, found[0]->sig);
+				"inlined into all its callers never is)\n", cli_safe(found[0]->name),
+			cli_safe(found[0]->sig));
 	} else if (err) {
 		rc = cli_error(cli_exit_for(err), "cannot arm the probe: %s", strerror(-err));
 		goto out;
@@ -421,8 +428,11 @@ int cmd_probe(int argc, char **argv)
 		struct strbuf sb = STRBUF_INIT;
 
 		printf("histogram of %s:\n", hist);
-		(void)probe_hist_format(&oc.hist, !strcmp(hist, "latency") ? "ns" : "", &sb);
-		fwrite(sb.buf, 1, sb.len, stdout);
+		err = probe_hist_format(&oc.hist, !strcmp(hist, "latency") ? "ns" : "", &sb);
+		if (!err)
+			err = strbuf_fwrite(&sb, stdout);
+		if (err)
+			cli_warn("cannot print the histogram: %s", strerror(-err));
 		strbuf_release(&sb);
 	}
 out:

@@ -191,7 +191,7 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 			if (!strncmp(top[i].name, "[thread] ", 9))
 				continue;
 			printf("  %5.1f %5.1f  %s\n", 100.0 * (double)top[i].self / (double)total,
-			       100.0 * (double)top[i].total / (double)total, top[i].name);
+			       100.0 * (double)top[i].total / (double)total, cli_safe(top[i].name));
 			shown++;
 		}
 	}

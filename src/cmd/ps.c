@@ -157,8 +157,6 @@ static int scan_one(pid_t pid, void *ctx)
 		snprintf(r->status, sizeof(r->status), "error: %s",
 			 err == -EPROTO ? "malformed reply" : strerror(-err));
 	}
-	ct_sanitize(r->assembly);
-	ct_sanitize(r->runtime);
 	return 0;
 }
 
@@ -195,52 +193,62 @@ static void print_table(const struct ps_state *s, bool wide)
 	for (i = 0; i < s->n; i++) {
 		const struct ps_row *r = &s->rows[i];
 		char pid[16], cmd[4096];
+		size_t n;
 
 		if (r->pid)
 			snprintf(pid, sizeof(pid), "%d", (int)r->pid);
 		else
 			snprintf(pid, sizeof(pid), "-");
-		ct_strlcpy(cmd, r->cmdline ? r->cmdline : (r->pid ? "?" : r->socket), sizeof(cmd));
-		ct_sanitize(cmd);
-		if (!wide && strlen(cmd) > 60)
-			memcpy(cmd + 57, "...", 4);
-		printf("%7s %7d %-8s ", pid, (int)r->nspid, r->ns);
+		/* target strings through cli_safe(), then cut at a character */
+		n = ct_strlcpy(cmd, cli_safe(r->cmdline ? r->cmdline : (r->pid ? "?" : r->socket)),
+			       sizeof(cmd));
+		if (!wide && n > 60) {
+			n = 57;
+			while (n && ((unsigned char)cmd[n] & 0xc0) == 0x80)
+				n--;
+			memcpy(cmd + n, "...", 4);
+		}
+		printf("%7s %7d %-8s ", pid, (int)r->nspid, cli_safe(r->ns));
 		if (containers)
-			printf("%-12.12s ", r->ctr.id[0] ? r->ctr.id : "-");
-		printf("%-9s %-20s %-18s %s\n", r->runtime[0] ? r->runtime : "-",
-		       r->assembly[0] ? r->assembly : "-", r->status, cmd);
+			printf("%-12.12s ", r->ctr.id[0] ? cli_safe(r->ctr.id) : "-");
+		printf("%-9s %-20s %-18s %s\n", r->runtime[0] ? cli_safe(r->runtime) : "-",
+		       r->assembly[0] ? cli_safe(r->assembly) : "-", r->status, cmd);
 	}
 }
 
-static void print_json(const struct ps_state *s)
+static int print_json(const struct ps_state *s)
 {
 	struct strbuf sb = STRBUF_INIT;
+	struct ct_json j;
 	size_t i;
+	int code;
 
-	(void)strbuf_addch(&sb, '[');
+	ct_json_init(&j, &sb);
+	ct_json_arr_begin_lines(&j);
 	for (i = 0; i < s->n; i++) {
 		const struct ps_row *r = &s->rows[i];
 
-		(void)strbuf_addstr(&sb, i ? ",\n{" : "\n{");
+		ct_json_obj_begin(&j);
 		if (r->pid)
-			cli_json_u64(&sb, "pid", (uint64_t)r->pid, false);
+			ct_json_kv_u64(&j, "pid", (uint64_t)r->pid);
 		else
-			(void)strbuf_addstr(&sb, "\"pid\":null");
-		cli_json_u64(&sb, "nspid", (uint64_t)r->nspid, true);
-		cli_json_str(&sb, "namespace", r->ns, true);
-		cli_json_str(&sb, "container", r->ctr.id[0] ? r->ctr.id : NULL, true);
-		cli_json_str(&sb, "pod_uid", r->ctr.pod[0] ? r->ctr.pod : NULL, true);
-		cli_json_bool(&sb, "live", r->live, true);
-		cli_json_str(&sb, "status", r->status, true);
-		cli_json_str(&sb, "runtime", r->runtime[0] ? r->runtime : NULL, true);
-		cli_json_str(&sb, "assembly", r->assembly[0] ? r->assembly : NULL, true);
-		cli_json_str(&sb, "socket", r->socket[0] ? r->socket : NULL, true);
-		cli_json_str(&sb, "cmdline", r->cmdline, true);
-		(void)strbuf_addch(&sb, '}');
+			ct_json_kv_null(&j, "pid");
+		ct_json_kv_u64(&j, "nspid", (uint64_t)r->nspid);
+		ct_json_kv_str(&j, "namespace", r->ns);
+		ct_json_kv_str(&j, "container", r->ctr.id[0] ? r->ctr.id : NULL);
+		ct_json_kv_str(&j, "pod_uid", r->ctr.pod[0] ? r->ctr.pod : NULL);
+		ct_json_kv_bool(&j, "live", r->live);
+		ct_json_kv_str(&j, "status", r->status);
+		ct_json_kv_str(&j, "runtime", r->runtime[0] ? r->runtime : NULL);
+		ct_json_kv_str(&j, "assembly", r->assembly[0] ? r->assembly : NULL);
+		ct_json_kv_str(&j, "socket", r->socket[0] ? r->socket : NULL);
+		ct_json_kv_str(&j, "cmdline", r->cmdline);
+		ct_json_obj_end(&j);
 	}
-	(void)strbuf_addstr(&sb, "\n]\n");
-	fwrite(sb.buf, 1, sb.len, stdout);
+	ct_json_arr_end(&j);
+	code = cli_json_out(&j, stdout);
 	strbuf_release(&sb);
+	return code;
 }
 
 int cmd_ps(int argc, char **argv)
@@ -273,11 +281,11 @@ int cmd_ps(int argc, char **argv)
 			 "lists them",
 			 s.nstale, s.nstale == 1 ? "" : "s");
 	if (json)
-		print_json(&s);
+		code = print_json(&s);
 	else
 		print_table(&s, wide);
 	for (i = 0; i < s.n; i++)
 		free(s.rows[i].cmdline);
 	free(s.rows);
-	return EXIT_OK;
+	return json ? code : EXIT_OK;
 }

@@ -34,12 +34,9 @@ struct names {
 static void thread_label(const struct names *nm, uint64_t tid, char *buf, size_t len)
 {
 	const char *name = stacks_names_get(nm->map, tid);
-	char clean[64];
 
 	if (name) {
-		snprintf(clean, sizeof(clean), "%s", name);
-		ct_sanitize(clean);
-		snprintf(buf, len, "%" PRIu64 " (%s)", tid, clean);
+		snprintf(buf, len, "%" PRIu64 " (%s)", tid, cli_safe(name));
 	} else {
 		snprintf(buf, len, "%" PRIu64, tid);
 	}
@@ -75,11 +72,11 @@ static void print_node(const struct names *nm, const struct stacks_node *n, cons
 	struct strbuf p1 = STRBUF_INIT, p2 = STRBUF_INIT;
 	size_t i, shown = 0;
 
-	printf("%5u  %s%s\n", n->count, first, n->name);
+	printf("%5u  %s%s\n", n->count, first, cli_safe(n->name));
 	/* a chain without branches stays at one indentation */
 	while (n->nchildren == 1 && n->ntids == 0) {
 		n = n->children[0];
-		printf("%5u  %s%s\n", n->count, cont, n->name);
+		printf("%5u  %s%s\n", n->count, cont, cli_safe(n->name));
 	}
 	if (n->ntids)
 		print_tids(nm, n, cont);
@@ -116,81 +113,79 @@ static bool has_managed(struct stacks_sampler *s, const struct stacks_thread *th
 
 /* ----- JSON ----- */
 
-static void json_node(struct strbuf *sb, const struct names *nm, const struct stacks_node *n)
+static void json_node(struct ct_json *j, const struct names *nm, const struct stacks_node *n)
 {
-	const char *name;
 	size_t i;
-	bool comma = false;
 
-	(void)strbuf_addch(sb, '{');
-	cli_json_str(sb, "frame", n->name, false);
-	cli_json_u64(sb, "count", n->count, true);
-	(void)strbuf_addstr(sb, ",\"threads\":[");
+	ct_json_obj_begin(j);
+	ct_json_kv_str(j, "frame", n->name);
+	ct_json_kv_u64(j, "count", n->count);
+	ct_json_kv_arr_begin(j, "threads");
 	for (i = 0; i < n->ntids; i++) {
-		(void)strbuf_addf(sb, "%s{\"tid\":%" PRIu64, i ? "," : "", n->tids[i]);
-		if ((name = stacks_names_get(nm->map, n->tids[i])))
-			cli_json_str(sb, "name", name, true);
-		(void)strbuf_addch(sb, '}');
+		const char *name = stacks_names_get(nm->map, n->tids[i]);
+
+		ct_json_obj_begin(j);
+		ct_json_kv_u64(j, "tid", n->tids[i]);
+		if (name)
+			ct_json_kv_str(j, "name", name);
+		ct_json_obj_end(j);
 	}
-	(void)strbuf_addstr(sb, "],\"children\":[");
-	for (i = 0; i < n->nchildren; i++) {
-		if (!n->children[i]->count)
-			continue;
-		if (comma)
-			(void)strbuf_addch(sb, ',');
-		json_node(sb, nm, n->children[i]);
-		comma = true;
-	}
-	(void)strbuf_addstr(sb, "]}");
+	ct_json_arr_end(j);
+	ct_json_kv_arr_begin(j, "children");
+	for (i = 0; i < n->nchildren; i++)
+		if (n->children[i]->count)
+			json_node(j, nm, n->children[i]);
+	ct_json_arr_end(j);
+	ct_json_obj_end(j);
 }
 
-static void print_json(const struct names *nm, struct stacks_sampler *s,
-		       const struct stacks_node *root, pid_t pid)
+static int print_json(const struct names *nm, struct stacks_sampler *s,
+		      const struct stacks_node *root, pid_t pid)
 {
 	struct strbuf sb = STRBUF_INIT;
 	size_t i, n = stacks_sampler_nthreads(s);
-	const char *name;
-	bool comma = false;
+	struct ct_json j;
+	int code;
 
-	(void)strbuf_addf(&sb, "{\"pid\":%d", (int)pid);
-	cli_json_u64(&sb, "threads_sampled", n, true);
-	cli_json_u64(&sb, "threads_with_managed_frames", root->count, true);
-	(void)strbuf_addstr(&sb, ",\"threads\":[");
+	ct_json_init(&j, &sb);
+	ct_json_obj_begin(&j);
+	ct_json_kv_i64(&j, "pid", pid);
+	ct_json_kv_u64(&j, "threads_sampled", n);
+	ct_json_kv_u64(&j, "threads_with_managed_frames", root->count);
+	ct_json_kv_arr_begin(&j, "threads");
 	for (i = 0; i < n; i++) {
 		const struct stacks_thread *th = stacks_sampler_thread(s, i);
+		const char *name = stacks_names_get(nm->map, th->tid);
 		uint32_t k;
 
-		(void)strbuf_addf(&sb, "%s{\"tid\":%" PRIu64, i ? "," : "", th->tid);
-		if ((name = stacks_names_get(nm->map, th->tid)))
-			cli_json_str(&sb, "name", name, true);
-		(void)strbuf_addstr(&sb, ",\"frames\":[");
+		ct_json_obj_begin(&j);
+		ct_json_kv_u64(&j, "tid", th->tid);
+		if (name)
+			ct_json_kv_str(&j, "name", name);
+		ct_json_kv_arr_begin(&j, "frames");
 		for (k = 0; k < th->nframes; k++) {
 			const char *f = stacks_sampler_frame(s, th, k);
+			char addr[24];
 
-			if (k)
-				(void)strbuf_addch(&sb, ',');
-			if (f) {
-				(void)strbuf_addch(&sb, '"');
-				(void)strbuf_add_json_escaped(&sb, f);
-				(void)strbuf_addch(&sb, '"');
-			} else {
-				(void)strbuf_addf(&sb, "\"0x%" PRIx64 "\"", th->ips[k]);
+			if (!f) {
+				snprintf(addr, sizeof(addr), "0x%" PRIx64, th->ips[k]);
+				f = addr;
 			}
+			ct_json_str(&j, f);
 		}
-		(void)strbuf_addstr(&sb, "]}");
+		ct_json_arr_end(&j);
+		ct_json_obj_end(&j);
 	}
-	(void)strbuf_addstr(&sb, "],\"tree\":[");
-	for (i = 0; i < root->nchildren; i++) {
-		if (!root->children[i]->count)
-			continue;
-		if (comma)
-			(void)strbuf_addch(&sb, ',');
-		json_node(&sb, nm, root->children[i]);
-		comma = true;
-	}
-	(void)strbuf_addstr(&sb, "]}\n");
-	fputs(sb.buf, stdout);
+	ct_json_arr_end(&j);
+	ct_json_kv_arr_begin(&j, "tree");
+	for (i = 0; i < root->nchildren; i++)
+		if (root->children[i]->count)
+			json_node(&j, nm, root->children[i]);
+	ct_json_arr_end(&j);
+	ct_json_obj_end(&j);
+	code = cli_json_out(&j, stdout);
 	strbuf_release(&sb);
+	return code;
 }
 
 int cmd_stacks(int argc, char **argv)
@@ -293,7 +288,7 @@ int cmd_stacks(int argc, char **argv)
 	}
 	root = stacks_tree_root(tree);
 	if (json) {
-		print_json(&nm, s, root, t.pid);
+		code = print_json(&nm, s, root, t.pid);
 	} else {
 		size_t n = stacks_sampler_nthreads(s);
 
@@ -325,8 +320,8 @@ int cmd_stacks(int argc, char **argv)
 			}
 			printf("\n");
 		}
+		code = EXIT_OK;
 	}
-	code = EXIT_OK;
 out:
 	stacks_names_free(nm.map);
 	nt_reader_free(r);

@@ -79,7 +79,7 @@ static void show(struct profile_session *s, pid_t pid, int lines, bool tty, bool
 			if (!top[i].self)
 				break;
 			printf("%7.1f %7.1f  %s\n", 100.0 * (double)top[i].self / (double)total,
-			       100.0 * (double)top[i].total / (double)total, top[i].name);
+			       100.0 * (double)top[i].total / (double)total, cli_safe(top[i].name));
 			shown++;
 		}
 	}

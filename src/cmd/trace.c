@@ -313,7 +313,7 @@ static int report(int argc, char **argv)
 	};
 	struct strbuf sb = STRBUF_INIT;
 	struct loaded l;
-	int first, code, fmt = 0;
+	int first, code, fmt = 0, err;
 
 	if (cli_parse(argc, argv, "clrtap trace report FILE [--json] [--top N] [--flame OUT]", opts,
 		      &first, &code))
@@ -335,12 +335,17 @@ static int report(int argc, char **argv)
 	if (code)
 		return code;
 	if (json)
-		tracestats_format_json(l.ts, (unsigned)top, argv[first], &sb);
+		err = tracestats_format_json(l.ts, (unsigned)top, argv[first], &sb);
 	else
-		tracestats_format_text(l.ts, (unsigned)top, argv[first], &sb);
-	fwrite(sb.buf, 1, sb.len, stdout);
+		err = tracestats_format_text(l.ts, (unsigned)top, argv[first], &sb);
+	if (!err)
+		err = strbuf_fwrite(&sb, stdout);
 	fflush(stdout);
 	strbuf_release(&sb);
+	if (err) {
+		tracestats_free(l.ts);
+		return cli_error(EXIT_ERROR, "cannot write the report: %s", strerror(-err));
+	}
 	if (flame_out) {
 		code = write_flame(&l, argv[first], flame_out, (enum flame_format)fmt);
 		if (!code && !json)

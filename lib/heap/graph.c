@@ -301,7 +301,6 @@ static int type_name_clean(const struct nt_str16 *s, char **out)
 		strbuf_release(&sb);
 		return err;
 	}
-	ct_sanitize(sb.buf);
 	*out = strbuf_detach(&sb, NULL);
 	return 0;
 }

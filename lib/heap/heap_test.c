@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "common/cursor.h"
+#include "common/json_check.h"
 #include "heap/heap.h"
 
 /* A graph from an edge list; node i has address 0x1000 + 0x100*i and size sizes[i]. */
@@ -275,7 +276,30 @@ static void test_html_escape(void **state)
 	for (s = sb.buf; (s = strstr(s, "<script")); s++)
 		scripts++;
 	assert_int_equal(scripts, 1);
-	assert_non_null(strstr(sb.buf, "\\u003c/script>\\u003cscript>alert(1)"));
+	assert_non_null(strstr(sb.buf, "\\u003c/script\\u003e\\u003cscript\\u003ealert(1)"));
+	strbuf_release(&sb);
+	heap_paths_free(p);
+	heap_analysis_free(a);
+
+	/* control bytes, invalid UTF-8, '&' and U+2028: the data block is strict JSON, no raw byte */
+	free(g->types[0].name);
+	g->types[0].name = strdup("A\x1b[2J\n\xff&\xe2\x80\xa8<!--");
+	assert_int_equal(heap_analyze(g, &a), 0);
+	assert_int_equal(heap_paths_new(g, &p), 0);
+	assert_int_equal(heap_html_write(g, a, p, &sb), 0);
+	{
+		const char *d = strstr(sb.buf, "const D="), *end;
+		size_t where = 0, i;
+
+		assert_non_null(d);
+		d += strlen("const D=");
+		end = strstr(d, ";\nconst T=");
+		assert_non_null(end);
+		assert_int_equal(json_check(d, (size_t)(end - d), NULL, &where), 0);
+		for (i = 0; d + i < end; i++)
+			assert_true((unsigned char)d[i] >= 0x20 && d[i] != '<' && d[i] != '>' && d[i] != '&');
+		assert_non_null(strstr(d, "\"A\\u001b[2J\\n\\udcff\\u0026\\u2028\\u003c!--\""));
+	}
 	strbuf_release(&sb);
 	heap_paths_free(p);
 	heap_analysis_free(a);

@@ -8,6 +8,7 @@
  */
 #include "common/compat.h"
 
+#include "common/json.h"
 #include "heap/heap.h"
 
 #define KIDS 25
@@ -55,25 +56,21 @@ static int build_kids(const struct heap_analysis *a, struct kids *k)
 	return 0;
 }
 
-/* A JSON string that cannot end the script element: '<' becomes \u003c. */
+/*
+ * A JSON string (common/json.h's escaping) that cannot end the script
+ * element or open a comment in it: '<', '>' and '&' become \u003c, \u003e
+ * and \u0026 (U+2028/U+2029 are escaped by ct_json_escape already).
+ */
 static void json_s(struct strbuf *sb, const char *s)
 {
 	(void)strbuf_addch(sb, '"');
 	while (*s) {
-		size_t n = strcspn(s, "<");
-		char part[256];
+		size_t n = strcspn(s, "<>&");
 
-		while (n) {
-			size_t k = n < sizeof(part) - 1 ? n : sizeof(part) - 1;
-
-			memcpy(part, s, k);
-			part[k] = 0;
-			(void)strbuf_add_json_escaped(sb, part);
-			s += k;
-			n -= k;
-		}
-		if (*s == '<') {
-			(void)strbuf_addstr(sb, "\\u003c");
+		(void)ct_json_escape(sb, s, n);
+		s += n;
+		if (*s) {
+			(void)strbuf_addf(sb, "\\u%04x", (unsigned char)*s);
 			s++;
 		}
 	}

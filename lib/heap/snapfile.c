@@ -231,7 +231,6 @@ static int get_str(struct cursor *c, size_t max, char **out)
 		return -ENOMEM;
 	memcpy(s, p, (size_t)n);
 	s[n] = 0;
-	ct_sanitize(s);
 	*out = s;
 	return 0;
 }

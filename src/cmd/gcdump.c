@@ -125,7 +125,6 @@ static int take_snapshot(const struct target_args *ta, struct heap_graph **g)
 				comm[strcspn(comm, "\n")] = 0;
 			fclose(f);
 		}
-		ct_sanitize(comm);
 		ct_strlcpy((*g)->meta.process, comm, sizeof((*g)->meta.process));
 	}
 	return EXIT_OK;
@@ -174,7 +173,7 @@ static void snapshot_summary(const struct heap_graph *g, const struct heap_analy
 	if (gmtime_r(&tt, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
 	printf("Heap snapshot of pid %u (%s), taken %s\n", g->meta.pid,
-	       g->meta.process[0] ? g->meta.process : "?", when);
+	       g->meta.process[0] ? cli_safe(g->meta.process) : "?", when);
 	printf("  GC #%u: gen %u, %s, %s, forced by clrtap", g->meta.gc_count, g->meta.gc_depth,
 	       g->meta.gc_reason == 1 ? "induced" : "reason other than induced",
 	       g->meta.gc_type == 0 ? "blocking" : "not blocking");
@@ -250,26 +249,36 @@ static size_t top_retainers(const struct heap_graph *g, const struct heap_analys
 	return k;
 }
 
-static void json_path_groups(struct strbuf *sb, const struct heap_graph *g,
+/* A member whose value is an address, "0x..." (a string: JSON numbers lose 64-bit precision). */
+static void json_kv_addr(struct ct_json *j, const char *key, uint64_t addr)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+	ct_json_kv_str(j, key, buf);
+}
+
+/* The elements of a "groups" array: one object a path group. */
+static void json_path_groups(struct ct_json *j, const struct heap_graph *g,
 			     const struct heap_path_group *gr, size_t n)
 {
 	size_t i;
 	uint32_t k;
 
 	for (i = 0; i < n; i++) {
-		(void)strbuf_addf(sb, "%s{", i ? "," : "");
-		cli_json_str(sb, "root", heap_root_kind_name(gr[i].rootkind, gr[i].rootflags), false);
-		cli_json_u64(sb, "count", gr[i].count, true);
-		cli_json_u64(sb, "retained", gr[i].retained, true);
-		(void)strbuf_addf(sb, ",\"example\":\"0x%" PRIx64 "\",\"path\":[", g->addr[gr[i].example]);
+		ct_json_obj_begin(j);
+		ct_json_kv_str(j, "root", heap_root_kind_name(gr[i].rootkind, gr[i].rootflags));
+		ct_json_kv_u64(j, "count", gr[i].count);
+		ct_json_kv_u64(j, "retained", gr[i].retained);
+		json_kv_addr(j, "example", g->addr[gr[i].example]);
+		ct_json_kv_arr_begin(j, "path");
 		for (k = 0; k < gr[i].ntypes; k++) {
 			uint32_t t = gr[i].types[k];
 
-			(void)strbuf_addstr(sb, k ? ",\"" : "\"");
-			(void)strbuf_add_json_escaped(sb, t == HEAP_NONE ? "..." : g->types[t].name);
-			(void)strbuf_addch(sb, '"');
+			ct_json_str(j, t == HEAP_NONE ? "..." : g->types[t].name);
 		}
-		(void)strbuf_addstr(sb, "]}");
+		ct_json_arr_end(j);
+		ct_json_obj_end(j);
 	}
 }
 
@@ -296,38 +305,40 @@ static void print_strings_text(const struct heap_graph *g, size_t top)
 	printf("  %12s %9s  %s\n", "wasted", "copies", "value");
 	for (i = 0; i < g->ndups && i < top; i++)
 		printf("  %12s %9" PRIu64 "  \"%s\"%s\n", thousands(g->dups[i].wasted, t1, sizeof(t1)),
-		       g->dups[i].count, g->dups[i].value, g->dups[i].truncated ? "..." : "");
+		       g->dups[i].count, cli_safe(g->dups[i].value), g->dups[i].truncated ? "..." : "");
 }
 
-static void json_strings(struct strbuf *sb, const struct heap_graph *g, size_t top)
+/* The "strings" member of the report. */
+static void json_strings(struct ct_json *j, const struct heap_graph *g, size_t top)
 {
 	const struct heap_string_stats *s = &g->strings;
 	uint32_t i;
 
-	(void)strbuf_addstr(sb, ",\"strings\":{");
-	cli_json_bool(sb, "read", s->read, false);
+	ct_json_kv_obj_begin(j, "strings");
+	ct_json_kv_bool(j, "read", s->read);
 	if (s->read)
-		cli_json_str(sb, "how", s->how ? s->how : "process_vm_readv", true);
-	cli_json_u64(sb, "strings", s->strings, true);
-	cli_json_u64(sb, "compared", s->compared, true);
-	cli_json_u64(sb, "moved", s->moved, true);
-	cli_json_u64(sb, "unreadable", s->unreadable, true);
-	cli_json_u64(sb, "too_long", s->too_long, true);
-	cli_json_u64(sb, "duplicated_values", s->dup_values, true);
-	cli_json_u64(sb, "duplicated_copies", s->dup_copies, true);
-	cli_json_u64(sb, "wasted", s->wasted, true);
-	(void)strbuf_addstr(sb, ",\"top\":[");
+		ct_json_kv_str(j, "how", s->how ? s->how : "process_vm_readv");
+	ct_json_kv_u64(j, "strings", s->strings);
+	ct_json_kv_u64(j, "compared", s->compared);
+	ct_json_kv_u64(j, "moved", s->moved);
+	ct_json_kv_u64(j, "unreadable", s->unreadable);
+	ct_json_kv_u64(j, "too_long", s->too_long);
+	ct_json_kv_u64(j, "duplicated_values", s->dup_values);
+	ct_json_kv_u64(j, "duplicated_copies", s->dup_copies);
+	ct_json_kv_u64(j, "wasted", s->wasted);
+	ct_json_kv_arr_begin(j, "top");
 	for (i = 0; i < g->ndups && i < top; i++) {
-		(void)strbuf_addf(sb, "%s{", i ? "," : "");
-		cli_json_str(sb, "value", g->dups[i].value, false);
-		cli_json_bool(sb, "truncated", g->dups[i].truncated, true);
-		cli_json_u64(sb, "chars", g->dups[i].chars, true);
-		cli_json_u64(sb, "count", g->dups[i].count, true);
-		cli_json_u64(sb, "bytes", g->dups[i].bytes, true);
-		cli_json_u64(sb, "wasted", g->dups[i].wasted, true);
-		(void)strbuf_addch(sb, '}');
+		ct_json_obj_begin(j);
+		ct_json_kv_str(j, "value", g->dups[i].value);
+		ct_json_kv_bool(j, "truncated", g->dups[i].truncated);
+		ct_json_kv_u64(j, "chars", g->dups[i].chars);
+		ct_json_kv_u64(j, "count", g->dups[i].count);
+		ct_json_kv_u64(j, "bytes", g->dups[i].bytes);
+		ct_json_kv_u64(j, "wasted", g->dups[i].wasted);
+		ct_json_obj_end(j);
 	}
-	(void)strbuf_addstr(sb, "]}");
+	ct_json_arr_end(j);
+	ct_json_obj_end(j);
 }
 
 static int report(const struct heap_graph *g, bool json, int top, const char *path_type,
@@ -427,79 +438,88 @@ static int report(const struct heap_graph *g, bool json, int top, const char *pa
 	nret = top_retainers(g, a, ret, 20);
 	if (json) {
 		struct strbuf sb = STRBUF_INIT;
+		struct ct_json j;
 
-		(void)strbuf_addf(&sb, "{\"pid\":%u", g->meta.pid);
-		cli_json_str(&sb, "process", g->meta.process, true);
-		cli_json_u64(&sb, "time", (uint64_t)g->meta.time, true);
-		(void)strbuf_addstr(&sb, ",\"gc\":{");
-		cli_json_u64(&sb, "number", g->meta.gc_count, false);
-		cli_json_u64(&sb, "generation", g->meta.gc_depth, true);
-		cli_json_bool(&sb, "induced", g->meta.gc_reason == 1, true);
-		cli_json_bool(&sb, "blocking", g->meta.gc_type == 0, true);
-		cli_json_u64(&sb, "pause_ns", g->meta.pause_ns, true);
-		cli_json_u64(&sb, "gc_ns", g->meta.gc_ns, true);
-		cli_json_u64(&sb, "sessions", g->meta.attempts, true);
-		(void)strbuf_addch(&sb, '}');
-		cli_json_u64(&sb, "objects", g->nnodes, true);
-		cli_json_u64(&sb, "bytes", heap_graph_bytes(g), true);
-		cli_json_u64(&sb, "references", g->nedges, true);
-		cli_json_u64(&sb, "roots", g->nroots, true);
-		cli_json_u64(&sb, "reachable", a->reachable, true);
-		cli_json_u64(&sb, "unreachable_bytes", a->unreachable_bytes, true);
-		cli_json_u64(&sb, "unresolved_references", g->meta.unresolved_edges, true);
-		cli_json_u64(&sb, "lost_events", g->meta.lost_events, true);
-		(void)strbuf_addstr(&sb, ",\"types\":[");
+		ct_json_init(&j, &sb);
+		ct_json_obj_begin(&j);
+		ct_json_kv_u64(&j, "pid", g->meta.pid);
+		ct_json_kv_str(&j, "process", g->meta.process);
+		ct_json_kv_u64(&j, "time", (uint64_t)g->meta.time);
+		ct_json_kv_obj_begin(&j, "gc");
+		ct_json_kv_u64(&j, "number", g->meta.gc_count);
+		ct_json_kv_u64(&j, "generation", g->meta.gc_depth);
+		ct_json_kv_bool(&j, "induced", g->meta.gc_reason == 1);
+		ct_json_kv_bool(&j, "blocking", g->meta.gc_type == 0);
+		ct_json_kv_u64(&j, "pause_ns", g->meta.pause_ns);
+		ct_json_kv_u64(&j, "gc_ns", g->meta.gc_ns);
+		ct_json_kv_u64(&j, "sessions", g->meta.attempts);
+		ct_json_obj_end(&j);
+		ct_json_kv_u64(&j, "objects", g->nnodes);
+		ct_json_kv_u64(&j, "bytes", heap_graph_bytes(g));
+		ct_json_kv_u64(&j, "references", g->nedges);
+		ct_json_kv_u64(&j, "roots", g->nroots);
+		ct_json_kv_u64(&j, "reachable", a->reachable);
+		ct_json_kv_u64(&j, "unreachable_bytes", a->unreachable_bytes);
+		ct_json_kv_u64(&j, "unresolved_references", g->meta.unresolved_edges);
+		ct_json_kv_u64(&j, "lost_events", g->meta.lost_events);
+		ct_json_kv_arr_begin(&j, "types");
 		for (i = 0; i < ntop; i++) {
 			uint32_t t = order[i];
 
-			(void)strbuf_addf(&sb, "%s{", i ? "," : "");
-			cli_json_str(&sb, "type", g->types[t].name, false);
-			(void)strbuf_addf(&sb, ",\"id\":\"0x%" PRIx64 "\"", g->types[t].id);
-			cli_json_u64(&sb, "count", a->type_count[t], true);
-			cli_json_u64(&sb, "shallow", a->type_shallow[t], true);
-			cli_json_u64(&sb, "retained", a->type_retained[t], true);
-			(void)strbuf_addch(&sb, '}');
+			ct_json_obj_begin(&j);
+			ct_json_kv_str(&j, "type", g->types[t].name);
+			json_kv_addr(&j, "id", g->types[t].id);
+			ct_json_kv_u64(&j, "count", a->type_count[t]);
+			ct_json_kv_u64(&j, "shallow", a->type_shallow[t]);
+			ct_json_kv_u64(&j, "retained", a->type_retained[t]);
+			ct_json_obj_end(&j);
 		}
-		(void)strbuf_addstr(&sb, "],\"retainers\":[");
+		ct_json_arr_end(&j);
+		ct_json_kv_arr_begin(&j, "retainers");
 		for (i = 0; i < nret; i++) {
 			uint32_t v = ret[i];
 
-			(void)strbuf_addf(&sb, "%s{\"address\":\"0x%" PRIx64 "\"", i ? "," : "", g->addr[v]);
-			cli_json_str(&sb, "type", g->types[g->type[v]].name, true);
-			cli_json_u64(&sb, "size", g->size[v], true);
-			cli_json_u64(&sb, "retained", a->retained[v], true);
-			(void)strbuf_addch(&sb, '}');
+			ct_json_obj_begin(&j);
+			json_kv_addr(&j, "address", g->addr[v]);
+			ct_json_kv_str(&j, "type", g->types[g->type[v]].name);
+			ct_json_kv_u64(&j, "size", g->size[v]);
+			ct_json_kv_u64(&j, "retained", a->retained[v]);
+			ct_json_obj_end(&j);
 		}
-		(void)strbuf_addch(&sb, ']');
+		ct_json_arr_end(&j);
 		if (pobj != HEAP_NONE) {
-			uint32_t x, k = 0;
+			uint32_t x;
 
-			(void)strbuf_addf(&sb, ",\"object_path\":{\"address\":\"0x%" PRIx64 "\"", g->addr[pobj]);
-			cli_json_bool(&sb, "reachable", p->depth[pobj] != HEAP_NONE, true);
-			(void)strbuf_addstr(&sb, ",\"path\":[");
-			for (x = pobj; p->depth[pobj] != HEAP_NONE && x != HEAP_NONE; x = p->parent[x], k++) {
-				(void)strbuf_addf(&sb, "%s{\"address\":\"0x%" PRIx64 "\"", k ? "," : "", g->addr[x]);
-				cli_json_str(&sb, "type", g->types[g->type[x]].name, true);
-				cli_json_u64(&sb, "size", g->size[x], true);
-				cli_json_u64(&sb, "retained", a->retained[x], true);
+			ct_json_kv_obj_begin(&j, "object_path");
+			json_kv_addr(&j, "address", g->addr[pobj]);
+			ct_json_kv_bool(&j, "reachable", p->depth[pobj] != HEAP_NONE);
+			ct_json_kv_arr_begin(&j, "path");
+			for (x = pobj; p->depth[pobj] != HEAP_NONE && x != HEAP_NONE; x = p->parent[x]) {
+				ct_json_obj_begin(&j);
+				json_kv_addr(&j, "address", g->addr[x]);
+				ct_json_kv_str(&j, "type", g->types[g->type[x]].name);
+				ct_json_kv_u64(&j, "size", g->size[x]);
+				ct_json_kv_u64(&j, "retained", a->retained[x]);
 				if (p->parent[x] == HEAP_NONE)
-					cli_json_str(&sb, "root", heap_root_kind_name(p->rootkind[x], p->rootflags[x]), true);
-				(void)strbuf_addch(&sb, '}');
+					ct_json_kv_str(&j, "root", heap_root_kind_name(p->rootkind[x], p->rootflags[x]));
+				ct_json_obj_end(&j);
 			}
-			(void)strbuf_addstr(&sb, "]}");
+			ct_json_arr_end(&j);
+			ct_json_obj_end(&j);
 		} else if (path_type) {
-			(void)strbuf_addstr(&sb, ",\"paths\":{");
-			cli_json_str(&sb, "type", path_type, false);
-			cli_json_u64(&sb, "count", a->type_count[ptype], true);
-			cli_json_u64(&sb, "retained", a->type_retained[ptype], true);
-			cli_json_u64(&sb, "unreached", unreached, true);
-			(void)strbuf_addstr(&sb, ",\"groups\":[");
-			json_path_groups(&sb, g, gr, ngr);
-			(void)strbuf_addstr(&sb, "]}");
+			ct_json_kv_obj_begin(&j, "paths");
+			ct_json_kv_str(&j, "type", path_type);
+			ct_json_kv_u64(&j, "count", a->type_count[ptype]);
+			ct_json_kv_u64(&j, "retained", a->type_retained[ptype]);
+			ct_json_kv_u64(&j, "unreached", unreached);
+			ct_json_kv_arr_begin(&j, "groups");
+			json_path_groups(&j, g, gr, ngr);
+			ct_json_arr_end(&j);
+			ct_json_obj_end(&j);
 		}
-		json_strings(&sb, g, 20);
-		(void)strbuf_addstr(&sb, "}\n");
-		fputs(sb.buf, stdout);
+		json_strings(&j, g, 20);
+		ct_json_obj_end(&j);
+		code = cli_json_out(&j, stdout);
 		strbuf_release(&sb);
 		goto out;
 	}
@@ -512,7 +532,7 @@ static int report(const struct heap_graph *g, bool json, int top, const char *pa
 
 		printf("  %14s %14s %11s  %s\n", thousands(a->type_retained[t], t1, sizeof(t1)),
 		       thousands(a->type_shallow[t], t2, sizeof(t2)),
-		       thousands(a->type_count[t], t3, sizeof(t3)), g->types[t].name);
+		       thousands(a->type_count[t], t3, sizeof(t3)), cli_safe(g->types[t].name));
 	}
 	printf("\nLargest retainers (objects)\n");
 	printf("  %14s %10s  %-18s  %s\n", "retained", "size", "address", "type");
@@ -520,24 +540,24 @@ static int report(const struct heap_graph *g, bool json, int top, const char *pa
 		uint32_t v = ret[i];
 
 		printf("  %14s %10s  0x%016" PRIx64 "  %s\n", thousands(a->retained[v], t1, sizeof(t1)),
-		       thousands(g->size[v], t2, sizeof(t2)), g->addr[v], g->types[g->type[v]].name);
+		       thousands(g->size[v], t2, sizeof(t2)), g->addr[v], cli_safe(g->types[g->type[v]].name));
 	}
 	if (pobj != HEAP_NONE) {
 		uint32_t x, depth = p->depth[pobj];
 
 		printf("\nShortest retention path to the %s at 0x%" PRIx64 " (object first, root last)\n",
-		       g->types[g->type[pobj]].name, g->addr[pobj]);
+		       cli_safe(g->types[g->type[pobj]].name), g->addr[pobj]);
 		if (depth == HEAP_NONE)
 			printf("  not reachable from any root clrtap saw\n");
 		for (x = pobj; depth != HEAP_NONE && x != HEAP_NONE; x = p->parent[x])
 			printf("  %14s  0x%016" PRIx64 "  %s%s%s%s\n", thousands(a->retained[x], t1, sizeof(t1)),
-			       g->addr[x], g->types[g->type[x]].name, p->parent[x] == HEAP_NONE ? "  [" : "",
+			       g->addr[x], cli_safe(g->types[g->type[x]].name), p->parent[x] == HEAP_NONE ? "  [" : "",
 			       p->parent[x] == HEAP_NONE ? heap_root_kind_name(p->rootkind[x], p->rootflags[x]) : "",
 			       p->parent[x] == HEAP_NONE ? "]" : "");
 	} else if (path_type) {
 		struct strbuf sb = STRBUF_INIT;
 
-		printf("\nShortest retention paths to %s (%s objects, %s bytes retained)\n", path_type,
+		printf("\nShortest retention paths to %s (%s objects, %s bytes retained)\n", cli_safe(path_type),
 		       thousands(a->type_count[ptype], t1, sizeof(t1)),
 		       thousands(a->type_retained[ptype], t2, sizeof(t2)));
 		printf("  %11s %14s  %s\n", "objects", "retained", "path (root kind first)");
@@ -545,7 +565,7 @@ static int report(const struct heap_graph *g, bool json, int top, const char *pa
 			strbuf_reset(&sb);
 			(void)heap_path_group_format(g, &gr[i], &sb);
 			printf("  %11s %14s  %s\n", thousands(gr[i].count, t1, sizeof(t1)),
-			       thousands(gr[i].retained, t2, sizeof(t2)), sb.buf);
+			       thousands(gr[i].retained, t2, sizeof(t2)), cli_safe(sb.buf));
 		}
 		if (unreached)
 			printf("  %11" PRIu64 " %14s  (not reachable from any root clrtap saw)\n", unreached, "");
@@ -648,7 +668,7 @@ static int cmd_collect(int argc, char **argv)
 	}
 	code = write_snapshot(g, out);
 	if (!code) {
-		printf("wrote %s: %s objects, %s bytes, %s references, %u roots\n", out,
+		printf("wrote %s: %s objects, %s bytes, %s references, %u roots\n", cli_safe(out),
 		       thousands(g->nnodes, t1, sizeof(t1)), thousands(heap_graph_bytes(g), t2, sizeof(t2)),
 		       thousands(g->nedges, t3, sizeof(t3)), g->nroots);
 		if (g->meta.attempts > 1)
@@ -862,7 +882,7 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 	long *holder = NULL;
 	bool *with_paths = NULL;
 	char t1[32];
-	int err;
+	int err, code = EXIT_OK;
 
 	err = heap_growth_find(stats, nstats, nsnap, &gr, &ngr);
 	if (err)
@@ -890,58 +910,66 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 	}
 	if (json) {
 		struct strbuf sb = STRBUF_INIT;
+		struct ct_json j;
 
-		(void)strbuf_addstr(&sb, "{\"snapshots\":[");
-		for (s = 0; s < nsnap; s++) {
-			(void)strbuf_addstr(&sb, s ? ",\"" : "\"");
-			(void)strbuf_add_json_escaped(&sb, labels[s]);
-			(void)strbuf_addch(&sb, '"');
-		}
-		(void)strbuf_addstr(&sb, "],\"growing\":[");
+		ct_json_init(&j, &sb);
+		ct_json_obj_begin(&j);
+		ct_json_kv_arr_begin(&j, "snapshots");
+		for (s = 0; s < nsnap; s++)
+			ct_json_str(&j, labels[s]);
+		ct_json_arr_end(&j);
+		ct_json_kv_arr_begin(&j, "growing");
 		for (i = 0; i < ngr; i++) {
-			(void)strbuf_addf(&sb, "%s{", i ? "," : "");
-			cli_json_str(&sb, "type", gr[i].name, false);
-			if (holder[i] >= 0)
-				cli_json_str(&sb, "held_by", gr[holder[i]].name, true);
-			else
-				(void)strbuf_addstr(&sb, ",\"held_by\":null");
-			(void)strbuf_addstr(&sb, ",\"count\":[");
+			struct heap_path_group *pg = NULL;
+			size_t npg = 0, k;
+			bool grouped = false;
+
+			ct_json_obj_begin(&j);
+			ct_json_kv_str(&j, "type", gr[i].name);
+			ct_json_kv_str(&j, "held_by", holder[i] >= 0 ? gr[holder[i]].name : NULL);
+			ct_json_kv_arr_begin(&j, "count");
 			for (s = 0; s < nsnap; s++)
-				(void)strbuf_addf(&sb, "%s%" PRIu64, s ? "," : "", gr[i].count[s]);
-			(void)strbuf_addstr(&sb, "],\"retained\":[");
+				ct_json_u64(&j, gr[i].count[s]);
+			ct_json_arr_end(&j);
+			ct_json_kv_arr_begin(&j, "retained");
 			for (s = 0; s < nsnap; s++)
-				(void)strbuf_addf(&sb, "%s%" PRIu64, s ? "," : "", gr[i].retained[s]);
-			(void)strbuf_addstr(&sb, "],\"paths\":[");
+				ct_json_u64(&j, gr[i].retained[s]);
+			ct_json_arr_end(&j);
+			ct_json_kv_arr_begin(&j, "paths");
 			if (p && with_paths[i]) {
-				struct heap_path_group *pg = NULL;
-				size_t npg = 0;
 				uint64_t un;
 				uint32_t t = heap_graph_type_find(last, gr[i].name);
 
-				if (t != HEAP_NONE && !heap_paths_group(last, p, a, t, 3, &pg, &npg, &un)) {
-					struct strbuf ps = STRBUF_INIT;
-					size_t k;
-
-					json_path_groups(&sb, last, pg, npg);
-					/* each path's object count in the first snapshot and the last */
-					(void)strbuf_addstr(&sb, "],\"path_growth\":[");
-					for (k = 0; k < npg; k++) {
-						strbuf_reset(&ps);
-						(void)heap_path_group_format(last, &pg[k], &ps);
-						(void)strbuf_addf(&sb, "%s{", k ? "," : "");
-						cli_json_str(&sb, "path", ps.buf, false);
-						(void)strbuf_addf(&sb, ",\"count\":[%" PRIu64 ",%" PRIu64 "]}",
-								  path_count_in(first, fp, gr[i].name, ps.buf),
-								  pg[k].count);
-					}
-					strbuf_release(&ps);
-				}
-				heap_path_groups_free(pg, npg);
+				grouped = t != HEAP_NONE && !heap_paths_group(last, p, a, t, 3, &pg, &npg, &un);
+				if (grouped)
+					json_path_groups(&j, last, pg, npg);
 			}
-			(void)strbuf_addstr(&sb, "]}");
+			ct_json_arr_end(&j);
+			if (grouped) {
+				struct strbuf ps = STRBUF_INIT;
+
+				/* each path's object count in the first snapshot and the last */
+				ct_json_kv_arr_begin(&j, "path_growth");
+				for (k = 0; k < npg; k++) {
+					strbuf_reset(&ps);
+					(void)heap_path_group_format(last, &pg[k], &ps);
+					ct_json_obj_begin(&j);
+					ct_json_kv_str(&j, "path", ps.buf);
+					ct_json_kv_arr_begin(&j, "count");
+					ct_json_u64(&j, path_count_in(first, fp, gr[i].name, ps.buf));
+					ct_json_u64(&j, pg[k].count);
+					ct_json_arr_end(&j);
+					ct_json_obj_end(&j);
+				}
+				ct_json_arr_end(&j);
+				strbuf_release(&ps);
+			}
+			heap_path_groups_free(pg, npg);
+			ct_json_obj_end(&j);
 		}
-		(void)strbuf_addstr(&sb, "]}\n");
-		fputs(sb.buf, stdout);
+		ct_json_arr_end(&j);
+		ct_json_obj_end(&j);
+		code = cli_json_out(&j, stdout);
 		strbuf_release(&sb);
 	} else {
 		printf("Types whose count and retained bytes grow in every one of %zu snapshots: %zu",
@@ -954,7 +982,7 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 
 			if (holder[i] >= 0)
 				continue;
-			printf("\n  %s\n    count   ", gr[i].name);
+			printf("\n  %s\n    count   ", cli_safe(gr[i].name));
 			for (s = 0; s < nsnap; s++)
 				printf("%s%s", s ? " -> " : "", thousands(gr[i].count[s], t1, sizeof(t1)));
 			printf("\n    retained");
@@ -975,10 +1003,10 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 						if (fp)
 							printf("    path (%" PRIu64 " -> %" PRIu64 " objects): %s\n",
 							       path_count_in(first, fp, gr[i].name, sb.buf),
-							       pg[k].count, sb.buf);
+							       pg[k].count, cli_safe(sb.buf));
 						else
 							printf("    path (%" PRIu64 " objects in the last snapshot): %s\n",
-							       pg[k].count, sb.buf);
+							       pg[k].count, cli_safe(sb.buf));
 					}
 				heap_path_groups_free(pg, npg);
 				strbuf_release(&sb);
@@ -986,7 +1014,7 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 			for (j = 0; j < ngr; j++)
 				if (holder[j] == (long)i)
 					printf("    held by it, growing too: %s (count %" PRIu64 " -> %" PRIu64 ")\n",
-					       gr[j].name, gr[j].count[0], gr[j].count[nsnap - 1]);
+					       cli_safe(gr[j].name), gr[j].count[0], gr[j].count[nsnap - 1]);
 		}
 	}
 	free(holder);
@@ -995,7 +1023,7 @@ static int print_growth(struct heap_typestat **stats, size_t *nstats, size_t nsn
 	heap_paths_free(fp);
 	heap_paths_free(p);
 	heap_analysis_free(a);
-	return EXIT_OK;
+	return code;
 }
 
 static int cmd_diff(int argc, char **argv)

@@ -276,4 +276,85 @@ contains "collect: output not writable: says so" "$ERR" "cannot write /nonexiste
 expect_exit "collect: dead pid" 3 "$CLRTAP" gcdump collect -p 999999
 expect_exit "collect: not .NET" 4 "$CLRTAP" gcdump collect -p $$
 
+# 8. Hostile names in snapshot files (written here, docs/formats/gcdump.md):
+# type names, the process name and a duplicated string value with ESC, quotes,
+# a backslash, CR/LF, BEL, 0xff (not UTF-8) and U+2028. --json holds the exact
+# bytes (0xff by the surrogateescape rule); the text and stderr hold no control
+# byte, the names shown escaped (docs/internals/output.md).
+mkheap() {
+	python3 - "$1" "$2" <<'PY'
+import struct, sys, zlib
+def var(v):
+    out = bytearray()
+    while True:
+        b, v = v & 0x7f, v >> 7
+        out.append(b | 0x80 if v else b)
+        if not v:
+            return bytes(out)
+def s(b):
+    return var(len(b)) + b
+def sec(tag, b):
+    return tag + struct.pack("<Q", len(b)) + b
+k = int(sys.argv[2])
+holder = b"Holder\x1b]0;title\x07"
+item = b'Hostile\x1b[31mType"q"\\\n\xffz'
+meta = b"".join(var(v) for v in (4242, 1700000000, 8, 7, 2, 1, 0, 1000000, 2000000, 0, 0, 1))
+meta += s(b"pr\x1b[2J\r\n\xff")
+types = var(2) + var(0x1000) + s(holder) + var(0x2000) + s(item)
+nodes = var(k + 1) + var(0x10000) + var(32) + var(0) + var(k)
+nodes += b"".join(var(0x20) + var(32) + var(1) + var(0) for _ in range(k))
+edges = var(k) + b"".join(var(2 * t) for t in range(1, k + 1))
+roots = var(1) + var(0) + bytes([7]) + var(0)
+val = "v\x1b[31m\r\n\"\\\u2028".encode()
+strs = bytes([1]) + b"".join(var(v) for v in (10, 10, 0, 0, 0, 1, 2, 40))
+strs += var(1) + var(2) + var(40) + var(9) + bytes([0]) + s(val)
+body = b"CLRTAPHS" + struct.pack("<II", 1, 0)
+for tag, b in ((b"META", meta), (b"TYPE", types), (b"NODE", nodes), (b"EDGE", edges),
+               (b"ROOT", roots), (b"STRS", strs)):
+    body += sec(tag, b)
+body += b"END " + struct.pack("<Q", 4)
+open(sys.argv[1], "wb").write(body + struct.pack("<I", zlib.crc32(body)))
+PY
+}
+# no control byte but newline (C0, DEL, C1 as UTF-8)
+clean() {
+	! LC_ALL=C grep -qP '[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' "$1"
+}
+HITEM=$'Hostile\x1b[31mType"q"\\\n\xffz'
+mkheap "$WORK/h1.heap" 1
+mkheap "$WORK/h3.heap" 3
+"$CLRTAP" gcdump report "$WORK/h3.heap" --json --top 0 --path "$HITEM" >"$WORK/h.json" 2>"$WORK/h.err"
+check "hostile names: report --json is strict JSON with the exact bytes" python3 - "$WORK/h.json" <<'PY'
+import json, sys
+def no_const(c):
+    raise ValueError(c)
+d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"), parse_constant=no_const)
+raw = lambda s: s.encode("utf-8", "surrogateescape")
+item = b'Hostile\x1b[31mType"q"\\\n\xffz'
+assert raw(d["process"]) == b"pr\x1b[2J\r\n\xff", d["process"]
+t = [x for x in d["types"] if raw(x["type"]) == item]
+assert len(t) == 1 and t[0]["count"] == 3, d["types"]
+assert raw(d["types"][0]["type"]) == b"Holder\x1b]0;title\x07" and d["types"][0]["retained"] == 4 * 32, d["types"]
+assert d["paths"]["count"] == 3 and raw(d["paths"]["groups"][0]["path"][-1]) == item, d["paths"]
+assert d["strings"]["top"][0]["value"] == "v\x1b[31m\r\n\"\\\u2028", d["strings"]
+PY
+expect_exit "hostile names: text report" 0 "$CLRTAP" gcdump report "$WORK/h3.heap" --path "$HITEM" --html "$WORK/h.html"
+printf '%s\n%s\n' "$OUT" "$ERR" >"$WORK/h.txt"
+check "hostile names: no control byte in the text report" clean "$WORK/h.txt"
+contains "hostile names: the type shown escaped" "$OUT" 'Hostile\x1b[31mType"q"\\\n\xffz'
+contains "hostile names: the process shown escaped" "$OUT" '(pr\x1b[2J\r\n\xff)'
+contains "hostile names: the string value shown escaped" "$OUT" '"v\x1b[31m\r\n"\\\u{2028}"'
+equals "hostile names: one script element in the HTML view" "$(grep -o '<script' "$WORK/h.html" | wc -l)" 1
+"$CLRTAP" gcdump diff "$WORK/h1.heap" "$WORK/h3.heap" --json >"$WORK/hd.json" 2>"$WORK/hd.err"
+check "hostile names: diff --json: the growing type, exact" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+g = [x for x in d["growing"] if x["type"].encode("utf-8", "surrogateescape") == b"Hostile\x1b[31mType\"q\"\\\n\xffz"]
+assert len(g) == 1 and g[0]["count"] == [1, 3] and g[0]["path_growth"][0]["count"] == [1, 3], d
+' "$WORK/hd.json"
+expect_exit "hostile names: diff text" 0 "$CLRTAP" gcdump diff "$WORK/h1.heap" "$WORK/h3.heap"
+printf '%s\n%s\n' "$OUT" "$ERR" >"$WORK/hd.txt"
+check "hostile names: no control byte in the diff text" clean "$WORK/hd.txt"
+contains "hostile names: diff shows the type escaped" "$OUT" '  Hostile\x1b[31mType"q"\\\n\xffz'
+
 finish

@@ -42,6 +42,7 @@ enum exit_code {
 int cmd_agent(int argc, char **argv);
 int cmd_counters(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_gcdump(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_perfmap(int argc, char **argv);

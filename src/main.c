@@ -25,6 +25,7 @@ static const struct cmd commands[] = {
 	{ "agent", cmd_agent, "attach clrtap's in-process profiler, stream its events, detach; or show it" },
 	{ "counters", cmd_counters, "live runtime counters (System.Runtime, any EventSource or Meter)" },
 	{ "dump", cmd_dump, "write a core dump of a .NET process (mini, heap, triage, full)" },
+	{ "gcdump", cmd_gcdump, "heap snapshots: retained sizes, retention paths, duplicated strings, leaks" },
 	{ "help", cmd_help, "show help for clrtap or a command" },
 	{ "info", cmd_info, "runtime version, command line, socket, environment of a process" },
 	{ "perfmap", cmd_perfmap, "turn the runtime's perf map / jitdump on or off, no restart" },

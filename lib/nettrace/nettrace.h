@@ -515,4 +515,90 @@ const char *nt_methods_lookup(struct nt_methods *m, uint64_t ip);
 /* Distinct ranges recorded (an exact duplicate counts once). */
 size_t nt_methods_count(struct nt_methods *m);
 
+
+/* ------------------------------------------------------------------------ */
+/* GC heap snapshot bulk events (lib/nettrace/gcheap.c)                      */
+/*
+ * Keywords GC 0x1, Type 0x80000, GCHeapDump 0x100000, GCHeapCollect 0x800000.
+ * Each bulk event holds Count values packed back to back after a small
+ * header. The decoders check that every value fits in the payload and return
+ * a view; the _get functions read value i (i < count) of a checked view.
+ */
+enum nt_gcheap_event {
+	NT_EV_BULK_TYPE = 15,
+	NT_EV_GC_BULK_ROOT_EDGE = 16,
+	NT_EV_GC_BULK_ROOT_CWT = 17,
+	NT_EV_GC_BULK_NODE = 18,
+	NT_EV_GC_BULK_EDGE = 19,
+	NT_EV_GC_BULK_ROOT_STATIC = 38,
+};
+
+struct nt_gc_bulk {
+	uint32_t index; /* block number in its stream (not in BulkType / RootStaticVar) */
+	uint32_t count;
+	uint16_t clr_instance;
+	const uint8_t *values; /* the packed values */
+	size_t values_len;
+	unsigned ptr_size;
+	unsigned stride; /* bytes per value; 0 for variable-size values */
+};
+
+/* 18 GCBulkNode: {ptr Address; u64 Size; u64 TypeID; u64 EdgeCount} */
+struct nt_gc_node {
+	uint64_t address, size, type_id, edge_count;
+};
+/* 16 GCBulkRootEdge: {ptr RootedNodeAddress; u8 GCRootKind; u32 GCRootFlag; ptr GCRootID} */
+enum nt_gc_root_kind { NT_ROOT_STACK = 0, NT_ROOT_FINALIZER = 1, NT_ROOT_HANDLE = 2,
+		       NT_ROOT_OLDER = 3, NT_ROOT_SIZEDREF = 4, NT_ROOT_OVERFLOW = 5 };
+#define NT_ROOT_FLAG_PINNING 0x1u
+#define NT_ROOT_FLAG_WEAKREF 0x2u
+#define NT_ROOT_FLAG_INTERIOR 0x4u
+#define NT_ROOT_FLAG_REFCOUNTED 0x8u
+struct nt_gc_root {
+	uint64_t address;
+	uint8_t kind;
+	uint32_t flags;
+	uint64_t root_id;
+};
+/* 17 GCBulkRootConditionalWeakTableElementEdge: {ptr Key; ptr Value; ptr RootID} */
+struct nt_gc_cwt {
+	uint64_t key, value, root_id;
+};
+/* 15 BulkType: u32 Count; u16; Count x {u64 TypeID; u64 ModuleID; u32 TypeNameID;
+ * u32 Flags; u8 CorElementType; str Name; u32 N; u64 TypeParameters[N]} */
+struct nt_bulk_type {
+	uint64_t type_id, module_id;
+	uint32_t name_id, flags;
+	uint8_t cor_element_type;
+	struct nt_str16 name;
+	uint32_t nparams;
+};
+/* 38 GCBulkRootStaticVar: u32 Count; u64 AppDomainID; u16; Count x {u64 GCRootID;
+ * u64 ObjectID; u64 TypeID; u32 Flags; str FieldName} */
+struct nt_gc_static_root {
+	uint64_t root_id, object, type_id;
+	uint32_t flags;
+	struct nt_str16 field;
+};
+
+int nt_decode_gc_bulk_node(const void *p, size_t len, unsigned ptr_size, struct nt_gc_bulk *out);
+void nt_gc_bulk_node_get(const struct nt_gc_bulk *b, uint32_t i, struct nt_gc_node *out);
+/* 19 GCBulkEdge: {ptr Value; u32 ReferencingFieldID} */
+int nt_decode_gc_bulk_edge(const void *p, size_t len, unsigned ptr_size, struct nt_gc_bulk *out);
+uint64_t nt_gc_bulk_edge_get(const struct nt_gc_bulk *b, uint32_t i);
+int nt_decode_gc_bulk_root(const void *p, size_t len, unsigned ptr_size, struct nt_gc_bulk *out);
+void nt_gc_bulk_root_get(const struct nt_gc_bulk *b, uint32_t i, struct nt_gc_root *out);
+int nt_decode_gc_bulk_cwt(const void *p, size_t len, unsigned ptr_size, struct nt_gc_bulk *out);
+void nt_gc_bulk_cwt_get(const struct nt_gc_bulk *b, uint32_t i, struct nt_gc_cwt *out);
+/*
+ * Variable-size values: nt_decode_bulk_type / _gc_bulk_static_root check the
+ * header; then call _next with *off = 0 until it returns 1 (no more values)
+ * or -EBADMSG (a value runs past the payload). Returns 0 with *out filled.
+ */
+int nt_decode_bulk_type(const void *p, size_t len, unsigned ptr_size, struct nt_gc_bulk *out);
+int nt_bulk_type_next(const struct nt_gc_bulk *b, size_t *off, uint32_t *i, struct nt_bulk_type *out);
+int nt_decode_gc_bulk_static_root(const void *p, size_t len, unsigned ptr_size, struct nt_gc_bulk *out);
+int nt_gc_bulk_static_root_next(const struct nt_gc_bulk *b, size_t *off, uint32_t *i,
+				struct nt_gc_static_root *out);
+
 #endif

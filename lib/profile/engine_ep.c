@@ -232,24 +232,32 @@ static int start_session(struct profile_ep *e, bool sampling, struct ipc_error *
 static int prime(struct profile_ep *e, int grace_ms, struct ipc_error *rerr)
 {
 	struct profile *keep = e->prof;
-	int rc;
+	int rc, stop_rc;
 
 	rc = start_session(e, false, rerr);
 	if (rc)
 		return rc;
-	rc = ipc_stop_tracing(&e->ep, e->session, rerr);
+	e->prof = NULL; /* no samples in this one */
+	e->read_deadline_ns = mono_ns() + (uint64_t)grace_ms * 1000000ull;
+	rc = pthread_create(&e->th, NULL, reader_main, e);
 	if (rc) {
 		close(e->fd);
 		e->fd = -1;
-		return rc;
+		e->prof = keep;
+		return -rc;
 	}
-	e->prof = NULL; /* no samples in this one */
-	e->read_deadline_ns = mono_ns() + (uint64_t)grace_ms * 1000000ull;
-	rc = read_stream(e);
+	/* the runtime answers StopTracing once the rundown is written: read meanwhile */
+	stop_rc = ipc_stop_tracing(&e->ep, e->session, rerr);
+	pthread_join(e->th, NULL);
+	rc = e->reader_rc;
+	if (!rc && !e->st.complete)
+		rc = stop_rc ? stop_rc : -EPROTO;
 	e->read_deadline_ns = 0;
 	e->prof = keep;
 	close(e->fd);
 	e->fd = -1;
+	e->done = false;
+	e->reader_rc = 0;
 	e->st.bytes = 0;
 	e->st.complete = false;
 	e->st.dropped_events = 0;

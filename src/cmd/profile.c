@@ -60,10 +60,7 @@ static int resolve(const struct prof_args *a, struct proc_target *t, bool *dotne
 		if (a->engine && !strcmp(a->engine, "eventpipe"))
 			return cli_error(EXIT_NOT_DOTNET, "pid %d has no diagnostics socket: --engine "
 					 "eventpipe needs a .NET process", (int)a->to.pid);
-		cli_info("pid %d is not a .NET process (no diagnostics socket): profiling native "
-			 "and kernel frames only",
-			 (int)a->to.pid);
-		return EXIT_OK;
+		return EXIT_OK; /* said once sampling works (else the refusal names both) */
 	case -EACCES:
 		/* perf_event_open decides; its error names what is missing. */
 		return EXIT_OK;
@@ -381,6 +378,10 @@ int cmd_profile(int argc, char **argv)
 		cli_warn("perf_event_open was denied (%s): sampling with the runtime's EventPipe "
 			 "sample profiler instead (managed frames only; --engine perf to fail instead)",
 			 profile_perf_cause_short(ch.diag.cause));
+	if (!dotnet && !s.ep)
+		cli_info("pid %d is not a .NET process (no diagnostics socket): profiling native "
+			 "and kernel frames only",
+			 (int)so.pid);
 	if (s.dotnet && s.pm_err) {
 		if (s.pm_err == -EREMOTEIO && s.pm_rerr.hresult == IPC_E_UNKNOWN_COMMAND)
 			cli_warn("this runtime cannot turn its perf map on at run time (.NET 8+): "

@@ -37,8 +37,7 @@ static int resolve(const struct cli_target_opts *to, struct proc_target *t, bool
 		if (engine == PROFILE_ENGINE_EVENTPIPE)
 			return cli_error(EXIT_NOT_DOTNET, "pid %d has no diagnostics socket: --engine "
 					 "eventpipe needs a .NET process", (int)to->pid);
-		cli_info("pid %d is not a .NET process: native and kernel frames only", (int)to->pid);
-		return EXIT_OK;
+		return EXIT_OK; /* said once sampling works (else the refusal names both) */
 	case -EACCES:
 		return EXIT_OK; /* perf_event_open's refusal explains */
 	default:
@@ -206,6 +205,8 @@ int cmd_top(int argc, char **argv)
 		cli_warn("perf_event_open was denied (%s): sampling with the runtime's EventPipe "
 			 "sample profiler instead (managed frames only)",
 			 profile_perf_cause_short(ch.diag.cause));
+	if (!dotnet && !s.ep)
+		cli_info("pid %d is not a .NET process: native and kernel frames only", (int)so.pid);
 	if (s.dotnet && s.pm_err)
 		cli_warn("cannot turn the perf map on (%s): JIT-compiled frames stay unnamed",
 			 strerror(-s.pm_err));

@@ -168,14 +168,15 @@ const char *profile_perf_cause_text(enum profile_perf_cause c)
 		       "(Seccomp: 2 in /proc/self/status; the call fails before the kernel checks "
 		       "capabilities or perf_event_paranoid, so CAP_PERFMON or root would not help "
 		       "by themselves). Fix: --engine eventpipe, or run clrtap where the seccomp "
-		       "profile allows perf_event_open: docker run --cap-add PERFMON (Docker's "
-		       "default profile allows it with CAP_PERFMON or CAP_SYS_ADMIN) or "
+		       "profile allows perf_event_open: docker run --cap-add PERFMON (Docker 23 and "
+		       "later let the call through the default profile with CAP_PERFMON) or "
 		       "--security-opt seccomp=<profile>; in Kubernetes a securityContext with "
 		       "capabilities.add [PERFMON] or seccompProfile Unconfined/Localhost";
 	case PROFILE_PERF_CAUSE_BLOCKED:
 		return "the perf_event_open system call is blocked before the kernel checks "
-		       "anything (no seccomp filter is listed for clrtap, so a sandbox or an "
-		       "older kernel without perf events answers). Fix: --engine eventpipe";
+		       "anything (it fails with an error the kernel would not give, such as ENOSYS "
+		       "from a container profile, or the kernel has no perf events). Fix: --engine "
+		       "eventpipe, or a seccomp profile that allows perf_event_open";
 	case PROFILE_PERF_CAUSE_PARANOID:
 		return "kernel.perf_event_paranoid is 3 or higher here, so only CAP_PERFMON or "
 		       "CAP_SYS_ADMIN may use perf_event_open, and clrtap has neither. Fix: "

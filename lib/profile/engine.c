@@ -81,7 +81,11 @@ int profile_engine_explain(const struct profile_engine_choice *c, pid_t pid, cha
 	int n;
 
 	if (c->perf_err && c->ep_err) {
-		if (c->ep_err == -ENOENT)
+		if (c->ep_err == -EACCES)
+			snprintf(ipc, sizeof(ipc), "clrtap may not reach the diagnostics socket of pid "
+				 "%d either (its /tmp is behind /proc/%d/root, which needs the same "
+				 "ptrace access; or the socket's permissions)", (int)pid, (int)pid);
+		else if (c->ep_err == -ENOENT)
 			snprintf(ipc, sizeof(ipc), "pid %d has no diagnostics socket clrtap can reach "
 				 "(not a .NET process, started with DOTNET_EnableDiagnostics=0, or its "
 				 "/tmp is not visible from here)", (int)pid);

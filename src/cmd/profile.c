@@ -38,7 +38,8 @@ static void timestamp(char *buf, size_t len)
 }
 
 /* Resolves the target without requiring .NET: a native process is profiled too. */
-static int resolve(const struct prof_args *a, struct proc_target *t, bool *dotnet)
+static int resolve(const struct prof_args *a, struct proc_target *t, bool *dotnet,
+		   bool *no_access)
 {
 	struct ipc_endpoint ep;
 	int err;
@@ -63,6 +64,7 @@ static int resolve(const struct prof_args *a, struct proc_target *t, bool *dotne
 		return EXIT_OK; /* said once sampling works (else the refusal names both) */
 	case -EACCES:
 		/* perf_event_open decides; its error names what is missing. */
+		*no_access = true;
 		return EXIT_OK;
 	default:
 		return cli_error(cli_exit_for(err), "cannot inspect pid %d: %s", (int)a->to.pid,
@@ -253,7 +255,7 @@ top:
 
 int cmd_profile(int argc, char **argv)
 {
-	struct prof_args a = { .hz = 0, .seconds = 10 };
+	struct prof_args a = { .hz = -1, .seconds = 10 };
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&a.to),
 		{ 'F', "frequency", CLI_OPT_INT, &a.hz, "HZ", "samples per second per thread (default 99, max 10000; perf engine only)" },
@@ -287,7 +289,7 @@ int cmd_profile(int argc, char **argv)
 	const char *out;
 	uint64_t deadline, t_stop = 0, t_done = 0;
 	int first, code, rc, fmt;
-	bool dotnet;
+	bool dotnet, no_access = false;
 
 	if (cli_parse(argc, argv,
 		      "clrtap profile (-p PID | -n NAME) [-F HZ] [-d SEC] [-o OUT] [--off-cpu|--wall] "
@@ -307,11 +309,11 @@ int cmd_profile(int argc, char **argv)
 			return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)",
 					 a.engine);
 	}
-	if (a.hz && engine == PROFILE_ENGINE_EVENTPIPE)
+	if (a.hz != -1 && engine == PROFILE_ENGINE_EVENTPIPE)
 		return cli_error(EXIT_USAGE, "-F does not apply to --engine eventpipe: the runtime "
 					     "samples every managed thread at its own interval (1 ms "
 					     "by default), which no EventPipe request can change");
-	if (!a.hz)
+	if (a.hz == -1)
 		a.hz = 99;
 	if (a.hz < 1 || a.hz > 10000)
 		return cli_error(EXIT_USAGE, "-F must be 1..10000");
@@ -334,7 +336,7 @@ int cmd_profile(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "cannot tell the format of '%s': use .folded, .html, .svg, "
 					     ".speedscope.json or .pb.gz",
 				 out);
-	code = resolve(&a, &t, &dotnet);
+	code = resolve(&a, &t, &dotnet, &no_access);
 	if (code)
 		return code;
 	if (!a.out && a.to.name) {
@@ -364,6 +366,8 @@ int cmd_profile(int argc, char **argv)
 	rc = profile_session_start_engine(&s, &so, &ch);
 	if (rc) {
 		if (ch.perf_err || ch.ep_err) {
+			if (no_access && ch.ep_err == -ENOENT)
+				ch.ep_err = -EACCES; /* the socket is behind /proc/PID/root */
 			profile_engine_explain(&ch, so.pid, msg, sizeof(msg));
 			return cli_error(ch.perf_err ? EXIT_PERMISSION : cli_exit_for(rc), "%s", msg);
 		}

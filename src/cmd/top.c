@@ -15,7 +15,7 @@
 #include "profile/profile.h"
 
 static int resolve(const struct cli_target_opts *to, struct proc_target *t, bool *dotnet,
-		   enum profile_engine engine)
+		   enum profile_engine engine, bool *no_access)
 {
 	struct ipc_endpoint ep;
 	int err;
@@ -39,6 +39,7 @@ static int resolve(const struct cli_target_opts *to, struct proc_target *t, bool
 					 "eventpipe needs a .NET process", (int)to->pid);
 		return EXIT_OK; /* said once sampling works (else the refusal names both) */
 	case -EACCES:
+		*no_access = true;
 		return EXIT_OK; /* perf_event_open's refusal explains */
 	default:
 		return cli_error(cli_exit_for(err), "cannot inspect pid %d: %s", (int)to->pid,
@@ -108,7 +109,7 @@ static void show(struct profile_session *s, pid_t pid, int lines, bool tty, bool
 int cmd_top(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
-	int hz = 0, seconds = 0, iterations = 0, lines = 20;
+	int hz = -1, seconds = 0, iterations = 0, lines = 20;
 	bool kernel = false;
 	const char *engine_s = NULL;
 	enum profile_engine engine = PROFILE_ENGINE_AUTO;
@@ -132,7 +133,7 @@ int cmd_top(int argc, char **argv)
 	uint64_t next, deadline;
 	unsigned iter = 0;
 	int first, code, rc;
-	bool dotnet, tty = isatty(STDOUT_FILENO);
+	bool dotnet, no_access = false, tty = isatty(STDOUT_FILENO);
 
 	/* -n is the target's name everywhere; iterations are -i/--iterations (and -n N as a count
 	 * is accepted when it is a number, like top(1)) */
@@ -162,17 +163,17 @@ int cmd_top(int argc, char **argv)
 			return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)",
 					 engine_s);
 	}
-	if (hz && engine == PROFILE_ENGINE_EVENTPIPE)
+	if (hz != -1 && engine == PROFILE_ENGINE_EVENTPIPE)
 		return cli_error(EXIT_USAGE, "-F does not apply to --engine eventpipe: the runtime "
 					     "samples every managed thread at its own interval (1 ms "
 					     "by default), which no EventPipe request can change");
-	if (!hz)
+	if (hz == -1)
 		hz = 99;
 	if (hz < 1 || hz > 10000)
 		return cli_error(EXIT_USAGE, "-F must be 1..10000");
 	if (seconds < 0 || iterations < 0 || lines < 1)
 		return cli_error(EXIT_USAGE, "-d, -i and --lines must be positive");
-	code = resolve(&to, &t, &dotnet, engine);
+	code = resolve(&to, &t, &dotnet, engine, &no_access);
 	if (code)
 		return code;
 	so.pid = to.pid ? to.pid : t.pid;
@@ -186,6 +187,8 @@ int cmd_top(int argc, char **argv)
 	cli_catch_stop_signals();
 	rc = profile_session_start_engine(&s, &so, &ch);
 	if (rc && (ch.perf_err || ch.ep_err)) {
+		if (no_access && ch.ep_err == -ENOENT)
+			ch.ep_err = -EACCES; /* the socket is behind /proc/PID/root */
 		profile_engine_explain(&ch, so.pid, msg, sizeof(msg));
 		return cli_error(ch.perf_err ? EXIT_PERMISSION : cli_exit_for(rc), "%s", msg);
 	}

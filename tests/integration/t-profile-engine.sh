@@ -130,6 +130,36 @@ equals "one message" "$(echo "$ERR" | grep -c 'clrtap:')" 1
 kill "$SPID" 2>/dev/null
 wait "$SPID" 2>/dev/null
 
+# --engine eventpipe on a process without a diagnostics socket: exit 4
+sleep 300 &
+SPID=$!
+KILL_PIDS+=("$SPID")
+expect_exit "--engine eventpipe on a native process" 4 "$CLRTAP" profile --engine eventpipe -p "$SPID" -d 1 -o "$WORK/no.folded"
+contains "--engine eventpipe: says a .NET process is needed" "$ERR" "needs a .NET process"
+kill "$SPID" 2>/dev/null
+wait "$SPID" 2>/dev/null
+
+# Ctrl-C on the EventPipe engine: a complete result, exit 0
+"$CLRTAP" profile --engine eventpipe -p "$PID" -d 60 -o "$WORK/int.folded" >"$WORK/int.out" 2>&1 &
+CP=$!
+sleep 3
+kill -INT "$CP"
+wait "$CP"
+equals "EventPipe, Ctrl-C: exit 0" "$?" 0
+contains "EventPipe, Ctrl-C: says it stopped early" "$(cat "$WORK/int.out")" "stopped early"
+contains "EventPipe, Ctrl-C: HotA in the result" "$(cat "$WORK/int.folded")" ";$HOTA"
+
+# SIGKILL of clrtap mid-session: the runtime ends the session itself; the
+# target runs on and a new session works (nothing was left to restore)
+"$CLRTAP" profile --engine eventpipe -p "$PID" -d 60 -o "$WORK/killed.folded" >/dev/null 2>&1 &
+CP=$!
+sleep 3
+kill -KILL "$CP"
+wait "$CP" 2>/dev/null
+check "EventPipe, SIGKILL: the target runs on" kill -0 "$PID"
+expect_exit "EventPipe, SIGKILL: a new session works" 0 "$CLRTAP" profile --engine eventpipe -p "$PID" -d 2 -o "$WORK/after.folded"
+contains "EventPipe, SIGKILL: the new session names HotA" "$(cat "$WORK/after.folded")" ";$HOTA"
+
 # ---------------------------------------------------------------- both engines here
 expect_exit "profile --engine perf" 0 "$CLRTAP" profile --engine perf -p "$PID" -d 5 -o "$WORK/perf.folded"
 contains "perf summary states the engine" "$OUT" "engine: perf_event"

@@ -47,7 +47,8 @@ tool_window() {
 	tp=$!
 	sleep "$SETTLE"
 	v=$(window "$fo")
-	kill -INT "$tp" 2>/dev/null
+	# dotnet-trace, a background job here, ignores SIGINT: it stops at its --duration
+	[ "$label" = dt ] || kill -INT "$tp" 2>/dev/null
 	wait "$tp" 2>/dev/null
 	echo "$v"
 }
@@ -71,7 +72,7 @@ run_threads() {
 		if [ -n "$DT" ]; then
 			base=$(window "$fo")
 			v=$(tool_window "$fo" dt "$DT" collect -p "$fx" --profile dotnet-sampled-thread-time \
-				-o "$out/dt.nettrace" --duration 00:00:10:00)
+				-o "$out/dt.nettrace" --duration "$(printf '00:00:%02d:%02d' $(((SETTLE + WIN + 2) / 60)) $(((SETTLE + WIN + 2) % 60)))")
 			echo "$t dotnet-trace $r $base $v" >>"$out/res"
 			sleep "$SETTLE"
 		fi

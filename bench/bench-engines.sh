@@ -99,12 +99,14 @@ run_threads() {
 	wait "$fx" 2>/dev/null
 }
 
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 echo "== throughput of 'sample busy --threads T' (Op calls per 250 ms round): tool windows"
 echo "   of ${WIN}s alternating with no-tool windows, $ROUNDS rounds; cost = 1 - tool/no-tool"
 for t in $THREADS; do
 	run_threads "$t"
 done
 echo
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs (far above the CPU count: the figures are noise)"
 echo "cost = 1 - tool/no-tool, median of the rounds; per round: no-tool -> tool"
 printf '%-7s %-13s %-10s %-10s %s\n' threads tool "wall cost" "cpu cost" "tool CPU s/window; ops per round (wall); ops per target CPU second"
 for t in $THREADS; do

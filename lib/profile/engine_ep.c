@@ -145,7 +145,7 @@ static int on_event(void *ctx, const struct nt_event *ev)
 			s.tid = (uint32_t)ev->thread_id;
 			s.time = (uint64_t)((unsigned __int128)(uint64_t)ev->timestamp * 1000000000u /
 					    (uint64_t)f);
-			s.weight = e->st.sampling_ns ? e->st.sampling_ns : 1000000;
+			s.weight = 1; /* one sample, whatever the mode: blocked time is not measured */
 			s.nr = ev->nframes;
 			s.ips = ev->stack;
 			rc = profile_add_stack(e->prof, &s);

@@ -230,12 +230,12 @@ void profile_ep_free(struct profile_ep *e);
 struct profile_session_opts {
 	pid_t pid;
 	const struct proc_target *target; /* a .NET target (perf map handled), or NULL */
-	int timeout_ms;                   /* IPC timeout */
-	struct perf_sampler_opts sampler;
-	struct profile_opts profile;
 	enum profile_engine engine;       /* PERF (AUTO is the caller's choice) or EVENTPIPE */
 	unsigned ep_samples;              /* EventPipe: PROFILE_EP_* */
 	bool ep_prime;                    /* EventPipe: names before the first refresh (top) */
+	int timeout_ms;                   /* IPC timeout */
+	struct perf_sampler_opts sampler;
+	struct profile_opts profile;
 };
 
 enum profile_stage { PROFILE_STAGE_NONE = 0, PROFILE_STAGE_SYM, PROFILE_STAGE_PERF, PROFILE_STAGE_EP };
@@ -276,7 +276,8 @@ int profile_session_build_ex(struct profile_session *s, struct flame *f,
 			     struct profile_summary *sum, unsigned flags);
 /* Forgets the stacks so far (for `top`, between refreshes). */
 void profile_session_reset(struct profile_session *s);
-/* Restores the perf map (idempotent); the IPC error if that failed. */
+/* Restores the perf map (idempotent); the IPC error if that failed. Not for an
+ * EventPipe session (nothing to restore: do not call it). */
 int profile_session_restore(struct profile_session *s, struct ipc_error *rerr);
 /* Everything else; restores the perf map if not done yet. */
 void profile_session_close(struct profile_session *s);

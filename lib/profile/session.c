@@ -19,6 +19,10 @@ static int session_start_ep(struct profile_session *s, const struct profile_sess
 	struct profile_ep_opts eo = { 0 };
 	int rc;
 
+	memset(s, 0, sizeof(*s));
+	s->pid = o->pid;
+	s->pm.guard_fd = -1; /* never used: the perf map is not touched */
+	s->engine = PROFILE_ENGINE_EVENTPIPE;
 	s->dotnet = true;
 	s->failed_stage = PROFILE_STAGE_EP;
 	if (!o->target)
@@ -46,12 +50,11 @@ int profile_session_start(struct profile_session *s, const struct profile_sessio
 	struct sym_opts so = { 0 };
 	int rc;
 
+	if (o->engine == PROFILE_ENGINE_EVENTPIPE)
+		return session_start_ep(s, o);
 	memset(s, 0, sizeof(*s));
 	s->pid = o->pid;
 	s->pm.guard_fd = -1;
-	s->engine = o->engine == PROFILE_ENGINE_EVENTPIPE ? o->engine : PROFILE_ENGINE_PERF;
-	if (s->engine == PROFILE_ENGINE_EVENTPIPE)
-		return session_start_ep(s, o);
 	if (o->target) {
 		s->dotnet = true;
 		s->pm_err = profile_perfmap_begin(&s->pm, o->target, o->timeout_ms, &s->pm_rerr);
@@ -162,8 +165,14 @@ void profile_session_close(struct profile_session *s)
 {
 	struct ipc_error rerr;
 
-	profile_ep_free(s->ep);
-	s->ep = NULL;
+	if (s->engine == PROFILE_ENGINE_EVENTPIPE) {
+		/* no perf map, sampler or symbolizer in this session */
+		profile_ep_free(s->ep);
+		s->ep = NULL;
+		profile_free(s->prof);
+		s->prof = NULL;
+		return;
+	}
 	perf_sampler_close(s->smp);
 	s->smp = NULL;
 	profile_unwinder_free(s->uw);

@@ -431,7 +431,7 @@ int cmd_profile(int argc, char **argv)
 		code = cli_error(cli_exit_for(rc), "cannot build the profile: %s", strerror(-rc));
 		goto out;
 	}
-	rc = profile_session_restore(&s, &rerr);
+	rc = s.ep ? 0 : profile_session_restore(&s, &rerr);
 	if (rc && !s.target_gone)
 		cli_warn("could not turn the perf map back off (%s): run 'clrtap perfmap -p %d off'",
 			 strerror(-rc), (int)so.pid);

@@ -168,7 +168,7 @@ int flame_write_html(const struct flame_view *v, struct flame_out *o, const stru
 		    f->total, unit);
 	if (opts->notes && *opts->notes) {
 		flame_out_str(o, "<pre id=\"notes\">");
-		flame_out_xml_str(o, opts->notes, strlen(opts->notes));
+		flame_out_xml_lines(o, opts->notes);
 		flame_out_str(o, "</pre>\n");
 	}
 	flame_out_f(o, "<div id=\"fg\"></div><div id=\"tip\"></div>\n"

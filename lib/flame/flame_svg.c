@@ -105,7 +105,7 @@ int flame_write_svg(const struct flame_view *v, struct flame_out *o, const struc
 	flame_out_str(o, "</text>\n");
 	if (opts->notes && *opts->notes) {
 		flame_out_str(o, "<desc>");
-		flame_out_xml_str(o, opts->notes, strlen(opts->notes));
+		flame_out_xml_lines(o, opts->notes);
 		flame_out_str(o, "</desc>\n");
 	}
 	flame_out_f(o, "<text x=\"%d\" y=\"22\" text-anchor=\"end\" font-size=\"11\">total %" PRIu64

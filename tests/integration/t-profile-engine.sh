@@ -5,8 +5,9 @@
 # 3:1 split of cpu-split within +-5 points; `--engine perf` fails with the
 # seccomp cause (exit 5); a process without a diagnostics socket gets one
 # message naming both causes; `top` works on EventPipe; both engines agree
-# here; and CAP_PERFMON + CAP_SYS_ADMIN dropped at perf_event_paranoid 3 gives
-# the engine this kernel's rule implies (checked by the test's own probe).
+# here; CAP_PERFMON + CAP_SYS_ADMIN dropped at perf_event_paranoid 3 gives
+# the engine this kernel's rule implies (checked by the test's own probe); and
+# a namespaced target (private /tmp, own thread ids) works through EventPipe.
 . "$(dirname "$0")/lib.sh"
 
 NOPERF="$TOOLS/noperf"
@@ -228,4 +229,16 @@ EOF
 fi
 
 stop_fixture "$PID"
+
+# ---------------------------------------------------------------- a container: own PID + mount namespace
+# The socket is in the target's private /tmp (reached through /proc/PID/root),
+# the runtime reports thread ids of its own PID namespace.
+start_fixture_ns cpu-split
+expect_exit "ns: profile under the wrapper (EventPipe), --threads" 0 "$NOPERF" "$CLRTAP" profile -p "$FIX_PID" -d 5 --threads -o "$WORK/ns.folded"
+contains "ns: the EventPipe engine" "$OUT" "engine: EventPipe"
+contains "ns: HotA named" "$(cat "$WORK/ns.folded")" ";$HOTA"
+contains "ns: thread named through NSpid" "$(cat "$WORK/ns.folded")" "[thread] workload;"
+SHARE=$(folded_share "$WORK/ns.folded" "$HOTA" "$HOTB")
+check "ns: split 75 +- 5 ($SHARE %)" in_range "$SHARE" 70 80
+stop_fixture "$FIX_PID"
 finish

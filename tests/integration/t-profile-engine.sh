@@ -226,6 +226,18 @@ EOF
 	echo "$OLD" > "$PARA"
 	CLEANUP_CMD=
 	equals "perf_event_paranoid restored" "$(cat "$PARA")" "$OLD"
+	# Off-CPU needs kernel samples: without CAP_PERFMON at paranoid >= 2 the
+	# capability is the cause (no sysctl change needed to see it)
+	if [ "$OLD" -ge 2 ]; then
+		expect_exit "caps dropped: --engine perf --off-cpu fails" 5 "${DROP[@]}" "$CLRTAP" profile --engine perf --off-cpu -p "$PID" -d 1 -o "$WORK/no.folded"
+		contains "caps dropped, off-CPU: names the capability and the sysctl" "$ERR" "kernel.perf_event_paranoid must be 1 or lower, or clrtap needs CAP_PERFMON"
+		expect_exit "caps dropped: --off-cpu falls back to EventPipe" 0 "${DROP[@]}" "$CLRTAP" profile --off-cpu -p "$PID" -d 2 -o "$WORK/caps-off.folded"
+		contains "caps dropped, off-CPU: the cause in the warning" "$ERR" "kernel stacks not allowed (perf_event_paranoid >= 2, no CAP_PERFMON)"
+		contains "caps dropped, off-CPU: EventPipe engine" "$OUT" "engine: EventPipe"
+		# the main thread waits for the workload thread: a blocked managed thread
+		contains "caps dropped, off-CPU: the waiting thread's frame" "$(cat "$WORK/caps-off.folded")" "System.Threading.Monitor::Wait"
+		lacks "caps dropped, off-CPU: no running frame" "$(cat "$WORK/caps-off.folded")" "$HOTA"
+	fi
 fi
 
 stop_fixture "$PID"

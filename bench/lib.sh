@@ -32,3 +32,24 @@ median_ms() {
 	done
 	printf '%s\n' "${t[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
 }
+
+# bench_setup: sets CLRTAP, DLL (the fixture) and TOOLS (dotnet tools) unless
+# given, $out (a temporary directory) and pids=() (processes the script
+# starts); at exit the processes get SIGTERM, then SIGKILL, and $out goes.
+# Needs ROOT.
+bench_setup() {
+	CLRTAP=${CLRTAP:-$ROOT/build/clrtap}
+	DLL=${DLL:-$ROOT/build/fixtures/sample/sample.dll}
+	TOOLS=${TOOLS:-$ROOT/build/tools}
+	out=$(mktemp -d)
+	pids=()
+	trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	sleep 1
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	rm -rf "$out"
+}

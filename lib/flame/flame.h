@@ -32,6 +32,10 @@ struct flame_opts {
 	uint64_t period;       /* pprof: weight of one sample in ns (0: unknown) */
 	uint64_t duration_ns;  /* pprof duration; 0 when unknown */
 	int64_t time_unix_ns;  /* pprof time_nanos; 0 when unknown */
+	const char *notes;     /* lines ('\n'-separated) about how the profile was made (engine,
+				* why, what it cannot see): under the HTML title, an SVG <desc>,
+				* speedscope "clrtapNotes", pprof comments; not in folded output
+				* (other tools read it); may be NULL */
 };
 
 /*

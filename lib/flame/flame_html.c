@@ -32,7 +32,7 @@ static const char html_style[] =
 	"</title>\n<style>\n"
 	"body{font:13px system-ui,sans-serif;margin:10px;color:#222;background:#fdfdf8}\n"
 	"header{display:flex;flex-wrap:wrap;gap:10px;align-items:center;margin-bottom:8px}\n"
-	"header h1{font-size:17px;margin:0 10px 0 0}\n"
+	"header h1{font-size:17px;margin:0 10px 0 0}\n#notes{margin:0 0 8px;font:12px monospace;color:#444;white-space:pre-wrap}\n"
 	"#q{width:260px}\n#mt{color:#a020a0;font-weight:bold}\n"
 	"#fg{position:relative;width:100%;overflow:hidden;font:11px monospace}\n"
 	".fr{position:absolute;height:16px;line-height:16px;box-sizing:border-box;"
@@ -164,10 +164,15 @@ int flame_write_html(const struct flame_view *v, struct flame_out *o, const stru
 	flame_out_f(o, "</h1><span>Total: %" PRIu64 " %s</span>\n"
 		    "<button id=\"reset\" type=\"button\">Reset zoom</button>\n"
 		    "<input id=\"q\" type=\"search\" placeholder=\"Search (regex)\" aria-label=\"search\">\n"
-		    "<span id=\"mt\"></span></header>\n"
-		    "<div id=\"fg\"></div><div id=\"tip\"></div>\n"
-		    "<noscript><p>JavaScript is off: only the table below is shown.</p></noscript>\n",
+		    "<span id=\"mt\"></span></header>\n",
 		    f->total, unit);
+	if (opts->notes && *opts->notes) {
+		flame_out_str(o, "<pre id=\"notes\">");
+		flame_out_xml_lines(o, opts->notes);
+		flame_out_str(o, "</pre>\n");
+	}
+	flame_out_f(o, "<div id=\"fg\"></div><div id=\"tip\"></div>\n"
+		    "<noscript><p>JavaScript is off: only the table below is shown.</p></noscript>\n");
 	out_top_table(v, o, unit);
 	flame_out_f(o, "<script type=\"application/json\" id=\"flamedata\">{\"unit\":\"%s\",\"names\":[", unit);
 	for (i = 0; i < v->nused && !o->err; i++) {

@@ -139,6 +139,8 @@ void flame_out_json_str(struct flame_out *o, const char *s, size_t len);
 /* XML/HTML text or attribute: & < > " ' escaped, control characters and
  * invalid UTF-8 become U+FFFD. */
 void flame_out_xml_str(struct flame_out *o, const char *s, size_t len);
+/* Escaped lines of text ('\n'-separated), each ending in a newline (notes). */
+void flame_out_xml_lines(struct flame_out *o, const char *text);
 
 int flame_write_folded(const struct flame_view *v, struct flame_out *o, const struct flame_opts *opts);
 int flame_write_html(const struct flame_view *v, struct flame_out *o, const struct flame_opts *opts);

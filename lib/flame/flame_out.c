@@ -256,3 +256,15 @@ void flame_out_xml_str(struct flame_out *o, const char *s, size_t len)
 		i += n;
 	}
 }
+
+void flame_out_xml_lines(struct flame_out *o, const char *text)
+{
+	while (*text) {
+		const char *e = strchr(text, '\n');
+		size_t l = e ? (size_t)(e - text) : strlen(text);
+
+		flame_out_xml_str(o, text, l);
+		flame_out_add(o, "\n", 1);
+		text += l + (e ? 1 : 0);
+	}
+}

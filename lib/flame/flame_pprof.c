@@ -16,7 +16,7 @@
  *
  * Field numbers are from profile.proto:
  *   Profile: sample_type 1, sample 2, location 4, function 5, string_table 6,
- *            time_nanos 9, duration_nanos 10, period_type 11, period 12
+ *            time_nanos 9, duration_nanos 10, period_type 11, period 12, comment 13
  *   ValueType: type 1, unit 2          Sample: location_id 1, value 2 (packed)
  *   Location: id 1, line 4             Line: function_id 1
  *   Function: id 1, name 2, system_name 3
@@ -186,7 +186,8 @@ int flame_write_pprof(const struct flame_view *v, struct flame_out *o, const str
 	bool two = flame_opts_is_ns(opts) || opts->period;
 	uint8_t st[PB_SMALL], st2[PB_SMALL], hst[PB_SMALL];
 	struct pb hdr = PB(hst);
-	size_t i;
+	const char *p;
+	size_t i, nnotes = 0;
 	int err;
 
 	err = flame_out_gzip(o);
@@ -218,6 +219,20 @@ int flame_write_pprof(const struct flame_view *v, struct flame_out *o, const str
 		const struct flame_name *nm = &f->names[v->byrank[i]];
 
 		out_string(o, nm->s, nm->len);
+	}
+	for (p = opts->notes; p && *p && !o->err;) {
+		const char *e = strchr(p, '\n');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+
+		out_string(o, p, l);
+		nnotes++;
+		p += l + (e ? 1 : 0);
+	}
+	for (i = 0; i < nnotes && !o->err; i++) {
+		struct pb c = PB(st);
+
+		pb_uint(&c, 13, STR_NAMES + v->nused + i);
+		out_pb(o, &c);
 	}
 	if (opts->time_unix_ns)
 		pb_uint(&hdr, 9, (uint64_t)opts->time_unix_ns);

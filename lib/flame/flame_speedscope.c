@@ -65,6 +65,24 @@ int flame_write_speedscope(const struct flame_view *v, struct flame_out *o, cons
 	out_samples(v, o, true);
 	flame_out_str(o, "]}],\n\"name\":\"");
 	flame_out_json_str(o, name, strlen(name));
-	flame_out_str(o, "\",\"activeProfileIndex\":0,\"exporter\":\"clrtap\"}\n");
+	flame_out_str(o, "\",\"activeProfileIndex\":0,\"exporter\":\"clrtap\"");
+	if (opts->notes && *opts->notes) {
+		const char *p = opts->notes;
+		bool first = true;
+
+		flame_out_str(o, ",\n\"clrtapNotes\":[");
+		while (*p && !o->err) {
+			const char *e = strchr(p, '\n');
+			size_t l = e ? (size_t)(e - p) : strlen(p);
+
+			flame_out_str(o, first ? "\"" : ",\"");
+			flame_out_json_str(o, p, l);
+			flame_out_str(o, "\"");
+			first = false;
+			p += l + (e ? 1 : 0);
+		}
+		flame_out_str(o, "]");
+	}
+	flame_out_str(o, "}\n");
 	return o->err;
 }

@@ -102,7 +102,13 @@ int flame_write_svg(const struct flame_view *v, struct flame_out *o, const struc
 		    "<text x=\"%d\" y=\"22\" text-anchor=\"middle\" font-size=\"16\">",
 		    IMG_WIDTH, height, IMG_WIDTH, height, IMG_WIDTH / 2);
 	flame_out_xml_str(o, title, strlen(title));
-	flame_out_f(o, "</text>\n<text x=\"%d\" y=\"22\" text-anchor=\"end\" font-size=\"11\">total %" PRIu64
+	flame_out_str(o, "</text>\n");
+	if (opts->notes && *opts->notes) {
+		flame_out_str(o, "<desc>");
+		flame_out_xml_lines(o, opts->notes);
+		flame_out_str(o, "</desc>\n");
+	}
+	flame_out_f(o, "<text x=\"%d\" y=\"22\" text-anchor=\"end\" font-size=\"11\">total %" PRIu64
 		    " %s</text>\n",
 		    IMG_WIDTH - PAD_X, f->total, unit);
 	if (f->total)

@@ -399,6 +399,50 @@ static void test_html(void **state)
 	flame_free(f);
 }
 
+/* Notes (how the profile was made) in every format but folded, escaped, line by line. */
+static void test_notes(void **state)
+{
+	struct flame_opts o = { .title = "t", .notes = "engine: EventPipe\nsees: <managed> & \"only\"" };
+	struct flame *f = sample_flame();
+	char *out;
+	size_t len;
+
+	(void)state;
+	out = render(f, FLAME_HTML, &o, NULL);
+	assert_non_null(strstr(out, "<pre id=\"notes\">engine: EventPipe\nsees: &lt;managed&gt; &amp; "));
+	free(out);
+	out = render(f, FLAME_SVG, &o, NULL);
+	assert_non_null(strstr(out, "<desc>engine: EventPipe\nsees: &lt;managed&gt;"));
+	free(out);
+	out = render(f, FLAME_SPEEDSCOPE, &o, NULL);
+	assert_non_null(strstr(out, "\"clrtapNotes\":[\"engine: EventPipe\",\"sees: "));
+	assert_non_null(strstr(out, "\\\"only\\\"\"]}"));
+	assert_non_null(strstr(out, "\"exporter\":\"clrtap\""));
+	free(out);
+	out = render(f, FLAME_FOLDED, &o, NULL);
+	assert_null(strstr(out, "EventPipe"));
+	free(out);
+	/* pprof: the two lines are strings of the table, named by comment (field 13) */
+	out = render(f, FLAME_PPROF, &o, &len);
+	{
+		static uint8_t raw[1 << 16];
+		z_stream z = { 0 };
+
+		assert_int_equal(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
+		z.next_in = (uint8_t *)out;
+		z.avail_in = (unsigned)len;
+		z.next_out = raw;
+		z.avail_out = sizeof(raw);
+		assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+		assert_non_null(memmem(raw, z.total_out, "\x32\x11" "engine: EventPipe", 19));
+		/* two comment fields (13, varint) */
+		assert_non_null(memmem(raw, z.total_out, "\x68", 1));
+		inflateEnd(&z);
+	}
+	free(out);
+	flame_free(f);
+}
+
 static void test_svg(void **state)
 {
 	struct flame_opts o = { .title = "a < b & c" };
@@ -776,6 +820,7 @@ int main(void)
 		cmocka_unit_test(test_format_from_path),
 		cmocka_unit_test(test_html),
 		cmocka_unit_test(test_svg),
+		cmocka_unit_test(test_notes),
 		cmocka_unit_test(test_speedscope),
 		cmocka_unit_test(test_pprof),
 		cmocka_unit_test(test_empty),

@@ -322,3 +322,28 @@ size_t nt_methods_count(struct nt_methods *m)
 		settle(m); /* on -ENOMEM the count includes duplicates */
 	return m->n;
 }
+
+#define POLLGC_PREFIX "System.Threading.Thread::<PollGC>"
+
+size_t nt_methods_name_stack(struct nt_methods *m, const uint64_t *ips, uint32_t n,
+			     const char **names, size_t cap)
+{
+	size_t k = 0;
+	uint32_t j;
+
+	/* root first: walk the leaf-first IPs backwards */
+	for (j = n; j-- > 0 && k < cap;) {
+		uint64_t ip = ips[j];
+		const char *nm = nt_methods_lookup(m, j && ip ? ip - 1 : ip);
+
+		if (!nm)
+			nm = "[unknown]";
+		if (k && !strcmp(nm, "[unknown]") && !strcmp(names[k - 1], "[unknown]"))
+			continue;
+		/* a loop stopped at its GC poll for the sample: the time is the caller's */
+		if (j == 0 && k && !strncmp(nm, POLLGC_PREFIX, strlen(POLLGC_PREFIX)))
+			continue;
+		names[k++] = nm;
+	}
+	return k;
+}

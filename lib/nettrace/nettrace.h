@@ -600,5 +600,16 @@ int nt_bulk_type_next(const struct nt_gc_bulk *b, size_t *off, uint32_t *i, stru
 int nt_decode_gc_bulk_static_root(const void *p, size_t len, unsigned ptr_size, struct nt_gc_bulk *out);
 int nt_gc_bulk_static_root_next(const struct nt_gc_bulk *b, size_t *off, uint32_t *i,
 				struct nt_gc_static_root *out);
+/*
+ * Names a sampled stack (ips leaf first, as in nt_event) into names, root
+ * first, at most cap entries: return addresses looked up at ip - 1, an
+ * unknown IP "[unknown]" (runs of them collapsed into one), and a leaf in
+ * Thread::<PollGC> dropped (a loop stopped at its GC poll: the time is the
+ * caller's). The strings live as long as m. Returns the count (0 for an
+ * empty stack). Shared by `trace report/convert` and `profile --engine
+ * eventpipe`, so both name the same stack the same way.
+ */
+size_t nt_methods_name_stack(struct nt_methods *m, const uint64_t *ips, uint32_t n,
+			     const char **names, size_t cap);
 
 #endif

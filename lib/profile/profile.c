@@ -36,6 +36,8 @@ struct profile {
 	struct raw_sample *raw;
 	size_t nraw, raw_cap;
 	uint64_t dropped;
+	profile_namer_fn namer; /* names whole stacks (EventPipe), else lib/sym */
+	void *namer_ctx;
 };
 
 int profile_new(struct profile **out, const struct profile_opts *o)
@@ -51,6 +53,24 @@ int profile_new(struct profile **out, const struct profile_opts *o)
 		p->o.max_stacks = (size_t)1 << 20;
 	*out = p;
 	return 0;
+}
+
+void profile_set_namer(struct profile *p, profile_namer_fn fn, void *ctx)
+{
+	p->namer = fn;
+	p->namer_ctx = ctx;
+}
+
+const char *profile_engine_name(enum profile_engine e)
+{
+	switch (e) {
+	case PROFILE_ENGINE_PERF:
+		return "perf_event";
+	case PROFILE_ENGINE_EVENTPIPE:
+		return "EventPipe";
+	default:
+		return NULL;
+	}
 }
 
 void profile_reset(struct profile *p)
@@ -226,10 +246,34 @@ int profile_frame_name(struct sym_proc *sp, uint64_t addr, bool kernel, bool lea
 	return 0;
 }
 
+/* A stack named by the profile's namer: every named frame is managed code. */
+static void name_stack_namer(const struct profile *p, const struct stack_ent *e,
+			     const char **names, size_t *k, struct profile_summary *sum)
+{
+	size_t n = p->namer(p->namer_ctx, e->ips, e->nr, names + *k,
+			    (size_t)PERF_SAMPLER_MAX_STACK * 2 + 2 - *k), i;
+
+	for (i = 0; sum && i < n; i++) {
+		bool named = strcmp(names[*k + i], "[unknown]") != 0;
+
+		sum->frames += e->count;
+		if (named)
+			sum->managed_frames += e->count;
+		else
+			sum->unnamed += e->count;
+		if (i + 1 == n) {
+			sum->leaves += e->count;
+			if (!named)
+				sum->unnamed_leaves += e->count;
+		}
+	}
+	*k += n;
+}
+
 /* Frames of one stack, root first, into names (pointers into store). */
-static int name_stack(const struct stack_ent *e, struct sym_proc *sp, profile_comm_fn comm,
-		      void *comm_ctx, char (*store)[NAME_MAX_LEN], const char **names, size_t *n,
-		      struct profile_summary *sum, unsigned flags)
+static int name_stack(const struct profile *p, const struct stack_ent *e, struct sym_proc *sp,
+		      profile_comm_fn comm, void *comm_ctx, char (*store)[NAME_MAX_LEN],
+		      const char **names, size_t *n, struct profile_summary *sum, unsigned flags)
 {
 	size_t k = 0, last_managed = 0;
 	int j;
@@ -243,6 +287,11 @@ static int name_stack(const struct stack_ent *e, struct sym_proc *sp, profile_co
 			snprintf(store[k], NAME_MAX_LEN, "[thread] %u", e->tid);
 		names[k] = store[k];
 		k++;
+	}
+	if (p->namer) {
+		name_stack_namer(p, e, names, &k, sum);
+		*n = k;
+		return 0;
 	}
 	for (j = (int)e->nr - 1; j >= 0; j--) {
 		bool kernel = (unsigned)j < e->nkernel;
@@ -322,7 +371,7 @@ int profile_build_ex(struct profile *p, struct sym_proc *sp, profile_comm_fn com
 				sum->offcpu_ns += e->weight;
 			}
 		}
-		name_stack(e, sp, comm, comm_ctx, store, names, &n, sum, flags);
+		name_stack(p, e, sp, comm, comm_ctx, store, names, &n, sum, flags);
 		if (!n) {
 			names[0] = "[unknown]";
 			n = 1;
@@ -372,8 +421,16 @@ int profile_write_raw(struct profile *p, struct sym_proc *sp, profile_comm_fn co
 				 (unsigned long long)(r->time / 1000000000ull),
 				 (unsigned long long)(r->time % 1000000000ull),
 				 (unsigned long long)r->weight,
-				 e->kind == PERF_STACK_CPU ? "cpu-clock" : "off-cpu");
-		for (j = 0; j < e->nr && !rc; j++) {
+				 p->namer ? "thread-sample" : e->kind == PERF_STACK_CPU ? "cpu-clock" : "off-cpu");
+		if (p->namer) {
+			const char *nm[PERF_SAMPLER_MAX_STACK * 2];
+			size_t k = p->namer(p->namer_ctx, e->ips, e->nr, nm, ARRAY_SIZE(nm));
+
+			/* leaf first, like the rest; addresses are the trace's, names its events' */
+			while (k-- > 0 && !rc)
+				rc = strbuf_addf(&sb, "\t%16s %s (managed)\n", "-", nm[k]);
+		}
+		for (j = 0; j < e->nr && !rc && !p->namer; j++) {
 			static const char *const kinds[] = { "?", "jit", "r2r", "native", "kernel", "stub" };
 			enum sym_kind kind = SYM_UNKNOWN;
 

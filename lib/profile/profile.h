@@ -42,6 +42,16 @@ void profile_reset(struct profile *p);
 /* A perf_stack_fn: ctx is the struct profile. */
 int profile_add_stack(void *ctx, const struct perf_stack *st);
 
+/*
+ * Names a whole stack (ips leaf first) into names, root first, at most cap;
+ * returns the count. Set one when the addresses are not the process's own
+ * (the EventPipe engine names them from the trace's method events); without
+ * one, frames are named through lib/sym.
+ */
+typedef size_t (*profile_namer_fn)(void *ctx, const uint64_t *ips, unsigned nr,
+				   const char **names, size_t cap);
+void profile_set_namer(struct profile *p, profile_namer_fn fn, void *ctx);
+
 /* Thread name for a tid (NULL if unknown), for thread roots and raw output. */
 typedef const char *(*profile_comm_fn)(void *ctx, uint32_t tid);
 
@@ -108,17 +118,105 @@ void profile_unwinder_free(struct profile_unwinder *u);
 unsigned profile_unwind_user(void *ctx, const struct perf_user_state *us, uint64_t *out,
 			     unsigned cap);
 
+/* ---- engines ---- */
+
+enum profile_engine {
+	PROFILE_ENGINE_AUTO = 0,  /* perf_event, else EventPipe when perf_event_open is denied */
+	PROFILE_ENGINE_PERF,      /* perf_event: every frame, any thread, on/off-CPU */
+	PROFILE_ENGINE_EVENTPIPE, /* the runtime's sample profiler over the diagnostics socket */
+};
+/* "perf_event" / "EventPipe" (NULL for AUTO). */
+const char *profile_engine_name(enum profile_engine e);
+
+/* ---- why perf_event_open was refused (diagnose.c) ---- */
+
+enum profile_perf_cause {
+	PROFILE_PERF_CAUSE_UNKNOWN = 0,
+	PROFILE_PERF_CAUSE_SECCOMP,  /* a seccomp filter answers for the syscall */
+	PROFILE_PERF_CAUSE_BLOCKED,  /* the syscall is blocked before the kernel looks (no seccomp
+				      * filter seen in /proc/self/status) */
+	PROFILE_PERF_CAUSE_PARANOID, /* perf_event_paranoid >= 3 and no CAP_PERFMON/SYS_ADMIN */
+	PROFILE_PERF_CAUSE_KERNEL,   /* kernel samples needed (off-CPU), paranoid >= 2, no cap */
+	PROFILE_PERF_CAUSE_PTRACE,   /* no ptrace access to the target */
+	PROFILE_PERF_CAUSE_LSM,      /* everything above is fine: a security module (AppArmor,
+				      * SELinux) or a resource limit refuses it */
+};
+
+struct profile_perf_diag {
+	enum profile_perf_cause cause;
+	int err;             /* the error perf_event_open gave the sampler (negative) */
+	int probe_err;       /* the bare syscall with a NULL attr: -EFAULT when it reached
+			      * the kernel's own checks */
+	int self_err;        /* a user-only software event on clrtap itself (0: allowed) */
+	int seccomp;         /* Seccomp: of /proc/self/status (0 none, 1 strict, 2 filter; -1) */
+	int paranoid;        /* kernel.perf_event_paranoid (-100 when unreadable) */
+	bool cap_perfmon, cap_sys_admin, cap_sys_ptrace;
+	bool ptrace_ok;      /* /proc/PID/environ could be opened (ptrace read access) */
+};
+
+/* Finds out why perf_event_open refused to sample pid with err (-EPERM/-EACCES). */
+void profile_perf_diagnose(pid_t pid, int err, bool need_kernel, struct profile_perf_diag *d);
+/* A short phrase naming the cause, and the fixes that fit it (static strings). */
+const char *profile_perf_cause_text(enum profile_perf_cause c);
+
+/* ---- the EventPipe engine (engine_ep.c) ---- */
+
+#define PROFILE_EP_MANAGED 1u  /* samples of threads running managed code */
+#define PROFILE_EP_EXTERNAL 2u /* samples of threads outside it (native, blocked, waiting) */
+
+struct profile_ep_opts {
+	const char *socket; /* the diagnostics socket, as clrtap reaches it */
+	int timeout_ms;     /* IPC timeout */
+	pid_t pid;          /* for thread names and liveness */
+	unsigned samples;   /* PROFILE_EP_* (0: managed only) */
+	bool prime;         /* a rundown-only session first (names for `top`) */
+};
+
+struct profile_ep_stats {
+	uint64_t managed, external, other; /* ThreadSample events by type */
+	uint64_t kept;                     /* added to the profile */
+	uint64_t dropped_events;           /* lost in the runtime (sequence gaps) */
+	uint64_t bytes;                    /* stream bytes */
+	uint32_t sampling_ns;              /* the runtime's sampling interval */
+	size_t methods;                    /* code ranges named */
+	bool primed;                       /* the priming rundown worked */
+	bool complete;                     /* the stream ended with its end marker */
+	bool stream_ended;                 /* the runtime ended it (the process exited) */
+};
+
+struct profile_ep;
+/* Starts sampling into prof (and sets prof's namer). */
+int profile_ep_start(struct profile_ep **out, const struct profile_ep_opts *o,
+		     struct profile *prof, struct ipc_error *rerr);
+/* Waits up to timeout_ms. 0, -ESRCH when the stream ended by itself (target gone). */
+int profile_ep_wait(struct profile_ep *e, int timeout_ms);
+/* Stops the session and reads its rundown (grace_ms at most). */
+int profile_ep_stop(struct profile_ep *e, int grace_ms);
+/* Holds the reader off prof and the names (around a build while it runs). */
+void profile_ep_lock(struct profile_ep *e);
+void profile_ep_unlock(struct profile_ep *e);
+void profile_ep_stats(struct profile_ep *e, struct profile_ep_stats *st);
+/* A profile_namer_fn (ctx = the engine). */
+size_t profile_ep_name_stack(void *ctx, const uint64_t *ips, unsigned nr, const char **names,
+			     size_t cap);
+/* The name of a thread by the tid the runtime reports (NULL if unknown). */
+const char *profile_ep_comm(struct profile_ep *e, uint32_t tid);
+void profile_ep_free(struct profile_ep *e);
+
 /* ---- a whole session: perf map, symbolizer, sampler, stacks ---- */
 
 struct profile_session_opts {
 	pid_t pid;
 	const struct proc_target *target; /* a .NET target (perf map handled), or NULL */
+	enum profile_engine engine;       /* PERF (AUTO is the caller's choice) or EVENTPIPE */
+	unsigned ep_samples;              /* EventPipe: PROFILE_EP_* */
+	bool ep_prime;                    /* EventPipe: names before the first refresh (top) */
 	int timeout_ms;                   /* IPC timeout */
 	struct perf_sampler_opts sampler;
 	struct profile_opts profile;
 };
 
-enum profile_stage { PROFILE_STAGE_NONE = 0, PROFILE_STAGE_SYM, PROFILE_STAGE_PERF };
+enum profile_stage { PROFILE_STAGE_NONE = 0, PROFILE_STAGE_SYM, PROFILE_STAGE_PERF, PROFILE_STAGE_EP };
 
 struct profile_session {
 	pid_t pid;
@@ -130,6 +228,9 @@ struct profile_session {
 	struct perf_sampler *smp;
 	struct profile *prof;
 	struct profile_unwinder *uw;
+	enum profile_engine engine;
+	struct profile_ep *ep;    /* the EventPipe engine (smp, sp and pm unused) */
+	struct ipc_error ep_rerr; /* what the runtime said when the EventPipe session failed */
 	uint64_t start_ns, end_ns, last_refresh_ns;
 	bool target_gone;
 	bool stopped;
@@ -151,11 +252,41 @@ int profile_session_stop(struct profile_session *s);
 int profile_session_build(struct profile_session *s, struct flame *f, struct profile_summary *sum);
 int profile_session_build_ex(struct profile_session *s, struct flame *f,
 			     struct profile_summary *sum, unsigned flags);
-/* Restores the perf map (idempotent); the IPC error if that failed. */
+/* Forgets the stacks so far (for `top`, between refreshes). */
+void profile_session_reset(struct profile_session *s);
+/* Restores the perf map (idempotent); the IPC error if that failed. Not for an
+ * EventPipe session (nothing to restore: do not call it). */
 int profile_session_restore(struct profile_session *s, struct ipc_error *rerr);
 /* Everything else; restores the perf map if not done yet. */
 void profile_session_close(struct profile_session *s);
 /* A profile_comm_fn over a session (ctx = the session). */
 const char *profile_session_comm(void *ctx, uint32_t tid);
+
+/* ---- choosing the engine (engine.c) ---- */
+
+struct profile_engine_choice {
+	enum profile_engine asked, used;
+	bool fell_back;                /* auto: perf was denied, EventPipe used */
+	int perf_err;                  /* perf_event_open's refusal (0: none) */
+	struct profile_perf_diag diag; /* why, when perf_err */
+	int ep_err;                    /* the EventPipe session could not start (0: fine) */
+	struct ipc_error ep_rerr;
+};
+
+/*
+ * Starts s with o->engine: PERF, EVENTPIPE, or AUTO (perf_event; when opening
+ * its events fails with EPERM/EACCES, EventPipe if o->target is a .NET
+ * target). c says what was used and why; on failure what each engine said.
+ */
+int profile_session_start_engine(struct profile_session *s, struct profile_session_opts *o,
+				 struct profile_engine_choice *c);
+/* The message for a failed start (both causes when both engines failed). */
+int profile_engine_explain(const struct profile_engine_choice *c, pid_t pid, char *buf,
+			   size_t len);
+/* The outputs' notes: engine, why, what it sees, rate, cost (lines). */
+int profile_engine_notes(const struct profile_engine_choice *c, unsigned hz, unsigned ep_samples,
+			 uint32_t sampling_ns, char *buf, size_t len);
+/* A few words naming a cause. */
+const char *profile_perf_cause_short(enum profile_perf_cause c);
 
 #endif

@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "flame/flame.h"
+#include "nettrace/nettrace.h"
 #include "profile/bundle.h"
 #include "profile/profile.h"
 
@@ -215,6 +216,87 @@ static void test_unwind_frame_pointers(void **state)
 	profile_unwinder_free(u);
 }
 
+/* The EventPipe engine's path: stacks named whole by nt_methods_name_stack
+ * through a namer, thread roots on top, summary counting managed frames. */
+static size_t namer(void *ctx, const uint64_t *ips, unsigned nr, const char **names, size_t cap)
+{
+	return nt_methods_name_stack(ctx, ips, nr, names, cap);
+}
+
+static void test_namer(void **state)
+{
+	struct profile_opts o = { .thread_roots = true };
+	struct profile_summary sum;
+	struct nt_methods *m;
+	struct profile *p;
+	struct flame *f;
+	/* leaf first: HotA (sampled IP), Run (return address), then an unknown frame */
+	const uint64_t a[] = { 0x1010, 0x2021, 0x9999 };
+	const uint64_t b[] = { 0x3001, 0x2021 }; /* a leaf in PollGC: the time is Run's */
+	char buf[4096];
+
+	(void)state;
+	assert_int_equal(nt_methods_new(&m, 0, 0), 0);
+	assert_int_equal(nt_methods_add(m, 0x1000, 0x100, "N.C::HotA"), 0);
+	assert_int_equal(nt_methods_add(m, 0x2000, 0x21, "N.C::Run"), 0);
+	assert_int_equal(nt_methods_add(m, 0x3000, 0x10, "System.Threading.Thread::<PollGC>g__X|0"), 0);
+	assert_int_equal(profile_new(&p, &o), 0);
+	profile_set_namer(p, namer, m);
+	assert_int_equal(add(p, PERF_STACK_CPU, 7, 1000000, a, 3, 0), 0);
+	assert_int_equal(add(p, PERF_STACK_CPU, 7, 1000000, a, 3, 0), 0);
+	assert_int_equal(add(p, PERF_STACK_CPU, 8, 1000000, b, 2, 0), 0);
+	assert_int_equal(flame_new(&f), 0);
+	assert_int_equal(profile_build(p, NULL, comm_fn, NULL, f, &sum), 0);
+	collect_folded(f, buf, sizeof(buf));
+	/* 0x2021 is a return address: looked up at 0x2020, inside Run [0x2000, 0x2021) */
+	assert_non_null(strstr(buf, "[thread] workload;[unknown];N.C::Run;N.C::HotA 2\n"));
+	assert_non_null(strstr(buf, "[thread] 8;N.C::Run 1\n"));
+	assert_int_equal(sum.cpu_samples, 3);
+	assert_int_equal(sum.leaves, 3);
+	assert_int_equal(sum.unnamed, 2);          /* the unknown frame, twice */
+	assert_int_equal(sum.managed_frames, 5);   /* Run, HotA twice; Run once */
+	assert_int_equal(sum.kernel_frames, 0);
+	flame_free(f);
+	profile_free(p);
+	nt_methods_free(m);
+}
+
+/* Every cause has a fix in its text; the notes name the engine and what it cannot see. */
+static void test_engine_texts(void **state)
+{
+	struct profile_engine_choice c;
+	char buf[2048];
+	int i;
+
+	(void)state;
+	for (i = PROFILE_PERF_CAUSE_UNKNOWN; i <= PROFILE_PERF_CAUSE_LSM; i++)
+		assert_non_null(strstr(profile_perf_cause_text((enum profile_perf_cause)i), "Fix: "));
+	assert_non_null(strstr(profile_perf_cause_text(PROFILE_PERF_CAUSE_SECCOMP), "seccomp"));
+	assert_non_null(strstr(profile_perf_cause_text(PROFILE_PERF_CAUSE_PARANOID),
+			       "perf_event_paranoid"));
+	memset(&c, 0, sizeof(c));
+	c.asked = PROFILE_ENGINE_AUTO;
+	c.used = PROFILE_ENGINE_EVENTPIPE;
+	c.fell_back = true;
+	c.perf_err = -EPERM;
+	c.diag.cause = PROFILE_PERF_CAUSE_SECCOMP;
+	assert_int_equal(profile_engine_notes(&c, 99, PROFILE_EP_MANAGED, 1000000, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "engine: EventPipe"));
+	assert_non_null(strstr(buf, "why: --engine auto, and perf_event_open was denied (a seccomp"));
+	assert_non_null(strstr(buf, "no native, runtime or kernel frames"));
+	assert_non_null(strstr(buf, "(1 ms per thread), not -F"));
+	c.used = PROFILE_ENGINE_PERF;
+	c.fell_back = false;
+	assert_int_equal(profile_engine_notes(&c, 99, 0, 0, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "engine: perf_event (the kernel samples each thread at 99 Hz)"));
+	/* both engines unavailable: one message with both causes */
+	c.ep_err = -ENOENT;
+	assert_int_equal(profile_engine_explain(&c, 42, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "with either engine"));
+	assert_non_null(strstr(buf, "a seccomp filter"));
+	assert_non_null(strstr(buf, "no diagnostics socket"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -222,6 +304,8 @@ int main(void)
 		cmocka_unit_test(test_thread_roots_and_cap),
 		cmocka_unit_test(test_tar_gz),
 		cmocka_unit_test(test_unwind_frame_pointers),
+		cmocka_unit_test(test_namer),
+		cmocka_unit_test(test_engine_texts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,11 +13,45 @@
 
 #define REFRESH_NS 1000000000ull
 
+/* The EventPipe engine: no perf map, no symbolizer, no perf events. */
+static int session_start_ep(struct profile_session *s, const struct profile_session_opts *o)
+{
+	struct profile_ep_opts eo = { 0 };
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	s->pid = o->pid;
+	perfmap_use_init(&s->pm); /* never used: the perf map is not touched */
+	s->engine = PROFILE_ENGINE_EVENTPIPE;
+	s->dotnet = true;
+	s->failed_stage = PROFILE_STAGE_EP;
+	if (!o->target)
+		return -ENOENT;
+	rc = profile_new(&s->prof, &o->profile);
+	if (rc)
+		return rc;
+	eo.socket = o->target->socket;
+	eo.timeout_ms = o->timeout_ms;
+	eo.pid = o->pid;
+	eo.samples = o->ep_samples;
+	eo.prime = o->ep_prime;
+	rc = profile_ep_start(&s->ep, &eo, s->prof, &s->ep_rerr);
+	if (rc) {
+		profile_session_close(s);
+		return rc;
+	}
+	s->failed_stage = PROFILE_STAGE_NONE;
+	s->start_ns = perf_now_ns();
+	return 0;
+}
+
 int profile_session_start(struct profile_session *s, const struct profile_session_opts *o)
 {
 	struct sym_opts so = { 0 };
 	int rc;
 
+	if (o->engine == PROFILE_ENGINE_EVENTPIPE)
+		return session_start_ep(s, o);
 	memset(s, 0, sizeof(*s));
 	s->pid = o->pid;
 	perfmap_use_init(&s->pm);
@@ -59,14 +93,14 @@ int profile_session_tick(struct profile_session *s, int timeout_ms)
 
 	if (s->stopped)
 		return s->target_gone ? -ESRCH : 0;
-	rc = perf_sampler_poll(s->smp, timeout_ms);
+	rc = s->ep ? profile_ep_wait(s->ep, timeout_ms) : perf_sampler_poll(s->smp, timeout_ms);
 	now = perf_now_ns();
 	if (rc == -ESRCH) {
 		s->target_gone = true;
 		s->end_ns = now;
 		return rc;
 	}
-	if (now - s->last_refresh_ns >= REFRESH_NS) {
+	if (!s->ep && now - s->last_refresh_ns >= REFRESH_NS) {
 		(void)sym_proc_refresh(s->sp);
 		s->last_refresh_ns = now;
 	}
@@ -81,6 +115,10 @@ int profile_session_stop(struct profile_session *s)
 		return 0;
 	if (!s->end_ns)
 		s->end_ns = perf_now_ns();
+	if (s->ep) {
+		s->stopped = true;
+		return profile_ep_stop(s->ep, 60000);
+	}
 	rc = perf_sampler_finish(s->smp, s->end_ns);
 	s->stopped = true;
 	/* The runtime writes a perf map line when it publishes code: read the last ones. */
@@ -91,13 +129,29 @@ int profile_session_stop(struct profile_session *s)
 
 int profile_session_build(struct profile_session *s, struct flame *f, struct profile_summary *sum)
 {
-	return profile_build(s->prof, s->sp, profile_session_comm, s, f, sum);
+	return profile_session_build_ex(s, f, sum, 0);
 }
 
 int profile_session_build_ex(struct profile_session *s, struct flame *f,
 			     struct profile_summary *sum, unsigned flags)
 {
-	return profile_build_ex(s->prof, s->sp, profile_session_comm, s, f, sum, flags);
+	int rc;
+
+	if (s->ep)
+		profile_ep_lock(s->ep);
+	rc = profile_build_ex(s->prof, s->sp, profile_session_comm, s, f, sum, flags);
+	if (s->ep)
+		profile_ep_unlock(s->ep);
+	return rc;
+}
+
+void profile_session_reset(struct profile_session *s)
+{
+	if (s->ep)
+		profile_ep_lock(s->ep);
+	profile_reset(s->prof);
+	if (s->ep)
+		profile_ep_unlock(s->ep);
 }
 
 int profile_session_restore(struct profile_session *s, struct ipc_error *rerr)
@@ -111,6 +165,14 @@ void profile_session_close(struct profile_session *s)
 {
 	struct ipc_error rerr;
 
+	if (s->engine == PROFILE_ENGINE_EVENTPIPE) {
+		/* no perf map, sampler or symbolizer in this session */
+		profile_ep_free(s->ep);
+		s->ep = NULL;
+		profile_free(s->prof);
+		s->prof = NULL;
+		return;
+	}
 	perf_sampler_close(s->smp);
 	s->smp = NULL;
 	profile_unwinder_free(s->uw);
@@ -126,5 +188,7 @@ const char *profile_session_comm(void *ctx, uint32_t tid)
 {
 	struct profile_session *s = ctx;
 
+	if (s->ep)
+		return profile_ep_comm(s->ep, tid);
 	return s->smp ? perf_sampler_comm(s->smp, tid) : NULL;
 }

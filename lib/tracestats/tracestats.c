@@ -22,7 +22,6 @@
 #define SUSPEND_FOR_GC_PREP 6
 
 #define META_CACHE_MAX (1u << 20)
-#define POLLGC_PREFIX "System.Threading.Thread::<PollGC>"
 #define PENDING_GCS 8
 
 /* ----- a table of indices into an entry array, open addressing ----- */
@@ -1397,7 +1396,7 @@ static int finish_types_and_sites(struct tracestats *ts)
 static int finish_flame(struct tracestats *ts)
 {
 	const char **names = NULL;
-	uint32_t i, j, n;
+	uint32_t i, n;
 	int err;
 
 	err = flame_new(&ts->flame);
@@ -1415,19 +1414,8 @@ static int finish_flame(struct tracestats *ts)
 		n = 0;
 		if (e->truncated)
 			names[n++] = "[truncated]";
-		/* root first: walk the leaf-first IPs backwards */
-		for (j = e->n; j-- > 0;) {
-			const char *nm = frame_name(ts, ips, j);
-
-			if (!nm)
-				nm = "[unknown]";
-			if (n && nm == names[n - 1] && !strcmp(nm, "[unknown]"))
-				continue;
-			/* a loop stopped at its GC poll for the sample: the time is the caller's */
-			if (j == 0 && n && !strncmp(nm, POLLGC_PREFIX, strlen(POLLGC_PREFIX)))
-				continue;
-			names[n++] = nm;
-		}
+		n += (uint32_t)nt_methods_name_stack(ts->methods, ips, e->n, names + n,
+						     ts->lim.max_frames);
 		if (!n)
 			names[n++] = "[no stack]";
 		err = flame_add(ts->flame, names, n, e->count);

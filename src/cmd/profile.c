@@ -3,6 +3,8 @@
  * clrtap profile - sample a live process with perf_event (on-CPU, off-CPU or
  * both) and write a flame graph, folded stacks, speedscope or pprof with
  * every frame named: JIT and ReadyToRun managed code, native, kernel.
+ * Where perf_event_open is denied, the EventPipe engine samples managed
+ * stacks through the runtime instead (--engine; lib/profile/engine*.c).
  * The work is in lib/profile (session, naming), lib/perf (sampling),
  * lib/sym (names) and lib/flame (formats).
  */
@@ -14,6 +16,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "common/io.h"
 #include "flame/flame.h"
 #include "profile/bundle.h"
 #include "profile/profile.h"
@@ -21,7 +24,7 @@
 struct prof_args {
 	struct cli_target_opts to;
 	int hz, seconds;
-	const char *out, *bundle;
+	const char *out, *bundle, *engine;
 	bool off_cpu, wall, threads, no_kernel, quiet;
 };
 
@@ -35,7 +38,8 @@ static void timestamp(char *buf, size_t len)
 }
 
 /* Resolves the target without requiring .NET: a native process is profiled too. */
-static int resolve(const struct prof_args *a, struct proc_target *t, bool *dotnet)
+static int resolve(const struct prof_args *a, struct proc_target *t, bool *dotnet,
+		   bool *no_access)
 {
 	struct ipc_endpoint ep;
 	int err;
@@ -54,12 +58,13 @@ static int resolve(const struct prof_args *a, struct proc_target *t, bool *dotne
 	case -ESRCH:
 		return cli_error(EXIT_NO_PROCESS, "no process with pid %d", (int)a->to.pid);
 	case -ENOENT:
-		cli_info("pid %d is not a .NET process (no diagnostics socket): profiling native "
-			 "and kernel frames only",
-			 (int)a->to.pid);
-		return EXIT_OK;
+		if (a->engine && !strcmp(a->engine, "eventpipe"))
+			return cli_error(EXIT_NOT_DOTNET, "pid %d has no diagnostics socket: --engine "
+					 "eventpipe needs a .NET process", (int)a->to.pid);
+		return EXIT_OK; /* said once sampling works (else the refusal names both) */
 	case -EACCES:
 		/* perf_event_open decides; its error names what is missing. */
+		*no_access = true;
 		return EXIT_OK;
 	case -ELOOP:
 	case -ENOTSOCK:
@@ -106,11 +111,30 @@ static int write_flame(const struct flame *f, const char *path, enum flame_forma
 	return EXIT_OK;
 }
 
+static int write_text(const char *dir, const char *name, const char *text)
+{
+	char path[PROC_PATH_MAX * 4];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return cli_error(EXIT_ERROR, "cannot create %s: %s", path, strerror(errno));
+	rc = ct_write_all(fd, text, strlen(text));
+	if (!rc)
+		rc = ct_write_all(fd, "\n", 1);
+	close(fd);
+	if (rc)
+		return cli_error(EXIT_ERROR, "cannot write %s: %s", path, strerror(-rc));
+	return EXIT_OK;
+}
+
 static int write_bundle(struct profile_session *s, const struct flame *f,
 			const struct flame_opts *fo, const char *root, pid_t pid, char *dir,
 			size_t dirlen)
 {
-	static const char *const names[] = { "profile.folded", "profile.html", "samples.txt" };
+	static const char *const names[] = { "profile.folded", "profile.html", "samples.txt",
+					     "metadata.txt" };
 	char ts[32], path[PROC_PATH_MAX * 4], prefix[64];
 	int fd, rc, code;
 
@@ -138,6 +162,9 @@ static int write_bundle(struct profile_session *s, const struct flame *f,
 	close(fd);
 	if (rc)
 		return cli_error(EXIT_ERROR, "cannot write %s: %s", path, strerror(-rc));
+	code = write_text(dir, "metadata.txt", fo->notes ? fo->notes : "");
+	if (code)
+		return code;
 	snprintf(path, sizeof(path), "%s/%s.tar.gz", dir, prefix);
 	rc = profile_tar_gz(path, dir, prefix, names, ARRAY_SIZE(names));
 	if (rc)
@@ -145,9 +172,31 @@ static int write_bundle(struct profile_session *s, const struct flame *f,
 	return EXIT_OK;
 }
 
+/* The summary lines of the EventPipe engine. */
+static void print_ep_summary(struct profile_session *s, const struct profile_summary *sum)
+{
+	struct profile_ep_stats es;
+
+	profile_ep_stats(s->ep, &es);
+	printf("samples: %llu kept of %llu ThreadSample events (%llu in managed code, %llu "
+	       "outside it) at the runtime's %.3g ms interval\n",
+	       (unsigned long long)sum->cpu_samples,
+	       (unsigned long long)(es.managed + es.external + es.other),
+	       (unsigned long long)es.managed, (unsigned long long)es.external,
+	       (double)es.sampling_ns / 1e6);
+	printf("lost events: %llu%s\n", (unsigned long long)es.dropped_events,
+	       es.complete ? "" : " (the stream ended without its end marker)");
+	printf("methods named from the trace: %zu\n", es.methods);
+	printf("unnamed frames: %.2f %% (%llu of %llu)\n",
+	       sum->frames ? 100.0 * (double)sum->unnamed / (double)sum->frames : 0.0,
+	       (unsigned long long)sum->unnamed, (unsigned long long)sum->frames);
+	printf("kernel stacks: no (EventPipe sees managed frames only)\n");
+}
+
 static void print_summary(const struct prof_args *a, struct profile_session *s,
 			  const struct flame *f, const struct flame *topf,
-			  const struct profile_summary *sum, const char *what, const char *where)
+			  const struct profile_summary *sum, const char *what, const char *where,
+			  const char *engine_line)
 {
 	struct perf_sampler_stats st;
 	struct flame_top *top = NULL;
@@ -155,10 +204,15 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 	uint64_t total = flame_total(f);
 	size_t n = 0, i, shown = 0;
 
-	perf_sampler_stats(s->smp, &st);
 	printf("%s: %s\n", what, where);
+	printf("%s\n", engine_line);
 	printf("duration: %.1f s%s\n", secs,
 	       s->target_gone ? " (the process exited)" : cli_stop_requested ? " (stopped early)" : "");
+	if (s->ep) {
+		print_ep_summary(s, sum);
+		goto top;
+	}
+	perf_sampler_stats(s->smp, &st);
 	if (a->off_cpu || a->wall)
 		printf("off-CPU: %.3f s blocked in %llu intervals\n", (double)sum->offcpu_ns / 1e9,
 		       (unsigned long long)sum->offcpu_intervals);
@@ -187,6 +241,7 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 		printf("managed frames: none (not a .NET process)\n");
 	else if (s->pm_err)
 		printf("perf map: could not be turned on, JIT frames unnamed\n");
+top:
 	if (flame_top(topf, &top, &n) == 0 && total) {
 		if (topf != f)
 			printf("top (self: the innermost managed frame of the stack, else its user "
@@ -206,10 +261,10 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 
 int cmd_profile(int argc, char **argv)
 {
-	struct prof_args a = { .hz = 99, .seconds = 10 };
+	struct prof_args a = { .hz = -1, .seconds = 10 };
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&a.to),
-		{ 'F', "frequency", CLI_OPT_INT, &a.hz, "HZ", "samples per second per thread (default 99, max 10000)" },
+		{ 'F', "frequency", CLI_OPT_INT, &a.hz, "HZ", "samples per second per thread (default 99, max 10000; perf engine only)" },
 		{ 'd', "duration", CLI_OPT_INT, &a.seconds, "SEC", "how long to sample (default 10; Ctrl-C stops early)" },
 		{ 'o', "output", CLI_OPT_STRING, &a.out, "FILE",
 		  "output; format from the name: .folded .html .svg .speedscope.json .pb.gz "
@@ -220,12 +275,19 @@ int cmd_profile(int argc, char **argv)
 		{ 0, "no-kernel", CLI_OPT_BOOL, &a.no_kernel, NULL, "user stacks only" },
 		{ 0, "bundle", CLI_OPT_STRING, &a.bundle, "DIR",
 		  "also write DIR/profile-PID-TIMESTAMP/ with folded, html, raw samples and a tar.gz" },
+		{ 0, "engine", CLI_OPT_STRING, &a.engine, "ENGINE",
+		  "auto (default: perf_event, else EventPipe when perf_event_open is denied), perf or "
+		  "eventpipe (managed frames only, through the diagnostics socket)" },
 		{ 0 },
 	};
+	struct profile_engine_choice ch;
+	char notes[2048], msg[2048], engine_line[256];
 	struct profile_session_opts so = { 0 };
 	struct profile_summary sum;
 	struct profile_session s;
 	struct flame_opts fo = { 0 };
+	enum profile_engine engine = PROFILE_ENGINE_AUTO;
+	unsigned ep_samples;
 	struct proc_target t;
 	struct ipc_error rerr;
 	struct flame *f = NULL, *uf = NULL;
@@ -233,15 +295,32 @@ int cmd_profile(int argc, char **argv)
 	const char *out;
 	uint64_t deadline, t_stop = 0, t_done = 0;
 	int first, code, rc, fmt;
-	bool dotnet;
+	bool dotnet, no_access = false;
 
 	if (cli_parse(argc, argv,
 		      "clrtap profile (-p PID | -n NAME) [-F HZ] [-d SEC] [-o OUT] [--off-cpu|--wall] "
-		      "[--bundle DIR]",
+		      "[--bundle DIR] [--engine auto|perf|eventpipe]",
 		      opts, &first, &code))
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
+	if (a.engine) {
+		if (!strcmp(a.engine, "auto"))
+			engine = PROFILE_ENGINE_AUTO;
+		else if (!strcmp(a.engine, "perf"))
+			engine = PROFILE_ENGINE_PERF;
+		else if (!strcmp(a.engine, "eventpipe"))
+			engine = PROFILE_ENGINE_EVENTPIPE;
+		else
+			return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)",
+					 a.engine);
+	}
+	if (a.hz != -1 && engine == PROFILE_ENGINE_EVENTPIPE)
+		return cli_error(EXIT_USAGE, "-F does not apply to --engine eventpipe: the runtime "
+					     "samples every managed thread at its own interval (1 ms "
+					     "by default), which no EventPipe request can change");
+	if (a.hz == -1)
+		a.hz = 99;
 	if (a.hz < 1 || a.hz > 10000)
 		return cli_error(EXIT_USAGE, "-F must be 1..10000");
 	if (a.seconds < 1 || a.seconds > 86400)
@@ -263,7 +342,7 @@ int cmd_profile(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "cannot tell the format of '%s': use .folded, .html, .svg, "
 					     ".speedscope.json or .pb.gz",
 				 out);
-	code = resolve(&a, &t, &dotnet);
+	code = resolve(&a, &t, &dotnet, &no_access);
 	if (code)
 		return code;
 	if (!a.out && a.to.name) {
@@ -283,11 +362,21 @@ int cmd_profile(int argc, char **argv)
 	so.profile.thread_roots = a.threads;
 	so.profile.keep_samples = a.bundle != NULL;
 	so.profile.cpu_in_ns = a.wall;
+	so.engine = engine;
+	ep_samples = a.off_cpu ? PROFILE_EP_EXTERNAL :
+		     a.wall ? PROFILE_EP_MANAGED | PROFILE_EP_EXTERNAL : PROFILE_EP_MANAGED;
+	so.ep_samples = ep_samples;
 
 	cli_catch_stop_signals();
 
-	rc = profile_session_start(&s, &so);
+	rc = profile_session_start_engine(&s, &so, &ch);
 	if (rc) {
+		if (ch.perf_err || ch.ep_err) {
+			if (no_access && ch.ep_err == -ENOENT)
+				ch.ep_err = -EACCES; /* the socket is behind /proc/PID/root */
+			profile_engine_explain(&ch, so.pid, msg, sizeof(msg));
+			return cli_error(ch.perf_err ? EXIT_PERMISSION : cli_exit_for(rc), "%s", msg);
+		}
 		if (s.failed_stage == PROFILE_STAGE_PERF)
 			return perf_error(so.pid, rc, so.sampler.off_cpu);
 		if (rc == -ESRCH || rc == -EACCES || rc == -EPERM)
@@ -295,6 +384,14 @@ int cmd_profile(int argc, char **argv)
 		return cli_error(cli_exit_for(rc), "cannot read the symbols of pid %d: %s",
 				 (int)so.pid, strerror(-rc));
 	}
+	if (ch.fell_back)
+		cli_warn("perf_event_open was denied (%s): sampling with the runtime's EventPipe "
+			 "sample profiler instead (managed frames only; --engine perf to fail instead)",
+			 profile_perf_cause_short(ch.diag.cause));
+	if (!dotnet && !s.ep)
+		cli_info("pid %d is not a .NET process (no diagnostics socket): profiling native "
+			 "and kernel frames only",
+			 (int)so.pid);
 	if (s.dotnet && s.pm_err) {
 		if (s.pm_err == -EREMOTEIO && s.pm_rerr.hresult == IPC_E_UNKNOWN_COMMAND)
 			cli_warn("this runtime cannot turn its perf map on at run time (.NET 8+): "
@@ -303,7 +400,7 @@ int cmd_profile(int argc, char **argv)
 			cli_warn("cannot turn the perf map on (%s): JIT-compiled frames stay unnamed",
 				 strerror(-s.pm_err));
 	}
-	if (!a.no_kernel) {
+	if (!a.no_kernel && !s.ep) {
 		struct perf_sampler_stats st;
 
 		perf_sampler_stats(s.smp, &st);
@@ -340,16 +437,37 @@ int cmd_profile(int argc, char **argv)
 		code = cli_error(cli_exit_for(rc), "cannot build the profile: %s", strerror(-rc));
 		goto out;
 	}
-	rc = profile_session_restore(&s, &rerr);
+	rc = s.ep ? 0 : profile_session_restore(&s, &rerr);
 	if (rc && !s.target_gone)
 		cli_warn("could not turn the perf map back off (%s): run 'clrtap perfmap -p %d off'",
 			 strerror(-rc), (int)so.pid);
 
-	snprintf(title, sizeof(title), "clrtap profile: pid %d, %s", (int)so.pid,
-		 a.off_cpu ? "off-CPU time" : a.wall ? "wall time (on + off CPU)" : "CPU samples");
+	if (s.ep) {
+		struct profile_ep_stats es;
+
+		profile_ep_stats(s.ep, &es);
+		snprintf(title, sizeof(title), "clrtap profile: pid %d, %s (EventPipe engine)",
+			 (int)so.pid,
+			 a.off_cpu ? "samples outside managed code" :
+			 a.wall ? "thread time (all managed threads)" : "managed-code samples");
+		fo.unit = "samples";
+		fo.period = es.sampling_ns;
+		profile_engine_notes(&ch, (unsigned)a.hz, ep_samples, es.sampling_ns, notes,
+				     sizeof(notes));
+	} else {
+		snprintf(title, sizeof(title), "clrtap profile: pid %d, %s (perf_event engine)",
+			 (int)so.pid,
+			 a.off_cpu ? "off-CPU time" : a.wall ? "wall time (on + off CPU)" : "CPU samples");
+		fo.unit = a.off_cpu || a.wall ? "nanoseconds" : "samples";
+		fo.period = a.off_cpu || a.wall ? 1 : 1000000000ull / (uint64_t)a.hz;
+		profile_engine_notes(&ch, (unsigned)a.hz, 0, 0, notes, sizeof(notes));
+	}
 	fo.title = title;
-	fo.unit = a.off_cpu || a.wall ? "nanoseconds" : "samples";
-	fo.period = a.off_cpu || a.wall ? 1 : 1000000000ull / (uint64_t)a.hz;
+	fo.notes = notes;
+	snprintf(engine_line, sizeof(engine_line), "engine: %s (%s)",
+		 profile_engine_name(ch.used),
+		 ch.fell_back ? "perf_event_open was denied, see the notes in the output" :
+		 ch.asked == PROFILE_ENGINE_AUTO ? "auto: perf_event_open allowed" : "as asked");
 	fo.duration_ns = s.end_ns - s.start_ns;
 	fo.time_unix_ns = (int64_t)time(NULL) * 1000000000ll - (int64_t)fo.duration_ns;
 	code = write_flame(f, out, (enum flame_format)fmt, &fo);
@@ -361,13 +479,13 @@ int cmd_profile(int argc, char **argv)
 			goto out;
 	}
 	t_done = perf_now_ns();
-	if ((a.off_cpu || a.wall) && flame_new(&uf) == 0 &&
+	if ((a.off_cpu || a.wall) && !s.ep && flame_new(&uf) == 0 &&
 	    profile_session_build_ex(&s, uf, NULL,
 				     PROFILE_BUILD_NO_KERNEL | PROFILE_BUILD_TO_MANAGED) != 0) {
 		flame_free(uf);
 		uf = NULL;
 	}
-	print_summary(&a, &s, f, uf ? uf : f, &sum, "wrote", out);
+	print_summary(&a, &s, f, uf ? uf : f, &sum, "wrote", out, engine_line);
 	printf("processing: %.0f ms (symbols, aggregation, output)\n",
 	       (double)(t_done - t_stop) / 1e6);
 	if (a.bundle)

@@ -2,7 +2,8 @@
 /*
  * clrtap top - a live view of the hottest frames of a process (self and
  * total % of the last second's CPU samples), refreshed each second. The
- * sampling session is lib/profile's, as for `clrtap profile`.
+ * sampling session is lib/profile's, as for `clrtap profile`, on either
+ * engine (perf_event, or EventPipe where perf_event_open is denied).
  */
 #include "common/compat.h"
 
@@ -13,7 +14,8 @@
 #include "flame/flame.h"
 #include "profile/profile.h"
 
-static int resolve(const struct cli_target_opts *to, struct proc_target *t, bool *dotnet)
+static int resolve(const struct cli_target_opts *to, struct proc_target *t, bool *dotnet,
+		   enum profile_engine engine, bool *no_access)
 {
 	struct ipc_endpoint ep;
 	int err;
@@ -32,9 +34,12 @@ static int resolve(const struct cli_target_opts *to, struct proc_target *t, bool
 	case -ESRCH:
 		return cli_error(EXIT_NO_PROCESS, "no process with pid %d", (int)to->pid);
 	case -ENOENT:
-		cli_info("pid %d is not a .NET process: native and kernel frames only", (int)to->pid);
-		return EXIT_OK;
+		if (engine == PROFILE_ENGINE_EVENTPIPE)
+			return cli_error(EXIT_NOT_DOTNET, "pid %d has no diagnostics socket: --engine "
+					 "eventpipe needs a .NET process", (int)to->pid);
+		return EXIT_OK; /* said once sampling works (else the refusal names both) */
 	case -EACCES:
+		*no_access = true;
 		return EXIT_OK; /* perf_event_open's refusal explains */
 	case -ELOOP:
 	case -ENOTSOCK:
@@ -51,6 +56,7 @@ static int resolve(const struct cli_target_opts *to, struct proc_target *t, bool
 static void show(struct profile_session *s, pid_t pid, int lines, bool tty, bool kernel,
 		 unsigned iter)
 {
+	struct profile_ep_stats es = { 0 };
 	struct perf_sampler_stats st;
 	struct profile_summary sum;
 	struct flame_top *top = NULL;
@@ -68,17 +74,27 @@ static void show(struct profile_session *s, pid_t pid, int lines, bool tty, bool
 		flame_free(f);
 		return;
 	}
-	profile_reset(s->prof);
-	perf_sampler_stats(s->smp, &st);
+	profile_session_reset(s);
+	memset(&st, 0, sizeof(st));
+	if (s->ep)
+		profile_ep_stats(s->ep, &es);
+	else
+		perf_sampler_stats(s->smp, &st);
 	localtime_r(&now, &tm);
 	strftime(clock, sizeof(clock), "%H:%M:%S", &tm);
 	total = flame_total(f);
 	if (tty)
 		fputs("\033[H\033[2J", stdout);
-	printf("clrtap top - pid %d - %s - %llu samples in the last second, %u threads, %llu lost "
-	       "in all%s\n",
-	       (int)pid, clock, (unsigned long long)total, st.threads, (unsigned long long)st.lost,
-	       tty ? "" : "");
+	if (s->ep)
+		printf("clrtap top - pid %d - %s - %llu managed-code samples in the last second "
+		       "(EventPipe engine: managed frames only), %llu events lost in all\n",
+		       (int)pid, clock, (unsigned long long)total,
+		       (unsigned long long)es.dropped_events);
+	else
+		printf("clrtap top - pid %d - %s - %llu samples in the last second, %u threads, %llu "
+		       "lost in all (perf_event engine)\n",
+		       (int)pid, clock, (unsigned long long)total, st.threads,
+		       (unsigned long long)st.lost);
 	printf("%7s %7s  %s\n", "SELF%", "TOTAL%", "FRAME");
 	if (total && flame_top(f, &top, &n) == 0) {
 		for (i = 0; i < n && shown < lines; i++) {
@@ -99,8 +115,12 @@ static void show(struct profile_session *s, pid_t pid, int lines, bool tty, bool
 int cmd_top(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
-	int hz = 99, seconds = 0, iterations = 0, lines = 20;
+	int hz = -1, seconds = 0, iterations = 0, lines = 20;
 	bool kernel = false;
+	const char *engine_s = NULL;
+	enum profile_engine engine = PROFILE_ENGINE_AUTO;
+	struct profile_engine_choice ch;
+	char msg[2048];
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 'F', "frequency", CLI_OPT_INT, &hz, "HZ", "samples per second per thread (default 99)" },
@@ -108,6 +128,9 @@ int cmd_top(int argc, char **argv)
 		{ 'i', "iterations", CLI_OPT_INT, &iterations, "N", "stop after N refreshes" },
 		{ 0, "lines", CLI_OPT_INT, &lines, "N", "frames shown (default 20)" },
 		{ 0, "kernel", CLI_OPT_BOOL, &kernel, NULL, "rank kernel frames too (default: user frames)" },
+		{ 0, "engine", CLI_OPT_STRING, &engine_s, "ENGINE",
+		  "auto (default: perf_event, else EventPipe when perf_event_open is denied), perf or "
+		  "eventpipe" },
 		{ 0 },
 	};
 	struct profile_session_opts so = { 0 };
@@ -116,12 +139,13 @@ int cmd_top(int argc, char **argv)
 	uint64_t next, deadline;
 	unsigned iter = 0;
 	int first, code, rc;
-	bool dotnet, tty = isatty(STDOUT_FILENO);
+	bool dotnet, no_access = false, tty = isatty(STDOUT_FILENO);
 
 	/* -n is the target's name everywhere; iterations are -i/--iterations (and -n N as a count
 	 * is accepted when it is a number, like top(1)) */
 	if (cli_parse(argc, argv,
-		      "clrtap top (-p PID | -n NAME) [-F HZ] [-d SEC] [-i ITER] [--lines N]", opts,
+		      "clrtap top (-p PID | -n NAME) [-F HZ] [-d SEC] [-i ITER] [--lines N] "
+		      "[--engine auto|perf|eventpipe]", opts,
 		      &first, &code))
 		return code;
 	if (first < argc)
@@ -134,11 +158,28 @@ int cmd_top(int argc, char **argv)
 			to.name = NULL;
 		}
 	}
+	if (engine_s) {
+		if (!strcmp(engine_s, "auto"))
+			engine = PROFILE_ENGINE_AUTO;
+		else if (!strcmp(engine_s, "perf"))
+			engine = PROFILE_ENGINE_PERF;
+		else if (!strcmp(engine_s, "eventpipe"))
+			engine = PROFILE_ENGINE_EVENTPIPE;
+		else
+			return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)",
+					 engine_s);
+	}
+	if (hz != -1 && engine == PROFILE_ENGINE_EVENTPIPE)
+		return cli_error(EXIT_USAGE, "-F does not apply to --engine eventpipe: the runtime "
+					     "samples every managed thread at its own interval (1 ms "
+					     "by default), which no EventPipe request can change");
+	if (hz == -1)
+		hz = 99;
 	if (hz < 1 || hz > 10000)
 		return cli_error(EXIT_USAGE, "-F must be 1..10000");
 	if (seconds < 0 || iterations < 0 || lines < 1)
 		return cli_error(EXIT_USAGE, "-d, -i and --lines must be positive");
-	code = resolve(&to, &t, &dotnet);
+	code = resolve(&to, &t, &dotnet, engine, &no_access);
 	if (code)
 		return code;
 	so.pid = to.pid ? to.pid : t.pid;
@@ -146,8 +187,17 @@ int cmd_top(int argc, char **argv)
 	so.timeout_ms = to.timeout_ms;
 	so.sampler.hz = (unsigned)hz;
 	so.sampler.cpu = true;
+	so.engine = engine;
+	so.ep_samples = PROFILE_EP_MANAGED;
+	so.ep_prime = true; /* names for the code compiled before, from the first refresh */
 	cli_catch_stop_signals();
-	rc = profile_session_start(&s, &so);
+	rc = profile_session_start_engine(&s, &so, &ch);
+	if (rc && (ch.perf_err || ch.ep_err)) {
+		if (no_access && ch.ep_err == -ENOENT)
+			ch.ep_err = -EACCES; /* the socket is behind /proc/PID/root */
+		profile_engine_explain(&ch, so.pid, msg, sizeof(msg));
+		return cli_error(ch.perf_err ? EXIT_PERMISSION : cli_exit_for(rc), "%s", msg);
+	}
 	if (rc) {
 		if (rc == -EACCES || rc == -EPERM)
 			return cli_error(EXIT_PERMISSION,
@@ -160,10 +210,16 @@ int cmd_top(int argc, char **argv)
 		return cli_error(cli_exit_for(rc), "cannot sample pid %d: %s", (int)so.pid,
 				 strerror(-rc));
 	}
+	if (ch.fell_back)
+		cli_warn("perf_event_open was denied (%s): sampling with the runtime's EventPipe "
+			 "sample profiler instead (managed frames only)",
+			 profile_perf_cause_short(ch.diag.cause));
+	if (!dotnet && !s.ep)
+		cli_info("pid %d is not a .NET process: native and kernel frames only", (int)so.pid);
 	if (s.dotnet && s.pm_err)
 		cli_warn("cannot turn the perf map on (%s): JIT-compiled frames stay unnamed",
 			 strerror(-s.pm_err));
-	{
+	if (!s.ep) {
 		struct perf_sampler_stats st;
 
 		perf_sampler_stats(s.smp, &st);

@@ -186,7 +186,8 @@ check "bundle: folded" test -s "$BDIR/profile.folded"
 check "bundle: html" test -s "$BDIR/profile.html"
 contains "bundle: raw samples name HotA" "$(cat "$BDIR/samples.txt")" "Clrtap.Fixtures.CpuSplit::HotA (jit)"
 TARLIST=$(tar tzf "$BDIR"/*.tar.gz | sort | tr '\n' ' ')
-equals "bundle: tar.gz holds the three files" "$TARLIST" "$(basename "$BDIR")/profile.folded $(basename "$BDIR")/profile.html $(basename "$BDIR")/samples.txt "
+equals "bundle: tar.gz holds the four files" "$TARLIST" "$(basename "$BDIR")/metadata.txt $(basename "$BDIR")/profile.folded $(basename "$BDIR")/profile.html $(basename "$BDIR")/samples.txt "
+contains "bundle: metadata names the engine" "$(cat "$BDIR/metadata.txt")" "engine: perf_event"
 check "bundle: tar.gz content equals the files" bash -c 'mkdir -p "$2/x" && tar xzf "$1"/*.tar.gz -C "$2/x" && cmp "$2/x/$(basename "$1")/samples.txt" "$1/samples.txt"' _ "$BDIR" "$WORK"
 
 # Ctrl-C stops early with a complete result and the perf map off again.
@@ -362,8 +363,11 @@ start_fixture idle
 if command -v setpriv >/dev/null; then
 	expect_exit "no permission (nobody vs a root fixture)" 5 \
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$CLRTAP" profile -p "$FIX_PID" -d 1 -o /tmp/clrtap-nobody-$$.folded
-	contains "no permission: names CAP_PERFMON" "$ERR" "CAP_PERFMON"
-	contains "no permission: names the sysctl" "$ERR" "kernel.perf_event_paranoid"
+	# nobody may not ptrace a root process: that is the cause, not the sysctl
+	contains "no permission: names the ptrace cause" "$ERR" "no ptrace access to the target"
+	contains "no permission: names CAP_SYS_PTRACE" "$ERR" "CAP_SYS_PTRACE"
+	contains "no permission: the socket is out of reach too" "$ERR" "may not reach the diagnostics socket"
+	lacks "no permission: not the sysctl advice" "$ERR" "perf_event_paranoid <= 2"
 	rm -f /tmp/clrtap-nobody-$$.folded
 fi
 stop_fixture "$FIX_PID"

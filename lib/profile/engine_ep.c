@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine_ep.c - the EventPipe engine of a profiling session: the runtime's
+ * own sample profiler (Microsoft-DotNETCore-SampleProfiler) over the
+ * diagnostics socket, for where perf_event_open is denied (seccomp, no
+ * CAP_PERFMON, perf_event_paranoid). It needs only the socket.
+ *
+ * One EventPipe session streams ThreadSample events (managed stacks, one per
+ * managed thread per interval) and the runtime's method load events; a
+ * reader thread parses the stream as it comes (lib/nettrace) and adds each
+ * kept sample to the session's struct profile, so `top` can show it live.
+ * Frames are named from the trace's own MethodLoadVerbose and rundown events
+ * through nt_methods_name_stack, the code `trace report/convert` use. For
+ * `top` a short rundown-only session first names the code compiled before.
+ */
+#include "common/compat.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/strparse.h"
+#include "nettrace/nettrace.h"
+#include "profile/profile.h"
+
+#define RUNTIME_PROVIDER "Microsoft-Windows-DotNETRuntime"
+#define SAMPLER_PROVIDER "Microsoft-DotNETCore-SampleProfiler"
+#define KW_LOADER_JIT 0x18ull /* Loader 0x8, Jit 0x10: MethodLoadVerbose */
+#define RT_METHOD_LOAD_VERBOSE 143
+#define COMM_MAX 65536        /* threads whose names are kept */
+#define COMM_LEN 16
+#define NAMES_CAP (PERF_SAMPLER_MAX_STACK * 2 + 2)
+
+struct comm_ent {
+	uint32_t tid;
+	char name[COMM_LEN];
+};
+
+struct profile_ep {
+	char sock[PROC_PATH_MAX];
+	struct ipc_endpoint ep;
+	pid_t pid;
+	unsigned samples; /* PROFILE_EP_* */
+	int fd;
+	uint64_t session;
+	struct profile *prof;
+	struct nt_methods *methods;
+
+	pthread_t th;
+	bool th_started;
+	pthread_mutex_t mu; /* prof, methods, counters */
+	pthread_cond_t cv;
+	bool done;           /* the reader thread has finished */
+	int reader_rc;       /* its result: 0 (the stream's end), or a negative errno */
+	volatile int abort;  /* tells the reader to give up */
+	uint64_t read_deadline_ns; /* reads give up after it (0: never) */
+	bool stop_sent;
+	int stop_err;
+
+	struct profile_ep_stats st;
+	int64_t qpc_freq;
+
+	struct comm_ent *comms;
+	size_t ncomms;
+	uint64_t comm_scan_ns;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A read function over the session socket (non-blocking): waits in short
+ * polls so that an abort request is seen. */
+static ssize_t read_sock(void *ctx, void *buf, size_t len)
+{
+	struct profile_ep *e = ctx;
+
+	for (;;) {
+		struct pollfd p = { e->fd, POLLIN, 0 };
+		ssize_t n;
+		int r;
+
+		if (e->abort)
+			return -ECANCELED;
+		if (e->read_deadline_ns && mono_ns() > e->read_deadline_ns)
+			return -ETIMEDOUT;
+		n = read(e->fd, buf, len);
+		if (n >= 0)
+			return n;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+		r = poll(&p, 1, 100);
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static int on_event(void *ctx, const struct nt_event *ev)
+{
+	struct profile_ep *e = ctx;
+	const struct nt_metadata *m = ev->meta;
+	int rc = 0;
+
+	if (!m)
+		return 0;
+	pthread_mutex_lock(&e->mu);
+	if ((m->provider_kind == NT_PROV_RUNTIME && m->event_id == RT_METHOD_LOAD_VERBOSE) ||
+	    m->provider_kind == NT_PROV_RUNDOWN) {
+		rc = nt_methods_add_event(e->methods, ev);
+		if (rc == -EBADMSG || rc == -EFBIG || rc > 0)
+			rc = 0; /* a bad record or a full table: fewer names, not a failure */
+	} else if (m->provider_kind == NT_PROV_SAMPLEPROFILER && m->event_id == 0 && e->prof) {
+		uint32_t type;
+		unsigned want;
+
+		if (nt_decode_thread_sample(ev->payload, ev->payload_len, m->version,
+					    ev->pointer_size, &type))
+			type = NT_SAMPLE_ERROR;
+		if (type == NT_SAMPLE_MANAGED) {
+			e->st.managed++;
+			want = PROFILE_EP_MANAGED;
+		} else if (type == NT_SAMPLE_EXTERNAL) {
+			e->st.external++;
+			want = PROFILE_EP_EXTERNAL;
+		} else {
+			e->st.other++;
+			want = 0;
+		}
+		if (want & e->samples) {
+			struct perf_stack s = { 0 };
+			int64_t f = e->qpc_freq > 0 ? e->qpc_freq : 1000000000;
+
+			s.kind = PERF_STACK_CPU;
+			s.pid = (uint32_t)e->pid;
+			s.tid = (uint32_t)ev->thread_id;
+			s.time = (uint64_t)((unsigned __int128)(uint64_t)ev->timestamp * 1000000000u /
+					    (uint64_t)f);
+			s.weight = 1; /* one sample, whatever the mode: blocked time is not measured */
+			s.nr = ev->nframes;
+			s.ips = ev->stack;
+			rc = profile_add_stack(e->prof, &s);
+			if (!rc)
+				e->st.kept++;
+		}
+	}
+	pthread_mutex_unlock(&e->mu);
+	return rc < 0 ? rc : 0;
+}
+
+/* Reads a session's stream to its end (or an abort, or an error). */
+static int read_stream(struct profile_ep *e)
+{
+	const struct nt_handlers h = { .event = on_event };
+	struct nt_reader *r = NULL;
+	struct nt_stats ns;
+	int rc;
+
+	rc = nt_reader_new(&r, read_sock, e, NULL);
+	if (rc)
+		return rc;
+	rc = nt_reader_open(r);
+	if (!rc) {
+		const struct nt_trace_info *info = nt_reader_info(r);
+
+		pthread_mutex_lock(&e->mu);
+		e->qpc_freq = info->qpc_freq;
+		if (info->sampling_ns)
+			e->st.sampling_ns = info->sampling_ns;
+		pthread_mutex_unlock(&e->mu);
+		do
+			rc = nt_reader_run(r, &h, e);
+		while (rc == NT_STOPPED);
+	}
+	nt_reader_stats(r, &ns);
+	pthread_mutex_lock(&e->mu);
+	e->st.dropped_events += ns.dropped;
+	e->st.bytes += nt_reader_offset(r);
+	if (!rc)
+		e->st.complete = true;
+	pthread_mutex_unlock(&e->mu);
+	nt_reader_free(r);
+	return rc;
+}
+
+static void *reader_main(void *arg)
+{
+	struct profile_ep *e = arg;
+	int rc = read_stream(e);
+
+	pthread_mutex_lock(&e->mu);
+	e->reader_rc = rc;
+	e->done = true;
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+	return NULL;
+}
+
+static int start_session(struct profile_ep *e, bool sampling, struct ipc_error *rerr)
+{
+	struct ipc_provider prov[2];
+	struct ipc_trace_config cfg = { 0 };
+	size_t n = 0;
+
+	prov[n++] = (struct ipc_provider){ RUNTIME_PROVIDER, KW_LOADER_JIT, 4, NULL };
+	if (sampling)
+		prov[n++] = (struct ipc_provider){ SAMPLER_PROVIDER, 0, 4, NULL };
+	cfg.providers = prov;
+	cfg.nproviders = n;
+	cfg.buffer_mb = 64;
+	cfg.stackwalk = true;
+	/* the rundown at the end names the code compiled before the session */
+	cfg.rundown = true;
+	e->fd = -1;
+	return ipc_collect_tracing(&e->ep, &cfg, &e->fd, &e->session, rerr);
+}
+
+/*
+ * A rundown-only session: started and stopped at once, read to its end in
+ * this thread (grace_ms at most), so the names of the code compiled before
+ * the sampling session are known while it runs (for `top`).
+ */
+static int prime(struct profile_ep *e, int grace_ms, struct ipc_error *rerr)
+{
+	struct profile *keep = e->prof;
+	int rc, stop_rc;
+
+	rc = start_session(e, false, rerr);
+	if (rc)
+		return rc;
+	e->prof = NULL; /* no samples in this one */
+	e->read_deadline_ns = mono_ns() + (uint64_t)grace_ms * 1000000ull;
+	rc = pthread_create(&e->th, NULL, reader_main, e);
+	if (rc) {
+		close(e->fd);
+		e->fd = -1;
+		e->prof = keep;
+		return -rc;
+	}
+	/* the runtime answers StopTracing once the rundown is written: read meanwhile */
+	stop_rc = ipc_stop_tracing(&e->ep, e->session, rerr);
+	pthread_join(e->th, NULL);
+	rc = e->reader_rc;
+	if (!rc && !e->st.complete)
+		rc = stop_rc ? stop_rc : -EPROTO;
+	e->read_deadline_ns = 0;
+	e->prof = keep;
+	close(e->fd);
+	e->fd = -1;
+	e->done = false;
+	e->reader_rc = 0;
+	e->st.bytes = 0;
+	e->st.complete = false;
+	e->st.dropped_events = 0;
+	return rc;
+}
+
+int profile_ep_start(struct profile_ep **out, const struct profile_ep_opts *o,
+		     struct profile *prof, struct ipc_error *rerr)
+{
+	struct profile_ep *e;
+	int rc;
+
+	*out = NULL;
+	memset(rerr, 0, sizeof(*rerr));
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	ct_strlcpy(e->sock, o->socket, sizeof(e->sock));
+	e->ep.path = e->sock;
+	e->ep.timeout_ms = o->timeout_ms;
+	e->pid = o->pid;
+	e->samples = o->samples ? o->samples : PROFILE_EP_MANAGED;
+	e->prof = prof;
+	e->fd = -1;
+	e->st.sampling_ns = 1000000; /* the runtime's default until the trace header says */
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_cond_init(&e->cv, NULL);
+	rc = nt_methods_new(&e->methods, 0, 0);
+	if (rc)
+		goto fail;
+	profile_set_namer(prof, profile_ep_name_stack, e);
+	if (o->prime) {
+		rc = prime(e, 10000, rerr);
+		if (rc)
+			ct_debug("profile: the priming rundown failed: %s", strerror(-rc));
+		if (rc == -ECONNREFUSED || rc == -ENOENT || rc == -EACCES || rc == -EPERM ||
+		    rc == -EREMOTEIO)
+			goto fail;
+		e->st.primed = rc == 0;
+	}
+	rc = start_session(e, true, rerr);
+	if (rc)
+		goto fail;
+	rc = pthread_create(&e->th, NULL, reader_main, e);
+	if (rc) {
+		rc = -rc;
+		(void)ipc_stop_tracing(&e->ep, e->session, rerr);
+		goto fail;
+	}
+	e->th_started = true;
+	*out = e;
+	return 0;
+fail:
+	profile_set_namer(prof, NULL, NULL);
+	profile_ep_free(e);
+	return rc;
+}
+
+int profile_ep_wait(struct profile_ep *e, int timeout_ms)
+{
+	struct timespec ts;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&e->mu);
+	while (!e->done && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+	rc = 0;
+	if (e->done && !e->stop_sent) {
+		/* the runtime ended the stream by itself: the process is gone (or the
+		 * stream broke: say so) */
+		e->st.stream_ended = true;
+		rc = e->reader_rc && e->reader_rc != -ECANCELED && kill(e->pid, 0) == 0
+			     ? e->reader_rc : -ESRCH;
+	}
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+int profile_ep_stop(struct profile_ep *e, int grace_ms)
+{
+	struct ipc_error rerr;
+	int rc;
+
+	if (!e->th_started)
+		return 0;
+	pthread_mutex_lock(&e->mu);
+	if (!e->done && !e->stop_sent) {
+		pthread_mutex_unlock(&e->mu);
+		e->stop_err = ipc_stop_tracing(&e->ep, e->session, &rerr);
+		pthread_mutex_lock(&e->mu);
+		e->stop_sent = true;
+	}
+	pthread_mutex_unlock(&e->mu);
+	/* the rundown comes now; wait for the end of the stream (also when the reply to
+	 * StopTracing was an error: the session may have been stopped anyway) */
+	(void)profile_ep_wait(e, e->stop_err ? CT_MIN(grace_ms, 2000) : grace_ms);
+	e->abort = 1;
+	pthread_join(e->th, NULL);
+	e->th_started = false;
+	rc = e->reader_rc;
+	if (e->fd >= 0) {
+		close(e->fd);
+		e->fd = -1;
+	}
+	if (rc == -ECANCELED)
+		return -ETIMEDOUT;
+	if (rc && e->st.stream_ended)
+		return 0; /* the target went away: what came is kept */
+	if (rc)
+		return rc;
+	return e->st.complete ? 0 : e->stop_err;
+}
+
+void profile_ep_lock(struct profile_ep *e)
+{
+	pthread_mutex_lock(&e->mu);
+}
+
+void profile_ep_unlock(struct profile_ep *e)
+{
+	pthread_mutex_unlock(&e->mu);
+}
+
+void profile_ep_stats(struct profile_ep *e, struct profile_ep_stats *st)
+{
+	pthread_mutex_lock(&e->mu);
+	*st = e->st;
+	st->methods = nt_methods_count(e->methods);
+	pthread_mutex_unlock(&e->mu);
+}
+
+size_t profile_ep_name_stack(void *ctx, const uint64_t *ips, unsigned nr, const char **names,
+			     size_t cap)
+{
+	struct profile_ep *e = ctx;
+
+	return nt_methods_name_stack(e->methods, ips, nr, names, cap);
+}
+
+/* ---- thread names: the runtime reports the tid as the target sees it ---- */
+
+/* The last field of "NSpid:" in a task's status (its tid in the innermost namespace). */
+static int task_nstid(pid_t pid, const char *task, uint32_t *nstid, char *name, size_t len)
+{
+	char path[96], buf[4096], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid, task);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	name[0] = '\0';
+	p = strstr(buf, "Name:\t");
+	if (p) {
+		size_t i;
+
+		p += 6;
+		for (i = 0; p[i] && p[i] != '\n' && i + 1 < len; i++)
+			name[i] = p[i];
+		name[i] = '\0';
+	}
+	p = strstr(buf, "NSpid:");
+	if (p) {
+		char *end = strchr(p, '\n'), *last = NULL, *q;
+
+		if (end)
+			*end = '\0';
+		for (q = p + 6; *q; q++)
+			if ((*q == '\t' || *q == ' ') && q[1] && q[1] != '\t' && q[1] != ' ')
+				last = q + 1;
+		if (last && ct_parse_u32(last, 10, nstid) == 0)
+			return 0;
+	}
+	return ct_parse_u32(task, 10, nstid);
+}
+
+static void scan_comms(struct profile_ep *e)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)e->pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	if (!e->comms)
+		e->comms = calloc(COMM_MAX, sizeof(*e->comms));
+	if (!e->comms) {
+		closedir(dir);
+		return;
+	}
+	e->ncomms = 0;
+	while ((d = readdir(dir)) && e->ncomms < COMM_MAX) {
+		struct comm_ent *c = &e->comms[e->ncomms];
+
+		if (d->d_name[0] < '0' || d->d_name[0] > '9')
+			continue;
+		if (task_nstid(e->pid, d->d_name, &c->tid, c->name, sizeof(c->name)) == 0 &&
+		    c->name[0])
+			e->ncomms++;
+	}
+	closedir(dir);
+}
+
+const char *profile_ep_comm(struct profile_ep *e, uint32_t tid)
+{
+	uint64_t now;
+	size_t i;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < e->ncomms; i++)
+			if (e->comms[i].tid == tid)
+				return e->comms[i].name;
+		now = mono_ns();
+		if (pass || (e->comm_scan_ns && now - e->comm_scan_ns < 1000000000ull))
+			break;
+		e->comm_scan_ns = now;
+		scan_comms(e);
+	}
+	return NULL;
+}
+
+void profile_ep_free(struct profile_ep *e)
+{
+	if (!e)
+		return;
+	if (e->th_started) {
+		if (!e->stop_sent && !e->done) {
+			struct ipc_error rerr;
+
+			(void)ipc_stop_tracing(&e->ep, e->session, &rerr);
+		}
+		e->abort = 1;
+		pthread_join(e->th, NULL);
+	}
+	if (e->fd >= 0)
+		close(e->fd);
+	nt_methods_free(e->methods);
+	free(e->comms);
+	pthread_mutex_destroy(&e->mu);
+	pthread_cond_destroy(&e->cv);
+	free(e);
+}

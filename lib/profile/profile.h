@@ -138,6 +138,7 @@ struct profile_session_opts {
 	int timeout_ms;                   /* IPC timeout */
 	struct perf_sampler_opts sampler;
 	struct profile_opts profile;
+	bool no_boost;                    /* keep clrtap's priority as it is (perf_prio_raise) */
 };
 
 enum profile_stage { PROFILE_STAGE_NONE = 0, PROFILE_STAGE_SYM, PROFILE_STAGE_PERF };
@@ -156,6 +157,7 @@ struct profile_session {
 	bool target_gone;
 	bool stopped;
 	enum profile_stage failed_stage; /* where profile_session_start failed */
+	struct perf_prio prio;           /* clrtap's own priority, raised for the session */
 };
 
 /*

@@ -21,6 +21,9 @@ int profile_session_start(struct profile_session *s, const struct profile_sessio
 	memset(s, 0, sizeof(*s));
 	s->pid = o->pid;
 	s->pm.guard_fd = -1;
+	/* Before anything else: a busy target must not starve the tool (see lib/perf/prio.c). */
+	if (!o->no_boost)
+		(void)perf_prio_raise(&s->prio);
 	if (o->target) {
 		s->dotnet = true;
 		s->pm_err = profile_perfmap_begin(&s->pm, o->target, o->timeout_ms, &s->pm_rerr);
@@ -120,6 +123,7 @@ void profile_session_close(struct profile_session *s)
 	s->sp = NULL;
 	profile_free(s->prof);
 	s->prof = NULL;
+	perf_prio_restore(&s->prio);
 }
 
 const char *profile_session_comm(void *ctx, uint32_t tid)

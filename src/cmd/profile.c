@@ -139,6 +139,25 @@ static int write_bundle(struct profile_session *s, const struct flame *f,
 	return EXIT_OK;
 }
 
+/* How the samples were taken and at what priority clrtap ran (issue 16). */
+static void print_engine(const struct profile_session *s, const struct perf_sampler_stats *st)
+{
+	char prio[160];
+
+	if (st->mode == PERF_SAMPLER_CGROUP)
+		printf("events: %u, per CPU, the target's cgroup %s, filtered by pid (%llu records "
+		       "of other processes dropped)\n",
+		       st->events, st->cgroup, (unsigned long long)st->other);
+	else if (st->mode == PERF_SAMPLER_CPU)
+		printf("events: %u, per CPU, system-wide, filtered by pid (%llu records of other "
+		       "processes dropped)\n",
+		       st->events, (unsigned long long)st->other);
+	else
+		printf("events: %u, per thread and CPU\n", st->events);
+	perf_prio_describe(&s->prio, prio, sizeof(prio));
+	printf("clrtap priority: %s\n", prio);
+}
+
 static void print_summary(const struct prof_args *a, struct profile_session *s,
 			  const struct flame *f, const struct flame *topf,
 			  const struct profile_summary *sum, const char *what, const char *where)
@@ -177,6 +196,7 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 		       sum->frames ? 100.0 * (double)sum->addr_named / (double)sum->frames : 0.0,
 		       sum->leaves ? 100.0 * (double)sum->addr_named_leaves / (double)sum->leaves : 0.0);
 	printf("kernel stacks: %s\n", st.kernel ? "yes" : "no (not permitted)");
+	print_engine(s, &st);
 	if (!s->dotnet)
 		printf("managed frames: none (not a .NET process)\n");
 	else if (s->pm_err)
@@ -334,11 +354,6 @@ int cmd_profile(int argc, char **argv)
 		code = cli_error(cli_exit_for(rc), "cannot build the profile: %s", strerror(-rc));
 		goto out;
 	}
-	rc = profile_session_restore(&s, &rerr);
-	if (rc && !s.target_gone)
-		cli_warn("could not turn the perf map back off (%s): run 'clrtap perfmap -p %d off'",
-			 strerror(-rc), (int)so.pid);
-
 	snprintf(title, sizeof(title), "clrtap profile: pid %d, %s", (int)so.pid,
 		 a.off_cpu ? "off-CPU time" : a.wall ? "wall time (on + off CPU)" : "CPU samples");
 	fo.title = title;
@@ -355,6 +370,12 @@ int cmd_profile(int argc, char **argv)
 			goto out;
 	}
 	t_done = perf_now_ns();
+	/* Teardown after the result is written: the target's diagnostics thread may be slow to
+	 * answer when the target is busy. */
+	rc = profile_session_restore(&s, &rerr);
+	if (rc && !s.target_gone)
+		cli_warn("could not turn the perf map back off (%s): run 'clrtap perfmap -p %d off'",
+			 strerror(-rc), (int)so.pid);
 	if ((a.off_cpu || a.wall) && flame_new(&uf) == 0 &&
 	    profile_session_build_ex(&s, uf, NULL,
 				     PROFILE_BUILD_NO_KERNEL | PROFILE_BUILD_TO_MANAGED) != 0) {

@@ -139,6 +139,7 @@ struct profile_session_opts {
 	struct perf_sampler_opts sampler;
 	struct profile_opts profile;
 	bool no_boost;                    /* keep clrtap's priority as it is (perf_prio_raise) */
+	const char *sym_cache_dir;        /* sym_opts.cache_dir: NULL default, "" none */
 };
 
 enum profile_stage { PROFILE_STAGE_NONE = 0, PROFILE_STAGE_SYM, PROFILE_STAGE_PERF };

@@ -39,6 +39,7 @@ int profile_session_start(struct profile_session *s, const struct profile_sessio
 	if (rc)
 		goto fail;
 	so.kernel = !o->sampler.no_kernel;
+	so.cache_dir = o->sym_cache_dir;
 	so.perfmap_path = s->dotnet && s->pm.map_path[0] ? s->pm.map_path : NULL;
 	s->failed_stage = PROFILE_STAGE_SYM;
 	rc = sym_proc_open(&s->sp, o->pid, &so);

@@ -297,6 +297,7 @@ int cmd_profile(int argc, char **argv)
 	so.profile.thread_roots = a.threads;
 	so.profile.keep_samples = a.bundle != NULL;
 	so.profile.cpu_in_ns = a.wall;
+	so.sym_cache_dir = getenv("CLRTAP_CACHE_DIR"); /* tests and benchmarks; "" for none */
 
 	cli_catch_stop_signals();
 

@@ -222,17 +222,10 @@ const struct sym_img_ent *sym_img_find(const struct sym_img *im, uint64_t addr)
 
 bool sym_img_off_to_vaddr(const struct sym_img *im, uint64_t off, uint64_t *vaddr)
 {
-	size_t i;
+	struct sym_elf e = { .nsegs = im->nsegs };
 
-	for (i = 0; i < im->nsegs; i++) {
-		const struct sym_elf_seg *s = &im->segs[i];
-
-		if (off >= s->offset && off - s->offset < s->filesz) {
-			*vaddr = off - s->offset + s->vaddr;
-			return true;
-		}
-	}
-	return false;
+	memcpy(e.segs, im->segs, sizeof(e.segs));
+	return sym_elf_off_to_vaddr(&e, off, vaddr);
 }
 
 /* ---- the file format ---- */

@@ -18,6 +18,9 @@
 #define CLRTAP_PROFILE_PROFILE_H
 
 #include "common/compat.h"
+
+#include <signal.h>
+
 #include "flame/flame.h"
 #include "ipc/ipc.h"
 #include "perf/perf.h"
@@ -31,6 +34,9 @@ struct profile_opts {
 	bool keep_samples;    /* keep every sample for profile_write_raw */
 	bool cpu_in_ns;       /* on-CPU weight = period ns (for --wall); else 1 per sample */
 	size_t max_stacks;    /* distinct stacks kept (0: 1 << 20); past it -E2BIG */
+	/* When set and it becomes non-zero, profile_build_ex stops naming stacks and
+	 * returns what it has (profile_summary.partial): a signal during processing. */
+	const volatile sig_atomic_t *stop;
 };
 
 int profile_new(struct profile **out, const struct profile_opts *o);
@@ -61,6 +67,8 @@ struct profile_summary {
 	size_t stacks;             /* distinct stacks */
 	bool dropped;              /* distinct-stack cap reached: some samples dropped */
 	uint64_t dropped_samples;
+	bool partial;              /* stopped by opts.stop: only stacks_named of stacks are in */
+	size_t stacks_named;
 };
 
 /*

@@ -53,6 +53,7 @@ int profile_session_start(struct profile_session *s, const struct profile_sessio
 	return 0;
 fail:
 	profile_session_close(s);
+	perf_prio_restore(&s->prio);
 	return rc;
 }
 
@@ -124,7 +125,11 @@ void profile_session_close(struct profile_session *s)
 	s->sp = NULL;
 	profile_free(s->prof);
 	s->prof = NULL;
-	perf_prio_restore(&s->prio);
+	/*
+	 * The raised priority is kept: the commands exit right after, and the
+	 * freeing and the exit itself would otherwise wait behind the target's
+	 * threads (seconds at 500 busy threads). It ends with the process.
+	 */
 }
 
 const char *profile_session_comm(void *ctx, uint32_t tid)

@@ -23,6 +23,7 @@ struct prof_args {
 	int hz, seconds;
 	const char *out, *bundle;
 	bool off_cpu, wall, threads, no_kernel, quiet;
+	bool early; /* a signal stopped the recording */
 };
 
 static void timestamp(char *buf, size_t len)
@@ -171,7 +172,7 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 	perf_sampler_stats(s->smp, &st);
 	printf("%s: %s\n", what, where);
 	printf("duration: %.1f s%s\n", secs,
-	       s->target_gone ? " (the process exited)" : cli_stop_requested ? " (stopped early)" : "");
+	       s->target_gone ? " (the process exited)" : a->early ? " (stopped early)" : "");
 	if (a->off_cpu || a->wall)
 		printf("off-CPU: %.3f s blocked in %llu intervals\n", (double)sum->offcpu_ns / 1e9,
 		       (unsigned long long)sum->offcpu_intervals);
@@ -181,6 +182,10 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 	printf("lost samples: %llu%s\n", (unsigned long long)st.lost,
 	       st.throttled ? " (the kernel throttled sampling: see perf_event_max_sample_rate)"
 			    : "");
+	if (sum->partial)
+		printf("partial: stopped by a signal while processing: %zu of %zu distinct stacks "
+		       "named and written\n",
+		       sum->stacks_named, sum->stacks);
 	if (sum->dropped)
 		printf("dropped: %llu samples past the distinct-stack cap\n",
 		       (unsigned long long)sum->dropped_samples);
@@ -240,6 +245,7 @@ int cmd_profile(int argc, char **argv)
 	struct profile_summary sum;
 	struct profile_session s;
 	struct flame_opts fo = { 0 };
+	struct perf_prio prio;
 	struct proc_target t;
 	struct ipc_error rerr;
 	struct flame *f = NULL, *uf = NULL;
@@ -277,6 +283,8 @@ int cmd_profile(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "cannot tell the format of '%s': use .folded, .html, .svg, "
 					     ".speedscope.json or .pb.gz",
 				 out);
+	/* Raised before anything that waits on the target (see lib/perf/prio.c). */
+	(void)perf_prio_raise(&prio);
 	code = resolve(&a, &t, &dotnet);
 	if (code)
 		return code;
@@ -297,11 +305,14 @@ int cmd_profile(int argc, char **argv)
 	so.profile.thread_roots = a.threads;
 	so.profile.keep_samples = a.bundle != NULL;
 	so.profile.cpu_in_ns = a.wall;
+	so.profile.stop = &cli_stop_requested; /* a second signal, during processing */
+	so.no_boost = true; /* raised above */
 	so.sym_cache_dir = getenv("CLRTAP_CACHE_DIR"); /* tests and benchmarks; "" for none */
 
 	cli_catch_stop_signals();
 
 	rc = profile_session_start(&s, &so);
+	s.prio = prio;
 	if (rc) {
 		if (s.failed_stage == PROFILE_STAGE_PERF)
 			return perf_error(so.pid, rc, so.sampler.off_cpu);
@@ -343,6 +354,9 @@ int cmd_profile(int argc, char **argv)
 		}
 	}
 	t_stop = perf_now_ns();
+	/* The signal that ended the recording is spent: another one stops the processing. */
+	a.early = cli_stop_requested;
+	cli_stop_requested = 0;
 	rc = profile_session_stop(&s);
 	if (rc < 0) {
 		code = cli_error(cli_exit_for(rc), "sampling failed: %s", strerror(-rc));
@@ -365,7 +379,7 @@ int cmd_profile(int argc, char **argv)
 	code = write_flame(f, out, (enum flame_format)fmt, &fo);
 	if (code)
 		goto out;
-	if (a.bundle) {
+	if (a.bundle && !sum.partial) {
 		code = write_bundle(&s, f, &fo, a.bundle, so.pid, bdir, sizeof(bdir));
 		if (code)
 			goto out;
@@ -377,7 +391,7 @@ int cmd_profile(int argc, char **argv)
 	if (rc && !s.target_gone)
 		cli_warn("could not turn the perf map back off (%s): run 'clrtap perfmap -p %d off'",
 			 strerror(-rc), (int)so.pid);
-	if ((a.off_cpu || a.wall) && flame_new(&uf) == 0 &&
+	if ((a.off_cpu || a.wall) && !sum.partial && flame_new(&uf) == 0 &&
 	    profile_session_build_ex(&s, uf, NULL,
 				     PROFILE_BUILD_NO_KERNEL | PROFILE_BUILD_TO_MANAGED) != 0) {
 		flame_free(uf);
@@ -386,9 +400,9 @@ int cmd_profile(int argc, char **argv)
 	print_summary(&a, &s, f, uf ? uf : f, &sum, "wrote", out);
 	printf("processing: %.0f ms (symbols, aggregation, output)\n",
 	       (double)(t_done - t_stop) / 1e6);
-	if (a.bundle)
+	if (a.bundle && !sum.partial)
 		printf("bundle: %s\n", bdir);
-	code = EXIT_OK;
+	code = sum.partial ? EXIT_PARTIAL : EXIT_OK;
 out:
 	flame_free(f);
 	flame_free(uf);

@@ -88,14 +88,18 @@ int perf_tracepoint_id(const char *sys, const char *name);
  *          kernel, nothing is rescanned.
  * cpu:     the same with system-wide per-CPU events (the target is in the
  *          root cgroup, or cgroups are not usable), on-CPU only: off-CPU
- *          would take a stack copy at every context switch of every process.
+ *          would take a stack copy at every context switch of every process,
+ *          so off-CPU events are then per thread (the next mode).
  * thread:  one event per (thread, CPU) with inherit set, so threads the
  *          target creates later inherit the event; all events of one CPU
  *          write into one ring (PERF_EVENT_IOC_SET_OUTPUT). Threads the scan
  *          missed are found by re-reading /proc/PID/task on every poll (FORK
  *          records say which threads are already covered). Used when
  *          per-CPU events are not permitted (perf_event_paranoid > 0 without
- *          CAP_PERFMON) and for off-CPU without a cgroup.
+ *          CAP_PERFMON) and for off-CPU without a cgroup. Note that a thread's
+ *          cpu-clock is then counted per (thread, CPU) event: a thread that
+ *          runs less than a period on each CPU during the session gives no
+ *          sample (at hundreds of threads sharing few CPUs, most of them).
  *   on-CPU:  cpu-clock every 1e9/hz ns of the thread's CPU time, callchain.
  *   off-CPU: the context-switches software event (a sample with the stack at
  *            every switch-out) plus PERF_RECORD_SWITCH records (switch-in
@@ -192,7 +196,8 @@ struct perf_sampler_stats {
 				* per-CPU modes: threads of the target that delivered a sample */
 	unsigned events;       /* perf events open */
 	bool kernel;           /* kernel stacks are being collected */
-	enum perf_sampler_mode mode;
+	enum perf_sampler_mode mode;        /* of the on-CPU events */
+	enum perf_sampler_mode offcpu_mode; /* of the off-CPU events */
 	uint64_t other;        /* per-CPU modes: records of other processes dropped */
 	char cgroup[256];      /* cgroup mode: the target's cgroup (v2 path) */
 };

@@ -56,7 +56,7 @@ struct perf_sampler {
 	size_t tids_cap, tids_used;
 	uint64_t chain[CHAIN_CAP];
 	struct perf_sampler_stats st;
-	enum perf_sampler_mode mode;
+	enum perf_sampler_mode kmode[RK_N]; /* per kind: on-CPU may be per CPU, off-CPU per thread */
 	int cgfd;                        /* cgroup mode: the target's cgroup directory */
 	bool finished;
 };
@@ -171,7 +171,7 @@ static void fill_attrs(struct perf_sampler *s, bool kernel)
 	a->sample_max_stack = PERF_SAMPLER_MAX_STACK;
 	a->wakeup_watermark = wm;
 	a->watermark = 1;
-	if (s->mode != PERF_SAMPLER_THREAD) {
+	if (s->kmode[RK_CPU] != PERF_SAMPLER_THREAD) {
 		a->inherit = 0; /* per-CPU events: every task on the CPU, nothing to inherit */
 		a->task = 0;
 	}
@@ -195,7 +195,7 @@ static void fill_attrs(struct perf_sampler *s, bool kernel)
 	a->sample_max_stack = PERF_SAMPLER_MAX_STACK;
 	a->wakeup_watermark = wm;
 	a->watermark = 1;
-	if (s->mode != PERF_SAMPLER_THREAD)
+	if (s->kmode[RK_CS] != PERF_SAMPLER_THREAD)
 		a->inherit = 0;
 }
 
@@ -277,7 +277,7 @@ static int open_thread(struct perf_sampler *s, uint32_t tid)
 	int k, ci, rc, opened = 0;
 
 	for (k = 0; k < RK_N; k++) {
-		if (!s->rings[k])
+		if (!s->rings[k] || s->kmode[k] != PERF_SAMPLER_THREAD)
 			continue;
 		for (ci = 0; ci < s->ncpu; ci++) {
 			rc = open_one(s, k, tid, ci);
@@ -423,11 +423,12 @@ static int open_target_cgroup(pid_t pid, char *path, size_t len)
 static int open_cpuwide(struct perf_sampler *s)
 {
 	int k, ci, fd, rc, opened = 0;
-	pid_t who = s->mode == PERF_SAMPLER_CGROUP ? s->cgfd : -1;
-	unsigned long fl = s->mode == PERF_SAMPLER_CGROUP ? PERF_FLAG_PID_CGROUP : 0;
 
 	for (k = 0; k < RK_N; k++) {
-		if (!s->rings[k])
+		pid_t who = s->kmode[k] == PERF_SAMPLER_CGROUP ? s->cgfd : -1;
+		unsigned long fl = s->kmode[k] == PERF_SAMPLER_CGROUP ? PERF_FLAG_PID_CGROUP : 0;
+
+		if (!s->rings[k] || s->kmode[k] == PERF_SAMPLER_THREAD)
 			continue;
 		for (ci = 0; ci < s->ncpu; ci++) {
 			fd = perf_open(&s->attr[k], who, s->cpus[ci], -1, fl);
@@ -448,17 +449,30 @@ static int open_cpuwide(struct perf_sampler *s)
 	return opened ? 0 : -ENODEV;
 }
 
+/* Whether a kind in use is opened per thread (per_thread) or per CPU (!per_thread). */
+static bool any_kind(const struct perf_sampler *s, bool per_thread)
+{
+	int k;
+
+	for (k = 0; k < RK_N; k++)
+		if (s->rings[k] && (s->kmode[k] == PERF_SAMPLER_THREAD) == per_thread)
+			return true;
+	return false;
+}
+
 static int try_open(struct perf_sampler *s, bool kernel)
 {
 	unsigned n = 0;
 	int k, ci, rc;
 
 	fill_attrs(s, kernel);
-	if (s->mode != PERF_SAMPLER_THREAD) {
+	rc = 0;
+	if (any_kind(s, false)) {
 		rc = open_cpuwide(s);
 		if (rc == 0 && kill(s->pid, 0) < 0 && errno == ESRCH)
 			rc = -ESRCH;
-	} else {
+	}
+	if (rc == 0 && any_kind(s, true)) {
 		rc = scan_threads(s, &n);
 		if (rc == 0 && n == 0 && s->st.threads == 0)
 			rc = -ESRCH;
@@ -520,20 +534,24 @@ int perf_sampler_open(struct perf_sampler **out, pid_t pid, const struct perf_sa
 	/* Per-CPU events first (see perf.h); they need CAP_PERFMON or paranoid <= 0. */
 	if (!o->per_thread && !o->no_kernel) {
 		s->cgfd = open_target_cgroup(s->pid, s->st.cgroup, sizeof(s->st.cgroup));
-		if (s->cgfd >= 0)
-			s->mode = PERF_SAMPLER_CGROUP;
-		else if (!o->off_cpu)
-			s->mode = PERF_SAMPLER_CPU;
-		if (s->mode != PERF_SAMPLER_THREAD) {
+		/*
+		 * In the target's cgroup both kinds are per CPU. Without one, on-CPU
+		 * samples are taken system-wide and filtered; off-CPU stays per
+		 * thread (a stack copy at every switch of every process is too much).
+		 */
+		s->kmode[RK_CPU] = s->cgfd >= 0 ? PERF_SAMPLER_CGROUP : PERF_SAMPLER_CPU;
+		s->kmode[RK_CS] = s->cgfd >= 0 ? PERF_SAMPLER_CGROUP : PERF_SAMPLER_THREAD;
+		if (any_kind(s, false)) {
+			if (any_kind(s, true))
+				raise_nofile();
 			rc = try_open(s, true);
 			s->st.kernel = rc == 0;
 			if (rc < 0 && rc != -ESRCH)
-				ct_debug("perf sampler: per-CPU events (%s): %s",
-					 perf_sampler_mode_name(s->mode), strerror(-rc));
+				ct_debug("perf sampler: per-CPU events: %s", strerror(-rc));
 		}
 	}
 	if (rc < 0 && rc != -ESRCH) {
-		s->mode = PERF_SAMPLER_THREAD;
+		s->kmode[RK_CPU] = s->kmode[RK_CS] = PERF_SAMPLER_THREAD;
 		s->st.cgroup[0] = '\0';
 		raise_nofile();
 		rc = -EACCES;
@@ -548,11 +566,14 @@ int perf_sampler_open(struct perf_sampler **out, pid_t pid, const struct perf_sa
 			rc = try_open(s, false);
 		}
 	}
-	if (s->mode != PERF_SAMPLER_CGROUP && s->cgfd >= 0) {
+	if (s->kmode[RK_CPU] != PERF_SAMPLER_CGROUP && s->kmode[RK_CS] != PERF_SAMPLER_CGROUP &&
+	    s->cgfd >= 0) {
 		close(s->cgfd);
 		s->cgfd = -1;
+		s->st.cgroup[0] = '\0';
 	}
-	s->st.mode = s->mode;
+	s->st.mode = s->kmode[RK_CPU];
+	s->st.offcpu_mode = s->kmode[RK_CS];
 	if (rc < 0)
 		goto fail;
 	*out = s;
@@ -632,7 +653,7 @@ static int on_cpu_record(struct perf_sampler *s, const struct perf_event_header 
 			s->st.bad++;
 			return 0;
 		}
-		if (s->mode != PERF_SAMPLER_THREAD) {
+		if (s->kmode[RK_CPU] != PERF_SAMPLER_THREAD) {
 			if (ps.pid != (uint32_t)s->pid) {
 				s->st.other++;
 				return 0;
@@ -708,7 +729,7 @@ static int on_cs_record(struct perf_sampler *s, const struct perf_event_header *
 			s->st.bad++;
 			return 0;
 		}
-		if (s->mode != PERF_SAMPLER_THREAD) {
+		if (s->kmode[RK_CS] != PERF_SAMPLER_THREAD) {
 			if (ps.pid != (uint32_t)s->pid) {
 				s->st.other++;
 				return 0;
@@ -756,7 +777,7 @@ static int on_cs_record(struct perf_sampler *s, const struct perf_event_header *
 	case PERF_RECORD_SWITCH_CPU_WIDE: /* per-CPU events: same, plus next/prev pid, tid */
 		if (!trailer(h, &pid, &tid, &time))
 			return 0;
-		if (s->mode != PERF_SAMPLER_THREAD && pid != (uint32_t)s->pid)
+		if (s->kmode[RK_CS] != PERF_SAMPLER_THREAD && pid != (uint32_t)s->pid)
 			return 0;
 		e = tid_find(s, tid, false);
 		if (h->misc & PERF_RECORD_MISC_SWITCH_OUT) {
@@ -837,7 +858,7 @@ int perf_sampler_poll(struct perf_sampler *s, int timeout_ms)
 	rc = drain_all(s);
 	if (rc)
 		return rc;
-	if (s->mode != PERF_SAMPLER_THREAD) {
+	if (!any_kind(s, true)) {
 		/* the kernel covers new threads: only see whether the target is still there */
 		if (kill(s->pid, 0) < 0 && errno == ESRCH) {
 			rc = drain_all(s);
@@ -874,7 +895,7 @@ int perf_sampler_finish(struct perf_sampler *s, uint64_t end_ns)
 	if (rc)
 		return rc;
 	/* Per-CPU modes opened nothing per thread: name the threads seen, now the target runs on. */
-	if (s->mode != PERF_SAMPLER_THREAD)
+	if (any_kind(s, false))
 		for (i = 0; i < s->tids_cap; i++)
 			if (s->tids[i].tid && s->tids[i].covered && !s->tids[i].comm[0])
 				read_comm(s, s->tids[i].tid);

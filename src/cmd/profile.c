@@ -141,20 +141,30 @@ static int write_bundle(struct profile_session *s, const struct flame *f,
 }
 
 /* How the samples were taken and at what priority clrtap ran (issue 16). */
-static void print_engine(const struct profile_session *s, const struct perf_sampler_stats *st)
+static const char *mode_text(enum perf_sampler_mode m)
+{
+	switch (m) {
+	case PERF_SAMPLER_CGROUP: return "per CPU in the target's cgroup, filtered by pid";
+	case PERF_SAMPLER_CPU: return "per CPU system-wide, filtered by pid";
+	default: return "per thread and CPU";
+	}
+}
+
+static void print_engine(const struct prof_args *a, const struct profile_session *s,
+			 const struct perf_sampler_stats *st)
 {
 	char prio[160];
 
-	if (st->mode == PERF_SAMPLER_CGROUP)
-		printf("events: %u, per CPU, the target's cgroup %s, filtered by pid (%llu records "
-		       "of other processes dropped)\n",
-		       st->events, st->cgroup, (unsigned long long)st->other);
-	else if (st->mode == PERF_SAMPLER_CPU)
-		printf("events: %u, per CPU, system-wide, filtered by pid (%llu records of other "
-		       "processes dropped)\n",
-		       st->events, (unsigned long long)st->other);
-	else
-		printf("events: %u, per thread and CPU\n", st->events);
+	printf("events: %u", st->events);
+	if (!a->off_cpu)
+		printf("; on-CPU %s", mode_text(st->mode));
+	if (a->off_cpu || a->wall)
+		printf("; off-CPU %s", mode_text(st->offcpu_mode));
+	if (st->cgroup[0])
+		printf("; cgroup %s", st->cgroup);
+	if (st->mode != PERF_SAMPLER_THREAD || st->offcpu_mode != PERF_SAMPLER_THREAD)
+		printf("; %llu records of other processes dropped", (unsigned long long)st->other);
+	printf("\n");
 	perf_prio_describe(&s->prio, prio, sizeof(prio));
 	printf("clrtap priority: %s\n", prio);
 }
@@ -201,7 +211,7 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 		       sum->frames ? 100.0 * (double)sum->addr_named / (double)sum->frames : 0.0,
 		       sum->leaves ? 100.0 * (double)sum->addr_named_leaves / (double)sum->leaves : 0.0);
 	printf("kernel stacks: %s\n", st.kernel ? "yes" : "no (not permitted)");
-	print_engine(s, &st);
+	print_engine(a, s, &st);
 	if (!s->dotnet)
 		printf("managed frames: none (not a .NET process)\n");
 	else if (s->pm_err)

@@ -186,6 +186,12 @@ int profile_session_build_ex(struct profile_session *s, struct flame *f,
 			     struct profile_summary *sum, unsigned flags);
 /* Restores the perf map (idempotent); the IPC error if that failed. */
 int profile_session_restore(struct profile_session *s, struct ipc_error *rerr);
+/*
+ * Same, waiting at most wait_ms for the target's answer; when it does not
+ * answer in time (a busy target), the restore is handed to the perf-map
+ * watcher, which does it without clrtap waiting: returns 1.
+ */
+int profile_session_restore_within(struct profile_session *s, int wait_ms, struct ipc_error *rerr);
 /* Everything else; restores the perf map if not done yet. */
 void profile_session_close(struct profile_session *s);
 /* A profile_comm_fn over a session (ctx = the session). */

@@ -112,6 +112,36 @@ int profile_session_restore(struct profile_session *s, struct ipc_error *rerr)
 	return profile_perfmap_end(&s->pm, rerr);
 }
 
+int profile_session_restore_within(struct profile_session *s, int wait_ms, struct ipc_error *rerr)
+{
+	struct ipc_endpoint ep = { s->pm.sock, wait_ms };
+	int rc;
+
+	if (!s->pm.turned_on || s->pm.guard_fd < 0 || wait_ms <= 0)
+		return profile_session_restore(s, rerr);
+	rc = ipc_perfmap_disable(&ep, rerr);
+	if (rc == -ETIMEDOUT) {
+		/*
+		 * The target's diagnostics thread is slow (a busy target): the
+		 * watcher, which restores the perf map when this end of its pipe
+		 * closes without the "done" byte, sends DisablePerfMap again and
+		 * removes the map file; clrtap neither waits for it nor for the
+		 * watcher. A second DisablePerfMap is harmless.
+		 */
+		close(s->pm.guard_fd);
+		s->pm.guard_fd = -1;
+		s->pm.guard = 0;
+		s->pm.turned_on = false;
+		return 1;
+	}
+	/* Answered (or refused): the rest as usual, without a second request. */
+	s->pm.turned_on = false;
+	if (!s->pm.file_existed)
+		(void)unlink(s->pm.map_path);
+	(void)profile_perfmap_end(&s->pm, NULL);
+	return rc;
+}
+
 void profile_session_close(struct profile_session *s)
 {
 	struct ipc_error rerr;

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "common/log.h"
 #include "flame/flame.h"
 #include "profile/bundle.h"
 #include "profile/profile.h"
@@ -261,7 +262,8 @@ int cmd_profile(int argc, char **argv)
 	struct flame *f = NULL, *uf = NULL;
 	char defpath[128], bdir[PROC_PATH_MAX * 2], title[160];
 	const char *out;
-	uint64_t deadline, t_stop = 0, t_done = 0;
+	uint64_t deadline, t_begin, t_stop = 0, t_done = 0;
+	bool handed_off = false;
 	int first, code, rc, fmt;
 	bool dotnet;
 
@@ -295,6 +297,7 @@ int cmd_profile(int argc, char **argv)
 				 out);
 	/* Raised before anything that waits on the target (see lib/perf/prio.c). */
 	(void)perf_prio_raise(&prio);
+	t_begin = perf_now_ns();
 	code = resolve(&a, &t, &dotnet);
 	if (code)
 		return code;
@@ -351,6 +354,8 @@ int cmd_profile(int argc, char **argv)
 		fprintf(stderr, "clrtap: sampling pid %d for %d s (Ctrl-C to stop)\n", (int)so.pid,
 			a.seconds);
 
+	ct_debug("profile: setup (target, perf map, events, symbols) %.0f ms",
+		 (double)(s.start_ns - t_begin) / 1e6);
 	deadline = s.start_ns + (uint64_t)a.seconds * 1000000000ull;
 	while (!cli_stop_requested && perf_now_ns() < deadline) {
 		uint64_t left = (deadline - perf_now_ns()) / 1000000ull;
@@ -397,8 +402,12 @@ int cmd_profile(int argc, char **argv)
 	t_done = perf_now_ns();
 	/* Teardown after the result is written: the target's diagnostics thread may be slow to
 	 * answer when the target is busy. */
-	rc = profile_session_restore(&s, &rerr);
-	if (rc && !s.target_gone)
+	rc = profile_session_restore_within(&s, 200, &rerr);
+	ct_debug("profile: perf map %s %.0f ms after the result",
+		 rc == 1 ? "left to the watcher" : "restored", (double)(perf_now_ns() - t_done) / 1e6);
+	if (rc == 1)
+		handed_off = true;
+	else if (rc && !s.target_gone)
 		cli_warn("could not turn the perf map back off (%s): run 'clrtap perfmap -p %d off'",
 			 strerror(-rc), (int)so.pid);
 	if ((a.off_cpu || a.wall) && !sum.partial && flame_new(&uf) == 0 &&
@@ -412,6 +421,8 @@ int cmd_profile(int argc, char **argv)
 	       (double)(t_done - t_stop) / 1e6);
 	if (a.bundle && !sum.partial)
 		printf("bundle: %s\n", bdir);
+	if (handed_off)
+		printf("perf map: the target did not answer within 200 ms; the watcher turns it off\n");
 	code = sum.partial ? EXIT_PARTIAL : EXIT_OK;
 out:
 	flame_free(f);

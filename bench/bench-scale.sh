@@ -14,8 +14,9 @@
 #  (c) `probe` of an R2R method on the 500-thread target: attach and detach
 #      times (from the "tracing" line and the exit).
 # The harness runs at SCHED_FIFO (else a shell waits behind the busy target
-# as long as the tools do); every tool is started at SCHED_OTHER. Figures are
-# of one run on a shared machine.
+# as long as the tools do); every tool (clrtap, perf, the FlameGraph scripts)
+# is started at SCHED_OTHER. Figures are of one run on a shared machine.
+# SKIP_A=1 leaves (a) out.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/bench/lib.sh"
@@ -82,6 +83,7 @@ start_many() { # N: starts many-threads with N threads (at SCHED_OTHER)
 
 chrt -f -p 1 $$ >/dev/null || echo "note: the harness could not take SCHED_FIFO: its own delays are in the figures"
 
+[ -n "${SKIP_A:-}" ] || {
 echo "== (a) profile -F 999 -d 5 on 'sample many-threads' (each thread: ~2 ms of CPU, then 5 ms asleep)"
 printf '  %-7s %-7s %10s %12s %9s %8s  %s\n' threads build "wall s" "processing" samples threads events
 for n in 10 100 500; do
@@ -101,6 +103,7 @@ for n in 10 100 500; do
 	kill -TERM "$fx"
 	wait "$fx" 2>/dev/null
 done
+}
 
 echo
 echo "== (b) web fixture under curl load, 20 s at 99 Hz: samples -> flame graph"
@@ -130,13 +133,13 @@ for run in cold warm; do
 	echo "  clrtap ($run symbol cache): $sm samples, processing ${pr} ms, unnamed frames $un"
 	eval "proc_$run=$pr"
 done
-perf record -q -F 99 -g -p "$web" -o "$out/perf.data" -- sleep 20 >/dev/null 2>&1
+chrt -o 0 perf record -q -F 99 -g -p "$web" -o "$out/perf.data" -- sleep 20 >/dev/null 2>&1
 s=$(date +%s%N)
-perf script -i "$out/perf.data" >"$out/perf.txt" 2>/dev/null
+chrt -o 0 perf script -i "$out/perf.data" >"$out/perf.txt" 2>/dev/null
 m=$(date +%s%N)
 if [ -n "$FLAMEGRAPH" ] && [ -x "$FLAMEGRAPH/stackcollapse-perf.pl" ]; then
-	"$FLAMEGRAPH/stackcollapse-perf.pl" "$out/perf.txt" >"$out/perf.folded"
-	"$FLAMEGRAPH/flamegraph.pl" "$out/perf.folded" >"$out/perf.svg"
+	chrt -o 0 "$FLAMEGRAPH/stackcollapse-perf.pl" "$out/perf.txt" >"$out/perf.folded"
+	chrt -o 0 "$FLAMEGRAPH/flamegraph.pl" "$out/perf.folded" >"$out/perf.svg"
 	how="perf script | stackcollapse-perf.pl | flamegraph.pl"
 else
 	awk '/^[^ \t]/ { if (st != "") print st; st = ""; next }
@@ -147,10 +150,11 @@ fi
 e=$(date +%s%N)
 kill "$l1" "$l2" 2>/dev/null
 ptotal=$(((e - s) / 1000000))
-psamples=$(awk '{ s += $NF } END { print s + 0 }' "$out/perf.folded")
-pframes=$(awk '{ n = split($0, a, ";"); s += n * $NF } END { print s + 0 }' "$out/perf.folded")
-punk=$(awk '{ n = split($0, a, ";"); for (i = 1; i <= n; i++) if (a[i] ~ /\[unknown\]|^\[.*\]$/) u += $NF } END { print u + 0 }' "$out/perf.folded")
-echo "  perf: $psamples samples; perf script $(((m - s) / 1000000)) ms + folding/rendering $(((e - m) / 1000000)) ms = $ptotal ms ($how); frames without a name: $punk of $pframes"
+# (stackcollapse-perf.pl weighs a stack by its period: shares, not counts)
+psamples=$(grep -c '^[^ \t]' "$out/perf.txt")
+punk=$(awk '{ w = $NF; l = $0; sub(/ [0-9]+$/, "", l); n = split(l, a, ";"); t += n * w
+	for (i = 1; i <= n; i++) if (a[i] ~ /^\[.*\]$/) u += w } END { printf "%.2f %%", t ? 100 * u / t : 0 }' "$out/perf.folded")
+echo "  perf: $psamples samples; perf script $(((m - s) / 1000000)) ms + folding/rendering $(((e - m) / 1000000)) ms = $ptotal ms ($how); unnamed frames ([unknown], [module]): $punk"
 awk -v c="${proc_warm:-0}" -v k="${proc_cold:-0}" -v p="$ptotal" 'BEGIN {
 	if (k > 0) printf "  ratio perf pipeline / clrtap, cold cache: %.1fx\n", p / k
 	if (c > 0) printf "  ratio perf pipeline / clrtap, warm cache: %.1fx (goal: >= 20x)\n", p / c }'
@@ -158,7 +162,7 @@ awk -v c="${proc_warm:-0}" -v k="${proc_cold:-0}" -v p="$ptotal" 'BEGIN {
 echo
 echo "== (c) probe of an R2R method (System.Threading.Thread::Sleep(int32)) on 500 threads, -d 3"
 start_many 500 && {
-	TRACE_LINE="tracing [0-9]+ method" rt "$out/c" timeout 900 "$CLRTAP" probe -p "$fx" -d 3 --count \
+	TRACE_LINE="tracing [0-9]+ method" rt "$out/c" timeout 600 "$CLRTAP" probe -p "$fx" -d 3 --count \
 		'System.Threading.Thread::Sleep(int32)'
 	read -r _ el _ rc _ attach _ <"$out/c.t"
 	echo "  exit $rc after $el s; attached (the 'tracing' line) at ${attach:-?} s; detach and report: $(awk -v e="$el" -v a="${attach:-0}" 'BEGIN { printf "%.2f", e - a - 3 }') s"

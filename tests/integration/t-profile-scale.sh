@@ -202,4 +202,29 @@ sys.exit(not gaps or any(g < 0.8 or g > 1.2 for g in gaps))' "$MARKS"
 contains "top: the worker named" "$(cat "$WORK/t1.out")" "Clrtap.Fixtures.ManyThreads::Burn"
 
 stop_fixture "$FIX_PID"
+
+# ---- cgroup mode: the target in a cgroup v2 of its own ----
+# (this machine's capability, checked here: a cgroup2 mount we can create in)
+CG2=""
+for m in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+	if [ "$(stat -f -c %T "$m" 2>/dev/null)" = cgroup2fs ]; then CG2=$m; break; fi
+done
+CGD=$CG2/clrtap-test-$$
+if [ -n "$CG2" ] && mkdir "$CGD" 2>/dev/null; then
+	CLEANUP_CMD="rmdir '$CGD' 2>/dev/null"
+	start_fixture many-threads --threads 4
+	echo "$FIX_PID" >"$CGD/cgroup.procs"
+	wait_for_line "$FIX_OUT" '^STARTED' 30 "$FIX_PID"
+	rt "$WORK/g1.json" "$WORK/g1.out" -- "$CLRTAP" profile -p "$FIX_PID" -F 999 -d 2 -o "$WORK/g1.folded"
+	contains "cgroup: on-CPU events per CPU in the target's cgroup" "$(cat "$WORK/g1.out")" \
+		"on-CPU per CPU in the target's cgroup, filtered by pid; cgroup /clrtap-test-$$"
+	contains "cgroup: the worker named" "$(cat "$WORK/g1.folded")" "Clrtap.Fixtures.ManyThreads::Burn"
+	rt "$WORK/g2.json" "$WORK/g2.out" -- "$CLRTAP" profile -p "$FIX_PID" -d 2 --off-cpu -o "$WORK/g2.folded"
+	contains "cgroup: off-CPU events per CPU too" "$(cat "$WORK/g2.out")" "off-CPU per CPU in the target's cgroup"
+	contains "cgroup: the sleep named (switch records of per-CPU events)" "$(cat "$WORK/g2.folded")" \
+		"System.Threading.Thread::Sleep"
+	stop_fixture "$FIX_PID"
+else
+	ok "cgroup mode: skipped (no cgroup2 mount to create a cgroup in)"
+fi
 finish

@@ -70,11 +70,11 @@ static void test_roundtrip(void **state)
 	assert_true(sym_img_off_to_vaddr(back, 0x10, &va));
 	assert_int_equal(va, 0x400010);
 	assert_false(sym_img_off_to_vaddr(back, 0x2000, &va));
+	sym_img_free(back);
 	/* another kind or key is not this file */
 	assert_int_equal(sym_img_decode((const uint8_t *)sb.buf, sb.len, SYM_IMG_R2R, im->key, &back),
 			 -EBADMSG);
-	sym_img_free(back);
-	back = NULL;
+	assert_null(back);
 	im->key[0] ^= 1;
 	assert_int_equal(sym_img_decode((const uint8_t *)sb.buf, sb.len, SYM_IMG_ELF, im->key, &back),
 			 -EBADMSG);

@@ -8,6 +8,7 @@ PKGS=(
 	libclang-rt-14-dev libfuzzer-14-dev   # ASan/UBSan runtimes and libFuzzer
 	libcmocka-dev                    # unit tests
 	zlib1g-dev                       # gzip for pprof and bundles
+	libssl-dev                       # SHA-256 (libcrypto): keys of the symbol cache
 	libelf-dev libdw-dev             # ELF symbols and DWARF (native frames)
 	libcapstone-dev                  # x86-64 decoding: return sites of probed methods
 	chromium                         # headless check that the HTML flame graph renders

@@ -12,6 +12,7 @@
 #include "common/compat.h"
 
 #include <linux/perf_event.h>
+#include <sched.h>
 
 /* perf_event_open(2). Returns an fd (O_CLOEXEC) or a negative errno. */
 int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd, unsigned long flags);
@@ -76,13 +77,29 @@ int perf_tracepoint_id(const char *sys, const char *name);
 
 /* ---------------------------------------------------------------------------
  * Sampling sessions (sampler.c): every thread of one process, threads created
- * later included, for `clrtap profile` and `clrtap top`.
+ * later included, for `clrtap profile` and `clrtap top`. Three ways, the
+ * first one permitted is used (enum perf_sampler_mode):
  *
- * One event per (thread, CPU) with inherit set, so threads the target creates
- * later inherit the event; all events of one CPU write into one ring
- * (PERF_EVENT_IOC_SET_OUTPUT). Threads the scan missed are found by
- * re-reading /proc/PID/task on every poll (FORK records say which threads are
- * already covered).
+ * cgroup:  one event per CPU (and kind) counting only the tasks of the
+ *          target's cgroup (PERF_FLAG_PID_CGROUP, cgroup v2); samples of
+ *          other processes of that cgroup are dropped by pid
+ *          (PERF_SAMPLE_TID). Setup and teardown cost ncpu events whatever
+ *          the thread count, threads created later are covered by the
+ *          kernel, nothing is rescanned.
+ * cpu:     the same with system-wide per-CPU events (the target is in the
+ *          root cgroup, or cgroups are not usable), on-CPU only: off-CPU
+ *          would take a stack copy at every context switch of every process,
+ *          so off-CPU events are then per thread (the next mode).
+ * thread:  one event per (thread, CPU) with inherit set, so threads the
+ *          target creates later inherit the event; all events of one CPU
+ *          write into one ring (PERF_EVENT_IOC_SET_OUTPUT). Threads the scan
+ *          missed are found by re-reading /proc/PID/task on every poll (FORK
+ *          records say which threads are already covered). Used when
+ *          per-CPU events are not permitted (perf_event_paranoid > 0 without
+ *          CAP_PERFMON) and for off-CPU without a cgroup. Note that a thread's
+ *          cpu-clock is then counted per (thread, CPU) event: a thread that
+ *          runs less than a period on each CPU during the session gives no
+ *          sample (at hundreds of threads sharing few CPUs, most of them).
  *   on-CPU:  cpu-clock every 1e9/hz ns of the thread's CPU time, callchain.
  *   off-CPU: the context-switches software event (a sample with the stack at
  *            every switch-out) plus PERF_RECORD_SWITCH records (switch-in
@@ -135,6 +152,13 @@ struct perf_sampler_opts {
 	bool off_cpu;           /* off-CPU blocked time */
 	bool no_kernel;         /* do not ask for kernel stacks */
 	unsigned ring_pages_log2; /* data pages per CPU ring, 2^n (0: 7, 512 KiB) */
+	bool per_thread;        /* force the per-(thread, CPU) events (tests, benchmarks) */
+};
+
+enum perf_sampler_mode {
+	PERF_SAMPLER_THREAD = 0, /* per (thread, CPU), inherited */
+	PERF_SAMPLER_CGROUP,     /* per CPU, the target's cgroup, filtered by pid */
+	PERF_SAMPLER_CPU,        /* per CPU, system-wide, filtered by pid */
 };
 
 struct perf_sampler;
@@ -168,14 +192,45 @@ struct perf_sampler_stats {
 	uint64_t lost;         /* records the kernel dropped (ring full) */
 	uint64_t throttled;    /* THROTTLE records (perf_event_max_sample_rate) */
 	uint64_t bad;          /* malformed records skipped */
-	unsigned threads;      /* threads covered (opened or inherited) */
+	unsigned threads;      /* thread mode: threads covered (opened or inherited);
+				* per-CPU modes: threads of the target that delivered a sample */
 	unsigned events;       /* perf events open */
 	bool kernel;           /* kernel stacks are being collected */
+	enum perf_sampler_mode mode;        /* of the on-CPU events */
+	enum perf_sampler_mode offcpu_mode; /* of the off-CPU events */
+	uint64_t other;        /* per-CPU modes: records of other processes dropped */
+	char cgroup[256];      /* cgroup mode: the target's cgroup (v2 path) */
 };
+/* "thread", "cgroup", "cpu" */
+const char *perf_sampler_mode_name(enum perf_sampler_mode m);
 void perf_sampler_stats(const struct perf_sampler *s, struct perf_sampler_stats *st);
 /* The thread's name (comm) as last seen, or NULL. */
 const char *perf_sampler_comm(const struct perf_sampler *s, uint32_t tid);
 /* CLOCK_MONOTONIC now, in ns. */
 uint64_t perf_now_ns(void);
+
+/* ---------------------------------------------------------------------------
+ * clrtap's own priority while it works (prio.c): the lowest real-time
+ * priority (SCHED_FIFO 1, reset on fork) where permitted, else the lowest
+ * nice value permitted, so a target with many runnable threads cannot starve
+ * the tool (issue 16). Restore undoes it.
+ */
+enum perf_prio_kind {
+	PERF_PRIO_NONE = 0,     /* unchanged: not permitted */
+	PERF_PRIO_FIFO,         /* SCHED_FIFO value */
+	PERF_PRIO_NICE,         /* nice value */
+	PERF_PRIO_ALREADY_RT,   /* clrtap was started real-time: left alone */
+};
+struct perf_prio {
+	enum perf_prio_kind kind;
+	int value;
+	int old_policy, old_nice;
+	struct sched_param old_param;
+};
+/* Returns 0, or -EPERM when nothing could be raised (p->kind NONE). */
+int perf_prio_raise(struct perf_prio *p);
+void perf_prio_restore(struct perf_prio *p);
+/* One line for the command's output: what was done. */
+void perf_prio_describe(const struct perf_prio *p, char *buf, size_t len);
 
 #endif

@@ -12,7 +12,9 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/statfs.h>
 #include <time.h>
+#include <linux/magic.h>
 #include <asm/perf_regs.h>
 
 #include "common/log.h"
@@ -54,6 +56,8 @@ struct perf_sampler {
 	size_t tids_cap, tids_used;
 	uint64_t chain[CHAIN_CAP];
 	struct perf_sampler_stats st;
+	enum perf_sampler_mode kmode[RK_N]; /* per kind: on-CPU may be per CPU, off-CPU per thread */
+	int cgfd;                        /* cgroup mode: the target's cgroup directory */
 	bool finished;
 };
 
@@ -167,6 +171,10 @@ static void fill_attrs(struct perf_sampler *s, bool kernel)
 	a->sample_max_stack = PERF_SAMPLER_MAX_STACK;
 	a->wakeup_watermark = wm;
 	a->watermark = 1;
+	if (s->kmode[RK_CPU] != PERF_SAMPLER_THREAD) {
+		a->inherit = 0; /* per-CPU events: every task on the CPU, nothing to inherit */
+		a->task = 0;
+	}
 
 	a = &s->attr[RK_CS];
 	memset(a, 0, sizeof(*a));
@@ -187,6 +195,8 @@ static void fill_attrs(struct perf_sampler *s, bool kernel)
 	a->sample_max_stack = PERF_SAMPLER_MAX_STACK;
 	a->wakeup_watermark = wm;
 	a->watermark = 1;
+	if (s->kmode[RK_CS] != PERF_SAMPLER_THREAD)
+		a->inherit = 0;
 }
 
 static int fds_push(struct perf_sampler *s, int fd)
@@ -267,7 +277,7 @@ static int open_thread(struct perf_sampler *s, uint32_t tid)
 	int k, ci, rc, opened = 0;
 
 	for (k = 0; k < RK_N; k++) {
-		if (!s->rings[k])
+		if (!s->rings[k] || s->kmode[k] != PERF_SAMPLER_THREAD)
 			continue;
 		for (ci = 0; ci < s->ncpu; ci++) {
 			rc = open_one(s, k, tid, ci);
@@ -347,15 +357,126 @@ static void close_all(struct perf_sampler *s)
 	}
 }
 
+/*
+ * The target's cgroup v2 directory, for PERF_FLAG_PID_CGROUP: the "0::PATH"
+ * line of /proc/PID/cgroup (PATH as seen from clrtap's cgroup namespace)
+ * under the cgroup2 mount (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a
+ * hybrid system). The root cgroup is every process: -ENOENT (the cpu mode
+ * does the same with less work). The path comes from the kernel but its
+ * names from whoever created the cgroup (a container may): "." and ".."
+ * components are refused and the directory must be on cgroup2.
+ */
+static int open_target_cgroup(pid_t pid, char *path, size_t len)
+{
+	static const char *const mounts[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+	char file[64], buf[4096], full[4096 + 64];
+	const char *line, *c;
+	struct statfs sf;
+	ssize_t n;
+	size_t i, pl;
+	int fd;
+
+	path[0] = '\0';
+	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -ENOENT;
+	buf[n] = '\0';
+	for (line = buf; line && *line; line = (c = strchr(line, '\n')) ? c + 1 : NULL)
+		if (!strncmp(line, "0::/", 4))
+			break;
+	if (!line || !*line)
+		return -ENOENT;
+	line += 3;
+	pl = strcspn(line, "\n");
+	if (pl <= 1 || pl >= len || (size_t)(line + pl - buf) >= (size_t)n)
+		return -ENOENT; /* root cgroup, too long, or cut off */
+	memcpy(path, line, pl);
+	path[pl] = '\0';
+	if (strstr(path, "/../") || strstr(path, "/./") || !strcmp(path + pl - 3, "/..") ||
+	    !strcmp(path + pl - 2, "/.")) {
+		path[0] = '\0';
+		return -EINVAL;
+	}
+	for (i = 0; i < ARRAY_SIZE(mounts); i++) {
+		if (statfs(mounts[i], &sf) < 0 || sf.f_type != CGROUP2_SUPER_MAGIC)
+			continue;
+		snprintf(full, sizeof(full), "%s%s", mounts[i], path);
+		fd = open(full, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			break;
+		if (fstatfs(fd, &sf) < 0 || sf.f_type != CGROUP2_SUPER_MAGIC) {
+			close(fd);
+			break;
+		}
+		return fd;
+	}
+	path[0] = '\0';
+	return -ENOENT;
+}
+
+/* Per-CPU modes: one event per CPU and kind, each owning its ring. */
+static int open_cpuwide(struct perf_sampler *s)
+{
+	int k, ci, fd, rc, opened = 0;
+
+	for (k = 0; k < RK_N; k++) {
+		pid_t who = s->kmode[k] == PERF_SAMPLER_CGROUP ? s->cgfd : -1;
+		unsigned long fl = s->kmode[k] == PERF_SAMPLER_CGROUP ? PERF_FLAG_PID_CGROUP : 0;
+
+		if (!s->rings[k] || s->kmode[k] == PERF_SAMPLER_THREAD)
+			continue;
+		for (ci = 0; ci < s->ncpu; ci++) {
+			fd = perf_open(&s->attr[k], who, s->cpus[ci], -1, fl);
+			if (fd == -ENODEV || (fd == -EINVAL && s->cpus[ci] > 0))
+				continue; /* offline CPU */
+			if (fd < 0)
+				return fd;
+			rc = perf_ring_open(&s->rings[k][ci], fd,
+					    s->o.ring_pages_log2 + (k == RK_CS ? 4 : 0));
+			if (rc < 0) {
+				close(fd);
+				return rc;
+			}
+			s->st.events++;
+			opened++;
+		}
+	}
+	return opened ? 0 : -ENODEV;
+}
+
+/* Whether a kind in use is opened per thread (per_thread) or per CPU (!per_thread). */
+static bool any_kind(const struct perf_sampler *s, bool per_thread)
+{
+	int k;
+
+	for (k = 0; k < RK_N; k++)
+		if (s->rings[k] && (s->kmode[k] == PERF_SAMPLER_THREAD) == per_thread)
+			return true;
+	return false;
+}
+
 static int try_open(struct perf_sampler *s, bool kernel)
 {
-	unsigned n;
+	unsigned n = 0;
 	int k, ci, rc;
 
 	fill_attrs(s, kernel);
-	rc = scan_threads(s, &n);
-	if (rc == 0 && n == 0 && s->st.threads == 0)
-		rc = -ESRCH;
+	rc = 0;
+	if (any_kind(s, false)) {
+		rc = open_cpuwide(s);
+		if (rc == 0 && kill(s->pid, 0) < 0 && errno == ESRCH)
+			rc = -ESRCH;
+	}
+	if (rc == 0 && any_kind(s, true)) {
+		rc = scan_threads(s, &n);
+		if (rc == 0 && n == 0 && s->st.threads == 0)
+			rc = -ESRCH;
+	}
 	if (rc < 0) {
 		/* Undo: close everything, forget coverage. */
 		close_all(s);
@@ -385,6 +506,7 @@ int perf_sampler_open(struct perf_sampler **out, pid_t pid, const struct perf_sa
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->cgfd = -1;
 	s->pid = pid;
 	s->o = *o;
 	if (!s->o.hz)
@@ -407,18 +529,51 @@ int perf_sampler_open(struct perf_sampler **out, pid_t pid, const struct perf_sa
 		for (ci = 0; ci < s->ncpu; ci++)
 			s->rings[k][ci].fd = -1;
 	}
-	raise_nofile();
+	s->cgfd = -1;
 	rc = -EACCES;
-	if (!o->no_kernel) {
-		rc = try_open(s, true);
-		s->st.kernel = rc == 0;
+	/* Per-CPU events first (see perf.h); they need CAP_PERFMON or paranoid <= 0. */
+	if (!o->per_thread && !o->no_kernel) {
+		s->cgfd = open_target_cgroup(s->pid, s->st.cgroup, sizeof(s->st.cgroup));
+		/*
+		 * In the target's cgroup both kinds are per CPU. Without one, on-CPU
+		 * samples are taken system-wide and filtered; off-CPU stays per
+		 * thread (a stack copy at every switch of every process is too much).
+		 */
+		s->kmode[RK_CPU] = s->cgfd >= 0 ? PERF_SAMPLER_CGROUP : PERF_SAMPLER_CPU;
+		s->kmode[RK_CS] = s->cgfd >= 0 ? PERF_SAMPLER_CGROUP : PERF_SAMPLER_THREAD;
+		if (any_kind(s, false)) {
+			if (any_kind(s, true))
+				raise_nofile();
+			rc = try_open(s, true);
+			s->st.kernel = rc == 0;
+			if (rc < 0 && rc != -ESRCH)
+				ct_debug("perf sampler: per-CPU events: %s", strerror(-rc));
+		}
 	}
-	if ((rc == -EACCES || rc == -EPERM) && !o->off_cpu) {
-		if (!o->no_kernel)
-			ct_info("kernel stacks not permitted (kernel.perf_event_paranoid=2 and no "
-				"CAP_PERFMON): sampling user stacks only");
-		rc = try_open(s, false);
+	if (rc < 0 && rc != -ESRCH) {
+		s->kmode[RK_CPU] = s->kmode[RK_CS] = PERF_SAMPLER_THREAD;
+		s->st.cgroup[0] = '\0';
+		raise_nofile();
+		rc = -EACCES;
+		if (!o->no_kernel) {
+			rc = try_open(s, true);
+			s->st.kernel = rc == 0;
+		}
+		if ((rc == -EACCES || rc == -EPERM) && !o->off_cpu) {
+			if (!o->no_kernel)
+				ct_info("kernel stacks not permitted (kernel.perf_event_paranoid=2 "
+					"and no CAP_PERFMON): sampling user stacks only");
+			rc = try_open(s, false);
+		}
 	}
+	if (s->kmode[RK_CPU] != PERF_SAMPLER_CGROUP && s->kmode[RK_CS] != PERF_SAMPLER_CGROUP &&
+	    s->cgfd >= 0) {
+		close(s->cgfd);
+		s->cgfd = -1;
+		s->st.cgroup[0] = '\0';
+	}
+	s->st.mode = s->kmode[RK_CPU];
+	s->st.offcpu_mode = s->kmode[RK_CS];
 	if (rc < 0)
 		goto fail;
 	*out = s;
@@ -469,7 +624,8 @@ static int deliver(struct perf_sampler *s, enum perf_stack_kind kind, uint32_t p
 }
 
 /* The sample_id trailer of a non-sample record: pid, tid, time (our sample_type). */
-static bool trailer(const struct perf_event_header *h, uint32_t *tid, uint64_t *time)
+static bool trailer(const struct perf_event_header *h, uint32_t *pid, uint32_t *tid,
+		    uint64_t *time)
 {
 	const uint8_t *end = (const uint8_t *)h + h->size;
 	uint32_t pt[2];
@@ -478,6 +634,7 @@ static bool trailer(const struct perf_event_header *h, uint32_t *tid, uint64_t *
 		return false;
 	memcpy(pt, end - 16, 8);
 	memcpy(time, end - 8, 8);
+	*pid = pt[0];
 	*tid = pt[1];
 	return true;
 }
@@ -495,6 +652,13 @@ static int on_cpu_record(struct perf_sampler *s, const struct perf_event_header 
 		if (perf_sample_parse(&s->attr[RK_CPU], h, &ps) < 0) {
 			s->st.bad++;
 			return 0;
+		}
+		if (s->kmode[RK_CPU] != PERF_SAMPLER_THREAD) {
+			if (ps.pid != (uint32_t)s->pid) {
+				s->st.other++;
+				return 0;
+			}
+			mark_covered(s, ps.tid);
 		}
 		nr = strip_chain(s, &ps, &nk);
 		return deliver(s, PERF_STACK_CPU, ps.pid, ps.tid, ps.time, s->attr[RK_CPU].sample_period,
@@ -516,6 +680,8 @@ static int on_cpu_record(struct perf_sampler *s, const struct perf_event_header 
 
 		if (len >= 9) {
 			memcpy(v, p, 8);
+			if (v[0] != (uint32_t)s->pid)
+				return 0; /* per-CPU modes see every process's */
 			e = tid_find(s, v[1], true);
 			if (e) {
 				size_t n = strnlen((const char *)p + 8, len - 8);
@@ -551,7 +717,7 @@ static int emit_offcpu(struct perf_sampler *s, struct tid_ent *e, uint64_t in_ti
 static int on_cs_record(struct perf_sampler *s, const struct perf_event_header *h)
 {
 	struct tid_ent *e;
-	uint32_t tid;
+	uint32_t pid, tid;
 	uint64_t time;
 
 	switch (h->type) {
@@ -562,6 +728,13 @@ static int on_cs_record(struct perf_sampler *s, const struct perf_event_header *
 		if (perf_sample_parse(&s->attr[RK_CS], h, &ps) < 0) {
 			s->st.bad++;
 			return 0;
+		}
+		if (s->kmode[RK_CS] != PERF_SAMPLER_THREAD) {
+			if (ps.pid != (uint32_t)s->pid) {
+				s->st.other++;
+				return 0;
+			}
+			mark_covered(s, ps.tid);
 		}
 		e = tid_find(s, ps.tid, true);
 		if (!e)
@@ -601,7 +774,10 @@ static int on_cs_record(struct perf_sampler *s, const struct perf_event_header *
 		return 0;
 	}
 	case PERF_RECORD_SWITCH:
-		if (!trailer(h, &tid, &time))
+	case PERF_RECORD_SWITCH_CPU_WIDE: /* per-CPU events: same, plus next/prev pid, tid */
+		if (!trailer(h, &pid, &tid, &time))
+			return 0;
+		if (s->kmode[RK_CS] != PERF_SAMPLER_THREAD && pid != (uint32_t)s->pid)
 			return 0;
 		e = tid_find(s, tid, false);
 		if (h->misc & PERF_RECORD_MISC_SWITCH_OUT) {
@@ -682,6 +858,14 @@ int perf_sampler_poll(struct perf_sampler *s, int timeout_ms)
 	rc = drain_all(s);
 	if (rc)
 		return rc;
+	if (!any_kind(s, true)) {
+		/* the kernel covers new threads: only see whether the target is still there */
+		if (kill(s->pid, 0) < 0 && errno == ESRCH) {
+			rc = drain_all(s);
+			return rc ? rc : -ESRCH;
+		}
+		return 0;
+	}
 	rc = scan_threads(s, &newly);
 	if (rc == -ESRCH || (kill(s->pid, 0) < 0 && errno == ESRCH)) {
 		rc = drain_all(s);
@@ -710,6 +894,11 @@ int perf_sampler_finish(struct perf_sampler *s, uint64_t end_ns)
 	s->finished = true;
 	if (rc)
 		return rc;
+	/* Per-CPU modes opened nothing per thread: name the threads seen, now the target runs on. */
+	if (any_kind(s, false))
+		for (i = 0; i < s->tids_cap; i++)
+			if (s->tids[i].tid && s->tids[i].covered && !s->tids[i].comm[0])
+				read_comm(s, s->tids[i].tid);
 	for (i = 0; i < s->tids_cap; i++) {
 		struct tid_ent *e = &s->tids[i];
 
@@ -730,6 +919,8 @@ void perf_sampler_close(struct perf_sampler *s)
 	if (!s)
 		return;
 	close_all(s);
+	if (s->cgfd >= 0)
+		close(s->cgfd);
 	for (k = 0; k < RK_N; k++)
 		free(s->rings[k]);
 	for (i = 0; i < s->tids_cap; i++)
@@ -763,4 +954,13 @@ const char *perf_sampler_comm(const struct perf_sampler *s, uint32_t tid)
 	struct tid_ent *e = tid_find((struct perf_sampler *)s, tid, false);
 
 	return e && e->comm[0] ? e->comm : NULL;
+}
+
+const char *perf_sampler_mode_name(enum perf_sampler_mode m)
+{
+	switch (m) {
+	case PERF_SAMPLER_CGROUP: return "cgroup";
+	case PERF_SAMPLER_CPU: return "cpu";
+	default: return "thread";
+	}
 }

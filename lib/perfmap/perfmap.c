@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "common/strparse.h"
@@ -365,4 +366,36 @@ int perfmap_use_end(struct perfmap_use *u, struct ipc_error *rerr)
 		disable(u, u->file_existed, rerr, &rc);
 	u->turned_on = false;
 	return rc;
+}
+
+int perfmap_use_end_within(struct perfmap_use *u, int wait_ms, struct ipc_error *rerr)
+{
+	const struct timespec tick = { 0, 10 * 1000000L };
+	int waited, st;
+
+	if (u->guard_fd < 0 || u->guard <= 0 || wait_ms <= 0)
+		return perfmap_use_end(u, rerr);
+	/*
+	 * The watcher does what perfmap_use_end does when its pipe closes
+	 * without "x". This process's copy of the lease goes first, so that the
+	 * watcher's last-holder test sees only other clrtaps.
+	 */
+	if (u->lease_fd >= 0) {
+		close(u->lease_fd);
+		u->lease_fd = -1;
+	}
+	close(u->guard_fd);
+	u->guard_fd = -1;
+	u->turned_on = false;
+	for (waited = 0;; waited += 10) {
+		pid_t r = waitpid(u->guard, &st, WNOHANG);
+
+		if (r == u->guard || (r < 0 && errno != EINTR)) {
+			u->guard = 0;
+			return 0;
+		}
+		if (waited >= wait_ms)
+			return 1; /* it finishes after this process has gone */
+		nanosleep(&tick, NULL);
+	}
 }

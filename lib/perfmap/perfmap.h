@@ -48,6 +48,12 @@ int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int ti
  * map file clrtap created. Stops the watcher.
  */
 int perfmap_use_end(struct perfmap_use *u, struct ipc_error *rerr);
+/*
+ * The same, waiting at most wait_ms: the watcher process does the ending
+ * (a busy target's diagnostics thread can take seconds to answer). Returns
+ * 0 when it finished in time, 1 when it goes on after this process exits.
+ */
+int perfmap_use_end_within(struct perfmap_use *u, int wait_ms, struct ipc_error *rerr);
 /* Marks u unused (before a begin that may not run). */
 void perfmap_use_init(struct perfmap_use *u);
 

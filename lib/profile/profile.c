@@ -363,7 +363,13 @@ int profile_build_ex(struct profile *p, struct sym_proc *sp, profile_comm_fn com
 	for (i = 0; i < p->nstacks; i++) {
 		const struct stack_ent *e = &p->stacks[i];
 
+		if (p->o.stop && *p->o.stop) {
+			if (sum)
+				sum->partial = true;
+			break;
+		}
 		if (sum) {
+			sum->stacks_named = i + 1;
 			if (e->kind == PERF_STACK_CPU)
 				sum->cpu_samples += e->count;
 			else {

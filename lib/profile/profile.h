@@ -18,6 +18,9 @@
 #define CLRTAP_PROFILE_PROFILE_H
 
 #include "common/compat.h"
+
+#include <signal.h>
+
 #include "flame/flame.h"
 #include "ipc/ipc.h"
 #include "perf/perf.h"
@@ -32,6 +35,9 @@ struct profile_opts {
 	bool keep_samples;    /* keep every sample for profile_write_raw */
 	bool cpu_in_ns;       /* on-CPU weight = period ns (for --wall); else 1 per sample */
 	size_t max_stacks;    /* distinct stacks kept (0: 1 << 20); past it -E2BIG */
+	/* When set and it becomes non-zero, profile_build_ex stops naming stacks and
+	 * returns what it has (profile_summary.partial): a signal during processing. */
+	const volatile sig_atomic_t *stop;
 };
 
 int profile_new(struct profile **out, const struct profile_opts *o);
@@ -72,6 +78,8 @@ struct profile_summary {
 	size_t stacks;             /* distinct stacks */
 	bool dropped;              /* distinct-stack cap reached: some samples dropped */
 	uint64_t dropped_samples;
+	bool partial;              /* stopped by opts.stop: only stacks_named of stacks are in */
+	size_t stacks_named;
 };
 
 /*
@@ -214,6 +222,8 @@ struct profile_session_opts {
 	int timeout_ms;                   /* IPC timeout */
 	struct perf_sampler_opts sampler;
 	struct profile_opts profile;
+	bool no_boost;                    /* keep clrtap's priority as it is (perf_prio_raise) */
+	const char *sym_cache_dir;        /* sym_opts.cache_dir: NULL default, "" none */
 };
 
 enum profile_stage { PROFILE_STAGE_NONE = 0, PROFILE_STAGE_SYM, PROFILE_STAGE_PERF, PROFILE_STAGE_EP };
@@ -235,6 +245,7 @@ struct profile_session {
 	bool target_gone;
 	bool stopped;
 	enum profile_stage failed_stage; /* where profile_session_start failed */
+	struct perf_prio prio;           /* clrtap's own priority, raised for the session */
 };
 
 /*
@@ -257,6 +268,12 @@ void profile_session_reset(struct profile_session *s);
 /* Restores the perf map (idempotent); the IPC error if that failed. Not for an
  * EventPipe session (nothing to restore: do not call it). */
 int profile_session_restore(struct profile_session *s, struct ipc_error *rerr);
+/*
+ * Same, waiting at most wait_ms for the target's answer; when it does not
+ * answer in time (a busy target), the restore is handed to the perf-map
+ * watcher, which does it without clrtap waiting: returns 1.
+ */
+int profile_session_restore_within(struct profile_session *s, int wait_ms, struct ipc_error *rerr);
 /* Everything else; restores the perf map if not done yet. */
 void profile_session_close(struct profile_session *s);
 /* A profile_comm_fn over a session (ctx = the session). */

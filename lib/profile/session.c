@@ -55,6 +55,9 @@ int profile_session_start(struct profile_session *s, const struct profile_sessio
 	memset(s, 0, sizeof(*s));
 	s->pid = o->pid;
 	perfmap_use_init(&s->pm);
+	/* Before anything else: a busy target must not starve the tool (see lib/perf/prio.c). */
+	if (!o->no_boost)
+		(void)perf_prio_raise(&s->prio);
 	if (o->target) {
 		s->dotnet = true;
 		s->pm_err = perfmap_use_begin(&s->pm, o->target, o->timeout_ms, &s->pm_rerr);
@@ -70,6 +73,7 @@ int profile_session_start(struct profile_session *s, const struct profile_sessio
 	if (rc)
 		goto fail;
 	so.kernel = !o->sampler.no_kernel;
+	so.cache_dir = o->sym_cache_dir;
 	so.perfmap_tpath = s->dotnet && s->pm.map_tpath[0] ? s->pm.map_tpath : NULL;
 	s->failed_stage = PROFILE_STAGE_SYM;
 	rc = sym_proc_open(&s->sp, o->pid, &so);
@@ -83,6 +87,7 @@ int profile_session_start(struct profile_session *s, const struct profile_sessio
 	return 0;
 fail:
 	profile_session_close(s);
+	perf_prio_restore(&s->prio);
 	return rc;
 }
 
@@ -161,6 +166,13 @@ int profile_session_restore(struct profile_session *s, struct ipc_error *rerr)
 	return perfmap_use_end(&s->pm, rerr);
 }
 
+int profile_session_restore_within(struct profile_session *s, int wait_ms, struct ipc_error *rerr)
+{
+	if (!s->pm.turned_on && s->pm.guard_fd < 0 && s->pm.lease_fd < 0)
+		return 0;
+	return perfmap_use_end_within(&s->pm, wait_ms, rerr);
+}
+
 void profile_session_close(struct profile_session *s)
 {
 	struct ipc_error rerr;
@@ -182,6 +194,11 @@ void profile_session_close(struct profile_session *s)
 	s->sp = NULL;
 	profile_free(s->prof);
 	s->prof = NULL;
+	/*
+	 * The raised priority is kept: the commands exit right after, and the
+	 * freeing and the exit itself would otherwise wait behind the target's
+	 * threads (seconds at 500 busy threads). It ends with the process.
+	 */
 }
 
 const char *profile_session_comm(void *ctx, uint32_t tid)

@@ -21,6 +21,7 @@
 #include "common/strparse.h"
 #include "pe/pe.h"
 #include "proc/proc.h"
+#include "sym/sym_cache.h"
 #include "sym/sym_internal.h"
 
 enum map_type {
@@ -43,6 +44,7 @@ struct image {
 	struct sym_elf elf;
 	struct pe_file *pe;
 	bool pe_r2r;
+	struct sym_img *cimg; /* set: lookups use it (sym_cache.c), elf and pe are unused */
 };
 
 struct map {
@@ -192,6 +194,83 @@ static int target_open(void *ctx, const char *path, int *fd)
 	return proc_target_file_open(sp->pid, path, 0, fd, NULL);
 }
 
+/*
+ * The image's table through the symbol cache (sym_cache.h): its bytes are
+ * read once into a copy, hashed, and the table comes from this process's
+ * set, the cache directory, or is built from that same copy and stored.
+ * False when the image must be loaded the ordinary way: unreadable, not an
+ * R2R or ELF image, or an R2R image whose names need other files.
+ */
+static bool image_load_cached(struct sym_proc *sp, struct image *im)
+{
+	struct sym_img *ci = NULL;
+	uint8_t *buf, key[32];
+	uint32_t kind;
+	size_t len;
+	int rc;
+
+	if (sym_read_copy(im->hpath, &buf, &len))
+		return false;
+	if (len >= 4 && !memcmp(buf, "\177ELF", 4))
+		kind = SYM_IMG_ELF;
+	else if (len >= 2 && buf[0] == 'M' && buf[1] == 'Z')
+		kind = SYM_IMG_R2R;
+	else
+		goto miss;
+	sym_sha256(buf, len, key);
+	ci = sym_img_get(sp->opts.cache_dir, kind, key);
+	if (!ci && kind == SYM_IMG_R2R) {
+		struct pe_file *pf;
+
+		if (pe_file_open_mem(buf, len, NULL, &pf))
+			goto miss;
+		rc = sym_img_from_pe(&ci, pf);
+		pe_file_close(pf);
+		if (rc) {
+			ct_debug("sym: %s: not cached (%s)", im->tpath, strerror(-rc));
+			goto miss;
+		}
+		memcpy(ci->key, key, 32);
+		ci = sym_img_put_new(sp->opts.cache_dir, ci);
+	} else if (!ci) {
+		struct sym_arena ar = { .max = SYM_ARENA_MAX_BYTES };
+		struct sym_elf e;
+		char path[64];
+		int mfd = memfd_create("clrtap-elf", MFD_CLOEXEC);
+
+		if (mfd < 0 || ct_write_all(mfd, buf, len)) {
+			if (mfd >= 0)
+				close(mfd);
+			goto miss;
+		}
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", mfd);
+		/* lint-ok: target path: a private copy of the image; debug files go through lib/proc */
+		rc = sym_elf_load(&e, path, sp->root, im->tpath, &ar);
+		close(mfd);
+		if (!rc) {
+			rc = sym_img_from_elf(&ci, &e);
+			sym_elf_free(&e);
+		}
+		sym_arena_free(&ar);
+		if (rc)
+			goto miss;
+		memcpy(ci->key, key, 32);
+		/* Names from a separate debug file depend on more than these bytes: kept private. */
+		if (!(ci->flags & SYM_IMG_FROM_DEBUG))
+			ci = sym_img_put_new(sp->opts.cache_dir, ci);
+	}
+	free(buf);
+	im->cimg = ci;
+	im->kind = kind == SYM_IMG_ELF ? IMG_ELF : IMG_PE;
+	im->pe_r2r = kind == SYM_IMG_R2R;
+	ct_debug("sym: %s: %zu entries (%s)", im->tpath, ci->n,
+		 ci->from_disk ? "symbol cache" : "loaded");
+	return true;
+miss:
+	free(buf);
+	return false;
+}
+
 static void image_load(struct sym_proc *sp, struct image *im)
 {
 	unsigned char magic[4] = { 0 };
@@ -199,6 +278,8 @@ static void image_load(struct sym_proc *sp, struct image *im)
 	int fd, err;
 
 	im->kind = IMG_NONE;
+	if (image_load_cached(sp, im))
+		return;
 	/* lint-ok: target path: map_files (the mapped inode), or not root (see image_get) */
 	fd = open(im->hpath, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -682,6 +763,8 @@ int sym_proc_open(struct sym_proc **out, pid_t pid, const struct sym_opts *o)
 		sp->opts = *o;
 	sp->opts.perfmap_path = NULL; /* not kept: copied below */
 	sp->opts.perfmap_tpath = NULL;
+	if (o && o->cache_dir)
+		sp->opts.cache_dir = sym_arena_strndup(&sp->arena, o->cache_dir, strlen(o->cache_dir));
 	snprintf(sp->root, sizeof(sp->root), "/proc/%d/root", (int)pid);
 	strbuf_init(&sp->maps_text, SYM_MAPS_MAX_BYTES);
 	sp->gen = 1;
@@ -742,6 +825,7 @@ void sym_proc_close(struct sym_proc *sp)
 		next = im->next;
 		sym_elf_free(&im->elf);
 		pe_file_close(im->pe);
+		sym_img_release(im->cimg);
 		free(im->tpath);
 		free(im->hpath);
 		free(im);
@@ -831,6 +915,39 @@ static int lookup_kernel(struct sym_proc *sp, uint64_t addr, struct sym_frame *o
 	return 0;
 }
 
+/* lookup_image over a table from the symbol cache: the same answers. */
+static int lookup_cimg(const struct image *im, uint64_t addr, uint64_t off, struct sym_frame *out)
+{
+	const struct sym_img *ci = im->cimg;
+	const struct sym_img_ent *e;
+	uint64_t va;
+
+	if (ci->kind == SYM_IMG_ELF) {
+		out->kind = SYM_NATIVE;
+		if (!sym_img_off_to_vaddr(ci, off, &va))
+			return -ENOENT;
+		out->elf_path = im->hpath;
+		out->elf_vaddr = va;
+		e = sym_img_find(ci, va);
+		if (!e)
+			return -ENOENT;
+		out->name = sym_img_str(ci, e->name);
+		out->start = addr - (va - e->start);
+		out->offset = va - e->start;
+		return 0;
+	}
+	out->kind = SYM_R2R;
+	e = sym_img_find(ci, off);
+	if (!e)
+		return -ENOENT;
+	out->name = sym_img_str(ci, e->name);
+	out->sig = sym_img_str(ci, e->sig);
+	out->tier = "PreJIT";
+	out->start = addr - (off - e->start);
+	out->offset = off - e->start;
+	return 0;
+}
+
 static int lookup_image(struct sym_proc *sp, const struct map *m, uint64_t addr,
 			struct sym_frame *out)
 {
@@ -840,6 +957,8 @@ static int lookup_image(struct sym_proc *sp, const struct map *m, uint64_t addr,
 	if (im->kind == IMG_UNTRIED)
 		image_load(sp, im);
 	out->module = im->base;
+	if (im->cimg)
+		return lookup_cimg(im, addr, off, out);
 	if (im->kind == IMG_ELF) {
 		const struct sym_entry *e;
 		uint64_t va;

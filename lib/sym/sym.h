@@ -61,6 +61,8 @@ struct sym_opts {
 	const char *perfmap_tpath;
 	/* Added: entries in the per-address result cache (0: 16384; rounded to a power of 2). */
 	uint32_t cache_slots;
+	/* Added: the symbol cache directory (sym_cache.h): NULL /var/cache/clrtap, "" none. */
+	const char *cache_dir;
 };
 
 /* Opens the symbol state of pid (as seen from here). Reads /proc/PID/maps. */

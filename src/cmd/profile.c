@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "common/io.h"
+#include "common/log.h"
 #include "flame/flame.h"
 #include "profile/bundle.h"
 #include "profile/profile.h"
@@ -26,6 +27,7 @@ struct prof_args {
 	int hz, seconds;
 	const char *out, *bundle, *engine;
 	bool off_cpu, wall, threads, no_kernel, quiet;
+	bool early; /* a signal stopped the recording */
 };
 
 static void timestamp(char *buf, size_t len)
@@ -193,6 +195,35 @@ static void print_ep_summary(struct profile_session *s, const struct profile_sum
 	printf("kernel stacks: no (EventPipe sees managed frames only)\n");
 }
 
+/* How the samples were taken and at what priority clrtap ran (issue 16). */
+static const char *mode_text(enum perf_sampler_mode m)
+{
+	switch (m) {
+	case PERF_SAMPLER_CGROUP: return "per CPU in the target's cgroup, filtered by pid";
+	case PERF_SAMPLER_CPU: return "per CPU system-wide, filtered by pid";
+	default: return "per thread and CPU";
+	}
+}
+
+static void print_engine(const struct prof_args *a, const struct profile_session *s,
+			 const struct perf_sampler_stats *st)
+{
+	char prio[160];
+
+	printf("events: %u", st->events);
+	if (!a->off_cpu)
+		printf("; on-CPU %s", mode_text(st->mode));
+	if (a->off_cpu || a->wall)
+		printf("; off-CPU %s", mode_text(st->offcpu_mode));
+	if (st->cgroup[0])
+		printf("; cgroup %s", st->cgroup);
+	if (st->mode != PERF_SAMPLER_THREAD || st->offcpu_mode != PERF_SAMPLER_THREAD)
+		printf("; %llu records of other processes dropped", (unsigned long long)st->other);
+	printf("\n");
+	perf_prio_describe(&s->prio, prio, sizeof(prio));
+	printf("clrtap priority: %s\n", prio);
+}
+
 static void print_summary(const struct prof_args *a, struct profile_session *s,
 			  const struct flame *f, const struct flame *topf,
 			  const struct profile_summary *sum, const char *what, const char *where,
@@ -207,7 +238,7 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 	printf("%s: %s\n", what, where);
 	printf("%s\n", engine_line);
 	printf("duration: %.1f s%s\n", secs,
-	       s->target_gone ? " (the process exited)" : cli_stop_requested ? " (stopped early)" : "");
+	       s->target_gone ? " (the process exited)" : a->early ? " (stopped early)" : "");
 	if (s->ep) {
 		print_ep_summary(s, sum);
 		goto top;
@@ -222,6 +253,10 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 	printf("lost samples: %llu%s\n", (unsigned long long)st.lost,
 	       st.throttled ? " (the kernel throttled sampling: see perf_event_max_sample_rate)"
 			    : "");
+	if (sum->partial)
+		printf("partial: stopped by a signal while processing: %zu of %zu distinct stacks "
+		       "named and written\n",
+		       sum->stacks_named, sum->stacks);
 	if (sum->dropped)
 		printf("dropped: %llu samples past the distinct-stack cap\n",
 		       (unsigned long long)sum->dropped_samples);
@@ -237,6 +272,7 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 		       sum->frames ? 100.0 * (double)sum->addr_named / (double)sum->frames : 0.0,
 		       sum->leaves ? 100.0 * (double)sum->addr_named_leaves / (double)sum->leaves : 0.0);
 	printf("kernel stacks: %s\n", st.kernel ? "yes" : "no (not permitted)");
+	print_engine(a, s, &st);
 	if (!s->dotnet)
 		printf("managed frames: none (not a .NET process)\n");
 	else if (s->pm_err)
@@ -288,12 +324,14 @@ int cmd_profile(int argc, char **argv)
 	struct flame_opts fo = { 0 };
 	enum profile_engine engine = PROFILE_ENGINE_AUTO;
 	unsigned ep_samples;
+	struct perf_prio prio;
 	struct proc_target t;
 	struct ipc_error rerr;
 	struct flame *f = NULL, *uf = NULL;
 	char defpath[128], bdir[PROC_PATH_MAX * 2], title[160];
 	const char *out;
-	uint64_t deadline, t_stop = 0, t_done = 0;
+	uint64_t deadline, t_begin, t_stop = 0, t_done = 0;
+	bool handed_off = false;
 	int first, code, rc, fmt;
 	bool dotnet, no_access = false;
 
@@ -342,6 +380,9 @@ int cmd_profile(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "cannot tell the format of '%s': use .folded, .html, .svg, "
 					     ".speedscope.json or .pb.gz",
 				 out);
+	/* Raised before anything that waits on the target (see lib/perf/prio.c). */
+	(void)perf_prio_raise(&prio);
+	t_begin = perf_now_ns();
 	code = resolve(&a, &t, &dotnet, &no_access);
 	if (code)
 		return code;
@@ -366,10 +407,14 @@ int cmd_profile(int argc, char **argv)
 	ep_samples = a.off_cpu ? PROFILE_EP_EXTERNAL :
 		     a.wall ? PROFILE_EP_MANAGED | PROFILE_EP_EXTERNAL : PROFILE_EP_MANAGED;
 	so.ep_samples = ep_samples;
+	so.profile.stop = &cli_stop_requested; /* a second signal, during processing */
+	so.no_boost = true; /* raised above */
+	so.sym_cache_dir = getenv("CLRTAP_CACHE_DIR"); /* tests and benchmarks; "" for none */
 
 	cli_catch_stop_signals();
 
 	rc = profile_session_start_engine(&s, &so, &ch);
+	s.prio = prio;
 	if (rc) {
 		if (ch.perf_err || ch.ep_err) {
 			if (no_access && ch.ep_err == -ENOENT)
@@ -412,6 +457,8 @@ int cmd_profile(int argc, char **argv)
 		fprintf(stderr, "clrtap: sampling pid %d for %d s (Ctrl-C to stop)\n", (int)so.pid,
 			a.seconds);
 
+	ct_debug("profile: setup (target, perf map, events, symbols) %.0f ms",
+		 (double)(s.start_ns - t_begin) / 1e6);
 	deadline = s.start_ns + (uint64_t)a.seconds * 1000000000ull;
 	while (!cli_stop_requested && perf_now_ns() < deadline) {
 		uint64_t left = (deadline - perf_now_ns()) / 1000000ull;
@@ -425,6 +472,9 @@ int cmd_profile(int argc, char **argv)
 		}
 	}
 	t_stop = perf_now_ns();
+	/* The signal that ended the recording is spent: another one stops the processing. */
+	a.early = cli_stop_requested;
+	cli_stop_requested = 0;
 	rc = profile_session_stop(&s);
 	if (rc < 0) {
 		code = cli_error(cli_exit_for(rc), "sampling failed: %s", strerror(-rc));
@@ -437,11 +487,6 @@ int cmd_profile(int argc, char **argv)
 		code = cli_error(cli_exit_for(rc), "cannot build the profile: %s", strerror(-rc));
 		goto out;
 	}
-	rc = s.ep ? 0 : profile_session_restore(&s, &rerr);
-	if (rc && !s.target_gone)
-		cli_warn("could not turn the perf map back off (%s): run 'clrtap perfmap -p %d off'",
-			 strerror(-rc), (int)so.pid);
-
 	if (s.ep) {
 		struct profile_ep_stats es;
 
@@ -473,13 +518,23 @@ int cmd_profile(int argc, char **argv)
 	code = write_flame(f, out, (enum flame_format)fmt, &fo);
 	if (code)
 		goto out;
-	if (a.bundle) {
+	if (a.bundle && !sum.partial) {
 		code = write_bundle(&s, f, &fo, a.bundle, so.pid, bdir, sizeof(bdir));
 		if (code)
 			goto out;
 	}
 	t_done = perf_now_ns();
-	if ((a.off_cpu || a.wall) && !s.ep && flame_new(&uf) == 0 &&
+	/* Teardown after the result is written: the target's diagnostics thread may be slow to
+	 * answer when the target is busy. */
+	rc = profile_session_restore_within(&s, 200, &rerr);
+	ct_debug("profile: perf map %s %.0f ms after the result",
+		 rc == 1 ? "left to the watcher" : "restored", (double)(perf_now_ns() - t_done) / 1e6);
+	if (rc == 1)
+		handed_off = true;
+	else if (rc && !s.target_gone)
+		cli_warn("could not turn the perf map back off (%s): run 'clrtap perfmap -p %d off'",
+			 strerror(-rc), (int)so.pid);
+	if ((a.off_cpu || a.wall) && !s.ep && !sum.partial && flame_new(&uf) == 0 &&
 	    profile_session_build_ex(&s, uf, NULL,
 				     PROFILE_BUILD_NO_KERNEL | PROFILE_BUILD_TO_MANAGED) != 0) {
 		flame_free(uf);
@@ -488,9 +543,11 @@ int cmd_profile(int argc, char **argv)
 	print_summary(&a, &s, f, uf ? uf : f, &sum, "wrote", out, engine_line);
 	printf("processing: %.0f ms (symbols, aggregation, output)\n",
 	       (double)(t_done - t_stop) / 1e6);
-	if (a.bundle)
+	if (a.bundle && !sum.partial)
 		printf("bundle: %s\n", bdir);
-	code = EXIT_OK;
+	if (handed_off)
+		printf("perf map: the target did not answer within 200 ms; the watcher turns it off\n");
+	code = sum.partial ? EXIT_PARTIAL : EXIT_OK;
 out:
 	flame_free(f);
 	flame_free(uf);

@@ -401,7 +401,7 @@ static void say_unseen(enum probe_mech_kind k, const struct probe_mech *m)
 
 /* --via rejit: the same request through `clrtap agent probe`. */
 static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern, bool count,
-			   int duration)
+			   int64_t duration_ms)
 {
 	char pid[16], secs[16];
 	char *av[12];
@@ -421,8 +421,9 @@ static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern
 	}
 	if (!count)
 		av[ac++] = "--args";
-	if (duration > 0) {
-		snprintf(secs, sizeof(secs), "%d", duration);
+	if (duration_ms > 0) {
+		/* agent takes whole seconds */
+		snprintf(secs, sizeof(secs), "%d", (int)((duration_ms + 999) / 1000));
 		av[ac++] = "--seconds";
 		av[ac++] = secs;
 	}
@@ -437,7 +438,8 @@ int cmd_probe(int argc, char **argv)
 	bool list = false, args = false, ret = false, latency = false, stack = false,
 	     count = false, no_wait = false;
 	const char *emit = NULL, *hist = NULL, *via = NULL;
-	int duration = 0, strlen_max = 64;
+	int strlen_max = 64;
+	int64_t duration_ms = 0; /* 0: until Ctrl-C */
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 'l', "list", CLI_OPT_BOOL, &list, NULL,
@@ -451,7 +453,7 @@ int cmd_probe(int argc, char **argv)
 		{ 'c', "count", CLI_OPT_BOOL, &count, NULL, "only count calls (summary at exit)" },
 		{ 0, "hist", CLI_OPT_STRING, &hist, "ARG|latency",
 		  "histogram of an integer argument (name or index) or of latency, at exit" },
-		{ 'd', "duration", CLI_OPT_INT, &duration, "SECONDS", "stop after SECONDS" },
+		{ 'd', "duration", CLI_OPT_DURATION, &duration_ms, "SECONDS", "stop after SECONDS (a fraction is fine; default, or 0: Ctrl-C)" },
 		{ 0, "strlen", CLI_OPT_INT, &strlen_max, "N", "characters of a string shown (64)" },
 		{ 0, "no-wait", CLI_OPT_BOOL, &no_wait, NULL,
 		  "fail instead of waiting when the method has no code yet" },
@@ -488,7 +490,7 @@ int cmd_probe(int argc, char **argv)
 	if (via && strcmp(via, "rejit") && strcmp(via, "native"))
 		return cli_error(EXIT_USAGE, "--via takes rejit or native, not '%s'", via);
 	if (via && !strcmp(via, "rejit"))
-		return probe_via_rejit(&to, pattern, count, duration);
+		return probe_via_rejit(&to, pattern, count, duration_ms);
 	if (emit && strcmp(emit, "perf") && strcmp(emit, "bpftrace"))
 		return cli_error(EXIT_USAGE, "--emit takes perf or bpftrace, not '%s'", emit);
 	if (emit)
@@ -499,8 +501,6 @@ int cmd_probe(int argc, char **argv)
 		pattern = "*";
 	if (strlen_max < 1 || strlen_max > 1000000)
 		return cli_error(EXIT_USAGE, "--strlen must be 1..1000000");
-	if (duration < 0)
-		return cli_error(EXIT_USAGE, "--duration must be >= 0");
 	perfmap_use_init(&pmu);
 	code = cli_resolve_target(&to, &t, &ep);
 	if (code)
@@ -707,8 +707,8 @@ int cmd_probe(int argc, char **argv)
 		}
 		report_inlining(inl);
 		clock_gettime(CLOCK_MONOTONIC, &tn);
-		if (duration && (tn.tv_sec - t0.tv_sec) * 1000 + (tn.tv_nsec - t0.tv_nsec) / 1000000 >=
-					(long)duration * 1000)
+		if (duration_ms && (int64_t)(tn.tv_sec - t0.tv_sec) * 1000 +
+					   (tn.tv_nsec - t0.tv_nsec) / 1000000 >= duration_ms)
 			break;
 	}
 	probe_session_flush(sess);

@@ -24,7 +24,8 @@
 
 struct prof_args {
 	struct cli_target_opts to;
-	int hz, seconds;
+	int hz;
+	int64_t duration_ms; /* 0: until Ctrl-C */
 	const char *out, *bundle, *engine;
 	bool off_cpu, wall, threads, no_kernel, quiet;
 	bool early; /* a signal stopped the recording */
@@ -297,11 +298,11 @@ top:
 
 int cmd_profile(int argc, char **argv)
 {
-	struct prof_args a = { .hz = -1, .seconds = 10 };
+	struct prof_args a = { .hz = -1, .duration_ms = 10000 };
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&a.to),
 		{ 'F', "frequency", CLI_OPT_INT, &a.hz, "HZ", "samples per second per thread (default 99, max 10000; perf engine only)" },
-		{ 'd', "duration", CLI_OPT_INT, &a.seconds, "SEC", "how long to sample (default 10; Ctrl-C stops early)" },
+		{ 'd', "duration", CLI_OPT_DURATION, &a.duration_ms, "SEC", "how long to sample (default 10; 0: until Ctrl-C, which also stops early)" },
 		{ 'o', "output", CLI_OPT_STRING, &a.out, "FILE",
 		  "output; format from the name: .folded .html .svg .speedscope.json .pb.gz "
 		  "(default profile-PID-TIMESTAMP.html)" },
@@ -361,8 +362,6 @@ int cmd_profile(int argc, char **argv)
 		a.hz = 99;
 	if (a.hz < 1 || a.hz > 10000)
 		return cli_error(EXIT_USAGE, "-F must be 1..10000");
-	if (a.seconds < 1 || a.seconds > 86400)
-		return cli_error(EXIT_USAGE, "-d must be 1..86400 seconds");
 	if (a.off_cpu && a.wall)
 		return cli_error(EXIT_USAGE, "give --off-cpu or --wall, not both");
 	if (a.off_cpu && a.no_kernel)
@@ -454,12 +453,12 @@ int cmd_profile(int argc, char **argv)
 				 "CAP_PERFMON): sampling user stacks only");
 	}
 	if (isatty(STDERR_FILENO))
-		fprintf(stderr, "clrtap: sampling pid %d for %d s (Ctrl-C to stop)\n", (int)so.pid,
-			a.seconds);
+		fprintf(stderr, "clrtap: sampling pid %d for %.3g s (Ctrl-C to stop)\n", (int)so.pid,
+			(double)a.duration_ms / 1e3);
 
 	ct_debug("profile: setup (target, perf map, events, symbols) %.0f ms",
 		 (double)(s.start_ns - t_begin) / 1e6);
-	deadline = s.start_ns + (uint64_t)a.seconds * 1000000000ull;
+	deadline = a.duration_ms ? s.start_ns + (uint64_t)a.duration_ms * 1000000ull : UINT64_MAX;
 	while (!cli_stop_requested && perf_now_ns() < deadline) {
 		uint64_t left = (deadline - perf_now_ns()) / 1000000ull;
 

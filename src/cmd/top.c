@@ -115,7 +115,8 @@ static void show(struct profile_session *s, pid_t pid, int lines, bool tty, bool
 int cmd_top(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
-	int hz = -1, seconds = 0, iterations = 0, lines = 20;
+	int hz = -1, iterations = 0, lines = 20;
+	int64_t duration_ms = 0; /* 0: until Ctrl-C */
 	bool kernel = false;
 	const char *engine_s = NULL;
 	enum profile_engine engine = PROFILE_ENGINE_AUTO;
@@ -124,7 +125,7 @@ int cmd_top(int argc, char **argv)
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 'F', "frequency", CLI_OPT_INT, &hz, "HZ", "samples per second per thread (default 99)" },
-		{ 'd', "duration", CLI_OPT_INT, &seconds, "SEC", "stop after SEC seconds (default: Ctrl-C)" },
+		{ 'd', "duration", CLI_OPT_DURATION, &duration_ms, "SEC", "stop after SEC seconds (default, or 0: Ctrl-C)" },
 		{ 'i', "iterations", CLI_OPT_INT, &iterations, "N", "stop after N refreshes" },
 		{ 0, "lines", CLI_OPT_INT, &lines, "N", "frames shown (default 20)" },
 		{ 0, "kernel", CLI_OPT_BOOL, &kernel, NULL, "rank kernel frames too (default: user frames)" },
@@ -177,8 +178,8 @@ int cmd_top(int argc, char **argv)
 		hz = 99;
 	if (hz < 1 || hz > 10000)
 		return cli_error(EXIT_USAGE, "-F must be 1..10000");
-	if (seconds < 0 || iterations < 0 || lines < 1)
-		return cli_error(EXIT_USAGE, "-d, -i and --lines must be positive");
+	if (iterations < 0 || lines < 1)
+		return cli_error(EXIT_USAGE, "-i and --lines must be positive");
 	code = resolve(&to, &t, &dotnet, engine, &no_access);
 	if (code)
 		return code;
@@ -228,7 +229,7 @@ int cmd_top(int argc, char **argv)
 				 "CAP_PERFMON): sampling user stacks only");
 	}
 	next = s.start_ns + 1000000000ull;
-	deadline = seconds ? s.start_ns + (uint64_t)seconds * 1000000000ull : UINT64_MAX;
+	deadline = duration_ms ? s.start_ns + (uint64_t)duration_ms * 1000000ull : UINT64_MAX;
 	code = EXIT_OK;
 	while (!cli_stop_requested) {
 		uint64_t now = perf_now_ns();

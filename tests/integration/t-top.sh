@@ -23,6 +23,17 @@ expect_exit "top -n 2 (a count, with -p)" 0 "$CLRTAP" top -p "$FIX_PID" -n 2
 equals "-n 2: two refreshes" "$(echo "$OUT" | grep -c '^clrtap top - pid ')" 2
 expect_exit "top -d 2" 0 "$CLRTAP" top -p "$FIX_PID" -d 2
 equals "-d 2: two refreshes" "$(echo "$OUT" | grep -c '^clrtap top - pid ')" 2
+# The one -d rule: a fraction is fine, -d 0 is "until Ctrl-C".
+expect_exit "top -d 1.5" 0 "$CLRTAP" top -p "$FIX_PID" -d 1.5
+equals "-d 1.5: a refresh at 1 s and the last one at 1.5 s" "$(echo "$OUT" | grep -c '^clrtap top - pid ')" 2
+"$CLRTAP" top -p "$FIX_PID" -d 0 >"$WORK/top0.out" 2>&1 &
+TOP0=$!
+sleep 2.5
+kill -INT "$TOP0"
+wait "$TOP0"
+equals "-d 0 runs until Ctrl-C, then exits 0" "$?" 0
+check "-d 0: refreshed until Ctrl-C" test "$(grep -c '^clrtap top - pid ' "$WORK/top0.out")" -ge 2
+expect_exit "top -d 1.5x is a usage error" 2 "$CLRTAP" top -p "$FIX_PID" -d 1.5x
 ST=$("$CLRTAP" perfmap -p "$FIX_PID" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["perfmap"])')
 equals "perf map off after top" "$ST" off
 stop_fixture "$FIX_PID"

@@ -191,8 +191,9 @@ static void text_exc_type(const struct ts_result *r, const struct ts_exc_type *t
 		(void)strbuf_addstr(sb, "           thrown in ");
 		add_clean(sb, throw_site_at(sites[k], &first));
 		(void)strbuf_addf(sb, " (%" PRIu64 " thrown here)\n", site_count[k]);
-		add_frames(sb, sites[k]->frames + first, sites[k]->nframes - first,
-			   EXC_FRAMES_SHOWN, "             ");
+		if (sites[k]->nframes > first) /* frames is NULL for a stackless throw */
+			add_frames(sb, sites[k]->frames + first, sites[k]->nframes - first,
+				   EXC_FRAMES_SHOWN, "             ");
 	}
 	if (more_sites)
 		(void)strbuf_addf(sb, "           (%zu more throw sites)\n", more_sites);

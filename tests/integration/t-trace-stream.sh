@@ -103,9 +103,12 @@ unfake
 fake_ns() {
 	local mode=$1 i
 	local out="$WORK/fakens-$mode-$RANDOM.out"
+	# The tools directory is bound on /mnt first: a checkout under /tmp would
+	# be hidden by the private /tmp (as tests/tools/contain.sh does).
 	unshare --pid --mount --fork --mount-proc --kill-child \
-		sh -c 'mount -t tmpfs -o mode=1777 clrtap-private-tmp /tmp && exec "$0" "$1"' \
-		"$TOOLS/fakeds" "$mode" >"$out" 2>&1 &
+		sh -c 'mount --bind "$0" /mnt && mount -t tmpfs -o mode=1777 clrtap-private-tmp /tmp &&
+			exec /mnt/fakeds "$1"' \
+		"$TOOLS" "$mode" >"$out" 2>&1 &
 	FAKE_NS_PARENT=$!
 	KILL_PIDS+=("$FAKE_NS_PARENT")
 	wait_for_line "$out" '^READY' 10 "$FAKE_NS_PARENT"

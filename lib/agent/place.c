@@ -3,10 +3,10 @@
  * place.c - putting the profiler library inside the target's filesystem.
  *
  * The target (often a container clrtap does not trust) controls every path
- * under /proc/PID/root. Nothing here follows a symlink it made: the temp
- * directory is opened with openat2(RESOLVE_IN_ROOT|RESOLVE_NO_SYMLINKS)
- * relative to /proc/PID/root (or, without openat2, one O_NOFOLLOW component
- * at a time), and files are created O_EXCL|O_NOFOLLOW in that directory.
+ * under /proc/PID/root. The temp directory is opened inside the target's
+ * root with lib/proc's one way to reach a target's files (proc_tdir_open:
+ * no link leads out of it), and files are created O_EXCL|O_NOFOLLOW in that
+ * directory.
  * The file name carries a hash of the library's bytes, so a build never
  * replaces another: the runtime may have an older one mapped, and writing
  * over a mapped library crashes the target (dotnet/runtime#80683).
@@ -14,7 +14,6 @@
 #include "common/compat.h"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -28,50 +27,6 @@
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
 #endif
-
-static int open_dir_nofollow(int rootfd, const char *path)
-{
-#ifdef SYS_openat2
-	struct open_how how = {
-		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-
-	if (fd >= 0)
-		return (int)fd;
-	if (errno != ENOSYS && errno != EPERM)
-		return -errno;
-#endif
-	/* No openat2: walk the components, refusing symlinks and "..". */
-	{
-		char buf[PROC_PATH_MAX], *save = NULL, *comp;
-		int cur = dup(rootfd);
-
-		if (cur < 0)
-			return -errno;
-		if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
-			close(cur);
-			return -ENAMETOOLONG;
-		}
-		for (comp = strtok_r(buf, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
-			int next;
-
-			if (!strcmp(comp, "."))
-				continue;
-			if (!strcmp(comp, "..")) {
-				close(cur);
-				return -EACCES;
-			}
-			next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			close(cur);
-			if (next < 0)
-				return -errno;
-			cur = next;
-		}
-		return cur;
-	}
-}
 
 static uint64_t fnv1a(const char *p, size_t n)
 {
@@ -156,7 +111,7 @@ int agent_place(const struct proc_target *t, const char *src, enum agent_libc l,
 		char *target_path, size_t len, bool *reused)
 {
 	struct strbuf lib = STRBUF_INIT_MAX(LIB_MAX);
-	char root[64], name[96], tmp[128], dir[PROC_PATH_MAX];
+	char name[96], tmp[128], dir[PROC_PATH_MAX];
 	int rootfd = -1, dirfd = -1, err;
 	size_t dl;
 
@@ -179,17 +134,12 @@ int agent_place(const struct proc_target *t, const char *src, enum agent_libc l,
 	snprintf(name, sizeof(name), "clrtap-profiler-%016" PRIx64 "-%s.so",
 		 fnv1a(lib.buf, lib.len), agent_libc_name(l));
 	snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", name, (int)getpid());
-	snprintf(root, sizeof(root), "/proc/%d/root", (int)t->pid);
-	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0) {
-		err = -errno;
+	err = proc_root_open(t->pid, &rootfd);
+	if (err)
 		goto out;
-	}
-	dirfd = open_dir_nofollow(rootfd, dir);
-	if (dirfd < 0) {
-		err = dirfd;
+	err = proc_tdir_open(rootfd, dir, &dirfd);
+	if (err)
 		goto out;
-	}
 	if (snprintf(target_path, len, "%s/%s", strcmp(dir, "/") ? dir : "", name) >= (int)len) {
 		err = -ENAMETOOLONG;
 		goto out;

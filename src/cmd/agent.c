@@ -326,6 +326,8 @@ static int run_event(void *ctx, const struct agent_event *ev)
 		} else if (!r->json && !agent_call_format(ev, NULL, line, sizeof(line))) {
 			printf("call #%u %s  %" PRIu64 " ns\n", ev->probe, cli_safe(line), ev->latency_ns);
 		}
+		if (!r->json)
+			fflush(stdout); /* live: each call as it is seen, as probe does */
 		break;
 	}
 	case PRF_EV_PROBE_COUNT:

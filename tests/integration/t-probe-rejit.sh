@@ -206,6 +206,10 @@ for round in 1 2; do
 	for ((i = 1; i <= round * 3; i++)); do
 		curl -sf "http://127.0.0.1:$PORT/api/fibonacci?pos=$i" >/dev/null
 	done
+	# The runtime flushes the session's buffers on its own timer: wait for the
+	# last call's record (at most 10 s), then a second for the profiler's next
+	# status event, which carries the counts.
+	wait_for_line "$WORK/rw$round.out" "^call .*, $((round * 3))\\) -> " 10 "$RUN" || true
 	sleep 1
 	kill -INT "$RUN"
 	wait "$RUN"

@@ -87,7 +87,7 @@ int analyze_stack_groups(struct an_session *s, struct an_stack_group *g, size_t 
 enum an_mem_kind {
 	AN_MEM_GC_HEAP,    /* anonymous memory inside a reservation of >= 4 GiB (the GC's regions) */
 	AN_MEM_CODE_HEAPS, /* the runtime's double-mapped executable memory (JIT code, stubs) */
-	AN_MEM_NATIVE,     /* [heap] and malloc arenas (64 MiB aligned reservations) */
+	AN_MEM_NATIVE,     /* [heap] and malloc arenas (MAP_NORESERVE mappings) */
 	AN_MEM_STACKS,     /* [stack] and anonymous mappings right above a guard page */
 	AN_MEM_IMAGES,     /* file-backed mappings: the runtime, libraries, assemblies */
 	AN_MEM_OTHER_ANON, /* other anonymous memory: large mallocs, runtime bookkeeping */

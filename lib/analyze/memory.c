@@ -8,7 +8,8 @@
  * Every mapping's Rss goes into exactly one kind, so the kinds add up to the
  * smaps total. Which anonymous memory is the GC heap is inferred from the
  * layout: the GC reserves one range of many GiB up front and commits
- * regions inside it; glibc malloc arenas are 64 MiB-aligned reservations;
+ * regions inside it; glibc malloc arenas are reserved MAP_NORESERVE
+ * (VmFlags "nr");
  * thread stacks sit right above a small PROT_NONE guard page.
  */
 #include "common/compat.h"
@@ -23,7 +24,6 @@
 #include "proc/proc.h"
 
 #define GC_RESERVE_MIN (4ull << 30)
-#define ARENA (64ull << 20)
 #define GUARD_MAX (64ull << 10)
 #define MAX_VMAS (1u << 20)
 
@@ -33,6 +33,7 @@ struct vma {
 	uint64_t start, end, rss_kb;
 	uint8_t path;
 	bool none; /* ---p */
+	bool nr;   /* VmFlags nr: mapped MAP_NORESERVE (glibc malloc arenas) */
 	uint32_t run; /* index of its first vma in a contiguous anonymous run */
 };
 
@@ -118,8 +119,6 @@ static bool parse_header(const char *l, const char *end, struct vma *v)
 
 static enum an_mem_kind classify(const struct vma *v, size_t i, const uint64_t *run_size)
 {
-	const struct vma *r = v - (i - v->run);
-
 	switch (v->path) {
 	case P_HEAP: return AN_MEM_NATIVE;
 	case P_STACK: return AN_MEM_STACKS;
@@ -131,7 +130,7 @@ static enum an_mem_kind classify(const struct vma *v, size_t i, const uint64_t *
 	}
 	if (run_size[v->run] >= GC_RESERVE_MIN)
 		return AN_MEM_GC_HEAP;
-	if (!(r->start % ARENA) && run_size[v->run] % ARENA == 0)
+	if (v->nr)
 		return AN_MEM_NATIVE;
 	if (!v->none && i > v->run && v[-1].none && v[-1].end - v[-1].start <= GUARD_MAX)
 		return AN_MEM_STACKS;
@@ -181,6 +180,12 @@ void analyze_memory_parse(const char *text, size_t len, struct an_memory *m)
 			while (q < le && isdigit((unsigned char)*q) && kb < (1ull << 50))
 				kb = kb * 10 + (uint64_t)(*q++ - '0');
 			v[n - 1].rss_kb = kb;
+		} else if (n && (size_t)(le - p) > 8 && !memcmp(p, "VmFlags:", 8)) {
+			const char *q;
+
+			for (q = p + 8; q + 2 < le; q++)
+				if (q[0] == ' ' && q[1] == 'n' && q[2] == 'r' && (q + 3 == le || q[3] == ' '))
+					v[n - 1].nr = true;
 		}
 		p = nl ? nl + 1 : end;
 	}
@@ -190,8 +195,15 @@ void analyze_memory_parse(const char *text, size_t len, struct an_memory *m)
 		n = 0;
 	}
 	for (i = 0; i < n; i++) {
+		/*
+		 * One reservation alternates committed and PROT_NONE parts (the
+		 * kernel merges equal neighbours): two committed or two PROT_NONE
+		 * neighbours come from different mappings, e.g. a malloc'd block
+		 * placed right below the GC's range.
+		 */
 		bool joins = i && v[i].path == P_ANON && v[i - 1].path == P_ANON &&
-			     v[i - 1].end == v[i].start;
+			     v[i - 1].end == v[i].start && v[i - 1].nr == v[i].nr &&
+			     v[i - 1].none != v[i].none;
 
 		v[i].run = joins ? v[i - 1].run : (uint32_t)i;
 		run_size[v[i].run] += v[i].end - v[i].start;

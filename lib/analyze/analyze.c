@@ -134,8 +134,11 @@ static int on_value(void *ctx, const struct counters_value *v)
 		return err;
 	if (v->meter || strcmp(v->source, "System.Runtime"))
 		return 0;
-	if (!strcmp(v->name, "cpu-usage"))
+	if (!strcmp(v->name, "cpu-usage")) {
 		max_of(&s->cpu_max, v->value);
+		s->cpu_sum += v->value;
+		s->cpu_n++;
+	}
 	else if (!strcmp(v->name, "threadpool-queue-length"))
 		max_of(&s->tp_queue_max, v->value);
 	else if (!strcmp(v->name, "threadpool-thread-count"))

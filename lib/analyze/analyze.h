@@ -49,6 +49,7 @@ struct an_session {
 	struct counters_table counters;  /* last value of each counter */
 	uint64_t counter_values;         /* values received */
 	double cpu_max, tp_queue_max, tp_threads_max; /* maxima over the session (-1: none) */
+	double cpu_sum; uint64_t cpu_n; /* cpu-usage (percent of all cores) */
 	double working_set_mb, gc_heap_mb;
 	int add_err;                     /* first engine error (negative errno) */
 	int ts_read_err;                 /* offline: the reader's error */

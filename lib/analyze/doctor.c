@@ -58,7 +58,7 @@ static void exceptions_rule(const struct ts_result *r, double d, pid_t pid, stru
 
 	if (!r->exceptions_total)
 		return;
-	x = add(f, n, sev, rate / 1000.0, "exceptions", pid);
+	x = add(f, n, sev, rate >= 100 ? 1.0 : rate / 100.0, "exceptions", pid);
 	if (!x)
 		return;
 	snprintf(x->title, sizeof(x->title), "%.1f exceptions per second", rate);
@@ -73,13 +73,18 @@ static void exceptions_rule(const struct ts_result *r, double d, pid_t pid, stru
 	}
 }
 
-static void cpu_rule(const struct ts_result *r, double d, unsigned ncpus, pid_t pid,
-		     struct an_finding *f, size_t *n)
+static void cpu_rule(const struct an_session *s, const struct ts_result *r, double d, unsigned ncpus,
+		     pid_t pid, struct an_finding *f, size_t *n)
 {
-	/* the sample profiler samples each thread about once per millisecond */
-	double cores = (double)r->samples.managed / (d * 1000.0);
-	double share = ncpus ? cores / ncpus : cores;
-	enum an_severity sev = share >= 0.4 ? AN_WARNING : cores >= 0.2 ? AN_NOTICE : AN_INFO;
+	/*
+	 * The runtime's cpu-usage counter (percent of all cores) when it came;
+	 * else the sample profiler's managed samples at its nominal 1 ms, a
+	 * floor (a loaded machine samples less often).
+	 */
+	double share = s->cpu_n ? s->cpu_sum / (double)s->cpu_n / 100.0 :
+		       (double)r->samples.managed / (d * 1000.0) / (ncpus ? ncpus : 1);
+	double cores = share * (ncpus ? ncpus : 1);
+	enum an_severity sev = share >= 0.4 || cores >= 0.4 ? AN_WARNING : cores >= 0.2 ? AN_NOTICE : AN_INFO;
 	struct flame_top *ft = NULL;
 	struct an_finding *x;
 	size_t nt = 0, i, best = 0;
@@ -90,7 +95,8 @@ static void cpu_rule(const struct ts_result *r, double d, unsigned ncpus, pid_t 
 	x = add(f, n, sev, share, "hotpaths", pid);
 	if (!x)
 		return;
-	snprintf(x->title, sizeof(x->title), "CPU busy in managed code: %.2f of %u cores", cores, ncpus);
+	snprintf(x->title, sizeof(x->title), "CPU busy: %.2f of %u cores%s", cores, ncpus,
+		 s->cpu_n ? "" : " (from managed samples: a floor)");
 	if (total && !flame_top(r->flame, &ft, &nt) && nt) {
 		for (i = 1; i < nt; i++)
 			if (ft[i].self > ft[best].self)
@@ -190,7 +196,7 @@ size_t analyze_findings(struct an_session *s, const struct an_memory *mem, pid_t
 	size_t n = 0;
 
 	exceptions_rule(r, d, pid, f, &n);
-	cpu_rule(r, d, ncpus, pid, f, &n);
+	cpu_rule(s, r, d, ncpus, pid, f, &n);
 	gc_rule(r, d, pid, f, &n);
 	contention_rule(r, d, pid, f, &n);
 	threadpool_rule(s, pid, f, &n);

@@ -21,7 +21,7 @@
 
 static const struct an_analyzer analyzers[] = {
 	{ "allocations", "allocated bytes by type (allocation ticks, about one per 100 KB)",
-	  AN_NEED_ALLOC | AN_NEED_GC, "clrtap gcdump -p %d (what stays alive), clrtap analyze -p %d pauses" },
+	  AN_NEED_ALLOC | AN_NEED_GC, "clrtap gcdump report -p %d (what stays alive), clrtap analyze -p %d pauses" },
 	{ "contention", "lock contention: waits, wait time and the stacks that waited",
 	  AN_NEED_CONTENTION, "clrtap stacks -p %d (who holds the lock now)" },
 	{ "exceptions", "exceptions thrown: type, count, messages and the throwing stack",
@@ -29,7 +29,7 @@ static const struct an_analyzer analyzers[] = {
 	{ "hotpaths", "CPU: the methods the sampled managed stacks spend their time in",
 	  AN_NEED_SAMPLES, "clrtap profile -p %d -d 10 -o cpu.html (a flame graph)" },
 	{ "memory", "resident memory by what holds it (smaps), with the cgroup limit",
-	  AN_NEED_SMAPS, "clrtap gcdump -p %d (GC heap by type), clrtap counters -p %d" },
+	  AN_NEED_SMAPS, "clrtap gcdump report -p %d (GC heap by type), clrtap counters -p %d" },
 	{ "pauses", "GC pauses: count, reasons, generations, p50/p95/p99/max",
 	  AN_NEED_GC, "clrtap analyze -p %d allocations (what makes the GCs)" },
 	{ "stacks", "every thread's managed stack, threads grouped by method",

@@ -72,7 +72,7 @@ static void limits(struct report *r)
 		note(r, "whether each one was caught: these are first-chance events");
 	} else if (!strcmp(n, "allocations")) {
 		note(r, "each allocation: ticks sample about one per 100 KB, so bytes are estimates and rare small types may be missing");
-		note(r, "what stays alive (use clrtap gcdump)");
+		note(r, "what stays alive (use clrtap gcdump report)");
 	} else if (!strcmp(n, "pauses")) {
 		note(r, "GCs outside the window; time the threads lost for other reasons");
 	} else if (!strcmp(n, "contention")) {
@@ -83,7 +83,7 @@ static void limits(struct report *r)
 	} else if (!strcmp(n, "stacks")) {
 		note(r, "threads without managed frames; a stack is one moment of each thread");
 	} else if (!strcmp(n, "memory")) {
-		note(r, "which objects fill the GC heap (use clrtap gcdump) and which native code called malloc");
+		note(r, "which objects fill the GC heap (use clrtap gcdump report) and which native code called malloc");
 		note(r, "the GC heap is inferred from the layout (anonymous memory inside the GC's big reservation)");
 		if (r->mem.truncated)
 			note(r, "smaps was over the size cap: the breakdown covers the first mappings only");
@@ -240,6 +240,8 @@ static void write_md(FILE *f, struct report *r)
 	fprintf(f, "- measured: %s\n", measured(r));
 	if (res)
 		fprintf(f, "- for: %.1f s (%" PRIu64 " events)\n", r->duration_s, res->events);
+	else
+		fprintf(f, "- for: one snapshot, now\n");
 	fprintf(f, "\n## Result\n\n");
 	md_body(f, r);
 	fprintf(f, "\n## Not seen\n\n");

@@ -134,6 +134,28 @@ expect_exit "doctor idle text" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 1
 contains "doctor idle text says so" "$OUT" "Nothing alarming."
 IDLE=$FIX_PID
 
+# --- a target that exits mid-analysis: what came before, exit 9, said so ---
+start_fixture cpu-split
+(sleep 1.2; kill -KILL "$FIX_PID") &
+expect_exit "target killed mid-analysis" 9 "$CLRTAP" analyze -p "$FIX_PID" hotpaths -d 4 --json
+echo "$OUT" >"$WORK/killed.json"
+check "killed: the report says partial and why" py "$WORK/killed.json" \
+	'd["partial"] and any("went away" in n for n in d["not_seen"])'
+contains "killed: a warning on stderr" "$ERR" "went away"
+
+# --- a namespaced fixture ("container") ---
+start_fixture_ns blocked
+expect_exit "namespaced: stacks" 0 "$CLRTAP" analyze -p "$FIX_PID" stacks -d 1 --json
+echo "$OUT" >"$WORK/ns-blocked.json"
+check "namespaced: 5 threads in Blocker::WaitHere" py "$WORK/ns-blocked.json" \
+	'g = {x["method"]: x["threads"] for x in d["result"]["groups"]}; g.get("Clrtap.Fixtures.Blocker::WaitHere") == 5'
+expect_exit "namespaced: memory" 0 "$CLRTAP" analyze -p "$FIX_PID" memory --json
+echo "$OUT" >"$WORK/ns-mem.json"
+VMRSS=$(awk '/^VmRSS:/ { print $2 * 1024 }' /proc/"$FIX_PID"/status)
+check "namespaced: memory within 2% of RSS" py "$WORK/ns-mem.json" \
+	"abs(d['result']['total_bytes'] - $VMRSS) <= 0.02 * $VMRSS"
+stop_fixture "$FIX_PID"
+
 # --- errors ---
 sleep 30 &
 NOTNET=$!

@@ -77,26 +77,31 @@ static void cpu_rule(const struct an_session *s, const struct ts_result *r, doub
 		     pid_t pid, struct an_finding *f, size_t *n)
 {
 	/*
-	 * The runtime's cpu-usage counter (percent of all cores) when it came;
-	 * else the sample profiler's managed samples at its nominal 1 ms, a
-	 * floor (a loaded machine samples less often).
+	 * Two views: the runtime's cpu-usage counter (percent of all cores,
+	 * what the process got), and the sample profiler's share of samples
+	 * that found a thread in managed code, times the threads sampled: how
+	 * many threads were running (or ready to run) managed code, which a
+	 * loaded machine does not hide.
 	 */
-	double share = s->cpu_n ? s->cpu_sum / (double)s->cpu_n / 100.0 :
-		       (double)r->samples.managed / (d * 1000.0) / (ncpus ? ncpus : 1);
+	uint64_t all = r->samples.managed + r->samples.external + r->samples.other;
+	size_t nth = s->ss ? stacks_sampler_nthreads(s->ss) : 0;
+	double busy = all && nth ? (double)r->samples.managed * (double)nth / (double)all : 0;
+	double share = s->cpu_n ? s->cpu_sum / (double)s->cpu_n / 100.0 : 0;
 	double cores = share * (ncpus ? ncpus : 1);
-	enum an_severity sev = share >= 0.4 || cores >= 0.4 ? AN_WARNING : cores >= 0.2 ? AN_NOTICE : AN_INFO;
+	enum an_severity sev = busy >= 0.8 || cores >= 0.4 ? AN_WARNING :
+			       busy >= 0.3 || cores >= 0.2 ? AN_NOTICE : AN_INFO;
 	struct flame_top *ft = NULL;
 	struct an_finding *x;
 	size_t nt = 0, i, best = 0;
 	uint64_t total = r->flame ? flame_total(r->flame) : 0;
 
-	if (cores < 0.05)
+	if (busy < 0.1 && cores < 0.05)
 		return;
-	x = add(f, n, sev, share, "hotpaths", pid);
+	x = add(f, n, sev, busy / (nth ? (double)nth : 1.0) + share, "hotpaths", pid);
 	if (!x)
 		return;
-	snprintf(x->title, sizeof(x->title), "CPU busy: %.2f of %u cores%s", cores, ncpus,
-		 s->cpu_n ? "" : " (from managed samples: a floor)");
+	snprintf(x->title, sizeof(x->title), "CPU busy: %.1f threads running managed code, %.2f of %u cores used",
+		 busy, cores, ncpus);
 	if (total && !flame_top(r->flame, &ft, &nt) && nt) {
 		for (i = 1; i < nt; i++)
 			if (ft[i].self > ft[best].self)

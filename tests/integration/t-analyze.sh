@@ -134,6 +134,22 @@ expect_exit "doctor idle text" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 1
 contains "doctor idle text says so" "$OUT" "Nothing alarming."
 IDLE=$FIX_PID
 
+# --- hostile names: escaped on the terminal, exact in JSON ---
+TRIG=$WORK/trig-hostile
+start_fixture hostile-strings --count 3 --trigger "$TRIG"
+in_background_then_trigger "$TRIG" "$CLRTAP" analyze -p "$FIX_PID" exceptions -d 3
+lacks "hostile: no raw ESC in the text report" "$(cat "$WORK/bg.out")" $'\e'
+contains "hostile: the type is shown (escaped)" "$(cat "$WORK/bg.out")" "Clrtap.Fixtures.HostileException"
+TRIG2=$WORK/trig-hostile2
+rm -f "$TRIG2"
+stop_fixture "$FIX_PID"
+start_fixture hostile-strings --count 3 --trigger "$TRIG2"
+in_background_then_trigger "$TRIG2" "$CLRTAP" analyze -p "$FIX_PID" exceptions -d 3 --json
+cp "$WORK/bg.out" "$WORK/hostile.json"
+check "hostile: the JSON keeps the exact message, 3 thrown" py "$WORK/hostile.json" \
+	'g = d["result"]["groups"][0]; g["count"] == 3 and g["message"].startswith("boom\x1b[31m \"q\" \\ a\r\nb\u2028c")'
+stop_fixture "$FIX_PID"
+
 # --- a target that exits mid-analysis: what came before, exit 9, said so ---
 start_fixture cpu-split
 (sleep 1.2; kill -KILL "$FIX_PID") &

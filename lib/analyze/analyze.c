@@ -34,6 +34,8 @@ static const struct an_analyzer analyzers[] = {
 	  AN_NEED_GC, "clrtap analyze -p %d allocations (what makes the GCs)" },
 	{ "stacks", "every thread's managed stack, threads grouped by method",
 	  AN_NEED_SAMPLES, "clrtap stacks -p %d (the merged tree)" },
+	{ "strings", "duplicated strings on the GC heap: value, copies, wasted bytes",
+	  AN_NEED_HEAP, "clrtap gcdump collect -p %d -o heap.gcdump, then clrtap gcdump report heap.gcdump --path System.String" },
 };
 
 const struct an_analyzer *analyze_analyzer_at(size_t i)

@@ -28,6 +28,7 @@
 #define AN_NEED_SAMPLES 0x10u /* the sample profiler */
 #define AN_NEED_COUNTERS 0x20u /* System.Runtime counters, 1 s interval */
 #define AN_NEED_SMAPS 0x40u   /* /proc/PID/smaps: live only */
+#define AN_NEED_HEAP 0x80u    /* a heap snapshot (lib/heap, an induced gen-2 GC): live only */
 
 struct an_analyzer {
 	const char *name;

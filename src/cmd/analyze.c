@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "common/json.h"
 #include "flame/flame.h"
+#include "heap/heap.h"
 
 #define MAX_GROUPS 64
 #define MAX_NOTES 8
@@ -25,6 +26,7 @@ struct report {
 	struct an_session *s;
 	struct an_memory mem;
 	bool have_mem;
+	struct heap_graph *heap;
 	pid_t pid;
 	const char *file;
 	double duration_s;
@@ -53,6 +55,7 @@ static const char *measured(const struct report *r)
 	case AN_NEED_CONTENTION: return "the runtime's ContentionStart/Stop events with stacks";
 	case AN_NEED_SAMPLES: return "the sample profiler's managed stacks (every thread, about every ms)";
 	case AN_NEED_SMAPS: return "/proc/PID/smaps, /proc/PID/status and the cgroup's memory files";
+	case AN_NEED_HEAP: return "a heap snapshot (an induced blocking gen-2 GC and heap walk), string contents read with process_vm_readv";
 	default: return "the runtime's GC events (GCStart/End, SuspendEE/RestartEE)";
 	}
 }
@@ -82,6 +85,10 @@ static void limits(struct report *r)
 		note(r, "native frames and time in native code (use clrtap profile --engine perf)");
 	} else if (!strcmp(n, "stacks")) {
 		note(r, "threads without managed frames; a stack is one moment of each thread");
+	} else if (!strcmp(n, "strings")) {
+		note(r, "the snapshot forced a full blocking GC in the target; strings freed before it are not counted");
+		if (r->heap && r->heap->strings.moved + r->heap->strings.unreadable + r->heap->strings.too_long)
+			note(r, "some strings could not be compared (moved, unreadable or too long): counts are floors");
 	} else if (!strcmp(n, "memory")) {
 		note(r, "which objects fill the GC heap (use clrtap gcdump report) and which native code called malloc");
 		note(r, "the GC heap is inferred from the layout (anonymous memory inside the GC's big reservation)");
@@ -200,6 +207,18 @@ static void md_body(FILE *f, struct report *r)
 				fprintf(f, "%s%" PRIu64, k ? " " : "", g[i].tids[k]);
 			fprintf(f, " |\n");
 		}
+	} else if (!strcmp(n, "strings")) {
+		const struct heap_graph *g = r->heap;
+
+		fprintf(f, "%" PRIu64 " strings on the heap, %" PRIu64 " compared; %" PRIu64
+			" values with copies, %.1f KiB wasted.\n\n", g->strings.strings, g->strings.compared,
+			g->strings.dup_values, (double)g->strings.wasted / 1024.0);
+		if (g->ndups)
+			fprintf(f, "| copies | wasted KiB | chars | value |\n|---:|---:|---:|---|\n");
+		for (i = 0; i < g->ndups && i < r->top; i++)
+			fprintf(f, "| %" PRIu64 " | %.1f | %u | %s%s |\n", g->dups[i].count,
+				(double)g->dups[i].wasted / 1024.0, g->dups[i].chars, cli_safe(g->dups[i].value),
+				g->dups[i].truncated ? "..." : "");
 	} else if (!strcmp(n, "memory")) {
 		const struct an_memory *m = &r->mem;
 		enum an_mem_kind k, d = analyze_memory_dominant(m);
@@ -241,7 +260,7 @@ static void write_md(FILE *f, struct report *r)
 	if (res)
 		fprintf(f, "- for: %.1f s (%" PRIu64 " events)\n", r->duration_s, res->events);
 	else
-		fprintf(f, "- for: one snapshot, now\n");
+		fprintf(f, "- for: one snapshot%s\n", r->heap ? "" : ", now");
 	fprintf(f, "\n## Result\n\n");
 	md_body(f, r);
 	fprintf(f, "\n## Not seen\n\n");
@@ -386,6 +405,25 @@ static void json_body(struct ct_json *j, struct report *r)
 			ct_json_obj_end(j);
 		}
 		ct_json_arr_end(j);
+	} else if (!strcmp(n, "strings")) {
+		const struct heap_graph *g = r->heap;
+
+		ct_json_kv_u64(j, "strings", g->strings.strings);
+		ct_json_kv_u64(j, "compared", g->strings.compared);
+		ct_json_kv_u64(j, "not_compared", g->strings.moved + g->strings.unreadable + g->strings.too_long);
+		ct_json_kv_u64(j, "wasted_bytes", g->strings.wasted);
+		ct_json_kv_arr_begin(j, "duplicates");
+		for (i = 0; i < g->ndups && i < r->top; i++) {
+			ct_json_obj_begin(j);
+			ct_json_kv_str(j, "value", g->dups[i].value);
+			ct_json_kv_bool(j, "truncated", g->dups[i].truncated);
+			ct_json_kv_u64(j, "chars", g->dups[i].chars);
+			ct_json_kv_u64(j, "copies", g->dups[i].count);
+			ct_json_kv_u64(j, "bytes", g->dups[i].bytes);
+			ct_json_kv_u64(j, "wasted_bytes", g->dups[i].wasted);
+			ct_json_obj_end(j);
+		}
+		ct_json_arr_end(j);
 	} else if (!strcmp(n, "memory")) {
 		const struct an_memory *m = &r->mem;
 		enum an_mem_kind k, d = analyze_memory_dominant(m);
@@ -460,7 +498,8 @@ static void list_analyzers(void)
 	size_t i;
 
 	for (i = 0; (a = analyze_analyzer_at(i)); i++)
-		printf("  %-12s %s%s\n", a->name, a->help, a->need & AN_NEED_SMAPS ? " (live only)" : "");
+		printf("  %-12s %s%s\n", a->name, a->help,
+		       a->need & (AN_NEED_SMAPS | AN_NEED_HEAP) ? " (live only)" : "");
 }
 
 /* Writes the report to stdout or (through an unnamed file) to out. */
@@ -554,6 +593,28 @@ static int run_live(struct report *r, const struct cli_target_opts *to, int64_t 
 		r->have_mem = true;
 		return EXIT_OK;
 	}
+	if (r->a->need & AN_NEED_HEAP) {
+		struct heap_collect_opts ho = { 0 };
+		struct heap_collect_result hr = { 0 };
+
+		cli_catch_stop_signals();
+		ho.ep = &ep;
+		ho.pid = t.pid;
+		ho.buffer_mb = 256;
+		ho.timeout_ms = 30000;
+		ho.limits.max_nodes = HEAP_MAX_NODES;
+		ho.limits.max_edges = HEAP_MAX_EDGES;
+		ho.stop = &cli_stop_requested;
+		cli_info("taking a heap snapshot of pid %d (an induced gen-2 GC)", (int)t.pid);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		err = heap_collect(&ho, &r->heap, &hr);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (err)
+			return cli_error(hr.target_ended ? EXIT_PARTIAL : cli_exit_for(err),
+					 "cannot take the heap snapshot: %s", hr.msg[0] ? hr.msg : strerror(-err));
+		r->duration_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		return EXIT_OK;
+	}
 	cli_catch_stop_signals();
 	signal(SIGPIPE, SIG_IGN);
 	cli_info("analyzing pid %d (%s) for %.1f s", (int)t.pid, r->a->name, (double)duration_ms / 1000);
@@ -625,7 +686,7 @@ int cmd_analyze(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "either a file or -p/-n, not both");
 	if (!file && !to.pid && !to.name)
 		return cli_error(EXIT_USAGE, "no target: -p PID, -n NAME or a .nettrace file");
-	if (file && (r.a->need & AN_NEED_SMAPS))
+	if (file && (r.a->need & (AN_NEED_SMAPS | AN_NEED_HEAP)))
 		return cli_error(EXIT_USAGE, "'%s' reads a live process; it cannot run on a file", r.a->name);
 	if (top < 1 || top > 1000)
 		return cli_error(EXIT_USAGE, "--top must be 1..1000");
@@ -633,7 +694,7 @@ int cmd_analyze(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "-d must be positive");
 	r.top = (unsigned)top;
 	r.file = file;
-	if (!(r.a->need & AN_NEED_SMAPS) && analyze_session_new(&r.s, r.a->need))
+	if (!(r.a->need & (AN_NEED_SMAPS | AN_NEED_HEAP)) && analyze_session_new(&r.s, r.a->need))
 		return cli_error(EXIT_ERROR, "out of memory");
 	code = file ? run_file(&r, file) : run_live(&r, &to, duration);
 	if (!code) {
@@ -643,5 +704,6 @@ int cmd_analyze(int argc, char **argv)
 			code = EXIT_PARTIAL;
 	}
 	analyze_session_free(r.s);
+	heap_graph_free(r.heap);
 	return code;
 }

@@ -134,6 +134,16 @@ expect_exit "doctor idle text" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 1
 contains "doctor idle text says so" "$OUT" "Nothing alarming."
 IDLE=$FIX_PID
 
+# --- strings: the duplicated value and its exact count (a heap snapshot) ---
+start_fixture strings --count 321
+wait_for_line "$FIX_OUT" '^DONE ' 30 "$FIX_PID"
+expect_exit "strings" 0 "$CLRTAP" analyze -p "$FIX_PID" strings --json
+echo "$OUT" >"$WORK/strings.json"
+check "strings: duplicated-string-value x321 first" py "$WORK/strings.json" \
+	'x = d["result"]["duplicates"][0]; x["value"] == "duplicated-string-value" and x["copies"] == 321 and x["chars"] == 23'
+expect_exit "strings cannot run on a file" 2 "$CLRTAP" analyze "$WORK/exc.nettrace" strings
+stop_fixture "$FIX_PID"
+
 # --- hostile names: escaped on the terminal, exact in JSON ---
 TRIG=$WORK/trig-hostile
 start_fixture hostile-strings --count 3 --trigger "$TRIG"

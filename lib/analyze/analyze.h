@@ -29,6 +29,7 @@
 #define AN_NEED_COUNTERS 0x20u /* System.Runtime counters, 1 s interval */
 #define AN_NEED_SMAPS 0x40u   /* /proc/PID/smaps: live only */
 #define AN_NEED_HEAP 0x80u    /* a heap snapshot (lib/heap, an induced gen-2 GC): live only */
+#define AN_NEED_HEAPS 0x100u  /* several heap snapshots over the duration: live only */
 
 struct an_analyzer {
 	const char *name;
@@ -157,5 +158,19 @@ enum an_outcome {
 };
 enum an_outcome analyze_live_outcome(const struct counters_live_result *res,
 				     const struct ipc_endpoint *ep, int *err, char *why, size_t len);
+
+/* ----- leaks: types that only grow across heap snapshots ----- */
+
+struct heap_growth;
+struct heap_collect_opts;
+
+/*
+ * Takes nsnap (2..16) snapshots with heap_collect, interval_ms apart, and
+ * finds the types whose count and retained bytes grow from each to the next
+ * (heap_growth_find). *taken says how many were taken. Returns 0 or the
+ * negative errno of the failed snapshot (msg says why).
+ */
+int analyze_leaks_run(const struct heap_collect_opts *o, unsigned nsnap, int64_t interval_ms,
+		      struct heap_growth **out, size_t *n, unsigned *taken, char *msg, size_t msglen);
 
 #endif

@@ -27,6 +27,9 @@ struct report {
 	struct an_memory mem;
 	bool have_mem;
 	struct heap_graph *heap;
+	struct heap_growth *growth;
+	size_t ngrowth;
+	unsigned nsnap;
 	pid_t pid;
 	const char *file;
 	double duration_s;
@@ -55,6 +58,7 @@ static const char *measured(const struct report *r)
 	case AN_NEED_CONTENTION: return "the runtime's ContentionStart/Stop events with stacks";
 	case AN_NEED_SAMPLES: return "the sample profiler's managed stacks (every thread, about every ms)";
 	case AN_NEED_SMAPS: return "/proc/PID/smaps, /proc/PID/status and the cgroup's memory files";
+	case AN_NEED_HEAPS: return "3 heap snapshots (each an induced blocking gen-2 GC and heap walk) spread over the duration, retained sizes by dominators";
 	case AN_NEED_HEAP: return "a heap snapshot (an induced blocking gen-2 GC and heap walk), string contents read with process_vm_readv";
 	default: return "the runtime's GC events (GCStart/End, SuspendEE/RestartEE)";
 	}
@@ -85,6 +89,9 @@ static void limits(struct report *r)
 		note(r, "native frames and time in native code (use clrtap profile --engine perf)");
 	} else if (!strcmp(n, "stacks")) {
 		note(r, "threads without managed frames; a stack is one moment of each thread");
+	} else if (!strcmp(n, "leaks")) {
+		note(r, "each snapshot forced a full blocking GC in the target");
+		note(r, "growth that is not monotonic across the snapshots (caches that also shrink), and what holds the growth (use clrtap gcdump watch)");
 	} else if (!strcmp(n, "strings")) {
 		note(r, "the snapshot forced a full blocking GC in the target; strings freed before it are not counted");
 		if (r->heap && r->heap->strings.moved + r->heap->strings.unreadable + r->heap->strings.too_long)
@@ -207,6 +214,17 @@ static void md_body(FILE *f, struct report *r)
 				fprintf(f, "%s%" PRIu64, k ? " " : "", g[i].tids[k]);
 			fprintf(f, " |\n");
 		}
+	} else if (!strcmp(n, "leaks")) {
+		unsigned last = r->nsnap - 1;
+
+		fprintf(f, "%zu types grew in count and retained bytes across %u snapshots.\n\n", r->ngrowth,
+			r->nsnap);
+		if (r->ngrowth)
+			fprintf(f, "| type | count first → last | retained KiB first → last |\n|---|---:|---:|\n");
+		for (i = 0; i < r->ngrowth && i < r->top; i++)
+			fprintf(f, "| %s | %" PRIu64 " → %" PRIu64 " | %.1f → %.1f |\n", cli_safe(r->growth[i].name),
+				r->growth[i].count[0], r->growth[i].count[last],
+				(double)r->growth[i].retained[0] / 1024.0, (double)r->growth[i].retained[last] / 1024.0);
 	} else if (!strcmp(n, "strings")) {
 		const struct heap_graph *g = r->heap;
 
@@ -260,7 +278,8 @@ static void write_md(FILE *f, struct report *r)
 	if (res)
 		fprintf(f, "- for: %.1f s (%" PRIu64 " events)\n", r->duration_s, res->events);
 	else
-		fprintf(f, "- for: one snapshot%s\n", r->heap ? "" : ", now");
+		fprintf(f, "- for: %s\n", r->growth || r->nsnap ? "3 snapshots over the duration" :
+			r->heap ? "one snapshot" : "one snapshot, now");
 	fprintf(f, "\n## Result\n\n");
 	md_body(f, r);
 	fprintf(f, "\n## Not seen\n\n");
@@ -405,6 +424,25 @@ static void json_body(struct ct_json *j, struct report *r)
 			ct_json_obj_end(j);
 		}
 		ct_json_arr_end(j);
+	} else if (!strcmp(n, "leaks")) {
+		unsigned k;
+
+		ct_json_kv_u64(j, "snapshots", r->nsnap);
+		ct_json_kv_arr_begin(j, "growing");
+		for (i = 0; i < r->ngrowth && i < r->top; i++) {
+			ct_json_obj_begin(j);
+			ct_json_kv_str(j, "type", r->growth[i].name);
+			ct_json_kv_arr_begin(j, "count");
+			for (k = 0; k < r->nsnap; k++)
+				ct_json_u64(j, r->growth[i].count[k]);
+			ct_json_arr_end(j);
+			ct_json_kv_arr_begin(j, "retained_bytes");
+			for (k = 0; k < r->nsnap; k++)
+				ct_json_u64(j, r->growth[i].retained[k]);
+			ct_json_arr_end(j);
+			ct_json_obj_end(j);
+		}
+		ct_json_arr_end(j);
 	} else if (!strcmp(n, "strings")) {
 		const struct heap_graph *g = r->heap;
 
@@ -499,7 +537,7 @@ static void list_analyzers(void)
 
 	for (i = 0; (a = analyze_analyzer_at(i)); i++)
 		printf("  %-12s %s%s\n", a->name, a->help,
-		       a->need & (AN_NEED_SMAPS | AN_NEED_HEAP) ? " (live only)" : "");
+		       a->need & (AN_NEED_SMAPS | AN_NEED_HEAP | AN_NEED_HEAPS) ? " (live only)" : "");
 }
 
 /* Writes the report to stdout or (through an unnamed file) to out. */
@@ -593,7 +631,7 @@ static int run_live(struct report *r, const struct cli_target_opts *to, int64_t 
 		r->have_mem = true;
 		return EXIT_OK;
 	}
-	if (r->a->need & AN_NEED_HEAP) {
+	if (r->a->need & (AN_NEED_HEAP | AN_NEED_HEAPS)) {
 		struct heap_collect_opts ho = { 0 };
 		struct heap_collect_result hr = { 0 };
 
@@ -605,9 +643,19 @@ static int run_live(struct report *r, const struct cli_target_opts *to, int64_t 
 		ho.limits.max_nodes = HEAP_MAX_NODES;
 		ho.limits.max_edges = HEAP_MAX_EDGES;
 		ho.stop = &cli_stop_requested;
-		cli_info("taking a heap snapshot of pid %d (an induced gen-2 GC)", (int)t.pid);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		err = heap_collect(&ho, &r->heap, &hr);
+		if (r->a->need & AN_NEED_HEAPS) {
+			cli_info("3 heap snapshots of pid %d over %.1f s (each an induced gen-2 GC)", (int)t.pid,
+				 (double)duration_ms / 1000);
+			ho.pid = 0; /* no string contents needed */
+			err = analyze_leaks_run(&ho, 3, duration_ms / 2, &r->growth, &r->ngrowth, &r->nsnap,
+						hr.msg, sizeof(hr.msg));
+			if (!err && r->nsnap < 3)
+				return cli_error(130, "interrupted after %u snapshots: nothing to compare", r->nsnap);
+		} else {
+			cli_info("taking a heap snapshot of pid %d (an induced gen-2 GC)", (int)t.pid);
+			err = heap_collect(&ho, &r->heap, &hr);
+		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (err)
 			return cli_error(hr.target_ended ? EXIT_PARTIAL : cli_exit_for(err),
@@ -686,7 +734,7 @@ int cmd_analyze(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "either a file or -p/-n, not both");
 	if (!file && !to.pid && !to.name)
 		return cli_error(EXIT_USAGE, "no target: -p PID, -n NAME or a .nettrace file");
-	if (file && (r.a->need & (AN_NEED_SMAPS | AN_NEED_HEAP)))
+	if (file && (r.a->need & (AN_NEED_SMAPS | AN_NEED_HEAP | AN_NEED_HEAPS)))
 		return cli_error(EXIT_USAGE, "'%s' reads a live process; it cannot run on a file", r.a->name);
 	if (top < 1 || top > 1000)
 		return cli_error(EXIT_USAGE, "--top must be 1..1000");
@@ -694,7 +742,7 @@ int cmd_analyze(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "-d must be positive");
 	r.top = (unsigned)top;
 	r.file = file;
-	if (!(r.a->need & (AN_NEED_SMAPS | AN_NEED_HEAP)) && analyze_session_new(&r.s, r.a->need))
+	if (!(r.a->need & (AN_NEED_SMAPS | AN_NEED_HEAP | AN_NEED_HEAPS)) && analyze_session_new(&r.s, r.a->need))
 		return cli_error(EXIT_ERROR, "out of memory");
 	code = file ? run_file(&r, file) : run_live(&r, &to, duration);
 	if (!code) {
@@ -705,5 +753,6 @@ int cmd_analyze(int argc, char **argv)
 	}
 	analyze_session_free(r.s);
 	heap_graph_free(r.heap);
+	heap_growth_free(r.growth, r.ngrowth);
 	return code;
 }

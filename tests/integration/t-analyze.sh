@@ -144,6 +144,14 @@ check "strings: duplicated-string-value x321 first" py "$WORK/strings.json" \
 expect_exit "strings cannot run on a file" 2 "$CLRTAP" analyze "$WORK/exc.nettrace" strings
 stop_fixture "$FIX_PID"
 
+# --- leaks: the leaking type first ---
+start_fixture leak
+expect_exit "leaks" 0 "$CLRTAP" analyze -p "$FIX_PID" leaks -d 2 --json
+echo "$OUT" >"$WORK/leaks.json"
+check "leaks: Clrtap.Fixtures.LeakedItem grows first, 3 snapshots" py "$WORK/leaks.json" \
+	'x = d["result"]["growing"][0]; d["result"]["snapshots"] == 3 and x["type"] == "Clrtap.Fixtures.LeakedItem" and x["count"][0] < x["count"][1] < x["count"][2]'
+stop_fixture "$FIX_PID"
+
 # --- hostile names: escaped on the terminal, exact in JSON ---
 TRIG=$WORK/trig-hostile
 start_fixture hostile-strings --count 3 --trigger "$TRIG"

@@ -30,6 +30,8 @@ static const struct an_analyzer analyzers[] = {
 	  AN_NEED_SAMPLES, "clrtap profile -p %d -d 10 -o cpu.html (a flame graph)" },
 	{ "leaks", "types whose count and retained bytes grow across 3 heap snapshots over -d",
 	  AN_NEED_HEAPS, "clrtap gcdump watch -p %d (more snapshots, with retention paths)" },
+	{ "threadpool", "thread-pool starvation: queue length, threads, blocked workers and the blocking call",
+	  AN_NEED_COUNTERS | AN_NEED_SAMPLES, "clrtap stacks -p %d (every worker's stack), clrtap counters -p %d" },
 	{ "memory", "resident memory by what holds it (smaps), with the cgroup limit",
 	  AN_NEED_SMAPS, "clrtap gcdump report -p %d (GC heap by type), clrtap counters -p %d" },
 	{ "pauses", "GC pauses: count, reasons, generations, p50/p95/p99/max",
@@ -143,8 +145,11 @@ static int on_value(void *ctx, const struct counters_value *v)
 		s->cpu_sum += v->value;
 		s->cpu_n++;
 	}
-	else if (!strcmp(v->name, "threadpool-queue-length"))
+	else if (!strcmp(v->name, "threadpool-queue-length")) {
 		max_of(&s->tp_queue_max, v->value);
+		s->tp_queue_last = v->value;
+	} else if (!strcmp(v->name, "threadpool-completed-items-count"))
+		s->tp_completed += v->value;
 	else if (!strcmp(v->name, "threadpool-thread-count"))
 		max_of(&s->tp_threads_max, v->value);
 	else if (!strcmp(v->name, "working-set"))
@@ -240,7 +245,20 @@ static bool framework(const char *f)
 	       !strncmp(f, "Interop", 7) || !strcmp(f, STACKS_UNRESOLVED);
 }
 
-int analyze_stack_groups(struct an_session *s, struct an_stack_group *g, size_t max)
+static bool pool_worker(struct an_session *s, const struct stacks_thread *th)
+{
+	uint32_t f;
+
+	for (f = 0; f < th->nframes; f++) {
+		const char *name = stacks_sampler_frame(s->ss, th, f);
+
+		if (name && !strncmp(name, "System.Threading.ThreadPoolWorkQueue::Dispatch", 46))
+			return true;
+	}
+	return false;
+}
+
+int analyze_stack_groups(struct an_session *s, struct an_stack_group *g, size_t max, bool pool)
 {
 	size_t i, k, ng = 0, nt;
 
@@ -249,9 +267,11 @@ int analyze_stack_groups(struct an_session *s, struct an_stack_group *g, size_t 
 	nt = stacks_sampler_nthreads(s->ss);
 	for (i = 0; i < nt; i++) {
 		const struct stacks_thread *th = stacks_sampler_thread(s->ss, i);
-		const char *m = NULL, *first = NULL;
+		const char *m = NULL, *first = NULL, *call = NULL, *prev = NULL;
 		uint32_t f;
 
+		if (pool && !pool_worker(s, th))
+			continue;
 		for (f = 0; f < th->nframes; f++) {
 			const char *name = stacks_sampler_frame(s->ss, th, f);
 
@@ -261,8 +281,10 @@ int analyze_stack_groups(struct an_session *s, struct an_stack_group *g, size_t 
 				first = name;
 			if (!framework(name)) {
 				m = name;
+				call = prev;
 				break;
 			}
+			prev = name;
 		}
 		if (!m)
 			m = first;
@@ -275,6 +297,7 @@ int analyze_stack_groups(struct an_session *s, struct an_stack_group *g, size_t 
 			if (ng == max)
 				continue;
 			memset(&g[ng], 0, sizeof(g[ng]));
+			g[ng].call = call;
 			g[ng++].method = m;
 		}
 		if (g[k].threads < ARRAY_SIZE(g[k].tids))

@@ -51,6 +51,7 @@ struct an_session {
 	struct counters_table counters;  /* last value of each counter */
 	uint64_t counter_values;         /* values received */
 	double cpu_max, tp_queue_max, tp_threads_max; /* maxima over the session (-1: none) */
+	double tp_queue_last, tp_completed;           /* last queue length; items completed in all */
 	double cpu_sum; uint64_t cpu_n; /* cpu-usage (percent of all cores) */
 	double working_set_mb, gc_heap_mb;
 	int add_err;                     /* first engine error (negative errno) */
@@ -79,11 +80,13 @@ int analyze_session_finish(struct an_session *s);
 /* Threads of a stacks sample grouped by their first non-framework frame. */
 struct an_stack_group {
 	const char *method;   /* owned by the sampler */
+	const char *call;     /* the frame it called (leafward), e.g. Task::Wait; NULL at the leaf */
 	uint32_t threads;
 	uint64_t tids[16];    /* the first 16 */
 };
-/* Fills up to max groups, count descending; returns the number or -errno. */
-int analyze_stack_groups(struct an_session *s, struct an_stack_group *g, size_t max);
+/* Fills up to max groups, count descending; returns the number or -errno.
+ * pool: only thread-pool workers (a ThreadPoolWorkQueue::Dispatch frame). */
+int analyze_stack_groups(struct an_session *s, struct an_stack_group *g, size_t max, bool pool);
 
 /* ----- memory: /proc/PID/smaps ----- */
 

@@ -153,20 +153,30 @@ static void contention_rule(const struct ts_result *r, double d, pid_t pid, stru
 		 r->contention.starts, waited, d);
 }
 
-static void threadpool_rule(const struct an_session *s, pid_t pid, struct an_finding *f, size_t *n)
+static void threadpool_rule(struct an_session *s, pid_t pid, struct an_finding *f, size_t *n)
 {
+	struct an_stack_group g[16];
 	struct an_finding *x;
+	int ng;
 
 	if (s->tp_queue_max < 10)
 		return;
-	x = add(f, n, s->tp_queue_max >= 100 ? AN_WARNING : AN_NOTICE, s->tp_queue_max / 1000.0,
-		"stacks", pid);
+	x = add(f, n, s->tp_queue_max >= 50 ? AN_WARNING : AN_NOTICE, s->tp_queue_max / 100.0,
+		"threadpool", pid);
 	if (!x)
 		return;
-	snprintf(x->title, sizeof(x->title), "thread-pool queue up to %.0f work items", s->tp_queue_max);
-	snprintf(x->evidence, sizeof(x->evidence),
-		 "System.Runtime threadpool-queue-length max %.0f, threadpool-thread-count max %.0f",
-		 s->tp_queue_max, s->tp_threads_max);
+	snprintf(x->title, sizeof(x->title), "thread-pool queue up to %.0f work items (starvation?)",
+		 s->tp_queue_max);
+	ng = analyze_stack_groups(s, g, ARRAY_SIZE(g), true);
+	if (ng > 0)
+		snprintf(x->evidence, sizeof(x->evidence),
+			 "queue max %.0f, pool threads max %.0f; %u workers blocked in %s%s%s",
+			 s->tp_queue_max, s->tp_threads_max, g[0].threads, g[0].method,
+			 g[0].call ? ", calling " : "", g[0].call ? g[0].call : "");
+	else
+		snprintf(x->evidence, sizeof(x->evidence),
+			 "System.Runtime threadpool-queue-length max %.0f, threadpool-thread-count max %.0f",
+			 s->tp_queue_max, s->tp_threads_max);
 }
 
 static void memory_rule(const struct an_memory *m, pid_t pid, struct an_finding *f, size_t *n)

@@ -56,6 +56,8 @@ static const char *measured(const struct report *r)
 	case AN_NEED_EXCEPTIONS: return "the runtime's exception events (type, message, throwing stack)";
 	case AN_NEED_ALLOC: return "the runtime's AllocationTick events (one about every 100 KB allocated)";
 	case AN_NEED_CONTENTION: return "the runtime's ContentionStart/Stop events with stacks";
+	case AN_NEED_COUNTERS | AN_NEED_SAMPLES:
+		return "System.Runtime thread-pool counters (1 s) and the sample profiler's stacks of the pool's workers";
 	case AN_NEED_SAMPLES: return "the sample profiler's managed stacks (every thread, about every ms)";
 	case AN_NEED_SMAPS: return "/proc/PID/smaps, /proc/PID/status and the cgroup's memory files";
 	case AN_NEED_HEAPS: return "3 heap snapshots (each an induced blocking gen-2 GC and heap walk) spread over the duration, retained sizes by dominators";
@@ -92,6 +94,9 @@ static void limits(struct report *r)
 	} else if (!strcmp(n, "leaks")) {
 		note(r, "each snapshot forced a full blocking GC in the target");
 		note(r, "growth that is not monotonic across the snapshots (caches that also shrink), and what holds the growth (use clrtap gcdump watch)");
+	} else if (!strcmp(n, "threadpool")) {
+		note(r, "the runtime's thread-injection decisions (ThreadPoolWorkerThreadAdjustment events)");
+		note(r, "async continuations that never got a thread: only the queue length shows them");
 	} else if (!strcmp(n, "strings")) {
 		note(r, "the snapshot forced a full blocking GC in the target; strings freed before it are not counted");
 		if (r->heap && r->heap->strings.moved + r->heap->strings.unreadable + r->heap->strings.too_long)
@@ -110,6 +115,19 @@ static void next_cmd(const struct report *r, char *buf, size_t len)
 		snprintf(buf, len, "clrtap trace report %s", r->file);
 	else
 		snprintf(buf, len, r->a->next, (int)r->pid, (int)r->pid);
+}
+
+/* Thread-pool verdict: starving when work waited in the queue while most
+ * workers were blocked in one method. */
+static bool starving(struct report *r, struct an_stack_group *g, int *ng, uint32_t *workers)
+{
+	int i;
+
+	*ng = analyze_stack_groups(r->s, g, MAX_GROUPS, true);
+	*workers = 0;
+	for (i = 0; i < *ng; i++)
+		*workers += g[i].threads;
+	return r->s->tp_queue_max >= 10 && *ng > 0 && g[0].threads * 2 >= *workers;
 }
 
 /* ----- Markdown ----- */
@@ -201,7 +219,7 @@ static void md_body(FILE *f, struct report *r)
 		free(ft);
 	} else if (!strcmp(n, "stacks")) {
 		struct an_stack_group g[MAX_GROUPS];
-		int ng = analyze_stack_groups(r->s, g, MAX_GROUPS);
+		int ng = analyze_stack_groups(r->s, g, MAX_GROUPS, false);
 
 		fprintf(f, "%zu threads sampled; grouped by their first frame outside System/Microsoft:\n\n",
 			stacks_sampler_nthreads(r->s->ss));
@@ -225,6 +243,25 @@ static void md_body(FILE *f, struct report *r)
 			fprintf(f, "| %s | %" PRIu64 " → %" PRIu64 " | %.1f → %.1f |\n", cli_safe(r->growth[i].name),
 				r->growth[i].count[0], r->growth[i].count[last],
 				(double)r->growth[i].retained[0] / 1024.0, (double)r->growth[i].retained[last] / 1024.0);
+	} else if (!strcmp(n, "threadpool")) {
+		struct an_stack_group g[MAX_GROUPS];
+		uint32_t workers;
+		int ng;
+		bool st = starving(r, g, &ng, &workers);
+
+		fprintf(f, "Queue length max %.0f (last %.0f), pool threads max %.0f, %u workers sampled.\n\n",
+			r->s->tp_queue_max, r->s->tp_queue_last, r->s->tp_threads_max, workers);
+		if (st)
+			fprintf(f, "**Starvation**: work waited in the queue while %u of %u workers were blocked in %s%s%s.\n\n",
+				g[0].threads, workers, cli_safe(g[0].method), g[0].call ? ", calling " : "",
+				g[0].call ? cli_safe(g[0].call) : "");
+		else
+			fprintf(f, "No starvation seen.\n\n");
+		if (ng > 0)
+			fprintf(f, "| workers | method | calling |\n|---:|---|---|\n");
+		for (i = 0; ng > 0 && i < (size_t)ng && i < r->top; i++)
+			fprintf(f, "| %u | %s | %s |\n", g[i].threads, cli_safe(g[i].method),
+				g[i].call ? cli_safe(g[i].call) : "");
 	} else if (!strcmp(n, "strings")) {
 		const struct heap_graph *g = r->heap;
 
@@ -407,7 +444,7 @@ static void json_body(struct ct_json *j, struct report *r)
 		free(ft);
 	} else if (!strcmp(n, "stacks")) {
 		struct an_stack_group g[MAX_GROUPS];
-		int ng = analyze_stack_groups(r->s, g, MAX_GROUPS);
+		int ng = analyze_stack_groups(r->s, g, MAX_GROUPS, false);
 
 		ct_json_kv_u64(j, "threads", stacks_sampler_nthreads(r->s->ss));
 		ct_json_kv_arr_begin(j, "groups");
@@ -440,6 +477,29 @@ static void json_body(struct ct_json *j, struct report *r)
 			for (k = 0; k < r->nsnap; k++)
 				ct_json_u64(j, r->growth[i].retained[k]);
 			ct_json_arr_end(j);
+			ct_json_obj_end(j);
+		}
+		ct_json_arr_end(j);
+	} else if (!strcmp(n, "threadpool")) {
+		struct an_stack_group g[MAX_GROUPS];
+		uint32_t workers;
+		int ng;
+		bool st = starving(r, g, &ng, &workers);
+
+		ct_json_kv_bool(j, "starvation", st);
+		ct_json_kv_double(j, "queue_max", r->s->tp_queue_max);
+		ct_json_kv_double(j, "queue_last", r->s->tp_queue_last);
+		ct_json_kv_double(j, "threads_max", r->s->tp_threads_max);
+		ct_json_kv_u64(j, "workers_sampled", workers);
+		ct_json_kv_arr_begin(j, "blocked");
+		for (i = 0; ng > 0 && i < (size_t)ng && i < r->top; i++) {
+			ct_json_obj_begin(j);
+			ct_json_kv_str(j, "method", g[i].method);
+			if (g[i].call)
+				ct_json_kv_str(j, "calling", g[i].call);
+			else
+				ct_json_kv_null(j, "calling");
+			ct_json_kv_u64(j, "workers", g[i].threads);
 			ct_json_obj_end(j);
 		}
 		ct_json_arr_end(j);

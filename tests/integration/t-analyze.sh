@@ -2,7 +2,8 @@
 # clrtap analyze and clrtap doctor on fixtures with known answers
 # (docs/fixtures.md): exception type and count (live and from a .nettrace
 # file), the allocating type's share, the induced GC count, the hot method's
-# share, blocked threads grouped by method, lock contention, the memory
+# share, blocked threads grouped by method, lock contention, thread-pool
+# starvation with its blocking call, leaks, duplicated strings, the memory
 # breakdown adding up to RSS and naming native growth; doctor ranking the
 # pathology first and calling an idle process unalarming; errors.
 . "$(dirname "$0")/lib.sh"
@@ -132,6 +133,10 @@ check "doctor idle: nothing alarming, memory reported" py "$WORK/idle.json" \
 	'not d["alarming"] and all(f["severity"] in ("info", "notice") for f in d["findings"]) and any(f["analyzer"] == "memory" for f in d["findings"])'
 expect_exit "doctor idle text" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 1
 contains "doctor idle text says so" "$OUT" "Nothing alarming."
+expect_exit "threadpool on idle" 0 "$CLRTAP" analyze -p "$FIX_PID" threadpool -d 2 --json
+echo "$OUT" >"$WORK/tp-idle.json"
+check "threadpool idle: no starvation" py "$WORK/tp-idle.json" 'not d["result"]["starvation"]'
+
 IDLE=$FIX_PID
 
 # --- strings: the duplicated value and its exact count (a heap snapshot) ---
@@ -150,6 +155,19 @@ expect_exit "leaks" 0 "$CLRTAP" analyze -p "$FIX_PID" leaks -d 2 --json
 echo "$OUT" >"$WORK/leaks.json"
 check "leaks: Clrtap.Fixtures.LeakedItem grows first, 3 snapshots" py "$WORK/leaks.json" \
 	'x = d["result"]["growing"][0]; d["result"]["snapshots"] == 3 and x["type"] == "Clrtap.Fixtures.LeakedItem" and x["count"][0] < x["count"][1] < x["count"][2]'
+stop_fixture "$FIX_PID"
+
+# --- threadpool: sync-over-async starvation named, with the blocking call ---
+start_fixture starve --items 100
+sleep 1
+expect_exit "threadpool" 0 "$CLRTAP" analyze -p "$FIX_PID" threadpool -d 3 --json
+echo "$OUT" >"$WORK/tp.json"
+check "threadpool: starvation, workers blocked in Starver::BlockOnAsync calling Task::Wait" py "$WORK/tp.json" \
+	'r = d["result"]; b = r["blocked"][0]; r["starvation"] and r["queue_max"] >= 10 and b["method"] == "Clrtap.Fixtures.Starver::BlockOnAsync" and b["calling"] == "System.Threading.Tasks.Task::Wait"'
+expect_exit "doctor on starve" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 3 --json
+echo "$OUT" >"$WORK/doc-tp.json"
+check "doctor: thread pool ranked first, naming BlockOnAsync" py "$WORK/doc-tp.json" \
+	'x = d["findings"][0]; x["analyzer"] == "threadpool" and x["severity"] == "warning" and "Starver::BlockOnAsync" in x["evidence"]'
 stop_fixture "$FIX_PID"
 
 # --- hostile names: escaped on the terminal, exact in JSON ---

@@ -30,8 +30,6 @@ static const struct an_analyzer analyzers[] = {
 	  AN_NEED_SAMPLES, "clrtap profile -p %d -d 10 -o cpu.html (a flame graph)" },
 	{ "leaks", "types whose count and retained bytes grow across 3 heap snapshots over -d",
 	  AN_NEED_HEAPS, "clrtap gcdump watch -p %d (more snapshots, with retention paths)" },
-	{ "threadpool", "thread-pool starvation: queue length, threads, blocked workers and the blocking call",
-	  AN_NEED_COUNTERS | AN_NEED_SAMPLES, "clrtap stacks -p %d (every worker's stack), clrtap counters -p %d" },
 	{ "memory", "resident memory by what holds it (smaps), with the cgroup limit",
 	  AN_NEED_SMAPS, "clrtap gcdump report -p %d (GC heap by type), clrtap counters -p %d" },
 	{ "pauses", "GC pauses: count, reasons, generations, p50/p95/p99/max",
@@ -40,6 +38,8 @@ static const struct an_analyzer analyzers[] = {
 	  AN_NEED_SAMPLES, "clrtap stacks -p %d (the merged tree)" },
 	{ "strings", "duplicated strings on the GC heap: value, copies, wasted bytes",
 	  AN_NEED_HEAP, "clrtap gcdump collect -p %d -o heap.gcdump, then clrtap gcdump report heap.gcdump --path System.String" },
+	{ "threadpool", "thread-pool starvation: queue length, threads, blocked workers and the blocking call",
+	  AN_NEED_COUNTERS | AN_NEED_SAMPLES, "clrtap stacks -p %d (every worker's stack), clrtap counters -p %d" },
 };
 
 const struct an_analyzer *analyze_analyzer_at(size_t i)

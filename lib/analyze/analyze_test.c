@@ -20,12 +20,14 @@ static const char smaps[] =
 	HDR("7f25cc000000-7f25cc021000", "rw-p", "0", "") BODY("100", "wr nr")
 	HDR("7f25cc021000-7f25d0000000", "---p", "0", "") BODY("0", "nr")
 	/* a large malloc right below the GC's reservation */
-	HDR("7f25d0000000-7f25d1000000", "rw-p", "0", "") BODY("16000", "wr")
+	HDR("7f25d0000000-7f25d1001000", "rw-p", "0", "") BODY("16000", "wr")
 	/* the GC: committed parts inside a 300 GiB PROT_NONE reservation */
-	HDR("7f25d1000000-7f25d1100000", "rw-p", "0", "") BODY("800", "wr ac")
+	HDR("7f25d1001000-7f25d1100000", "rw-p", "0", "") BODY("800", "wr ac")
 	HDR("7f25d1100000-7f25d2000000", "---p", "0", "") BODY("0", "")
 	HDR("7f25d2000000-7f25d2400000", "rw-p", "0", "") BODY("3000", "wr ac")
-	HDR("7f25d2400000-7f30d2400000", "---p", "0", "") BODY("0", "")
+	/* a neighbouring committed region the kernel did not merge (4 MiB boundary) */
+	HDR("7f25d2400000-7f25d2800000", "rw-p", "0", "") BODY("500", "wr ac")
+	HDR("7f25d2800000-7f30d2400000", "---p", "0", "") BODY("0", "")
 	/* a thread stack above its guard page */
 	HDR("7f30e0000000-7f30e0001000", "---p", "0", "") BODY("0", "")
 	HDR("7f30e0001000-7f30e0801000", "rw-p", "0", "") BODY("40", "wr gd")
@@ -47,7 +49,7 @@ static void test_memory_parse(void **state)
 	assert_int_equal(m.rss_kb[AN_MEM_IMAGES], 24 + 8);
 	assert_int_equal(m.rss_kb[AN_MEM_NATIVE], 1372 + 100);
 	assert_int_equal(m.rss_kb[AN_MEM_OTHER_ANON], 16000);
-	assert_int_equal(m.rss_kb[AN_MEM_GC_HEAP], 800 + 3000);
+	assert_int_equal(m.rss_kb[AN_MEM_GC_HEAP], 800 + 3000 + 500);
 	assert_int_equal(m.rss_kb[AN_MEM_STACKS], 40 + 44);
 	assert_int_equal(m.rss_kb[AN_MEM_CODE_HEAPS], 4);
 	for (k = 0; k < AN_MEM_KINDS; k++)

@@ -25,6 +25,7 @@
 
 #define GC_RESERVE_MIN (4ull << 30)
 #define GUARD_MAX (64ull << 10)
+#define REGION_ALIGN (4ull << 20)
 #define MAX_VMAS (1u << 20)
 
 enum path_kind { P_ANON, P_HEAP, P_STACK, P_CODE, P_SPECIAL, P_FILE, P_OTHER };
@@ -196,14 +197,17 @@ void analyze_memory_parse(const char *text, size_t len, struct an_memory *m)
 	}
 	for (i = 0; i < n; i++) {
 		/*
-		 * One reservation alternates committed and PROT_NONE parts (the
-		 * kernel merges equal neighbours): two committed or two PROT_NONE
-		 * neighbours come from different mappings, e.g. a malloc'd block
-		 * placed right below the GC's range.
+		 * One reservation alternates committed and PROT_NONE parts. Two
+		 * PROT_NONE neighbours come from different mappings; two committed
+		 * neighbours too (e.g. a malloc'd block placed right below the GC's
+		 * range), unless the upper one starts on a GC region boundary
+		 * (4 MiB): the kernel does not always merge the GC's neighbouring
+		 * committed regions.
 		 */
 		bool joins = i && v[i].path == P_ANON && v[i - 1].path == P_ANON &&
 			     v[i - 1].end == v[i].start && v[i - 1].nr == v[i].nr &&
-			     v[i - 1].none != v[i].none;
+			     (v[i - 1].none != v[i].none ||
+			      (!v[i].none && v[i].start % REGION_ALIGN == 0));
 
 		v[i].run = joins ? v[i - 1].run : (uint32_t)i;
 		run_size[v[i].run] += v[i].end - v[i].start;

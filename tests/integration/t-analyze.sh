@@ -124,6 +124,14 @@ check "memory: 200 MiB of AllocHGlobal is native, not GC heap" py "$WORK/mem.jso
 expect_exit "memory text" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -o "$WORK/mem.md"
 contains "memory report: one sentence on where memory is" "$(cat "$WORK/mem.md")" "Most resident memory is native"
 stop_fixture "$FIX_PID"
+# a growing GC heap (the leak fixture at 100000 items/s: about 100 MB/s retained) says GC heap
+start_fixture leak --per-second 100000
+sleep 2.5
+expect_exit "memory on a growing GC heap" 0 "$CLRTAP" analyze -p "$FIX_PID" memory --json
+echo "$OUT" >"$WORK/mem-gc.json"
+check "memory: a growing GC heap is GC heap" py "$WORK/mem-gc.json" \
+	'r = d["result"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; r["mostly"] == "gc_heap" and k["gc_heap"] >= 100 << 20'
+stop_fixture "$FIX_PID"
 
 # --- doctor on idle: nothing alarming ---
 start_fixture idle

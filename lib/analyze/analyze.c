@@ -38,6 +38,8 @@ static const struct an_analyzer analyzers[] = {
 	  AN_NEED_SAMPLES, "clrtap stacks -p %d (the merged tree)" },
 	{ "strings", "duplicated strings on the GC heap: value, copies, wasted bytes",
 	  AN_NEED_HEAP, "clrtap gcdump collect -p %d -o heap.gcdump, then clrtap gcdump report heap.gcdump --path System.String" },
+	{ "survivors", "what survives a full GC: types by retained bytes (dominator tree), with counts",
+	  AN_NEED_HEAP, "clrtap gcdump collect -p %d -o heap.gcdump, then clrtap gcdump report heap.gcdump --path TYPE (retention paths)" },
 	{ "threadpool", "thread-pool starvation: queue length, threads, blocked workers and the blocking call",
 	  AN_NEED_COUNTERS | AN_NEED_SAMPLES, "clrtap stacks -p %d (every worker's stack), clrtap counters -p %d" },
 };

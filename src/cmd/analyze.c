@@ -27,6 +27,9 @@ struct report {
 	struct an_memory mem;
 	bool have_mem;
 	struct heap_graph *heap;
+	struct heap_analysis *ha;
+	struct heap_typestat *ts;
+	size_t nts;
 	struct heap_growth *growth;
 	size_t ngrowth;
 	unsigned nsnap;
@@ -97,6 +100,9 @@ static void limits(struct report *r)
 	} else if (!strcmp(n, "threadpool")) {
 		note(r, "the runtime's thread-injection decisions (ThreadPoolWorkerThreadAdjustment events)");
 		note(r, "async continuations that never got a thread: only the queue length shows them");
+	} else if (!strcmp(n, "survivors")) {
+		note(r, "the snapshot forced a full blocking GC in the target: what survives it is what is reachable");
+		note(r, "which of these grow (use clrtap analyze -p PID leaks)");
 	} else if (!strcmp(n, "strings")) {
 		note(r, "the snapshot forced a full blocking GC in the target; strings freed before it are not counted");
 		if (r->heap && r->heap->strings.moved + r->heap->strings.unreadable + r->heap->strings.too_long)
@@ -128,6 +134,15 @@ static bool starving(struct report *r, struct an_stack_group *g, int *ng, uint32
 	for (i = 0; i < *ng; i++)
 		*workers += g[i].threads;
 	return r->s->tp_queue_max >= 10 && *ng > 0 && g[0].threads * 2 >= *workers;
+}
+
+static int by_retained(const void *a, const void *b)
+{
+	const struct heap_typestat *x = a, *y = b;
+
+	if (x->retained != y->retained)
+		return x->retained > y->retained ? -1 : 1;
+	return strcmp(x->name, y->name);
 }
 
 /* ----- Markdown ----- */
@@ -262,6 +277,13 @@ static void md_body(FILE *f, struct report *r)
 		for (i = 0; ng > 0 && i < (size_t)ng && i < r->top; i++)
 			fprintf(f, "| %u | %s | %s |\n", g[i].threads, cli_safe(g[i].method),
 				g[i].call ? cli_safe(g[i].call) : "");
+	} else if (!strcmp(n, "survivors")) {
+		fprintf(f, "%u objects survive, %.1f MiB reachable from %u roots.\n\n", r->ha->reachable,
+			(double)(heap_graph_bytes(r->heap) - r->ha->unreachable_bytes) / 1048576.0, r->heap->nroots);
+		fprintf(f, "| retained KiB | shallow KiB | count | type |\n|---:|---:|---:|---|\n");
+		for (i = 0; i < r->nts && i < r->top; i++)
+			fprintf(f, "| %.1f | %.1f | %" PRIu64 " | %s |\n", (double)r->ts[i].retained / 1024.0,
+				(double)r->ts[i].shallow / 1024.0, r->ts[i].count, cli_safe(r->ts[i].name));
 	} else if (!strcmp(n, "strings")) {
 		const struct heap_graph *g = r->heap;
 
@@ -503,6 +525,20 @@ static void json_body(struct ct_json *j, struct report *r)
 			ct_json_obj_end(j);
 		}
 		ct_json_arr_end(j);
+	} else if (!strcmp(n, "survivors")) {
+		ct_json_kv_u64(j, "objects", r->ha->reachable);
+		ct_json_kv_u64(j, "reachable_bytes", heap_graph_bytes(r->heap) - r->ha->unreachable_bytes);
+		ct_json_kv_u64(j, "roots", r->heap->nroots);
+		ct_json_kv_arr_begin(j, "types");
+		for (i = 0; i < r->nts && i < r->top; i++) {
+			ct_json_obj_begin(j);
+			ct_json_kv_str(j, "type", r->ts[i].name);
+			ct_json_kv_u64(j, "count", r->ts[i].count);
+			ct_json_kv_u64(j, "shallow_bytes", r->ts[i].shallow);
+			ct_json_kv_u64(j, "retained_bytes", r->ts[i].retained);
+			ct_json_obj_end(j);
+		}
+		ct_json_arr_end(j);
 	} else if (!strcmp(n, "strings")) {
 		const struct heap_graph *g = r->heap;
 
@@ -713,6 +749,8 @@ static int run_live(struct report *r, const struct cli_target_opts *to, int64_t 
 			if (!err && r->nsnap < 3)
 				return cli_error(130, "interrupted after %u snapshots: nothing to compare", r->nsnap);
 		} else {
+			if (strcmp(r->a->name, "strings"))
+				ho.pid = 0; /* string contents only for strings */
 			cli_info("taking a heap snapshot of pid %d (an induced gen-2 GC)", (int)t.pid);
 			err = heap_collect(&ho, &r->heap, &hr);
 		}
@@ -721,6 +759,11 @@ static int run_live(struct report *r, const struct cli_target_opts *to, int64_t 
 			return cli_error(hr.target_ended ? EXIT_PARTIAL : cli_exit_for(err),
 					 "cannot take the heap snapshot: %s", hr.msg[0] ? hr.msg : strerror(-err));
 		r->duration_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		if (r->heap && !strcmp(r->a->name, "survivors")) {
+			if (heap_analyze(r->heap, &r->ha) || heap_typestats(r->heap, r->ha, &r->ts, &r->nts))
+				return cli_error(EXIT_ERROR, "out of memory");
+			qsort(r->ts, r->nts, sizeof(*r->ts), by_retained);
+		}
 		return EXIT_OK;
 	}
 	cli_catch_stop_signals();
@@ -812,6 +855,8 @@ int cmd_analyze(int argc, char **argv)
 			code = EXIT_PARTIAL;
 	}
 	analyze_session_free(r.s);
+	free(r.ts);
+	heap_analysis_free(r.ha);
 	heap_graph_free(r.heap);
 	heap_growth_free(r.growth, r.ngrowth);
 	return code;

@@ -163,6 +163,10 @@ expect_exit "leaks" 0 "$CLRTAP" analyze -p "$FIX_PID" leaks -d 2 --json
 echo "$OUT" >"$WORK/leaks.json"
 check "leaks: Clrtap.Fixtures.LeakedItem grows first, 3 snapshots" py "$WORK/leaks.json" \
 	'x = d["result"]["growing"][0]; d["result"]["snapshots"] == 3 and x["type"] == "Clrtap.Fixtures.LeakedItem" and x["count"][0] < x["count"][1] < x["count"][2]'
+expect_exit "survivors" 0 "$CLRTAP" analyze -p "$FIX_PID" survivors --json
+echo "$OUT" >"$WORK/surv.json"
+check "survivors: the List<LeakedItem> retains the most, LeakedItem in the top 3" py "$WORK/surv.json" \
+	't = d["result"]["types"]; t[0]["type"] == "System.Collections.Generic.List<Clrtap.Fixtures.LeakedItem>" and "Clrtap.Fixtures.LeakedItem" in [x["type"] for x in t[:3]]'
 stop_fixture "$FIX_PID"
 
 # --- threadpool: sync-over-async starvation named, with the blocking call ---

@@ -200,14 +200,16 @@ void analyze_memory_parse(const char *text, size_t len, struct an_memory *m)
 		 * One reservation alternates committed and PROT_NONE parts. Two
 		 * PROT_NONE neighbours come from different mappings; two committed
 		 * neighbours too (e.g. a malloc'd block placed right below the GC's
-		 * range), unless the upper one starts on a GC region boundary
-		 * (4 MiB): the kernel does not always merge the GC's neighbouring
-		 * committed regions.
+		 * range, which starts a run of its own off the 4 MiB grid), unless
+		 * the upper starts on a GC region boundary (4 MiB) and the lower is
+		 * on it too or already inside a run: the kernel does not always
+		 * merge the GC's neighbouring committed regions.
 		 */
 		bool joins = i && v[i].path == P_ANON && v[i - 1].path == P_ANON &&
 			     v[i - 1].end == v[i].start && v[i - 1].nr == v[i].nr &&
 			     (v[i - 1].none != v[i].none ||
-			      (!v[i].none && v[i].start % REGION_ALIGN == 0));
+			      (!v[i].none && v[i].start % REGION_ALIGN == 0 &&
+			       (v[i - 1].start % REGION_ALIGN == 0 || v[i - 1].run != i - 1)));
 
 		v[i].run = joins ? v[i - 1].run : (uint32_t)i;
 		run_size[v[i].run] += v[i].end - v[i].start;

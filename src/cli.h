@@ -40,7 +40,9 @@ enum exit_code {
 
 /* Commands. */
 int cmd_agent(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
 int cmd_counters(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_gcdump(int argc, char **argv);
 int cmd_help(int argc, char **argv);

@@ -23,7 +23,9 @@ struct cmd {
 /* Sorted by name (checked at startup in debug builds and by a test). */
 static const struct cmd commands[] = {
 	{ "agent", cmd_agent, "attach clrtap's in-process profiler, stream its events, detach; or show it" },
+	{ "analyze", cmd_analyze, "one question, one report: exceptions, allocations, pauses, memory, ..." },
 	{ "counters", cmd_counters, "live runtime counters (System.Runtime, any EventSource or Meter)" },
+	{ "doctor", cmd_doctor, "a short battery over one session: findings ranked, with the next command" },
 	{ "dump", cmd_dump, "write a core dump of a .NET process (mini, heap, triage, full)" },
 	{ "gcdump", cmd_gcdump, "heap snapshots: retained sizes, retention paths, duplicated strings, leaks" },
 	{ "help", cmd_help, "show help for clrtap or a command" },

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * analyze.h - one-question reports over the existing engines: which events
+ * each analyzer needs, one EventPipe session (or a .nettrace file) fed to
+ * lib/tracestats, lib/stacks and lib/counters at once, and the resident
+ * memory of a process broken down from /proc/PID/smaps.
+ *
+ * Nothing here prints: commands render the results (src/cmd/analyze.c,
+ * src/cmd/doctor.c). See docs/cmd/analyze.md.
+ */
+#ifndef CLRTAP_ANALYZE_ANALYZE_H
+#define CLRTAP_ANALYZE_ANALYZE_H
+
+#include "common/compat.h"
+
+#include <signal.h>
+
+#include "counters/counters.h"
+#include "ipc/ipc.h"
+#include "stacks/stacks.h"
+#include "tracestats/tracestats.h"
+
+/* What an analyzer needs from a session. */
+#define AN_NEED_EXCEPTIONS 0x1u
+#define AN_NEED_GC 0x2u
+#define AN_NEED_ALLOC 0x4u
+#define AN_NEED_CONTENTION 0x8u
+#define AN_NEED_SAMPLES 0x10u /* the sample profiler */
+#define AN_NEED_COUNTERS 0x20u /* System.Runtime counters, 1 s interval */
+#define AN_NEED_SMAPS 0x40u   /* /proc/PID/smaps: live only */
+#define AN_NEED_HEAP 0x80u    /* a heap snapshot (lib/heap, an induced gen-2 GC): live only */
+#define AN_NEED_HEAPS 0x100u  /* several heap snapshots over the duration: live only */
+
+struct an_analyzer {
+	const char *name;
+	const char *help;
+	unsigned need;
+	const char *next; /* what to run next, "%d" is the pid */
+};
+
+/* The table, sorted by name; NULL past the end. */
+const struct an_analyzer *analyze_analyzer_at(size_t i);
+const struct an_analyzer *analyze_analyzer_find(const char *name);
+
+/* Everything one session fed. */
+struct an_session {
+	unsigned need;
+	struct tracestats *ts;
+	struct stacks_sampler *ss;       /* with AN_NEED_SAMPLES */
+	struct counters_decoder *cd;     /* with AN_NEED_COUNTERS */
+	struct counters_table counters;  /* last value of each counter */
+	uint64_t counter_values;         /* values received */
+	double cpu_max, tp_queue_max, tp_threads_max; /* maxima over the session (-1: none) */
+	double tp_queue_last, tp_completed;           /* last queue length; items completed in all */
+	double cpu_sum; uint64_t cpu_n; /* cpu-usage (percent of all cores) */
+	double working_set_mb, gc_heap_mb;
+	int add_err;                     /* first engine error (negative errno) */
+	int ts_read_err;                 /* offline: the reader's error */
+	bool finished;
+};
+
+int analyze_session_new(struct an_session **out, unsigned need);
+void analyze_session_free(struct an_session *s);
+
+/* Providers for need into provs (capacity 4); counters args in *args. */
+int analyze_session_config(unsigned need, struct ipc_provider *provs, size_t *n,
+			   struct ipc_trace_config *cfg);
+
+/* Runs the live session (lib/counters' live reader) for duration_ms. */
+int analyze_session_live(struct an_session *s, const struct ipc_endpoint *ep,
+			 int64_t duration_ms, volatile sig_atomic_t *stop,
+			 struct counters_live_result *res);
+
+/* Reads a .nettrace file from fd to its end (reader errors in ts_read_err). */
+int analyze_session_file(struct an_session *s, int fd);
+
+/* Symbolizes and computes (tracestats_finish). Once. */
+int analyze_session_finish(struct an_session *s);
+
+/* Threads of a stacks sample grouped by their first non-framework frame. */
+struct an_stack_group {
+	const char *method;   /* owned by the sampler */
+	const char *call;     /* the frame it called (leafward), e.g. Task::Wait; NULL at the leaf */
+	uint32_t threads;
+	uint64_t tids[16];    /* the first 16 */
+};
+/* Fills up to max groups, count descending; returns the number or -errno.
+ * pool: only thread-pool workers (a ThreadPoolWorkQueue::Dispatch frame). */
+int analyze_stack_groups(struct an_session *s, struct an_stack_group *g, size_t max, bool pool);
+
+/* ----- memory: /proc/PID/smaps ----- */
+
+enum an_mem_kind {
+	AN_MEM_GC_HEAP,    /* anonymous memory inside a reservation of >= 4 GiB (the GC's regions) */
+	AN_MEM_CODE_HEAPS, /* the runtime's double-mapped executable memory (JIT code, stubs) */
+	AN_MEM_NATIVE,     /* [heap] and malloc arenas (MAP_NORESERVE mappings) */
+	AN_MEM_STACKS,     /* [stack] and anonymous mappings right above a guard page */
+	AN_MEM_IMAGES,     /* file-backed mappings: the runtime, libraries, assemblies */
+	AN_MEM_OTHER_ANON, /* other anonymous memory: large mallocs, runtime bookkeeping */
+	AN_MEM_OTHER,      /* vdso, shared memory, ... */
+	AN_MEM_KINDS
+};
+
+struct an_memory {
+	uint64_t rss_kb[AN_MEM_KINDS];
+	uint64_t mappings[AN_MEM_KINDS];
+	uint64_t total_kb;      /* sum of every mapping's Rss */
+	uint64_t vmrss_kb;      /* /proc/PID/status VmRSS (0: unknown) */
+	uint64_t nmappings;
+	bool truncated;         /* smaps was larger than the cap */
+	int64_t cgroup_max;     /* bytes; -1: no limit, -2: unknown */
+	int64_t cgroup_current; /* bytes; -1: unknown */
+};
+
+#define AN_SMAPS_MAX (64u << 20)
+
+/* Short name ("gc_heap") and a label ("GC heap") of a kind. */
+const char *analyze_mem_kind_name(enum an_mem_kind k);
+const char *analyze_mem_kind_label(enum an_mem_kind k);
+
+/* Parses smaps text (need not be NUL-terminated) into m (totals only). */
+void analyze_memory_parse(const char *text, size_t len, struct an_memory *m);
+
+/* Reads /proc/PID/smaps, VmRSS and the cgroup's memory.max/current. */
+int analyze_memory_read(pid_t pid, struct an_memory *m);
+
+/* The kind holding the most, counting native + other anonymous together as
+ * "native" (returns AN_MEM_NATIVE then). */
+enum an_mem_kind analyze_memory_dominant(const struct an_memory *m);
+
+
+/* ----- doctor: findings from one session and the memory breakdown ----- */
+
+enum an_severity { AN_INFO, AN_NOTICE, AN_WARNING, AN_CRITICAL };
+
+struct an_finding {
+	enum an_severity severity;
+	double weight;            /* ranks findings of one severity (larger first) */
+	const char *analyzer;     /* the analyzer that digs deeper */
+	char title[160];
+	char evidence[640];       /* may hold target-chosen names: escape when printing */
+	char next[160];           /* the exact command */
+};
+
+#define AN_MAX_FINDINGS 8
+
+/* Builds the findings, ranked (most severe first). mem may be NULL.
+ * duration_s is how long the session ran. Returns how many. */
+size_t analyze_findings(struct an_session *s, const struct an_memory *mem, pid_t pid,
+			double duration_s, unsigned ncpus, struct an_finding *f);
+
+const char *analyze_severity_name(enum an_severity s);
+
+/* How a live session went, for the command's message and exit code. */
+enum an_outcome {
+	AN_OK,            /* the session ran and its stream ended normally */
+	AN_NO_SESSION,    /* nothing came: err says why */
+	AN_BAD_STREAM,    /* the stream did not start as nettrace */
+	AN_TARGET_GONE,   /* the target went away mid-session: what came is analyzed */
+	AN_BROKEN,        /* the stream broke: what came is analyzed */
+};
+enum an_outcome analyze_live_outcome(const struct counters_live_result *res,
+				     const struct ipc_endpoint *ep, int *err, char *why, size_t len);
+
+/* ----- leaks: types that only grow across heap snapshots ----- */
+
+struct heap_growth;
+struct heap_collect_opts;
+
+/*
+ * Takes nsnap (2..16) snapshots with heap_collect, interval_ms apart, and
+ * finds the types whose count and retained bytes grow from each to the next
+ * (heap_growth_find). *taken says how many were taken. Returns 0 or the
+ * negative errno of the failed snapshot (msg says why).
+ */
+int analyze_leaks_run(const struct heap_collect_opts *o, unsigned nsnap, int64_t interval_ms,
+		      struct heap_growth **out, size_t *n, unsigned *taken, char *msg, size_t msglen);
+
+#endif

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for lib/analyze: the smaps breakdown (every kind, totals,
+ * hostile file names), the analyzer table, doctor's ranking.
+ */
+#include "common/compat.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "analyze/analyze.h"
+
+#define HDR(range, perms, inode, path) range " " perms " 00000000 00:00 " inode "          " path "\n"
+#define BODY(rss, flags) "Size:  4 kB\nRss:   " rss " kB\nPss:   1 kB\nVmFlags: rd " flags "\n"
+
+static const char smaps[] =
+	HDR("55a842180000-55a842186000", "r--p", "1234", "/usr/share/dotnet/dotnet") BODY("24", "mr")
+	HDR("55a862cae000-55a862e26000", "rw-p", "0", "[heap]") BODY("1372", "wr")
+	/* a malloc arena: MAP_NORESERVE */
+	HDR("7f25cc000000-7f25cc021000", "rw-p", "0", "") BODY("100", "wr nr")
+	HDR("7f25cc021000-7f25d0000000", "---p", "0", "") BODY("0", "nr")
+	/* a large malloc right below the GC's reservation */
+	HDR("7f25d0000000-7f25d1001000", "rw-p", "0", "") BODY("16000", "wr")
+	/* the GC: committed parts inside a 300 GiB PROT_NONE reservation */
+	HDR("7f25d1001000-7f25d1100000", "rw-p", "0", "") BODY("800", "wr ac")
+	HDR("7f25d1100000-7f25d2000000", "---p", "0", "") BODY("0", "")
+	HDR("7f25d2000000-7f25d2400000", "rw-p", "0", "") BODY("3000", "wr ac")
+	/* a neighbouring committed region the kernel did not merge (4 MiB boundary) */
+	HDR("7f25d2400000-7f25d2800000", "rw-p", "0", "") BODY("500", "wr ac")
+	HDR("7f25d2800000-7f30d2400000", "---p", "0", "") BODY("0", "")
+	/* a thread stack above its guard page */
+	HDR("7f30e0000000-7f30e0001000", "---p", "0", "") BODY("0", "")
+	HDR("7f30e0001000-7f30e0801000", "rw-p", "0", "") BODY("40", "wr gd")
+	HDR("7f31d5250000-7f31d5251000", "r-xs", "77", "/memfd:doublemapper (deleted)") BODY("4", "ex")
+	/* a hostile file name (the kernel escapes newlines as \\012) */
+	HDR("7f31d6000000-7f31d6001000", "r--p", "99", "/tmp/ [heap] Rss: 99 kB\\012") BODY("8", "rd")
+	HDR("7ffdf5752000-7ffdf5773000", "rw-p", "0", "[stack]") BODY("44", "gd")
+	HDR("7f3254f0e000-7f3254f10000", "r-xp", "0", "[vdso]") BODY("4", "ex");
+
+static void test_memory_parse(void **state)
+{
+	struct an_memory m;
+	uint64_t sum = 0;
+	int k;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	analyze_memory_parse(smaps, sizeof(smaps) - 1, &m);
+	assert_int_equal(m.rss_kb[AN_MEM_IMAGES], 24 + 8);
+	assert_int_equal(m.rss_kb[AN_MEM_NATIVE], 1372 + 100);
+	assert_int_equal(m.rss_kb[AN_MEM_OTHER_ANON], 16000);
+	assert_int_equal(m.rss_kb[AN_MEM_GC_HEAP], 800 + 3000 + 500);
+	assert_int_equal(m.rss_kb[AN_MEM_STACKS], 40 + 44);
+	assert_int_equal(m.rss_kb[AN_MEM_CODE_HEAPS], 4);
+	for (k = 0; k < AN_MEM_KINDS; k++)
+		sum += m.rss_kb[k];
+	assert_int_equal(sum, m.total_kb);
+	assert_int_equal(m.rss_kb[AN_MEM_OTHER], 4);
+	assert_int_equal(analyze_memory_dominant(&m), AN_MEM_NATIVE);
+	assert_string_equal(analyze_mem_kind_name(AN_MEM_GC_HEAP), "gc_heap");
+	/* empty and garbage */
+	analyze_memory_parse("", 0, &m);
+	assert_int_equal(m.total_kb, 0);
+	analyze_memory_parse("Rss: 5 kB\nzz-yy\n", 16, &m);
+	assert_int_equal(m.total_kb, 0);
+}
+
+static void test_table(void **state)
+{
+	const struct an_analyzer *a, *prev = NULL;
+	size_t i;
+
+	(void)state;
+	for (i = 0; (a = analyze_analyzer_at(i)); prev = a, i++) {
+		if (prev)
+			assert_true(strcmp(prev->name, a->name) < 0);
+		assert_ptr_equal(analyze_analyzer_find(a->name), a);
+	}
+	assert_true(i >= 7);
+	assert_null(analyze_analyzer_find("nosuch"));
+	assert_true(analyze_analyzer_find("memory")->need & AN_NEED_SMAPS);
+}
+
+static void test_doctor_memory_limit(void **state)
+{
+	struct an_finding f[AN_MAX_FINDINGS];
+	struct an_session *s;
+	struct an_memory m = { 0 };
+	size_t n;
+
+	(void)state;
+	assert_int_equal(analyze_session_new(&s, AN_NEED_GC), 0);
+	assert_int_equal(analyze_session_finish(s), 0);
+	m.rss_kb[AN_MEM_GC_HEAP] = m.total_kb = 950 * 1024;
+	m.cgroup_max = 1000ll << 20;
+	m.cgroup_current = 960ll << 20;
+	n = analyze_findings(s, &m, 42, 2.0, 2, f);
+	assert_int_equal(n, 1);
+	assert_int_equal(f[0].severity, AN_CRITICAL);
+	assert_string_equal(f[0].analyzer, "memory");
+	assert_string_equal(f[0].next, "clrtap analyze -p 42 memory -d 10");
+	assert_non_null(strstr(f[0].title, "GC heap"));
+	m.cgroup_max = -1;
+	n = analyze_findings(s, &m, 42, 2.0, 2, f);
+	assert_int_equal(f[0].severity, AN_INFO);
+	analyze_session_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_memory_parse),
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_doctor_memory_limit),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

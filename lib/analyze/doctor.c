@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * doctor.c - Dr-Dotnet's symptom table as rules: each rule reads what one
+ * session saw (lib/tracestats, lib/counters) and the memory breakdown, and
+ * gives a finding with its severity, evidence and the command that digs
+ * deeper. Thresholds are documented in docs/cmd/doctor.md.
+ */
+#include "common/compat.h"
+
+#include "analyze/analyze.h"
+#include "flame/flame.h"
+
+static const char *const sev_names[] = { "info", "notice", "warning", "critical" };
+
+const char *analyze_severity_name(enum an_severity s)
+{
+	return (unsigned)s < ARRAY_SIZE(sev_names) ? sev_names[s] : "?";
+}
+
+static struct an_finding *add(struct an_finding *f, size_t *n, enum an_severity sev, double w,
+			      const char *analyzer, pid_t pid)
+{
+	struct an_finding *x;
+
+	if (*n == AN_MAX_FINDINGS)
+		return NULL;
+	x = &f[(*n)++];
+	memset(x, 0, sizeof(*x));
+	x->severity = sev;
+	x->weight = w;
+	x->analyzer = analyzer;
+	snprintf(x->next, sizeof(x->next), "clrtap analyze -p %d %s -d 10", (int)pid, analyzer);
+	return x;
+}
+
+static double mib(uint64_t kb)
+{
+	return (double)kb / 1024.0;
+}
+
+static int cmp_finding(const void *a, const void *b)
+{
+	const struct an_finding *x = a, *y = b;
+
+	if (x->severity != y->severity)
+		return x->severity > y->severity ? -1 : 1;
+	if (x->weight != y->weight)
+		return x->weight > y->weight ? -1 : 1;
+	return 0;
+}
+
+static void exceptions_rule(const struct ts_result *r, double d, pid_t pid, struct an_finding *f,
+			    size_t *n)
+{
+	double rate = (double)r->exceptions_total / d;
+	enum an_severity sev = rate >= 100 ? AN_WARNING : rate >= 1 ? AN_NOTICE : AN_INFO;
+	struct an_finding *x;
+
+	if (!r->exceptions_total)
+		return;
+	x = add(f, n, sev, rate >= 100 ? 1.0 : rate / 100.0, "exceptions", pid);
+	if (!x)
+		return;
+	snprintf(x->title, sizeof(x->title), "%.1f exceptions per second", rate);
+	if (r->nexc_types) {
+		const struct ts_exc_type *t = &r->exc_types[0];
+		const struct ts_exception *e = r->nexceptions ? &r->exceptions[0] : NULL;
+
+		snprintf(x->evidence, sizeof(x->evidence),
+			 "%" PRIu64 " thrown in %.1f s; most: %s x%" PRIu64 "%s%s", r->exceptions_total, d,
+			 t->type, t->count, e && e->thrown_at ? ", thrown in " : "",
+			 e && e->thrown_at ? e->thrown_at : "");
+	}
+}
+
+static void cpu_rule(const struct an_session *s, const struct ts_result *r, double d, unsigned ncpus,
+		     pid_t pid, struct an_finding *f, size_t *n)
+{
+	/*
+	 * Two views: the runtime's cpu-usage counter (percent of all cores,
+	 * what the process got), and the sample profiler's share of samples
+	 * that found a thread in managed code, times the threads sampled: how
+	 * many threads were running (or ready to run) managed code, which a
+	 * loaded machine does not hide.
+	 */
+	uint64_t all = r->samples.managed + r->samples.external + r->samples.other;
+	size_t nth = s->ss ? stacks_sampler_nthreads(s->ss) : 0;
+	double busy = all && nth ? (double)r->samples.managed * (double)nth / (double)all : 0;
+	double share = s->cpu_n ? s->cpu_sum / (double)s->cpu_n / 100.0 : 0;
+	double cores = share * (ncpus ? ncpus : 1);
+	enum an_severity sev = busy >= 0.8 || cores >= 0.4 ? AN_WARNING :
+			       busy >= 0.3 || cores >= 0.2 ? AN_NOTICE : AN_INFO;
+	struct flame_top *ft = NULL;
+	struct an_finding *x;
+	size_t nt = 0, i, best = 0;
+	uint64_t total = r->flame ? flame_total(r->flame) : 0;
+
+	if (busy < 0.1 && cores < 0.05)
+		return;
+	x = add(f, n, sev, busy / (nth ? (double)nth : 1.0) + share, "hotpaths", pid);
+	if (!x)
+		return;
+	snprintf(x->title, sizeof(x->title), "CPU busy: %.1f threads running managed code, %.2f of %u cores used",
+		 busy, cores, ncpus);
+	if (total && !flame_top(r->flame, &ft, &nt) && nt) {
+		for (i = 1; i < nt; i++)
+			if (ft[i].self > ft[best].self)
+				best = i;
+		snprintf(x->evidence, sizeof(x->evidence),
+			 "%" PRIu64 " managed samples in %.1f s; hottest method %s (%.0f%% self)",
+			 r->samples.managed, d, ft[best].name, 100.0 * (double)ft[best].self / (double)total);
+	}
+	free(ft);
+}
+
+static void gc_rule(const struct ts_result *r, double d, pid_t pid, struct an_finding *f, size_t *n)
+{
+	const struct ts_gc *g = &r->gc;
+	uint64_t induced = g->induced_by_gen[0] + g->induced_by_gen[1] + g->induced_by_gen[2];
+	enum an_severity sev = g->paused_pct >= 10 ? AN_WARNING : g->paused_pct >= 2 || induced ?
+			       AN_NOTICE : AN_INFO;
+	struct an_finding *x;
+
+	if (!g->count)
+		return;
+	x = add(f, n, sev, g->paused_pct / 100.0, "pauses", pid);
+	if (!x)
+		return;
+	snprintf(x->title, sizeof(x->title), "%" PRIu64 " GCs in %.1f s, %.1f%% of the time paused",
+		 g->count, d, g->paused_pct);
+	snprintf(x->evidence, sizeof(x->evidence),
+		 "gen0/1/2 %" PRIu64 "/%" PRIu64 "/%" PRIu64 ", induced %" PRIu64
+		 "; pause p50 %.2f ms, max %.2f ms",
+		 g->by_gen[0], g->by_gen[1], g->by_gen[2], induced, (double)g->pause_p50_ns / 1e6,
+		 (double)g->pause_max_ns / 1e6);
+}
+
+static void contention_rule(const struct ts_result *r, double d, pid_t pid, struct an_finding *f,
+			    size_t *n)
+{
+	double rate = (double)r->contention.starts / d;
+	double waited = (double)r->contention.total_ns / 1e9;
+	enum an_severity sev = rate >= 50 || waited >= d ? AN_WARNING : rate >= 1 ? AN_NOTICE : AN_INFO;
+	struct an_finding *x;
+
+	if (!r->contention.starts)
+		return;
+	x = add(f, n, sev, waited / d, "contention", pid);
+	if (!x)
+		return;
+	snprintf(x->title, sizeof(x->title), "lock contention: %.1f waits per second", rate);
+	snprintf(x->evidence, sizeof(x->evidence), "%" PRIu64 " waits, %.2f s waited in all (%.1f s session)",
+		 r->contention.starts, waited, d);
+}
+
+static void threadpool_rule(struct an_session *s, pid_t pid, struct an_finding *f, size_t *n)
+{
+	struct an_stack_group g[16];
+	struct an_finding *x;
+	int ng;
+
+	if (s->tp_queue_max < 10)
+		return;
+	x = add(f, n, s->tp_queue_max >= 50 ? AN_WARNING : AN_NOTICE, s->tp_queue_max / 100.0,
+		"threadpool", pid);
+	if (!x)
+		return;
+	snprintf(x->title, sizeof(x->title), "thread-pool queue up to %.0f work items (starvation?)",
+		 s->tp_queue_max);
+	ng = analyze_stack_groups(s, g, ARRAY_SIZE(g), true);
+	if (ng > 0)
+		snprintf(x->evidence, sizeof(x->evidence),
+			 "queue max %.0f, pool threads max %.0f; %u workers blocked in %s%s%s",
+			 s->tp_queue_max, s->tp_threads_max, g[0].threads, g[0].method,
+			 g[0].call ? ", calling " : "", g[0].call ? g[0].call : "");
+	else
+		snprintf(x->evidence, sizeof(x->evidence),
+			 "System.Runtime threadpool-queue-length max %.0f, threadpool-thread-count max %.0f",
+			 s->tp_queue_max, s->tp_threads_max);
+}
+
+static void memory_rule(const struct an_memory *m, pid_t pid, struct an_finding *f, size_t *n)
+{
+	enum an_mem_kind k = analyze_memory_dominant(m);
+	uint64_t kb = k == AN_MEM_NATIVE ? m->rss_kb[AN_MEM_NATIVE] + m->rss_kb[AN_MEM_OTHER_ANON] :
+		      m->rss_kb[k];
+	double used = m->cgroup_max > 0 && m->cgroup_current >= 0 ?
+		      (double)m->cgroup_current / (double)m->cgroup_max : 0;
+	enum an_severity sev = used >= 0.9 ? AN_CRITICAL : used >= 0.75 ? AN_WARNING : AN_INFO;
+	struct an_finding *x = add(f, n, sev, used, "memory", pid);
+
+	if (!x)
+		return;
+	snprintf(x->title, sizeof(x->title), "resident memory %.1f MiB, most of it %s", mib(m->total_kb),
+		 k == AN_MEM_NATIVE ? "native (outside the GC heap)" : analyze_mem_kind_label(k));
+	if (m->cgroup_max > 0)
+		snprintf(x->evidence, sizeof(x->evidence),
+			 "%.1f MiB %s; cgroup uses %.1f of %.1f MiB (%.0f%%)", mib(kb),
+			 analyze_mem_kind_name(k), (double)m->cgroup_current / 1048576.0,
+			 (double)m->cgroup_max / 1048576.0, used * 100);
+	else
+		snprintf(x->evidence, sizeof(x->evidence), "%.1f MiB %s; GC heap %.1f MiB; no cgroup memory limit",
+			 mib(kb), analyze_mem_kind_name(k), mib(m->rss_kb[AN_MEM_GC_HEAP]));
+}
+
+size_t analyze_findings(struct an_session *s, const struct an_memory *mem, pid_t pid,
+			double duration_s, unsigned ncpus, struct an_finding *f)
+{
+	const struct ts_result *r = tracestats_result(s->ts);
+	double d = duration_s > 0.1 ? duration_s : 0.1;
+	size_t n = 0;
+
+	exceptions_rule(r, d, pid, f, &n);
+	cpu_rule(s, r, d, ncpus, pid, f, &n);
+	gc_rule(r, d, pid, f, &n);
+	contention_rule(r, d, pid, f, &n);
+	threadpool_rule(s, pid, f, &n);
+	if (mem)
+		memory_rule(mem, pid, f, &n);
+	qsort(f, n, sizeof(*f), cmp_finding);
+	return n;
+}

@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# clrtap analyze and clrtap doctor on fixtures with known answers
+# (docs/fixtures.md): exception type and count (live and from a .nettrace
+# file), the allocating type's share, the induced GC count, the hot method's
+# share, blocked threads grouped by method, lock contention, thread-pool
+# starvation with its blocking call, leaks, duplicated strings, the memory
+# breakdown adding up to RSS and naming native growth; doctor ranking the
+# pathology first and calling an idle process unalarming; errors.
+. "$(dirname "$0")/lib.sh"
+
+# py FILE 'a = ...; EXPR': d is the JSON document in FILE; fails (and shows it) when EXPR is false.
+py() {
+	python3 - "$1" "$2" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+*pre, last = sys.argv[2].split("; ")
+for st in pre:
+    exec(st)
+ok = eval(last)
+if not ok:
+    print(json.dumps(d)[:2000], file=sys.stderr)
+sys.exit(0 if ok else 1)
+PYEOF
+}
+
+# in_background_then_trigger TRIGGER CMD...: runs CMD (stdout to $WORK/bg.out),
+# creates TRIGGER once the session is surely up, waits for CMD.
+in_background_then_trigger() {
+	local trig=$1
+	shift
+	"$@" >"$WORK/bg.out" 2>"$WORK/bg.err" &
+	local p=$!
+	sleep 1.5
+	touch "$trig"
+	wait "$p"
+	RC=$?
+}
+
+# --- exceptions: exact type and count, live and offline ---
+TRIG=$WORK/trig-exc
+start_fixture exceptions --count 137 --trigger "$TRIG"
+P=$FIX_PID
+"$CLRTAP" trace collect -p "$P" --profile exceptions -d 4 -o "$WORK/exc.nettrace" >/dev/null 2>&1 &
+TC=$!
+in_background_then_trigger "$TRIG" "$CLRTAP" analyze -p "$P" exceptions -d 3 -o "$WORK/exc.json"
+equals "exceptions exit" "$RC" 0
+check "exceptions: 137 Clrtap.Fixtures.FixtureException, one message" py "$WORK/exc.json" \
+	'd["result"]["total"] == 137 and d["result"]["types"] == [{"type": "Clrtap.Fixtures.FixtureException", "count": 137, "messages": 1}]'
+check "exceptions: the stack names Thrower::ThrowOne" py "$WORK/exc.json" \
+	'"Clrtap.Fixtures.Thrower::ThrowOne" in d["result"]["groups"][0]["stack"] and d["result"]["groups"][0]["message"] == "clrtap fixture exception"'
+check "exceptions: says what it cannot see and what next" py "$WORK/exc.json" \
+	'len(d["not_seen"]) >= 1 and d["next"][0].startswith("clrtap ") and d["duration_s"] > 2'
+wait "$TC"
+expect_exit "offline analyze of the collected trace" 0 "$CLRTAP" analyze "$WORK/exc.nettrace" exceptions --json
+echo "$OUT" >"$WORK/exc-off.json"
+check "offline: the same 137 exceptions" py "$WORK/exc-off.json" \
+	'd["file"].endswith("exc.nettrace") and d["result"]["types"][0]["count"] == 137'
+expect_exit "memory cannot run on a file" 2 "$CLRTAP" analyze "$WORK/exc.nettrace" memory
+stop_fixture "$P"
+
+# --- doctor ranks exceptions first on a throwing process ---
+TRIG=$WORK/trig-exc2
+start_fixture exceptions --count 3000 --trigger "$TRIG"
+in_background_then_trigger "$TRIG" "$CLRTAP" doctor -p "$FIX_PID" -d 3 --json
+cp "$WORK/bg.out" "$WORK/doc-exc.json"
+check "doctor: exceptions ranked first, with the next command" py "$WORK/doc-exc.json" \
+	'd["findings"][0]["analyzer"] == "exceptions" and "FixtureException" in d["findings"][0]["evidence"] and d["findings"][0]["next"].startswith("clrtap analyze -p ")'
+stop_fixture "$FIX_PID"
+
+# --- allocations: AllocTarget above 90% ---
+start_fixture alloc
+expect_exit "allocations" 0 "$CLRTAP" analyze -p "$FIX_PID" allocations -d 2 --json
+echo "$OUT" >"$WORK/alloc.json"
+check "allocations: Clrtap.Fixtures.AllocTarget > 90%" py "$WORK/alloc.json" \
+	'd["result"]["types"][0]["type"] == "Clrtap.Fixtures.AllocTarget" and d["result"]["types"][0]["share_pct"] > 90'
+stop_fixture "$FIX_PID"
+
+# --- pauses: the induced GCs ---
+TRIG=$WORK/trig-gc
+start_fixture gc --count 6 --trigger "$TRIG"
+in_background_then_trigger "$TRIG" "$CLRTAP" analyze -p "$FIX_PID" pauses -d 3 --json
+cp "$WORK/bg.out" "$WORK/gc.json"
+check "pauses: 6 GCs, 6 induced gen2, 6 pauses with quantiles" py "$WORK/gc.json" \
+	'r = d["result"]; r["gcs"] == 6 and r["induced"] == 6 and r["by_gen"][2] == 6 and r["pauses"] == 6 and 0 < r["p50_ms"] <= r["max_ms"]'
+stop_fixture "$FIX_PID"
+
+# --- hotpaths and doctor on cpu-split: HotA 75% +- 5 ---
+start_fixture cpu-split
+expect_exit "hotpaths" 0 "$CLRTAP" analyze -p "$FIX_PID" hotpaths -d 3 --json
+echo "$OUT" >"$WORK/cpu.json"
+check "hotpaths: HotA first at 75% +- 5 of the managed samples" py "$WORK/cpu.json" \
+	'm = d["result"]["methods"]; m[0]["method"] == "Clrtap.Fixtures.CpuSplit::HotA" and 70 <= m[0]["self_pct"] <= 80'
+expect_exit "doctor on cpu-split" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 2
+contains "doctor: CPU ranked first" "$(echo "$OUT" | sed -n 3,4p)" "1. [warning] CPU busy"
+contains "doctor: names HotA" "$OUT" "CpuSplit::HotA"
+stop_fixture "$FIX_PID"
+
+# --- stacks: blocked threads grouped by method ---
+start_fixture blocked
+expect_exit "stacks" 0 "$CLRTAP" analyze -p "$FIX_PID" stacks -d 1 --json
+echo "$OUT" >"$WORK/blocked.json"
+check "stacks: 5 in Blocker::WaitHere, 1 in OtherBlocker::WaitElsewhere" py "$WORK/blocked.json" \
+	'g = {x["method"]: x["threads"] for x in d["result"]["groups"]}; g.get("Clrtap.Fixtures.Blocker::WaitHere") == 5 and g.get("Clrtap.Fixtures.OtherBlocker::WaitElsewhere") == 1'
+stop_fixture "$FIX_PID"
+
+# --- contention ---
+start_fixture contention --threads 3
+expect_exit "contention" 0 "$CLRTAP" analyze -p "$FIX_PID" contention -d 2 --json
+echo "$OUT" >"$WORK/cont.json"
+check "contention: waits seen, Contention::Contend on the top stack" py "$WORK/cont.json" \
+	'd["result"]["waits"] > 10 and "Clrtap.Fixtures.Contention::Contend" in d["result"]["sites"][0]["stack"]'
+stop_fixture "$FIX_PID"
+
+# --- memory: adds up to RSS; native growth is native ---
+start_fixture native-grow --mb 200
+wait_for_line "$FIX_OUT" '^DONE ' 30 "$FIX_PID"
+expect_exit "memory" 0 "$CLRTAP" analyze -p "$FIX_PID" memory --json
+echo "$OUT" >"$WORK/mem.json"
+VMRSS=$(awk '/^VmRSS:/ { print $2 * 1024 }' /proc/"$FIX_PID"/status)
+check "memory: kinds add up to the total, the total within 2% of RSS" py "$WORK/mem.json" \
+	"r = d['result']; sum(k['rss_bytes'] for k in r['kinds']) == r['total_bytes'] and abs(r['total_bytes'] - $VMRSS) <= 0.02 * $VMRSS"
+check "memory: 200 MiB of AllocHGlobal is native, not GC heap" py "$WORK/mem.json" \
+	'r = d["result"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; r["mostly"] == "native" and k["native_heap"] + k["other_anon"] >= 190 << 20 and k["gc_heap"] < 20 << 20'
+expect_exit "memory text" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -o "$WORK/mem.md"
+contains "memory report: one sentence on where memory is" "$(cat "$WORK/mem.md")" "Most resident memory is native"
+stop_fixture "$FIX_PID"
+# a growing GC heap (the leak fixture at 100000 items/s: about 100 MB/s retained) says GC heap
+start_fixture leak --per-second 100000
+sleep 2.5
+expect_exit "memory on a growing GC heap" 0 "$CLRTAP" analyze -p "$FIX_PID" memory --json
+echo "$OUT" >"$WORK/mem-gc.json"
+check "memory: a growing GC heap is GC heap" py "$WORK/mem-gc.json" \
+	'r = d["result"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; r["mostly"] == "gc_heap" and k["gc_heap"] >= 100 << 20'
+stop_fixture "$FIX_PID"
+
+# --- doctor on idle: nothing alarming ---
+start_fixture idle
+expect_exit "doctor on idle" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 2 --json
+echo "$OUT" >"$WORK/idle.json"
+check "doctor idle: nothing alarming, memory reported" py "$WORK/idle.json" \
+	'not d["alarming"] and all(f["severity"] in ("info", "notice") for f in d["findings"]) and any(f["analyzer"] == "memory" for f in d["findings"])'
+expect_exit "doctor idle text" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 1
+contains "doctor idle text says so" "$OUT" "Nothing alarming."
+expect_exit "threadpool on idle" 0 "$CLRTAP" analyze -p "$FIX_PID" threadpool -d 2 --json
+echo "$OUT" >"$WORK/tp-idle.json"
+check "threadpool idle: no starvation" py "$WORK/tp-idle.json" 'not d["result"]["starvation"]'
+
+IDLE=$FIX_PID
+
+# --- strings: the duplicated value and its exact count (a heap snapshot) ---
+start_fixture strings --count 321
+wait_for_line "$FIX_OUT" '^DONE ' 30 "$FIX_PID"
+expect_exit "strings" 0 "$CLRTAP" analyze -p "$FIX_PID" strings --json
+echo "$OUT" >"$WORK/strings.json"
+check "strings: duplicated-string-value x321 first" py "$WORK/strings.json" \
+	'x = d["result"]["duplicates"][0]; x["value"] == "duplicated-string-value" and x["copies"] == 321 and x["chars"] == 23'
+expect_exit "strings cannot run on a file" 2 "$CLRTAP" analyze "$WORK/exc.nettrace" strings
+stop_fixture "$FIX_PID"
+
+# --- leaks: the leaking type first ---
+start_fixture leak
+expect_exit "leaks" 0 "$CLRTAP" analyze -p "$FIX_PID" leaks -d 2 --json
+echo "$OUT" >"$WORK/leaks.json"
+check "leaks: Clrtap.Fixtures.LeakedItem grows first, 3 snapshots" py "$WORK/leaks.json" \
+	'x = d["result"]["growing"][0]; d["result"]["snapshots"] == 3 and x["type"] == "Clrtap.Fixtures.LeakedItem" and x["count"][0] < x["count"][1] < x["count"][2]'
+expect_exit "survivors" 0 "$CLRTAP" analyze -p "$FIX_PID" survivors --json
+echo "$OUT" >"$WORK/surv.json"
+check "survivors: the List<LeakedItem> retains the most, LeakedItem in the top 3" py "$WORK/surv.json" \
+	't = d["result"]["types"]; t[0]["type"] == "System.Collections.Generic.List<Clrtap.Fixtures.LeakedItem>" and "Clrtap.Fixtures.LeakedItem" in [x["type"] for x in t[:3]]'
+stop_fixture "$FIX_PID"
+
+# --- threadpool: sync-over-async starvation named, with the blocking call ---
+start_fixture starve --items 100
+sleep 1
+expect_exit "threadpool" 0 "$CLRTAP" analyze -p "$FIX_PID" threadpool -d 3 --json
+echo "$OUT" >"$WORK/tp.json"
+check "threadpool: starvation, workers blocked in Starver::BlockOnAsync calling Task::Wait" py "$WORK/tp.json" \
+	'r = d["result"]; b = r["blocked"][0]; r["starvation"] and r["queue_max"] >= 10 and b["method"] == "Clrtap.Fixtures.Starver::BlockOnAsync" and b["calling"] == "System.Threading.Tasks.Task::Wait"'
+expect_exit "doctor on starve" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 3 --json
+echo "$OUT" >"$WORK/doc-tp.json"
+check "doctor: thread pool ranked first, naming BlockOnAsync" py "$WORK/doc-tp.json" \
+	'x = d["findings"][0]; x["analyzer"] == "threadpool" and x["severity"] == "warning" and "Starver::BlockOnAsync" in x["evidence"]'
+stop_fixture "$FIX_PID"
+
+# --- hostile names: escaped on the terminal, exact in JSON ---
+TRIG=$WORK/trig-hostile
+start_fixture hostile-strings --count 3 --trigger "$TRIG"
+in_background_then_trigger "$TRIG" "$CLRTAP" analyze -p "$FIX_PID" exceptions -d 3
+lacks "hostile: no raw ESC in the text report" "$(cat "$WORK/bg.out")" $'\e'
+contains "hostile: the type is shown (escaped)" "$(cat "$WORK/bg.out")" "Clrtap.Fixtures.HostileException"
+TRIG2=$WORK/trig-hostile2
+rm -f "$TRIG2"
+stop_fixture "$FIX_PID"
+start_fixture hostile-strings --count 3 --trigger "$TRIG2"
+in_background_then_trigger "$TRIG2" "$CLRTAP" analyze -p "$FIX_PID" exceptions -d 3 --json
+cp "$WORK/bg.out" "$WORK/hostile.json"
+check "hostile: the JSON keeps the exact message, 3 thrown" py "$WORK/hostile.json" \
+	'g = d["result"]["groups"][0]; g["count"] == 3 and g["message"].startswith("boom\x1b[31m \"q\" \\ a\r\nb\u2028c")'
+stop_fixture "$FIX_PID"
+
+# --- a target that exits mid-analysis: what came before, exit 9, said so ---
+start_fixture cpu-split
+(sleep 1.2; kill -KILL "$FIX_PID") &
+expect_exit "target killed mid-analysis" 9 "$CLRTAP" analyze -p "$FIX_PID" hotpaths -d 4 --json
+echo "$OUT" >"$WORK/killed.json"
+check "killed: the report says partial and why" py "$WORK/killed.json" \
+	'd["partial"] and any("went away" in n for n in d["not_seen"])'
+contains "killed: a warning on stderr" "$ERR" "went away"
+
+# --- a namespaced fixture ("container") ---
+start_fixture_ns blocked
+expect_exit "namespaced: stacks" 0 "$CLRTAP" analyze -p "$FIX_PID" stacks -d 1 --json
+echo "$OUT" >"$WORK/ns-blocked.json"
+check "namespaced: 5 threads in Blocker::WaitHere" py "$WORK/ns-blocked.json" \
+	'g = {x["method"]: x["threads"] for x in d["result"]["groups"]}; g.get("Clrtap.Fixtures.Blocker::WaitHere") == 5'
+expect_exit "namespaced: memory" 0 "$CLRTAP" analyze -p "$FIX_PID" memory --json
+echo "$OUT" >"$WORK/ns-mem.json"
+VMRSS=$(awk '/^VmRSS:/ { print $2 * 1024 }' /proc/"$FIX_PID"/status)
+check "namespaced: memory within 2% of RSS" py "$WORK/ns-mem.json" \
+	"abs(d['result']['total_bytes'] - $VMRSS) <= 0.02 * $VMRSS"
+stop_fixture "$FIX_PID"
+
+# --- errors ---
+sleep 30 &
+NOTNET=$!
+KILL_PIDS+=("$NOTNET")
+DEAD=$(sh -c 'echo $$')
+expect_exit "analyze dead pid" 3 "$CLRTAP" analyze -p "$DEAD" exceptions -d 1
+expect_exit "doctor dead pid" 3 "$CLRTAP" doctor -p "$DEAD" -d 1
+expect_exit "analyze non-.NET pid" 4 "$CLRTAP" analyze -p "$NOTNET" pauses -d 1
+expect_exit "doctor non-.NET pid" 4 "$CLRTAP" doctor -p "$NOTNET" -d 1
+expect_exit "unknown analyzer" 2 "$CLRTAP" analyze -p "$IDLE" nosuch
+expect_exit "no analyzer" 2 "$CLRTAP" analyze -p "$IDLE"
+printf 'not a trace' >"$WORK/bad.nettrace"
+expect_exit "a file that is not a trace" 8 "$CLRTAP" analyze "$WORK/bad.nettrace" exceptions
+expect_exit "--list" 0 "$CLRTAP" analyze --list
+contains "--list names memory" "$OUT" "memory"
+stop_fixture "$IDLE"
+
+finish

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# clrtap watch: a CPU spike rule fires within 2 s of the spike and its
+# profile names the hot method; a first-chance exception rule fires on the
+# only throw of a fixture, and on a throwing fixture its trace names the
+# throwing method; the cooldown keeps a rule from firing twice; --all
+# catches fixtures started after watch (host and namespaced); a target that
+# dies while its action runs leaves a clear log line and watch goes on;
+# bad rules and actions exit 2.
+. "$(dirname "$0")/lib.sh"
+
+# jl FILE PYTHON-EXPR: L is the list of log lines (dicts); prints the value.
+jl() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+L = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print(eval(sys.argv[2]))
+PY
+}
+jl_true() {
+	[ "$(jl "$1" "$2")" == "True" ]
+}
+
+# 1. CPU spike: cpu-split starts spinning when the trigger file appears.
+start_fixture cpu-split --trigger "$WORK/go-cpu"
+CPU_PID=$FIX_PID
+"$CLRTAP" watch -p "$CPU_PID" 'cpu > 50% for 500ms count 1' --action profile:2s \
+	-o "$WORK/cpu" -d 15 >"$WORK/cpu.jsonl" 2>"$WORK/cpu.err" &
+W=$!
+check "watch logs that it watches the target" wait_for_line "$WORK/cpu.jsonl" '"event":"watching"' 10 "$W"
+sleep 1.5
+check "no firing while the fixture idles" jl_true "$WORK/cpu.jsonl" "not any(l['event'] == 'fired' for l in L)"
+T0=$(date +%s.%N)
+touch "$WORK/go-cpu"
+check "the cpu rule fires" wait_for_line "$WORK/cpu.jsonl" '"event":"fired"' 10 "$W"
+check "the profile action ends" wait_for_line "$WORK/cpu.jsonl" '"event":"action-end"' 20 "$W"
+kill -INT "$W"
+wait "$W"
+equals "watch exits 0 on Ctrl-C" "$?" "0"
+DELAY=$(jl "$WORK/cpu.jsonl" "[__import__('datetime').datetime.strptime(l['time'], '%Y-%m-%dT%H:%M:%S.%fZ').replace(tzinfo=__import__('datetime').timezone.utc).timestamp() for l in L if l['event'] == 'fired'][0] - $T0")
+check "fired within 2 s of the spike (${DELAY}s)" python3 -c "import sys; sys.exit(0 if $DELAY < 2.0 else 1)"
+check "exactly one firing (count 1)" jl_true "$WORK/cpu.jsonl" "sum(l['event'] == 'fired' for l in L) == 1"
+check "the firing names pid, rule and value" jl_true "$WORK/cpu.jsonl" \
+	"[(l['pid'], l['trigger'], l['value'] > 50) for l in L if l['event'] == 'fired'] == [($CPU_PID, 'cpu', True)]"
+check "the action ran clrtap profile and succeeded" jl_true "$WORK/cpu.jsonl" \
+	"[(l['action'], l['exit_code'], l['target_alive']) for l in L if l['event'] == 'action-end'] == [('profile', 0, True)]"
+PROF=$(ls "$WORK"/cpu/1-profile-"$CPU_PID"/profile.html 2>/dev/null)
+check "the flame graph is in the action's folder" test -s "$PROF"
+check "the flame graph names the hot method CpuSplit::HotA" grep -q 'Clrtap.Fixtures.CpuSplit::HotA' "$PROF"
+check "the log lists the flame graph as an artifact" jl_true "$WORK/cpu.jsonl" \
+	"any(a['file'].endswith('/profile.html') and a['bytes'] > 0 for l in L if l['event'] == 'action-end' for a in l['artifacts'])"
+stop_fixture "$CPU_PID"
+
+# 2. First-chance exception: a fixture that throws exactly once.
+start_fixture exceptions --count 1 --trigger "$WORK/go-one"
+ONE_PID=$FIX_PID
+"$CLRTAP" watch -p "$ONE_PID" 'exception Clrtap.Fixtures.FixtureException' 'exception System.InvalidOperationException' \
+	--action 'exec:echo fired-for-$CLRTAP_WATCH_PID' -o "$WORK/one" -d 20 >"$WORK/one.jsonl" 2>"$WORK/one.err" &
+W=$!
+wait_for_line "$WORK/one.jsonl" '"event":"watching"' 10 "$W" >/dev/null
+sleep 2 # the EventPipe session is up well within this
+touch "$WORK/go-one"
+check "the exception rule fires on the only throw" wait_for_line "$WORK/one.jsonl" '"event":"fired"' 10 "$W"
+wait_for_line "$WORK/one.jsonl" '"event":"action-end"' 10 "$W" >/dev/null
+kill -INT "$W"
+wait "$W"
+check "one firing, of rule 0, with the exception's type and message" jl_true "$WORK/one.jsonl" \
+	"[(l['rule'], l['type'], l['message']) for l in L if l['event'] == 'fired'] == [(0, 'Clrtap.Fixtures.FixtureException', 'clrtap fixture exception')]"
+check "the exec action ran with CLRTAP_WATCH_PID" grep -qx "fired-for-$ONE_PID" "$WORK"/one/1-exec-"$ONE_PID"/stdout.txt
+stop_fixture "$ONE_PID"
+
+# 3. A throwing fixture (many throws): the trace shows the throwing method;
+#    the cooldown (60 s) keeps the rule from firing a second time.
+start_fixture exceptions --count 300000 --trigger "$WORK/go-many"
+MANY_PID=$FIX_PID
+"$CLRTAP" watch -p "$MANY_PID" 'exception Clrtap.Fixtures.FixtureException cooldown 60s' \
+	--action trace:1s -o "$WORK/many" -d 30 >"$WORK/many.jsonl" 2>"$WORK/many.err" &
+W=$!
+wait_for_line "$WORK/many.jsonl" '"event":"watching"' 10 "$W" >/dev/null
+sleep 2
+touch "$WORK/go-many"
+check "the rule fires" wait_for_line "$WORK/many.jsonl" '"event":"fired"' 10 "$W"
+check "the trace action ends" wait_for_line "$WORK/many.jsonl" '"event":"action-end"' 30 "$W"
+sleep 1
+kill -INT "$W"
+wait "$W"
+check "the cooldown: one firing, later throws logged as suppressed" jl_true "$WORK/many.jsonl" \
+	"sum(l['event'] == 'fired' for l in L) == 1 and sum(l['event'] == 'suppressed' for l in L) == 1"
+TRACE=$WORK/many/1-trace-$MANY_PID/trace.nettrace
+expect_exit "trace report reads the action's trace" 0 "$CLRTAP" trace report "$TRACE"
+contains "the trace names the throwing method" "$OUT" "thrown in Clrtap.Fixtures.Thrower::ThrowOne"
+stop_fixture "$MANY_PID"
+
+# 4. --all: fixtures started after watch, on the host and namespaced; the
+#    host one dies while its profile runs, watch goes on to the other.
+TAG="999.$((RANDOM % 900 + 100))"
+"$CLRTAP" watch --all --match "--seconds $TAG" 'cpu > 50% for 500ms count 1' --action profile:4s \
+	-o "$WORK/all" -d 60 >"$WORK/all.jsonl" 2>"$WORK/all.err" &
+W=$!
+sleep 1
+start_fixture cpu-split --seconds "$TAG"
+HOST_PID=$FIX_PID
+check "--all: the host fixture started later is watched" wait_for_line "$WORK/all.jsonl" "\"event\":\"watching\",\"pid\":$HOST_PID," 10 "$W"
+check "--all: its rule fires" wait_for_line "$WORK/all.jsonl" "\"event\":\"action-start\".*\"pid\":$HOST_PID," 10 "$W"
+sleep 1
+kill -KILL "$HOST_PID"
+check "the action of the dead target ends with a clear line" wait_for_line "$WORK/all.jsonl" "\"event\":\"action-end\".*\"pid\":$HOST_PID," 20 "$W"
+check "the log says the target exited while the action ran" jl_true "$WORK/all.jsonl" \
+	"[(l['target_alive'], 'exited while the action ran' in l['note']) for l in L if l['event'] == 'action-end' and l['pid'] == $HOST_PID] == [(False, True)]"
+contains "and so does stderr" "$(cat "$WORK/all.err")" "pid $HOST_PID exited while its profile action ran"
+start_fixture_ns cpu-split --seconds "$TAG"
+NS_PID=$FIX_PID
+check "--all: the namespaced fixture started later is watched" wait_for_line "$WORK/all.jsonl" "\"event\":\"watching\",\"pid\":$NS_PID," 10 "$W"
+check "--all: its rule fires (watch kept watching)" wait_for_line "$WORK/all.jsonl" "\"event\":\"action-end\".*\"pid\":$NS_PID," 20 "$W"
+kill -INT "$W"
+wait "$W"
+equals "watch --all exits 0 on Ctrl-C" "$?" "0"
+check "the namespaced target: its own pid namespace, nspid 1" jl_true "$WORK/all.jsonl" \
+	"[(l['other_pidns'], l['nspid']) for l in L if l['event'] == 'watching' and l['pid'] == $NS_PID] == [(True, 1)]"
+check "its profile succeeded and names HotA" grep -q 'Clrtap.Fixtures.CpuSplit::HotA' "$WORK"/all/*-profile-"$NS_PID"/profile.html
+check "only the two tagged fixtures were watched" jl_true "$WORK/all.jsonl" \
+	"sorted(l['pid'] for l in L if l['event'] == 'watching') == sorted([$HOST_PID, $NS_PID])"
+stop_fixture "$NS_PID"
+
+# 5. Bad input: exit 2, a clear message, nothing run.
+expect_exit "unknown trigger" 2 "$CLRTAP" watch -p 1 'gpu > 5'
+contains "names the bad word" "$ERR" "rule 'gpu > 5': 'gpu': unknown trigger"
+expect_exit "threshold missing" 2 "$CLRTAP" watch -p 1 'cpu >'
+expect_exit "'for' on an instant trigger" 2 "$CLRTAP" watch -p 1 'exception X for 2s'
+contains "says why" "$ERR" "'for' does not apply to 'exception'"
+expect_exit "bad duration" 2 "$CLRTAP" watch -p 1 'cpu > 5 for 2y'
+expect_exit "control byte in a rule" 2 "$CLRTAP" watch -p 1 $'cpu > 5\x1b[2J'
+lacks "the control byte is not echoed raw" "$ERR" $'\x1b'
+expect_exit "unknown action" 2 "$CLRTAP" watch -p 1 'cpu > 5' --action reboot
+contains "lists the actions" "$ERR" "unknown action (profile[:DUR], stacks"
+expect_exit "no rule" 2 "$CLRTAP" watch -p 1
+expect_exit "no target" 2 "$CLRTAP" watch 'cpu > 5'
+expect_exit "--all with -p" 2 "$CLRTAP" watch --all -p 1 'cpu > 5'
+
+finish

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -585,6 +586,10 @@ static void start_action(struct watch *w, unsigned fire, int ti, int ri, const s
 		char logp[PATH_MAX + 32];
 
 		setpgid(0, 0);
+		/* if watch dies (even SIGKILL), its actions get a Ctrl-C */
+		prctl(PR_SET_PDEATHSIG, SIGINT);
+		if (getppid() == 1)
+			_exit(127);
 		signal(SIGPIPE, SIG_DFL);
 		snprintf(logp, sizeof(logp), "%s/%s", rn->dir,
 			 a->kind == WATCH_ACT_STACKS ? "stacks.txt" : "stdout.txt");

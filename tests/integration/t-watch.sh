@@ -23,7 +23,7 @@ jl_true() {
 # 1. CPU spike: cpu-split starts spinning when the trigger file appears.
 start_fixture cpu-split --trigger "$WORK/go-cpu"
 CPU_PID=$FIX_PID
-"$CLRTAP" watch -p "$CPU_PID" 'cpu > 50% for 500ms count 1' --action profile:2s \
+"$CLRTAP" watch -p "$CPU_PID" 'cpu > 30% for 300ms count 1' --action profile:2s \
 	-o "$WORK/cpu" -d 15 >"$WORK/cpu.jsonl" 2>"$WORK/cpu.err" &
 W=$!
 check "watch logs that it watches the target" wait_for_line "$WORK/cpu.jsonl" '"event":"watching"' 10 "$W"
@@ -40,7 +40,7 @@ DELAY=$(jl "$WORK/cpu.jsonl" "[__import__('datetime').datetime.strptime(l['time'
 check "fired within 2 s of the spike (${DELAY}s)" python3 -c "import sys; sys.exit(0 if $DELAY < 2.0 else 1)"
 check "exactly one firing (count 1)" jl_true "$WORK/cpu.jsonl" "sum(l['event'] == 'fired' for l in L) == 1"
 check "the firing names pid, rule and value" jl_true "$WORK/cpu.jsonl" \
-	"[(l['pid'], l['trigger'], l['value'] > 50) for l in L if l['event'] == 'fired'] == [($CPU_PID, 'cpu', True)]"
+	"[(l['pid'], l['trigger'], l['value'] > 30) for l in L if l['event'] == 'fired'] == [($CPU_PID, 'cpu', True)]"
 check "the action ran clrtap profile and succeeded" jl_true "$WORK/cpu.jsonl" \
 	"[(l['action'], l['exit_code'], l['target_alive']) for l in L if l['event'] == 'action-end'] == [('profile', 0, True)]"
 PROF=$(ls "$WORK"/cpu/1-profile-"$CPU_PID"/profile.html 2>/dev/null)
@@ -90,10 +90,34 @@ expect_exit "trace report reads the action's trace" 0 "$CLRTAP" trace report "$T
 contains "the trace names the throwing method" "$OUT" "thrown in Clrtap.Fixtures.Thrower::ThrowOne"
 stop_fixture "$MANY_PID"
 
-# 4. --all: fixtures started after watch, on the host and namespaced; the
+# 4. A counter rule: gc-heap-size of the leak fixture crosses 40 MiB; the
+#    gcdump taken then shows the leaking type on top.
+start_fixture leak --per-second 20000 --trigger "$WORK/go-leak"
+LEAK_PID=$FIX_PID
+"$CLRTAP" watch -p "$LEAK_PID" 'System.Runtime/gc-heap-size > 40MB count 1' --action gcdump \
+	-o "$WORK/leak" -d 40 >"$WORK/leak.jsonl" 2>"$WORK/leak.err" &
+W=$!
+wait_for_line "$WORK/leak.jsonl" '"event":"watching"' 10 "$W" >/dev/null
+sleep 2
+check "no firing before the leak starts" jl_true "$WORK/leak.jsonl" "not any(l['event'] == 'fired' for l in L)"
+touch "$WORK/go-leak"
+check "the gc-heap-size rule fires" wait_for_line "$WORK/leak.jsonl" '"event":"fired"' 30 "$W"
+check "the gcdump action ends" wait_for_line "$WORK/leak.jsonl" '"event":"action-end"' 30 "$W"
+kill -INT "$W"
+wait "$W"
+check "the firing value is over 40 MiB (the runtime's MB are 10^6 bytes)" jl_true "$WORK/leak.jsonl" \
+	"[(l['units'], l['value'] * 1e6 > 40 * 1048576) for l in L if l['event'] == 'fired'] == [('MB', True)]"
+expect_exit "gcdump report reads the action's snapshot" 0 "$CLRTAP" gcdump report "$WORK/leak/1-gcdump-$LEAK_PID/heap.gcdump"
+check "the leaking type retains the most" python3 -c '
+import sys
+rows = sys.argv[1].split("retained        shallow")[1].splitlines()[1]
+sys.exit(0 if "Clrtap.Fixtures.LeakedItem" in rows else 1)' "$OUT"
+stop_fixture "$LEAK_PID"
+
+# 5. --all: fixtures started after watch, on the host and namespaced; the
 #    host one dies while its profile runs, watch goes on to the other.
 TAG="999.$((RANDOM % 900 + 100))"
-"$CLRTAP" watch --all --match "--seconds $TAG" 'cpu > 50% for 500ms count 1' --action profile:4s \
+"$CLRTAP" watch --all --match "--seconds $TAG" 'cpu > 30% for 300ms count 1' --action profile:4s \
 	-o "$WORK/all" -d 60 >"$WORK/all.jsonl" 2>"$WORK/all.err" &
 W=$!
 sleep 1
@@ -121,7 +145,7 @@ check "only the two tagged fixtures were watched" jl_true "$WORK/all.jsonl" \
 	"sorted(l['pid'] for l in L if l['event'] == 'watching') == sorted([$HOST_PID, $NS_PID])"
 stop_fixture "$NS_PID"
 
-# 5. Bad input: exit 2, a clear message, nothing run.
+# 6. Bad input: exit 2, a clear message, nothing run.
 expect_exit "unknown trigger" 2 "$CLRTAP" watch -p 1 'gpu > 5'
 contains "names the bad word" "$ERR" "rule 'gpu > 5': 'gpu': unknown trigger"
 expect_exit "threshold missing" 2 "$CLRTAP" watch -p 1 'cpu >'

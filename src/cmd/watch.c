@@ -498,7 +498,7 @@ static void start_action(struct watch *w, unsigned fire, int ti, int ri, const s
 	char pid[16], dur[32], out[PATH_MAX + 32], rule[16];
 	const char *argv[16];
 	size_t i, n = 0;
-	pid_t child;
+	pid_t child, parent;
 	int fd;
 
 	for (i = 0; i < MAX_RUNNING; i++)
@@ -581,6 +581,7 @@ static void start_action(struct watch *w, unsigned fire, int ti, int ri, const s
 	}
 	argv[n] = NULL;
 	fflush(NULL);
+	parent = getpid();
 	child = fork();
 	if (child == 0) {
 		char logp[PATH_MAX + 32];
@@ -588,7 +589,7 @@ static void start_action(struct watch *w, unsigned fire, int ti, int ri, const s
 		setpgid(0, 0);
 		/* if watch dies (even SIGKILL), its actions get a Ctrl-C */
 		prctl(PR_SET_PDEATHSIG, SIGINT);
-		if (getppid() == 1)
+		if (getppid() != parent)
 			_exit(127);
 		signal(SIGPIPE, SIG_DFL);
 		snprintf(logp, sizeof(logp), "%s/%s", rn->dir,

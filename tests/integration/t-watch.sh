@@ -145,7 +145,30 @@ check "only the two tagged fixtures were watched" jl_true "$WORK/all.jsonl" \
 	"sorted(l['pid'] for l in L if l['event'] == 'watching') == sorted([$HOST_PID, $NS_PID])"
 stop_fixture "$NS_PID"
 
-# 6. Bad input: exit 2, a clear message, nothing run.
+# 6. Strings the target chooses (exception message, command line) reach the
+#    log only escaped by the JSON writer, and stderr only through cli_safe.
+start_fixture hostile-strings --count 2 --tag $'\e[2J\x9b' --trigger "$WORK/go-hostile"
+HOS_PID=$FIX_PID
+"$CLRTAP" watch -p "$HOS_PID" 'exception Clrtap.Fixtures.HostileException count 1' \
+	-o "$WORK/hostile" -d 20 >"$WORK/hostile.jsonl" 2>"$WORK/hostile.err" &
+W=$!
+wait_for_line "$WORK/hostile.jsonl" '"event":"watching"' 10 "$W" >/dev/null
+sleep 2
+touch "$WORK/go-hostile"
+check "the hostile exception fires" wait_for_line "$WORK/hostile.jsonl" '"event":"fired"' 10 "$W"
+kill -INT "$W"
+wait "$W"
+check "no raw ESC or C1 byte in the log" python3 -c '
+import sys; b = open(sys.argv[1], "rb").read(); sys.exit(1 if b"\x1b" in b or b"\xc2\x9b" in b else 0)' "$WORK/hostile.jsonl"
+check "no raw ESC in stderr" python3 -c '
+import sys; b = open(sys.argv[1], "rb").read(); sys.exit(1 if b"\x1b" in b else 0)' "$WORK/hostile.err"
+check "the message comes back exactly from the JSON" jl_true "$WORK/hostile.jsonl" \
+	"[l['message'].startswith('boom\x1b[31m \"q\" \\\\ a\r\nb\u2028c ') and l['message'].endswith(' d \U0001F600 end') for l in L if l['event'] == 'fired'] == [True]"
+check "the command line too" jl_true "$WORK/hostile.jsonl" \
+	"[l['cmdline'].endswith('\x1b[2J\udc9b --trigger $WORK/go-hostile') for l in L if l['event'] == 'watching'] == [True]"
+stop_fixture "$HOS_PID"
+
+# 7. Bad input: exit 2, a clear message, nothing run.
 expect_exit "unknown trigger" 2 "$CLRTAP" watch -p 1 'gpu > 5'
 contains "names the bad word" "$ERR" "rule 'gpu > 5': 'gpu': unknown trigger"
 expect_exit "threshold missing" 2 "$CLRTAP" watch -p 1 'cpu >'

@@ -4,8 +4,10 @@
 # only throw of a fixture, and on a throwing fixture its trace names the
 # throwing method; the cooldown keeps a rule from firing twice; --all
 # catches fixtures started after watch (host and namespaced); a target that
-# dies while its action runs leaves a clear log line and watch goes on;
-# bad rules and actions exit 2.
+# dies while its action runs leaves a clear log line and watch goes on; a
+# gc-heap-size rule on the leak fixture writes a gcdump naming the leaking
+# type; hostile strings are escaped; SIGKILL of watch leaves the target
+# unharmed and its action stops; bad rules and actions exit 2.
 . "$(dirname "$0")/lib.sh"
 
 # jl FILE PYTHON-EXPR: L is the list of log lines (dicts); prints the value.
@@ -168,7 +170,31 @@ check "the command line too" jl_true "$WORK/hostile.jsonl" \
 	"[l['cmdline'].endswith('\x1b[2J\udc9b --trigger $WORK/go-hostile') for l in L if l['event'] == 'watching'] == [True]"
 stop_fixture "$HOS_PID"
 
-# 7. Bad input: exit 2, a clear message, nothing run.
+# 7. SIGKILL of watch while its action runs: the action gets Ctrl-C (it
+#    keeps what it has), the target goes on unharmed.
+start_fixture cpu-split
+K_PID=$FIX_PID
+"$CLRTAP" watch -p "$K_PID" 'cpu > 30% for 300ms count 1' --action profile:60s \
+	-o "$WORK/kill" >"$WORK/kill.jsonl" 2>"$WORK/kill.err" &
+W=$!
+check "the profile action starts" wait_for_line "$WORK/kill.jsonl" '"event":"action-start"' 15 "$W"
+CHILD=$(jl "$WORK/kill.jsonl" "[l['child'] for l in L if l['event'] == 'action-start'][0]")
+sleep 2
+kill -KILL "$W"
+wait "$W" 2>/dev/null
+gone=1
+for ((i = 0; i < 200; i++)); do
+	kill -0 "$CHILD" 2>/dev/null || { gone=0; break; }
+	sleep 0.05
+done
+check "the action (pid $CHILD) ends within 10 s of watch's SIGKILL" test "$gone" -eq 0
+check "it wrote the profile of what it had" grep -q 'Clrtap.Fixtures.CpuSplit::HotA' "$WORK"/kill/1-profile-"$K_PID"/profile.html
+check "the target is alive" kill -0 "$K_PID"
+expect_exit "and answers clrtap stacks" 0 "$CLRTAP" stacks -p "$K_PID"
+contains "its hot thread is still in CpuSplit" "$OUT" "Clrtap.Fixtures.CpuSplit::Run"
+stop_fixture "$K_PID"
+
+# 8. Bad input: exit 2, a clear message, nothing run.
 expect_exit "unknown trigger" 2 "$CLRTAP" watch -p 1 'gpu > 5'
 contains "names the bad word" "$ERR" "rule 'gpu > 5': 'gpu': unknown trigger"
 expect_exit "threshold missing" 2 "$CLRTAP" watch -p 1 'cpu >'

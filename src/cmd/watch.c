@@ -811,6 +811,82 @@ static void target_release(struct watch *w, struct target *tg)
 
 /* ----- the command ----- */
 
+#define RULES_FILE_MAX (64 * 1024)
+
+/* Adds one rule; on a bad one prints why (where names the file line). */
+static int add_rule(struct watch *w, const char *text, const char *where)
+{
+	char err[256];
+	struct watch_rule *r;
+
+	if (w->nrules == MAX_RULES)
+		return cli_error(EXIT_USAGE, "at most %d rules", MAX_RULES);
+	r = &w->rules[w->nrules];
+	if (watch_rule_parse(text, r, err, sizeof(err)))
+		return cli_error(EXIT_USAGE, "%srule '%s': %s", where, cli_safe(text), cli_safe(err));
+	w->rule_text[w->nrules++] = text;
+	if (r->kind == WATCH_COUNTER || r->kind == WATCH_EXCEPTION)
+		w->need_session = true;
+	if (r->kind == WATCH_EXCEPTION)
+		w->need_exc = true;
+	return 0;
+}
+
+/*
+ * A rules file: one rule a line; blank lines and lines starting with '#'
+ * (after blanks) are skipped; at most RULES_FILE_MAX bytes. The buffer is
+ * kept for the rules' texts.
+ */
+static int load_rules(struct watch *w, const char *path, char **keep)
+{
+	char where[PATH_MAX + 64], *buf, *line, *next;
+	ssize_t n;
+	size_t len = 0;
+	unsigned lineno = 0;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return cli_error(EXIT_USAGE, "--rules %s: %s", cli_safe(path), strerror(errno));
+	buf = malloc(RULES_FILE_MAX + 2);
+	if (!buf) {
+		close(fd);
+		return cli_error(EXIT_ERROR, "out of memory");
+	}
+	while (len <= RULES_FILE_MAX && (n = read(fd, buf + len, RULES_FILE_MAX + 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	if (len > RULES_FILE_MAX) {
+		free(buf);
+		return cli_error(EXIT_USAGE, "--rules %s: larger than %d bytes", cli_safe(path), RULES_FILE_MAX);
+	}
+	buf[len] = 0;
+	if (memchr(buf, 0, len)) {
+		free(buf);
+		return cli_error(EXIT_USAGE, "--rules %s: a NUL byte (not a text file)", cli_safe(path));
+	}
+	*keep = buf;
+	for (line = buf; line && *line; line = next) {
+		char *p = line;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		lineno++;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p || *p == '#' || !strcmp(p, "\r"))
+			continue;
+		if (p[strlen(p) - 1] == '\r')
+			p[strlen(p) - 1] = 0;
+		snprintf(where, sizeof(where), "%s:%u: ", cli_safe(path), lineno);
+		rc = add_rule(w, p, where);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static const char usage_line[] =
 	"clrtap watch (-p PID | -n NAME | --all) RULE... [--action ACTION]... [-o DIR]";
 
@@ -819,7 +895,8 @@ int cmd_watch(int argc, char **argv)
 	static struct watch w;
 	struct cli_target_opts to = { 0 };
 	bool all = false;
-	const char *outdir = NULL, *logfile = NULL;
+	const char *outdir = NULL, *logfile = NULL, *rules_file = NULL;
+	char *rules_buf = NULL;
 	int64_t duration = 0, limit = 60000;
 	char **args, err[256];
 	const char *action_help = NULL;
@@ -830,6 +907,7 @@ int cmd_watch(int argc, char **argv)
 		{ 0, "match", CLI_OPT_STRING, &w.match, "TEXT", "with --all: only processes whose command line contains TEXT" },
 		{ 'a', "action", CLI_OPT_STRING, &action_help, "ACTION", "profile[:DUR], stacks, trace[:DUR], dump, gcdump, exec:COMMAND (repeatable)" },
 		{ 'o', "output", CLI_OPT_STRING, &outdir, "DIR", "folder for the actions' folders (default watch-TIMESTAMP)" },
+		{ 0, "rules", CLI_OPT_STRING, &rules_file, "FILE", "more rules, one a line ('#' comments)" },
 		{ 0, "log", CLI_OPT_STRING, &logfile, "FILE", "JSON-lines log (default: stdout)" },
 		{ 0, "action-timeout", CLI_OPT_DURATION, &limit, "SEC", "time limit of one action (default 60)" },
 		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SEC", "stop watching after this long (default and 0: until Ctrl-C)" },
@@ -868,21 +946,19 @@ int cmd_watch(int argc, char **argv)
 		return code;
 	}
 	for (i = first; i < nargs; i++) {
-		if (w.nrules == MAX_RULES) {
-			free(args);
-			return cli_error(EXIT_USAGE, "at most %d rules", MAX_RULES);
-		}
-		if (watch_rule_parse(args[i], &w.rules[w.nrules], err, sizeof(err))) {
-			rc = cli_error(EXIT_USAGE, "rule '%s': %s", cli_safe(args[i]), cli_safe(err));
+		rc = add_rule(&w, args[i], "");
+		if (rc) {
 			free(args);
 			return rc;
 		}
-		w.rule_text[w.nrules] = args[i];
-		if (w.rules[w.nrules].kind == WATCH_COUNTER || w.rules[w.nrules].kind == WATCH_EXCEPTION)
-			w.need_session = true;
-		if (w.rules[w.nrules].kind == WATCH_EXCEPTION)
-			w.need_exc = true;
-		w.nrules++;
+	}
+	if (rules_file) {
+		rc = load_rules(&w, rules_file, &rules_buf);
+		if (rc) {
+			free(rules_buf);
+			free(args);
+			return rc;
+		}
 	}
 	if (!w.nrules) {
 		free(args);
@@ -1003,6 +1079,7 @@ int cmd_watch(int argc, char **argv)
 	}
 	if (w.log != stdout)
 		fclose(w.log);
+	free(rules_buf);
 	free(args);
 	return EXIT_OK;
 }

@@ -55,7 +55,8 @@ stop_fixture "$CPU_PID"
 # 2. First-chance exception: a fixture that throws exactly once.
 start_fixture exceptions --count 1 --trigger "$WORK/go-one"
 ONE_PID=$FIX_PID
-"$CLRTAP" watch -p "$ONE_PID" 'exception Clrtap.Fixtures.FixtureException' 'exception System.InvalidOperationException' \
+printf '# a rules file\n\n  exception Clrtap.Fixtures.FixtureException\r\n' >"$WORK/rules.txt"
+"$CLRTAP" watch -p "$ONE_PID" 'exception System.InvalidOperationException' --rules "$WORK/rules.txt" \
 	--action 'exec:echo fired-for-$CLRTAP_WATCH_PID' -o "$WORK/one" -d 20 >"$WORK/one.jsonl" 2>"$WORK/one.err" &
 W=$!
 wait_for_line "$WORK/one.jsonl" '"event":"watching"' 10 "$W" >/dev/null
@@ -65,8 +66,8 @@ check "the exception rule fires on the only throw" wait_for_line "$WORK/one.json
 wait_for_line "$WORK/one.jsonl" '"event":"action-end"' 10 "$W" >/dev/null
 kill -INT "$W"
 wait "$W"
-check "one firing, of rule 0, with the exception's type and message" jl_true "$WORK/one.jsonl" \
-	"[(l['rule'], l['type'], l['message']) for l in L if l['event'] == 'fired'] == [(0, 'Clrtap.Fixtures.FixtureException', 'clrtap fixture exception')]"
+check "one firing, of rule 1 (from the rules file), with the exception's type and message" jl_true "$WORK/one.jsonl" \
+	"[(l['rule'], l['rule_text'], l['type'], l['message']) for l in L if l['event'] == 'fired'] == [(1, 'exception Clrtap.Fixtures.FixtureException', 'Clrtap.Fixtures.FixtureException', 'clrtap fixture exception')]"
 check "the exec action ran with CLRTAP_WATCH_PID" grep -qx "fired-for-$ONE_PID" "$WORK"/one/1-exec-"$ONE_PID"/stdout.txt
 stop_fixture "$ONE_PID"
 
@@ -205,6 +206,10 @@ expect_exit "control byte in a rule" 2 "$CLRTAP" watch -p 1 $'cpu > 5\x1b[2J'
 lacks "the control byte is not echoed raw" "$ERR" $'\x1b'
 expect_exit "unknown action" 2 "$CLRTAP" watch -p 1 'cpu > 5' --action reboot
 contains "lists the actions" "$ERR" "unknown action (profile[:DUR], stacks"
+printf 'cpu > 5\ngpu > 5\n' >"$WORK/bad-rules.txt"
+expect_exit "a bad rule in a rules file" 2 "$CLRTAP" watch -p 1 --rules "$WORK/bad-rules.txt"
+contains "names file and line" "$ERR" "$WORK/bad-rules.txt:2: rule 'gpu > 5'"
+expect_exit "a rules file over 64 KiB" 2 "$CLRTAP" watch -p 1 --rules /dev/zero
 expect_exit "no rule" 2 "$CLRTAP" watch -p 1
 expect_exit "no target" 2 "$CLRTAP" watch 'cpu > 5'
 expect_exit "--all with -p" 2 "$CLRTAP" watch --all -p 1 'cpu > 5'

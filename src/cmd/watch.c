@@ -66,7 +66,8 @@ struct target {
 	struct counters_decoder *dec;
 	struct strbuf tmp;
 	int session_err;
-	bool session_done;
+	char session_why[512]; /* "" when it ended normally */
+	bool session_done, session_reported;
 };
 
 struct running {
@@ -367,9 +368,25 @@ static void *session_main(void *arg)
 	live.h = &h;
 	live.ctx = tg;
 	err = counters_live_run(&live, &res);
-	if (!err)
+	if (err) {
+		snprintf(tg->session_why, sizeof(tg->session_why), "cannot run the session: %s",
+			 strerror(-err));
+	} else if (res.session_err && (res.session.bytes == 0 || res.session.bad_prologue)) {
+		char why[400];
+
+		ipc_session_strerror(res.session_err, &res.session, &tg->ep, &res.rerr, why, sizeof(why));
+		snprintf(tg->session_why, sizeof(tg->session_why), "the session did not start: %s", why);
 		err = res.session_err;
+	} else if (res.reader_err < 0 && !(res.session.target_ended && !res.session.complete)) {
+		snprintf(tg->session_why, sizeof(tg->session_why),
+			 "the session stream broke at byte %" PRIu64 ": %s (%s)", res.reader_offset,
+			 res.reader_msg, strerror(-res.reader_err));
+		err = res.reader_err;
+	}
 out:
+	if (err && !tg->session_why[0])
+		snprintf(tg->session_why, sizeof(tg->session_why), "cannot set up the session: %s",
+			 strerror(-err));
 	tg->session_err = err;
 	counters_decoder_free(tg->dec);
 	tg->dec = NULL;
@@ -793,6 +810,27 @@ static void target_gone(struct watch *w, struct target *tg)
 			feed(w, tg, (int)i, true, 0, false, "the process exited");
 }
 
+/* Says once when a target's EventPipe session ended while it still runs, or
+ * failed: its counter and exception rules are no longer evaluated. */
+static void session_report(struct watch *w, struct target *tg)
+{
+	struct ct_json j;
+	struct strbuf sb;
+
+	if (!tg->session || tg->session_reported || !__atomic_load_n(&tg->session_done, __ATOMIC_ACQUIRE))
+		return;
+	if (tg->gone || !target_alive(tg))
+		return; /* ended with its target (the "gone" line says so), or by watch */
+	tg->session_reported = true;
+	log_begin(&j, &sb, "session-end");
+	log_target(&j, tg);
+	ct_json_kv_str(&j, "error", tg->session_why[0] ? tg->session_why : "the target ended the session");
+	ct_json_kv_str(&j, "note", "counter and exception rules are no longer evaluated for this process");
+	log_end(w, &j, &sb);
+	cli_warn("pid %d: EventPipe session ended: %s; its counter and exception rules are off",
+		 (int)tg->pid, cli_safe(tg->session_why[0] ? tg->session_why : "the target ended it"));
+}
+
 static void target_release(struct watch *w, struct target *tg)
 {
 	size_t i;
@@ -1047,6 +1085,9 @@ int cmd_watch(int argc, char **argv)
 		}
 		handle_pending(&w);
 		reap(&w);
+		for (k = 0; k < MAX_TARGETS; k++)
+			if (w.targets[k].used)
+				session_report(&w, &w.targets[k]);
 		for (k = 0; k < MAX_TARGETS; k++)
 			if (w.targets[k].used && w.targets[k].gone)
 				target_release(&w, &w.targets[k]);

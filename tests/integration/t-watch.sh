@@ -195,7 +195,23 @@ expect_exit "and answers clrtap stacks" 0 "$CLRTAP" stacks -p "$K_PID"
 contains "its hot thread is still in CpuSplit" "$OUT" "Clrtap.Fixtures.CpuSplit::Run"
 stop_fixture "$K_PID"
 
-# 8. Bad input: exit 2, a clear message, nothing run.
+# 8. A diagnostics server whose session fails (tests/tools/fakeds): one
+#    clear session-end line, the /proc rules go on, watch ends at -d.
+for mode in stream-close stream-random; do
+	"$TOOLS/fakeds" "$mode" >"$WORK/fakeds-$mode.out" 2>&1 &
+	FD=$!
+	KILL_PIDS+=("$FD")
+	wait_for_line "$WORK/fakeds-$mode.out" '^READY' 10 "$FD" >/dev/null
+	expect_exit "$mode: watch runs to its -d" 0 timeout 30 "$CLRTAP" watch -p "$FD" 'exception X' 'rss > 1' -d 3 -o "$WORK/fd-$mode"
+	printf '%s\n' "$OUT" >"$WORK/fd-$mode.jsonl"
+	check "$mode: one session-end line that says the session did not start" jl_true "$WORK/fd-$mode.jsonl" \
+		"[l['error'].startswith('the session did not start: ') for l in L if l['event'] == 'session-end'] == [True]"
+	check "$mode: the rss rule still fired" jl_true "$WORK/fd-$mode.jsonl" "any(l['event'] == 'fired' and l['trigger'] == 'rss' for l in L)"
+	contains "$mode: stderr says the exception rules are off" "$ERR" "its counter and exception rules are off"
+	kill "$FD"
+done
+
+# 9. Bad input: exit 2, a clear message, nothing run.
 expect_exit "unknown trigger" 2 "$CLRTAP" watch -p 1 'gpu > 5'
 contains "names the bad word" "$ERR" "rule 'gpu > 5': 'gpu': unknown trigger"
 expect_exit "threshold missing" 2 "$CLRTAP" watch -p 1 'cpu >'

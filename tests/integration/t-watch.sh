@@ -52,6 +52,19 @@ check "the log lists the flame graph as an artifact" jl_true "$WORK/cpu.jsonl" \
 	"any(a['file'].endswith('/profile.html') and a['bytes'] > 0 for l in L if l['event'] == 'action-end' for a in l['artifacts'])"
 stop_fixture "$CPU_PID"
 
+# 1b. CPU below a threshold (a stall): cpu-split spins for 3 s, then idles.
+start_fixture cpu-split --seconds 3
+LOW_PID=$FIX_PID
+"$CLRTAP" watch -p "$LOW_PID" 'cpu < 10% for 1s count 1' -o "$WORK/low" -d 20 >"$WORK/low.jsonl" 2>"$WORK/low.err" &
+W=$!
+check "the fixture finishes its spin" wait_for_line "$FIX_OUT" '^DONE ' 20 "$LOW_PID"
+check "no 'cpu <' firing while it spun" jl_true "$WORK/low.jsonl" "not any(l['event'] == 'fired' for l in L)"
+check "the 'cpu <' rule fires once it idles" wait_for_line "$WORK/low.jsonl" '"event":"fired"' 10 "$W"
+kill -INT "$W"
+wait "$W"
+check "with a value below 10" jl_true "$WORK/low.jsonl" "[l['value'] < 10 for l in L if l['event'] == 'fired'] == [True]"
+stop_fixture "$LOW_PID"
+
 # 2. First-chance exception: a fixture that throws exactly once.
 start_fixture exceptions --count 1 --trigger "$WORK/go-one"
 ONE_PID=$FIX_PID

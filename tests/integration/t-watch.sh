@@ -241,6 +241,8 @@ contains "names file and line" "$ERR" "$WORK/bad-rules.txt:2: rule 'gpu > 5'"
 expect_exit "a rules file over 64 KiB" 2 "$CLRTAP" watch -p 1 --rules /dev/zero
 expect_exit "no rule" 2 "$CLRTAP" watch -p 1
 expect_exit "no target" 2 "$CLRTAP" watch 'cpu > 5'
+expect_exit "-n of no process: exit 3" 3 "$CLRTAP" watch -n clrtap-no-such-process-$$ 'cpu > 5'
+expect_exit "--match without --all" 2 "$CLRTAP" watch -p 1 --match x 'cpu > 5'
 expect_exit "--all with -p" 2 "$CLRTAP" watch --all -p 1 'cpu > 5'
 
 finish

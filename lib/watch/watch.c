@@ -21,6 +21,7 @@ const char *watch_kind_name(enum watch_kind k)
 	case WATCH_COUNTER: return "counter";
 	case WATCH_EXCEPTION: return "exception";
 	case WATCH_EXIT: return "exit";
+	case WATCH_GC_PAUSE: return "gc-pause";
 	}
 	return "?";
 }
@@ -201,6 +202,15 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 		if (rc)
 			return rc;
 		i = 2;
+	} else if (!strcmp(tok[0], "gc-pause")) {
+		int64_t ms;
+
+		r->kind = WATCH_GC_PAUSE;
+		r->above = true;
+		if (n < 3 || strcmp(tok[1], ">") || watch_parse_duration(tok[2], &ms))
+			return fail(err, errlen, "'gc-pause' needs '>' and a duration, e.g. gc-pause > 50ms");
+		r->threshold = (double)ms;
+		i = 3;
 	} else if (!strcmp(tok[0], "cpu") || !strcmp(tok[0], "rss") || slash) {
 		const char *th, *u;
 		double v;
@@ -248,7 +258,7 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 		}
 		i = 3;
 	} else {
-		return fail(err, errlen, "'%s': unknown trigger (cpu, rss, SOURCE/COUNTER, exception, exit)", tok[0]);
+		return fail(err, errlen, "'%s': unknown trigger (cpu, rss, SOURCE/COUNTER, exception, gc-pause, exit)", tok[0]);
 	}
 	while (i < n) {
 		const char *w = tok[i];
@@ -256,7 +266,7 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 		if (i + 1 >= n)
 			return fail(err, errlen, "'%s': expected 'for DUR', 'cooldown DUR' or 'count N'", w);
 		if (!strcmp(w, "for")) {
-			if (r->kind == WATCH_EXCEPTION || r->kind == WATCH_EXIT)
+			if (r->kind == WATCH_EXCEPTION || r->kind == WATCH_EXIT || r->kind == WATCH_GC_PAUSE)
 				return fail(err, errlen, "'for' does not apply to '%s' (it is an instant)", watch_kind_name(r->kind));
 			if (watch_parse_duration(tok[i + 1], &r->for_ms))
 				return fail(err, errlen, "'%s': not a duration (e.g. 500ms, 2s, 1m)", tok[i + 1]);

@@ -8,7 +8,7 @@
  *   rule    := trigger [ "for" DUR ] { "cooldown" DUR | "count" N }
  *   trigger := "cpu" OP PERCENT | "rss" OP SIZE
  *            | SOURCE "/" COUNTER OP NUMBER [UNIT]
- *            | "exception" TYPE | "exit"
+ *            | "exception" TYPE | "exit" | "gc-pause" ">" DUR
  *   OP      := ">" | "<"
  * Tokens are separated by blanks; an operator also ends a token.
  */
@@ -27,12 +27,13 @@ enum watch_kind {
 	WATCH_COUNTER,   /* an EventCounter of SOURCE */
 	WATCH_EXCEPTION, /* a first-chance exception whose type is name */
 	WATCH_EXIT,      /* the process is gone */
+	WATCH_GC_PAUSE,  /* a GC suspension (SuspendEEBegin..RestartEEEnd), ms */
 };
 
 struct watch_rule {
 	enum watch_kind kind;
 	bool above;          /* ">" (else "<") */
-	double threshold;    /* cpu: percent; rss: bytes; counter: see unit_bytes */
+	double threshold;    /* cpu: percent; rss: bytes; counter: see unit_bytes; gc-pause: ms */
 	bool unit_bytes;     /* counter threshold had a size unit: compare in bytes */
 	int64_t for_ms;      /* how long the condition must hold (0: at once) */
 	int64_t cooldown_ms; /* no second firing within this time of the last */
@@ -41,7 +42,7 @@ struct watch_rule {
 	char name[WATCH_MAX_NAME];   /* counter: its name; exception: the type */
 };
 
-/* The name of a kind: "cpu", "rss", "counter", "exception", "exit". */
+/* The name of a kind: "cpu", "rss", "counter", "exception", "exit", "gc-pause". */
 const char *watch_kind_name(enum watch_kind k);
 
 /*

@@ -41,6 +41,11 @@ static void test_rules(void **state)
 	assert_int_equal(watch_rule_parse("exception Clrtap.Fixtures.FixtureException cooldown 5s", &r, err, sizeof(err)), 0);
 	assert_string_equal(r.name, "Clrtap.Fixtures.FixtureException");
 	assert_int_equal(r.cooldown_ms, 5000);
+	assert_int_equal(watch_rule_parse("gc-pause > 50ms cooldown 1s", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_GC_PAUSE);
+	assert_true(r.threshold == 50);
+	assert_true(watch_rule_test(&r, 50.5, NULL));
+	assert_false(watch_rule_test(&r, 50, NULL));
 	assert_int_equal(watch_rule_parse("exit", &r, err, sizeof(err)), 0);
 	assert_int_equal(r.kind, WATCH_EXIT);
 }
@@ -51,7 +56,8 @@ static void test_bad_rules(void **state)
 		"", "   ", "cpu", "cpu >", "cpu = 5", "cpu > x", "cpu > 5MB", "rss > 5%", "rss > -1",
 		"exception", "exception X for 2s", "exit for 1s", "cpu > 5 for", "cpu > 5 for 2y",
 		"cpu > 5 count 0", "cpu > 5 banana 2", "/x > 1", "S/ > 1", "S/a/b > 1", "S/a > 1parsec",
-		"gpu > 5", "cpu > 5 \x01", "cpu > 5 for 31d",
+		"gpu > 5", "cpu > 5 \x01", "cpu > 5 for 31d", "gc-pause < 5ms", "gc-pause > 5MB",
+		"gc-pause > 5ms for 1s",
 	};
 	struct watch_rule r;
 	char err[256];

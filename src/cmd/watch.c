@@ -44,6 +44,7 @@ struct pending {
 	int target, rule;
 	double value;
 	bool have_value;
+	unsigned fired; /* the rule's firings for this target, this one included */
 	char detail[DETAIL_MAX];
 };
 
@@ -68,6 +69,8 @@ struct target {
 	int session_err;
 	char session_why[512]; /* "" when it ended normally */
 	bool session_done, session_reported;
+	int64_t qpc_freq;       /* from the trace header */
+	int64_t suspend_ts;     /* SuspendEEBegin for a GC, 0: none open */
 };
 
 struct running {
@@ -87,7 +90,7 @@ struct watch {
 	size_t nrules;
 	struct watch_action actions[MAX_ACTIONS];
 	size_t nactions;
-	bool need_session, need_exc;
+	bool need_session, need_exc, need_gc;
 	struct target targets[MAX_TARGETS];
 	struct running run[MAX_RUNNING];
 	const char *outdir;
@@ -246,7 +249,7 @@ static int scan_one(pid_t pid, void *ctx)
 /* ----- firings ----- */
 
 static void pending_push(struct watch *w, int target, int rule, double value, bool have_value,
-			 const char *detail)
+			 unsigned fired, const char *detail)
 {
 	pthread_mutex_lock(&w->lock);
 	if (w->npend < MAX_PENDING) {
@@ -256,6 +259,7 @@ static void pending_push(struct watch *w, int target, int rule, double value, bo
 		p->rule = rule;
 		p->value = value;
 		p->have_value = have_value;
+		p->fired = fired;
 		snprintf(p->detail, sizeof(p->detail), "%s", detail ? detail : "");
 	} else {
 		w->dropped++;
@@ -271,9 +275,9 @@ static void feed(struct watch *w, struct target *tg, int ri, bool cond, double v
 	enum watch_verdict vd = watch_state_feed(&w->rules[ri], &tg->st[ri], now_ms(), cond);
 
 	if (vd == WATCH_FIRE)
-		pending_push(w, tg->idx, ri, v, have_v, detail);
+		pending_push(w, tg->idx, ri, v, have_v, tg->st[ri].fired, detail);
 	else if (vd == WATCH_COOLDOWN && tg->st[ri].suppressed == 1)
-		pending_push(w, tg->idx, -1 - ri, v, have_v, detail);
+		pending_push(w, tg->idx, -1 - ri, v, have_v, tg->st[ri].fired, detail);
 }
 
 /* ----- the EventPipe session of one target ----- */
@@ -325,8 +329,39 @@ static int on_event(void *ctx, const struct nt_event *ev)
 		}
 		return 0;
 	}
+	if (ev->meta->provider_kind == NT_PROV_RUNTIME && w->need_gc) {
+		struct nt_suspend_ee se;
+
+		/* SuspendEEBegin for a GC (reason 1 SUSPEND_FOR_GC, 6 GC_PREP) */
+		if (ev->meta->event_id == 9 &&
+		    !nt_decode_suspend_ee(ev->payload, ev->payload_len, ev->meta->version,
+					  ev->pointer_size, &se) &&
+		    (se.reason == 1 || se.reason == 6))
+			tg->suspend_ts = ev->timestamp;
+		if (ev->meta->event_id == 3 && tg->suspend_ts && tg->qpc_freq > 0 &&
+		    ev->timestamp >= tg->suspend_ts) {
+			double ms = (double)(ev->timestamp - tg->suspend_ts) * 1000.0 / (double)tg->qpc_freq;
+			char detail[64];
+			size_t i;
+
+			tg->suspend_ts = 0;
+			snprintf(detail, sizeof(detail), "SuspendEEBegin..RestartEEEnd %.3f ms", ms);
+			for (i = 0; i < w->nrules; i++)
+				if (w->rules[i].kind == WATCH_GC_PAUSE)
+					feed(w, tg, (int)i, watch_rule_test(&w->rules[i], ms, NULL), ms, true,
+					     detail);
+		}
+		return 0;
+	}
 	(void)counters_decode(tg->dec, ev, &ch, tg);
 	return 0;
+}
+
+static void on_opened(void *ctx, const struct nt_trace_info *ti)
+{
+	struct target *tg = ctx;
+
+	tg->qpc_freq = ti->qpc_freq;
 }
 
 static void *session_main(void *arg)
@@ -355,8 +390,10 @@ static void *session_main(void *arg)
 		goto out;
 	for (i = 0; i < cs.nproviders && n < COUNTERS_MAX_SOURCES; i++)
 		prov[n++] = cs.providers[i];
-	if (w->need_exc)
-		prov[n++] = (struct ipc_provider){ "Microsoft-Windows-DotNETRuntime", 0x8000, 4, NULL };
+	if (w->need_exc || w->need_gc) /* Exception 0x8000, GC 0x1 */
+		prov[n++] = (struct ipc_provider){ "Microsoft-Windows-DotNETRuntime",
+						   (w->need_exc ? 0x8000u : 0) | (w->need_gc ? 0x1u : 0),
+						   4, NULL };
 	cfg.providers = prov;
 	cfg.nproviders = n;
 	cfg.buffer_mb = 16;
@@ -366,6 +403,7 @@ static void *session_main(void *arg)
 	live.cfg = &cfg;
 	live.stop = &tg->stop;
 	live.h = &h;
+	live.opened = on_opened;
 	live.ctx = tg;
 	err = counters_live_run(&live, &res);
 	if (err) {
@@ -781,7 +819,7 @@ static void handle_pending(struct watch *w)
 		}
 		if (!fire)
 			ct_json_kv_str(&j, "why", "within the rule's cooldown (logged once per cooldown)");
-		ct_json_kv_u64(&j, "fired", tg->st[ri].fired);
+		ct_json_kv_u64(&j, "fired", p[i].fired);
 		log_end(w, &j, &sb);
 		if (!fire)
 			continue;
@@ -867,6 +905,8 @@ static int add_rule(struct watch *w, const char *text, const char *where)
 		w->need_session = true;
 	if (r->kind == WATCH_EXCEPTION)
 		w->need_exc = true;
+	if (r->kind == WATCH_GC_PAUSE)
+		w->need_gc = w->need_session = true;
 	return 0;
 }
 

@@ -65,6 +65,22 @@ wait "$W"
 check "with a value below 10" jl_true "$WORK/low.jsonl" "[l['value'] < 10 for l in L if l['event'] == 'fired'] == [True]"
 stop_fixture "$LOW_PID"
 
+# 1c. GC pauses: the gc fixture induces exactly 3 blocking GCs.
+start_fixture gc --count 3 --trigger "$WORK/go-gc"
+GC_PID=$FIX_PID
+"$CLRTAP" watch -p "$GC_PID" 'gc-pause > 0ms' 'gc-pause > 10s' -o "$WORK/gc" -d 30 >"$WORK/gc.jsonl" 2>"$WORK/gc.err" &
+W=$!
+wait_for_line "$WORK/gc.jsonl" '"event":"watching"' 10 "$W" >/dev/null
+sleep 2
+touch "$WORK/go-gc"
+check "the fixture induced its GCs" wait_for_line "$FIX_OUT" '^DONE induced=3' 20 "$GC_PID"
+sleep 2
+kill -INT "$W"
+wait "$W"
+check "gc-pause > 0ms fired once per GC (3), gc-pause > 10s never" jl_true "$WORK/gc.jsonl" \
+	"[(l['rule'], l['fired'], l['value'] > 0) for l in L if l['event'] == 'fired'] == [(0, 1, True), (0, 2, True), (0, 3, True)]"
+stop_fixture "$GC_PID"
+
 # 2. First-chance exception: a fixture that throws exactly once.
 start_fixture exceptions --count 1 --trigger "$WORK/go-one"
 ONE_PID=$FIX_PID

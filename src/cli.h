@@ -55,6 +55,7 @@ int cmd_stacks(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 
 /* Messages go to stderr as "clrtap: <msg>". Each returns the exit code given. */
 int cli_error(int code, const char *fmt, ...) PRINTF(2, 3);

@@ -38,6 +38,7 @@ static const struct cmd commands[] = {
 	{ "top", cmd_top, "live view of the hottest methods of a process" },
 	{ "trace", cmd_trace, "collect an EventPipe trace (.nettrace) over the diagnostics socket" },
 	{ "version", cmd_version, "print clrtap's version" },
+	{ "watch", cmd_watch, "rules (cpu, rss, counters, exceptions, gc pauses, exit) that run profile, stacks, trace, dump... when they fire" },
 };
 
 static const struct cmd *find_cmd(const char *name)

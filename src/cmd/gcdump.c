@@ -1106,7 +1106,7 @@ static int parse_interval(const char *s, int64_t *ms)
 	return 0;
 }
 
-static int cmd_watch(int argc, char **argv)
+static int gcdump_sub_watch(int argc, char **argv)
 {
 	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
 	const char *every = "30s", *prefix = NULL;
@@ -1260,7 +1260,7 @@ int cmd_gcdump(int argc, char **argv)
 	if (!strcmp(argv[1], "diff"))
 		return cmd_diff(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "watch"))
-		return cmd_watch(argc - 1, argv + 1);
+		return gcdump_sub_watch(argc - 1, argv + 1);
 	return cli_error(EXIT_USAGE, "unknown gcdump subcommand '%s' (collect, report, diff, watch)",
 			 argv[1]);
 }

@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * watch.c - rule and action parsing, and when a rule fires.
+ */
+#include "common/compat.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+
+#include "common/strparse.h"
+#include "watch/watch.h"
+
+#define MAX_TOKENS 16
+
+const char *watch_kind_name(enum watch_kind k)
+{
+	switch (k) {
+	case WATCH_CPU: return "cpu";
+	case WATCH_RSS: return "rss";
+	case WATCH_COUNTER: return "counter";
+	case WATCH_EXCEPTION: return "exception";
+	case WATCH_EXIT: return "exit";
+	case WATCH_GC_PAUSE: return "gc-pause";
+	}
+	return "?";
+}
+
+const char *watch_action_name(enum watch_action_kind k)
+{
+	switch (k) {
+	case WATCH_ACT_PROFILE: return "profile";
+	case WATCH_ACT_STACKS: return "stacks";
+	case WATCH_ACT_TRACE: return "trace";
+	case WATCH_ACT_DUMP: return "dump";
+	case WATCH_ACT_GCDUMP: return "gcdump";
+	case WATCH_ACT_EXEC: return "exec";
+	}
+	return "?";
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) PRINTF(3, 4);
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* A decimal number "12", "1.5", ".5" at the start of s; *end after it. */
+static int parse_number(const char *s, double *v, const char **end)
+{
+	double x = 0, scale = 1;
+	bool digits = false;
+	const char *p = s;
+
+	while (*p >= '0' && *p <= '9') {
+		x = x * 10 + (*p++ - '0');
+		digits = true;
+		if (x > 1e18)
+			return -EINVAL;
+	}
+	if (*p == '.') {
+		p++;
+		while (*p >= '0' && *p <= '9') {
+			scale /= 10;
+			x += (*p++ - '0') * scale;
+			digits = true;
+			if (scale < 1e-9)
+				return -EINVAL;
+		}
+	}
+	if (!digits)
+		return -EINVAL;
+	*v = x;
+	*end = p;
+	return 0;
+}
+
+int watch_parse_duration(const char *s, int64_t *ms)
+{
+	double v, f;
+	const char *u;
+
+	if (parse_number(s, &v, &u))
+		return -EINVAL;
+	if (!*u || !strcmp(u, "s"))
+		f = 1000;
+	else if (!strcmp(u, "ms"))
+		f = 1;
+	else if (!strcmp(u, "m"))
+		f = 60000;
+	else if (!strcmp(u, "h"))
+		f = 3600000;
+	else
+		return -EINVAL;
+	v *= f;
+	if (v > (double)WATCH_MAX_MS)
+		return -EINVAL;
+	*ms = (int64_t)(v + 0.5);
+	return 0;
+}
+
+int watch_parse_size(const char *s, double *bytes)
+{
+	static const struct {
+		const char *u;
+		double f;
+	} units[] = {
+		{ "", 1 },	   { "B", 1 },		 { "K", 1024 },	     { "KB", 1024 },
+		{ "KiB", 1024 },   { "M", 1048576 },	 { "MB", 1048576 },  { "MiB", 1048576 },
+		{ "G", 1073741824 }, { "GB", 1073741824 }, { "GiB", 1073741824 },
+	};
+	double v;
+	const char *u;
+	size_t i;
+
+	if (parse_number(s, &v, &u))
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(units); i++)
+		if (!strcmp(u, units[i].u)) {
+			*bytes = v * units[i].f;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* Splits text into tokens in buf: blanks separate, '<' and '>' are tokens. */
+static int tokenize(const char *text, char *buf, size_t buflen, char **tok, size_t *ntok,
+		    char *err, size_t errlen)
+{
+	size_t n = 0, o = 0;
+	const char *p = text;
+
+	while (*p) {
+		if (*p == ' ' || *p == '\t') {
+			p++;
+			continue;
+		}
+		if (n == MAX_TOKENS)
+			return fail(err, errlen, "too many words (at most %d)", MAX_TOKENS);
+		tok[n++] = buf + o;
+		if (*p == '<' || *p == '>') {
+			buf[o++] = *p++;
+		} else {
+			while (*p && *p != ' ' && *p != '\t' && *p != '<' && *p != '>') {
+				if ((unsigned char)*p < 0x20 || *p == 0x7f)
+					return fail(err, errlen, "a control character in the rule");
+				buf[o++] = *p++;
+			}
+		}
+		buf[o++] = 0;
+		if (o >= buflen)
+			return fail(err, errlen, "rule too long");
+	}
+	*ntok = n;
+	return 0;
+}
+
+static int copy_name(char *dst, const char *src, const char *what, char *err, size_t errlen)
+{
+	size_t n = strlen(src);
+
+	if (!n)
+		return fail(err, errlen, "empty %s", what);
+	if (n >= WATCH_MAX_NAME)
+		return fail(err, errlen, "%s longer than %d bytes", what, WATCH_MAX_NAME - 1);
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t errlen)
+{
+	char buf[WATCH_MAX_TEXT * 2 + MAX_TOKENS * 2];
+	char *tok[MAX_TOKENS];
+	size_t n = 0, i = 0;
+	const char *slash;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (strlen(text) > WATCH_MAX_TEXT)
+		return fail(err, errlen, "rule longer than %d bytes", WATCH_MAX_TEXT);
+	rc = tokenize(text, buf, sizeof(buf), tok, &n, err, errlen);
+	if (rc)
+		return rc;
+	if (!n)
+		return fail(err, errlen, "empty rule");
+	slash = strchr(tok[0], '/');
+	if (!strcmp(tok[0], "exit")) {
+		r->kind = WATCH_EXIT;
+		i = 1;
+	} else if (!strcmp(tok[0], "exception")) {
+		r->kind = WATCH_EXCEPTION;
+		if (n < 2)
+			return fail(err, errlen, "'exception' needs a type name (e.g. System.InvalidOperationException)");
+		rc = copy_name(r->name, tok[1], "exception type", err, errlen);
+		if (rc)
+			return rc;
+		i = 2;
+	} else if (!strcmp(tok[0], "gc-pause")) {
+		int64_t ms;
+
+		r->kind = WATCH_GC_PAUSE;
+		r->above = true;
+		if (n < 3 || strcmp(tok[1], ">") || watch_parse_duration(tok[2], &ms))
+			return fail(err, errlen, "'gc-pause' needs '>' and a duration, e.g. gc-pause > 50ms");
+		r->threshold = (double)ms;
+		i = 3;
+	} else if (!strcmp(tok[0], "cpu") || !strcmp(tok[0], "rss") || slash) {
+		const char *th, *u;
+		double v;
+
+		if (!strcmp(tok[0], "cpu"))
+			r->kind = WATCH_CPU;
+		else if (!strcmp(tok[0], "rss"))
+			r->kind = WATCH_RSS;
+		else {
+			char src[WATCH_MAX_NAME];
+			size_t sl = (size_t)(slash - tok[0]);
+
+			r->kind = WATCH_COUNTER;
+			if (!sl || sl >= sizeof(src) || !slash[1] || strchr(slash + 1, '/'))
+				return fail(err, errlen, "'%s': a counter is SOURCE/NAME, e.g. System.Runtime/gc-heap-size", tok[0]);
+			memcpy(src, tok[0], sl);
+			src[sl] = 0;
+			if (copy_name(r->source, src, "counter source", err, errlen) ||
+			    copy_name(r->name, slash + 1, "counter name", err, errlen))
+				return -EINVAL;
+		}
+		if (n < 3 || (strcmp(tok[1], ">") && strcmp(tok[1], "<")))
+			return fail(err, errlen, "'%s' needs '>' or '<' and a threshold", tok[0]);
+		r->above = tok[1][0] == '>';
+		th = tok[2];
+		if (r->kind == WATCH_CPU) {
+			if (parse_number(th, &v, &u) || (*u && strcmp(u, "%")))
+				return fail(err, errlen, "'%s': cpu takes a percentage of one core, e.g. 80%%", th);
+			if (v > 100000)
+				return fail(err, errlen, "'%s': cpu percentage too large", th);
+			r->threshold = v;
+		} else if (r->kind == WATCH_RSS) {
+			if (watch_parse_size(th, &r->threshold))
+				return fail(err, errlen, "'%s': rss takes a size, e.g. 500MB", th);
+		} else {
+			if (parse_number(th, &v, &u))
+				return fail(err, errlen, "'%s': not a number", th);
+			if (*u) {
+				if (watch_parse_size(th, &r->threshold))
+					return fail(err, errlen, "'%s': unknown unit (sizes: B, KB, MB, GB)", th);
+				r->unit_bytes = true;
+			} else {
+				r->threshold = v;
+			}
+		}
+		i = 3;
+	} else {
+		return fail(err, errlen, "'%s': unknown trigger (cpu, rss, SOURCE/COUNTER, exception, gc-pause, exit)", tok[0]);
+	}
+	while (i < n) {
+		const char *w = tok[i];
+
+		if (i + 1 >= n)
+			return fail(err, errlen, "'%s': expected 'for DUR', 'cooldown DUR' or 'count N'", w);
+		if (!strcmp(w, "for")) {
+			if (r->kind == WATCH_EXCEPTION || r->kind == WATCH_EXIT || r->kind == WATCH_GC_PAUSE)
+				return fail(err, errlen, "'for' does not apply to '%s' (it is an instant)", watch_kind_name(r->kind));
+			if (watch_parse_duration(tok[i + 1], &r->for_ms))
+				return fail(err, errlen, "'%s': not a duration (e.g. 500ms, 2s, 1m)", tok[i + 1]);
+		} else if (!strcmp(w, "cooldown")) {
+			if (watch_parse_duration(tok[i + 1], &r->cooldown_ms))
+				return fail(err, errlen, "'%s': not a duration (e.g. 500ms, 2s, 1m)", tok[i + 1]);
+		} else if (!strcmp(w, "count")) {
+			uint32_t c;
+
+			if (ct_parse_u32(tok[i + 1], 10, &c) || !c || c > 1000000)
+				return fail(err, errlen, "'%s': count is 1..1000000", tok[i + 1]);
+			r->count = c;
+		} else {
+			return fail(err, errlen, "'%s': expected 'for', 'cooldown' or 'count'", w);
+		}
+		i += 2;
+	}
+	return 0;
+}
+
+bool watch_rule_test(const struct watch_rule *r, double v, const char *units)
+{
+	if (isnan(v))
+		return false;
+	if (r->kind == WATCH_COUNTER && r->unit_bytes) {
+		if (!units)
+			return false;
+		if (!strcmp(units, "MB"))
+			v *= 1e6;
+		else if (!strcmp(units, "KB"))
+			v *= 1e3;
+		else if (!strcmp(units, "GB"))
+			v *= 1e9;
+		else if (strcmp(units, "B") && strcmp(units, "bytes") && strcmp(units, "By"))
+			return false;
+	}
+	return r->above ? v > r->threshold : v < r->threshold;
+}
+
+enum watch_verdict watch_state_feed(const struct watch_rule *r, struct watch_state *s,
+				    int64_t now_ms, bool cond)
+{
+	if (!cond) {
+		s->holding = false;
+		return WATCH_QUIET;
+	}
+	if (!s->holding) {
+		s->holding = true;
+		s->since_ms = now_ms;
+	}
+	if (now_ms - s->since_ms < r->for_ms)
+		return WATCH_QUIET;
+	if (r->count && s->fired >= r->count) {
+		s->since_ms = now_ms;
+		return WATCH_EXHAUSTED;
+	}
+	if (s->fired_ever && now_ms - s->last_fire_ms < r->cooldown_ms) {
+		s->suppressed++;
+		s->since_ms = now_ms;
+		return WATCH_COOLDOWN;
+	}
+	s->fired_ever = true;
+	s->last_fire_ms = now_ms;
+	s->fired++;
+	s->since_ms = now_ms; /* must hold for_ms again */
+	return WATCH_FIRE;
+}
+
+int watch_action_parse(const char *text, struct watch_action *a, char *err, size_t errlen)
+{
+	static const struct {
+		const char *name;
+		enum watch_action_kind kind;
+		bool dur;
+	} kinds[] = {
+		{ "profile", WATCH_ACT_PROFILE, true }, { "stacks", WATCH_ACT_STACKS, false },
+		{ "trace", WATCH_ACT_TRACE, true },     { "dump", WATCH_ACT_DUMP, false },
+		{ "gcdump", WATCH_ACT_GCDUMP, false },
+	};
+	const char *colon = strchr(text, ':');
+	size_t nl = colon ? (size_t)(colon - text) : strlen(text), i;
+
+	memset(a, 0, sizeof(*a));
+	if (strlen(text) >= WATCH_MAX_TEXT)
+		return fail(err, errlen, "action longer than %d bytes", WATCH_MAX_TEXT - 1);
+	if (nl == 4 && !strncmp(text, "exec", 4)) {
+		if (!colon || !colon[1])
+			return fail(err, errlen, "'exec' needs a command: exec:COMMAND");
+		a->kind = WATCH_ACT_EXEC;
+		memcpy(a->cmd, colon + 1, strlen(colon + 1) + 1);
+		return 0;
+	}
+	for (i = 0; i < ARRAY_SIZE(kinds); i++) {
+		if (strlen(kinds[i].name) != nl || strncmp(text, kinds[i].name, nl))
+			continue;
+		a->kind = kinds[i].kind;
+		if (colon) {
+			if (!kinds[i].dur)
+				return fail(err, errlen, "'%s' takes no argument", kinds[i].name);
+			if (watch_parse_duration(colon + 1, &a->duration_ms) || !a->duration_ms)
+				return fail(err, errlen, "'%s': not a duration (e.g. 5s)", colon + 1);
+		}
+		return 0;
+	}
+	return fail(err, errlen, "unknown action (profile[:DUR], stacks, trace[:DUR], dump, gcdump, exec:COMMAND)");
+}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * watch.h - rules for `clrtap watch`: parsing (rules are outside input: they
+ * come from a command line or a script), when a rule fires (a condition held
+ * for a time, a cooldown, a count) and the actions run when one does.
+ *
+ * Rule grammar (docs/cmd/watch.md):
+ *   rule    := trigger [ "for" DUR ] { "cooldown" DUR | "count" N }
+ *   trigger := "cpu" OP PERCENT | "rss" OP SIZE
+ *            | SOURCE "/" COUNTER OP NUMBER [UNIT]
+ *            | "exception" TYPE | "exit" | "gc-pause" ">" DUR
+ *   OP      := ">" | "<"
+ * Tokens are separated by blanks; an operator also ends a token.
+ */
+#ifndef CLRTAP_WATCH_WATCH_H
+#define CLRTAP_WATCH_WATCH_H
+
+#include "common/compat.h"
+
+#define WATCH_MAX_TEXT 512  /* bytes of one rule or action */
+#define WATCH_MAX_NAME 256  /* bytes of a counter source, counter or type name */
+#define WATCH_MAX_MS (30LL * 86400 * 1000) /* longest duration: 30 days */
+
+enum watch_kind {
+	WATCH_CPU,       /* percent of one core, from /proc/PID/stat */
+	WATCH_RSS,       /* bytes, from /proc/PID/statm */
+	WATCH_COUNTER,   /* an EventCounter of SOURCE */
+	WATCH_EXCEPTION, /* a first-chance exception whose type is name */
+	WATCH_EXIT,      /* the process is gone */
+	WATCH_GC_PAUSE,  /* a GC suspension (SuspendEEBegin..RestartEEEnd), ms */
+};
+
+struct watch_rule {
+	enum watch_kind kind;
+	bool above;          /* ">" (else "<") */
+	double threshold;    /* cpu: percent; rss: bytes; counter: see unit_bytes; gc-pause: ms */
+	bool unit_bytes;     /* counter threshold had a size unit: compare in bytes */
+	int64_t for_ms;      /* how long the condition must hold (0: at once) */
+	int64_t cooldown_ms; /* no second firing within this time of the last */
+	unsigned count;      /* firings at most (0: no limit) */
+	char source[WATCH_MAX_NAME]; /* counter: the EventSource */
+	char name[WATCH_MAX_NAME];   /* counter: its name; exception: the type */
+};
+
+/* The name of a kind: "cpu", "rss", "counter", "exception", "exit", "gc-pause". */
+const char *watch_kind_name(enum watch_kind k);
+
+/*
+ * Parses text into r. Returns 0, or -EINVAL with a sentence in err (which
+ * names the offending token) for anything else: unknown trigger, missing or
+ * bad threshold, unit or duration, a word left over, "for" with a trigger
+ * that is an instant (exception, exit), text over WATCH_MAX_TEXT bytes or a
+ * name over WATCH_MAX_NAME, a control character.
+ */
+int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t errlen);
+
+/* Whether value v meets the rule's threshold (cpu, rss, counter). For a
+ * counter, units is what the counter says its values are in ("MB", "B",
+ * ...): with a threshold given as a size the value is turned into bytes
+ * (the runtime's MB are 10^6 bytes); a counter in other units never meets a
+ * size threshold. */
+bool watch_rule_test(const struct watch_rule *r, double v, const char *units);
+
+/* Per rule and target: where its condition stands and how often it fired. */
+struct watch_state {
+	bool holding;       /* the condition is true since since_ms */
+	int64_t since_ms;
+	bool fired_ever;
+	int64_t last_fire_ms;
+	unsigned fired;
+	unsigned suppressed; /* times it would have fired in a cooldown */
+};
+
+enum watch_verdict {
+	WATCH_QUIET = 0,   /* nothing */
+	WATCH_FIRE,        /* fire now */
+	WATCH_COOLDOWN,    /* would fire, but within the cooldown */
+	WATCH_EXHAUSTED,   /* would fire, but the count is used up */
+};
+
+/*
+ * Feeds one observation at now_ms (a monotonic clock): cond is whether the
+ * condition holds (always true for an instant trigger). Fires when cond has
+ * held for for_ms; after a firing the condition must hold for for_ms again
+ * (measured from the firing) before the next one.
+ */
+enum watch_verdict watch_state_feed(const struct watch_rule *r, struct watch_state *s,
+				    int64_t now_ms, bool cond);
+
+enum watch_action_kind {
+	WATCH_ACT_PROFILE,
+	WATCH_ACT_STACKS,
+	WATCH_ACT_TRACE,
+	WATCH_ACT_DUMP,
+	WATCH_ACT_GCDUMP,
+	WATCH_ACT_EXEC,
+};
+
+struct watch_action {
+	enum watch_action_kind kind;
+	int64_t duration_ms; /* profile, trace: how long (":DUR"); 0: the default */
+	char cmd[WATCH_MAX_TEXT]; /* exec: the shell command */
+};
+
+/* "profile", "stacks", ... "exec". */
+const char *watch_action_name(enum watch_action_kind k);
+
+/*
+ * Parses "profile[:DUR]", "trace[:DUR]", "stacks", "dump", "gcdump" or
+ * "exec:COMMAND". Returns 0 or -EINVAL with a sentence in err.
+ */
+int watch_action_parse(const char *text, struct watch_action *a, char *err, size_t errlen);
+
+/* Durations in rules: a number with a unit ms, s, m or h ("500ms", "1.5s",
+ * "2m"); a bare number is seconds. 0..WATCH_MAX_MS. 0 or -EINVAL. */
+int watch_parse_duration(const char *s, int64_t *ms);
+/* Sizes: a number with an optional unit B, K/KB/KiB, M/MB/MiB, G/GB/GiB
+ * (powers of 1024). 0 or -EINVAL. */
+int watch_parse_size(const char *s, double *bytes);
+
+#endif

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+#include "common/compat.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "watch/watch.h"
+
+static void test_rules(void **state)
+{
+	struct watch_rule r;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(watch_rule_parse("cpu > 80% for 2s", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_CPU);
+	assert_true(r.above);
+	assert_true(r.threshold == 80);
+	assert_int_equal(r.for_ms, 2000);
+	assert_int_equal(watch_rule_parse("cpu<3 for 500ms cooldown 1m count 2", &r, err, sizeof(err)), 0);
+	assert_false(r.above);
+	assert_true(r.threshold == 3);
+	assert_int_equal(r.for_ms, 500);
+	assert_int_equal(r.cooldown_ms, 60000);
+	assert_int_equal(r.count, 2);
+	assert_int_equal(watch_rule_parse("rss > 1.5GB", &r, err, sizeof(err)), 0);
+	assert_true(r.threshold == 1.5 * 1073741824.0);
+	assert_int_equal(watch_rule_parse("System.Runtime/gc-heap-size > 500MB for 30s", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_COUNTER);
+	assert_string_equal(r.source, "System.Runtime");
+	assert_string_equal(r.name, "gc-heap-size");
+	assert_true(r.unit_bytes);
+	assert_true(watch_rule_test(&r, 600, "MB"));
+	assert_false(watch_rule_test(&r, 500, "MB"));
+	assert_false(watch_rule_test(&r, 1e12, "%"));
+	assert_int_equal(watch_rule_parse("System.Runtime/exception-count > 10", &r, err, sizeof(err)), 0);
+	assert_false(r.unit_bytes);
+	assert_true(watch_rule_test(&r, 11, ""));
+	assert_int_equal(watch_rule_parse("exception Clrtap.Fixtures.FixtureException cooldown 5s", &r, err, sizeof(err)), 0);
+	assert_string_equal(r.name, "Clrtap.Fixtures.FixtureException");
+	assert_int_equal(r.cooldown_ms, 5000);
+	assert_int_equal(watch_rule_parse("gc-pause > 50ms cooldown 1s", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_GC_PAUSE);
+	assert_true(r.threshold == 50);
+	assert_true(watch_rule_test(&r, 50.5, NULL));
+	assert_false(watch_rule_test(&r, 50, NULL));
+	assert_int_equal(watch_rule_parse("exit", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_EXIT);
+}
+
+static void test_bad_rules(void **state)
+{
+	static const char *bad[] = {
+		"", "   ", "cpu", "cpu >", "cpu = 5", "cpu > x", "cpu > 5MB", "rss > 5%", "rss > -1",
+		"exception", "exception X for 2s", "exit for 1s", "cpu > 5 for", "cpu > 5 for 2y",
+		"cpu > 5 count 0", "cpu > 5 banana 2", "/x > 1", "S/ > 1", "S/a/b > 1", "S/a > 1parsec",
+		"gpu > 5", "cpu > 5 \x01", "cpu > 5 for 31d", "gc-pause < 5ms", "gc-pause > 5MB",
+		"gc-pause > 5ms for 1s",
+	};
+	struct watch_rule r;
+	char err[256];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		err[0] = 0;
+		assert_int_equal(watch_rule_parse(bad[i], &r, err, sizeof(err)), -EINVAL);
+		assert_true(err[0] != 0);
+	}
+	assert_int_equal(watch_rule_parse("gpu > 5", &r, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "'gpu': unknown trigger"));
+}
+
+static void test_state(void **state)
+{
+	struct watch_rule r;
+	struct watch_state s = { 0 };
+	char err[256];
+
+	(void)state;
+	assert_int_equal(watch_rule_parse("cpu > 50 for 1s cooldown 10s count 2", &r, err, sizeof(err)), 0);
+	assert_int_equal(watch_state_feed(&r, &s, 0, true), WATCH_QUIET);
+	assert_int_equal(watch_state_feed(&r, &s, 500, false), WATCH_QUIET);
+	assert_int_equal(watch_state_feed(&r, &s, 600, true), WATCH_QUIET);
+	assert_int_equal(watch_state_feed(&r, &s, 1599, true), WATCH_QUIET);
+	assert_int_equal(watch_state_feed(&r, &s, 1600, true), WATCH_FIRE);
+	assert_int_equal(watch_state_feed(&r, &s, 2600, true), WATCH_COOLDOWN);
+	assert_int_equal(s.suppressed, 1u);
+	assert_int_equal(watch_state_feed(&r, &s, 11600, true), WATCH_FIRE);
+	assert_int_equal(watch_state_feed(&r, &s, 30000, true), WATCH_EXHAUSTED);
+	assert_int_equal(s.fired, 2u);
+}
+
+static void test_actions(void **state)
+{
+	struct watch_action a;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(watch_action_parse("profile:3s", &a, err, sizeof(err)), 0);
+	assert_int_equal(a.kind, WATCH_ACT_PROFILE);
+	assert_int_equal(a.duration_ms, 3000);
+	assert_int_equal(watch_action_parse("stacks", &a, err, sizeof(err)), 0);
+	assert_int_equal(a.kind, WATCH_ACT_STACKS);
+	assert_int_equal(watch_action_parse("exec:echo hi:there", &a, err, sizeof(err)), 0);
+	assert_string_equal(a.cmd, "echo hi:there");
+	assert_int_equal(watch_action_parse("stacks:2s", &a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(watch_action_parse("exec", &a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(watch_action_parse("profile:0", &a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(watch_action_parse("reboot", &a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(watch_action_parse("profiler", &a, err, sizeof(err)), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_bad_rules),
+		cmocka_unit_test(test_state),
+		cmocka_unit_test(test_actions),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * clrtap watch - rules that fire actions at the moment a problem happens.
+ *
+ * The main thread samples /proc (cpu, rss, exit) every 250 ms, finds new
+ * targets (--all), runs actions and writes the JSON-lines log. Each target
+ * with counter or exception rules has one EventPipe session (lib/counters'
+ * live reader) on a thread of its own, which evaluates those rules and hands
+ * firings to the main thread. Actions are child processes of this very binary
+ * (/proc/self/exe profile|stacks|trace|dump|gcdump) or `sh -c COMMAND`, each
+ * with its own folder, output log and time limit.
+ */
+#include "common/compat.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "cli.h"
+#include "common/json.h"
+#include "counters/counters.h"
+#include "nettrace/nettrace.h"
+#include "proc/proc.h"
+#include "watch/watch.h"
+
+#define MAX_RULES 32
+#define MAX_ACTIONS 16
+#define MAX_TARGETS 64
+#define MAX_RUNNING 32
+#define MAX_PENDING 256
+#define TICK_MS 250
+#define SCAN_MS 1000
+#define KILL_GRACE_MS 5000
+#define DETAIL_MAX 512
+
+struct target;
+
+struct pending {
+	int target, rule;
+	double value;
+	bool have_value;
+	unsigned fired; /* the rule's firings for this target, this one included */
+	char detail[DETAIL_MAX];
+};
+
+struct target {
+	bool used, gone;
+	pid_t pid;
+	uint64_t starttime;
+	struct proc_target t;
+	struct ipc_endpoint ep;
+	struct watch_state st[MAX_RULES];
+	uint64_t cpu_ticks;
+	int64_t cpu_ms;
+	bool have_cpu;
+	/* EventPipe session */
+	bool session;
+	pthread_t th;
+	volatile sig_atomic_t stop;
+	struct watch *w;
+	int idx;
+	struct counters_decoder *dec;
+	struct strbuf tmp;
+	int session_err;
+	char session_why[512]; /* "" when it ended normally */
+	bool session_done, session_reported;
+	int64_t qpc_freq;       /* from the trace header */
+	int64_t suspend_ts;     /* SuspendEEBegin for a GC, 0: none open */
+};
+
+struct running {
+	bool used;
+	pid_t child;
+	int target, rule;
+	unsigned fire;
+	const struct watch_action *a;
+	int64_t start_ms, deadline_ms, killed_ms;
+	bool timed_out;
+	char dir[PATH_MAX];
+};
+
+struct watch {
+	struct watch_rule rules[MAX_RULES];
+	const char *rule_text[MAX_RULES];
+	size_t nrules;
+	struct watch_action actions[MAX_ACTIONS];
+	size_t nactions;
+	bool need_session, need_exc, need_gc;
+	struct target targets[MAX_TARGETS];
+	struct running run[MAX_RUNNING];
+	const char *outdir;
+	const char *match;
+	int64_t action_limit_ms;
+	int timeout_ms;
+	unsigned fires;
+	FILE *log;
+	pthread_mutex_t lock;
+	struct pending pend[MAX_PENDING];
+	size_t npend;
+	unsigned dropped;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ----- the log: one JSON object a line ----- */
+
+static void log_begin(struct ct_json *j, struct strbuf *sb, const char *event)
+{
+	struct timespec ts;
+	struct tm tm;
+	char buf[96];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)(ts.tv_nsec / 1000000 % 1000));
+	strbuf_init(sb, 1 << 20);
+	ct_json_init(j, sb);
+	ct_json_obj_begin(j);
+	ct_json_kv_str(j, "time", buf);
+	ct_json_kv_str(j, "event", event);
+}
+
+static void log_end(struct watch *w, struct ct_json *j, struct strbuf *sb)
+{
+	ct_json_obj_end(j);
+	if (cli_json_out(j, w->log) == EXIT_OK)
+		fflush(w->log);
+	strbuf_release(sb);
+}
+
+static void log_target(struct ct_json *j, const struct target *tg)
+{
+	ct_json_kv_i64(j, "pid", tg->pid);
+	ct_json_kv_i64(j, "nspid", tg->t.nspid);
+	ct_json_kv_bool(j, "other_pidns", tg->t.other_pidns);
+}
+
+/* ----- targets ----- */
+
+static int target_add(struct watch *w, pid_t pid);
+static void *session_main(void *arg);
+
+static bool target_alive(const struct target *tg)
+{
+	uint64_t st;
+
+	return proc_starttime(tg->pid, &st) == 0 && st == tg->starttime;
+}
+
+static int target_add_found(struct watch *w, const struct proc_target *t, uint64_t starttime)
+{
+	struct ct_json j;
+	struct strbuf sb, cmd;
+	size_t i;
+	int slot = -1;
+
+	for (i = 0; i < MAX_TARGETS; i++)
+		if (!w->targets[i].used) {
+			slot = (int)i;
+			break;
+		}
+	if (slot < 0) {
+		cli_warn("watching %d processes already; pid %d left alone", MAX_TARGETS, (int)t->pid);
+		return -E2BIG;
+	}
+	struct target *tg = &w->targets[slot];
+
+	memset(tg, 0, sizeof(*tg));
+	tg->used = true;
+	tg->pid = t->pid;
+	tg->starttime = starttime;
+	tg->t = *t;
+	tg->w = w;
+	tg->idx = slot;
+	ipc_endpoint_init(&tg->ep, &tg->t, w->timeout_ms);
+	log_begin(&j, &sb, "watching");
+	log_target(&j, tg);
+	strbuf_init(&cmd, 4096);
+	if (!proc_cmdline(t->pid, &cmd, 4096))
+		ct_json_kv_str(&j, "cmdline", cmd.buf);
+	strbuf_release(&cmd);
+	log_end(w, &j, &sb);
+	if (w->need_session) {
+		tg->session = true;
+		if (pthread_create(&tg->th, NULL, session_main, tg)) {
+			tg->session = false;
+			cli_warn("pid %d: no thread for its EventPipe session", (int)t->pid);
+		}
+	}
+	return 0;
+}
+
+static int target_add(struct watch *w, pid_t pid)
+{
+	struct proc_target t;
+	uint64_t st;
+	int err;
+
+	err = proc_target_find(pid, &t);
+	if (err)
+		return err;
+	err = proc_starttime(pid, &st);
+	if (err)
+		return err;
+	return target_add_found(w, &t, st);
+}
+
+static bool target_known(const struct watch *w, pid_t pid, uint64_t st)
+{
+	size_t i;
+
+	for (i = 0; i < MAX_TARGETS; i++)
+		if (w->targets[i].used && w->targets[i].pid == pid && w->targets[i].starttime == st)
+			return true;
+	return false;
+}
+
+static int scan_one(pid_t pid, void *ctx)
+{
+	struct watch *w = ctx;
+	struct strbuf cmd;
+	uint64_t st;
+	bool ok = true;
+
+	if (pid == getpid() || proc_starttime(pid, &st) || target_known(w, pid, st))
+		return 0;
+	if (w->match) {
+		strbuf_init(&cmd, 4096);
+		ok = !proc_cmdline(pid, &cmd, 4096) && cmd.buf && strstr(cmd.buf, w->match);
+		strbuf_release(&cmd);
+	}
+	if (ok)
+		(void)target_add(w, pid);
+	return 0;
+}
+
+/* ----- firings ----- */
+
+static void pending_push(struct watch *w, int target, int rule, double value, bool have_value,
+			 unsigned fired, const char *detail)
+{
+	pthread_mutex_lock(&w->lock);
+	if (w->npend < MAX_PENDING) {
+		struct pending *p = &w->pend[w->npend++];
+
+		p->target = target;
+		p->rule = rule;
+		p->value = value;
+		p->have_value = have_value;
+		p->fired = fired;
+		snprintf(p->detail, sizeof(p->detail), "%s", detail ? detail : "");
+	} else {
+		w->dropped++;
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Feeds rule ri of target tg; queues a firing. Called from one thread per
+ * rule kind (main: cpu, rss, exit; the session thread: counter, exception). */
+static void feed(struct watch *w, struct target *tg, int ri, bool cond, double v, bool have_v,
+		 const char *detail)
+{
+	enum watch_verdict vd = watch_state_feed(&w->rules[ri], &tg->st[ri], now_ms(), cond);
+
+	if (vd == WATCH_FIRE)
+		pending_push(w, tg->idx, ri, v, have_v, tg->st[ri].fired, detail);
+	else if (vd == WATCH_COOLDOWN && tg->st[ri].suppressed == 1)
+		pending_push(w, tg->idx, -1 - ri, v, have_v, tg->st[ri].fired, detail);
+}
+
+/* ----- the EventPipe session of one target ----- */
+
+static int on_counter(void *ctx, const struct counters_value *v)
+{
+	struct target *tg = ctx;
+	struct watch *w = tg->w;
+	size_t i;
+
+	if (v->meter)
+		return 0;
+	for (i = 0; i < w->nrules; i++) {
+		const struct watch_rule *r = &w->rules[i];
+
+		if (r->kind != WATCH_COUNTER || strcmp(r->source, v->source) || strcmp(r->name, v->name))
+			continue;
+		feed(w, tg, (int)i, watch_rule_test(r, v->value, v->units), v->value, true, v->units);
+	}
+	return 0;
+}
+
+static int on_notice(void *ctx, const char *msg)
+{
+	(void)ctx;
+	(void)msg;
+	return 0;
+}
+
+static int on_event(void *ctx, const struct nt_event *ev)
+{
+	static const struct counters_handlers ch = { on_counter, on_notice };
+	struct target *tg = ctx;
+	struct watch *w = tg->w;
+
+	if (ev->meta->provider_kind == NT_PROV_RUNTIME && ev->meta->event_id == 80) {
+		struct nt_exception ex;
+		size_t i;
+
+		if (nt_decode_exception(ev->payload, ev->payload_len, ev->meta->version,
+					ev->pointer_size, &ex))
+			return 0;
+		for (i = 0; i < w->nrules; i++) {
+			if (w->rules[i].kind != WATCH_EXCEPTION || !nt_str16_eq(&ex.type, w->rules[i].name))
+				continue;
+			strbuf_reset(&tg->tmp);
+			(void)nt_str16_utf8(&ex.message, &tg->tmp);
+			feed(w, tg, (int)i, true, 0, false, tg->tmp.buf ? tg->tmp.buf : "");
+		}
+		return 0;
+	}
+	if (ev->meta->provider_kind == NT_PROV_RUNTIME && w->need_gc) {
+		struct nt_suspend_ee se;
+
+		/* SuspendEEBegin for a GC (reason 1 SUSPEND_FOR_GC, 6 GC_PREP) */
+		if (ev->meta->event_id == 9 &&
+		    !nt_decode_suspend_ee(ev->payload, ev->payload_len, ev->meta->version,
+					  ev->pointer_size, &se) &&
+		    (se.reason == 1 || se.reason == 6))
+			tg->suspend_ts = ev->timestamp;
+		if (ev->meta->event_id == 3 && tg->suspend_ts && tg->qpc_freq > 0 &&
+		    ev->timestamp >= tg->suspend_ts) {
+			double ms = (double)(ev->timestamp - tg->suspend_ts) * 1000.0 / (double)tg->qpc_freq;
+			char detail[64];
+			size_t i;
+
+			tg->suspend_ts = 0;
+			snprintf(detail, sizeof(detail), "SuspendEEBegin..RestartEEEnd %.3f ms", ms);
+			for (i = 0; i < w->nrules; i++)
+				if (w->rules[i].kind == WATCH_GC_PAUSE)
+					feed(w, tg, (int)i, watch_rule_test(&w->rules[i], ms, NULL), ms, true,
+					     detail);
+		}
+		return 0;
+	}
+	(void)counters_decode(tg->dec, ev, &ch, tg);
+	return 0;
+}
+
+static void on_opened(void *ctx, const struct nt_trace_info *ti)
+{
+	struct target *tg = ctx;
+
+	tg->qpc_freq = ti->qpc_freq;
+}
+
+static void *session_main(void *arg)
+{
+	struct target *tg = arg;
+	struct watch *w = tg->w;
+	struct counters_spec spec = { 0 };
+	struct counters_session cs = { 0 };
+	struct ipc_provider prov[COUNTERS_MAX_SOURCES + 1];
+	struct ipc_trace_config cfg = { 0 };
+	struct counters_live live = { 0 };
+	struct counters_live_result res = { 0 };
+	struct nt_handlers h = { 0 };
+	size_t i, n = 0;
+	int err = 0;
+
+	strbuf_init(&tg->tmp, 4096);
+	for (i = 0; i < w->nrules && !err; i++)
+		if (w->rules[i].kind == WATCH_COUNTER)
+			err = counters_spec_add(&spec, w->rules[i].source, false);
+	if (!err && spec.n)
+		err = counters_session_init(&cs, &spec, 1, 1000, 10);
+	if (!err)
+		err = counters_decoder_new(&tg->dec, "");
+	if (err)
+		goto out;
+	for (i = 0; i < cs.nproviders && n < COUNTERS_MAX_SOURCES; i++)
+		prov[n++] = cs.providers[i];
+	if (w->need_exc || w->need_gc) /* Exception 0x8000, GC 0x1 */
+		prov[n++] = (struct ipc_provider){ "Microsoft-Windows-DotNETRuntime",
+						   (w->need_exc ? 0x8000u : 0) | (w->need_gc ? 0x1u : 0),
+						   4, NULL };
+	cfg.providers = prov;
+	cfg.nproviders = n;
+	cfg.buffer_mb = 16;
+	cfg.stackwalk = false;
+	h.event = on_event;
+	live.ep = &tg->ep;
+	live.cfg = &cfg;
+	live.stop = &tg->stop;
+	live.h = &h;
+	live.opened = on_opened;
+	live.ctx = tg;
+	err = counters_live_run(&live, &res);
+	if (err) {
+		snprintf(tg->session_why, sizeof(tg->session_why), "cannot run the session: %s",
+			 strerror(-err));
+	} else if (res.session_err && (res.session.bytes == 0 || res.session.bad_prologue)) {
+		char why[400];
+
+		ipc_session_strerror(res.session_err, &res.session, &tg->ep, &res.rerr, why, sizeof(why));
+		snprintf(tg->session_why, sizeof(tg->session_why), "the session did not start: %s", why);
+		err = res.session_err;
+	} else if (res.reader_err < 0 && !(res.session.target_ended && !res.session.complete)) {
+		snprintf(tg->session_why, sizeof(tg->session_why),
+			 "the session stream broke at byte %" PRIu64 ": %s (%s)", res.reader_offset,
+			 res.reader_msg, strerror(-res.reader_err));
+		err = res.reader_err;
+	}
+out:
+	if (err && !tg->session_why[0])
+		snprintf(tg->session_why, sizeof(tg->session_why), "cannot set up the session: %s",
+			 strerror(-err));
+	tg->session_err = err;
+	counters_decoder_free(tg->dec);
+	tg->dec = NULL;
+	counters_session_release(&cs);
+	counters_spec_release(&spec);
+	strbuf_release(&tg->tmp);
+	__atomic_store_n(&tg->session_done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* ----- /proc sampling ----- */
+
+/* Decimal digits at *p; *p moves past them. */
+static int parse_u64_at(const char **p, uint64_t *v)
+{
+	const char *s = *p;
+	uint64_t x = 0;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	while (*s >= '0' && *s <= '9') {
+		if (x > (UINT64_MAX - 9) / 10)
+			return -ERANGE;
+		x = x * 10 + (uint64_t)(*s++ - '0');
+	}
+	*v = x;
+	*p = s;
+	return 0;
+}
+
+static int read_cpu_ticks(pid_t pid, uint64_t *ticks)
+{
+	struct strbuf sb;
+	const char *p;
+	uint64_t ut = 0, stt = 0;
+	int field, err;
+
+	strbuf_init(&sb, 4096);
+	err = proc_read(pid, "stat", &sb);
+	if (err)
+		goto out;
+	p = sb.buf ? strrchr(sb.buf, ')') : NULL;
+	err = -EBADMSG;
+	if (!p)
+		goto out;
+	/* after ')': field 3 is state; utime is 14, stime 15 */
+	for (field = 3, p += 2; *p && field < 14; p++)
+		if (*p == ' ')
+			field++;
+	if (field != 14 || parse_u64_at(&p, &ut) || *p++ != ' ' || parse_u64_at(&p, &stt))
+		goto out;
+	*ticks = ut + stt;
+	err = 0;
+out:
+	strbuf_release(&sb);
+	return err;
+}
+
+static int read_rss(pid_t pid, double *bytes)
+{
+	struct strbuf sb;
+	const char *p;
+	uint64_t pages;
+	int err;
+
+	strbuf_init(&sb, 256);
+	err = proc_read(pid, "statm", &sb);
+	if (!err) {
+		p = sb.buf ? strchr(sb.buf, ' ') : NULL;
+		if (p)
+			p++;
+		if (!p || parse_u64_at(&p, &pages))
+			err = -EBADMSG;
+		else
+			*bytes = (double)pages * (double)sysconf(_SC_PAGESIZE);
+	}
+	strbuf_release(&sb);
+	return err;
+}
+
+static void sample(struct watch *w, struct target *tg)
+{
+	uint64_t ticks;
+	int64_t t = now_ms();
+	double rss = 0, cpu = 0;
+	bool have_cpu = false, have_rss;
+	size_t i;
+	char detail[64];
+
+	if (!read_cpu_ticks(tg->pid, &ticks)) {
+		if (tg->have_cpu && t > tg->cpu_ms) {
+			cpu = (double)(ticks - tg->cpu_ticks) * 1000.0 / (double)sysconf(_SC_CLK_TCK) /
+			      (double)(t - tg->cpu_ms) * 100.0;
+			have_cpu = true;
+		}
+		tg->cpu_ticks = ticks;
+		tg->cpu_ms = t;
+		tg->have_cpu = true;
+	}
+	have_rss = !read_rss(tg->pid, &rss);
+	for (i = 0; i < w->nrules; i++) {
+		const struct watch_rule *r = &w->rules[i];
+
+		if (r->kind == WATCH_CPU && have_cpu) {
+			snprintf(detail, sizeof(detail), "%.0f%% of one core", cpu);
+			feed(w, tg, (int)i, watch_rule_test(r, cpu, NULL), cpu, true, detail);
+		} else if (r->kind == WATCH_RSS && have_rss) {
+			feed(w, tg, (int)i, watch_rule_test(r, rss, NULL), rss, true, "bytes");
+		}
+	}
+}
+
+/* ----- actions ----- */
+
+static void fmt_sec(char *buf, size_t len, int64_t ms)
+{
+	snprintf(buf, len, "%g", (double)ms / 1000.0); /* "2", "1.5", "0.25" */
+}
+
+static void start_action(struct watch *w, unsigned fire, int ti, int ri, const struct watch_action *a)
+{
+	struct target *tg = &w->targets[ti];
+	struct running *rn = NULL;
+	struct ct_json j;
+	struct strbuf sb;
+	char pid[16], dur[32], out[PATH_MAX + 32], rule[16];
+	const char *argv[16];
+	size_t i, n = 0;
+	pid_t child, parent;
+	int fd;
+
+	for (i = 0; i < MAX_RUNNING; i++)
+		if (!w->run[i].used) {
+			rn = &w->run[i];
+			break;
+		}
+	log_begin(&j, &sb, "action-start");
+	ct_json_kv_u64(&j, "fire", fire);
+	ct_json_kv_str(&j, "action", watch_action_name(a->kind));
+	log_target(&j, tg);
+	if (!rn) {
+		ct_json_kv_str(&j, "error", "too many actions running; skipped");
+		log_end(w, &j, &sb);
+		return;
+	}
+	if (tg->gone && a->kind != WATCH_ACT_EXEC) {
+		ct_json_kv_str(&j, "error", "the target is gone; only exec actions run");
+		log_end(w, &j, &sb);
+		return;
+	}
+	memset(rn, 0, sizeof(*rn));
+	snprintf(rn->dir, sizeof(rn->dir), "%s/%u-%s-%d", w->outdir, fire, watch_action_name(a->kind),
+		 (int)tg->pid);
+	if (mkdir(rn->dir, 0755) && errno != EEXIST) {
+		ct_json_kv_str(&j, "error", strerror(errno));
+		log_end(w, &j, &sb);
+		return;
+	}
+	snprintf(pid, sizeof(pid), "%d", (int)tg->pid);
+	snprintf(rule, sizeof(rule), "%d", ri);
+	argv[n++] = "clrtap";
+	switch (a->kind) {
+	case WATCH_ACT_PROFILE:
+		fmt_sec(dur, sizeof(dur), a->duration_ms ? a->duration_ms : 5000);
+		snprintf(out, sizeof(out), "%s/profile.html", rn->dir);
+		argv[n++] = "profile";
+		argv[n++] = "-d";
+		argv[n++] = dur;
+		argv[n++] = "-o";
+		argv[n++] = out;
+		break;
+	case WATCH_ACT_TRACE:
+		fmt_sec(dur, sizeof(dur), a->duration_ms ? a->duration_ms : 5000);
+		snprintf(out, sizeof(out), "%s/trace.nettrace", rn->dir);
+		argv[n++] = "trace";
+		argv[n++] = "collect";
+		argv[n++] = "-d";
+		argv[n++] = dur;
+		argv[n++] = "-o";
+		argv[n++] = out;
+		break;
+	case WATCH_ACT_STACKS:
+		argv[n++] = "stacks";
+		argv[n++] = "--sample-ms";
+		argv[n++] = "200";
+		break;
+	case WATCH_ACT_DUMP:
+		snprintf(out, sizeof(out), "%s/core", rn->dir);
+		argv[n++] = "dump";
+		argv[n++] = "-o";
+		argv[n++] = out;
+		break;
+	case WATCH_ACT_GCDUMP:
+		snprintf(out, sizeof(out), "%s/heap.gcdump", rn->dir);
+		argv[n++] = "gcdump";
+		argv[n++] = "collect";
+		argv[n++] = "-o";
+		argv[n++] = out;
+		break;
+	case WATCH_ACT_EXEC:
+		argv[0] = "sh";
+		argv[n++] = "-c";
+		argv[n++] = a->cmd;
+		break;
+	}
+	if (a->kind != WATCH_ACT_EXEC) {
+		argv[n++] = "-p";
+		argv[n++] = pid;
+	}
+	argv[n] = NULL;
+	fflush(NULL);
+	parent = getpid();
+	child = fork();
+	if (child == 0) {
+		char logp[PATH_MAX + 32];
+
+		setpgid(0, 0);
+		/* if watch dies (even SIGKILL), its actions get a Ctrl-C */
+		prctl(PR_SET_PDEATHSIG, SIGINT);
+		if (getppid() != parent)
+			_exit(127);
+		signal(SIGPIPE, SIG_DFL);
+		snprintf(logp, sizeof(logp), "%s/%s", rn->dir,
+			 a->kind == WATCH_ACT_STACKS ? "stacks.txt" : "stdout.txt");
+		fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			dup2(fd, 1);
+		snprintf(logp, sizeof(logp), "%s/stderr.txt", rn->dir);
+		fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			dup2(fd, 2);
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			dup2(fd, 0);
+		setenv("CLRTAP_WATCH_PID", pid, 1);
+		setenv("CLRTAP_WATCH_DIR", rn->dir, 1);
+		setenv("CLRTAP_WATCH_RULE", rule, 1);
+		if (a->kind == WATCH_ACT_EXEC)
+			execv("/bin/sh", (char **)argv);
+		else
+			execv("/proc/self/exe", (char **)argv);
+		_exit(127);
+	}
+	if (child < 0) {
+		ct_json_kv_str(&j, "error", strerror(errno));
+		log_end(w, &j, &sb);
+		return;
+	}
+	rn->used = true;
+	rn->child = child;
+	rn->target = ti;
+	rn->rule = ri;
+	rn->fire = fire;
+	rn->a = a;
+	rn->start_ms = now_ms();
+	rn->deadline_ms = rn->start_ms + w->action_limit_ms;
+	ct_json_kv_i64(&j, "child", child);
+	ct_json_kv_str(&j, "dir", rn->dir);
+	ct_json_kv_arr_begin(&j, "argv");
+	for (i = 0; i < n; i++)
+		ct_json_str(&j, argv[i]);
+	ct_json_arr_end(&j);
+	log_end(w, &j, &sb);
+}
+
+static void finish_action(struct watch *w, struct running *rn, int status)
+{
+	struct target *tg = &w->targets[rn->target];
+	bool alive = !tg->gone && target_alive(tg);
+	struct ct_json j;
+	struct strbuf sb;
+	DIR *d;
+	struct dirent *de;
+
+	log_begin(&j, &sb, "action-end");
+	ct_json_kv_u64(&j, "fire", rn->fire);
+	ct_json_kv_str(&j, "action", watch_action_name(rn->a->kind));
+	log_target(&j, tg);
+	ct_json_kv_str(&j, "dir", rn->dir);
+	if (WIFEXITED(status))
+		ct_json_kv_i64(&j, "exit_code", WEXITSTATUS(status));
+	else
+		ct_json_kv_i64(&j, "signal", WTERMSIG(status));
+	ct_json_kv_bool(&j, "timed_out", rn->timed_out);
+	ct_json_kv_u64(&j, "ms", (uint64_t)(now_ms() - rn->start_ms));
+	ct_json_kv_bool(&j, "target_alive", alive);
+	if (!alive)
+		ct_json_kv_str(&j, "note", "the target exited while the action ran: its artifacts are partial or missing");
+	else if (rn->timed_out)
+		ct_json_kv_str(&j, "note", "the action hit its time limit and was stopped");
+	ct_json_kv_arr_begin(&j, "artifacts");
+	d = opendir(rn->dir);
+	while (d && (de = readdir(d))) {
+		struct stat st;
+		char p[PATH_MAX + 300];
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", rn->dir, de->d_name);
+		if (lstat(p, &st) || !S_ISREG(st.st_mode) || !st.st_size)
+			continue;
+		ct_json_obj_begin(&j);
+		ct_json_kv_str(&j, "file", p);
+		ct_json_kv_u64(&j, "bytes", (uint64_t)st.st_size);
+		ct_json_obj_end(&j);
+	}
+	if (d)
+		closedir(d);
+	ct_json_arr_end(&j);
+	log_end(w, &j, &sb);
+	if (!alive)
+		cli_warn("pid %d exited while its %s action ran; see %s", (int)tg->pid,
+			 watch_action_name(rn->a->kind), cli_safe(rn->dir));
+	rn->used = false;
+}
+
+static void reap(struct watch *w)
+{
+	int64_t t = now_ms();
+	size_t i;
+	int status;
+
+	for (i = 0; i < MAX_RUNNING; i++) {
+		struct running *rn = &w->run[i];
+
+		if (!rn->used)
+			continue;
+		if (waitpid(rn->child, &status, WNOHANG) == rn->child) {
+			finish_action(w, rn, status);
+			continue;
+		}
+		if (!rn->killed_ms && t >= rn->deadline_ms) {
+			rn->timed_out = true;
+			rn->killed_ms = t;
+			kill(-rn->child, SIGINT); /* Ctrl-C: clrtap's commands keep what they have */
+		} else if (rn->killed_ms && t >= rn->killed_ms + KILL_GRACE_MS) {
+			kill(-rn->child, SIGKILL);
+		}
+	}
+}
+
+static size_t nrunning(const struct watch *w)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < MAX_RUNNING; i++)
+		n += w->run[i].used;
+	return n;
+}
+
+static void handle_pending(struct watch *w)
+{
+	struct pending p[MAX_PENDING];
+	size_t n, i, k;
+	unsigned dropped;
+
+	pthread_mutex_lock(&w->lock);
+	n = w->npend;
+	memcpy(p, w->pend, n * sizeof(p[0]));
+	w->npend = 0;
+	dropped = w->dropped;
+	w->dropped = 0;
+	pthread_mutex_unlock(&w->lock);
+	if (dropped)
+		cli_warn("%u firings lost: the queue was full", dropped);
+	for (i = 0; i < n; i++) {
+		struct target *tg = &w->targets[p[i].target];
+		int ri = p[i].rule < 0 ? -1 - p[i].rule : p[i].rule;
+		const struct watch_rule *r = &w->rules[ri];
+		struct ct_json j;
+		struct strbuf sb;
+		unsigned fire = 0;
+
+		if (p[i].rule >= 0)
+			fire = ++w->fires;
+		log_begin(&j, &sb, p[i].rule >= 0 ? "fired" : "suppressed");
+		if (fire)
+			ct_json_kv_u64(&j, "fire", fire);
+		ct_json_kv_u64(&j, "rule", (uint64_t)ri);
+		ct_json_kv_str(&j, "rule_text", w->rule_text[ri]);
+		ct_json_kv_str(&j, "trigger", watch_kind_name(r->kind));
+		log_target(&j, tg);
+		if (p[i].have_value)
+			ct_json_kv_double(&j, "value", p[i].value);
+		if (r->kind == WATCH_EXCEPTION) {
+			ct_json_kv_str(&j, "type", r->name);
+			ct_json_kv_str(&j, "message", p[i].detail);
+		} else if (r->kind == WATCH_COUNTER) {
+			ct_json_kv_str(&j, "units", p[i].detail);
+		} else if (p[i].detail[0]) {
+			ct_json_kv_str(&j, "detail", p[i].detail);
+		}
+		if (!fire)
+			ct_json_kv_str(&j, "why", "within the rule's cooldown (logged once per cooldown)");
+		ct_json_kv_u64(&j, "fired", p[i].fired);
+		log_end(w, &j, &sb);
+		if (!fire)
+			continue;
+		if (r->kind == WATCH_EXCEPTION)
+			cli_info("pid %d: %s (%s)", (int)tg->pid, w->rule_text[ri], cli_safe(p[i].detail));
+		else
+			cli_info("pid %d: %s", (int)tg->pid, w->rule_text[ri]);
+		for (k = 0; k < w->nactions; k++)
+			start_action(w, fire, p[i].target, ri, &w->actions[k]);
+	}
+}
+
+static void target_gone(struct watch *w, struct target *tg)
+{
+	struct ct_json j;
+	struct strbuf sb;
+	size_t i;
+
+	tg->gone = true;
+	tg->stop = 1;
+	log_begin(&j, &sb, "gone");
+	log_target(&j, tg);
+	log_end(w, &j, &sb);
+	for (i = 0; i < w->nrules; i++)
+		if (w->rules[i].kind == WATCH_EXIT)
+			feed(w, tg, (int)i, true, 0, false, "the process exited");
+}
+
+/* Says once when a target's EventPipe session ended while it still runs, or
+ * failed: its counter and exception rules are no longer evaluated. */
+static void session_report(struct watch *w, struct target *tg)
+{
+	struct ct_json j;
+	struct strbuf sb;
+
+	if (!tg->session || tg->session_reported || !__atomic_load_n(&tg->session_done, __ATOMIC_ACQUIRE))
+		return;
+	if (tg->gone || !target_alive(tg))
+		return; /* ended with its target (the "gone" line says so), or by watch */
+	tg->session_reported = true;
+	log_begin(&j, &sb, "session-end");
+	log_target(&j, tg);
+	ct_json_kv_str(&j, "error", tg->session_why[0] ? tg->session_why : "the target ended the session");
+	ct_json_kv_str(&j, "note", "counter and exception rules are no longer evaluated for this process");
+	log_end(w, &j, &sb);
+	cli_warn("pid %d: EventPipe session ended: %s; its counter and exception rules are off",
+		 (int)tg->pid, cli_safe(tg->session_why[0] ? tg->session_why : "the target ended it"));
+}
+
+static void target_release(struct watch *w, struct target *tg)
+{
+	size_t i;
+
+	for (i = 0; i < MAX_RUNNING; i++)
+		if (w->run[i].used && w->run[i].target == tg->idx)
+			return; /* still in use by an action */
+	if (tg->session) {
+		if (!__atomic_load_n(&tg->session_done, __ATOMIC_ACQUIRE))
+			return;
+		pthread_join(tg->th, NULL);
+		tg->session = false;
+	}
+	tg->used = false;
+}
+
+/* ----- the command ----- */
+
+#define RULES_FILE_MAX (64 * 1024)
+
+/* Adds one rule; on a bad one prints why (where names the file line). */
+static int add_rule(struct watch *w, const char *text, const char *where)
+{
+	char err[256];
+	struct watch_rule *r;
+
+	if (w->nrules == MAX_RULES)
+		return cli_error(EXIT_USAGE, "at most %d rules", MAX_RULES);
+	r = &w->rules[w->nrules];
+	if (watch_rule_parse(text, r, err, sizeof(err)))
+		return cli_error(EXIT_USAGE, "%srule '%s': %s", where, cli_safe(text), cli_safe(err));
+	w->rule_text[w->nrules++] = text;
+	if (r->kind == WATCH_COUNTER || r->kind == WATCH_EXCEPTION)
+		w->need_session = true;
+	if (r->kind == WATCH_EXCEPTION)
+		w->need_exc = true;
+	if (r->kind == WATCH_GC_PAUSE)
+		w->need_gc = w->need_session = true;
+	return 0;
+}
+
+/*
+ * A rules file: one rule a line; blank lines and lines starting with '#'
+ * (after blanks) are skipped; at most RULES_FILE_MAX bytes. The buffer is
+ * kept for the rules' texts.
+ */
+static int load_rules(struct watch *w, const char *path, char **keep)
+{
+	char where[PATH_MAX + 64], *buf, *line, *next;
+	ssize_t n;
+	size_t len = 0;
+	unsigned lineno = 0;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return cli_error(EXIT_USAGE, "--rules %s: %s", cli_safe(path), strerror(errno));
+	buf = malloc(RULES_FILE_MAX + 2);
+	if (!buf) {
+		close(fd);
+		return cli_error(EXIT_ERROR, "out of memory");
+	}
+	while (len <= RULES_FILE_MAX && (n = read(fd, buf + len, RULES_FILE_MAX + 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	if (len > RULES_FILE_MAX) {
+		free(buf);
+		return cli_error(EXIT_USAGE, "--rules %s: larger than %d bytes", cli_safe(path), RULES_FILE_MAX);
+	}
+	buf[len] = 0;
+	if (memchr(buf, 0, len)) {
+		free(buf);
+		return cli_error(EXIT_USAGE, "--rules %s: a NUL byte (not a text file)", cli_safe(path));
+	}
+	*keep = buf;
+	for (line = buf; line && *line; line = next) {
+		char *p = line;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		lineno++;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p || *p == '#' || !strcmp(p, "\r"))
+			continue;
+		if (p[strlen(p) - 1] == '\r')
+			p[strlen(p) - 1] = 0;
+		snprintf(where, sizeof(where), "%s:%u: ", cli_safe(path), lineno);
+		rc = add_rule(w, p, where);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static const char usage_line[] =
+	"clrtap watch (-p PID | -n NAME | --all) RULE... [--action ACTION]... [-o DIR]";
+
+int cmd_watch(int argc, char **argv)
+{
+	static struct watch w;
+	struct cli_target_opts to = { 0 };
+	bool all = false;
+	const char *outdir = NULL, *logfile = NULL, *rules_file = NULL;
+	char *rules_buf = NULL;
+	int64_t duration = 0, limit = 60000;
+	char **args, err[256];
+	const char *action_help = NULL;
+	int nargs = 0, first, code, i, rc = EXIT_OK;
+	struct cli_option opts[] = {
+		CLI_TARGET_OPTIONS(&to),
+		{ 0, "all", CLI_OPT_BOOL, &all, NULL, "every .NET process, also those that start later (containers too)" },
+		{ 0, "match", CLI_OPT_STRING, &w.match, "TEXT", "with --all: only processes whose command line contains TEXT" },
+		{ 'a', "action", CLI_OPT_STRING, &action_help, "ACTION", "profile[:DUR], stacks, trace[:DUR], dump, gcdump, exec:COMMAND (repeatable)" },
+		{ 'o', "output", CLI_OPT_STRING, &outdir, "DIR", "folder for the actions' folders (default watch-TIMESTAMP)" },
+		{ 0, "rules", CLI_OPT_STRING, &rules_file, "FILE", "more rules, one a line ('#' comments)" },
+		{ 0, "log", CLI_OPT_STRING, &logfile, "FILE", "JSON-lines log (default: stdout)" },
+		{ 0, "action-timeout", CLI_OPT_DURATION, &limit, "SEC", "time limit of one action (default 60)" },
+		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SEC", "stop watching after this long (default and 0: until Ctrl-C)" },
+		{ 0 },
+	};
+	int64_t start, last_scan = 0, stop_at;
+	size_t k;
+
+	/* --action may repeat: take them out before cli_parse */
+	args = calloc((size_t)argc + 1, sizeof(*args));
+	if (!args)
+		return cli_error(EXIT_ERROR, "out of memory");
+	for (i = 0; i < argc; i++) {
+		const char *a = NULL;
+
+		if ((!strcmp(argv[i], "--action") || !strcmp(argv[i], "-a")) && i + 1 < argc)
+			a = argv[++i];
+		else if (!strncmp(argv[i], "--action=", 9))
+			a = argv[i] + 9;
+		if (!a) {
+			args[nargs++] = argv[i];
+			continue;
+		}
+		if (w.nactions == MAX_ACTIONS) {
+			free(args);
+			return cli_error(EXIT_USAGE, "at most %d actions", MAX_ACTIONS);
+		}
+		if (watch_action_parse(a, &w.actions[w.nactions], err, sizeof(err))) {
+			free(args);
+			return cli_error(EXIT_USAGE, "action '%s': %s", cli_safe(a), cli_safe(err));
+		}
+		w.nactions++;
+	}
+	if (cli_parse(nargs, args, usage_line, opts, &first, &code)) {
+		free(args);
+		return code;
+	}
+	for (i = first; i < nargs; i++) {
+		rc = add_rule(&w, args[i], "");
+		if (rc) {
+			free(args);
+			return rc;
+		}
+	}
+	if (rules_file) {
+		rc = load_rules(&w, rules_file, &rules_buf);
+		if (rc) {
+			free(rules_buf);
+			free(args);
+			return rc;
+		}
+	}
+	if (!w.nrules) {
+		free(args);
+		return cli_error(EXIT_USAGE, "no rule given (e.g. 'cpu > 80%% for 2s'); see clrtap help watch");
+	}
+	if (all == (to.pid || to.name)) {
+		free(args);
+		return cli_error(EXIT_USAGE, "give exactly one of -p PID, -n NAME or --all");
+	}
+	if (w.match && !all) {
+		free(args);
+		return cli_error(EXIT_USAGE, "--match goes with --all");
+	}
+	if (limit <= 0) {
+		free(args);
+		return cli_error(EXIT_USAGE, "--action-timeout must be more than 0");
+	}
+	w.action_limit_ms = limit;
+	w.timeout_ms = to.timeout_ms;
+	w.log = stdout;
+	if (logfile) {
+		w.log = fopen(logfile, "ae");
+		if (!w.log) {
+			free(args);
+			return cli_error(EXIT_ERROR, "%s: %s", logfile, strerror(errno));
+		}
+	}
+	if (!outdir) {
+		static char def[64];
+		time_t t = time(NULL);
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		snprintf(def, sizeof(def), "watch-%04d%02d%02d-%02d%02d%02d", tm.tm_year + 1900,
+			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+		outdir = def;
+	}
+	if (mkdir(outdir, 0755) && errno != EEXIST) {
+		rc = cli_error(EXIT_ERROR, "%s: %s", outdir, strerror(errno));
+		free(args);
+		return rc;
+	}
+	w.outdir = outdir;
+	pthread_mutex_init(&w.lock, NULL);
+	cli_catch_stop_signals();
+	signal(SIGPIPE, SIG_IGN);
+	if (!all) {
+		struct proc_target t;
+		struct ipc_endpoint ep;
+		uint64_t st;
+
+		code = cli_resolve_target(&to, &t, &ep);
+		if (code) {
+			free(args);
+			return code;
+		}
+		if (proc_starttime(t.pid, &st) || target_add_found(&w, &t, st)) {
+			free(args);
+			return cli_error(EXIT_NO_PROCESS, "pid %d is gone", (int)t.pid);
+		}
+	}
+	start = now_ms();
+	stop_at = duration ? start + duration : INT64_MAX;
+	for (;;) {
+		int64_t t = now_ms();
+		bool any = false;
+
+		if (cli_stop_requested || t >= stop_at)
+			break;
+		if (all && t - last_scan >= SCAN_MS) {
+			last_scan = t;
+			(void)proc_scan(scan_one, &w);
+		}
+		for (k = 0; k < MAX_TARGETS; k++) {
+			struct target *tg = &w.targets[k];
+
+			if (!tg->used)
+				continue;
+			if (!tg->gone) {
+				if (target_alive(tg))
+					sample(&w, tg);
+				else
+					target_gone(&w, tg);
+			}
+			any |= !tg->gone;
+		}
+		handle_pending(&w);
+		reap(&w);
+		for (k = 0; k < MAX_TARGETS; k++)
+			if (w.targets[k].used)
+				session_report(&w, &w.targets[k]);
+		for (k = 0; k < MAX_TARGETS; k++)
+			if (w.targets[k].used && w.targets[k].gone)
+				target_release(&w, &w.targets[k]);
+		if (!all && !any && !nrunning(&w))
+			break; /* the one target is gone and its actions are done */
+		usleep(TICK_MS * 1000);
+	}
+	/* stop: sessions end, running actions get Ctrl-C and their grace */
+	for (k = 0; k < MAX_TARGETS; k++)
+		w.targets[k].stop = 1;
+	for (k = 0; k < MAX_RUNNING; k++)
+		if (w.run[k].used && !w.run[k].killed_ms) {
+			w.run[k].killed_ms = now_ms();
+			kill(-w.run[k].child, SIGINT);
+		}
+	while (nrunning(&w)) {
+		reap(&w);
+		usleep(50 * 1000);
+	}
+	for (k = 0; k < MAX_TARGETS; k++)
+		if (w.targets[k].used && w.targets[k].session)
+			pthread_join(w.targets[k].th, NULL);
+	{
+		struct ct_json j;
+		struct strbuf sb;
+
+		log_begin(&j, &sb, "end");
+		ct_json_kv_u64(&j, "fired", w.fires);
+		log_end(&w, &j, &sb);
+	}
+	if (w.log != stdout)
+		fclose(w.log);
+	free(rules_buf);
+	free(args);
+	return EXIT_OK;
+}

@@ -57,7 +57,7 @@ TOOL_BINS := $(TOOL_SRCS:%.c=$(O)/%)
 
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
-.PHONY: all deps fixtures unit unit-san fuzz integration check demo bench clean tools lint
+.PHONY: all deps fixtures unit test-bins unit-san fuzz integration check demo bench clean tools lint
 .DEFAULT_GOAL := all
 
 all: $(O)/clrtap tools profiler
@@ -145,6 +145,8 @@ deps:
 fixtures:
 	$(Q)scripts/build-fixtures.sh
 
+test-bins: $(TEST_BINS)
+
 unit: $(TEST_BINS)
 	$(Q)scripts/run-unit.sh $(TEST_BINS)
 
@@ -161,12 +163,17 @@ integration: all
 		SAN_CLRTAP=$(wildcard $(CURDIR)/$(O)/san/clrtap) tests/integration/run.sh
 
 # The README's test command.
+# Builds use every CPU (CI calls plain `make check`); tests run in order.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
 	$(Q)$(MAKE) --no-print-directory fixtures
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all
 	$(Q)O=$(O) scripts/lint.sh
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BINS)
 	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) O=$(O)/san SAN=1 $(O)/san/clrtap test-bins
 	$(Q)$(MAKE) --no-print-directory unit-san
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(FUZZ_BINS)
 	$(Q)$(MAKE) --no-print-directory fuzz
 	$(Q)$(MAKE) --no-print-directory integration
 

@@ -192,12 +192,12 @@ static void on_open(void *ctx, const struct nt_trace_info *ti)
 
 int analyze_session_live(struct an_session *s, const struct ipc_endpoint *ep,
 			 int64_t duration_ms, volatile sig_atomic_t *stop,
-			 struct counters_live_result *res)
+			 struct live_session_result *res)
 {
 	static const struct nt_handlers h = { .event = on_event };
 	struct ipc_provider provs[4];
 	struct ipc_trace_config cfg;
-	struct counters_live o = { 0 };
+	struct live_session_opts o = { 0 };
 	size_t n;
 
 	analyze_session_config(s->need, provs, &n, &cfg);
@@ -208,7 +208,7 @@ int analyze_session_live(struct an_session *s, const struct ipc_endpoint *ep,
 	o.h = &h;
 	o.opened = on_open;
 	o.ctx = s;
-	return counters_live_run(&o, res);
+	return live_session_run(&o, res);
 }
 
 int analyze_session_file(struct an_session *s, int fd)
@@ -317,7 +317,7 @@ int analyze_stack_groups(struct an_session *s, struct an_stack_group *g, size_t 
 	return (int)ng;
 }
 
-enum an_outcome analyze_live_outcome(const struct counters_live_result *res,
+enum an_outcome analyze_live_outcome(const struct live_session_result *res,
 				     const struct ipc_endpoint *ep, int *err, char *why, size_t len)
 {
 	*err = res->session_err;

@@ -16,6 +16,7 @@
 #include <signal.h>
 
 #include "counters/counters.h"
+#include "live/live.h"
 #include "ipc/ipc.h"
 #include "stacks/stacks.h"
 #include "tracestats/tracestats.h"
@@ -69,7 +70,7 @@ int analyze_session_config(unsigned need, struct ipc_provider *provs, size_t *n,
 /* Runs the live session (lib/counters' live reader) for duration_ms. */
 int analyze_session_live(struct an_session *s, const struct ipc_endpoint *ep,
 			 int64_t duration_ms, volatile sig_atomic_t *stop,
-			 struct counters_live_result *res);
+			 struct live_session_result *res);
 
 /* Reads a .nettrace file from fd to its end (reader errors in ts_read_err). */
 int analyze_session_file(struct an_session *s, int fd);
@@ -159,7 +160,7 @@ enum an_outcome {
 	AN_TARGET_GONE,   /* the target went away mid-session: what came is analyzed */
 	AN_BROKEN,        /* the stream broke: what came is analyzed */
 };
-enum an_outcome analyze_live_outcome(const struct counters_live_result *res,
+enum an_outcome analyze_live_outcome(const struct live_session_result *res,
 				     const struct ipc_endpoint *ep, int *err, char *why, size_t len);
 
 /* ----- leaks: types that only grow across heap snapshots ----- */

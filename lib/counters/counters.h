@@ -159,45 +159,4 @@ struct counters_table {
 int counters_table_update(struct counters_table *t, const struct counters_value *v);
 void counters_table_release(struct counters_table *t);
 
-/* ------------------------------------------------------------------------ */
-/* Reading a live session                                                    */
-
-/*
- * Runs an EventPipe session and reads its stream with lib/nettrace as it
- * arrives: ipc_session_run copies the socket into a pipe on a second thread,
- * the calling thread runs nt_reader_run over the pipe and calls h for each
- * event. idle (may be NULL) is called whenever the reader has consumed
- * everything received so far (a good moment to redraw). The session stops
- * when *stop is set (from a signal handler), after duration_ms (0: never),
- * when the target ends it, or when a handler returns non-zero (then *stop is
- * set too). SIGPIPE must be ignored by the caller.
- */
-struct counters_live {
-	const struct ipc_endpoint *ep;
-	const struct ipc_trace_config *cfg;
-	volatile sig_atomic_t *stop;
-	int64_t duration_ms;
-	const struct nt_handlers *h;
-	void (*idle)(void *ctx);
-	/* called once the trace header is read (may be NULL) */
-	void (*opened)(void *ctx, const struct nt_trace_info *ti);
-	void *ctx;
-	const struct nt_limits *limits; /* NULL: defaults */
-};
-
-struct counters_live_result {
-	struct ipc_session_result session;
-	int session_err;        /* what ipc_session_run returned */
-	struct ipc_error rerr;  /* when session_err is -EREMOTEIO */
-	int reader_err;         /* what nt_reader_run returned (NT_STOPPED, 0, <0) */
-	uint64_t reader_offset; /* where the stream was damaged, with reader_err < 0 */
-	char reader_msg[128];
-	struct nt_trace_info info; /* valid when info_valid */
-	bool info_valid;
-};
-
-/* Returns 0 once the session is over (see res for how it went), or a
- * negative errno when it could not be run at all (pipe, thread, memory). */
-int counters_live_run(const struct counters_live *o, struct counters_live_result *res);
-
 #endif

@@ -8,9 +8,8 @@
  *    GC | Type | GCHeapDump | GCHeapCollect | GCHeapAndTypeNames
  *    (0x1980001). Enabling GCHeapCollect makes the runtime run an induced,
  *    blocking gen-2 GC that walks the heap and logs every object, reference
- *    and root. ipc_session_run writes the stream into a pipe on a second
- *    thread; this thread reads it as it comes into a heap_builder, so only
- *    the graph is held, never the stream.
+ *    and root. lib/live reads the stream as it comes into a heap_builder,
+ *    so only the graph is held, never the stream.
  * 3. When the GC's GCEnd arrives the string objects are read from the target
  *    (strings.c) and the session is stopped.
  * A GC that came without any heap-walk event is retried once in a new
@@ -20,14 +19,13 @@
 #include "common/compat.h"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <time.h>
 
 #include "common/io.h"
 #include "common/log.h"
 #include "heap/heap.h"
+#include "live/live.h"
 
 #define RUNTIME "Microsoft-Windows-DotNETRuntime"
 #define SAMPLER "Microsoft-DotNETCore-SampleProfiler"
@@ -47,57 +45,16 @@ static int discard_sink(void *ctx, const void *buf, size_t n)
 	return 0;
 }
 
-struct sess {
-	const struct heap_collect_opts *o;
-	const struct ipc_trace_config *cfg;
-	volatile sig_atomic_t stop;
-	int wfd;
-	int err;
-	struct ipc_session_result res;
-	struct ipc_error rerr;
-};
-
-static int pipe_sink(void *ctx, const void *buf, size_t n)
-{
-	struct sess *s = ctx;
-	int err;
-
-	if (s->o->tee_fd > 0 && (err = ct_write_all(s->o->tee_fd, buf, n)))
-		return err;
-	return ct_write_all(s->wfd, buf, n);
-}
-
-static void *session_main(void *arg)
-{
-	struct sess *s = arg;
-	struct ipc_session_opts so = { 0 };
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	so.sink = pipe_sink;
-	so.ctx = s;
-	so.stop = &s->stop;
-	s->err = ipc_session_run(s->o->ep, s->cfg, &so, &s->res, &s->rerr);
-	close(s->wfd);
-	s->wfd = -1;
-	return NULL;
-}
-
 struct rctx {
 	const struct heap_collect_opts *o;
-	struct sess *s;
-	struct nt_reader *r;
+	volatile sig_atomic_t stop; /* the heap session's own stop */
+	const struct live_session_result *lres;
 	struct heap_builder *b;
 	struct heap_strings *strs;
 	int64_t deadline, last_progress, qpc_freq;
-	int fd;
 	bool timed_out, user_stop, strings_done;
 	int strings_err;
 	unsigned attempt;
-	uint64_t bytes;
 };
 
 static void progress(struct rctx *c, bool force)
@@ -108,7 +65,7 @@ static void progress(struct rctx *c, bool force)
 	if (!c->o->progress || (!force && t - c->last_progress < 250))
 		return;
 	c->last_progress = t;
-	p.bytes = c->bytes;
+	p.bytes = c->lres->bytes;
 	heap_builder_counts(c->b, &p.nodes, &p.edges);
 	p.gc_ended = heap_builder_done(c->b);
 	p.gc_started = p.nodes > 0 || p.gc_ended;
@@ -116,35 +73,28 @@ static void progress(struct rctx *c, bool force)
 	c->o->progress(c->o->ctx, &p);
 }
 
-static ssize_t live_read(void *ctx, void *buf, size_t len)
+/* Between reads: the user's stop, the time limit, progress. */
+static int tick(void *ctx)
 {
 	struct rctx *c = ctx;
 
-	for (;;) {
-		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-		int pr = poll(&pfd, 1, 200);
-		ssize_t n;
-
-		if (c->o->stop && *c->o->stop && !c->s->stop) {
-			c->user_stop = true;
-			c->s->stop = 1;
-		}
-		if (now_ms() > c->deadline && !c->s->stop) {
-			c->timed_out = true;
-			c->s->stop = 1;
-		}
-		progress(c, false);
-		if (pr < 0 && errno != EINTR)
-			return -errno;
-		if (pr <= 0)
-			continue;
-		n = read(c->fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n > 0)
-			c->bytes += (uint64_t)n;
-		return n < 0 ? -errno : n;
+	if (c->o->stop && *c->o->stop && !c->stop) {
+		c->user_stop = true;
+		c->stop = 1;
 	}
+	if (now_ms() > c->deadline && !c->stop) {
+		c->timed_out = true;
+		c->stop = 1;
+	}
+	progress(c, false);
+	return 0;
+}
+
+static void opened(void *ctx, const struct nt_trace_info *ti)
+{
+	struct rctx *c = ctx;
+
+	c->qpc_freq = ti->qpc_freq;
 }
 
 static int add_string(void *ctx, uint64_t addr, uint64_t size, uint64_t type_id)
@@ -157,8 +107,6 @@ static int on_event(void *ctx, const struct nt_event *ev)
 	struct rctx *c = ctx;
 	int r;
 
-	if (!c->qpc_freq)
-		c->qpc_freq = nt_reader_info(c->r)->qpc_freq;
 	r = heap_builder_event(c->b, ev, c->qpc_freq);
 	if (r < 0)
 		return r;
@@ -174,7 +122,7 @@ static int on_event(void *ctx, const struct nt_event *ev)
 			if (!c->strings_err)
 				c->strings_err = heap_strings_read(c->strs, c->o->pid);
 		}
-		c->s->stop = 1;
+		c->stop = 1;
 		progress(c, true);
 	}
 	return 0;
@@ -253,11 +201,10 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 	const struct ipc_provider prov = { RUNTIME, HEAP_KEYWORDS, 5, NULL };
 	struct ipc_trace_config cfg = { 0 };
 	const struct nt_handlers h = { .event = on_event };
-	struct sess s = { 0 };
+	struct live_session_opts lo = { 0 };
+	struct live_session_result lr;
 	struct rctx c = { 0 };
-	struct nt_stats st;
-	pthread_t th;
-	int fds[2], err, rerr;
+	int err, rerr;
 	uint64_t nodes, edges;
 
 	*retry = false;
@@ -268,42 +215,30 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 	cfg.buffer_mb = o->buffer_mb ? o->buffer_mb : 256;
 	cfg.rundown = false;
 	cfg.stackwalk = false;
-	s.o = o;
-	s.cfg = &cfg;
-	s.wfd = -1;
-	if (pipe2(fds, O_CLOEXEC))
-		return -errno;
-	s.wfd = fds[1];
-	/* a bigger pipe: fewer wake-ups for hundreds of MB of events (best effort) */
-	(void)fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);
 	c.o = o;
-	c.s = &s;
+	c.lres = &lr;
 	c.b = b;
 	c.strs = strs;
-	c.fd = fds[0];
 	c.attempt = attempt;
 	c.deadline = now_ms() + (o->timeout_ms > 0 ? o->timeout_ms : 30000);
-	err = nt_reader_new(&c.r, live_read, &c, NULL);
-	if (err) {
-		close(fds[0]);
-		close(fds[1]);
+	lo.ep = o->ep;
+	lo.cfg = &cfg;
+	lo.stop = &c.stop;
+	lo.h = &h;
+	lo.ctx = &c;
+	lo.tick = tick;
+	lo.tick_ms = 200;
+	lo.opened = opened;
+	lo.tee_fd = o->tee_fd;
+	/* a bigger pipe: fewer wake-ups for hundreds of MB of events (best effort) */
+	lo.pipe_bytes = 1 << 20;
+	err = live_session_run(&lo, &lr);
+	if (err)
 		return err;
-	}
-	err = pthread_create(&th, NULL, session_main, &s);
-	if (err) {
-		nt_reader_free(c.r);
-		close(fds[0]);
-		close(fds[1]);
-		return -err;
-	}
-	rerr = nt_reader_run(c.r, &h, &c);
+	rerr = lr.reader_err;
 	if (rerr < 0) {
-		uint64_t off = 0;
-		const char *msg = NULL;
-
 		uint64_t bn, be;
 
-		nt_reader_error(c.r, &off, &msg);
 		heap_builder_counts(b, &bn, &be);
 		if (rerr == -EFBIG &&
 		    (bn >= (o->limits.max_nodes ? o->limits.max_nodes : HEAP_MAX_NODES) ||
@@ -312,35 +247,22 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 				 "the heap has more than the cap of %u objects or %u references (--max-objects)",
 				 o->limits.max_nodes ? o->limits.max_nodes : HEAP_MAX_NODES,
 				 o->limits.max_edges ? o->limits.max_edges : HEAP_MAX_EDGES);
-		else if (c.bytes)
+		else if (lr.bytes)
 			snprintf(res->msg, sizeof(res->msg), "the event stream broke off at byte %" PRIu64 ": %s",
-				 off, msg && *msg ? msg : strerror(-rerr));
-		s.stop = 1;
+				 lr.reader_offset, lr.reader_msg[0] ? lr.reader_msg : strerror(-rerr));
 	}
-	for (;;) {
-		char buf[4096];
-		ssize_t n = read(fds[0], buf, sizeof(buf));
-
-		if (n > 0 || (n < 0 && errno == EINTR))
-			continue;
-		break;
-	}
-	pthread_join(th, NULL);
-	close(fds[0]);
-	nt_reader_stats(c.r, &st);
-	nt_reader_free(c.r);
-	res->bytes += c.bytes;
+	res->bytes += lr.bytes;
 	heap_builder_counts(b, &nodes, &edges);
-	heap_builder_meta(b)->lost_events += st.dropped;
+	heap_builder_meta(b)->lost_events += lr.stats.dropped;
 
-	if (s.err && c.bytes == 0) {
-		res->rerr = s.rerr;
+	if (lr.session_err && lr.bytes == 0) {
+		res->rerr = lr.rerr;
 		res->stage = "session";
 		if (target_gone_wait(o->pid)) {
 			res->target_ended = true;
 			return -ESRCH;
 		}
-		return s.err;
+		return lr.session_err;
 	}
 	if (c.strings_err) {
 		snprintf(res->msg, sizeof(res->msg), "cannot read the strings of the target: %s",
@@ -373,7 +295,7 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 				 " objects seen)", nodes);
 			return -ESRCH;
 		}
-		if (s.res.target_ended && !res->msg[0])
+		if (lr.session.target_ended && !res->msg[0])
 			snprintf(res->msg, sizeof(res->msg),
 				 "the runtime ended the session before the snapshot was complete (%" PRIu64
 				 " objects seen)", nodes);
@@ -381,13 +303,13 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 			snprintf(res->msg, sizeof(res->msg), "the session ended without the snapshot's GC");
 		return rerr < 0 ? rerr : -EPROTO;
 	}
-	if (st.dropped || heap_builder_lost(b)) {
+	if (lr.stats.dropped || heap_builder_lost(b)) {
 		res->stage = "stream";
 		snprintf(res->msg, sizeof(res->msg),
 			 "the runtime dropped events during the heap walk (%" PRIu64
 			 " events by sequence numbers, %" PRIu64
 			 " bulk blocks by index): the graph would be wrong, so none is written; try again or a bigger --buffer",
-			 st.dropped, heap_builder_lost(b));
+			 lr.stats.dropped, heap_builder_lost(b));
 		return -EPROTO;
 	}
 	return 0;

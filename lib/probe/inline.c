@@ -3,15 +3,13 @@
  * inline.c - was a method inlined, and into what? The JIT says so in its
  * inlining events (Microsoft-Windows-DotNETRuntime, JitTracing keyword
  * 0x1000, level 5: 185 MethodJitInliningSucceeded, 186
- * MethodJitInliningFailed), sent as it compiles callers. A listener runs an
- * EventPipe session (lib/ipc) on one thread, writing the stream into a pipe,
- * and reads it with lib/nettrace on another; the caller takes the events for
+ * MethodJitInliningFailed), sent as it compiles callers. A listener thread
+ * reads a live EventPipe session (lib/live); the caller takes the events for
  * the methods it watches. Events come only for code compiled while clrtap
  * listens: inlining done before is not replayed by the runtime.
  */
 #include "common/compat.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
@@ -19,6 +17,7 @@
 #include "common/io.h"
 #include "common/log.h"
 #include "common/strparse.h"
+#include "live/live.h"
 #include "nettrace/nettrace.h"
 #include "probe/probe.h"
 
@@ -34,9 +33,8 @@ struct probe_inl {
 	struct ipc_endpoint ep;
 	char sock[PATH_MAX];
 	volatile sig_atomic_t stop;
-	int rfd, wfd;
-	pthread_t session_th, reader_th;
-	bool session_started, reader_started;
+	pthread_t th;
+	bool started;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool opened, ended;
@@ -124,54 +122,6 @@ int probe_inline_decode(const void *payload, size_t len, bool failed, struct pro
 	return 0;
 }
 
-static int sink(void *ctx, const void *buf, size_t n)
-{
-	struct probe_inl *li = ctx;
-
-	if (!li->opened) {
-		pthread_mutex_lock(&li->mu);
-		li->opened = true;
-		pthread_cond_broadcast(&li->cv);
-		pthread_mutex_unlock(&li->mu);
-	}
-	return ct_write_all(li->wfd, buf, n);
-}
-
-static void *session_main(void *arg)
-{
-	struct probe_inl *li = arg;
-	struct ipc_provider prov = { "Microsoft-Windows-DotNETRuntime", KW_JIT | KW_JITTRACING, 5,
-				     NULL };
-	struct ipc_trace_config cfg = { 0 };
-	struct ipc_session_opts so = { 0 };
-	struct ipc_session_result res;
-	struct ipc_error rerr;
-	sigset_t set;
-	int err;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	cfg.buffer_mb = 16;
-	cfg.providers = &prov;
-	cfg.nproviders = 1;
-	cfg.rundown = false;
-	so.sink = sink;
-	so.ctx = li;
-	so.stop = &li->stop;
-	err = ipc_session_run(&li->ep, &cfg, &so, &res, &rerr);
-	close(li->wfd);
-	li->wfd = -1;
-	pthread_mutex_lock(&li->mu);
-	li->ended = true;
-	if (err && !li->err)
-		li->err = err;
-	pthread_cond_broadcast(&li->cv);
-	pthread_mutex_unlock(&li->mu);
-	return NULL;
-}
-
 static bool watched(const struct probe_inl *li, const char *name)
 {
 	size_t i;
@@ -204,37 +154,52 @@ static int on_event(void *ctx, const struct nt_event *e)
 	return 0;
 }
 
-static ssize_t pipe_read(void *ctx, void *buf, size_t len)
+static void on_opened(void *ctx, const struct nt_trace_info *ti)
 {
 	struct probe_inl *li = ctx;
-	ssize_t n;
 
-	do
-		n = read(li->rfd, buf, len);
-	while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : n;
+	pthread_mutex_lock(&li->mu);
+	li->opened = true;
+	pthread_cond_broadcast(&li->cv);
+	pthread_mutex_unlock(&li->mu);
 }
 
-static void *reader_main(void *arg)
+/* The listener's thread: one live session until li->stop. */
+static void *listen_main(void *arg)
 {
 	struct probe_inl *li = arg;
+	struct ipc_provider prov = { "Microsoft-Windows-DotNETRuntime", KW_JIT | KW_JITTRACING, 5,
+				     NULL };
 	struct nt_handlers h = { .event = on_event };
-	struct nt_reader *r = NULL;
-	char buf[4096];
+	struct ipc_trace_config cfg = { 0 };
+	struct live_session_opts lo = { 0 };
+	struct live_session_result res;
 	sigset_t set;
+	int err;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	if (!nt_reader_new(&r, pipe_read, li, NULL)) {
-		if (nt_reader_open(r) == 0)
-			(void)nt_reader_run(r, &h, li);
-		nt_reader_free(r);
-	}
-	/* drain what is left so the writer never blocks */
-	while (read(li->rfd, buf, sizeof(buf)) > 0)
-		;
+	cfg.buffer_mb = 16;
+	cfg.providers = &prov;
+	cfg.nproviders = 1;
+	cfg.rundown = false;
+	lo.ep = &li->ep;
+	lo.cfg = &cfg;
+	lo.stop = &li->stop;
+	lo.h = &h;
+	lo.ctx = li;
+	lo.opened = on_opened;
+	err = live_session_run(&lo, &res);
+	if (!err)
+		err = res.session_err;
+	pthread_mutex_lock(&li->mu);
+	li->ended = true;
+	if (err && !li->err)
+		li->err = err;
+	pthread_cond_broadcast(&li->cv);
+	pthread_mutex_unlock(&li->mu);
 	return NULL;
 }
 
@@ -245,14 +210,8 @@ void probe_inl_stop(struct probe_inl *li)
 	if (!li)
 		return;
 	li->stop = 1;
-	if (li->session_started)
-		pthread_join(li->session_th, NULL);
-	else if (li->wfd >= 0)
-		close(li->wfd);
-	if (li->reader_started)
-		pthread_join(li->reader_th, NULL);
-	if (li->rfd >= 0)
-		close(li->rfd);
+	if (li->started)
+		pthread_join(li->th, NULL);
 	for (i = 0; i < li->nwatch; i++)
 		free(li->watch[i]);
 	pthread_mutex_destroy(&li->mu);
@@ -265,12 +224,11 @@ int probe_inl_start(const struct ipc_endpoint *ep, const char *const *names, siz
 {
 	struct probe_inl *li = calloc(1, sizeof(*li));
 	struct timespec until;
-	int fds[2], err = 0;
+	int err = 0;
 	size_t i;
 
 	if (!li)
 		return -ENOMEM;
-	li->rfd = li->wfd = -1;
 	pthread_mutex_init(&li->mu, NULL);
 	pthread_cond_init(&li->cv, NULL);
 	ct_strlcpy(li->sock, ep->path, sizeof(li->sock));
@@ -281,24 +239,15 @@ int probe_inl_start(const struct ipc_endpoint *ep, const char *const *names, siz
 	for (i = 0; i < n && i < MAX_WATCH; i++)
 		if (!(li->watch[li->nwatch++] = strdup(names[i])))
 			err = -ENOMEM;
-	if (!err && pipe2(fds, O_CLOEXEC))
-		err = -errno;
 	if (err) {
 		probe_inl_stop(li);
 		return err;
 	}
-	li->rfd = fds[0];
-	li->wfd = fds[1];
-	if (pthread_create(&li->reader_th, NULL, reader_main, li)) {
+	if (pthread_create(&li->th, NULL, listen_main, li)) {
 		probe_inl_stop(li);
 		return -EAGAIN;
 	}
-	li->reader_started = true;
-	if (pthread_create(&li->session_th, NULL, session_main, li)) {
-		probe_inl_stop(li);
-		return -EAGAIN;
-	}
-	li->session_started = true;
+	li->started = true;
 	/* bounded wait: the session is on once its stream starts */
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += OPEN_WAIT_MS / 1000;

@@ -708,7 +708,7 @@ static int run_file(struct report *r, const char *path)
 
 static int run_live(struct report *r, const struct cli_target_opts *to, int64_t duration_ms)
 {
-	struct counters_live_result res;
+	struct live_session_result res;
 	struct proc_target t;
 	struct ipc_endpoint ep;
 	struct timespec t0, t1;

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "counters/counters.h"
+#include "live/live.h"
 
 enum out_mode { OUT_TABLE, OUT_LINES, OUT_CSV, OUT_JSON };
 
@@ -390,8 +391,8 @@ static int run_counters(bool collect, int argc, char **argv)
 	struct counters_spec spec = { 0 };
 	struct counters_session cs = { 0 };
 	struct ipc_trace_config cfg = { 0 };
-	struct counters_live live = { 0 };
-	struct counters_live_result res;
+	struct live_session_opts live = { 0 };
+	struct live_session_result res;
 	struct nt_handlers h = { .event = on_event };
 	struct run r = { .jsb = STRBUF_INIT };
 	struct ipc_endpoint ep;
@@ -499,7 +500,7 @@ static int run_counters(bool collect, int argc, char **argv)
 	live.idle = draw_table;
 	live.opened = on_opened;
 	live.ctx = &r;
-	err = counters_live_run(&live, &res);
+	err = live_session_run(&live, &res);
 	if (err) {
 		code = cli_error(EXIT_ERROR, "cannot run the session: %s", strerror(-err));
 		goto out_file;

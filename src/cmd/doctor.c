@@ -85,7 +85,7 @@ int cmd_doctor(int argc, char **argv)
 		{ 0 },
 	};
 	struct an_finding f[AN_MAX_FINDINGS];
-	struct counters_live_result res;
+	struct live_session_result res;
 	struct an_session *s = NULL;
 	struct an_memory mem;
 	struct proc_target t;

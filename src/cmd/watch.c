@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "common/json.h"
 #include "counters/counters.h"
+#include "live/live.h"
 #include "nettrace/nettrace.h"
 #include "proc/proc.h"
 #include "watch/watch.h"
@@ -372,8 +373,8 @@ static void *session_main(void *arg)
 	struct counters_session cs = { 0 };
 	struct ipc_provider prov[COUNTERS_MAX_SOURCES + 1];
 	struct ipc_trace_config cfg = { 0 };
-	struct counters_live live = { 0 };
-	struct counters_live_result res = { 0 };
+	struct live_session_opts live = { 0 };
+	struct live_session_result res = { 0 };
 	struct nt_handlers h = { 0 };
 	size_t i, n = 0;
 	int err = 0;
@@ -405,7 +406,7 @@ static void *session_main(void *arg)
 	live.h = &h;
 	live.opened = on_opened;
 	live.ctx = tg;
-	err = counters_live_run(&live, &res);
+	err = live_session_run(&live, &res);
 	if (err) {
 		snprintf(tg->session_why, sizeof(tg->session_why), "cannot run the session: %s",
 			 strerror(-err));

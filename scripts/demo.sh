@@ -66,5 +66,16 @@ step "$CLRTAP" stacks -p "$WEB"
 # Every call of a JIT-compiled method, with its argument and return value.
 ( sleep 2; for i in 5 10 20; do curl -s "http://127.0.0.1:$PORT/api/fibonacci?pos=$i" >/dev/null; done ) &
 step "$CLRTAP" probe -p "$WEB" -d 4 --ret '*::CalculateFibonacciValue'
+
+# A heap snapshot, then a triage of the containerised app under CPU load.
+step "$CLRTAP" gcdump collect -p "$WEB" -o "$OUT/web.gcdump"
+step "$CLRTAP" gcdump report "$OUT/web.gcdump" --top 5
+touch "$OUT/load"
+( while [ -e "$OUT/load" ]; do curl -s "http://127.0.0.1:$((PORT + 1))/api/on-cpu" >/dev/null; done ) &
+LOAD=$!
+pids+=("$LOAD")
+step "$CLRTAP" doctor -p "$CONT" -d 5
+rm -f "$OUT/load"
+wait "$LOAD" 2>/dev/null
 echo
 echo "demo: done; the flame graph is $OUT/flamegraph.html (open it in a browser); other files in $OUT"

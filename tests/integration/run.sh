@@ -2,6 +2,13 @@
 # Runs every tests/integration/t-*.sh (or those named on the command line),
 # each in its own process, and prints a closing "N passed, N failed" line
 # counted over all assertions.
+#
+# TEST_JOBS tests run at once (default: 2 where there are 2 CPUs or more).
+# A test whose file has the line "# test-run: alone" runs with no other test
+# beside it: its facts depend on having the machine's CPUs (shares of
+# samples, time bounds) or on the set of .NET processes on the host (ps,
+# --all, -n). Alone tests run first, then the others in parallel; each
+# test's output is printed whole when it ends.
 set -u
 cd "$(dirname "$0")"
 export CLRTAP TOOLS
@@ -10,31 +17,88 @@ tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
 	tests=(t-*.sh)
 fi
+jobs=${TEST_JOBS:-}
+if [ -z "$jobs" ]; then
+	jobs=$(nproc 2>/dev/null || echo 1)
+	[ "$jobs" -gt 2 ] && jobs=2
+fi
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
+
+outdir=$(mktemp -d /tmp/clrtap-run.XXXXXX)
+trap 'rm -rf "$outdir"' EXIT
+
+alone=()
+shared=()
+for t in "${tests[@]}"; do
+	if grep -qx '# test-run: alone' "$t" 2>/dev/null; then alone+=("$t"); else shared+=("$t"); fi
+done
+
+# run_one T: runs test T, leaves its output, exit code and seconds in $outdir.
+run_one() {
+	local t=$1 start rc
+	start=$(date +%s)
+	bash "$t" >"$outdir/$t.out" 2>&1
+	rc=$?
+	echo "$rc $(($(date +%s) - start))" >"$outdir/$t.rc"
+}
 
 pass=0
 fail=0
 broken=()
-for t in "${tests[@]}"; do
-	start=$(date +%s)
-	out=$(bash "$t" 2>&1)
-	rc=$?
-	secs=$(($(date +%s) - start))
-	printf '%s\n' "$out" | grep -E '^(ok|not ok|    )' 
+# report T: prints test T's lines and adds up its counts.
+report() {
+	local t=$1 out rc secs line p f
+	out=$(cat "$outdir/$t.out")
+	read -r rc secs <"$outdir/$t.rc"
+	printf '%s\n' "$out" | grep -E '^(ok|not ok|    )'
 	line=$(printf '%s\n' "$out" | grep -E '^[a-z0-9-]+: [0-9]+ passed, [0-9]+ failed$' | tail -1)
 	p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed.*/\1/')
 	f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed$/\1/')
 	p=${p:-0}
 	f=${f:-0}
-	if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		# died before counting its failures
 		f=1
 		printf '%s\n' "$out" | tail -20
 	fi
 	pass=$((pass + p))
 	fail=$((fail + f))
-	[ $rc -ne 0 ] && broken+=("$t")
+	[ "$rc" -ne 0 ] && broken+=("$t")
 	echo "# $t: $p passed, $f failed (${secs}s)"
+}
+
+for t in "${alone[@]}"; do
+	run_one "$t"
+	report "$t"
 done
+
+# the others, $jobs at a time, reported as they end
+declare -A running=()
+for t in "${shared[@]}"; do
+	while [ ${#running[@]} -ge "$jobs" ]; do
+		wait -n
+		for r in "${!running[@]}"; do
+			if [ -e "$outdir/$r.rc" ]; then
+				wait "${running[$r]}" 2>/dev/null
+				unset "running[$r]"
+				report "$r"
+			fi
+		done
+	done
+	run_one "$t" &
+	running[$t]=$!
+done
+while [ ${#running[@]} -gt 0 ]; do
+	wait -n
+	for r in "${!running[@]}"; do
+		if [ -e "$outdir/$r.rc" ]; then
+			wait "${running[$r]}" 2>/dev/null
+			unset "running[$r]"
+			report "$r"
+		fi
+	done
+done
+
 [ ${#broken[@]} -gt 0 ] && echo "# failing: ${broken[*]}"
 echo "integration: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -7,6 +7,7 @@
 # breakdown adding up to RSS and naming native growth; doctor ranking the
 # pathology first and calling an idle process unalarming; errors.
 . "$(dirname "$0")/lib.sh"
+# test-run: alone
 
 # py FILE 'a = ...; EXPR': d is the JSON document in FILE; fails (and shows it) when EXPR is false.
 py() {

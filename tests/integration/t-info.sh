@@ -2,6 +2,7 @@
 # clrtap info: exact runtime version and an environment variable the test set,
 # for a host fixture and a namespaced one; -n NAME selection.
 . "$(dirname "$0")/lib.sh"
+# test-run: alone
 
 want_rt=$(dotnet --list-runtimes | awk '/Microsoft.NETCore.App/ {print $2}' | tail -1)
 MARK="clrtap-mark-$RANDOM-ünï"

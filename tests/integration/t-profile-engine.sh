@@ -9,6 +9,7 @@
 # the engine this kernel's rule implies (checked by the test's own probe); and
 # a namespaced target (private /tmp, own thread ids) works through EventPipe.
 . "$(dirname "$0")/lib.sh"
+# test-run: alone
 
 NOPERF="$TOOLS/noperf"
 

@@ -12,6 +12,7 @@
 # shell; clrtap itself is started at normal priority (SCHED_OTHER) and must
 # raise its own.
 . "$(dirname "$0")/lib.sh"
+# test-run: alone
 
 NCPU=$(nproc)
 if [ "$(id -u)" -ne 0 ]; then

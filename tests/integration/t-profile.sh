@@ -6,6 +6,7 @@
 # the perf map put back as it was (also after Ctrl-C and SIGKILL), and the
 # bad inputs (dead pid, native process, no permission).
 . "$(dirname "$0")/lib.sh"
+# test-run: alone
 
 # folded_share FILE A B: A's share (in %) of the samples whose stack holds A or B.
 folded_share() {

@@ -2,6 +2,7 @@
 # clrtap ps: finds a host fixture and a namespaced one (private /tmp, own PID
 # namespace) with both pids right; no non-.NET process; no stale socket as live.
 . "$(dirname "$0")/lib.sh"
+# test-run: alone
 
 start_fixture idle
 HOST_PID=$FIX_PID

@@ -3,6 +3,7 @@
 # plausible share, refreshes once per second (-i/-n iterations), stops
 # with -d, and restores the perf map.
 . "$(dirname "$0")/lib.sh"
+# test-run: alone
 
 start_fixture cpu-split
 expect_exit "top -i 3 (not a TTY: plain lines)" 0 "$CLRTAP" top -p "$FIX_PID" -i 3

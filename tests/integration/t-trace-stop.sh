@@ -6,6 +6,7 @@
 # -d 2 ends within 1 s of the duration. Under a high exception rate the file
 # is complete, rundown included, on every one of 3 runs.
 . "$(dirname "$0")/lib.sh"
+# test-run: alone
 
 PORT=$(free_port)
 start_fixture web --port "$PORT"

@@ -9,6 +9,7 @@
 # type; hostile strings are escaped; SIGKILL of watch leaves the target
 # unharmed and its action stops; bad rules and actions exit 2.
 . "$(dirname "$0")/lib.sh"
+# test-run: alone
 
 # jl FILE PYTHON-EXPR: L is the list of log lines (dicts); prints the value.
 jl() {

@@ -74,8 +74,10 @@ done
 
 # the others, $jobs at a time, reported as they end
 declare -A running=()
-for t in "${shared[@]}"; do
-	while [ ${#running[@]} -ge "$jobs" ]; do
+# reap N: waits until fewer than N tests run, reporting those that ended.
+reap() {
+	local r
+	while [ ${#running[@]} -ge "$1" ]; do
 		wait -n
 		for r in "${!running[@]}"; do
 			if [ -e "$outdir/$r.rc" ]; then
@@ -85,19 +87,13 @@ for t in "${shared[@]}"; do
 			fi
 		done
 	done
+}
+for t in "${shared[@]}"; do
+	reap "$jobs"
 	run_one "$t" &
 	running[$t]=$!
 done
-while [ ${#running[@]} -gt 0 ]; do
-	wait -n
-	for r in "${!running[@]}"; do
-		if [ -e "$outdir/$r.rc" ]; then
-			wait "${running[$r]}" 2>/dev/null
-			unset "running[$r]"
-			report "$r"
-		fi
-	done
-done
+reap 1
 
 [ ${#broken[@]} -gt 0 ] && echo "# failing: ${broken[*]}"
 echo "integration: $pass passed, $fail failed"

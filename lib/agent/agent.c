@@ -410,6 +410,10 @@ int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event 
 		if (!err && ((ev->retkind >> 8) & 0xff) > PRF_MAX_ARGS)
 			err = -EBADMSG;
 		break;
+	case PRF_EV_FLUSHED:
+		err = err ?: cur_u64(&c, &ev->seq);
+		err = err ?: cur_u32(&c, &ev->generation);
+		break;
 	case PRF_EV_PROBE_COUNT:
 		err = err ?: cur_u32(&c, &ev->probe);
 		err = err ?: cur_u32(&c, &ev->spec);

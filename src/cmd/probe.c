@@ -399,6 +399,38 @@ static void say_unseen(enum probe_mech_kind k, const struct probe_mech *m)
 			how);
 }
 
+/* The mechanism self-tests a set of methods needs (uprobe only where one
+ * has ReadyToRun code). */
+struct mech_tests {
+	struct probe_mech hw, up;
+	int hw_err, up_err;
+	bool any_r2r;
+};
+
+static void run_mech_tests(struct probe_method **ms, size_t n, struct mech_tests *mt)
+{
+	memset(mt, 0, sizeof(*mt));
+	for (size_t i = 0; i < n; i++)
+		mt->any_r2r |= has_kind(ms[i], PROBE_CODE_R2R);
+	mt->hw_err = probe_mech_check(PROBE_MECH_HWBP, &mt->hw);
+	mt->up_err = mt->any_r2r ? probe_mech_check(PROBE_MECH_UPROBE, &mt->up) : -ENOENT;
+}
+
+/* "mechanism: ..." for one method: which code gets which mechanism here;
+ * named: prefix and the method's name first (the start lines on stderr). */
+static void print_plan(FILE *f, const char *prefix, bool named, const struct probe_method *m,
+		       const struct mech_tests *mt)
+{
+	char plan[1024];
+
+	probe_mech_plan(m, &mt->hw, mt->hw_err, &mt->up, mt->up_err, plan, sizeof(plan));
+	if (named)
+		fprintf(f, "%s%s%s: mechanism: %s\n", prefix, cli_safe(m->name), cli_safe(m->sig),
+			plan);
+	else
+		fprintf(f, "%smechanism: %s\n", prefix, plan);
+}
+
 /* --via rejit: the same request through `clrtap agent probe`. */
 static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern, bool count,
 			   int64_t duration_ms)
@@ -536,9 +568,16 @@ int cmd_probe(int argc, char **argv)
 			rc = cli_error(EXIT_ERROR, "out of memory");
 			goto out;
 		}
+		struct mech_tests mt;
+
 		err = probe_proc_find(pp, pattern, all, MAX_LIST, &n);
-		for (i = 0; i < n && i < MAX_LIST; i++)
+		if (!emit)
+			run_mech_tests(all, CT_MIN(n, (size_t)MAX_LIST), &mt);
+		for (i = 0; i < n && i < MAX_LIST; i++) {
 			print_method(all[i], emit);
+			if (!emit)
+				print_plan(stdout, "    ", false, all[i], &mt);
+		}
 		free(all);
 		if (err)
 			cli_warn("listing stopped early: %s", strerror(-err));
@@ -594,13 +633,16 @@ int cmd_probe(int argc, char **argv)
 	}
 	/* prove the mechanisms fire here before showing a count made with them */
 	{
+		struct mech_tests mt;
 		struct probe_mech hw, up;
-		bool any_r2r = false;
+		bool any_r2r;
 		size_t k = 0;
 
-		for (i = 0; i < n; i++)
-			any_r2r |= has_kind(found[i], PROBE_CODE_R2R);
-		err = probe_mech_check(PROBE_MECH_HWBP, &hw);
+		run_mech_tests(found, n, &mt);
+		hw = mt.hw;
+		up = mt.up;
+		any_r2r = mt.any_r2r;
+		err = mt.hw_err;
 		if (err)
 			cli_warn("cannot self-test hardware breakpoints (%s): counts of JIT'd code are "
 				 "unproven on this machine", strerror(-err));
@@ -609,7 +651,7 @@ int cmd_probe(int argc, char **argv)
 			say_unseen(PROBE_MECH_HWBP, &hw);
 		}
 		if (any_r2r) {
-			err = probe_mech_check(PROBE_MECH_UPROBE, &up);
+			err = mt.up_err;
 			if (err)
 				cli_warn("cannot self-test uprobes (%s): counts of ReadyToRun code are "
 					 "unproven on this machine", strerror(-err));
@@ -620,6 +662,8 @@ int cmd_probe(int argc, char **argv)
 		}
 		for (i = 0; i < n; i++) {
 			bool r2r = has_kind(found[i], PROBE_CODE_R2R);
+
+			print_plan(stderr, "clrtap: ", true, found[i], &mt);
 
 			/* JIT code can come to any method (tier-up); R2R code is there or not */
 			if ((r2r && !so.no_uprobe) || !so.no_hwbp) {

@@ -64,6 +64,11 @@ enum agent_libc agent_libc_from_maps(const char *maps, size_t len)
 
 			if (starts(b, bn, "ld-musl-") || starts(b, bn, "libc.musl-"))
 				musl = true;
+			/* Debian's musl: /lib/ld-musl-* links to <triplet>-musl/libc.so,
+			 * and the map names the file itself */
+			else if (bn == 7 && starts(b, bn, "libc.so") && b - line >= 6 &&
+				 !memcmp(b - 6, "-musl/", 6))
+				musl = true;
 			else if (starts(b, bn, "libc.so.6") || starts(b, bn, "ld-linux-"))
 				glibc = true;
 		}

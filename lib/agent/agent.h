@@ -31,8 +31,9 @@ int agent_libc_parse(const char *s, enum agent_libc *out);
 /*
  * Which C library a process maps, from the text of /proc/PID/maps (len
  * bytes, need not be NUL-terminated): a mapping named ld-musl-* or
- * libc.musl-* means musl; libc.so.6 or ld-linux-* means glibc. Both or
- * neither: AGENT_LIBC_UNKNOWN.
+ * libc.musl-* (Alpine), or libc.so in a directory ending in -musl (Debian's
+ * musl, whose loader links to x86_64-linux-musl/libc.so) means musl;
+ * libc.so.6 or ld-linux-* means glibc. Both or neither: AGENT_LIBC_UNKNOWN.
  */
 enum agent_libc agent_libc_from_maps(const char *maps, size_t len);
 /* Reads /proc/pid/maps (capped at 16 MiB) and applies the above. */

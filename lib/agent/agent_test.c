@@ -19,6 +19,12 @@ static void test_libc_from_maps(void **state)
 	static const char both[] = "1-2 r-xp 0 0:0 1 /lib/ld-musl-x86_64.so.1\n"
 				   "3-4 r-xp 0 0:0 1 /lib/libc.so.6\n";
 	static const char none[] = "1-2 r-xp 0 0:0 1 /lib/libfoo.so\n[stack]\n";
+	/* Debian's musl: the loader is a link to x86_64-linux-musl/libc.so */
+	static const char deb_musl[] =
+		"7f00-7f01 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-musl/libc.so\n"
+		"7f02-7f03 r--p 00000000 08:01 3 /opt/app/libcoreclr.so\n";
+	static const char not_musl[] = "1-2 r-xp 0 0:0 1 /usr/lib/x86_64-linux-gnu/libc.so\n"
+				       "3-4 r-xp 0 0:0 1 /opt/musl/libc.so.1\n";
 	/* A file merely containing the name elsewhere does not count. */
 	static const char tricky[] = "1-2 r-xp 0 0:0 1 /tmp/libc.so.6.d/readme\n";
 
@@ -27,6 +33,8 @@ static void test_libc_from_maps(void **state)
 	assert_int_equal(agent_libc_from_maps(both, strlen(both)), AGENT_LIBC_UNKNOWN);
 	assert_int_equal(agent_libc_from_maps(none, strlen(none)), AGENT_LIBC_UNKNOWN);
 	assert_int_equal(agent_libc_from_maps(tricky, strlen(tricky)), AGENT_LIBC_UNKNOWN);
+	assert_int_equal(agent_libc_from_maps(deb_musl, strlen(deb_musl)), AGENT_LIBC_MUSL);
+	assert_int_equal(agent_libc_from_maps(not_musl, strlen(not_musl)), AGENT_LIBC_UNKNOWN);
 	/* Not NUL-terminated: only len bytes are read. */
 	assert_int_equal(agent_libc_from_maps(musl, 50), AGENT_LIBC_MUSL);
 	assert_int_equal(agent_libc_from_maps("", 0), AGENT_LIBC_UNKNOWN);

@@ -262,6 +262,9 @@ struct probe_session_opts {
 	bool count_only;      /* entries are only counted: no registers or stack sampled */
 	bool no_hwbp;         /* hardware execute breakpoints proven not to fire here */
 	bool no_uprobe;       /* uprobes proven not to fire here */
+	/* Set when no_hwbp/no_uprobe were chosen by the user, not proven
+	 * (e.g. "with --via uprobe"): said instead of "on this machine". */
+	const char *unwatched_where;
 };
 
 typedef void (*probe_call_fn)(void *ctx, const struct probe_call *c);

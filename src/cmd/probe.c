@@ -24,6 +24,9 @@ struct out_ctx {
 	uint64_t calls;
 };
 
+/* Where code goes unwatched: proven not to fire here, or left out by --via. */
+static const char *g_where = "on this machine";
+
 static void fmt_time(uint64_t ns, char *buf, size_t len)
 {
 	time_t sec = (time_t)(ns / 1000000000ull);
@@ -292,8 +295,8 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n,
 			/* nothing of it was ever watched: a 0 here would be a guess */
 			if (lost_since)
 				fprintf(stderr, "clrtap: %s%s: calls NOT counted: its [%s] code cannot "
-						"be watched on this machine\n", cli_safe(ms[i]->name), cli_safe(ms[i]->sig),
-					ms[i]->code[lost_v].tier);
+						"be watched %s\n", cli_safe(ms[i]->name), cli_safe(ms[i]->sig),
+					ms[i]->code[lost_v].tier, g_where);
 			else
 				fprintf(stderr, "clrtap: %s%s: calls NOT counted: none of its code could "
 						"be armed\n", cli_safe(ms[i]->name), cli_safe(ms[i]->sig));
@@ -305,17 +308,22 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n,
 			fprintf(stderr, ", %" PRIu64 " returns seen", rets);
 		if (lost_since > 1)
 			fprintf(stderr, " counted until +%.3fs; from then on calls ran [%s] code that "
-					"clrtap cannot watch on this machine and are NOT counted",
-				(double)(lost_since - start) / 1e9, ms[i]->code[lost_v].tier);
+					"clrtap cannot watch %s and are NOT counted",
+				(double)(lost_since - start) / 1e9, ms[i]->code[lost_v].tier, g_where);
 		else if (lost_since)
 			fprintf(stderr, " counted on the code clrtap can watch; calls to its [%s] code "
-					"are NOT counted (cannot be watched on this machine)",
-				ms[i]->code[lost_v].tier);
+					"are NOT counted (cannot be watched %s)",
+				ms[i]->code[lost_v].tier, g_where);
 		fputc('\n', stderr);
 		for (v = 0; v < ms[i]->ncode; v++) {
 			const struct probe_version_stats *st = probe_session_stats(s, i, v);
 			const struct probe_code *c = &ms[i]->code[v];
 
+			if (st->unwatchable && strcmp(g_where, "on this machine")) {
+				fprintf(stderr, "clrtap:   [%s] not watched %s; its calls are not counted\n",
+					c->tier, g_where);
+				continue;
+			}
 			if (st->unwatchable) {
 				fprintf(stderr, "clrtap:   [%s] not watched: %s do not fire on this machine; "
 						"its calls are not counted\n", c->tier,
@@ -489,9 +497,10 @@ int cmd_probe(int argc, char **argv)
 		{ 0, "strlen", CLI_OPT_INT, &strlen_max, "N", "characters of a string shown (64)" },
 		{ 0, "no-wait", CLI_OPT_BOOL, &no_wait, NULL,
 		  "fail instead of waiting when the method has no code yet" },
-		{ 0, "via", CLI_OPT_STRING, &via, "rejit|native",
+		{ 0, "via", CLI_OPT_STRING, &via, "rejit|native|uprobe|breakpoint",
 		  "rejit: clrtap's in-process profiler (exact on every tier; it stays loaded, "
-		  "dormant, afterwards: docs/cmd/agent.md); native (default): uprobe/breakpoint" },
+		  "dormant, afterwards: docs/cmd/agent.md); native (default): uprobe on "
+		  "ReadyToRun code, breakpoint on JIT code; uprobe or breakpoint: only that one" },
 		{ 0 },
 	};
 	struct probe_method *found[MAX_METHODS];
@@ -519,8 +528,10 @@ int cmd_probe(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s' (quote the pattern)",
 				 argv[first + 1]);
 	pattern = first < argc ? argv[first] : NULL;
-	if (via && strcmp(via, "rejit") && strcmp(via, "native"))
-		return cli_error(EXIT_USAGE, "--via takes rejit or native, not '%s'", via);
+	if (via && strcmp(via, "rejit") && strcmp(via, "native") && strcmp(via, "uprobe") &&
+	    strcmp(via, "breakpoint"))
+		return cli_error(EXIT_USAGE, "--via takes rejit, native, uprobe or breakpoint, not '%s'",
+				 via);
 	if (via && !strcmp(via, "rejit"))
 		return probe_via_rejit(&to, pattern, count, duration_ms);
 	if (emit && strcmp(emit, "perf") && strcmp(emit, "bpftrace"))
@@ -660,10 +671,22 @@ int cmd_probe(int argc, char **argv)
 				say_unseen(PROBE_MECH_UPROBE, &up);
 			}
 		}
+		if (via && !strcmp(via, "uprobe")) {
+			g_where = "with --via uprobe (hardware breakpoints not used)";
+			so.no_hwbp = true;
+			so.unwatched_where = g_where;
+		} else if (via && !strcmp(via, "breakpoint")) {
+			g_where = "with --via breakpoint (uprobes not used)";
+			so.no_uprobe = true;
+			so.unwatched_where = g_where;
+		}
 		for (i = 0; i < n; i++) {
 			bool r2r = has_kind(found[i], PROBE_CODE_R2R);
 
 			print_plan(stderr, "clrtap: ", true, found[i], &mt);
+			if (so.unwatched_where)
+				fprintf(stderr, "clrtap:   but only %s is used: %s\n",
+					so.no_hwbp ? "the uprobe" : "the hardware breakpoint", g_where);
 
 			/* JIT code can come to any method (tier-up); R2R code is there or not */
 			if ((r2r && !so.no_uprobe) || !so.no_hwbp) {
@@ -673,19 +696,19 @@ int cmd_probe(int argc, char **argv)
 			if (!found[i]->ncode && !no_wait) {
 				/* no code yet: still worth waiting to say whether it gets inlined */
 				fprintf(stderr, "clrtap: %s%s: no code yet; its JIT code could not be "
-						"watched on this machine (calls will NOT be counted): waiting "
+						"watched %s (calls will NOT be counted): waiting "
 						"only to tell whether the JIT inlines it\n", cli_safe(found[i]->name),
-					cli_safe(found[i]->sig));
+					cli_safe(found[i]->sig), g_where);
 				found[k++] = found[i];
 				continue;
 			}
-			fprintf(stderr, "clrtap: %s%s: NOT traced: it has %s code clrtap can watch on "
-					"this machine (a count would be a false 0)\n", found[i]->name,
-				found[i]->sig, r2r ? "no" : "only JIT-compiled code, no");
+			fprintf(stderr, "clrtap: %s%s: NOT traced: it has %s code clrtap can watch %s "
+					"(a count would be a false 0)\n", cli_safe(found[i]->name),
+				cli_safe(found[i]->sig), r2r ? "no" : "only JIT-compiled code, no", g_where);
 		}
 		if (!k) {
 			rc = cli_error(EXIT_ERROR, "nothing to trace: no method matching '%s' can be "
-						   "watched on this machine", pattern);
+						   "watched %s", pattern, g_where);
 			goto out;
 		}
 		n = k;

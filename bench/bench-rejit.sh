@@ -3,6 +3,7 @@
 # side, measured inside the fixture (probe-bench mode: N calls in a tight
 # loop, Stopwatch, ns/call):
 #   1. no probe                                   (R2R framework method, JIT'd method)
+#      and the JIT'd method after the profiler attached and detached again
 #   2. clrtap agent probe (ReJIT, count only)     both methods
 #   3. clrtap agent probe --args (ReJIT, args + return + latency, one event per call)
 #   4. clrtap probe --count (uprobe on R2R code)  the framework method
@@ -42,6 +43,12 @@ calls_in() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(
 start framework; finish_run; BASE_R2R=$NS
 start jit; finish_run; BASE_JIT=$NS
 
+# 1b. the same after the profiler attached and detached (agent run, no probe)
+start jit
+"$CLRTAP" agent run -p "$FPID" --seconds 1 >"$WORK/det.out" 2>&1
+DETACHED=$(grep -c '^detached:' "$WORK/det.out")
+finish_run; AFTER_DETACH=$NS
+
 # 2. ReJIT count-only
 start framework
 RSS0=$(rss_kb)
@@ -73,6 +80,7 @@ echo "probe cost per call, $CALLS calls each ($(uname -r), $(nproc) CPUs)"
 row "case" "ns/call" "added ns" "calls counted"
 row "no probe: CallFramework -> Convert.ToString (R2R)" "$BASE_R2R" "" ""
 row "no probe: AddInts (JIT)" "$BASE_JIT" "" ""
+row "AddInts after attach + detach (agent run)" "$AFTER_DETACH" "$(net "$AFTER_DETACH" "$BASE_JIT")" "$([ "$DETACHED" = 1 ] && echo 'detach confirmed' || echo 'detach NOT confirmed')"
 row "ReJIT count-only, Convert.ToString (R2R)" "$RJ_R2R" "$(net "$RJ_R2R" "$BASE_R2R")" "${C1:-?}"
 row "ReJIT count-only, AddInts (JIT)" "$RJ_JIT" "$(net "$RJ_JIT" "$BASE_JIT")" "${C2:-?}"
 row "ReJIT with args+return+latency, AddInts (JIT)" "$RJA_JIT" "$(net "$RJA_JIT" "$BASE_JIT")" "${C4:-?} recorded"

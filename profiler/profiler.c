@@ -180,6 +180,14 @@ static void ev_status(uint64_t seq)
 	prf_ev_write(PRF_EV_STATUS, d, sizeof(d) / sizeof(d[0]));
 }
 
+static void ev_flushed(uint64_t nonce)
+{
+	uint32_t gen = atomic_load(&g_generation);
+	struct prf_event_data d[] = { DATA(nonce), DATA(gen) };
+
+	prf_ev_write(PRF_EV_FLUSHED, d, 2);
+}
+
 static void ev_detaching(uint32_t reason)
 {
 	uint32_t gen = atomic_load(&g_generation);
@@ -231,6 +239,10 @@ static struct prf_param_desc p_call[] = {
 	{ EP_T_UINT64, 0, u"Ret" },     { EP_T_STRING, 0, u"Strings" },
 	{ EP_T_UINT64, 0, u"This" },
 };
+static struct prf_param_desc p_flushed[] = {
+	{ EP_T_UINT64, 0, u"Nonce" },
+	{ EP_T_UINT32, 0, u"Generation" },
+};
 static struct prf_param_desc p_detaching[] = {
 	{ EP_T_UINT32, 0, u"Reason" },
 	{ EP_T_UINT32, 0, u"Generation" },
@@ -267,12 +279,50 @@ static void take_rearm(const struct prf_filter_data *f)
 	atomic_store(&g_rearm_state, marked ? 2 : 0);
 }
 
+/* A flush request: the nonce of a session whose filter data says
+ * clrtap=flush;nonce=N (0: none pending). */
+static atomic_uint_fast64_t g_flush_nonce;
+
+static void take_flush(const struct prf_filter_data *f)
+{
+	const char *p = (const char *)(uintptr_t)f->ptr, *end;
+	const char *key = NULL;
+	uint64_t nonce = 0;
+	int flush = 0;
+
+	if (!p || f->size == 0 || f->size > PRF_CONFIG_MAX)
+		return;
+	end = p + f->size;
+	/* "key\0value\0key\0value\0" */
+	while (p < end) {
+		const char *z = memchr(p, 0, (size_t)(end - p));
+
+		if (!z)
+			break;
+		if (!key) {
+			key = p;
+		} else {
+			if (!strcmp(key, "clrtap") && !strcmp(p, "flush"))
+				flush = 1;
+			else if (!strcmp(key, "nonce"))
+				for (const char *q = p; *q >= '0' && *q <= '9' && q - p < 20; q++)
+					nonce = nonce * 10 + (uint64_t)(*q - '0');
+			key = NULL;
+		}
+		p = z + 1;
+	}
+	if (flush && nonce)
+		atomic_store(&g_flush_nonce, nonce);
+}
+
 static void provider_cb(const uint8_t *source_id, uint32_t is_enabled, uint8_t level,
 			uint64_t any, uint64_t all, struct prf_filter_data *filter, void *data)
 {
 	/* Runs on a runtime thread while a session starts or ends: only record. */
 	if (is_enabled && filter && atomic_load(&g_state) == ST_DORMANT)
 		take_rearm(filter);
+	if (is_enabled && filter)
+		take_flush(filter);
 	atomic_store(&g_kw, is_enabled ? any : 0);
 }
 
@@ -293,6 +343,7 @@ static HRESULT provider_create(void)
 		  p_installed, 4 },
 		{ PRF_EV_PROBE_COUNT, u"ProbeCount", PRF_KW_CONTROL | PRF_KW_PROBES, p_count, 5 },
 		{ PRF_EV_CALL, u"Call", PRF_KW_CALLS, p_call, 15 },
+		{ PRF_EV_FLUSHED, u"Flushed", PRF_KW_CONTROL | PRF_KW_STATUS, p_flushed, 2 },
 	};
 	HRESULT hr;
 	size_t i;
@@ -343,6 +394,7 @@ static void rearm(void)
 	uint32_t low = COR_PRF_ENABLE_REJIT;
 
 	rejit_reset();
+	atomic_store(&g_flush_nonce, 0);
 	g_features = PRF_FEAT_DEFAULT;
 	config_parse(g_rearm, g_rearm_len);
 	atomic_store(&g_rearm_state, 0);
@@ -406,6 +458,18 @@ static void *worker(void *arg)
 			}
 			if (probes && (kw & PRF_KW_PROBES) && t - last_status >= g_heartbeat_ms)
 				rejit_report();
+			/* Asked before a stop: the counts now, then the answer. This
+			 * thread writes both, so they reach the stream in this order. */
+			if (hello) {
+				uint64_t nonce = atomic_exchange(&g_flush_nonce, 0);
+
+				if (nonce) {
+					if (probes)
+						rejit_report();
+					ev_status(seq++);
+					ev_flushed(nonce);
+				}
+			}
 		}
 		if ((kw & (PRF_KW_CONTROL | PRF_KW_STATUS)) && t - last_status >= g_heartbeat_ms) {
 			ev_status(seq++);
@@ -587,6 +651,7 @@ static HRESULT cb_InitializeForAttach(void *self, void *info_unk, void *client_d
 	 * and a CONTROL session may have been opened before this attach. */
 	reset_counters();
 	atomic_fetch_add(&g_generation, 1);
+	atomic_store(&g_flush_nonce, 0);
 
 	rejit_reset();
 	/* The buffer is the runtime's IPC buffer, freed after we return: copy. */

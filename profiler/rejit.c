@@ -667,6 +667,9 @@ int rejit_install(void)
 	INFO_FN(en, INFO_RELEASE, info_release_fn)(en);
 	total = atomic_load(&g_nprobes);
 	hr = S_OK;
+	/* Which probe id is which method, before any call can be recorded:
+	 * a reader then names every Call (all counts are 0 here). */
+	rejit_report();
 	if (total > 0) {
 		ID_T ms[PRF_MAX_PROBES];
 		mdToken toks[PRF_MAX_PROBES];

@@ -32,6 +32,17 @@ dotnet build tests/fixtures/sample -c Release -o build/fixtures/sample --nologo 
 dotnet build tests/fixtures/techeck -c Release -o build/fixtures/techeck --nologo -v q ||
 	echo "build-fixtures: tests/fixtures/techeck not built (needs Microsoft.Diagnostics.Tracing.TraceEvent from NuGet); t-trace-report.sh skips its TraceEvent cross-check" >&2
 
+# The same app published self-contained for linux-musl-x64 (Alpine's
+# runtime) for t-agent-musl.sh; needs the musl runtime packs from NuGet, and
+# builds from a copy of the sources (its own obj/). The test says it skipped
+# when this could not be built.
+rm -rf build/fixtures/musl-src && mkdir -p build/fixtures/musl-src &&
+	cp tests/fixtures/sample/*.cs tests/fixtures/sample/Sample.csproj build/fixtures/musl-src/ &&
+	dotnet publish build/fixtures/musl-src/Sample.csproj -c Release -r linux-musl-x64 --self-contained \
+		-p:UseAppHost=true -p:RuntimeFrameworkVersion=10.0.12 -p:InvariantGlobalization=true \
+		-o build/fixtures/sample-musl --nologo -v q ||
+	echo "build-fixtures: build/fixtures/sample-musl not built (needs Microsoft.NETCore.App.Runtime.linux-musl-x64 10.0.12 from NuGet); t-agent-musl.sh skips" >&2
+
 if [ ! -f build/fixtures/sample/sample.dll ]; then
 	echo "build-fixtures: build/fixtures/sample/sample.dll missing after the build" >&2
 	exit 1

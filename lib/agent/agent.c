@@ -64,6 +64,11 @@ enum agent_libc agent_libc_from_maps(const char *maps, size_t len)
 
 			if (starts(b, bn, "ld-musl-") || starts(b, bn, "libc.musl-"))
 				musl = true;
+			/* Debian's musl: /lib/ld-musl-* links to <triplet>-musl/libc.so,
+			 * and the map names the file itself */
+			else if (bn == 7 && starts(b, bn, "libc.so") && b - line >= 6 &&
+				 !memcmp(b - 6, "-musl/", 6))
+				musl = true;
 			else if (starts(b, bn, "libc.so.6") || starts(b, bn, "ld-linux-"))
 				glibc = true;
 		}
@@ -409,6 +414,10 @@ int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event 
 		err = err ?: cur_u64(&c, &ev->self);
 		if (!err && ((ev->retkind >> 8) & 0xff) > PRF_MAX_ARGS)
 			err = -EBADMSG;
+		break;
+	case PRF_EV_FLUSHED:
+		err = err ?: cur_u64(&c, &ev->seq);
+		err = err ?: cur_u32(&c, &ev->generation);
 		break;
 	case PRF_EV_PROBE_COUNT:
 		err = err ?: cur_u32(&c, &ev->probe);

@@ -31,8 +31,9 @@ int agent_libc_parse(const char *s, enum agent_libc *out);
 /*
  * Which C library a process maps, from the text of /proc/PID/maps (len
  * bytes, need not be NUL-terminated): a mapping named ld-musl-* or
- * libc.musl-* means musl; libc.so.6 or ld-linux-* means glibc. Both or
- * neither: AGENT_LIBC_UNKNOWN.
+ * libc.musl-* (Alpine), or libc.so in a directory ending in -musl (Debian's
+ * musl, whose loader links to x86_64-linux-musl/libc.so) means musl;
+ * libc.so.6 or ld-linux-* means glibc. Both or neither: AGENT_LIBC_UNKNOWN.
  */
 enum agent_libc agent_libc_from_maps(const char *maps, size_t len);
 /* Reads /proc/pid/maps (capped at 16 MiB) and applies the above. */
@@ -110,7 +111,8 @@ struct agent_event {
 	uint32_t protocol, mode, features, generation, pid, state, reason;
 	uint16_t rt_major, rt_minor, rt_build;
 	int32_t hresult;
-	uint64_t seq, written, write_errors, modules, jit, exceptions, threads, module_id;
+	uint64_t seq; /* Status: its sequence number; Flushed: the nonce echoed */
+	uint64_t written, write_errors, modules, jit, exceptions, threads, module_id;
 	uint32_t probe, spec, methods, token; /* ProbeInstalled, ProbeCount */
 	uint64_t count;
 	uint64_t rejit_errors;                  /* Status (0 from older builds) */
@@ -132,6 +134,34 @@ int agent_call_format(const struct agent_event *ev, const char *this_type, char 
 /* Decodes the payload of event id; -EBADMSG when too short or malformed. */
 int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event *ev);
 
+/* --- Time order ---------------------------------------------------------
+ * EventPipe writes events of different threads out of time order (each
+ * flush writes one thread's events, then the next thread's). Events wait in
+ * a struct agent_order until the stream says nothing older can still come:
+ * an event marked sorted (release up to its timestamp) or a sequence point
+ * or the end (release all). At most 2^18 events or 32 MiB wait; past that
+ * everything held goes out in order and `forced` counts it.
+ */
+struct agent_order_item;
+struct agent_order {
+	struct agent_order_item *items;
+	size_t n, cap;
+	uint8_t *arena;
+	size_t alen, acap;
+	uint64_t seq;
+	uint64_t forced; /* releases forced by the caps */
+};
+/* Called for each released event, oldest first. */
+typedef int (*agent_order_fn)(void *ctx, int id, const uint8_t *p, uint32_t len);
+void agent_order_init(struct agent_order *o);
+void agent_order_free(struct agent_order *o);
+/* Holds a copy of one event. -E2BIG for a payload over 8 MiB, -ENOMEM. */
+int agent_order_add(struct agent_order *o, int64_t ts, int id, const uint8_t *p, uint32_t len,
+		    agent_order_fn fn, void *ctx);
+/* Releases (oldest first, arrival order among equal times) every held event
+ * with a timestamp <= upto; returns the first non-zero return of fn. */
+int agent_order_release(struct agent_order *o, int64_t upto, agent_order_fn fn, void *ctx);
+
 /* --- Attach and session ----------------------------------------------- */
 struct agent_session_opts {
 	const struct ipc_endpoint *ep;
@@ -145,6 +175,13 @@ struct agent_session_opts {
 	void *ctx;
 	/* Called once the session is open (e.g. to attach now). Non-zero stops. */
 	int (*on_open)(void *ctx);
+	/*
+	 * Before stopping, ask the profiler (protocol >= 2) to write its counts
+	 * and a Flushed event (a second, short session whose filter data says
+	 * clrtap=flush), and stop only once that Flushed arrived (at most
+	 * 3 s): the counts then hold every call made before the stop request.
+	 */
+	bool flush_before_stop;
 };
 struct agent_session_result {
 	uint64_t events;       /* events of ours decoded */
@@ -153,6 +190,8 @@ struct agent_session_result {
 	bool target_ended;     /* the stream ended before clrtap stopped it */
 	bool timed_out;        /* first_event_timeout_ms passed with nothing */
 	int open_error;        /* on_open's return, if non-zero */
+	bool flushed;          /* flush_before_stop: the profiler confirmed it */
+	uint64_t order_forced; /* events released before their order was known */
 };
 /*
  * Opens an EventPipe session enabling only the profiler's provider with

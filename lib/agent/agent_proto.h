@@ -8,7 +8,8 @@
 #ifndef CLRTAP_AGENT_PROTO_H
 #define CLRTAP_AGENT_PROTO_H
 
-#define PRF_PROTOCOL 1
+/* 2: Flushed (the answer to a session whose filter data says clrtap=flush) */
+#define PRF_PROTOCOL 2
 
 /* Class ids {c1a7a9e0-7a11-4c1b-9e11-c17a90000001} (main) and
  * {c1a7a9e1-7a11-4c1b-9e11-c17a90000002} (notification-only). */
@@ -38,7 +39,8 @@
 #define PRF_EV_PROBE_INSTALLED 5
 #define PRF_EV_PROBE_COUNT 6
 #define PRF_EV_CALL 7
-#define PRF_EV_MAX 7
+#define PRF_EV_FLUSHED 8 /* everything before the flush request is written */
+#define PRF_EV_MAX 8
 
 /* Call event: kinds of the argument and return slots (4 bits each). */
 #define PRF_K_NONE 0   /* not recorded (this, structs, classes other than string) */

@@ -19,6 +19,12 @@ static void test_libc_from_maps(void **state)
 	static const char both[] = "1-2 r-xp 0 0:0 1 /lib/ld-musl-x86_64.so.1\n"
 				   "3-4 r-xp 0 0:0 1 /lib/libc.so.6\n";
 	static const char none[] = "1-2 r-xp 0 0:0 1 /lib/libfoo.so\n[stack]\n";
+	/* Debian's musl: the loader is a link to x86_64-linux-musl/libc.so */
+	static const char deb_musl[] =
+		"7f00-7f01 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-musl/libc.so\n"
+		"7f02-7f03 r--p 00000000 08:01 3 /opt/app/libcoreclr.so\n";
+	static const char not_musl[] = "1-2 r-xp 0 0:0 1 /usr/lib/x86_64-linux-gnu/libc.so\n"
+				       "3-4 r-xp 0 0:0 1 /opt/musl/libc.so.1\n";
 	/* A file merely containing the name elsewhere does not count. */
 	static const char tricky[] = "1-2 r-xp 0 0:0 1 /tmp/libc.so.6.d/readme\n";
 
@@ -27,6 +33,8 @@ static void test_libc_from_maps(void **state)
 	assert_int_equal(agent_libc_from_maps(both, strlen(both)), AGENT_LIBC_UNKNOWN);
 	assert_int_equal(agent_libc_from_maps(none, strlen(none)), AGENT_LIBC_UNKNOWN);
 	assert_int_equal(agent_libc_from_maps(tricky, strlen(tricky)), AGENT_LIBC_UNKNOWN);
+	assert_int_equal(agent_libc_from_maps(deb_musl, strlen(deb_musl)), AGENT_LIBC_MUSL);
+	assert_int_equal(agent_libc_from_maps(not_musl, strlen(not_musl)), AGENT_LIBC_UNKNOWN);
 	/* Not NUL-terminated: only len bytes are read. */
 	assert_int_equal(agent_libc_from_maps(musl, 50), AGENT_LIBC_MUSL);
 	assert_int_equal(agent_libc_from_maps("", 0), AGENT_LIBC_UNKNOWN);
@@ -128,6 +136,16 @@ static void test_decode(void **state)
 	/* a string without its terminator */
 	assert_int_equal(agent_event_decode(PRF_EV_HELLO, buf, n - 2, &ev), -EBADMSG);
 	assert_int_equal(agent_event_decode(99, buf, n, &ev), -ENOENT);
+	{ /* Flushed: the nonce and the generation */
+		uint64_t nonce = 0x1122334455667789ull;
+
+		n = put(buf, &nonce, 8);
+		n += put(buf + n, &gen, 4);
+		assert_int_equal(agent_event_decode(PRF_EV_FLUSHED, buf, n, &ev), 0);
+		assert_true(ev.seq == nonce);
+		assert_int_equal(ev.generation, 3);
+		assert_int_equal(agent_event_decode(PRF_EV_FLUSHED, buf, n - 1, &ev), -EBADMSG);
+	}
 	/* Detaching */
 	{
 		uint32_t d[2] = { PRF_DETACH_SESSION_ENDED, 7 };
@@ -223,6 +241,75 @@ static void test_ilrw_rewrite(void **state)
 	assert_int_equal(ilrw_rewrite(bad, sizeof(bad), &e, out, sizeof(out), &n), -EINVAL);
 }
 
+struct order_seen {
+	int n;
+	int id[64];
+	int64_t v[64];
+};
+
+static int order_cb(void *ctx, int id, const uint8_t *p, uint32_t len)
+{
+	struct order_seen *o = ctx;
+	int64_t v = 0;
+
+	assert_int_equal(len, 8);
+	memcpy(&v, p, 8);
+	o->id[o->n] = id;
+	o->v[o->n++] = v;
+	return 0;
+}
+
+static void order_add(struct agent_order *o, int64_t ts, int id, struct order_seen *seen)
+{
+	assert_int_equal(agent_order_add(o, ts, id, (const uint8_t *)&ts, 8, order_cb, seen), 0);
+}
+
+/* The runtime's flush writes thread A's events, then thread B's: a reader
+ * gets them out of time order and a sorted mark says what may go. */
+static void test_order(void **state)
+{
+	struct agent_order o;
+	struct order_seen seen = { 0 };
+
+	agent_order_init(&o);
+	/* flush 1: A (ProbeCount at 10, 40), then B (Calls at 20, 30, 50) */
+	order_add(&o, 10, PRF_EV_PROBE_COUNT, &seen); /* A's first: sorted */
+	assert_int_equal(agent_order_release(&o, 10, order_cb, &seen), 0);
+	order_add(&o, 40, PRF_EV_PROBE_COUNT, &seen);
+	order_add(&o, 20, PRF_EV_CALL, &seen); /* B's first: sorted */
+	agent_order_release(&o, 20, order_cb, &seen);
+	order_add(&o, 30, PRF_EV_CALL, &seen);
+	order_add(&o, 50, PRF_EV_CALL, &seen);
+	assert_int_equal(seen.n, 2);
+	assert_int_equal(seen.v[0], 10);
+	assert_int_equal(seen.v[1], 20);
+	/* equal timestamps keep their arrival order */
+	order_add(&o, 50, PRF_EV_STATUS, &seen);
+	/* flush 2: the first event at 60 is sorted: all older ones go */
+	order_add(&o, 60, PRF_EV_STATUS, &seen);
+	agent_order_release(&o, 60, order_cb, &seen);
+	assert_int_equal(seen.n, 7);
+	assert_int_equal(seen.v[2], 30);
+	assert_int_equal(seen.v[3], 40);
+	assert_int_equal(seen.v[4], 50);
+	assert_int_equal(seen.id[4], PRF_EV_CALL);
+	assert_int_equal(seen.id[5], PRF_EV_STATUS);
+	assert_int_equal(seen.v[6], 60);
+	/* the end releases everything held */
+	order_add(&o, 80, PRF_EV_CALL, &seen);
+	order_add(&o, 70, PRF_EV_CALL, &seen);
+	assert_int_equal(seen.n, 7);
+	agent_order_release(&o, INT64_MAX, order_cb, &seen);
+	assert_int_equal(seen.n, 9);
+	assert_int_equal(seen.v[7], 70);
+	assert_int_equal(seen.v[8], 80);
+	assert_int_equal(o.forced, 0);
+	/* an oversized payload is refused, nothing held */
+	assert_int_equal(agent_order_add(&o, 1, 1, (const uint8_t *)"", 9u << 20, order_cb, &seen),
+			 -E2BIG);
+	agent_order_free(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_call_format),
 		cmocka_unit_test(test_ilrw_prepend),
 		cmocka_unit_test(test_ilrw_rewrite),
+		cmocka_unit_test(test_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,13 @@
  * provider, read with lib/nettrace as it arrives, on one thread. Stopping
  * it (StopTracing) is also how clrtap tells the profiler to detach when the
  * session holds the CONTROL keyword.
+ *
+ * Events are handed on in time order (struct agent_order): EventPipe writes
+ * the events of different threads out of order. Before a stop the profiler
+ * can be asked to write what it counted (flush_before_stop): a second short
+ * session carries "clrtap=flush;nonce=N" in its filter data, the profiler
+ * answers on its own thread with ProbeCount, Status and Flushed(N), and the
+ * real StopTracing follows once Flushed(N) came in.
  */
 #include "common/compat.h"
 
@@ -16,14 +23,20 @@
 #include "nettrace/nettrace.h"
 
 #define STOP_GRACE_MS 10000
+#define FLUSH_WAIT_MS 3000
 
 struct sess {
 	const struct agent_session_opts *o;
 	struct agent_session_result *res;
 	int fd;
 	uint64_t session;
-	int64_t start, stop_at;
+	int64_t start, stop_at, flush_at;
 	bool stop_sent, want_stop, seen;
+	struct agent_order ord;
+	uint32_t peer_protocol;  /* from the Hello as it arrives */
+	bool flush_sent, flushed;
+	int flush_fd;
+	uint64_t flush_session, nonce;
 };
 
 static int64_t now_ms(void)
@@ -32,6 +45,43 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Opens the short session that asks the profiler to flush (see top). */
+static void send_flush(struct sess *s)
+{
+	struct ipc_trace_config cfg = { 0 };
+	struct ipc_provider prov = { PRF_PROVIDER_NAME, PRF_KW_STATUS, 5, NULL };
+	struct ipc_error err = { 0 };
+	struct timespec ts;
+	char args[64];
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	s->nonce = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) | 1u;
+	snprintf(args, sizeof(args), "clrtap=flush;nonce=%" PRIu64, s->nonce);
+	prov.arguments = args;
+	cfg.buffer_mb = 1;
+	cfg.providers = &prov;
+	cfg.nproviders = 1;
+	s->flush_sent = true;
+	s->flush_at = now_ms();
+	if (ipc_collect_tracing(s->o->ep, &cfg, &s->flush_fd, &s->flush_session, &err)) {
+		ct_debug("agent: the flush session did not open; stopping without it");
+		s->flush_fd = -1;
+		s->flush_at -= FLUSH_WAIT_MS; /* do not wait for an answer */
+	}
+}
+
+static void end_flush(struct sess *s)
+{
+	struct ipc_error err;
+
+	if (s->flush_fd < 0)
+		return;
+	if (ipc_stop_tracing(s->o->ep, s->flush_session, &err))
+		ct_debug("agent: StopTracing of the flush session failed");
+	close(s->flush_fd);
+	s->flush_fd = -1;
 }
 
 static void maybe_stop(struct sess *s)
@@ -49,6 +99,15 @@ static void maybe_stop(struct sess *s)
 	}
 	if ((o->stop && *o->stop) || s->want_stop ||
 	    (o->duration_ms > 0 && now - s->start >= o->duration_ms)) {
+		if (o->flush_before_stop && !s->res->timed_out && !s->res->open_error &&
+		    s->peer_protocol >= 2) {
+			if (!s->flush_sent) {
+				send_flush(s);
+				return;
+			}
+			if (!s->flushed && now - s->flush_at < FLUSH_WAIT_MS)
+				return;
+		}
 		s->stop_sent = true;
 		s->stop_at = now;
 		if (ipc_stop_tracing(o->ep, s->session, &serr))
@@ -82,21 +141,61 @@ static ssize_t sess_read(void *ctx, void *buf, size_t len)
 	}
 }
 
-static int on_nt_event(void *ctx, const struct nt_event *ev)
+/* An event released in time order. */
+static int deliver(void *ctx, int id, const uint8_t *p, uint32_t len)
 {
 	struct sess *s = ctx;
 	struct agent_event ae;
 
-	if (!ev->meta || !ev->meta->provider || strcmp(ev->meta->provider, PRF_PROVIDER_NAME))
-		return 0;
-	if (agent_event_decode((int)ev->meta->event_id, ev->payload, ev->payload_len, &ae)) {
+	if (agent_event_decode(id, p, len, &ae)) {
 		s->res->bad_events++;
 		return 0;
 	}
-	s->seen = true;
 	s->res->events++;
 	if (s->o->on_event && !s->want_stop && s->o->on_event(s->o->ctx, &ae))
 		s->want_stop = true;
+	return 0;
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static int on_nt_event(void *ctx, const struct nt_event *ev)
+{
+	struct sess *s = ctx;
+	int id, err;
+
+	if (ev->meta && ev->meta->provider && !strcmp(ev->meta->provider, PRF_PROVIDER_NAME)) {
+		id = (int)ev->meta->event_id;
+		s->seen = true;
+		/* What the stop handshake needs is taken as it arrives. */
+		if (id == PRF_EV_HELLO && ev->payload_len >= 4)
+			s->peer_protocol = (uint32_t)ev->payload[0] | (uint32_t)ev->payload[1] << 8 |
+					   (uint32_t)ev->payload[2] << 16 | (uint32_t)ev->payload[3] << 24;
+		if (id == PRF_EV_FLUSHED && ev->payload_len >= 8 && s->flush_sent &&
+		    le64(ev->payload) == s->nonce)
+			s->flushed = s->res->flushed = true;
+		err = agent_order_add(&s->ord, ev->timestamp, id, ev->payload, ev->payload_len,
+				      deliver, s);
+		if (err)
+			s->res->bad_events++;
+	}
+	if (ev->sorted)
+		agent_order_release(&s->ord, ev->timestamp, deliver, s);
+	return 0;
+}
+
+static int on_seqpoint(void *ctx, int64_t ts)
+{
+	struct sess *s = ctx;
+
+	agent_order_release(&s->ord, INT64_MAX, deliver, s);
 	return 0;
 }
 
@@ -105,8 +204,8 @@ int agent_session_run(const struct agent_session_opts *o, struct agent_session_r
 {
 	struct ipc_provider prov = { PRF_PROVIDER_NAME, o->keywords, 5, o->arguments };
 	struct ipc_trace_config cfg = { 0 };
-	struct nt_handlers h = { .event = on_nt_event };
-	struct sess s = { .o = o, .res = res, .fd = -1 };
+	struct nt_handlers h = { .event = on_nt_event, .seqpoint = on_seqpoint };
+	struct sess s = { .o = o, .res = res, .fd = -1, .flush_fd = -1 };
 	struct nt_reader *r = NULL;
 	struct nt_stats st;
 	int err;
@@ -118,6 +217,7 @@ int agent_session_run(const struct agent_session_opts *o, struct agent_session_r
 	err = ipc_collect_tracing(o->ep, &cfg, &s.fd, &s.session, rerr);
 	if (err)
 		return err;
+	agent_order_init(&s.ord);
 	s.start = now_ms();
 	if (o->on_open) {
 		res->open_error = o->on_open(o->ctx);
@@ -128,6 +228,11 @@ int agent_session_run(const struct agent_session_opts *o, struct agent_session_r
 	err = nt_reader_new(&r, sess_read, &s, NULL);
 	if (!err)
 		err = nt_reader_run(r, &h, &s);
+	/* The end (or the damage): nothing older can come; all goes out. */
+	agent_order_release(&s.ord, INT64_MAX, deliver, &s);
+	res->order_forced = s.ord.forced;
+	agent_order_free(&s.ord);
+	end_flush(&s);
 	if (r) {
 		nt_reader_stats(r, &st);
 		res->dropped = st.dropped;

@@ -323,3 +323,63 @@ int probe_mech_check(enum probe_mech_kind k, struct probe_mech *m)
 		cache_store(dir, k, boot, m);
 	return 0;
 }
+
+/* What one mechanism's self-test allows: "fires", "does NOT fire", "unproven". */
+static const char *mech_word(const struct probe_mech *m, int err)
+{
+	if (!m || err || !m->tested)
+		return "unproven: its self-test could not run";
+	if (m->forced)
+		return m->fires ? "forced to fire" : "forced not to fire";
+	return m->fires ? "fires here" : "does NOT fire here";
+}
+
+static bool mech_ok(const struct probe_mech *m, int err)
+{
+	return m && !err && m->tested && m->fires;
+}
+
+int probe_mech_plan(const struct probe_method *m, const struct probe_mech *hw, int hw_err,
+		    const struct probe_mech *up, int up_err, char *buf, size_t len)
+{
+	bool r2r = false, jit = false, up_ok, hw_ok;
+	const char *jit_tier = NULL;
+	size_t i, n;
+	int w;
+
+	for (i = 0; i < m->ncode; i++) {
+		if (m->code[i].kind == PROBE_CODE_R2R) {
+			r2r = true;
+		} else {
+			jit = true;
+			jit_tier = m->code[i].tier;
+		}
+	}
+	up_ok = mech_ok(up, up_err);
+	hw_ok = mech_ok(hw, hw_err);
+	if (!len)
+		return -ENOSPC;
+	buf[0] = 0;
+	n = 0;
+#define ADD(...)                                                                  \
+	do {                                                                      \
+		w = snprintf(buf + n, len - n, __VA_ARGS__);                        \
+		if (w < 0 || (size_t)w >= len - n)                                  \
+			return -ENOSPC;                                             \
+		n += (size_t)w;                                                     \
+	} while (0)
+	if (r2r)
+		ADD("ReadyToRun code: uprobe (%s%s); ", mech_word(up, up_err),
+		    up_ok ? "" : ": its calls there are NOT seen");
+	if (jit)
+		ADD("JIT code (%s): hardware breakpoint (%s%s); ", jit_tier ? jit_tier : "?",
+		    mech_word(hw, hw_err), hw_ok ? "" : ": its calls there are NOT seen");
+	else
+		ADD("%s: hardware breakpoint (%s%s); ",
+		    r2r ? "JIT code after tier-up" : "JIT code once compiled (not yet; "
+						     "or inlined into callers)",
+		    mech_word(hw, hw_err), hw_ok ? "" : ": those calls are NOT seen");
+	ADD("--via rejit: every call on every tier (in-process profiler)");
+#undef ADD
+	return 0;
+}

@@ -189,6 +189,18 @@ int probe_mech_check(enum probe_mech_kind k, struct probe_mech *m);
 /* Parses one cache line "BOOTID fires|silent CALLS HITS ERR" (-ESTALE: other boot). */
 int probe_mech_parse(const char *buf, size_t len, const char *boot, struct probe_mech *m);
 
+/*
+ * Which mechanism each kind of code of m gets on this machine, as one line
+ * for the user: ReadyToRun code -> uprobe, JIT code (present, or to come
+ * with tier-up or a first call) -> hardware breakpoint, each with what its
+ * self-test said (hw/up NULL or *_err != 0: the test could not run, so the
+ * mechanism is unproven); where one does not fire or is unproven, which
+ * calls are not seen; and that '--via rejit' sees every call on every tier.
+ * -ENOSPC if len is short (buf then holds a cut line).
+ */
+int probe_mech_plan(const struct probe_method *m, const struct probe_mech *hw, int hw_err,
+		    const struct probe_mech *up, int up_err, char *buf, size_t len);
+
 /* ---- inlining (inline.c) ---- */
 
 /* One JIT inlining decision about a watched method. */
@@ -250,6 +262,9 @@ struct probe_session_opts {
 	bool count_only;      /* entries are only counted: no registers or stack sampled */
 	bool no_hwbp;         /* hardware execute breakpoints proven not to fire here */
 	bool no_uprobe;       /* uprobes proven not to fire here */
+	/* Set when no_hwbp/no_uprobe were chosen by the user, not proven
+	 * (e.g. "with --via uprobe"): said instead of "on this machine". */
+	const char *unwatched_where;
 };
 
 typedef void (*probe_call_fn)(void *ctx, const struct probe_call *c);

@@ -296,6 +296,35 @@ static void test_mech_parse(void **state)
 	assert_int_equal(probe_mech_parse("b0 fires x 1 0", 14, "b0", &m), -EBADMSG);
 }
 
+static void test_mech_plan(void **state)
+{
+	struct probe_method m = { .name = "A.B::C", .sig = "()" };
+	struct probe_mech fires = { .tested = true, .fires = true }, silent = { .tested = true };
+	char buf[512];
+
+	/* R2R code, uprobes fire, breakpoints do not */
+	m.ncode = 1;
+	m.code[0].kind = PROBE_CODE_R2R;
+	assert_int_equal(probe_mech_plan(&m, &silent, 0, &fires, 0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "ReadyToRun code: uprobe (fires here); JIT code after tier-up: "
+				 "hardware breakpoint (does NOT fire here: those calls are NOT seen); "
+				 "--via rejit: every call on every tier (in-process profiler)");
+	/* JIT code, the breakpoint self-test could not run */
+	m.code[0].kind = PROBE_CODE_JIT;
+	snprintf(m.code[0].tier, sizeof(m.code[0].tier), "OptimizedTier1");
+	assert_int_equal(probe_mech_plan(&m, &fires, -EACCES, NULL, -ENOENT, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "JIT code (OptimizedTier1): hardware breakpoint (unproven: its "
+				 "self-test could not run: its calls there are NOT seen); --via rejit: "
+				 "every call on every tier (in-process profiler)");
+	/* no code yet */
+	m.ncode = 0;
+	assert_int_equal(probe_mech_plan(&m, &fires, 0, NULL, 0, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "JIT code once compiled (not yet; or inlined into callers): "
+				    "hardware breakpoint (fires here)"));
+	assert_int_equal(probe_mech_plan(&m, &fires, 0, NULL, 0, buf, 20), -ENOSPC);
+	assert_true(strlen(buf) < 20);
+}
+
 static void test_pattern(void **state)
 {
 	const char *n = "Clrtap.Fixtures.ProbeTargets::AddInts", *sig = "(int32, int32)";
@@ -472,7 +501,7 @@ int main(void)
 		cmocka_unit_test(test_distance),      cmocka_unit_test(test_perfmap_lines),
 		cmocka_unit_test(test_perfmap_file),  cmocka_unit_test(test_hist),
 		cmocka_unit_test(test_name_base),     cmocka_unit_test(test_real_signatures),
-		cmocka_unit_test(test_real_map),      cmocka_unit_test(test_mech_parse),
+		cmocka_unit_test(test_real_map),      cmocka_unit_test(test_mech_parse), cmocka_unit_test(test_mech_plan),
 		cmocka_unit_test(test_newest),        cmocka_unit_test(test_inline_decode),
 	};
 

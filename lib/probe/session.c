@@ -833,6 +833,11 @@ static void describe_version(struct probe_session *s, size_t mi, size_t vi)
 			 strrchr(m->image, '/') + 1 : m->image, c->file_offset);
 	else
 		snprintf(where, sizeof(where), "0x%" PRIx64, c->addr);
+	if (v->st.unwatchable && s->o.unwatched_where) {
+		note(s, PROBE_NOTE_WARN, "%s%s [%s] at %s: NOT WATCHED %s, so calls to this code "
+		     "are not counted", m->name, m->sig, c->tier, where, s->o.unwatched_where);
+		return;
+	}
 	if (v->st.unwatchable) {
 		note(s, PROBE_NOTE_WARN, "%s%s [%s] at %s: NOT WATCHED: %s do not fire on this "
 		     "machine (self-test), so calls to this code are not counted", m->name, m->sig,
@@ -1286,8 +1291,9 @@ static void learn_retaddr(struct probe_session *s, const struct site *entry,
 		if (!s->retaddr_unseen) {
 			s->retaddr_unseen = true;
 			note(s, PROBE_NOTE_WARN, "%s: returns by tail call land in JIT'd code at 0x%"
-			     PRIx64 ", which clrtap cannot watch on this machine: those returns are "
-			     "not seen", s->m[entry->mi]->name, ra);
+			     PRIx64 ", which clrtap cannot watch %s: those returns are not seen",
+			     s->m[entry->mi]->name, ra,
+			     s->o.unwatched_where ? s->o.unwatched_where : "on this machine");
 		}
 		return;
 	}
@@ -1650,8 +1656,13 @@ int probe_session_poll(struct probe_session *s, int timeout_ms)
 
 				bool lost = (c->kind == PROBE_CODE_JIT && s->o.no_hwbp) ||
 					    (c->kind == PROBE_CODE_R2R && s->o.no_uprobe);
-				char when[64] = "";
+				char when[64] = "", lostmsg[160] = "";
 
+				if (lost)
+					snprintf(lostmsg, sizeof(lostmsg),
+						 ": clrtap cannot watch it %s; calls that run it from "
+						 "now on are NOT counted", s->o.unwatched_where ?
+						 s->o.unwatched_where : "on this machine");
 				if (lost) {
 					/* the wall clock too: "from when" in the user's terms */
 					uint64_t rt = (uint64_t)((int64_t)c->seen_ns + s->real_off);
@@ -1667,8 +1678,7 @@ int probe_session_poll(struct probe_session *s, int timeout_ms)
 				     "%s%s: new code %s at 0x%" PRIx64 " size %" PRIu64
 				     " (+%.3fs%s)%s", s->m[mi]->name, s->m[mi]->sig, c->tier, c->addr,
 				     c->size, (double)(c->seen_ns - s->start_mono) / 1e9, when,
-				     lost ? ": clrtap cannot watch it on this machine; calls that run "
-					    "it from now on are NOT counted" : "");
+				     lostmsg);
 			}
 		s->need_rearm = false;
 		err = rearm(s, false);

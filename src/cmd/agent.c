@@ -502,6 +502,7 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	o.on_event = run_event;
 	o.on_open = run_on_open;
 	o.ctx = r;
+	o.flush_before_stop = true; /* final counts hold every call before the stop */
 	if (rearm) {
 		/* the new config rides in the session's filter data */
 		snprintf(filter, sizeof(filter), "clrtap=rearm;%.*s", (int)r->config_len, r->config);
@@ -547,6 +548,7 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		ct_json_kv_u64(&j, "write_errors", r->have_status ? r->last_status.write_errors : 0);
 		ct_json_kv_u64(&j, "rejit_errors", r->have_status ? r->last_status.rejit_errors : 0);
 		ct_json_kv_bool(&j, "target_ended", res.target_ended);
+		ct_json_kv_bool(&j, "counts_final", res.flushed);
 		ct_json_kv_bool(&j, "detach_confirmed", detached);
 		ct_json_kv_u64(&j, "detach_ms", (uint64_t)detach_ms);
 		if (r->nspecs) {
@@ -589,6 +591,9 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		if (r->have_status && r->last_status.rejit_errors)
 			printf("ReJIT failed for %" PRIu64 " method version(s): they run their "
 			       "original code, uncounted\n", r->last_status.rejit_errors);
+		if (r->nspecs && !res.flushed)
+			printf("the counts below are from the profiler's last report before the "
+			       "stop (it did not confirm a final flush): calls after it are missing\n");
 		for (int i = 0; i < PRF_MAX_PROBES; i++)
 			if (r->probe[i].seen)
 				printf("calls %s [0x%08x]: %" PRIu64 "\n",

@@ -24,6 +24,9 @@ struct out_ctx {
 	uint64_t calls;
 };
 
+/* Where code goes unwatched: proven not to fire here, or left out by --via. */
+static const char *g_where = "on this machine";
+
 static void fmt_time(uint64_t ns, char *buf, size_t len)
 {
 	time_t sec = (time_t)(ns / 1000000000ull);
@@ -292,8 +295,8 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n,
 			/* nothing of it was ever watched: a 0 here would be a guess */
 			if (lost_since)
 				fprintf(stderr, "clrtap: %s%s: calls NOT counted: its [%s] code cannot "
-						"be watched on this machine\n", cli_safe(ms[i]->name), cli_safe(ms[i]->sig),
-					ms[i]->code[lost_v].tier);
+						"be watched %s\n", cli_safe(ms[i]->name), cli_safe(ms[i]->sig),
+					ms[i]->code[lost_v].tier, g_where);
 			else
 				fprintf(stderr, "clrtap: %s%s: calls NOT counted: none of its code could "
 						"be armed\n", cli_safe(ms[i]->name), cli_safe(ms[i]->sig));
@@ -305,17 +308,22 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n,
 			fprintf(stderr, ", %" PRIu64 " returns seen", rets);
 		if (lost_since > 1)
 			fprintf(stderr, " counted until +%.3fs; from then on calls ran [%s] code that "
-					"clrtap cannot watch on this machine and are NOT counted",
-				(double)(lost_since - start) / 1e9, ms[i]->code[lost_v].tier);
+					"clrtap cannot watch %s and are NOT counted",
+				(double)(lost_since - start) / 1e9, ms[i]->code[lost_v].tier, g_where);
 		else if (lost_since)
 			fprintf(stderr, " counted on the code clrtap can watch; calls to its [%s] code "
-					"are NOT counted (cannot be watched on this machine)",
-				ms[i]->code[lost_v].tier);
+					"are NOT counted (cannot be watched %s)",
+				ms[i]->code[lost_v].tier, g_where);
 		fputc('\n', stderr);
 		for (v = 0; v < ms[i]->ncode; v++) {
 			const struct probe_version_stats *st = probe_session_stats(s, i, v);
 			const struct probe_code *c = &ms[i]->code[v];
 
+			if (st->unwatchable && strcmp(g_where, "on this machine")) {
+				fprintf(stderr, "clrtap:   [%s] not watched %s; its calls are not counted\n",
+					c->tier, g_where);
+				continue;
+			}
 			if (st->unwatchable) {
 				fprintf(stderr, "clrtap:   [%s] not watched: %s do not fire on this machine; "
 						"its calls are not counted\n", c->tier,
@@ -399,6 +407,38 @@ static void say_unseen(enum probe_mech_kind k, const struct probe_mech *m)
 			how);
 }
 
+/* The mechanism self-tests a set of methods needs (uprobe only where one
+ * has ReadyToRun code). */
+struct mech_tests {
+	struct probe_mech hw, up;
+	int hw_err, up_err;
+	bool any_r2r;
+};
+
+static void run_mech_tests(struct probe_method **ms, size_t n, struct mech_tests *mt)
+{
+	memset(mt, 0, sizeof(*mt));
+	for (size_t i = 0; i < n; i++)
+		mt->any_r2r |= has_kind(ms[i], PROBE_CODE_R2R);
+	mt->hw_err = probe_mech_check(PROBE_MECH_HWBP, &mt->hw);
+	mt->up_err = mt->any_r2r ? probe_mech_check(PROBE_MECH_UPROBE, &mt->up) : -ENOENT;
+}
+
+/* "mechanism: ..." for one method: which code gets which mechanism here;
+ * named: prefix and the method's name first (the start lines on stderr). */
+static void print_plan(FILE *f, const char *prefix, bool named, const struct probe_method *m,
+		       const struct mech_tests *mt)
+{
+	char plan[1024];
+
+	probe_mech_plan(m, &mt->hw, mt->hw_err, &mt->up, mt->up_err, plan, sizeof(plan));
+	if (named)
+		fprintf(f, "%s%s%s: mechanism: %s\n", prefix, cli_safe(m->name), cli_safe(m->sig),
+			plan);
+	else
+		fprintf(f, "%smechanism: %s\n", prefix, plan);
+}
+
 /* --via rejit: the same request through `clrtap agent probe`. */
 static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern, bool count,
 			   int64_t duration_ms)
@@ -457,9 +497,10 @@ int cmd_probe(int argc, char **argv)
 		{ 0, "strlen", CLI_OPT_INT, &strlen_max, "N", "characters of a string shown (64)" },
 		{ 0, "no-wait", CLI_OPT_BOOL, &no_wait, NULL,
 		  "fail instead of waiting when the method has no code yet" },
-		{ 0, "via", CLI_OPT_STRING, &via, "rejit|native",
+		{ 0, "via", CLI_OPT_STRING, &via, "rejit|native|uprobe|breakpoint",
 		  "rejit: clrtap's in-process profiler (exact on every tier; it stays loaded, "
-		  "dormant, afterwards: docs/cmd/agent.md); native (default): uprobe/breakpoint" },
+		  "dormant, afterwards: docs/cmd/agent.md); native (default): uprobe on "
+		  "ReadyToRun code, breakpoint on JIT code; uprobe or breakpoint: only that one" },
 		{ 0 },
 	};
 	struct probe_method *found[MAX_METHODS];
@@ -487,8 +528,10 @@ int cmd_probe(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s' (quote the pattern)",
 				 argv[first + 1]);
 	pattern = first < argc ? argv[first] : NULL;
-	if (via && strcmp(via, "rejit") && strcmp(via, "native"))
-		return cli_error(EXIT_USAGE, "--via takes rejit or native, not '%s'", via);
+	if (via && strcmp(via, "rejit") && strcmp(via, "native") && strcmp(via, "uprobe") &&
+	    strcmp(via, "breakpoint"))
+		return cli_error(EXIT_USAGE, "--via takes rejit, native, uprobe or breakpoint, not '%s'",
+				 via);
 	if (via && !strcmp(via, "rejit"))
 		return probe_via_rejit(&to, pattern, count, duration_ms);
 	if (emit && strcmp(emit, "perf") && strcmp(emit, "bpftrace"))
@@ -536,9 +579,16 @@ int cmd_probe(int argc, char **argv)
 			rc = cli_error(EXIT_ERROR, "out of memory");
 			goto out;
 		}
+		struct mech_tests mt;
+
 		err = probe_proc_find(pp, pattern, all, MAX_LIST, &n);
-		for (i = 0; i < n && i < MAX_LIST; i++)
+		if (!emit)
+			run_mech_tests(all, CT_MIN(n, (size_t)MAX_LIST), &mt);
+		for (i = 0; i < n && i < MAX_LIST; i++) {
 			print_method(all[i], emit);
+			if (!emit)
+				print_plan(stdout, "    ", false, all[i], &mt);
+		}
 		free(all);
 		if (err)
 			cli_warn("listing stopped early: %s", strerror(-err));
@@ -594,13 +644,16 @@ int cmd_probe(int argc, char **argv)
 	}
 	/* prove the mechanisms fire here before showing a count made with them */
 	{
+		struct mech_tests mt;
 		struct probe_mech hw, up;
-		bool any_r2r = false;
+		bool any_r2r;
 		size_t k = 0;
 
-		for (i = 0; i < n; i++)
-			any_r2r |= has_kind(found[i], PROBE_CODE_R2R);
-		err = probe_mech_check(PROBE_MECH_HWBP, &hw);
+		run_mech_tests(found, n, &mt);
+		hw = mt.hw;
+		up = mt.up;
+		any_r2r = mt.any_r2r;
+		err = mt.hw_err;
 		if (err)
 			cli_warn("cannot self-test hardware breakpoints (%s): counts of JIT'd code are "
 				 "unproven on this machine", strerror(-err));
@@ -609,7 +662,7 @@ int cmd_probe(int argc, char **argv)
 			say_unseen(PROBE_MECH_HWBP, &hw);
 		}
 		if (any_r2r) {
-			err = probe_mech_check(PROBE_MECH_UPROBE, &up);
+			err = mt.up_err;
 			if (err)
 				cli_warn("cannot self-test uprobes (%s): counts of ReadyToRun code are "
 					 "unproven on this machine", strerror(-err));
@@ -618,8 +671,22 @@ int cmd_probe(int argc, char **argv)
 				say_unseen(PROBE_MECH_UPROBE, &up);
 			}
 		}
+		if (via && !strcmp(via, "uprobe")) {
+			g_where = "with --via uprobe (hardware breakpoints not used)";
+			so.no_hwbp = true;
+			so.unwatched_where = g_where;
+		} else if (via && !strcmp(via, "breakpoint")) {
+			g_where = "with --via breakpoint (uprobes not used)";
+			so.no_uprobe = true;
+			so.unwatched_where = g_where;
+		}
 		for (i = 0; i < n; i++) {
 			bool r2r = has_kind(found[i], PROBE_CODE_R2R);
+
+			print_plan(stderr, "clrtap: ", true, found[i], &mt);
+			if (so.unwatched_where)
+				fprintf(stderr, "clrtap:   but only %s is used: %s\n",
+					so.no_hwbp ? "the uprobe" : "the hardware breakpoint", g_where);
 
 			/* JIT code can come to any method (tier-up); R2R code is there or not */
 			if ((r2r && !so.no_uprobe) || !so.no_hwbp) {
@@ -629,19 +696,19 @@ int cmd_probe(int argc, char **argv)
 			if (!found[i]->ncode && !no_wait) {
 				/* no code yet: still worth waiting to say whether it gets inlined */
 				fprintf(stderr, "clrtap: %s%s: no code yet; its JIT code could not be "
-						"watched on this machine (calls will NOT be counted): waiting "
+						"watched %s (calls will NOT be counted): waiting "
 						"only to tell whether the JIT inlines it\n", cli_safe(found[i]->name),
-					cli_safe(found[i]->sig));
+					cli_safe(found[i]->sig), g_where);
 				found[k++] = found[i];
 				continue;
 			}
-			fprintf(stderr, "clrtap: %s%s: NOT traced: it has %s code clrtap can watch on "
-					"this machine (a count would be a false 0)\n", found[i]->name,
-				found[i]->sig, r2r ? "no" : "only JIT-compiled code, no");
+			fprintf(stderr, "clrtap: %s%s: NOT traced: it has %s code clrtap can watch %s "
+					"(a count would be a false 0)\n", cli_safe(found[i]->name),
+				cli_safe(found[i]->sig), r2r ? "no" : "only JIT-compiled code, no", g_where);
 		}
 		if (!k) {
 			rc = cli_error(EXIT_ERROR, "nothing to trace: no method matching '%s' can be "
-						   "watched on this machine", pattern);
+						   "watched %s", pattern, g_where);
 			goto out;
 		}
 		n = k;

@@ -19,6 +19,8 @@ equals "musl build exports only DllGetClassObject" \
 # the probes' per-thread call stack)
 equals "glibc build needs only glibc (libc.so.6, ld-linux)" \
 	"$(readelf -d "$LIB_GLIBC" | grep NEEDED | grep -o '\[.*\]' | grep -v -e 'libc.so.6' -e 'ld-linux-x86-64.so.2' | tr '\n' ' ')" ""
+equals "musl build needs no versioned (glibc) symbol" \
+	"$(nm -D --undefined-only "$LIB_MUSL" | grep -c '@')" 0
 equals "musl build needs only musl's libc" \
 	"$(readelf -d "$LIB_MUSL" | grep NEEDED | grep -o '\[.*\]' | tr '\n' ' ')" "[libc.so] "
 contains "builds are NODELETE (stay mapped after detach)" "$(readelf -d "$LIB_GLIBC")" "NODELETE"

@@ -53,6 +53,43 @@ contains "forced: why" "$ERR" "Why: the kernel accepts the breakpoint but the CP
 contains "forced: what would see it" "$ERR" "What would see them: the in-process ReJIT profiler ('--via rejit'"
 contains "forced: the method is named" "$ERR" "Clrtap.Fixtures.ProbeTargets::AddInts(int32, int32): NOT traced"
 lacks "forced: no count" "$ERR" " 0 calls"
+check "forced: the start line says which mechanism the method gets" grep -qE \
+	'^clrtap: Clrtap\.Fixtures\.ProbeTargets::AddInts\(int32, int32\): mechanism: JIT code \([A-Za-z0-9]+\): hardware breakpoint \(forced not to fire: its calls there are NOT seen\); --via rejit: every call on every tier' \
+	<<<"$ERR"
+
+# ---- --via uprobe|breakpoint: only that mechanism, and what it leaves unseen ----
+expect_exit "--via uprobe: a JIT-only method is not traced" 1 \
+	"$CLRTAP" probe -p "$FIX_PID" --via uprobe -d 1 --count 'Clrtap.Fixtures.ProbeTargets::AddInts'
+contains "--via uprobe: says only the uprobe is used" "$ERR" \
+	"but only the uprobe is used: with --via uprobe (hardware breakpoints not used)"
+contains "--via uprobe: why not traced" "$ERR" \
+	"Clrtap.Fixtures.ProbeTargets::AddInts(int32, int32): NOT traced: it has only JIT-compiled code, no code clrtap can watch with --via uprobe (hardware breakpoints not used)"
+lacks "--via uprobe: no count" "$ERR" " 0 calls"
+expect_exit "--via breakpoint on a ReadyToRun method" 0 \
+	"$CLRTAP" probe -p "$FIX_PID" --via breakpoint -d 1 --count 'System.Convert::ToString(int32,int32)'
+contains "--via breakpoint: its ReadyToRun code is not watched, and said so" "$ERR" \
+	"System.Convert::ToString(int32, int32) [ReadyToRun] at System.Private.CoreLib.dll+0x"
+contains "--via breakpoint: the reason" "$ERR" \
+	": NOT WATCHED with --via breakpoint (uprobes not used), so calls to this code are not counted"
+expect_exit "--via sideways is a usage error" 2 "$CLRTAP" probe -p "$FIX_PID" --via sideways '*::AddInts'
+
+# ---- --list says which mechanism each method would get, and why ----
+expect_exit "--list a JIT'd method" 0 "$CLRTAP" probe -p "$FIX_PID" --list 'Clrtap.Fixtures.ProbeTargets::AddInts'
+if [[ $HWBP == fires* ]]; then WORD="fires here"; else WORD="does NOT fire here: its calls there are NOT seen"; fi
+check "--list: JIT code gets a hardware breakpoint ($WORD)" grep -qxE \
+	"    mechanism: JIT code \([A-Za-z0-9]+\): hardware breakpoint \($WORD\); --via rejit: every call on every tier \(in-process profiler\)" <<<"$OUT"
+expect_exit "--list, breakpoints forced broken" 0 env CLRTAP_TEST_MECH_HWBP=broken \
+	"$CLRTAP" probe -p "$FIX_PID" --list 'Clrtap.Fixtures.ProbeTargets::AddInts'
+check "--list: what cannot be seen when breakpoints do not fire" grep -qxE \
+	"    mechanism: JIT code \([A-Za-z0-9]+\): hardware breakpoint \(forced not to fire: its calls there are NOT seen\); --via rejit: every call on every tier \(in-process profiler\)" <<<"$OUT"
+expect_exit "--list a ReadyToRun method" 0 env CLRTAP_TEST_MECH_UPROBE=broken CLRTAP_TEST_MECH_HWBP=works \
+	"$CLRTAP" probe -p "$FIX_PID" --list 'System.Convert::ToString(int32,int32)'
+check "--list: R2R code gets a uprobe (unseen when uprobes do not fire), JIT code a breakpoint" grep -qE \
+	"^    mechanism: ReadyToRun code: uprobe \(forced not to fire: its calls there are NOT seen\); JIT code (after tier-up|\([A-Za-z0-9]+\)): hardware breakpoint \(forced to fire\); --via rejit: every call on every tier" <<<"$OUT"
+expect_exit "--list a method not compiled yet" 0 env CLRTAP_TEST_MECH_HWBP=works \
+	"$CLRTAP" probe -p "$FIX_PID" --list 'Clrtap.Fixtures.ProbeBench::Run'
+check "--list: a method without code gets a breakpoint once compiled" grep -qxF \
+	"    mechanism: JIT code once compiled (not yet; or inlined into callers): hardware breakpoint (forced to fire); --via rejit: every call on every tier (in-process profiler)" <<<"$OUT"
 stop_fixture "$FIX_PID"
 
 # ---- forced: R2R code is counted until the method tiers up to JIT code ----

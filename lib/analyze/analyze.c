@@ -23,7 +23,9 @@ static const struct an_analyzer analyzers[] = {
 	{ "allocations", "allocated bytes by type (allocation ticks, about one per 100 KB)",
 	  AN_NEED_ALLOC | AN_NEED_GC, "clrtap gcdump report -p %d (what stays alive), clrtap analyze -p %d pauses" },
 	{ "contention", "lock contention: waits, wait time and the stacks that waited",
-	  AN_NEED_CONTENTION, "clrtap stacks -p %d (who holds the lock now)" },
+	  AN_NEED_CONTENTION | AN_NEED_LOCKS, "clrtap stacks -p %d (who holds the lock now)" },
+	{ "deadlock", "threads waiting on each other's locks: the cycle, each thread's lock, owner and stack",
+	  AN_NEED_CONTENTION | AN_NEED_LOCKS | AN_NEED_SAMPLES, "clrtap stacks -p %d (every thread's stack now)" },
 	{ "exceptions", "exceptions thrown: type, count, messages and the throwing stack",
 	  AN_NEED_EXCEPTIONS, "clrtap trace collect -p %d --profile exceptions -d 30 (keep the raw events)" },
 	{ "hotpaths", "CPU: the methods the sampled managed stacks spend their time in",
@@ -73,10 +75,12 @@ int analyze_session_new(struct an_session **out, unsigned need)
 	s->working_set_mb = s->gc_heap_mb = -1;
 	ts_limits_default(&lim);
 	err = tracestats_new(&s->ts, &lim);
-	if (!err && (need & AN_NEED_SAMPLES))
-		err = stacks_sampler_new(&s->ss);
+	if (!err && (need & (AN_NEED_SAMPLES | AN_NEED_LOCKS)))
+		err = stacks_sampler_new(&s->ss); /* LOCKS: its method table names the wait stacks */
 	if (!err && (need & AN_NEED_COUNTERS))
 		err = counters_decoder_new(&s->cd, NULL);
+	if (!err && (need & AN_NEED_LOCKS))
+		err = analyze_locks_new(&s->locks);
 	if (err) {
 		analyze_session_free(s);
 		return err;
@@ -92,6 +96,7 @@ void analyze_session_free(struct an_session *s)
 	tracestats_free(s->ts);
 	stacks_sampler_free(s->ss);
 	counters_decoder_free(s->cd);
+	analyze_locks_free(s->locks);
 	counters_table_release(&s->counters);
 	free(s);
 }
@@ -109,7 +114,7 @@ int analyze_session_config(unsigned need, struct ipc_provider *provs, size_t *n,
 		level = 5; /* AllocationTick is verbose */
 	if (need & AN_NEED_EXCEPTIONS)
 		kw |= KW_EXCEPTION;
-	if (need & AN_NEED_CONTENTION)
+	if (need & (AN_NEED_CONTENTION | AN_NEED_LOCKS))
 		kw |= KW_CONTENTION;
 	provs[(*n)++] = (struct ipc_provider){ RUNTIME, kw, level, NULL };
 	if (need & AN_NEED_SAMPLES)
@@ -173,6 +178,8 @@ static int on_event(void *ctx, const struct nt_event *ev)
 		if (err == -EFBIG || err == -E2BIG)
 			err = 0; /* the sampler keeps what fit */
 	}
+	if (!err && s->locks)
+		err = analyze_locks_event(s->locks, ev);
 	if (!err && s->cd) {
 		int r = counters_decode(s->cd, ev, &ch, s);
 

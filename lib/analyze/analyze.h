@@ -30,6 +30,7 @@
 #define AN_NEED_SMAPS 0x40u   /* /proc/PID/smaps: live only */
 #define AN_NEED_HEAP 0x80u    /* a heap snapshot (lib/heap, an induced gen-2 GC): live only */
 #define AN_NEED_HEAPS 0x100u  /* several heap snapshots over the duration: live only */
+#define AN_NEED_LOCKS 0x200u  /* contention events kept per thread and per lock (lib/analyze/locks.c) */
 
 struct an_analyzer {
 	const char *name;
@@ -48,6 +49,7 @@ struct an_session {
 	struct tracestats *ts;
 	struct stacks_sampler *ss;       /* with AN_NEED_SAMPLES */
 	struct counters_decoder *cd;     /* with AN_NEED_COUNTERS */
+	struct an_locks *locks;          /* with AN_NEED_LOCKS */
 	struct counters_table counters;  /* last value of each counter */
 	uint64_t counter_values;         /* values received */
 	double cpu_max, tp_queue_max, tp_threads_max; /* maxima over the session (-1: none) */
@@ -175,5 +177,92 @@ struct heap_collect_opts;
  */
 int analyze_leaks_run(const struct heap_collect_opts *o, unsigned nsnap, int64_t interval_ms,
 		      struct heap_growth **out, size_t *n, unsigned *taken, char *msg, size_t msglen);
+
+/* ----- locks: contention events by thread and by lock; deadlock cycles ----- */
+
+#define AN_LOCKS_MAX_THREADS 4096
+#define AN_LOCKS_MAX_LOCKS 4096
+#define AN_LOCK_SITE_FRAMES 64
+#define AN_CYCLE_MAX 16
+
+/* A thread's last ContentionStart. */
+struct an_lock_wait {
+	uint64_t tid;              /* the waiting thread (OS id) */
+	uint64_t lock_id, object_id, owner; /* ContentionStart V2 (.NET 8+) */
+	bool owner_known;          /* the event was V2 */
+	bool native;               /* a runtime-internal lock (flags 1) */
+	bool open;                 /* no ContentionStop came after it: still waiting at the end */
+	int64_t start;             /* trace timestamp */
+	uint64_t waits;            /* ContentionStarts of this thread */
+	uint64_t *ips;             /* where it waits, leaf first */
+	uint32_t nips;
+};
+
+/* One lock (V2 lock id) over the session. */
+struct an_lock_stat {
+	uint64_t lock_id, object_id;
+	uint64_t waits, timed, total_ns, max_ns;
+	uint64_t ips[AN_LOCK_SITE_FRAMES]; /* the first wait's stack, leaf first */
+	uint32_t nips;
+};
+
+/* A cycle of the wait-for graph: wait[k]'s owner is wait[k+1]'s thread, and
+ * the last one's owner is wait[0]'s thread (indexes of analyze_locks_wait). */
+struct an_lock_cycle {
+	size_t n;
+	size_t wait[AN_CYCLE_MAX];
+};
+
+struct an_locks;
+int analyze_locks_new(struct an_locks **out);
+void analyze_locks_free(struct an_locks *l);
+/* Feeds an event (only ContentionStart/Stop are looked at). */
+int analyze_locks_event(struct an_locks *l, const struct nt_event *ev);
+size_t analyze_locks_nwaits(const struct an_locks *l);
+const struct an_lock_wait *analyze_locks_wait(const struct an_locks *l, size_t i);
+void analyze_locks_counts(const struct an_locks *l, uint64_t *starts, uint64_t *stops,
+			  uint64_t *starts_v2, uint64_t *dropped);
+/* The locks by total wait (then waits), descending. */
+size_t analyze_locks_by_wait(struct an_locks *l, const struct an_lock_stat **out);
+/* Up to max cycles among the waits still open; returns how many. */
+size_t analyze_locks_cycles(const struct an_locks *l, struct an_lock_cycle *c, size_t max);
+
+/* ----- deadlock: the cycles, with stacks ----- */
+
+#define AN_DL_FRAMES 32
+#define AN_DL_CYCLES 8
+
+struct an_dl_thread {
+	uint64_t tid;
+	char name[32];          /* the thread's name (live: /proc), "" unknown */
+	uint64_t lock_id, object_id, owner; /* the lock it waits for and the thread holding it */
+	bool native;            /* a runtime-internal lock */
+	const char *site;       /* first frame outside System./Microsoft. of the wait (NULL: none) */
+	const char *frames[AN_DL_FRAMES]; /* where it waits, leaf first (names owned by the sampler) */
+	uint32_t nframes, more;
+};
+
+struct an_deadlock {
+	uint64_t starts, stops, starts_v2, dropped; /* contention events seen */
+	size_t ncycles;
+	struct { size_t n; struct an_dl_thread t[AN_CYCLE_MAX]; } cycles[AN_DL_CYCLES];
+	size_t nwaiting;        /* open waits outside every cycle (first 16 kept) */
+	struct an_dl_thread waiting[16];
+	/* threads sampled inside a Monitor/Lock enter with no ContentionStart in
+	 * the session: waiting since before it, owner not told (call = the enter frame) */
+	size_t nblocked;
+	struct an_stack_group blocked[16];
+	uint32_t blocked_threads; /* in all groups */
+};
+
+/* Symbolizes a stack of the session (the sampler's method table) into up to
+ * max frames (unresolved ones skipped; *more: resolved ones past max); *site
+ * is the first frame outside System./Microsoft./Interop. Returns the count. */
+uint32_t analyze_frames(struct an_session *s, const uint64_t *ips, uint32_t n, const char **frames,
+			uint32_t max, const char **site, uint32_t *more);
+
+/* Fills d from a finished session with AN_NEED_LOCKS (pid > 0: thread names
+ * from /proc). 0 or -EINVAL. */
+int analyze_deadlock_find(struct an_session *s, pid_t pid, struct an_deadlock *d);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for lib/analyze: the smaps breakdown (every kind, totals,
- * hostile file names), the analyzer table, doctor's ranking.
+ * hostile file names), the analyzer table, doctor's ranking, lock-wait
+ * cycles from contention events.
  */
 #include "common/compat.h"
 
@@ -106,11 +107,83 @@ static void test_doctor_memory_limit(void **state)
 	analyze_session_free(s);
 }
 
+/* ContentionStart V2 / Stop V1 events by hand */
+static void cont_event(struct an_locks *l, bool start, uint64_t tid, uint64_t lock, uint64_t owner)
+{
+	static const struct nt_metadata mstart = { .provider_kind = NT_PROV_RUNTIME, .event_id = 81, .version = 2 };
+	static const struct nt_metadata mstop = { .provider_kind = NT_PROV_RUNTIME, .event_id = 91, .version = 1 };
+	uint8_t p[27] = { 0 };
+	uint64_t ips[2] = { 0x1000, 0x2000 };
+	struct nt_event ev = { 0 };
+	double ns = 1e6;
+
+	ev.meta = start ? &mstart : &mstop;
+	ev.thread_id = tid;
+	ev.pointer_size = 8;
+	ev.payload = p;
+	if (start) {
+		uint64_t obj = lock + 1;
+
+		memcpy(p + 3, &lock, 8);
+		memcpy(p + 11, &obj, 8);
+		memcpy(p + 19, &owner, 8);
+		ev.payload_len = 27;
+		ev.stack = ips;
+		ev.nframes = 2;
+	} else {
+		memcpy(p + 3, &ns, 8);
+		ev.payload_len = 11;
+	}
+	assert_int_equal(analyze_locks_event(l, &ev), 0);
+}
+
+static void test_lock_cycles(void **state)
+{
+	struct an_locks *l;
+	struct an_lock_cycle c[4];
+	const struct an_lock_stat *ls;
+	uint64_t starts, stops, v2, dropped;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(analyze_locks_new(&l), 0);
+	/* 30 waits for 10 (lock 1) and gets it: not open */
+	cont_event(l, true, 30, 1, 10);
+	cont_event(l, false, 30, 0, 0);
+	/* a cycle 12 -> 11 -> 13 -> 12, and 14 waiting for 12 outside it */
+	cont_event(l, true, 12, 2, 11);
+	cont_event(l, true, 11, 3, 13);
+	cont_event(l, true, 14, 2, 12);
+	cont_event(l, true, 13, 4, 12);
+	/* a Stop of a wait that began before: kept closed */
+	cont_event(l, false, 40, 0, 0);
+	/* a thread that names itself as owner: no cycle */
+	cont_event(l, true, 50, 5, 50);
+	n = analyze_locks_cycles(l, c, 4);
+	assert_int_equal(n, 1);
+	assert_int_equal(c[0].n, 3);
+	assert_int_equal(analyze_locks_wait(l, c[0].wait[0])->tid, 11);
+	assert_int_equal(analyze_locks_wait(l, c[0].wait[1])->tid, 13);
+	assert_int_equal(analyze_locks_wait(l, c[0].wait[2])->tid, 12);
+	analyze_locks_counts(l, &starts, &stops, &v2, &dropped);
+	assert_int_equal(starts, 6);
+	assert_int_equal(stops, 2);
+	assert_int_equal(v2, 6);
+	assert_int_equal(dropped, 0);
+	/* per lock: lock 1 has the only timed wait (1 ms) and comes first */
+	assert_int_equal(analyze_locks_by_wait(l, &ls), 5);
+	assert_int_equal(ls[0].lock_id, 1);
+	assert_int_equal(ls[0].total_ns, 1000000);
+	assert_int_equal(ls[0].object_id, 2);
+	analyze_locks_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_memory_parse),
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_lock_cycles),
 		cmocka_unit_test(test_doctor_memory_limit),
 	};
 

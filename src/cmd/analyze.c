@@ -30,6 +30,7 @@ struct report {
 	struct heap_analysis *ha;
 	struct heap_typestat *ts;
 	size_t nts;
+	struct an_deadlock *dl;
 	struct heap_growth *growth;
 	size_t ngrowth;
 	unsigned nsnap;
@@ -58,7 +59,10 @@ static const char *measured(const struct report *r)
 	switch (r->a->need & ~AN_NEED_GC) {
 	case AN_NEED_EXCEPTIONS: return "the runtime's exception events (type, message, throwing stack)";
 	case AN_NEED_ALLOC: return "the runtime's AllocationTick events (one about every 100 KB allocated)";
-	case AN_NEED_CONTENTION: return "the runtime's ContentionStart/Stop events with stacks";
+	case AN_NEED_CONTENTION | AN_NEED_LOCKS:
+		return "the runtime's ContentionStart/Stop events with stacks (lock and owner from ContentionStart V2, .NET 8+)";
+	case AN_NEED_CONTENTION | AN_NEED_LOCKS | AN_NEED_SAMPLES:
+		return "the runtime's ContentionStart/Stop events (lock and owner thread, .NET 8+) with stacks, and the sample profiler's stacks of every thread";
 	case AN_NEED_COUNTERS | AN_NEED_SAMPLES:
 		return "System.Runtime thread-pool counters (1 s) and the sample profiler's stacks of the pool's workers";
 	case AN_NEED_SAMPLES: return "the sample profiler's managed stacks (every thread, about every ms)";
@@ -90,6 +94,13 @@ static void limits(struct report *r)
 	} else if (!strcmp(n, "contention")) {
 		note(r, "which thread held the lock (the events name the waiter only)");
 		note(r, "waits on non-Monitor primitives (SemaphoreSlim, ManualResetEvent)");
+	} else if (!strcmp(n, "deadlock")) {
+		note(r, "locks without contention events: SemaphoreSlim, ManualResetEvent, ReaderWriterLockSlim, native mutexes");
+		note(r, "a wait that began before the session: its ContentionStart is not repeated, so its owner is not told (listed as blocked before the session)");
+		if (r->dl && r->dl->starts && !r->dl->starts_v2)
+			note(r, "lock owners: this runtime's ContentionStart has no owner field (before .NET 8), so no cycle can be proven");
+		if (r->dl && r->dl->dropped)
+			note(r, "some waits: more threads or locks than the tables hold");
 	} else if (!strcmp(n, "hotpaths")) {
 		note(r, "native frames and time in native code (use clrtap profile --engine perf)");
 	} else if (!strcmp(n, "stacks")) {
@@ -157,6 +168,16 @@ static void md_stack(FILE *f, const char *const *frames, uint32_t n, unsigned ma
 		fprintf(f, "    ... %u more frames\n", n - max);
 }
 
+static void md_dl_thread(FILE *f, const struct an_dl_thread *t)
+{
+	fprintf(f, "- thread %" PRIu64 "%s%s%s waits%s%s for lock 0x%" PRIx64 " (object 0x%" PRIx64
+		"), held by thread %" PRIu64 "\n\n", t->tid, t->name[0] ? " (" : "", t->name[0] ? cli_safe(t->name) : "",
+		t->name[0] ? ")" : "", t->site ? " in " : "", t->site ? cli_safe(t->site) : "", t->lock_id,
+		t->object_id, t->owner);
+	md_stack(f, t->frames, t->nframes, 12);
+	fprintf(f, "\n");
+}
+
 static void md_body(FILE *f, struct report *r)
 {
 	const struct ts_result *res = r->s ? tracestats_result(r->s->ts) : NULL;
@@ -215,6 +236,44 @@ static void md_body(FILE *f, struct report *r)
 
 			fprintf(f, "\n### %" PRIu64 " waits, %.1f ms\n\n", s->count, (double)s->total_ns / 1e6);
 			md_stack(f, s->frames, s->nframes, 12);
+		}
+	} else if (!strcmp(n, "deadlock")) {
+		const struct an_deadlock *d = r->dl;
+		size_t c, k;
+
+		fprintf(f, "%" PRIu64 " contended lock waits began in the session (%" PRIu64
+			" naming lock and owner), %" PRIu64 " ended.\n\n", d->starts, d->starts_v2, d->stops);
+		if (!d->ncycles)
+			fprintf(f, "**No deadlock** seen: no cycle of threads waiting on each other's locks.\n");
+		for (c = 0; c < d->ncycles; c++) {
+			fprintf(f, "### Deadlock %zu: %zu threads wait on each other's locks\n\n", c + 1, d->cycles[c].n);
+			for (k = 0; k < d->cycles[c].n; k++) {
+				const struct an_dl_thread *t = &d->cycles[c].t[k];
+
+				md_dl_thread(f, t);
+			}
+		}
+		if (d->nwaiting) {
+			fprintf(f, "\n%zu thread(s) still waiting at the end, outside any cycle:\n\n", d->nwaiting);
+			for (k = 0; k < d->nwaiting && k < ARRAY_SIZE(d->waiting); k++)
+				md_dl_thread(f, &d->waiting[k]);
+		}
+		if (d->nblocked) {
+			fprintf(f, "\nThreads inside a lock enter since before the session (owner not told):\n\n"
+				   "| threads | method | enter | thread ids |\n|---:|---|---|---|\n");
+			for (k = 0; k < d->nblocked; k++) {
+				uint32_t x;
+
+				fprintf(f, "| %u | %s | %s | ", d->blocked[k].threads, cli_safe(d->blocked[k].method),
+					cli_safe(d->blocked[k].call));
+				for (x = 0; x < d->blocked[k].threads && x < ARRAY_SIZE(d->blocked[k].tids); x++)
+					fprintf(f, "%s%" PRIu64, x ? " " : "", d->blocked[k].tids[x]);
+				fprintf(f, " |\n");
+			}
+			if (d->blocked_threads >= 2 && !d->ncycles)
+				fprintf(f, "\n%u threads sat in a lock enter for the whole session: **a deadlock is likely but "
+					   "unproven** (the owners are not told for waits that began before the session).\n",
+					d->blocked_threads);
 		}
 	} else if (!strcmp(n, "hotpaths")) {
 		struct flame_top *ft = NULL;
@@ -360,6 +419,26 @@ static void json_stack(struct ct_json *j, const char *key, const char *const *fr
 	ct_json_arr_end(j);
 }
 
+static void json_dl_thread(struct ct_json *j, const struct an_dl_thread *t)
+{
+	ct_json_obj_begin(j);
+	ct_json_kv_u64(j, "tid", t->tid);
+	if (t->name[0])
+		ct_json_kv_str(j, "name", t->name);
+	else
+		ct_json_kv_null(j, "name");
+	ct_json_kv_u64(j, "lock_id", t->lock_id);
+	ct_json_kv_u64(j, "object_id", t->object_id);
+	ct_json_kv_u64(j, "held_by", t->owner);
+	ct_json_kv_bool(j, "native_lock", t->native);
+	if (t->site)
+		ct_json_kv_str(j, "site", t->site);
+	else
+		ct_json_kv_null(j, "site");
+	json_stack(j, "stack", t->frames, t->nframes);
+	ct_json_obj_end(j);
+}
+
 static void json_body(struct ct_json *j, struct report *r)
 {
 	const struct ts_result *res = r->s ? tracestats_result(r->s->ts) : NULL;
@@ -442,6 +521,45 @@ static void json_body(struct ct_json *j, struct report *r)
 			ct_json_kv_double(j, "total_ms", (double)s->total_ns / 1e6);
 			ct_json_kv_double(j, "max_ms", (double)s->max_ns / 1e6);
 			json_stack(j, "stack", s->frames, s->nframes);
+			ct_json_obj_end(j);
+		}
+		ct_json_arr_end(j);
+	} else if (!strcmp(n, "deadlock")) {
+		const struct an_deadlock *d = r->dl;
+		size_t c, k;
+
+		ct_json_kv_u64(j, "deadlocks", d->ncycles);
+		ct_json_kv_u64(j, "waits", d->starts);
+		ct_json_kv_u64(j, "waits_with_owner", d->starts_v2);
+		ct_json_kv_u64(j, "waits_ended", d->stops);
+		ct_json_kv_arr_begin(j, "cycles");
+		for (c = 0; c < d->ncycles; c++) {
+			ct_json_obj_begin(j);
+			ct_json_kv_arr_begin(j, "threads");
+			for (k = 0; k < d->cycles[c].n; k++)
+				json_dl_thread(j, &d->cycles[c].t[k]);
+			ct_json_arr_end(j);
+			ct_json_obj_end(j);
+		}
+		ct_json_arr_end(j);
+		ct_json_kv_u64(j, "still_waiting", d->nwaiting);
+		ct_json_kv_arr_begin(j, "waiting");
+		for (k = 0; k < d->nwaiting && k < ARRAY_SIZE(d->waiting); k++)
+			json_dl_thread(j, &d->waiting[k]);
+		ct_json_arr_end(j);
+		ct_json_kv_bool(j, "suspected", !d->ncycles && d->blocked_threads >= 2);
+		ct_json_kv_arr_begin(j, "blocked_before");
+		for (k = 0; k < d->nblocked; k++) {
+			uint32_t x;
+
+			ct_json_obj_begin(j);
+			ct_json_kv_str(j, "method", d->blocked[k].method);
+			ct_json_kv_str(j, "enter", d->blocked[k].call);
+			ct_json_kv_u64(j, "threads", d->blocked[k].threads);
+			ct_json_kv_arr_begin(j, "tids");
+			for (x = 0; x < d->blocked[k].threads && x < ARRAY_SIZE(d->blocked[k].tids); x++)
+				ct_json_u64(j, d->blocked[k].tids[x]);
+			ct_json_arr_end(j);
 			ct_json_obj_end(j);
 		}
 		ct_json_arr_end(j);
@@ -678,6 +796,16 @@ static int emit(struct report *r, const char *out, bool json)
 	return EXIT_OK;
 }
 
+static int find_deadlocks(struct report *r)
+{
+	if (strcmp(r->a->name, "deadlock"))
+		return EXIT_OK;
+	r->dl = malloc(sizeof(*r->dl));
+	if (!r->dl || analyze_deadlock_find(r->s, r->file ? 0 : r->pid, r->dl))
+		return cli_error(EXIT_ERROR, "out of memory");
+	return EXIT_OK;
+}
+
 static int run_file(struct report *r, const char *path)
 {
 	const struct ts_result *res;
@@ -703,7 +831,7 @@ static int run_file(struct report *r, const char *path)
 			 res->error.offset);
 	}
 	r->duration_s = (double)res->duration_ns / 1e9;
-	return EXIT_OK;
+	return find_deadlocks(r);
 }
 
 static int run_live(struct report *r, const struct cli_target_opts *to, int64_t duration_ms)
@@ -791,7 +919,7 @@ static int run_live(struct report *r, const struct cli_target_opts *to, int64_t 
 	if (err)
 		return cli_error(EXIT_ERROR, "cannot summarize: %s", strerror(-err));
 	r->duration_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	return EXIT_OK;
+	return find_deadlocks(r);
 }
 
 int cmd_analyze(int argc, char **argv)
@@ -859,5 +987,6 @@ int cmd_analyze(int argc, char **argv)
 	heap_analysis_free(r.ha);
 	heap_graph_free(r.heap);
 	heap_growth_free(r.growth, r.ngrowth);
+	free(r.dl);
 	return code;
 }

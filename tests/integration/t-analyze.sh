@@ -111,6 +111,50 @@ check "contention: waits seen, Contention::Contend on the top stack" py "$WORK/c
 	'd["result"]["waits"] > 10 and "Clrtap.Fixtures.Contention::Contend" in d["result"]["sites"][0]["stack"]'
 stop_fixture "$FIX_PID"
 
+# --- deadlock: a cycle that forms during the session, live and offline ---
+# tid_of PID NAME: the OS id of the thread called NAME
+tid_of() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		[ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] && basename "$t"
+	done
+}
+TRIG=$WORK/trig-dl
+start_fixture deadlock-late --trigger "$TRIG"
+P=$FIX_PID
+"$CLRTAP" trace collect -p "$P" --providers 'Microsoft-Windows-DotNETRuntime:0x4018:4' -d 4 -o "$WORK/dl.nettrace" >/dev/null 2>&1 &
+TC=$!
+in_background_then_trigger "$TRIG" "$CLRTAP" analyze -p "$P" deadlock -d 3 --json
+equals "deadlock exit" "$RC" 0
+cp "$WORK/bg.out" "$WORK/dl.json"
+A=$(tid_of "$P" cycle-a)
+B=$(tid_of "$P" cycle-b)
+check "deadlock: one cycle, cycle-a ($A) and cycle-b ($B) each held by the other, both lock sites" py "$WORK/dl.json" \
+	"r = d['result']; c = r['cycles'][0]['threads']; t = {x['tid']: x for x in c}; r['deadlocks'] == 1 and len(c) == 2 and t[$A]['held_by'] == $B and t[$B]['held_by'] == $A and t[$A]['site'] == 'Clrtap.Fixtures.LockCycle::TakeFirstThenSecond' and t[$B]['site'] == 'Clrtap.Fixtures.LockCycle::TakeSecondThenFirst' and t[$A]['name'] == 'cycle-a' and t[$A]['lock_id'] != t[$B]['lock_id'] and 'System.Threading.Monitor::Enter' in t[$A]['stack']"
+wait "$TC"
+expect_exit "deadlock offline from a trace collect file" 0 "$CLRTAP" analyze "$WORK/dl.nettrace" deadlock --json
+echo "$OUT" >"$WORK/dl-off.json"
+check "deadlock offline: the same cycle of $A and $B" py "$WORK/dl-off.json" \
+	"c = d['result']['cycles'][0]['threads']; d['result']['deadlocks'] == 1 and sorted(x['tid'] for x in c) == sorted([$A, $B]) and {x['site'] for x in c} == {'Clrtap.Fixtures.LockCycle::TakeFirstThenSecond', 'Clrtap.Fixtures.LockCycle::TakeSecondThenFirst'}"
+expect_exit "deadlock text" 0 "$CLRTAP" analyze "$WORK/dl.nettrace" deadlock
+contains "deadlock text: the cycle heading" "$OUT" "### Deadlock 1: 2 threads wait on each other's locks"
+contains "deadlock text: cycle-a's wait, held by cycle-b" "$OUT" "- thread $A waits in Clrtap.Fixtures.LockCycle::TakeFirstThenSecond for lock"
+stop_fixture "$P"
+# a deadlock that formed before the session: no events, the stacks show both threads in Monitor enter
+start_fixture deadlock
+expect_exit "deadlock before the session" 0 "$CLRTAP" analyze -p "$FIX_PID" deadlock -d 1 --json
+echo "$OUT" >"$WORK/dl-old.json"
+check "deadlock before the session: suspected, ThreadA and ThreadB blocked in Monitor enter, no proven cycle" py "$WORK/dl-old.json" \
+	"r = d['result']; g = {x['method']: x['threads'] for x in r['blocked_before']}; r['deadlocks'] == 0 and r['suspected'] and g == {'Clrtap.Fixtures.Deadlock::ThreadA': 1, 'Clrtap.Fixtures.Deadlock::ThreadB': 1}"
+stop_fixture "$FIX_PID"
+# heavy contention without a deadlock: none
+start_fixture contention --threads 4
+expect_exit "deadlock on contention" 0 "$CLRTAP" analyze -p "$FIX_PID" deadlock -d 2 --json
+echo "$OUT" >"$WORK/dl-cont.json"
+check "contention is no deadlock: 0 cycles, nothing suspected, waits seen" py "$WORK/dl-cont.json" \
+	"r = d['result']; r['deadlocks'] == 0 and not r['suspected'] and r['waits'] > 10 and r['waits_with_owner'] == r['waits']"
+stop_fixture "$FIX_PID"
+
 # --- memory: adds up to RSS; native growth is native ---
 start_fixture native-grow --mb 200
 wait_for_line "$FIX_OUT" '^DONE ' 30 "$FIX_PID"
@@ -228,6 +272,8 @@ DEAD=$(sh -c 'echo $$')
 expect_exit "analyze dead pid" 3 "$CLRTAP" analyze -p "$DEAD" exceptions -d 1
 expect_exit "doctor dead pid" 3 "$CLRTAP" doctor -p "$DEAD" -d 1
 expect_exit "analyze non-.NET pid" 4 "$CLRTAP" analyze -p "$NOTNET" pauses -d 1
+expect_exit "deadlock dead pid" 3 "$CLRTAP" analyze -p "$DEAD" deadlock -d 1
+expect_exit "deadlock non-.NET pid" 4 "$CLRTAP" analyze -p "$NOTNET" deadlock -d 1
 expect_exit "doctor non-.NET pid" 4 "$CLRTAP" doctor -p "$NOTNET" -d 1
 expect_exit "unknown analyzer" 2 "$CLRTAP" analyze -p "$IDLE" nosuch
 expect_exit "no analyzer" 2 "$CLRTAP" analyze -p "$IDLE"

@@ -92,7 +92,7 @@ static void limits(struct report *r)
 	} else if (!strcmp(n, "pauses")) {
 		note(r, "GCs outside the window; time the threads lost for other reasons");
 	} else if (!strcmp(n, "contention")) {
-		note(r, "which thread held the lock (the events name the waiter only)");
+		note(r, "which thread held the lock before .NET 8 (ContentionStart V1 names the waiter only); locks are listed from V2 events");
 		note(r, "waits on non-Monitor primitives (SemaphoreSlim, ManualResetEvent)");
 	} else if (!strcmp(n, "deadlock")) {
 		note(r, "locks without contention events: SemaphoreSlim, ManualResetEvent, ReaderWriterLockSlim, native mutexes");
@@ -178,6 +178,27 @@ static void md_dl_thread(FILE *f, const struct an_dl_thread *t)
 	fprintf(f, "\n");
 }
 
+/* The contended locks (ContentionStart V2), by wait time. */
+static void md_locks(FILE *f, struct report *r)
+{
+	const struct an_lock_stat *ls;
+	size_t i, n = analyze_locks_by_wait(r->s->locks, &ls);
+
+	if (!n)
+		return;
+	fprintf(f, "\n## Locks by wait time\n\n| waits | total ms | max ms | lock | object | first waiter in |\n"
+		   "|---:|---:|---:|---|---|---|\n");
+	for (i = 0; i < n && i < r->top; i++) {
+		const char *frames[1], *site;
+		uint32_t more;
+
+		analyze_frames(r->s, ls[i].ips, ls[i].nips, frames, 1, &site, &more);
+		fprintf(f, "| %" PRIu64 " | %.1f | %.3f | 0x%" PRIx64 " | 0x%" PRIx64 " | %s |\n", ls[i].waits,
+			(double)ls[i].total_ns / 1e6, (double)ls[i].max_ns / 1e6, ls[i].lock_id, ls[i].object_id,
+			site ? cli_safe(site) : "");
+	}
+}
+
 static void md_body(FILE *f, struct report *r)
 {
 	const struct ts_result *res = r->s ? tracestats_result(r->s->ts) : NULL;
@@ -237,6 +258,7 @@ static void md_body(FILE *f, struct report *r)
 			fprintf(f, "\n### %" PRIu64 " waits, %.1f ms\n\n", s->count, (double)s->total_ns / 1e6);
 			md_stack(f, s->frames, s->nframes, 12);
 		}
+		md_locks(f, r);
 	} else if (!strcmp(n, "deadlock")) {
 		const struct an_deadlock *d = r->dl;
 		size_t c, k;
@@ -439,6 +461,33 @@ static void json_dl_thread(struct ct_json *j, const struct an_dl_thread *t)
 	ct_json_obj_end(j);
 }
 
+static void json_locks(struct ct_json *j, struct report *r)
+{
+	const struct an_lock_stat *ls;
+	size_t i, n = analyze_locks_by_wait(r->s->locks, &ls);
+
+	ct_json_kv_arr_begin(j, "locks");
+	for (i = 0; i < n && i < r->top; i++) {
+		const char *frames[AN_DL_FRAMES], *site;
+		uint32_t more, nf = analyze_frames(r->s, ls[i].ips, ls[i].nips, frames, AN_DL_FRAMES, &site, &more);
+
+		ct_json_obj_begin(j);
+		ct_json_kv_u64(j, "lock_id", ls[i].lock_id);
+		ct_json_kv_u64(j, "object_id", ls[i].object_id);
+		ct_json_kv_u64(j, "waits", ls[i].waits);
+		ct_json_kv_u64(j, "timed", ls[i].timed);
+		ct_json_kv_double(j, "total_ms", (double)ls[i].total_ns / 1e6);
+		ct_json_kv_double(j, "max_ms", (double)ls[i].max_ns / 1e6);
+		if (site)
+			ct_json_kv_str(j, "site", site);
+		else
+			ct_json_kv_null(j, "site");
+		json_stack(j, "stack", frames, nf);
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+}
+
 static void json_body(struct ct_json *j, struct report *r)
 {
 	const struct ts_result *res = r->s ? tracestats_result(r->s->ts) : NULL;
@@ -524,6 +573,7 @@ static void json_body(struct ct_json *j, struct report *r)
 			ct_json_obj_end(j);
 		}
 		ct_json_arr_end(j);
+		json_locks(j, r);
 	} else if (!strcmp(n, "deadlock")) {
 		const struct an_deadlock *d = r->dl;
 		size_t c, k;

@@ -109,6 +109,8 @@ expect_exit "contention" 0 "$CLRTAP" analyze -p "$FIX_PID" contention -d 2 --jso
 echo "$OUT" >"$WORK/cont.json"
 check "contention: waits seen, Contention::Contend on the top stack" py "$WORK/cont.json" \
 	'd["result"]["waits"] > 10 and "Clrtap.Fixtures.Contention::Contend" in d["result"]["sites"][0]["stack"]'
+check "contention: exactly one lock (Contention.Gate), every wait on it, first waiter in Contention::Contend" py "$WORK/cont.json" \
+	'r = d["result"]; l = r["locks"]; len(l) == 1 and l[0]["waits"] == r["waits"] and l[0]["site"] == "Clrtap.Fixtures.Contention::Contend" and 0 < l[0]["total_ms"] <= r["total_ms"] + 0.001'
 stop_fixture "$FIX_PID"
 
 # --- deadlock: a cycle that forms during the session, live and offline ---

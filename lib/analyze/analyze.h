@@ -15,6 +15,7 @@
 
 #include <signal.h>
 
+#include "common/strbuf.h"
 #include "counters/counters.h"
 #include "ipc/ipc.h"
 #include "stacks/stacks.h"
@@ -264,5 +265,10 @@ uint32_t analyze_frames(struct an_session *s, const uint64_t *ips, uint32_t n, c
 /* Fills d from a finished session with AN_NEED_LOCKS (pid > 0: thread names
  * from /proc). 0 or -EINVAL. */
 int analyze_deadlock_find(struct an_session *s, pid_t pid, struct an_deadlock *d);
+
+/* ----- HTML: a Markdown report as one self-contained, offline page ----- */
+
+/* Appends the page for report md (len bytes) to o. 0 or the strbuf's error. */
+int analyze_html_from_md(const char *md, size_t len, const char *title, struct strbuf *o);
 
 #endif

@@ -4,7 +4,8 @@
  * kernel writes it, but the target chooses its mappings' file names, which
  * may hold newlines and anything else), and the lock-wait tables and
  * their cycle search fed contention events made of the same bytes (tids,
- * owners and payloads the target controls).
+ * owners and payloads the target controls), and the report's HTML page of
+ * the same bytes as Markdown (no element may come from the text).
  */
 #include "common/compat.h"
 
@@ -44,6 +45,18 @@ static void fuzz_locks(const uint8_t *data, size_t size)
 	analyze_locks_free(l);
 }
 
+/* The Markdown-to-HTML page: no raw '<' from the text gets through. */
+static void fuzz_html(const uint8_t *data, size_t size)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	if (analyze_html_from_md((const char *)data, size, "t<", &sb))
+		__builtin_trap();
+	if (memmem(sb.buf, sb.len, "<script", 7) || memmem(sb.buf, sb.len, "<title>t<", 9))
+		__builtin_trap();
+	strbuf_release(&sb);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct an_memory m = { 0 };
@@ -56,5 +69,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (sum != m.total_kb)
 		__builtin_trap();
 	fuzz_locks(data, size);
+	fuzz_html(data, size);
 	return 0;
 }

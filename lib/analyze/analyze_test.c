@@ -178,12 +178,33 @@ static void test_lock_cycles(void **state)
 	analyze_locks_free(l);
 }
 
+static void test_html(void **state)
+{
+	static const char md[] = "# clrtap analyze x\n\n- target: pid 1\n\n## Result\n\n**No deadlock** seen, `a`.\n\n"
+				 "| n | type |\n|---:|---|\n| 3 | A<img src=x onerror=alert(1)> |\n\n"
+				 "    Frame::One\n\n    Frame::Two\n\ntext & \"q\"";
+	struct strbuf sb = STRBUF_INIT;
+
+	(void)state;
+	assert_int_equal(analyze_html_from_md(md, strlen(md), "t <b>", &sb), 0);
+	assert_non_null(strstr(sb.buf, "<title>t &lt;b&gt;</title>"));
+	assert_non_null(strstr(sb.buf, "<h1>clrtap analyze x</h1>\n<ul>\n<li>target: pid 1</li>\n</ul>\n<h2>Result</h2>"));
+	assert_non_null(strstr(sb.buf, "<p><b>No deadlock</b> seen, <code>a</code>.</p>"));
+	assert_non_null(strstr(sb.buf, "<table>\n<tr><th>n</th><th>type</th></tr>\n"
+				       "<tr><td>3</td><td>A&lt;img src=x onerror=alert(1)&gt;</td></tr>\n</table>"));
+	assert_non_null(strstr(sb.buf, "<pre>Frame::One\n\nFrame::Two\n</pre>"));
+	assert_non_null(strstr(sb.buf, "<p>text &amp; &quot;q&quot;</p>"));
+	assert_null(strstr(sb.buf, "<img"));
+	strbuf_release(&sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_memory_parse),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_lock_cycles),
+		cmocka_unit_test(test_html),
 		cmocka_unit_test(test_doctor_memory_limit),
 	};
 

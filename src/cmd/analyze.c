@@ -14,6 +14,7 @@
 
 #include "analyze/analyze.h"
 #include "cli.h"
+#include "common/io.h"
 #include "common/json.h"
 #include "flame/flame.h"
 #include "heap/heap.h"
@@ -804,34 +805,78 @@ static void list_analyzers(void)
 		       a->need & (AN_NEED_SMAPS | AN_NEED_HEAP | AN_NEED_HEAPS) ? " (live only)" : "");
 }
 
-/* Writes the report to stdout or (through an unnamed file) to out. */
+/* The HTML page: hotpaths as lib/flame's flame graph page with the report as
+ * its notes (one flame graph implementation), the others from the Markdown. */
+static int write_html(int fd, struct report *r)
+{
+	const struct ts_result *res = r->s ? tracestats_result(r->s->ts) : NULL;
+	struct strbuf sb = STRBUF_INIT;
+	char title[64], *md = NULL;
+	size_t mdlen = 0;
+	FILE *m = open_memstream(&md, &mdlen);
+	int err;
+
+	if (!m)
+		return -ENOMEM;
+	write_md(m, r);
+	if (fclose(m) || !md) {
+		free(md);
+		return -ENOMEM;
+	}
+	snprintf(title, sizeof(title), "clrtap analyze %s", r->a->name);
+	if (!strcmp(r->a->name, "hotpaths") && res && res->flame && flame_total(res->flame)) {
+		struct flame_opts fo = { .title = title, .notes = md };
+
+		err = flame_write(res->flame, FLAME_HTML, fd, &fo);
+	} else {
+		err = analyze_html_from_md(md, mdlen, title, &sb);
+		if (!err)
+			err = ct_write_all(fd, sb.buf, sb.len);
+	}
+	strbuf_release(&sb);
+	free(md);
+	return err;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t l = strlen(s), k = strlen(suffix);
+
+	return l > k && !strcasecmp(s + l - k, suffix);
+}
+
+/* Writes the report to stdout or (through an unnamed file) to out:
+ * .json -> JSON, .html/.htm -> HTML, anything else -> Markdown. */
 static int emit(struct report *r, const char *out, bool json)
 {
 	struct cli_outfile of = { .fd = -1 };
 	FILE *f = stdout;
+	bool html = false;
 	int code, err;
 
 	if (out) {
-		size_t l = strlen(out);
-
-		json = l > 5 && !strcmp(out + l - 5, ".json");
+		json = ends_with(out, ".json");
+		html = ends_with(out, ".html") || ends_with(out, ".htm");
 		code = cli_outfile_open(&of, out);
 		if (code)
 			return code;
-		f = fdopen(dup(of.fd), "w");
-		if (!f) {
+		f = html ? NULL : fdopen(dup(of.fd), "w");
+		if (!html && !f) {
 			cli_outfile_drop(&of);
 			return cli_error(EXIT_ERROR, "cannot write %s: %s", out, strerror(errno));
 		}
 	}
-	if (json)
+	if (html)
+		err = write_html(of.fd, r);
+	else if (json)
 		err = write_json(f, r);
 	else {
 		write_md(f, r);
 		err = ferror(f) ? -EIO : 0;
 	}
 	if (out) {
-		err = fclose(f) || err ? -EIO : 0;
+		if (f && fclose(f))
+			err = err ? err : -EIO;
 		if (!err)
 			err = cli_outfile_keep(&of, out);
 		if (!err && cli_outfile_close(&of))
@@ -982,7 +1027,7 @@ int cmd_analyze(int argc, char **argv)
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", "how long to watch (default 5)" },
-		{ 'o', "output", CLI_OPT_STRING, &out, "FILE", "write the report to FILE (.md or .json)" },
+		{ 'o', "output", CLI_OPT_STRING, &out, "FILE", "write the report to FILE (.md, .json or .html)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "JSON on standard output" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "rows per table (default 10)" },
 		{ 0, "list", CLI_OPT_BOOL, &list, NULL, "list the analyzers and exit" },
@@ -992,7 +1037,7 @@ int cmd_analyze(int argc, char **argv)
 	int first, code;
 
 	if (cli_parse(argc, argv,
-		      "clrtap analyze (-p PID | -n NAME) ANALYZER [-d SECONDS] [-o report.md|.json] [--json]\n"
+		      "clrtap analyze (-p PID | -n NAME) ANALYZER [-d SECONDS] [-o report.md|.json|.html] [--json]\n"
 		      "       clrtap analyze FILE.nettrace ANALYZER [-o ...] [--json]",
 		      opts, &first, &code))
 		return code;

@@ -23,6 +23,11 @@ sys.exit(0 if ok else 1)
 PYEOF
 }
 
+# offline_html FILE: a self-contained page: no external URL, no resource loaded
+offline_html() {
+	grep -q '^<!DOCTYPE html>' "$1" && ! grep -Eqi 'https?://|src=|href=|@import|url\(' "$1"
+}
+
 # in_background_then_trigger TRIGGER CMD...: runs CMD (stdout to $WORK/bg.out),
 # creates TRIGGER once the session is surely up, waits for CMD.
 in_background_then_trigger() {
@@ -56,6 +61,9 @@ echo "$OUT" >"$WORK/exc-off.json"
 check "offline: the same 137 exceptions" py "$WORK/exc-off.json" \
 	'd["file"].endswith("exc.nettrace") and d["result"]["types"][0]["count"] == 137'
 expect_exit "memory cannot run on a file" 2 "$CLRTAP" analyze "$WORK/exc.nettrace" memory
+expect_exit "exceptions HTML report" 0 "$CLRTAP" analyze "$WORK/exc.nettrace" exceptions -o "$WORK/exc.html"
+check "exceptions HTML: offline, the type and count in a table row" offline_html "$WORK/exc.html"
+contains "exceptions HTML: 137 FixtureException" "$(cat "$WORK/exc.html")" "<tr><td>137</td><td>Clrtap.Fixtures.FixtureException</td><td>1</td></tr>"
 stop_fixture "$P"
 
 # --- doctor ranks exceptions first on a throwing process ---
@@ -90,6 +98,10 @@ expect_exit "hotpaths" 0 "$CLRTAP" analyze -p "$FIX_PID" hotpaths -d 3 --json
 echo "$OUT" >"$WORK/cpu.json"
 check "hotpaths: HotA first at 75% +- 5 of the managed samples" py "$WORK/cpu.json" \
 	'm = d["result"]["methods"]; m[0]["method"] == "Clrtap.Fixtures.CpuSplit::HotA" and 70 <= m[0]["self_pct"] <= 80'
+expect_exit "hotpaths HTML (the flame graph page)" 0 "$CLRTAP" analyze -p "$FIX_PID" hotpaths -d 2 -o "$WORK/cpu.html"
+check "hotpaths HTML: offline" offline_html "$WORK/cpu.html"
+contains "hotpaths HTML: the flame graph with the report naming HotA" "$(cat "$WORK/cpu.html")" "id=\"flamedata\""
+contains "hotpaths HTML: HotA" "$(cat "$WORK/cpu.html")" "Clrtap.Fixtures.CpuSplit::HotA"
 expect_exit "doctor on cpu-split" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 2
 contains "doctor: CPU ranked first" "$(echo "$OUT" | sed -n 3,4p)" "1. [warning] CPU busy"
 contains "doctor: names HotA" "$OUT" "CpuSplit::HotA"
@@ -141,6 +153,10 @@ check "deadlock offline: the same cycle of $A and $B" py "$WORK/dl-off.json" \
 expect_exit "deadlock text" 0 "$CLRTAP" analyze "$WORK/dl.nettrace" deadlock
 contains "deadlock text: the cycle heading" "$OUT" "### Deadlock 1: 2 threads wait on each other's locks"
 contains "deadlock text: cycle-a's wait, held by cycle-b" "$OUT" "- thread $A waits in Clrtap.Fixtures.LockCycle::TakeFirstThenSecond for lock"
+expect_exit "deadlock HTML" 0 "$CLRTAP" analyze "$WORK/dl.nettrace" deadlock -o "$WORK/dl.html"
+check "deadlock HTML: offline" offline_html "$WORK/dl.html"
+contains "deadlock HTML: the cycle and cycle-b's site" "$(cat "$WORK/dl.html")" "<h3>Deadlock 1: 2 threads wait on each other&#39;s locks</h3>"
+contains "deadlock HTML: thread $B waits in TakeSecondThenFirst" "$(cat "$WORK/dl.html")" "<li>thread $B waits in Clrtap.Fixtures.LockCycle::TakeSecondThenFirst for lock"
 stop_fixture "$P"
 # a deadlock that formed before the session: no events, the stacks show both threads in Monitor enter
 start_fixture deadlock
@@ -169,6 +185,9 @@ check "memory: 200 MiB of AllocHGlobal is native, not GC heap" py "$WORK/mem.jso
 	'r = d["result"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; r["mostly"] == "native" and k["native_heap"] + k["other_anon"] >= 190 << 20 and k["gc_heap"] < 20 << 20'
 expect_exit "memory text" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -o "$WORK/mem.md"
 contains "memory report: one sentence on where memory is" "$(cat "$WORK/mem.md")" "Most resident memory is native"
+expect_exit "memory HTML" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -o "$WORK/mem.html"
+check "memory HTML: offline" offline_html "$WORK/mem.html"
+contains "memory HTML: the sentence" "$(cat "$WORK/mem.html")" "Most resident memory is native"
 stop_fixture "$FIX_PID"
 # a growing GC heap (the leak fixture at 100000 items/s: about 100 MB/s retained) says GC heap
 start_fixture leak --per-second 100000
@@ -200,6 +219,10 @@ expect_exit "strings" 0 "$CLRTAP" analyze -p "$FIX_PID" strings --json
 echo "$OUT" >"$WORK/strings.json"
 check "strings: duplicated-string-value x321 first" py "$WORK/strings.json" \
 	'x = d["result"]["duplicates"][0]; x["value"] == "duplicated-string-value" and x["copies"] == 321 and x["chars"] == 23'
+expect_exit "strings HTML" 0 "$CLRTAP" analyze -p "$FIX_PID" strings -o "$WORK/strings.html"
+check "strings HTML: offline" offline_html "$WORK/strings.html"
+contains "strings HTML: the value x321" "$(cat "$WORK/strings.html")" "<tr><td>321</td>"
+contains "strings HTML: the value" "$(cat "$WORK/strings.html")" "duplicated-string-value</td></tr>"
 expect_exit "strings cannot run on a file" 2 "$CLRTAP" analyze "$WORK/exc.nettrace" strings
 stop_fixture "$FIX_PID"
 

@@ -109,16 +109,30 @@ stop_fixture "$FIX_PID"
 
 # --- stacks: blocked threads grouped by method ---
 start_fixture blocked
+"$CLRTAP" trace collect -p "$FIX_PID" --providers 'Microsoft-DotNETCore-SampleProfiler,Microsoft-Windows-DotNETRuntime:0x18:4' -d 1 -o "$WORK/blocked.nettrace" >/dev/null 2>&1 &
+TC=$!
 expect_exit "stacks" 0 "$CLRTAP" analyze -p "$FIX_PID" stacks -d 1 --json
 echo "$OUT" >"$WORK/blocked.json"
+wait "$TC"
+expect_exit "stacks offline" 0 "$CLRTAP" analyze "$WORK/blocked.nettrace" stacks --json
+echo "$OUT" >"$WORK/blocked-off.json"
+check "stacks offline: 5 in Blocker::WaitHere, 1 in OtherBlocker::WaitElsewhere" py "$WORK/blocked-off.json" \
+	'g = {x["method"]: x["threads"] for x in d["result"]["groups"]}; g.get("Clrtap.Fixtures.Blocker::WaitHere") == 5 and g.get("Clrtap.Fixtures.OtherBlocker::WaitElsewhere") == 1' 
 check "stacks: 5 in Blocker::WaitHere, 1 in OtherBlocker::WaitElsewhere" py "$WORK/blocked.json" \
 	'g = {x["method"]: x["threads"] for x in d["result"]["groups"]}; g.get("Clrtap.Fixtures.Blocker::WaitHere") == 5 and g.get("Clrtap.Fixtures.OtherBlocker::WaitElsewhere") == 1'
 stop_fixture "$FIX_PID"
 
-# --- contention ---
+# --- contention (live, and offline from a trace collect file) ---
 start_fixture contention --threads 3
+"$CLRTAP" trace collect -p "$FIX_PID" --providers 'Microsoft-Windows-DotNETRuntime:0x4018:4' -d 2 -o "$WORK/cont.nettrace" >/dev/null 2>&1 &
+TC=$!
 expect_exit "contention" 0 "$CLRTAP" analyze -p "$FIX_PID" contention -d 2 --json
 echo "$OUT" >"$WORK/cont.json"
+wait "$TC"
+expect_exit "contention offline" 0 "$CLRTAP" analyze "$WORK/cont.nettrace" contention --json
+echo "$OUT" >"$WORK/cont-off.json"
+check "contention offline: one lock, first waiter in Contention::Contend" py "$WORK/cont-off.json" \
+	'r = d["result"]; len(r["locks"]) == 1 and r["waits"] > 10 and r["locks"][0]["site"] == "Clrtap.Fixtures.Contention::Contend"' 
 check "contention: waits seen, Contention::Contend on the top stack" py "$WORK/cont.json" \
 	'd["result"]["waits"] > 10 and "Clrtap.Fixtures.Contention::Contend" in d["result"]["sites"][0]["stack"]'
 check "contention: exactly one lock (Contention.Gate), every wait on it, first waiter in Contention::Contend" py "$WORK/cont.json" \
@@ -275,6 +289,14 @@ echo "$OUT" >"$WORK/killed.json"
 check "killed: the report says partial and why" py "$WORK/killed.json" \
 	'd["partial"] and any("went away" in n for n in d["not_seen"])'
 contains "killed: a warning on stderr" "$ERR" "went away"
+TRIG=$WORK/trig-dl-kill
+start_fixture deadlock-late --trigger "$TRIG"
+P=$FIX_PID
+(sleep 1.5; touch "$TRIG"; sleep 1; kill -KILL "$P") &
+expect_exit "deadlock: target killed mid-analysis" 9 "$CLRTAP" analyze -p "$P" deadlock -d 5 --json
+echo "$OUT" >"$WORK/dl-killed.json"
+check "deadlock killed: partial, and the cycle that formed before is still reported" py "$WORK/dl-killed.json" \
+	'd["partial"] and d["result"]["deadlocks"] == 1' 
 
 # --- a namespaced fixture ("container") ---
 start_fixture_ns blocked

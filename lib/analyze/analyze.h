@@ -16,6 +16,7 @@
 #include <signal.h>
 
 #include "common/strbuf.h"
+#include "common/json.h"
 #include "counters/counters.h"
 #include "ipc/ipc.h"
 #include "stacks/stacks.h"
@@ -31,6 +32,7 @@
 #define AN_NEED_SMAPS 0x40u   /* /proc/PID/smaps: live only */
 #define AN_NEED_HEAP 0x80u    /* a heap snapshot (lib/heap, an induced gen-2 GC): live only */
 #define AN_NEED_HEAPS 0x100u  /* several heap snapshots over the duration: live only */
+#define AN_NEED_LIVE_ONLY (AN_NEED_SMAPS | AN_NEED_HEAP | AN_NEED_HEAPS)
 #define AN_NEED_LOCKS 0x200u  /* contention events kept per thread and per lock (lib/analyze/locks.c) */
 
 struct an_analyzer {
@@ -270,5 +272,48 @@ int analyze_deadlock_find(struct an_session *s, pid_t pid, struct an_deadlock *d
 
 /* Appends the page for report md (len bytes) to o. 0 or the strbuf's error. */
 int analyze_html_from_md(const char *md, size_t len, const char *title, struct strbuf *o);
+
+/* ----- the workflow: one analyzer run into a report, rendered three ways ----- */
+
+/* Why a run failed: the caller's exit code (or HTTP error) class. */
+enum an_fail {
+	AN_FAIL_NONE,
+	AN_FAIL_ERROR,       /* out of memory, cannot read: a general error */
+	AN_FAIL_ERRNO,       /* classify the errno (no process, permission, not .NET, ...) */
+	AN_FAIL_USAGE,       /* a live-only analyzer on a file */
+	AN_FAIL_NO_PROCESS,  /* the process is gone */
+	AN_FAIL_PROTOCOL,    /* the session stream is not nettrace */
+	AN_FAIL_BAD_INPUT,   /* the file is not a readable nettrace file */
+	AN_FAIL_PARTIAL,     /* the target went away during a heap snapshot */
+	AN_FAIL_INTERRUPTED, /* stopped before there was anything to compare */
+};
+
+struct an_report;
+
+/* A report for analyzer a with up to top rows per table (0: 10). */
+int analyze_report_new(struct an_report **out, const struct an_analyzer *a, unsigned top);
+void analyze_report_free(struct an_report *r);
+
+/*
+ * Runs the analyzer on a live process (ep and pid from the caller's target
+ * resolution; duration_ms; *stop, which may be NULL, ends it early) or on a
+ * .nettrace file read from fd (name is shown in the report). Returns 0 when
+ * there is a report (maybe partial: analyze_report_partial) or a negative
+ * errno; then analyze_report_failure says the class and the message.
+ * Nothing is printed; the caller's ct_log sink gets what the engines log.
+ */
+int analyze_report_live(struct an_report *r, const struct ipc_endpoint *ep, pid_t pid, int64_t duration_ms,
+			volatile sig_atomic_t *stop);
+int analyze_report_file(struct an_report *r, int fd, const char *name);
+enum an_fail analyze_report_failure(const struct an_report *r, int *err, const char **msg);
+/* NULL, or why the report covers only part of the time (target gone, stream broke, damaged file). */
+const char *analyze_report_partial(const struct an_report *r);
+
+/* Markdown to f; 0 or -EIO. */
+int analyze_report_md(struct an_report *r, FILE *f);
+/* The report as one JSON object into j (docs/cmd/analyze.md); j's error. */
+int analyze_report_json(struct an_report *r, struct ct_json *j);
+/* One self-contained, offline HTML page to fd. */
+int analyze_report_html(struct an_report *r, int fd);
 
 #endif

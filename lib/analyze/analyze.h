@@ -309,8 +309,8 @@ enum an_fail analyze_report_failure(const struct an_report *r, int *err, const c
 /* NULL, or why the report covers only part of the time (target gone, stream broke, damaged file). */
 const char *analyze_report_partial(const struct an_report *r);
 
-/* Markdown to f; 0 or -EIO. */
-int analyze_report_md(struct an_report *r, FILE *f);
+/* Appends the Markdown report to sb; the strbuf's error. */
+int analyze_report_md(struct an_report *r, struct strbuf *sb);
 /* The report as one JSON object into j (docs/cmd/analyze.md); j's error. */
 int analyze_report_json(struct an_report *r, struct ct_json *j);
 /* One self-contained, offline HTML page to fd. */

@@ -205,104 +205,104 @@ static int by_retained(const void *a, const void *b)
 
 /* ----- Markdown ----- */
 
-static void md_stack(FILE *f, const char *const *frames, uint32_t n, unsigned max)
+static void md_stack(struct strbuf *f, const char *const *frames, uint32_t n, unsigned max)
 {
 	uint32_t i;
 
 	for (i = 0; i < n && i < max; i++)
-		fprintf(f, "    %s\n", an_safe(frames[i]));
+		strbuf_addf(f, "    %s\n", an_safe(frames[i]));
 	if (n > max)
-		fprintf(f, "    ... %u more frames\n", n - max);
+		strbuf_addf(f, "    ... %u more frames\n", n - max);
 }
 
-static void md_dl_thread(FILE *f, const struct an_dl_thread *t)
+static void md_dl_thread(struct strbuf *f, const struct an_dl_thread *t)
 {
-	fprintf(f, "- thread %" PRIu64 "%s%s%s waits%s%s for lock 0x%" PRIx64 " (object 0x%" PRIx64
+	strbuf_addf(f, "- thread %" PRIu64 "%s%s%s waits%s%s for lock 0x%" PRIx64 " (object 0x%" PRIx64
 		"), held by thread %" PRIu64 "\n\n", t->tid, t->name[0] ? " (" : "", t->name[0] ? an_safe(t->name) : "",
 		t->name[0] ? ")" : "", t->site ? " in " : "", t->site ? an_safe(t->site) : "", t->lock_id,
 		t->object_id, t->owner);
 	md_stack(f, t->frames, t->nframes, 12);
-	fprintf(f, "\n");
+	strbuf_addf(f, "\n");
 }
 
 /* The contended locks (ContentionStart V2), by wait time. */
-static void md_locks(FILE *f, struct an_report *r)
+static void md_locks(struct strbuf *f, struct an_report *r)
 {
 	const struct an_lock_stat *ls;
 	size_t i, n = analyze_locks_by_wait(r->s->locks, &ls);
 
 	if (!n)
 		return;
-	fprintf(f, "\n## Locks by wait time\n\n| waits | total ms | max ms | lock | object | first waiter in |\n"
+	strbuf_addf(f, "\n## Locks by wait time\n\n| waits | total ms | max ms | lock | object | first waiter in |\n"
 		   "|---:|---:|---:|---|---|---|\n");
 	for (i = 0; i < n && i < r->top; i++) {
 		const char *frames[1], *site;
 		uint32_t more;
 
 		analyze_frames(r->s, ls[i].ips, ls[i].nips, frames, 1, &site, &more);
-		fprintf(f, "| %" PRIu64 " | %.1f | %.3f | 0x%" PRIx64 " | 0x%" PRIx64 " | %s |\n", ls[i].waits,
+		strbuf_addf(f, "| %" PRIu64 " | %.1f | %.3f | 0x%" PRIx64 " | 0x%" PRIx64 " | %s |\n", ls[i].waits,
 			(double)ls[i].total_ns / 1e6, (double)ls[i].max_ns / 1e6, ls[i].lock_id, ls[i].object_id,
 			site ? an_safe(site) : "");
 	}
 }
 
-static void md_body(FILE *f, struct an_report *r)
+static void md_body(struct strbuf *f, struct an_report *r)
 {
 	const struct ts_result *res = r->s ? tracestats_result(r->s->ts) : NULL;
 	const char *n = r->a->name;
 	size_t i;
 
 	if (!strcmp(n, "exceptions")) {
-		fprintf(f, "%" PRIu64 " exceptions thrown.\n\n", res->exceptions_total);
+		strbuf_addf(f, "%" PRIu64 " exceptions thrown.\n\n", res->exceptions_total);
 		if (res->nexc_types)
-			fprintf(f, "| count | type | distinct messages |\n|---:|---|---:|\n");
+			strbuf_addf(f, "| count | type | distinct messages |\n|---:|---|---:|\n");
 		for (i = 0; i < res->nexc_types && i < r->top; i++)
-			fprintf(f, "| %" PRIu64 " | %s | %u%s |\n", res->exc_types[i].count,
+			strbuf_addf(f, "| %" PRIu64 " | %s | %u%s |\n", res->exc_types[i].count,
 				an_safe(res->exc_types[i].type), res->exc_types[i].messages,
 				res->exc_types[i].messages_capped ? "+" : "");
 		for (i = 0; i < res->nexceptions && i < r->top; i++) {
 			const struct ts_exception *e = &res->exceptions[i];
 
-			fprintf(f, "\n### %s x%" PRIu64 "\n\nmessage: %s\n", an_safe(e->type), e->count,
+			strbuf_addf(f, "\n### %s x%" PRIu64 "\n\nmessage: %s\n", an_safe(e->type), e->count,
 				an_safe(e->message));
 			if (e->thrown_at)
-				fprintf(f, "thrown in: %s\n", an_safe(e->thrown_at));
-			fprintf(f, "\n");
+				strbuf_addf(f, "thrown in: %s\n", an_safe(e->thrown_at));
+			strbuf_addf(f, "\n");
 			md_stack(f, e->frames, e->nframes, 12);
 		}
 	} else if (!strcmp(n, "allocations")) {
-		fprintf(f, "%.1f MiB sampled in %" PRIu64 " allocation ticks.\n\n",
+		strbuf_addf(f, "%.1f MiB sampled in %" PRIu64 " allocation ticks.\n\n",
 			(double)res->alloc_bytes / 1048576.0, res->alloc_samples);
 		if (res->nallocs)
-			fprintf(f, "| share | MiB | ticks | type |\n|---:|---:|---:|---|\n");
+			strbuf_addf(f, "| share | MiB | ticks | type |\n|---:|---:|---:|---|\n");
 		for (i = 0; i < res->nallocs && i < r->top; i++)
-			fprintf(f, "| %.1f%% | %.1f | %" PRIu64 " | %s |\n",
+			strbuf_addf(f, "| %.1f%% | %.1f | %" PRIu64 " | %s |\n",
 				pct(res->allocs[i].bytes, res->alloc_bytes),
 				(double)res->allocs[i].bytes / 1048576.0, res->allocs[i].samples,
 				an_safe(res->allocs[i].type));
 	} else if (!strcmp(n, "pauses")) {
 		const struct ts_gc *g = &res->gc;
 
-		fprintf(f, "%" PRIu64 " GCs (gen0 %" PRIu64 ", gen1 %" PRIu64 ", gen2 %" PRIu64
+		strbuf_addf(f, "%" PRIu64 " GCs (gen0 %" PRIu64 ", gen1 %" PRIu64 ", gen2 %" PRIu64
 			"; induced %" PRIu64 ", background %" PRIu64 ").\n\n",
 			g->count, g->by_gen[0], g->by_gen[1], g->by_gen[2],
 			g->induced_by_gen[0] + g->induced_by_gen[1] + g->induced_by_gen[2], g->background);
-		fprintf(f, "| pauses | p50 ms | p95 ms | p99 ms | max ms | total ms | paused |\n"
+		strbuf_addf(f, "| pauses | p50 ms | p95 ms | p99 ms | max ms | total ms | paused |\n"
 			   "|---:|---:|---:|---:|---:|---:|---:|\n");
-		fprintf(f, "| %" PRIu64 " | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f%% |\n", g->pauses,
+		strbuf_addf(f, "| %" PRIu64 " | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f%% |\n", g->pauses,
 			(double)g->pause_p50_ns / 1e6, (double)g->pause_p95_ns / 1e6,
 			(double)g->pause_p99_ns / 1e6, (double)g->pause_max_ns / 1e6,
 			(double)g->pause_total_ns / 1e6, g->paused_pct);
-		fprintf(f, "\nPauses measured from %s.\n", g->pause_source ? g->pause_source : "nothing (no pause seen)");
+		strbuf_addf(f, "\nPauses measured from %s.\n", g->pause_source ? g->pause_source : "nothing (no pause seen)");
 	} else if (!strcmp(n, "contention")) {
 		const struct ts_contention *c = &res->contention;
 
-		fprintf(f, "%" PRIu64 " contended lock acquisitions, %.1f ms waited (max %.3f ms, %" PRIu64
+		strbuf_addf(f, "%" PRIu64 " contended lock acquisitions, %.1f ms waited (max %.3f ms, %" PRIu64
 			" timed).\n", c->starts, (double)c->total_ns / 1e6, (double)c->max_ns / 1e6, c->timed);
 		for (i = 0; i < res->ncontention_sites && i < r->top; i++) {
 			const struct ts_contention_site *s = &res->contention_sites[i];
 
-			fprintf(f, "\n### %" PRIu64 " waits, %.1f ms\n\n", s->count, (double)s->total_ns / 1e6);
+			strbuf_addf(f, "\n### %" PRIu64 " waits, %.1f ms\n\n", s->count, (double)s->total_ns / 1e6);
 			md_stack(f, s->frames, s->nframes, 12);
 		}
 		md_locks(f, r);
@@ -310,12 +310,12 @@ static void md_body(FILE *f, struct an_report *r)
 		const struct an_deadlock *d = r->dl;
 		size_t c, k;
 
-		fprintf(f, "%" PRIu64 " contended lock waits began in the session (%" PRIu64
+		strbuf_addf(f, "%" PRIu64 " contended lock waits began in the session (%" PRIu64
 			" naming lock and owner), %" PRIu64 " ended.\n\n", d->starts, d->starts_v2, d->stops);
 		if (!d->ncycles)
-			fprintf(f, "**No deadlock** seen: no cycle of threads waiting on each other's locks.\n");
+			strbuf_addf(f, "**No deadlock** seen: no cycle of threads waiting on each other's locks.\n");
 		for (c = 0; c < d->ncycles; c++) {
-			fprintf(f, "### Deadlock %zu: %zu threads wait on each other's locks\n\n", c + 1, d->cycles[c].n);
+			strbuf_addf(f, "### Deadlock %zu: %zu threads wait on each other's locks\n\n", c + 1, d->cycles[c].n);
 			for (k = 0; k < d->cycles[c].n; k++) {
 				const struct an_dl_thread *t = &d->cycles[c].t[k];
 
@@ -323,24 +323,24 @@ static void md_body(FILE *f, struct an_report *r)
 			}
 		}
 		if (d->nwaiting) {
-			fprintf(f, "\n%zu thread(s) still waiting at the end, outside any cycle:\n\n", d->nwaiting);
+			strbuf_addf(f, "\n%zu thread(s) still waiting at the end, outside any cycle:\n\n", d->nwaiting);
 			for (k = 0; k < d->nwaiting && k < ARRAY_SIZE(d->waiting); k++)
 				md_dl_thread(f, &d->waiting[k]);
 		}
 		if (d->nblocked) {
-			fprintf(f, "\nThreads inside a lock enter since before the session (owner not told):\n\n"
+			strbuf_addf(f, "\nThreads inside a lock enter since before the session (owner not told):\n\n"
 				   "| threads | method | enter | thread ids |\n|---:|---|---|---|\n");
 			for (k = 0; k < d->nblocked; k++) {
 				uint32_t x;
 
-				fprintf(f, "| %u | %s | %s | ", d->blocked[k].threads, an_safe(d->blocked[k].method),
+				strbuf_addf(f, "| %u | %s | %s | ", d->blocked[k].threads, an_safe(d->blocked[k].method),
 					an_safe(d->blocked[k].call));
 				for (x = 0; x < d->blocked[k].threads && x < ARRAY_SIZE(d->blocked[k].tids); x++)
-					fprintf(f, "%s%" PRIu64, x ? " " : "", d->blocked[k].tids[x]);
-				fprintf(f, " |\n");
+					strbuf_addf(f, "%s%" PRIu64, x ? " " : "", d->blocked[k].tids[x]);
+				strbuf_addf(f, " |\n");
 			}
 			if (d->blocked_threads >= 2 && !d->ncycles)
-				fprintf(f, "\n%u threads sat in a lock enter for the whole session: **a deadlock is likely but "
+				strbuf_addf(f, "\n%u threads sat in a lock enter for the whole session: **a deadlock is likely but "
 					   "unproven** (the owners are not told for waits that began before the session).\n",
 					d->blocked_threads);
 		}
@@ -349,13 +349,13 @@ static void md_body(FILE *f, struct an_report *r)
 		size_t nt = 0;
 		uint64_t total = res->flame ? flame_total(res->flame) : 0;
 
-		fprintf(f, "%" PRIu64 " samples in managed code.\n\n", total);
+		strbuf_addf(f, "%" PRIu64 " samples in managed code.\n\n", total);
 		if (total && !flame_top(res->flame, &ft, &nt)) {
-			fprintf(f, "| self %% | self | total %% | method |\n|---:|---:|---:|---|\n");
+			strbuf_addf(f, "| self %% | self | total %% | method |\n|---:|---:|---:|---|\n");
 			for (i = 0; i < nt && i < r->top; i++) {
 				if (!ft[i].self)
 					break;
-				fprintf(f, "| %.1f | %" PRIu64 " | %.1f | %s |\n", pct(ft[i].self, total),
+				strbuf_addf(f, "| %.1f | %" PRIu64 " | %.1f | %s |\n", pct(ft[i].self, total),
 					ft[i].self, pct(ft[i].total, total), an_safe(ft[i].name));
 			}
 		}
@@ -364,26 +364,26 @@ static void md_body(FILE *f, struct an_report *r)
 		struct an_stack_group g[MAX_GROUPS];
 		int ng = analyze_stack_groups(r->s, g, MAX_GROUPS, false);
 
-		fprintf(f, "%zu threads sampled; grouped by their first frame outside System/Microsoft:\n\n",
+		strbuf_addf(f, "%zu threads sampled; grouped by their first frame outside System/Microsoft:\n\n",
 			stacks_sampler_nthreads(r->s->ss));
-		fprintf(f, "| threads | method | thread ids |\n|---:|---|---|\n");
+		strbuf_addf(f, "| threads | method | thread ids |\n|---:|---|---|\n");
 		for (i = 0; ng > 0 && i < (size_t)ng; i++) {
 			uint32_t k;
 
-			fprintf(f, "| %u | %s | ", g[i].threads, an_safe(g[i].method));
+			strbuf_addf(f, "| %u | %s | ", g[i].threads, an_safe(g[i].method));
 			for (k = 0; k < g[i].threads && k < ARRAY_SIZE(g[i].tids); k++)
-				fprintf(f, "%s%" PRIu64, k ? " " : "", g[i].tids[k]);
-			fprintf(f, " |\n");
+				strbuf_addf(f, "%s%" PRIu64, k ? " " : "", g[i].tids[k]);
+			strbuf_addf(f, " |\n");
 		}
 	} else if (!strcmp(n, "leaks")) {
 		unsigned last = r->nsnap - 1;
 
-		fprintf(f, "%zu types grew in count and retained bytes across %u snapshots.\n\n", r->ngrowth,
+		strbuf_addf(f, "%zu types grew in count and retained bytes across %u snapshots.\n\n", r->ngrowth,
 			r->nsnap);
 		if (r->ngrowth)
-			fprintf(f, "| type | count first → last | retained KiB first → last |\n|---|---:|---:|\n");
+			strbuf_addf(f, "| type | count first → last | retained KiB first → last |\n|---|---:|---:|\n");
 		for (i = 0; i < r->ngrowth && i < r->top; i++)
-			fprintf(f, "| %s | %" PRIu64 " → %" PRIu64 " | %.1f → %.1f |\n", an_safe(r->growth[i].name),
+			strbuf_addf(f, "| %s | %" PRIu64 " → %" PRIu64 " | %.1f → %.1f |\n", an_safe(r->growth[i].name),
 				r->growth[i].count[0], r->growth[i].count[last],
 				(double)r->growth[i].retained[0] / 1024.0, (double)r->growth[i].retained[last] / 1024.0);
 	} else if (!strcmp(n, "threadpool")) {
@@ -392,57 +392,57 @@ static void md_body(FILE *f, struct an_report *r)
 		int ng;
 		bool st = starving(r, g, &ng, &workers);
 
-		fprintf(f, "Queue length max %.0f (last %.0f), pool threads max %.0f, %u workers sampled.\n\n",
+		strbuf_addf(f, "Queue length max %.0f (last %.0f), pool threads max %.0f, %u workers sampled.\n\n",
 			r->s->tp_queue_max, r->s->tp_queue_last, r->s->tp_threads_max, workers);
 		if (st)
-			fprintf(f, "**Starvation**: work waited in the queue while %u of %u workers were blocked in %s%s%s.\n\n",
+			strbuf_addf(f, "**Starvation**: work waited in the queue while %u of %u workers were blocked in %s%s%s.\n\n",
 				g[0].threads, workers, an_safe(g[0].method), g[0].call ? ", calling " : "",
 				g[0].call ? an_safe(g[0].call) : "");
 		else
-			fprintf(f, "No starvation seen.\n\n");
+			strbuf_addf(f, "No starvation seen.\n\n");
 		if (ng > 0)
-			fprintf(f, "| workers | method | calling |\n|---:|---|---|\n");
+			strbuf_addf(f, "| workers | method | calling |\n|---:|---|---|\n");
 		for (i = 0; ng > 0 && i < (size_t)ng && i < r->top; i++)
-			fprintf(f, "| %u | %s | %s |\n", g[i].threads, an_safe(g[i].method),
+			strbuf_addf(f, "| %u | %s | %s |\n", g[i].threads, an_safe(g[i].method),
 				g[i].call ? an_safe(g[i].call) : "");
 	} else if (!strcmp(n, "survivors")) {
-		fprintf(f, "%u objects survive, %.1f MiB reachable from %u roots.\n\n", r->ha->reachable,
+		strbuf_addf(f, "%u objects survive, %.1f MiB reachable from %u roots.\n\n", r->ha->reachable,
 			(double)(heap_graph_bytes(r->heap) - r->ha->unreachable_bytes) / 1048576.0, r->heap->nroots);
-		fprintf(f, "| retained KiB | shallow KiB | count | type |\n|---:|---:|---:|---|\n");
+		strbuf_addf(f, "| retained KiB | shallow KiB | count | type |\n|---:|---:|---:|---|\n");
 		for (i = 0; i < r->nts && i < r->top; i++)
-			fprintf(f, "| %.1f | %.1f | %" PRIu64 " | %s |\n", (double)r->ts[i].retained / 1024.0,
+			strbuf_addf(f, "| %.1f | %.1f | %" PRIu64 " | %s |\n", (double)r->ts[i].retained / 1024.0,
 				(double)r->ts[i].shallow / 1024.0, r->ts[i].count, an_safe(r->ts[i].name));
 	} else if (!strcmp(n, "strings")) {
 		const struct heap_graph *g = r->heap;
 
-		fprintf(f, "%" PRIu64 " strings on the heap, %" PRIu64 " compared; %" PRIu64
+		strbuf_addf(f, "%" PRIu64 " strings on the heap, %" PRIu64 " compared; %" PRIu64
 			" values with copies, %.1f KiB wasted.\n\n", g->strings.strings, g->strings.compared,
 			g->strings.dup_values, (double)g->strings.wasted / 1024.0);
 		if (g->ndups)
-			fprintf(f, "| copies | wasted KiB | chars | value |\n|---:|---:|---:|---|\n");
+			strbuf_addf(f, "| copies | wasted KiB | chars | value |\n|---:|---:|---:|---|\n");
 		for (i = 0; i < g->ndups && i < r->top; i++)
-			fprintf(f, "| %" PRIu64 " | %.1f | %u | %s%s |\n", g->dups[i].count,
+			strbuf_addf(f, "| %" PRIu64 " | %.1f | %u | %s%s |\n", g->dups[i].count,
 				(double)g->dups[i].wasted / 1024.0, g->dups[i].chars, an_safe(g->dups[i].value),
 				g->dups[i].truncated ? "..." : "");
 	} else if (!strcmp(n, "memory")) {
 		const struct an_memory *m = &r->mem;
 		enum an_mem_kind k, d = analyze_memory_dominant(m);
 
-		fprintf(f, "| kind | MiB | share | mappings |\n|---|---:|---:|---:|\n");
+		strbuf_addf(f, "| kind | MiB | share | mappings |\n|---|---:|---:|---:|\n");
 		for (k = 0; k < AN_MEM_KINDS; k++)
-			fprintf(f, "| %s | %.1f | %.1f%% | %" PRIu64 " |\n", analyze_mem_kind_label(k),
+			strbuf_addf(f, "| %s | %.1f | %.1f%% | %" PRIu64 " |\n", analyze_mem_kind_label(k),
 				(double)m->rss_kb[k] / 1024.0, pct(m->rss_kb[k], m->total_kb), m->mappings[k]);
-		fprintf(f, "| **total** | %.1f | | %" PRIu64 " |\n\n", (double)m->total_kb / 1024.0, m->nmappings);
+		strbuf_addf(f, "| **total** | %.1f | | %" PRIu64 " |\n\n", (double)m->total_kb / 1024.0, m->nmappings);
 		if (m->vmrss_kb)
-			fprintf(f, "VmRSS is %.1f MiB (the total is %.2f%% off).\n", (double)m->vmrss_kb / 1024.0,
+			strbuf_addf(f, "VmRSS is %.1f MiB (the total is %.2f%% off).\n", (double)m->vmrss_kb / 1024.0,
 				100.0 * fabs((double)m->total_kb - (double)m->vmrss_kb) / (double)m->vmrss_kb);
 		if (m->cgroup_max > 0)
-			fprintf(f, "cgroup: %.1f MiB used of a %.1f MiB limit.\n",
+			strbuf_addf(f, "cgroup: %.1f MiB used of a %.1f MiB limit.\n",
 				(double)m->cgroup_current / 1048576.0, (double)m->cgroup_max / 1048576.0);
 		else if (m->cgroup_max == -1)
-			fprintf(f, "cgroup: %.1f MiB used, no memory limit.\n",
+			strbuf_addf(f, "cgroup: %.1f MiB used, no memory limit.\n",
 				(double)m->cgroup_current / 1048576.0);
-		fprintf(f, "\nMost resident memory is %s: %.1f of %.1f MiB.\n",
+		strbuf_addf(f, "\nMost resident memory is %s: %.1f of %.1f MiB.\n",
 			d == AN_MEM_NATIVE ? "native, outside the GC heap (malloc heap and other anonymous memory)" :
 			analyze_mem_kind_label(d),
 			(double)(d == AN_MEM_NATIVE ? m->rss_kb[AN_MEM_NATIVE] + m->rss_kb[AN_MEM_OTHER_ANON] :
@@ -450,31 +450,31 @@ static void md_body(FILE *f, struct an_report *r)
 	}
 }
 
-int analyze_report_md(struct an_report *r, FILE *f)
+int analyze_report_md(struct an_report *r, struct strbuf *f)
 {
 	const struct ts_result *res = r->s ? tracestats_result(r->s->ts) : NULL;
 	char next[256];
 	size_t i;
 
-	fprintf(f, "# clrtap analyze %s\n\n", r->a->name);
+	strbuf_addf(f, "# clrtap analyze %s\n\n", r->a->name);
 	if (r->file)
-		fprintf(f, "- source: %s\n", an_safe(r->file));
+		strbuf_addf(f, "- source: %s\n", an_safe(r->file));
 	else
-		fprintf(f, "- target: pid %d\n", (int)r->pid);
-	fprintf(f, "- measured: %s\n", measured(r));
+		strbuf_addf(f, "- target: pid %d\n", (int)r->pid);
+	strbuf_addf(f, "- measured: %s\n", measured(r));
 	if (res)
-		fprintf(f, "- for: %.1f s (%" PRIu64 " events)\n", r->duration_s, res->events);
+		strbuf_addf(f, "- for: %.1f s (%" PRIu64 " events)\n", r->duration_s, res->events);
 	else
-		fprintf(f, "- for: %s\n", r->growth || r->nsnap ? "3 snapshots over the duration" :
+		strbuf_addf(f, "- for: %s\n", r->growth || r->nsnap ? "3 snapshots over the duration" :
 			r->heap ? "one snapshot" : "one snapshot, now");
-	fprintf(f, "\n## Result\n\n");
+	strbuf_addf(f, "\n## Result\n\n");
 	md_body(f, r);
-	fprintf(f, "\n## Not seen\n\n");
+	strbuf_addf(f, "\n## Not seen\n\n");
 	for (i = 0; i < r->nnotes; i++)
-		fprintf(f, "- %s\n", r->notes[i]);
+		strbuf_addf(f, "- %s\n", r->notes[i]);
 	next_cmd(r, next, sizeof(next));
-	fprintf(f, "\n## Next\n\n- %s\n", next);
-	return ferror(f) ? -EIO : 0;
+	strbuf_addf(f, "\n## Next\n\n- %s\n", next);
+	return strbuf_error(f);
 }
 
 /* ----- JSON ----- */
@@ -841,31 +841,25 @@ int analyze_report_json(struct an_report *r, struct ct_json *j)
 int analyze_report_html(struct an_report *r, int fd)
 {
 	const struct ts_result *res = r->s ? tracestats_result(r->s->ts) : NULL;
-	struct strbuf sb = STRBUF_INIT;
-	char title[64], *md = NULL;
-	size_t mdlen = 0;
-	FILE *m = open_memstream(&md, &mdlen);
+	struct strbuf md = STRBUF_INIT, sb = STRBUF_INIT;
+	char title[64];
 	int err;
 
-	if (!m)
-		return -ENOMEM;
-	(void)analyze_report_md(r, m);
-	if (fclose(m) || !md) {
-		free(md);
-		return -ENOMEM;
-	}
+	err = analyze_report_md(r, &md);
 	snprintf(title, sizeof(title), "clrtap analyze %s", r->a->name);
-	if (!strcmp(r->a->name, "hotpaths") && res && res->flame && flame_total(res->flame)) {
-		struct flame_opts fo = { .title = title, .notes = md };
+	if (err) {
+		/* nothing */
+	} else if (!strcmp(r->a->name, "hotpaths") && res && res->flame && flame_total(res->flame)) {
+		struct flame_opts fo = { .title = title, .notes = md.buf };
 
 		err = flame_write(res->flame, FLAME_HTML, fd, &fo);
 	} else {
-		err = analyze_html_from_md(md, mdlen, title, &sb);
+		err = analyze_html_from_md(md.buf, md.len, title, &sb);
 		if (!err)
 			err = ct_write_all(fd, sb.buf, sb.len);
 	}
 	strbuf_release(&sb);
-	free(md);
+	strbuf_release(&md);
 	return err;
 }
 

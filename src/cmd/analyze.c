@@ -64,7 +64,12 @@ static int emit(struct an_report *r, const char *out, bool json)
 			err = -EIO;
 		strbuf_release(&sb);
 	} else {
-		err = analyze_report_md(r, f);
+		struct strbuf sb = STRBUF_INIT;
+
+		err = analyze_report_md(r, &sb);
+		if (!err)
+			err = strbuf_fwrite(&sb, f);
+		strbuf_release(&sb);
 	}
 	if (out) {
 		if (f && fclose(f))

@@ -316,4 +316,27 @@ int analyze_report_json(struct an_report *r, struct ct_json *j);
 /* One self-contained, offline HTML page to fd. */
 int analyze_report_html(struct an_report *r, int fd);
 
+/* ----- doctor as a library: one session + memory into ranked findings ----- */
+
+struct an_doctor {
+	pid_t pid;
+	double duration_s;
+	uint64_t events, dropped_events, counter_values;
+	struct an_finding f[AN_MAX_FINDINGS];
+	size_t n;
+	char partial[512];     /* "": the session ran to its end; else why it did not */
+	enum an_fail fail;     /* when the run returned an error */
+	int err;
+	char msg[640];
+};
+
+/* Runs doctor's session on a resolved target. 0 (findings in d, maybe
+ * partial) or a negative errno (d->fail, d->msg). Prints nothing. */
+int analyze_doctor_run(const struct ipc_endpoint *ep, pid_t pid, int64_t duration_ms,
+		       volatile sig_atomic_t *stop, struct an_doctor *d);
+/* The most severe finding is a warning or worse. */
+bool analyze_doctor_alarming(const struct an_doctor *d);
+/* doctor --json's object into j (docs/cmd/doctor.md). */
+int analyze_doctor_json(const struct an_doctor *d, struct ct_json *j);
+
 #endif

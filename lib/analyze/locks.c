@@ -209,7 +209,8 @@ size_t analyze_locks_by_wait(struct an_locks *l, const struct an_lock_stat **out
 		*out = NULL;
 		return 0;
 	}
-	qsort(l->locks, l->nlocks, sizeof(*l->locks), by_wait);
+	if (l->nlocks)
+		qsort(l->locks, l->nlocks, sizeof(*l->locks), by_wait);
 	*out = l->locks;
 	return l->nlocks;
 }

@@ -993,7 +993,8 @@ static int run_heap(struct an_report *r, const struct ipc_endpoint *ep, int64_t 
 	if (r->heap && !strcmp(r->a->name, "survivors")) {
 		if (heap_analyze(r->heap, &r->ha) || heap_typestats(r->heap, r->ha, &r->ts, &r->nts))
 			return fail(r, AN_FAIL_ERROR, -ENOMEM, "out of memory");
-		qsort(r->ts, r->nts, sizeof(*r->ts), by_retained);
+		if (r->nts)
+			qsort(r->ts, r->nts, sizeof(*r->ts), by_retained);
 	}
 	limits(r);
 	return 0;

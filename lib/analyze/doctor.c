@@ -205,6 +205,52 @@ static void memory_rule(const struct an_memory *m, pid_t pid, struct an_finding 
 			 mib(kb), analyze_mem_kind_name(k), mib(m->rss_kb[AN_MEM_GC_HEAP]));
 }
 
+/* Threads waiting on each other's locks (a proven cycle: critical), or
+ * threads inside a lock enter for the whole session (a likely deadlock). */
+static void deadlock_rule(struct an_session *s, pid_t pid, struct an_finding *f, size_t *n)
+{
+	struct an_deadlock *d = malloc(sizeof(*d));
+	struct an_finding *x;
+	size_t k, len = 0;
+
+	if (!d || !s->locks || analyze_deadlock_find(s, pid, d))
+		goto out;
+	if (d->ncycles) {
+		x = add(f, n, AN_CRITICAL, (double)d->ncycles, "deadlock", pid);
+		if (!x)
+			goto out;
+		snprintf(x->title, sizeof(x->title), "deadlock: %zu thread(s) wait on each other's locks",
+			 d->cycles[0].n);
+		for (k = 0; k < d->cycles[0].n && len < sizeof(x->evidence); k++) {
+			const struct an_dl_thread *t = &d->cycles[0].t[k];
+			int w = snprintf(x->evidence + len, sizeof(x->evidence) - len,
+					 "%sthread %" PRIu64 "%s%s%s in %s waits for thread %" PRIu64, k ? "; " : "",
+					 t->tid, t->name[0] ? " (" : "", t->name, t->name[0] ? ")" : "",
+					 t->site ? t->site : "?", t->owner);
+
+			if (w < 0)
+				break;
+			len += (size_t)w;
+		}
+	} else if (d->blocked_threads >= 2) {
+		x = add(f, n, AN_WARNING, (double)d->blocked_threads / 100.0, "deadlock", pid);
+		if (!x)
+			goto out;
+		snprintf(x->title, sizeof(x->title),
+			 "%u threads in a lock enter for the whole session (a deadlock is likely)", d->blocked_threads);
+		for (k = 0; k < d->nblocked && len < sizeof(x->evidence); k++) {
+			int w = snprintf(x->evidence + len, sizeof(x->evidence) - len, "%s%u in %s", k ? "; " : "",
+					 d->blocked[k].threads, d->blocked[k].method);
+
+			if (w < 0)
+				break;
+			len += (size_t)w;
+		}
+	}
+out:
+	free(d);
+}
+
 size_t analyze_findings(struct an_session *s, const struct an_memory *mem, pid_t pid,
 			double duration_s, unsigned ncpus, struct an_finding *f)
 {
@@ -217,6 +263,7 @@ size_t analyze_findings(struct an_session *s, const struct an_memory *mem, pid_t
 	gc_rule(r, d, pid, f, &n);
 	contention_rule(r, d, pid, f, &n);
 	threadpool_rule(s, pid, f, &n);
+	deadlock_rule(s, pid, f, &n);
 	if (mem)
 		memory_rule(mem, pid, f, &n);
 	qsort(f, n, sizeof(*f), cmp_finding);
@@ -225,7 +272,8 @@ size_t analyze_findings(struct an_session *s, const struct an_memory *mem, pid_t
 
 /* ----- the doctor workflow: one session, the memory breakdown, the findings ----- */
 
-#define DOCTOR_NEED (AN_NEED_EXCEPTIONS | AN_NEED_GC | AN_NEED_CONTENTION | AN_NEED_SAMPLES | AN_NEED_COUNTERS)
+#define DOCTOR_NEED (AN_NEED_EXCEPTIONS | AN_NEED_GC | AN_NEED_CONTENTION | AN_NEED_LOCKS | AN_NEED_SAMPLES | \
+		     AN_NEED_COUNTERS)
 
 static int doctor_fail(struct an_doctor *d, enum an_fail f, int err, const char *what, const char *why)
 {

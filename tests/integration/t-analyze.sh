@@ -172,8 +172,20 @@ check "deadlock HTML: offline" offline_html "$WORK/dl.html"
 contains "deadlock HTML: the cycle and cycle-b's site" "$(cat "$WORK/dl.html")" "<h3>Deadlock 1: 2 threads wait on each other&#39;s locks</h3>"
 contains "deadlock HTML: thread $B waits in TakeSecondThenFirst" "$(cat "$WORK/dl.html")" "<li>thread $B waits in Clrtap.Fixtures.LockCycle::TakeSecondThenFirst for lock"
 stop_fixture "$P"
+# doctor ranks a deadlock that forms while it watches first (critical)
+TRIG=$WORK/trig-dl-doc
+start_fixture deadlock-late --trigger "$TRIG"
+in_background_then_trigger "$TRIG" "$CLRTAP" doctor -p "$FIX_PID" -d 3 --json
+cp "$WORK/bg.out" "$WORK/doc-dl.json"
+check "doctor: the deadlock ranked first, critical, both sites named" py "$WORK/doc-dl.json" \
+	'x = d["findings"][0]; x["analyzer"] == "deadlock" and x["severity"] == "critical" and "LockCycle::TakeFirstThenSecond" in x["evidence"] and "LockCycle::TakeSecondThenFirst" in x["evidence"] and d["alarming"]'
+stop_fixture "$FIX_PID"
 # a deadlock that formed before the session: no events, the stacks show both threads in Monitor enter
 start_fixture deadlock
+expect_exit "doctor on a deadlock older than the session" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 2 --json
+echo "$OUT" >"$WORK/doc-dl-old.json"
+check "doctor: the likely deadlock ranked first (warning), ThreadA and ThreadB" py "$WORK/doc-dl-old.json" \
+	'x = d["findings"][0]; x["analyzer"] == "deadlock" and x["severity"] == "warning" and "Deadlock::ThreadA" in x["evidence"] and "Deadlock::ThreadB" in x["evidence"]'
 expect_exit "deadlock before the session" 0 "$CLRTAP" analyze -p "$FIX_PID" deadlock -d 1 --json
 echo "$OUT" >"$WORK/dl-old.json"
 check "deadlock before the session: suspected, ThreadA and ThreadB blocked in Monitor enter, no proven cycle" py "$WORK/dl-old.json" \

@@ -33,7 +33,8 @@
 #define AN_NEED_HEAP 0x80u    /* a heap snapshot (lib/heap, an induced gen-2 GC): live only */
 #define AN_NEED_HEAPS 0x100u  /* several heap snapshots over the duration: live only */
 #define AN_NEED_LIVE_ONLY (AN_NEED_SMAPS | AN_NEED_HEAP | AN_NEED_HEAPS)
-#define AN_NEED_LOCKS 0x200u  /* contention events kept per thread and per lock (lib/analyze/locks.c) */
+#define AN_NEED_LOCKS 0x200u
+#define AN_NEED_CODE 0x400u   /* JIT'd code ranges (method load and rundown events) */  /* contention events kept per thread and per lock (lib/analyze/locks.c) */
 
 struct an_analyzer {
 	const char *name;
@@ -46,6 +47,13 @@ struct an_analyzer {
 const struct an_analyzer *analyze_analyzer_at(size_t i);
 const struct an_analyzer *analyze_analyzer_find(const char *name);
 
+/* A JIT'd method's code. */
+struct an_code_range {
+	uint64_t start;
+	uint32_t size;
+};
+#define AN_CODE_MAX (1u << 20)
+
 /* Everything one session fed. */
 struct an_session {
 	unsigned need;
@@ -53,6 +61,11 @@ struct an_session {
 	struct stacks_sampler *ss;       /* with AN_NEED_SAMPLES */
 	struct counters_decoder *cd;     /* with AN_NEED_COUNTERS */
 	struct an_locks *locks;          /* with AN_NEED_LOCKS */
+	struct an_code_range *code;      /* with AN_NEED_CODE: JIT'd methods, unsorted */
+	size_t ncode, code_cap;
+	bool code_capped;                /* more methods than AN_CODE_MAX */
+	double gc_gen[5];                /* gen-0/1/2, loh, poh size counters, bytes (-1: none) */
+	double gc_committed_mb;          /* gc-committed counter (-1: none) */
 	struct counters_table counters;  /* last value of each counter */
 	uint64_t counter_values;         /* values received */
 	double cpu_max, tp_queue_max, tp_threads_max; /* maxima over the session (-1: none) */
@@ -106,6 +119,8 @@ enum an_mem_kind {
 	AN_MEM_KINDS
 };
 
+#define AN_MEM_CODE_MAPS 1024 /* executable code views kept for the JIT split */
+
 struct an_memory {
 	uint64_t rss_kb[AN_MEM_KINDS];
 	uint64_t mappings[AN_MEM_KINDS];
@@ -115,6 +130,16 @@ struct an_memory {
 	bool truncated;         /* smaps was larger than the cap */
 	int64_t cgroup_max;     /* bytes; -1: no limit, -2: unknown */
 	int64_t cgroup_current; /* bytes; -1: unknown */
+	/* code_heaps split by the views' permissions, and (analyze_memory_code)
+	 * the executable views holding the JIT'd methods the runtime named */
+	uint64_t code_exec_kb, code_rw_kb;
+	bool code_jit_known;
+	uint64_t code_jit_kb, jit_methods, jit_bytes;
+	size_t ncode_maps;
+	struct { uint64_t start, end, rss_kb; } code_maps[AN_MEM_CODE_MAPS]; /* executable views */
+	/* the GC heap by generation from the runtime's counters (bytes; -1: not told) */
+	double gc_gen[5];
+	double gc_committed; /* bytes, -1: not told */
 };
 
 #define AN_SMAPS_MAX (64u << 20)
@@ -128,6 +153,10 @@ void analyze_memory_parse(const char *text, size_t len, struct an_memory *m);
 
 /* Reads /proc/PID/smaps, VmRSS and the cgroup's memory.max/current. */
 int analyze_memory_read(pid_t pid, struct an_memory *m);
+
+/* Splits the executable code views by the JIT'd methods of s (sorts
+ * s->code) and takes the GC generation sizes of s's counters. */
+void analyze_memory_runtime(struct an_memory *m, struct an_session *s);
 
 /* The kind holding the most, counting native + other anonymous together as
  * "native" (returns AN_MEM_NATIVE then). */

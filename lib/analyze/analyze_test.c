@@ -53,6 +53,10 @@ static void test_memory_parse(void **state)
 	assert_int_equal(m.rss_kb[AN_MEM_GC_HEAP], 800 + 3000 + 500);
 	assert_int_equal(m.rss_kb[AN_MEM_STACKS], 40 + 44);
 	assert_int_equal(m.rss_kb[AN_MEM_CODE_HEAPS], 4);
+	assert_int_equal(m.code_exec_kb, 4); /* r-xs: an executable view */
+	assert_int_equal(m.code_rw_kb, 0);
+	assert_int_equal(m.ncode_maps, 1);
+	assert_int_equal(m.code_maps[0].start, 0x7f31d5250000ull);
 	for (k = 0; k < AN_MEM_KINDS; k++)
 		sum += m.rss_kb[k];
 	assert_int_equal(sum, m.total_kb);

@@ -72,6 +72,8 @@ struct an_report {
 	const char *notes[MAX_NOTES];
 	size_t nnotes;
 	char partial[640];
+	bool runtime_mem;       /* memory: the session for the runtime's view ran */
+	char partial_rt[640];   /* memory: why it did not */
 	enum an_fail fail;
 	int err;
 	char msg[640];
@@ -113,7 +115,8 @@ static const char *measured(const struct an_report *r)
 	case AN_NEED_COUNTERS | AN_NEED_SAMPLES:
 		return "System.Runtime thread-pool counters (1 s) and the sample profiler's stacks of the pool's workers";
 	case AN_NEED_SAMPLES: return "the sample profiler's managed stacks (every thread, about every ms)";
-	case AN_NEED_SMAPS: return "/proc/PID/smaps, /proc/PID/status and the cgroup's memory files";
+	case AN_NEED_SMAPS | AN_NEED_CODE | AN_NEED_COUNTERS:
+		return "/proc/PID/smaps, /proc/PID/status and the cgroup's memory files; a 1.5 s session for the runtime's JIT'd code ranges (method rundown) and GC generation counters";
 	case AN_NEED_HEAPS: return "3 heap snapshots (each an induced blocking gen-2 GC and heap walk) spread over the duration, retained sizes by dominators";
 	case AN_NEED_HEAP: return "a heap snapshot (an induced blocking gen-2 GC and heap walk), string contents read with process_vm_readv";
 	default: return "the runtime's GC events (GCStart/End, SuspendEE/RestartEE)";
@@ -170,6 +173,9 @@ static void limits(struct an_report *r)
 		note(r, "the GC heap is inferred from the layout (anonymous memory inside the GC's big reservation)");
 		if (r->mem.truncated)
 			note(r, "smaps was over the size cap: the breakdown covers the first mappings only");
+		if (r->partial_rt[0])
+			note(r, r->partial_rt);
+		note(r, "GC bookkeeping and the runtime's loader heaps (type data) apart from other anonymous memory: the runtime does not say where they are");
 	}
 }
 
@@ -244,6 +250,31 @@ static void md_locks(struct strbuf *f, struct an_report *r)
 			(double)ls[i].total_ns / 1e6, (double)ls[i].max_ns / 1e6, ls[i].lock_id, ls[i].object_id,
 			site ? an_safe(site) : "");
 	}
+}
+
+static const char *const gen_names[5] = { "gen0", "gen1", "gen2", "loh", "poh" };
+
+/* What the runtime told about its memory: the code views, the generations. */
+static void md_runtime_memory(struct strbuf *f, struct an_report *r)
+{
+	const struct an_memory *m = &r->mem;
+	size_t k;
+
+	strbuf_addf(f, "JIT code and stub heaps: %.1f MiB in executable views", (double)m->code_exec_kb / 1024.0);
+	if (m->code_jit_known)
+		strbuf_addf(f, " (%.1f MiB of them in views holding the %" PRIu64
+			    " methods the runtime JIT'd, %.1f KiB of code; the rest: stubs, precode)",
+			    (double)m->code_jit_kb / 1024.0, m->jit_methods, (double)m->jit_bytes / 1024.0);
+	strbuf_addf(f, ", %.1f MiB in writable views.\n", (double)m->code_rw_kb / 1024.0);
+	if (m->gc_gen[0] < 0 && m->gc_gen[2] < 0)
+		return;
+	strbuf_addf(f, "GC heap by generation (the runtime's counters, after its last GC; logical sizes):");
+	for (k = 0; k < 5; k++)
+		if (m->gc_gen[k] >= 0)
+			strbuf_addf(f, " %s %.1f MiB%s", gen_names[k], m->gc_gen[k] / 1048576.0, k < 4 ? "," : "");
+	if (m->gc_committed >= 0)
+		strbuf_addf(f, "; committed by the GC %.1f MiB", m->gc_committed / 1048576.0);
+	strbuf_addf(f, ".\n");
 }
 
 static void md_body(struct strbuf *f, struct an_report *r)
@@ -433,6 +464,7 @@ static void md_body(struct strbuf *f, struct an_report *r)
 			strbuf_addf(f, "| %s | %.1f | %.1f%% | %" PRIu64 " |\n", analyze_mem_kind_label(k),
 				(double)m->rss_kb[k] / 1024.0, pct(m->rss_kb[k], m->total_kb), m->mappings[k]);
 		strbuf_addf(f, "| **total** | %.1f | | %" PRIu64 " |\n\n", (double)m->total_kb / 1024.0, m->nmappings);
+		md_runtime_memory(f, r);
 		if (m->vmrss_kb)
 			strbuf_addf(f, "VmRSS is %.1f MiB (the total is %.2f%% off).\n", (double)m->vmrss_kb / 1024.0,
 				100.0 * fabs((double)m->total_kb - (double)m->vmrss_kb) / (double)m->vmrss_kb);
@@ -788,6 +820,31 @@ static void json_body(struct ct_json *j, struct an_report *r)
 			ct_json_obj_end(j);
 		}
 		ct_json_arr_end(j);
+		ct_json_kv_obj_begin(j, "code_heaps");
+		ct_json_kv_u64(j, "exec_bytes", m->code_exec_kb * 1024);
+		ct_json_kv_u64(j, "writable_bytes", m->code_rw_kb * 1024);
+		if (m->code_jit_known) {
+			ct_json_kv_u64(j, "jit_views_bytes", m->code_jit_kb * 1024);
+			ct_json_kv_u64(j, "jit_methods", m->jit_methods);
+			ct_json_kv_u64(j, "jit_code_bytes", m->jit_bytes);
+		} else {
+			ct_json_kv_null(j, "jit_views_bytes");
+			ct_json_kv_null(j, "jit_methods");
+			ct_json_kv_null(j, "jit_code_bytes");
+		}
+		ct_json_obj_end(j);
+		ct_json_kv_obj_begin(j, "gc_generations");
+		for (k = 0; k < 5; k++) {
+			if (m->gc_gen[k] >= 0)
+				ct_json_kv_u64(j, gen_names[k], (uint64_t)m->gc_gen[k]);
+			else
+				ct_json_kv_null(j, gen_names[k]);
+		}
+		if (m->gc_committed >= 0)
+			ct_json_kv_u64(j, "committed", (uint64_t)m->gc_committed);
+		else
+			ct_json_kv_null(j, "committed");
+		ct_json_obj_end(j);
 		ct_json_kv_u64(j, "total_bytes", m->total_kb * 1024);
 		ct_json_kv_u64(j, "vmrss_bytes", m->vmrss_kb * 1024);
 		ct_json_kv_bool(j, "truncated", m->truncated);
@@ -886,7 +943,7 @@ int analyze_report_new(struct an_report **out, const struct an_analyzer *a, unsi
 		return -ENOMEM;
 	r->a = a;
 	r->top = top ? top : 10;
-	if (!(a->need & AN_NEED_LIVE_ONLY))
+	if (a->need & ~AN_NEED_LIVE_ONLY)
 		err = analyze_session_new(&r->s, a->need);
 	if (err) {
 		free(r);
@@ -927,7 +984,7 @@ int analyze_report_file(struct an_report *r, int fd, const char *name)
 	int err;
 
 	r->file = name;
-	if (!r->s)
+	if (!r->s || (r->a->need & AN_NEED_LIVE_ONLY))
 		return fail(r, AN_FAIL_USAGE, -EINVAL, "'%s' reads a live process; it cannot run on a file", r->a->name);
 	err = analyze_session_file(r->s, fd);
 	if (!err)
@@ -1010,11 +1067,24 @@ int analyze_report_live(struct an_report *r, const struct ipc_endpoint *ep, pid_
 
 	r->pid = pid;
 	if (r->a->need & AN_NEED_SMAPS) {
+		/* the runtime's view first (a short session), then smaps: the
+		 * numbers are those of the moment the report is made */
+		if (r->s) {
+			err = analyze_session_live(r->s, ep, CT_MIN(duration_ms, (int64_t)1500), stop, &res);
+			if (!err && analyze_live_outcome(&res, ep, &err, why, sizeof(why)) == AN_OK &&
+			    !analyze_session_finish(r->s))
+				r->runtime_mem = true;
+			else
+				snprintf(r->partial_rt, sizeof(r->partial_rt),
+					 "the runtime's view (JIT'd code, generations): %s", err ? why : "no session");
+		}
 		err = analyze_memory_read(pid, &r->mem);
 		if (err)
 			return fail(r, err == -ENOENT || err == -ESRCH ? AN_FAIL_NO_PROCESS : AN_FAIL_ERRNO, err,
 				    "cannot read the memory map of pid %d: %s", (int)pid, strerror(-err));
 		r->have_mem = true;
+		if (r->runtime_mem)
+			analyze_memory_runtime(&r->mem, r->s);
 		limits(r);
 		return 0;
 	}

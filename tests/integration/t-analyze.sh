@@ -209,6 +209,10 @@ check "memory: kinds add up to the total, the total within 2% of RSS" py "$WORK/
 	"r = d['result']; sum(k['rss_bytes'] for k in r['kinds']) == r['total_bytes'] and abs(r['total_bytes'] - $VMRSS) <= 0.02 * $VMRSS"
 check "memory: 200 MiB of AllocHGlobal is native, not GC heap" py "$WORK/mem.json" \
 	'r = d["result"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; r["mostly"] == "native" and k["native_heap"] + k["other_anon"] >= 190 << 20 and k["gc_heap"] < 20 << 20'
+check "memory: the code heaps split into executable and writable views; the executable views holding JIT'd methods are among them" py "$WORK/mem.json" \
+	'r = d["result"]; c = r["code_heaps"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; c["exec_bytes"] + c["writable_bytes"] == k["code_heaps"] and c["jit_methods"] >= 50 and 0 < c["jit_views_bytes"] <= c["exec_bytes"] and c["jit_code_bytes"] > 0'
+check "memory: the runtime told the generation sizes (all five counters)" py "$WORK/mem.json" \
+	'g = d["result"]["gc_generations"]; all(g[x] is not None for x in ("gen0", "gen1", "gen2", "loh", "poh", "committed"))'
 expect_exit "memory text" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -o "$WORK/mem.md"
 contains "memory report: one sentence on where memory is" "$(cat "$WORK/mem.md")" "Most resident memory is native"
 expect_exit "memory HTML" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -o "$WORK/mem.html"
@@ -222,6 +226,8 @@ expect_exit "memory on a growing GC heap" 0 "$CLRTAP" analyze -p "$FIX_PID" memo
 echo "$OUT" >"$WORK/mem-gc.json"
 check "memory: a growing GC heap is GC heap" py "$WORK/mem-gc.json" \
 	'r = d["result"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; r["mostly"] == "gc_heap" and k["gc_heap"] >= 100 << 20'
+check "memory: the runtime's generations hold the growth (gen1 + gen2 >= 50 MiB, GC committed >= that)" py "$WORK/mem-gc.json" \
+	'g = d["result"]["gc_generations"]; g["gen1"] + g["gen2"] >= 50 << 20 and g["committed"] >= g["gen1"] + g["gen2"]'
 stop_fixture "$FIX_PID"
 
 # --- doctor on idle: nothing alarming ---

@@ -158,19 +158,19 @@ cp "$WORK/bg.out" "$WORK/dl.json"
 A=$(tid_of "$P" cycle-a)
 B=$(tid_of "$P" cycle-b)
 check "deadlock: one cycle, cycle-a ($A) and cycle-b ($B) each held by the other, both lock sites" py "$WORK/dl.json" \
-	"r = d['result']; c = r['cycles'][0]['threads']; t = {x['tid']: x for x in c}; r['deadlocks'] == 1 and len(c) == 2 and t[$A]['held_by'] == $B and t[$B]['held_by'] == $A and t[$A]['site'] == 'Clrtap.Fixtures.LockCycle::TakeFirstThenSecond' and t[$B]['site'] == 'Clrtap.Fixtures.LockCycle::TakeSecondThenFirst' and t[$A]['name'] == 'cycle-a' and t[$A]['lock_id'] != t[$B]['lock_id'] and 'System.Threading.Monitor::Enter' in t[$A]['stack']"
+	"r = d['result']; c = r['cycles'][0]['threads']; t = {x['tid']: x for x in c}; r['deadlocks'] == 1 and len(c) == 2 and t[$A]['held_by'] == $B and t[$B]['held_by'] == $A and t[$A]['site'] == 'Clrtap.Fixtures.Deadlock::ThreadA' and t[$B]['site'] == 'Clrtap.Fixtures.Deadlock::ThreadB' and t[$A]['name'] == 'cycle-a' and t[$A]['lock_id'] != t[$B]['lock_id'] and 'System.Threading.Monitor::Enter' in t[$A]['stack']"
 wait "$TC"
 expect_exit "deadlock offline from a trace collect file" 0 "$CLRTAP" analyze "$WORK/dl.nettrace" deadlock --json
 echo "$OUT" >"$WORK/dl-off.json"
 check "deadlock offline: the same cycle of $A and $B" py "$WORK/dl-off.json" \
-	"c = d['result']['cycles'][0]['threads']; d['result']['deadlocks'] == 1 and sorted(x['tid'] for x in c) == sorted([$A, $B]) and {x['site'] for x in c} == {'Clrtap.Fixtures.LockCycle::TakeFirstThenSecond', 'Clrtap.Fixtures.LockCycle::TakeSecondThenFirst'}"
+	"c = d['result']['cycles'][0]['threads']; d['result']['deadlocks'] == 1 and sorted(x['tid'] for x in c) == sorted([$A, $B]) and {x['site'] for x in c} == {'Clrtap.Fixtures.Deadlock::ThreadA', 'Clrtap.Fixtures.Deadlock::ThreadB'}"
 expect_exit "deadlock text" 0 "$CLRTAP" analyze "$WORK/dl.nettrace" deadlock
 contains "deadlock text: the cycle heading" "$OUT" "### Deadlock 1: 2 threads wait on each other's locks"
-contains "deadlock text: cycle-a's wait, held by cycle-b" "$OUT" "- thread $A waits in Clrtap.Fixtures.LockCycle::TakeFirstThenSecond for lock"
+contains "deadlock text: cycle-a's wait, held by cycle-b" "$OUT" "- thread $A waits in Clrtap.Fixtures.Deadlock::ThreadA for lock"
 expect_exit "deadlock HTML" 0 "$CLRTAP" analyze "$WORK/dl.nettrace" deadlock -o "$WORK/dl.html"
 check "deadlock HTML: offline" offline_html "$WORK/dl.html"
 contains "deadlock HTML: the cycle and cycle-b's site" "$(cat "$WORK/dl.html")" "<h3>Deadlock 1: 2 threads wait on each other&#39;s locks</h3>"
-contains "deadlock HTML: thread $B waits in TakeSecondThenFirst" "$(cat "$WORK/dl.html")" "<li>thread $B waits in Clrtap.Fixtures.LockCycle::TakeSecondThenFirst for lock"
+contains "deadlock HTML: thread $B waits in Deadlock::ThreadB" "$(cat "$WORK/dl.html")" "<li>thread $B waits in Clrtap.Fixtures.Deadlock::ThreadB for lock"
 stop_fixture "$P"
 # doctor ranks a deadlock that forms while it watches first (critical)
 TRIG=$WORK/trig-dl-doc
@@ -178,7 +178,7 @@ start_fixture deadlock-late --trigger "$TRIG"
 in_background_then_trigger "$TRIG" "$CLRTAP" doctor -p "$FIX_PID" -d 3 --json
 cp "$WORK/bg.out" "$WORK/doc-dl.json"
 check "doctor: the deadlock ranked first, critical, both sites named" py "$WORK/doc-dl.json" \
-	'x = d["findings"][0]; x["analyzer"] == "deadlock" and x["severity"] == "critical" and "LockCycle::TakeFirstThenSecond" in x["evidence"] and "LockCycle::TakeSecondThenFirst" in x["evidence"] and d["alarming"]'
+	'x = d["findings"][0]; x["analyzer"] == "deadlock" and x["severity"] == "critical" and "Deadlock::ThreadA" in x["evidence"] and "Deadlock::ThreadB" in x["evidence"] and d["alarming"]'
 stop_fixture "$FIX_PID"
 # a deadlock that formed before the session: no events, the stacks show both threads in Monitor enter
 start_fixture deadlock

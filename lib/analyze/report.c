@@ -23,32 +23,6 @@
 #include "flame/flame.h"
 #include "heap/heap.h"
 
-#define SAFE_SLOTS 8
-#define SAFE_INPUT 65536
-
-/* A target-chosen name with the terminal escaping rule applied: s itself
- * when it is safe, else one of SAFE_SLOTS per-thread buffers (as cli_safe). */
-static const char *an_safe(const char *s)
-{
-	static __thread struct strbuf ring[SAFE_SLOTS];
-	static __thread unsigned next;
-	struct strbuf *sb = &ring[next++ % SAFE_SLOTS];
-	size_t len;
-
-	if (!s)
-		return "(null)";
-	len = strlen(s);
-	if (len <= SAFE_INPUT && ct_term_is_safe(s, len))
-		return s;
-	if (!sb->max)
-		strbuf_init(sb, 0);
-	strbuf_reset(sb);
-	(void)ct_term_escape(sb, s, CT_MIN(len, (size_t)SAFE_INPUT));
-	if (len > SAFE_INPUT)
-		(void)strbuf_addstr(sb, "...");
-	return strbuf_error(sb) ? "(out of memory)" : sb->buf;
-}
-
 #define MAX_GROUPS 64
 #define MAX_NOTES 8
 
@@ -123,6 +97,13 @@ static const char *measured(const struct an_report *r)
 	}
 }
 
+/* The layout's GC heap is under half of the GC's committed bytes (counter). */
+static bool gc_unrecognized(const struct an_memory *m)
+{
+	return m->gc_committed >= 64.0 * 1048576.0 &&
+	       (double)m->rss_kb[AN_MEM_GC_HEAP] * 1024.0 < m->gc_committed / 2;
+}
+
 /* The notes on what the analyzer cannot see. */
 static void limits(struct an_report *r)
 {
@@ -175,6 +156,8 @@ static void limits(struct an_report *r)
 			note(r, "smaps was over the size cap: the breakdown covers the first mappings only");
 		if (r->partial_rt[0])
 			note(r, r->partial_rt);
+		if (gc_unrecognized(&r->mem))
+			note(r, "the GC's reservation was not recognized in the layout: the GC says it committed more than twice what is counted as GC heap here, the rest is in other anonymous memory");
 		note(r, "GC bookkeeping and the runtime's loader heaps (type data) apart from other anonymous memory: the runtime does not say where they are");
 	}
 }
@@ -216,7 +199,7 @@ static void md_stack(struct strbuf *f, const char *const *frames, uint32_t n, un
 	uint32_t i;
 
 	for (i = 0; i < n && i < max; i++)
-		strbuf_addf(f, "    %s\n", an_safe(frames[i]));
+		strbuf_addf(f, "    %s\n", ct_term_safe(frames[i]));
 	if (n > max)
 		strbuf_addf(f, "    ... %u more frames\n", n - max);
 }
@@ -224,8 +207,8 @@ static void md_stack(struct strbuf *f, const char *const *frames, uint32_t n, un
 static void md_dl_thread(struct strbuf *f, const struct an_dl_thread *t)
 {
 	strbuf_addf(f, "- thread %" PRIu64 "%s%s%s waits%s%s for lock 0x%" PRIx64 " (object 0x%" PRIx64
-		"), held by thread %" PRIu64 "\n\n", t->tid, t->name[0] ? " (" : "", t->name[0] ? an_safe(t->name) : "",
-		t->name[0] ? ")" : "", t->site ? " in " : "", t->site ? an_safe(t->site) : "", t->lock_id,
+		"), held by thread %" PRIu64 "\n\n", t->tid, t->name[0] ? " (" : "", t->name[0] ? ct_term_safe(t->name) : "",
+		t->name[0] ? ")" : "", t->site ? " in " : "", t->site ? ct_term_safe(t->site) : "", t->lock_id,
 		t->object_id, t->owner);
 	md_stack(f, t->frames, t->nframes, 12);
 	strbuf_addf(f, "\n");
@@ -248,7 +231,7 @@ static void md_locks(struct strbuf *f, struct an_report *r)
 		analyze_frames(r->s, ls[i].ips, ls[i].nips, frames, 1, &site, &more);
 		strbuf_addf(f, "| %" PRIu64 " | %.1f | %.3f | 0x%" PRIx64 " | 0x%" PRIx64 " | %s |\n", ls[i].waits,
 			(double)ls[i].total_ns / 1e6, (double)ls[i].max_ns / 1e6, ls[i].lock_id, ls[i].object_id,
-			site ? an_safe(site) : "");
+			site ? ct_term_safe(site) : "");
 	}
 }
 
@@ -289,15 +272,15 @@ static void md_body(struct strbuf *f, struct an_report *r)
 			strbuf_addf(f, "| count | type | distinct messages |\n|---:|---|---:|\n");
 		for (i = 0; i < res->nexc_types && i < r->top; i++)
 			strbuf_addf(f, "| %" PRIu64 " | %s | %u%s |\n", res->exc_types[i].count,
-				an_safe(res->exc_types[i].type), res->exc_types[i].messages,
+				ct_term_safe(res->exc_types[i].type), res->exc_types[i].messages,
 				res->exc_types[i].messages_capped ? "+" : "");
 		for (i = 0; i < res->nexceptions && i < r->top; i++) {
 			const struct ts_exception *e = &res->exceptions[i];
 
-			strbuf_addf(f, "\n### %s x%" PRIu64 "\n\nmessage: %s\n", an_safe(e->type), e->count,
-				an_safe(e->message));
+			strbuf_addf(f, "\n### %s x%" PRIu64 "\n\nmessage: %s\n", ct_term_safe(e->type), e->count,
+				ct_term_safe(e->message));
 			if (e->thrown_at)
-				strbuf_addf(f, "thrown in: %s\n", an_safe(e->thrown_at));
+				strbuf_addf(f, "thrown in: %s\n", ct_term_safe(e->thrown_at));
 			strbuf_addf(f, "\n");
 			md_stack(f, e->frames, e->nframes, 12);
 		}
@@ -310,7 +293,7 @@ static void md_body(struct strbuf *f, struct an_report *r)
 			strbuf_addf(f, "| %.1f%% | %.1f | %" PRIu64 " | %s |\n",
 				pct(res->allocs[i].bytes, res->alloc_bytes),
 				(double)res->allocs[i].bytes / 1048576.0, res->allocs[i].samples,
-				an_safe(res->allocs[i].type));
+				ct_term_safe(res->allocs[i].type));
 	} else if (!strcmp(n, "pauses")) {
 		const struct ts_gc *g = &res->gc;
 
@@ -364,8 +347,8 @@ static void md_body(struct strbuf *f, struct an_report *r)
 			for (k = 0; k < d->nblocked; k++) {
 				uint32_t x;
 
-				strbuf_addf(f, "| %u | %s | %s | ", d->blocked[k].threads, an_safe(d->blocked[k].method),
-					an_safe(d->blocked[k].call));
+				strbuf_addf(f, "| %u | %s | %s | ", d->blocked[k].threads, ct_term_safe(d->blocked[k].method),
+					ct_term_safe(d->blocked[k].call));
 				for (x = 0; x < d->blocked[k].threads && x < ARRAY_SIZE(d->blocked[k].tids); x++)
 					strbuf_addf(f, "%s%" PRIu64, x ? " " : "", d->blocked[k].tids[x]);
 				strbuf_addf(f, " |\n");
@@ -387,7 +370,7 @@ static void md_body(struct strbuf *f, struct an_report *r)
 				if (!ft[i].self)
 					break;
 				strbuf_addf(f, "| %.1f | %" PRIu64 " | %.1f | %s |\n", pct(ft[i].self, total),
-					ft[i].self, pct(ft[i].total, total), an_safe(ft[i].name));
+					ft[i].self, pct(ft[i].total, total), ct_term_safe(ft[i].name));
 			}
 		}
 		free(ft);
@@ -401,7 +384,7 @@ static void md_body(struct strbuf *f, struct an_report *r)
 		for (i = 0; ng > 0 && i < (size_t)ng; i++) {
 			uint32_t k;
 
-			strbuf_addf(f, "| %u | %s | ", g[i].threads, an_safe(g[i].method));
+			strbuf_addf(f, "| %u | %s | ", g[i].threads, ct_term_safe(g[i].method));
 			for (k = 0; k < g[i].threads && k < ARRAY_SIZE(g[i].tids); k++)
 				strbuf_addf(f, "%s%" PRIu64, k ? " " : "", g[i].tids[k]);
 			strbuf_addf(f, " |\n");
@@ -414,7 +397,7 @@ static void md_body(struct strbuf *f, struct an_report *r)
 		if (r->ngrowth)
 			strbuf_addf(f, "| type | count first → last | retained KiB first → last |\n|---|---:|---:|\n");
 		for (i = 0; i < r->ngrowth && i < r->top; i++)
-			strbuf_addf(f, "| %s | %" PRIu64 " → %" PRIu64 " | %.1f → %.1f |\n", an_safe(r->growth[i].name),
+			strbuf_addf(f, "| %s | %" PRIu64 " → %" PRIu64 " | %.1f → %.1f |\n", ct_term_safe(r->growth[i].name),
 				r->growth[i].count[0], r->growth[i].count[last],
 				(double)r->growth[i].retained[0] / 1024.0, (double)r->growth[i].retained[last] / 1024.0);
 	} else if (!strcmp(n, "threadpool")) {
@@ -427,22 +410,22 @@ static void md_body(struct strbuf *f, struct an_report *r)
 			r->s->tp_queue_max, r->s->tp_queue_last, r->s->tp_threads_max, workers);
 		if (st)
 			strbuf_addf(f, "**Starvation**: work waited in the queue while %u of %u workers were blocked in %s%s%s.\n\n",
-				g[0].threads, workers, an_safe(g[0].method), g[0].call ? ", calling " : "",
-				g[0].call ? an_safe(g[0].call) : "");
+				g[0].threads, workers, ct_term_safe(g[0].method), g[0].call ? ", calling " : "",
+				g[0].call ? ct_term_safe(g[0].call) : "");
 		else
 			strbuf_addf(f, "No starvation seen.\n\n");
 		if (ng > 0)
 			strbuf_addf(f, "| workers | method | calling |\n|---:|---|---|\n");
 		for (i = 0; ng > 0 && i < (size_t)ng && i < r->top; i++)
-			strbuf_addf(f, "| %u | %s | %s |\n", g[i].threads, an_safe(g[i].method),
-				g[i].call ? an_safe(g[i].call) : "");
+			strbuf_addf(f, "| %u | %s | %s |\n", g[i].threads, ct_term_safe(g[i].method),
+				g[i].call ? ct_term_safe(g[i].call) : "");
 	} else if (!strcmp(n, "survivors")) {
 		strbuf_addf(f, "%u objects survive, %.1f MiB reachable from %u roots.\n\n", r->ha->reachable,
 			(double)(heap_graph_bytes(r->heap) - r->ha->unreachable_bytes) / 1048576.0, r->heap->nroots);
 		strbuf_addf(f, "| retained KiB | shallow KiB | count | type |\n|---:|---:|---:|---|\n");
 		for (i = 0; i < r->nts && i < r->top; i++)
 			strbuf_addf(f, "| %.1f | %.1f | %" PRIu64 " | %s |\n", (double)r->ts[i].retained / 1024.0,
-				(double)r->ts[i].shallow / 1024.0, r->ts[i].count, an_safe(r->ts[i].name));
+				(double)r->ts[i].shallow / 1024.0, r->ts[i].count, ct_term_safe(r->ts[i].name));
 	} else if (!strcmp(n, "strings")) {
 		const struct heap_graph *g = r->heap;
 
@@ -453,7 +436,7 @@ static void md_body(struct strbuf *f, struct an_report *r)
 			strbuf_addf(f, "| copies | wasted KiB | chars | value |\n|---:|---:|---:|---|\n");
 		for (i = 0; i < g->ndups && i < r->top; i++)
 			strbuf_addf(f, "| %" PRIu64 " | %.1f | %u | %s%s |\n", g->dups[i].count,
-				(double)g->dups[i].wasted / 1024.0, g->dups[i].chars, an_safe(g->dups[i].value),
+				(double)g->dups[i].wasted / 1024.0, g->dups[i].chars, ct_term_safe(g->dups[i].value),
 				g->dups[i].truncated ? "..." : "");
 	} else if (!strcmp(n, "memory")) {
 		const struct an_memory *m = &r->mem;
@@ -490,7 +473,7 @@ int analyze_report_md(struct an_report *r, struct strbuf *f)
 
 	strbuf_addf(f, "# clrtap analyze %s\n\n", r->a->name);
 	if (r->file)
-		strbuf_addf(f, "- source: %s\n", an_safe(r->file));
+		strbuf_addf(f, "- source: %s\n", ct_term_safe(r->file));
 	else
 		strbuf_addf(f, "- target: pid %d\n", (int)r->pid);
 	strbuf_addf(f, "- measured: %s\n", measured(r));
@@ -1063,7 +1046,7 @@ int analyze_report_live(struct an_report *r, const struct ipc_endpoint *ep, pid_
 	struct counters_live_result res;
 	struct timespec t0;
 	char why[512];
-	int err;
+	int err, tries;
 
 	r->pid = pid;
 	if (r->a->need & AN_NEED_SMAPS) {
@@ -1078,13 +1061,21 @@ int analyze_report_live(struct an_report *r, const struct ipc_endpoint *ep, pid_
 				snprintf(r->partial_rt, sizeof(r->partial_rt),
 					 "the runtime's view (JIT'd code, generations): %s", err ? why : "no session");
 		}
-		err = analyze_memory_read(pid, &r->mem);
-		if (err)
-			return fail(r, err == -ENOENT || err == -ESRCH ? AN_FAIL_NO_PROCESS : AN_FAIL_ERRNO, err,
-				    "cannot read the memory map of pid %d: %s", (int)pid, strerror(-err));
+		for (tries = 0;; tries++) {
+			err = analyze_memory_read(pid, &r->mem);
+			if (err)
+				return fail(r, err == -ENOENT || err == -ESRCH ? AN_FAIL_NO_PROCESS : AN_FAIL_ERRNO, err,
+					    "cannot read the memory map of pid %d: %s", (int)pid, strerror(-err));
+			if (r->runtime_mem)
+				analyze_memory_runtime(&r->mem, r->s);
+			/* The runtime's own figure checks the layout inference: a GC
+			 * heap under half of what the GC says it committed is a map
+			 * read while the GC was changing it; read it again. */
+			if (tries == 2 || !gc_unrecognized(&r->mem))
+				break;
+			nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+		}
 		r->have_mem = true;
-		if (r->runtime_mem)
-			analyze_memory_runtime(&r->mem, r->s);
 		limits(r);
 		return 0;
 	}

@@ -328,6 +328,12 @@ VMRSS=$(awk '/^VmRSS:/ { print $2 * 1024 }' /proc/"$FIX_PID"/status)
 check "namespaced: memory within 2% of RSS" py "$WORK/ns-mem.json" \
 	"abs(d['result']['total_bytes'] - $VMRSS) <= 0.02 * $VMRSS"
 stop_fixture "$FIX_PID"
+start_fixture_ns deadlock
+expect_exit "namespaced: deadlock" 0 "$CLRTAP" analyze -p "$FIX_PID" deadlock -d 1 --json
+echo "$OUT" >"$WORK/ns-dl.json"
+check "namespaced: the deadlocked ThreadA and ThreadB found in Monitor enter" py "$WORK/ns-dl.json" \
+	"r = d['result']; g = {x['method']: x['threads'] for x in r['blocked_before']}; r['suspected'] and g == {'Clrtap.Fixtures.Deadlock::ThreadA': 1, 'Clrtap.Fixtures.Deadlock::ThreadB': 1}"
+stop_fixture "$FIX_PID"
 
 # --- errors ---
 sleep 30 &

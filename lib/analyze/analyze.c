@@ -32,7 +32,7 @@ static const struct an_analyzer analyzers[] = {
 	  AN_NEED_SAMPLES, "clrtap profile -p %d -d 10 -o cpu.html (a flame graph)" },
 	{ "leaks", "types whose count and retained bytes grow across 3 heap snapshots over -d",
 	  AN_NEED_HEAPS, "clrtap gcdump watch -p %d (more snapshots, with retention paths)" },
-	{ "memory", "resident memory by what holds it (smaps), with the cgroup limit",
+	{ "memory", "resident memory by what holds it (smaps, the runtime's JIT code ranges and GC counters), with the cgroup limit",
 	  AN_NEED_SMAPS | AN_NEED_CODE | AN_NEED_COUNTERS,
 	  "clrtap gcdump report -p %d (GC heap by type), clrtap counters -p %d" },
 	{ "pauses", "GC pauses: count, reasons, generations, p50/p95/p99/max",

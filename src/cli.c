@@ -31,24 +31,7 @@ void cli_print_line(FILE *f, const char *prefix, const char *msg)
 
 const char *cli_safe(const char *s)
 {
-	static __thread struct strbuf ring[CLI_SAFE_SLOTS];
-	static __thread unsigned next;
-	struct strbuf *sb = &ring[next++ % CLI_SAFE_SLOTS];
-	size_t len;
-
-	if (!s)
-		return "(null)";
-	len = strlen(s);
-	if (len <= CLI_SAFE_INPUT && ct_term_is_safe(s, len))
-		return s;
-	if (!sb->max)
-		strbuf_init(sb, 0); /* zeroed (thread-local): set up once */
-	strbuf_reset(sb);
-	/* An escape is at most 4 bytes a byte: the input cap bounds the output. */
-	(void)ct_term_escape(sb, s, CT_MIN(len, (size_t)CLI_SAFE_INPUT));
-	if (len > CLI_SAFE_INPUT)
-		(void)strbuf_addstr(sb, "...");
-	return strbuf_error(sb) ? "(out of memory)" : sb->buf;
+	return ct_term_safe(s);
 }
 
 int cli_json_out(struct ct_json *j, FILE *f)

@@ -23,15 +23,18 @@ static const struct an_analyzer analyzers[] = {
 	{ "allocations", "allocated bytes by type (allocation ticks, about one per 100 KB)",
 	  AN_NEED_ALLOC | AN_NEED_GC, "clrtap gcdump report -p %d (what stays alive), clrtap analyze -p %d pauses" },
 	{ "contention", "lock contention: waits, wait time and the stacks that waited",
-	  AN_NEED_CONTENTION, "clrtap stacks -p %d (who holds the lock now)" },
+	  AN_NEED_CONTENTION | AN_NEED_LOCKS, "clrtap stacks -p %d (who holds the lock now)" },
+	{ "deadlock", "threads waiting on each other's locks: the cycle, each thread's lock, owner and stack",
+	  AN_NEED_CONTENTION | AN_NEED_LOCKS | AN_NEED_SAMPLES, "clrtap stacks -p %d (every thread's stack now)" },
 	{ "exceptions", "exceptions thrown: type, count, messages and the throwing stack",
 	  AN_NEED_EXCEPTIONS, "clrtap trace collect -p %d --profile exceptions -d 30 (keep the raw events)" },
 	{ "hotpaths", "CPU: the methods the sampled managed stacks spend their time in",
 	  AN_NEED_SAMPLES, "clrtap profile -p %d -d 10 -o cpu.html (a flame graph)" },
 	{ "leaks", "types whose count and retained bytes grow across 3 heap snapshots over -d",
 	  AN_NEED_HEAPS, "clrtap gcdump watch -p %d (more snapshots, with retention paths)" },
-	{ "memory", "resident memory by what holds it (smaps), with the cgroup limit",
-	  AN_NEED_SMAPS, "clrtap gcdump report -p %d (GC heap by type), clrtap counters -p %d" },
+	{ "memory", "resident memory by what holds it (smaps, the runtime's JIT code ranges and GC counters), with the cgroup limit",
+	  AN_NEED_SMAPS | AN_NEED_CODE | AN_NEED_COUNTERS,
+	  "clrtap gcdump report -p %d (GC heap by type), clrtap counters -p %d" },
 	{ "pauses", "GC pauses: count, reasons, generations, p50/p95/p99/max",
 	  AN_NEED_GC, "clrtap analyze -p %d allocations (what makes the GCs)" },
 	{ "stacks", "every thread's managed stack, threads grouped by method",
@@ -71,12 +74,16 @@ int analyze_session_new(struct an_session **out, unsigned need)
 	s->need = need;
 	s->cpu_max = s->tp_queue_max = s->tp_threads_max = -1;
 	s->working_set_mb = s->gc_heap_mb = -1;
+	s->gc_gen[0] = s->gc_gen[1] = s->gc_gen[2] = s->gc_gen[3] = s->gc_gen[4] = -1;
+	s->gc_committed_mb = -1;
 	ts_limits_default(&lim);
 	err = tracestats_new(&s->ts, &lim);
-	if (!err && (need & AN_NEED_SAMPLES))
-		err = stacks_sampler_new(&s->ss);
+	if (!err && (need & (AN_NEED_SAMPLES | AN_NEED_LOCKS)))
+		err = stacks_sampler_new(&s->ss); /* LOCKS: its method table names the wait stacks */
 	if (!err && (need & AN_NEED_COUNTERS))
 		err = counters_decoder_new(&s->cd, NULL);
+	if (!err && (need & AN_NEED_LOCKS))
+		err = analyze_locks_new(&s->locks);
 	if (err) {
 		analyze_session_free(s);
 		return err;
@@ -92,6 +99,8 @@ void analyze_session_free(struct an_session *s)
 	tracestats_free(s->ts);
 	stacks_sampler_free(s->ss);
 	counters_decoder_free(s->cd);
+	analyze_locks_free(s->locks);
+	free(s->code);
 	counters_table_release(&s->counters);
 	free(s);
 }
@@ -109,7 +118,7 @@ int analyze_session_config(unsigned need, struct ipc_provider *provs, size_t *n,
 		level = 5; /* AllocationTick is verbose */
 	if (need & AN_NEED_EXCEPTIONS)
 		kw |= KW_EXCEPTION;
-	if (need & AN_NEED_CONTENTION)
+	if (need & (AN_NEED_CONTENTION | AN_NEED_LOCKS))
 		kw |= KW_CONTENTION;
 	provs[(*n)++] = (struct ipc_provider){ RUNTIME, kw, level, NULL };
 	if (need & AN_NEED_SAMPLES)
@@ -158,6 +167,48 @@ static int on_value(void *ctx, const struct counters_value *v)
 		s->working_set_mb = v->value;
 	else if (!strcmp(v->name, "gc-heap-size"))
 		s->gc_heap_mb = v->value;
+	else if (!strcmp(v->name, "gen-0-size"))
+		s->gc_gen[0] = v->value;
+	else if (!strcmp(v->name, "gen-1-size"))
+		s->gc_gen[1] = v->value;
+	else if (!strcmp(v->name, "gen-2-size"))
+		s->gc_gen[2] = v->value;
+	else if (!strcmp(v->name, "loh-size"))
+		s->gc_gen[3] = v->value;
+	else if (!strcmp(v->name, "poh-size"))
+		s->gc_gen[4] = v->value;
+	else if (!strcmp(v->name, "gc-committed"))
+		s->gc_committed_mb = v->value;
+	return 0;
+}
+
+/* A JIT'd method's code range (MethodLoadVerbose, rundown MethodDC*Verbose). */
+static int add_code(struct an_session *s, const struct nt_event *ev)
+{
+	const struct nt_metadata *m = ev->meta;
+	struct nt_method_load ml;
+
+	if (!m || !((m->provider_kind == NT_PROV_RUNTIME && m->event_id == 143) ||
+		    (m->provider_kind == NT_PROV_RUNDOWN && (m->event_id == 143 || m->event_id == 144))))
+		return 0;
+	if (nt_decode_method_load(ev->payload, ev->payload_len, m->version, ev->pointer_size, &ml) ||
+	    !ml.start || !ml.size || !(ml.flags & 0x8))
+		return 0; /* MethodFlags 0x8: JIT'd (not ReadyToRun code, which lives in its image) */
+	if (s->ncode >= AN_CODE_MAX) {
+		s->code_capped = true;
+		return 0;
+	}
+	if (s->ncode == s->code_cap) {
+		size_t ncap = s->code_cap ? s->code_cap * 2 : 1024;
+		struct an_code_range *nc = realloc(s->code, ncap * sizeof(*nc));
+
+		if (!nc)
+			return -ENOMEM;
+		s->code = nc;
+		s->code_cap = ncap;
+	}
+	s->code[s->ncode].start = ml.start;
+	s->code[s->ncode++].size = ml.size;
 	return 0;
 }
 
@@ -173,6 +224,10 @@ static int on_event(void *ctx, const struct nt_event *ev)
 		if (err == -EFBIG || err == -E2BIG)
 			err = 0; /* the sampler keeps what fit */
 	}
+	if (!err && s->locks)
+		err = analyze_locks_event(s->locks, ev);
+	if (!err && (s->need & AN_NEED_CODE))
+		err = add_code(s, ev);
 	if (!err && s->cd) {
 		int r = counters_decode(s->cd, ev, &ch, s);
 

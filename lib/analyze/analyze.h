@@ -15,6 +15,8 @@
 
 #include <signal.h>
 
+#include "common/strbuf.h"
+#include "common/json.h"
 #include "counters/counters.h"
 #include "live/live.h"
 #include "ipc/ipc.h"
@@ -31,6 +33,9 @@
 #define AN_NEED_SMAPS 0x40u   /* /proc/PID/smaps: live only */
 #define AN_NEED_HEAP 0x80u    /* a heap snapshot (lib/heap, an induced gen-2 GC): live only */
 #define AN_NEED_HEAPS 0x100u  /* several heap snapshots over the duration: live only */
+#define AN_NEED_LIVE_ONLY (AN_NEED_SMAPS | AN_NEED_HEAP | AN_NEED_HEAPS)
+#define AN_NEED_LOCKS 0x200u
+#define AN_NEED_CODE 0x400u   /* JIT'd code ranges (method load and rundown events) */  /* contention events kept per thread and per lock (lib/analyze/locks.c) */
 
 struct an_analyzer {
 	const char *name;
@@ -43,12 +48,25 @@ struct an_analyzer {
 const struct an_analyzer *analyze_analyzer_at(size_t i);
 const struct an_analyzer *analyze_analyzer_find(const char *name);
 
+/* A JIT'd method's code. */
+struct an_code_range {
+	uint64_t start;
+	uint32_t size;
+};
+#define AN_CODE_MAX (1u << 20)
+
 /* Everything one session fed. */
 struct an_session {
 	unsigned need;
 	struct tracestats *ts;
 	struct stacks_sampler *ss;       /* with AN_NEED_SAMPLES */
 	struct counters_decoder *cd;     /* with AN_NEED_COUNTERS */
+	struct an_locks *locks;          /* with AN_NEED_LOCKS */
+	struct an_code_range *code;      /* with AN_NEED_CODE: JIT'd methods, unsorted */
+	size_t ncode, code_cap;
+	bool code_capped;                /* more methods than AN_CODE_MAX */
+	double gc_gen[5];                /* gen-0/1/2, loh, poh size counters, bytes (-1: none) */
+	double gc_committed_mb;          /* gc-committed counter (-1: none) */
 	struct counters_table counters;  /* last value of each counter */
 	uint64_t counter_values;         /* values received */
 	double cpu_max, tp_queue_max, tp_threads_max; /* maxima over the session (-1: none) */
@@ -102,6 +120,8 @@ enum an_mem_kind {
 	AN_MEM_KINDS
 };
 
+#define AN_MEM_CODE_MAPS 1024 /* executable code views kept for the JIT split */
+
 struct an_memory {
 	uint64_t rss_kb[AN_MEM_KINDS];
 	uint64_t mappings[AN_MEM_KINDS];
@@ -111,6 +131,16 @@ struct an_memory {
 	bool truncated;         /* smaps was larger than the cap */
 	int64_t cgroup_max;     /* bytes; -1: no limit, -2: unknown */
 	int64_t cgroup_current; /* bytes; -1: unknown */
+	/* code_heaps split by the views' permissions, and (analyze_memory_code)
+	 * the executable views holding the JIT'd methods the runtime named */
+	uint64_t code_exec_kb, code_rw_kb;
+	bool code_jit_known;
+	uint64_t code_jit_kb, jit_methods, jit_bytes;
+	size_t ncode_maps;
+	struct { uint64_t start, end, rss_kb; } code_maps[AN_MEM_CODE_MAPS]; /* executable views */
+	/* the GC heap by generation from the runtime's counters (bytes; -1: not told) */
+	double gc_gen[5];
+	double gc_committed; /* bytes, -1: not told */
 };
 
 #define AN_SMAPS_MAX (64u << 20)
@@ -124,6 +154,10 @@ void analyze_memory_parse(const char *text, size_t len, struct an_memory *m);
 
 /* Reads /proc/PID/smaps, VmRSS and the cgroup's memory.max/current. */
 int analyze_memory_read(pid_t pid, struct an_memory *m);
+
+/* Splits the executable code views by the JIT'd methods of s (sorts
+ * s->code) and takes the GC generation sizes of s's counters. */
+void analyze_memory_runtime(struct an_memory *m, struct an_session *s);
 
 /* The kind holding the most, counting native + other anonymous together as
  * "native" (returns AN_MEM_NATIVE then). */
@@ -176,5 +210,163 @@ struct heap_collect_opts;
  */
 int analyze_leaks_run(const struct heap_collect_opts *o, unsigned nsnap, int64_t interval_ms,
 		      struct heap_growth **out, size_t *n, unsigned *taken, char *msg, size_t msglen);
+
+/* ----- locks: contention events by thread and by lock; deadlock cycles ----- */
+
+#define AN_LOCKS_MAX_THREADS 4096
+#define AN_LOCKS_MAX_LOCKS 4096
+#define AN_LOCK_SITE_FRAMES 64
+#define AN_CYCLE_MAX 16
+
+/* A thread's last ContentionStart. */
+struct an_lock_wait {
+	uint64_t tid;              /* the waiting thread (OS id) */
+	uint64_t lock_id, object_id, owner; /* ContentionStart V2 (.NET 8+) */
+	bool owner_known;          /* the event was V2 */
+	bool native;               /* a runtime-internal lock (flags 1) */
+	bool open;                 /* no ContentionStop came after it: still waiting at the end */
+	int64_t start;             /* trace timestamp */
+	uint64_t waits;            /* ContentionStarts of this thread */
+	uint64_t *ips;             /* where it waits, leaf first */
+	uint32_t nips;
+};
+
+/* One lock (V2 lock id) over the session. */
+struct an_lock_stat {
+	uint64_t lock_id, object_id;
+	uint64_t waits, timed, total_ns, max_ns;
+	uint64_t ips[AN_LOCK_SITE_FRAMES]; /* the first wait's stack, leaf first */
+	uint32_t nips;
+};
+
+/* A cycle of the wait-for graph: wait[k]'s owner is wait[k+1]'s thread, and
+ * the last one's owner is wait[0]'s thread (indexes of analyze_locks_wait). */
+struct an_lock_cycle {
+	size_t n;
+	size_t wait[AN_CYCLE_MAX];
+};
+
+struct an_locks;
+int analyze_locks_new(struct an_locks **out);
+void analyze_locks_free(struct an_locks *l);
+/* Feeds an event (only ContentionStart/Stop are looked at). */
+int analyze_locks_event(struct an_locks *l, const struct nt_event *ev);
+size_t analyze_locks_nwaits(const struct an_locks *l);
+const struct an_lock_wait *analyze_locks_wait(const struct an_locks *l, size_t i);
+void analyze_locks_counts(const struct an_locks *l, uint64_t *starts, uint64_t *stops,
+			  uint64_t *starts_v2, uint64_t *dropped);
+/* The locks by total wait (then waits), descending. */
+size_t analyze_locks_by_wait(struct an_locks *l, const struct an_lock_stat **out);
+/* Up to max cycles among the waits still open; returns how many. */
+size_t analyze_locks_cycles(const struct an_locks *l, struct an_lock_cycle *c, size_t max);
+
+/* ----- deadlock: the cycles, with stacks ----- */
+
+#define AN_DL_FRAMES 32
+#define AN_DL_CYCLES 8
+
+struct an_dl_thread {
+	uint64_t tid;
+	char name[32];          /* the thread's name (live: /proc), "" unknown */
+	uint64_t lock_id, object_id, owner; /* the lock it waits for and the thread holding it */
+	bool native;            /* a runtime-internal lock */
+	const char *site;       /* first frame outside System./Microsoft. of the wait (NULL: none) */
+	const char *frames[AN_DL_FRAMES]; /* where it waits, leaf first (names owned by the sampler) */
+	uint32_t nframes, more;
+};
+
+struct an_deadlock {
+	uint64_t starts, stops, starts_v2, dropped; /* contention events seen */
+	size_t ncycles;
+	struct { size_t n; struct an_dl_thread t[AN_CYCLE_MAX]; } cycles[AN_DL_CYCLES];
+	size_t nwaiting;        /* open waits outside every cycle (first 16 kept) */
+	struct an_dl_thread waiting[16];
+	/* threads sampled inside a Monitor/Lock enter with no ContentionStart in
+	 * the session: waiting since before it, owner not told (call = the enter frame) */
+	size_t nblocked;
+	struct an_stack_group blocked[16];
+	uint32_t blocked_threads; /* in all groups */
+};
+
+/* Symbolizes a stack of the session (the sampler's method table) into up to
+ * max frames (unresolved ones skipped; *more: resolved ones past max); *site
+ * is the first frame outside System./Microsoft./Interop. Returns the count. */
+uint32_t analyze_frames(struct an_session *s, const uint64_t *ips, uint32_t n, const char **frames,
+			uint32_t max, const char **site, uint32_t *more);
+
+/* Fills d from a finished session with AN_NEED_LOCKS (pid > 0: thread names
+ * from /proc). 0 or -EINVAL. */
+int analyze_deadlock_find(struct an_session *s, pid_t pid, struct an_deadlock *d);
+
+/* ----- HTML: a Markdown report as one self-contained, offline page ----- */
+
+/* Appends the page for report md (len bytes) to o. 0 or the strbuf's error. */
+int analyze_html_from_md(const char *md, size_t len, const char *title, struct strbuf *o);
+
+/* ----- the workflow: one analyzer run into a report, rendered three ways ----- */
+
+/* Why a run failed: the caller's exit code (or HTTP error) class. */
+enum an_fail {
+	AN_FAIL_NONE,
+	AN_FAIL_ERROR,       /* out of memory, cannot read: a general error */
+	AN_FAIL_ERRNO,       /* classify the errno (no process, permission, not .NET, ...) */
+	AN_FAIL_USAGE,       /* a live-only analyzer on a file */
+	AN_FAIL_NO_PROCESS,  /* the process is gone */
+	AN_FAIL_PROTOCOL,    /* the session stream is not nettrace */
+	AN_FAIL_BAD_INPUT,   /* the file is not a readable nettrace file */
+	AN_FAIL_PARTIAL,     /* the target went away during a heap snapshot */
+	AN_FAIL_INTERRUPTED, /* stopped before there was anything to compare */
+};
+
+struct an_report;
+
+/* A report for analyzer a with up to top rows per table (0: 10). */
+int analyze_report_new(struct an_report **out, const struct an_analyzer *a, unsigned top);
+void analyze_report_free(struct an_report *r);
+
+/*
+ * Runs the analyzer on a live process (ep and pid from the caller's target
+ * resolution; duration_ms; *stop, which may be NULL, ends it early) or on a
+ * .nettrace file read from fd (name is shown in the report). Returns 0 when
+ * there is a report (maybe partial: analyze_report_partial) or a negative
+ * errno; then analyze_report_failure says the class and the message.
+ * Nothing is printed; the caller's ct_log sink gets what the engines log.
+ */
+int analyze_report_live(struct an_report *r, const struct ipc_endpoint *ep, pid_t pid, int64_t duration_ms,
+			volatile sig_atomic_t *stop);
+int analyze_report_file(struct an_report *r, int fd, const char *name);
+enum an_fail analyze_report_failure(const struct an_report *r, int *err, const char **msg);
+/* NULL, or why the report covers only part of the time (target gone, stream broke, damaged file). */
+const char *analyze_report_partial(const struct an_report *r);
+
+/* Appends the Markdown report to sb; the strbuf's error. */
+int analyze_report_md(struct an_report *r, struct strbuf *sb);
+/* The report as one JSON object into j (docs/cmd/analyze.md); j's error. */
+int analyze_report_json(struct an_report *r, struct ct_json *j);
+/* One self-contained, offline HTML page to fd. */
+int analyze_report_html(struct an_report *r, int fd);
+
+/* ----- doctor as a library: one session + memory into ranked findings ----- */
+
+struct an_doctor {
+	pid_t pid;
+	double duration_s;
+	uint64_t events, dropped_events, counter_values;
+	struct an_finding f[AN_MAX_FINDINGS];
+	size_t n;
+	char partial[512];     /* "": the session ran to its end; else why it did not */
+	enum an_fail fail;     /* when the run returned an error */
+	int err;
+	char msg[640];
+};
+
+/* Runs doctor's session on a resolved target. 0 (findings in d, maybe
+ * partial) or a negative errno (d->fail, d->msg). Prints nothing. */
+int analyze_doctor_run(const struct ipc_endpoint *ep, pid_t pid, int64_t duration_ms,
+		       volatile sig_atomic_t *stop, struct an_doctor *d);
+/* The most severe finding is a warning or worse. */
+bool analyze_doctor_alarming(const struct an_doctor *d);
+/* doctor --json's object into j (docs/cmd/doctor.md). */
+int analyze_doctor_json(const struct an_doctor *d, struct ct_json *j);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for lib/analyze: the smaps breakdown (every kind, totals,
- * hostile file names), the analyzer table, doctor's ranking.
+ * hostile file names), the analyzer table, doctor's ranking, lock-wait
+ * cycles from contention events.
  */
 #include "common/compat.h"
 
@@ -52,6 +53,10 @@ static void test_memory_parse(void **state)
 	assert_int_equal(m.rss_kb[AN_MEM_GC_HEAP], 800 + 3000 + 500);
 	assert_int_equal(m.rss_kb[AN_MEM_STACKS], 40 + 44);
 	assert_int_equal(m.rss_kb[AN_MEM_CODE_HEAPS], 4);
+	assert_int_equal(m.code_exec_kb, 4); /* r-xs: an executable view */
+	assert_int_equal(m.code_rw_kb, 0);
+	assert_int_equal(m.ncode_maps, 1);
+	assert_int_equal(m.code_maps[0].start, 0x7f31d5250000ull);
 	for (k = 0; k < AN_MEM_KINDS; k++)
 		sum += m.rss_kb[k];
 	assert_int_equal(sum, m.total_kb);
@@ -106,11 +111,104 @@ static void test_doctor_memory_limit(void **state)
 	analyze_session_free(s);
 }
 
+/* ContentionStart V2 / Stop V1 events by hand */
+static void cont_event(struct an_locks *l, bool start, uint64_t tid, uint64_t lock, uint64_t owner)
+{
+	static const struct nt_metadata mstart = { .provider_kind = NT_PROV_RUNTIME, .event_id = 81, .version = 2 };
+	static const struct nt_metadata mstop = { .provider_kind = NT_PROV_RUNTIME, .event_id = 91, .version = 1 };
+	uint8_t p[27] = { 0 };
+	uint64_t ips[2] = { 0x1000, 0x2000 };
+	struct nt_event ev = { 0 };
+	double ns = 1e6;
+
+	ev.meta = start ? &mstart : &mstop;
+	ev.thread_id = tid;
+	ev.pointer_size = 8;
+	ev.payload = p;
+	if (start) {
+		uint64_t obj = lock + 1;
+
+		memcpy(p + 3, &lock, 8);
+		memcpy(p + 11, &obj, 8);
+		memcpy(p + 19, &owner, 8);
+		ev.payload_len = 27;
+		ev.stack = ips;
+		ev.nframes = 2;
+	} else {
+		memcpy(p + 3, &ns, 8);
+		ev.payload_len = 11;
+	}
+	assert_int_equal(analyze_locks_event(l, &ev), 0);
+}
+
+static void test_lock_cycles(void **state)
+{
+	struct an_locks *l;
+	struct an_lock_cycle c[4];
+	const struct an_lock_stat *ls;
+	uint64_t starts, stops, v2, dropped;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(analyze_locks_new(&l), 0);
+	/* 30 waits for 10 (lock 1) and gets it: not open */
+	cont_event(l, true, 30, 1, 10);
+	cont_event(l, false, 30, 0, 0);
+	/* a cycle 12 -> 11 -> 13 -> 12, and 14 waiting for 12 outside it */
+	cont_event(l, true, 12, 2, 11);
+	cont_event(l, true, 11, 3, 13);
+	cont_event(l, true, 14, 2, 12);
+	cont_event(l, true, 13, 4, 12);
+	/* a Stop of a wait that began before: kept closed */
+	cont_event(l, false, 40, 0, 0);
+	/* a thread that names itself as owner: no cycle */
+	cont_event(l, true, 50, 5, 50);
+	n = analyze_locks_cycles(l, c, 4);
+	assert_int_equal(n, 1);
+	assert_int_equal(c[0].n, 3);
+	assert_int_equal(analyze_locks_wait(l, c[0].wait[0])->tid, 11);
+	assert_int_equal(analyze_locks_wait(l, c[0].wait[1])->tid, 13);
+	assert_int_equal(analyze_locks_wait(l, c[0].wait[2])->tid, 12);
+	analyze_locks_counts(l, &starts, &stops, &v2, &dropped);
+	assert_int_equal(starts, 6);
+	assert_int_equal(stops, 2);
+	assert_int_equal(v2, 6);
+	assert_int_equal(dropped, 0);
+	/* per lock: lock 1 has the only timed wait (1 ms) and comes first */
+	assert_int_equal(analyze_locks_by_wait(l, &ls), 5);
+	assert_int_equal(ls[0].lock_id, 1);
+	assert_int_equal(ls[0].total_ns, 1000000);
+	assert_int_equal(ls[0].object_id, 2);
+	analyze_locks_free(l);
+}
+
+static void test_html(void **state)
+{
+	static const char md[] = "# clrtap analyze x\n\n- target: pid 1\n\n## Result\n\n**No deadlock** seen, `a`.\n\n"
+				 "| n | type |\n|---:|---|\n| 3 | A<img src=x onerror=alert(1)> |\n\n"
+				 "    Frame::One\n\n    Frame::Two\n\ntext & \"q\"";
+	struct strbuf sb = STRBUF_INIT;
+
+	(void)state;
+	assert_int_equal(analyze_html_from_md(md, strlen(md), "t <b>", &sb), 0);
+	assert_non_null(strstr(sb.buf, "<title>t &lt;b&gt;</title>"));
+	assert_non_null(strstr(sb.buf, "<h1>clrtap analyze x</h1>\n<ul>\n<li>target: pid 1</li>\n</ul>\n<h2>Result</h2>"));
+	assert_non_null(strstr(sb.buf, "<p><b>No deadlock</b> seen, <code>a</code>.</p>"));
+	assert_non_null(strstr(sb.buf, "<table>\n<tr><th>n</th><th>type</th></tr>\n"
+				       "<tr><td>3</td><td>A&lt;img src=x onerror=alert(1)&gt;</td></tr>\n</table>"));
+	assert_non_null(strstr(sb.buf, "<pre>Frame::One\n\nFrame::Two\n</pre>"));
+	assert_non_null(strstr(sb.buf, "<p>text &amp; &quot;q&quot;</p>"));
+	assert_null(strstr(sb.buf, "<img"));
+	strbuf_release(&sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_memory_parse),
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_lock_cycles),
+		cmocka_unit_test(test_html),
 		cmocka_unit_test(test_doctor_memory_limit),
 	};
 

@@ -7,6 +7,8 @@
  */
 #include "common/compat.h"
 
+#include <time.h>
+
 #include "analyze/analyze.h"
 #include "flame/flame.h"
 
@@ -203,6 +205,52 @@ static void memory_rule(const struct an_memory *m, pid_t pid, struct an_finding 
 			 mib(kb), analyze_mem_kind_name(k), mib(m->rss_kb[AN_MEM_GC_HEAP]));
 }
 
+/* Threads waiting on each other's locks (a proven cycle: critical), or
+ * threads inside a lock enter for the whole session (a likely deadlock). */
+static void deadlock_rule(struct an_session *s, pid_t pid, struct an_finding *f, size_t *n)
+{
+	struct an_deadlock *d = malloc(sizeof(*d));
+	struct an_finding *x;
+	size_t k, len = 0;
+
+	if (!d || !s->locks || analyze_deadlock_find(s, pid, d))
+		goto out;
+	if (d->ncycles) {
+		x = add(f, n, AN_CRITICAL, (double)d->ncycles, "deadlock", pid);
+		if (!x)
+			goto out;
+		snprintf(x->title, sizeof(x->title), "deadlock: %zu thread(s) wait on each other's locks",
+			 d->cycles[0].n);
+		for (k = 0; k < d->cycles[0].n && len < sizeof(x->evidence); k++) {
+			const struct an_dl_thread *t = &d->cycles[0].t[k];
+			int w = snprintf(x->evidence + len, sizeof(x->evidence) - len,
+					 "%sthread %" PRIu64 "%s%s%s in %s waits for thread %" PRIu64, k ? "; " : "",
+					 t->tid, t->name[0] ? " (" : "", t->name, t->name[0] ? ")" : "",
+					 t->site ? t->site : "?", t->owner);
+
+			if (w < 0)
+				break;
+			len += (size_t)w;
+		}
+	} else if (d->blocked_threads >= 2) {
+		x = add(f, n, AN_WARNING, (double)d->blocked_threads / 100.0, "deadlock", pid);
+		if (!x)
+			goto out;
+		snprintf(x->title, sizeof(x->title),
+			 "%u threads in a lock enter for the whole session (a deadlock is likely)", d->blocked_threads);
+		for (k = 0; k < d->nblocked && len < sizeof(x->evidence); k++) {
+			int w = snprintf(x->evidence + len, sizeof(x->evidence) - len, "%s%u in %s", k ? "; " : "",
+					 d->blocked[k].threads, d->blocked[k].method);
+
+			if (w < 0)
+				break;
+			len += (size_t)w;
+		}
+	}
+out:
+	free(d);
+}
+
 size_t analyze_findings(struct an_session *s, const struct an_memory *mem, pid_t pid,
 			double duration_s, unsigned ncpus, struct an_finding *f)
 {
@@ -215,8 +263,112 @@ size_t analyze_findings(struct an_session *s, const struct an_memory *mem, pid_t
 	gc_rule(r, d, pid, f, &n);
 	contention_rule(r, d, pid, f, &n);
 	threadpool_rule(s, pid, f, &n);
+	deadlock_rule(s, pid, f, &n);
 	if (mem)
 		memory_rule(mem, pid, f, &n);
 	qsort(f, n, sizeof(*f), cmp_finding);
 	return n;
+}
+
+/* ----- the doctor workflow: one session, the memory breakdown, the findings ----- */
+
+#define DOCTOR_NEED (AN_NEED_EXCEPTIONS | AN_NEED_GC | AN_NEED_CONTENTION | AN_NEED_LOCKS | AN_NEED_SAMPLES | \
+		     AN_NEED_COUNTERS)
+
+static int doctor_fail(struct an_doctor *d, enum an_fail f, int err, const char *what, const char *why)
+{
+	snprintf(d->msg, sizeof(d->msg), "%s: %s", what, why);
+	d->fail = f;
+	d->err = err < 0 ? err : -EIO;
+	return d->err;
+}
+
+int analyze_doctor_run(const struct ipc_endpoint *ep, pid_t pid, int64_t duration_ms,
+		       volatile sig_atomic_t *stop, struct an_doctor *d)
+{
+	struct live_session_result res;
+	struct an_session *s = NULL;
+	struct an_memory mem;
+	struct timespec t0, t1;
+	char why[512];
+	long ncpu;
+	int err;
+
+	memset(d, 0, sizeof(*d));
+	d->pid = pid;
+	err = analyze_session_new(&s, DOCTOR_NEED);
+	if (err)
+		return doctor_fail(d, AN_FAIL_ERROR, err, "cannot start", strerror(-err));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	err = analyze_session_live(s, ep, duration_ms, stop, &res);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (err) {
+		doctor_fail(d, AN_FAIL_ERROR, err, "cannot run the session", strerror(-err));
+		goto out;
+	}
+	switch (analyze_live_outcome(&res, ep, &err, why, sizeof(why))) {
+	case AN_NO_SESSION:
+		doctor_fail(d, AN_FAIL_ERRNO, err, "cannot examine", why);
+		goto out;
+	case AN_BAD_STREAM:
+		doctor_fail(d, AN_FAIL_PROTOCOL, err, "cannot examine", why);
+		goto out;
+	case AN_TARGET_GONE:
+	case AN_BROKEN:
+		snprintf(d->partial, sizeof(d->partial), "%s", why);
+		break;
+	case AN_OK:
+		break;
+	}
+	err = analyze_session_finish(s);
+	if (err) {
+		doctor_fail(d, AN_FAIL_ERROR, err, "cannot summarize", strerror(-err));
+		goto out;
+	}
+	d->duration_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	d->events = tracestats_result(s->ts)->events;
+	d->dropped_events = tracestats_result(s->ts)->dropped_events;
+	d->counter_values = s->counter_values;
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	d->n = analyze_findings(s, analyze_memory_read(pid, &mem) ? NULL : &mem, pid, d->duration_s,
+				ncpu > 0 ? (unsigned)ncpu : 1, d->f);
+	err = 0;
+out:
+	analyze_session_free(s);
+	return err ? d->err : 0;
+}
+
+bool analyze_doctor_alarming(const struct an_doctor *d)
+{
+	return d->n && d->f[0].severity >= AN_WARNING;
+}
+
+int analyze_doctor_json(const struct an_doctor *d, struct ct_json *j)
+{
+	size_t i;
+
+	ct_json_obj_begin(j);
+	ct_json_kv_i64(j, "pid", d->pid);
+	ct_json_kv_double(j, "duration_s", d->duration_s);
+	ct_json_kv_u64(j, "events", d->events);
+	ct_json_kv_u64(j, "dropped_events", d->dropped_events);
+	ct_json_kv_u64(j, "counter_values", d->counter_values);
+	if (d->partial[0])
+		ct_json_kv_str(j, "partial", d->partial);
+	else
+		ct_json_kv_null(j, "partial");
+	ct_json_kv_bool(j, "alarming", analyze_doctor_alarming(d));
+	ct_json_kv_arr_begin(j, "findings");
+	for (i = 0; i < d->n; i++) {
+		ct_json_obj_begin(j);
+		ct_json_kv_str(j, "severity", analyze_severity_name(d->f[i].severity));
+		ct_json_kv_str(j, "analyzer", d->f[i].analyzer);
+		ct_json_kv_str(j, "title", d->f[i].title);
+		ct_json_kv_str(j, "evidence", d->f[i].evidence);
+		ct_json_kv_str(j, "next", d->f[i].next);
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+	ct_json_obj_end(j);
+	return j->err;
 }

@@ -35,6 +35,7 @@ struct vma {
 	uint8_t path;
 	bool none; /* ---p */
 	bool nr;   /* VmFlags nr: mapped MAP_NORESERVE (glibc malloc arenas) */
+	bool write, exec;
 	uint32_t run; /* index of its first vma in a contiguous anonymous run */
 };
 
@@ -89,6 +90,8 @@ static bool parse_header(const char *l, const char *end, struct vma *v)
 		return false;
 	p++;
 	v->none = p[0] == '-' && p[1] == '-' && p[2] == '-';
+	v->write = p[1] == 'w';
+	v->exec = p[2] == 'x';
 	for (field = 0; field < 3; field++) { /* perms, offset, dev */
 		while (p < end && *p != ' ')
 			p++;
@@ -147,6 +150,12 @@ void analyze_memory_parse(const char *text, size_t len, struct an_memory *m)
 
 	memset(m->rss_kb, 0, sizeof(m->rss_kb));
 	memset(m->mappings, 0, sizeof(m->mappings));
+	m->code_exec_kb = m->code_rw_kb = m->code_jit_kb = 0;
+	m->ncode_maps = 0;
+	m->code_jit_known = false;
+	m->jit_methods = m->jit_bytes = 0;
+	m->gc_gen[0] = m->gc_gen[1] = m->gc_gen[2] = m->gc_gen[3] = m->gc_gen[4] = -1;
+	m->gc_committed = -1;
 	m->total_kb = 0;
 	m->nmappings = 0;
 	while (p < end) {
@@ -219,6 +228,16 @@ void analyze_memory_parse(const char *text, size_t len, struct an_memory *m)
 
 		m->rss_kb[k] += v[i].rss_kb;
 		m->mappings[k]++;
+		if (k == AN_MEM_CODE_HEAPS && v[i].exec) {
+			m->code_exec_kb += v[i].rss_kb;
+			if (m->ncode_maps < AN_MEM_CODE_MAPS) {
+				m->code_maps[m->ncode_maps].start = v[i].start;
+				m->code_maps[m->ncode_maps].end = v[i].end;
+				m->code_maps[m->ncode_maps++].rss_kb = v[i].rss_kb;
+			}
+		} else if (k == AN_MEM_CODE_HEAPS) {
+			m->code_rw_kb += v[i].rss_kb;
+		}
 		m->total_kb += v[i].rss_kb;
 	}
 	m->nmappings = n;
@@ -323,4 +342,44 @@ enum an_mem_kind analyze_memory_dominant(const struct an_memory *m)
 		}
 	}
 	return bk;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct an_code_range *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+void analyze_memory_runtime(struct an_memory *m, struct an_session *s)
+{
+	size_t i, k;
+
+	for (k = 0; k < 5; k++)
+		m->gc_gen[k] = s->gc_gen[k];
+	m->gc_committed = s->gc_committed_mb >= 0 ? s->gc_committed_mb * 1e6 : -1;
+	if (!s->ncode)
+		return;
+	qsort(s->code, s->ncode, sizeof(*s->code), by_start);
+	m->code_jit_known = true;
+	for (i = 0; i < s->ncode; i++)
+		if (!i || s->code[i].start != s->code[i - 1].start) {
+			m->jit_methods++;
+			m->jit_bytes += s->code[i].size;
+		}
+	for (k = 0; k < m->ncode_maps; k++) {
+		/* the first method at or above the view's start: inside it? */
+		size_t lo = 0, hi = s->ncode;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (s->code[mid].start < m->code_maps[k].start)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < s->ncode && s->code[lo].start < m->code_maps[k].end)
+			m->code_jit_kb += m->code_maps[k].rss_kb;
+	}
 }

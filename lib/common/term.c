@@ -88,3 +88,25 @@ int ct_term_escape_str(struct strbuf *sb, const char *s)
 		return strbuf_addstr(sb, "(null)");
 	return ct_term_escape(sb, s, strlen(s));
 }
+
+const char *ct_term_safe(const char *s)
+{
+	static __thread struct strbuf ring[CT_TERM_SAFE_SLOTS];
+	static __thread unsigned next;
+	struct strbuf *sb = &ring[next++ % CT_TERM_SAFE_SLOTS];
+	size_t len;
+
+	if (!s)
+		return "(null)";
+	len = strlen(s);
+	if (len <= CT_TERM_SAFE_INPUT && ct_term_is_safe(s, len))
+		return s;
+	if (!sb->max)
+		strbuf_init(sb, 0); /* zeroed (thread-local): set up once */
+	strbuf_reset(sb);
+	/* An escape is at most 4 bytes a byte: the input cap bounds the output. */
+	(void)ct_term_escape(sb, s, CT_MIN(len, (size_t)CT_TERM_SAFE_INPUT));
+	if (len > CT_TERM_SAFE_INPUT)
+		(void)strbuf_addstr(sb, "...");
+	return strbuf_error(sb) ? "(out of memory)" : sb->buf;
+}

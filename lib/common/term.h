@@ -34,4 +34,14 @@ int ct_term_escape_str(struct strbuf *sb, const char *s);
 /* true when s[0..len) would be copied unchanged. */
 bool ct_term_is_safe(const char *s, size_t len);
 
+/*
+ * s by the rule above, for printing: s itself when nothing needs escaping,
+ * else one of CT_TERM_SAFE_SLOTS rotating per-thread buffers (valid until
+ * the CT_TERM_SAFE_SLOTS-th next call). Input past CT_TERM_SAFE_INPUT bytes
+ * is cut and marked "...". NULL gives "(null)". (cli_safe is this.)
+ */
+#define CT_TERM_SAFE_SLOTS 8
+#define CT_TERM_SAFE_INPUT 65536
+const char *ct_term_safe(const char *s);
+
 #endif

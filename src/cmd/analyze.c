@@ -1,630 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * clrtap analyze - one question, one report: an analyzer of lib/analyze
- * over a live EventPipe session (or a .nettrace file), rendered as
- * Markdown (terminal, -o X.md) or JSON (--json, -o X.json). Each report
- * says what it measured, for how long, what it could not see, and what to
- * run next.
+ * clrtap analyze - one question, one report: the command line around the
+ * lib/analyze workflow (analyze_report_live/_file and the renderers):
+ * options, the target, Ctrl-C, the output file and the exit code. Each
+ * report says what it measured, for how long, what it could not see, and
+ * what to run next. See docs/cmd/analyze.md.
  */
 #include "common/compat.h"
 
 #include <fcntl.h>
-#include <math.h>
-#include <time.h>
 
 #include "analyze/analyze.h"
 #include "cli.h"
 #include "common/json.h"
-#include "flame/flame.h"
-#include "heap/heap.h"
-
-#define MAX_GROUPS 64
-#define MAX_NOTES 8
-
-struct report {
-	const struct an_analyzer *a;
-	struct an_session *s;
-	struct an_memory mem;
-	bool have_mem;
-	struct heap_graph *heap;
-	struct heap_analysis *ha;
-	struct heap_typestat *ts;
-	size_t nts;
-	struct heap_growth *growth;
-	size_t ngrowth;
-	unsigned nsnap;
-	pid_t pid;
-	const char *file;
-	double duration_s;
-	unsigned top;
-	const char *notes[MAX_NOTES];
-	size_t nnotes;
-	char partial[640];
-};
-
-static void note(struct report *r, const char *s)
-{
-	if (r->nnotes < MAX_NOTES)
-		r->notes[r->nnotes++] = s;
-}
-
-static double pct(uint64_t a, uint64_t b)
-{
-	return b ? 100.0 * (double)a / (double)b : 0;
-}
-
-static const char *measured(const struct report *r)
-{
-	switch (r->a->need & ~AN_NEED_GC) {
-	case AN_NEED_EXCEPTIONS: return "the runtime's exception events (type, message, throwing stack)";
-	case AN_NEED_ALLOC: return "the runtime's AllocationTick events (one about every 100 KB allocated)";
-	case AN_NEED_CONTENTION: return "the runtime's ContentionStart/Stop events with stacks";
-	case AN_NEED_COUNTERS | AN_NEED_SAMPLES:
-		return "System.Runtime thread-pool counters (1 s) and the sample profiler's stacks of the pool's workers";
-	case AN_NEED_SAMPLES: return "the sample profiler's managed stacks (every thread, about every ms)";
-	case AN_NEED_SMAPS: return "/proc/PID/smaps, /proc/PID/status and the cgroup's memory files";
-	case AN_NEED_HEAPS: return "3 heap snapshots (each an induced blocking gen-2 GC and heap walk) spread over the duration, retained sizes by dominators";
-	case AN_NEED_HEAP: return "a heap snapshot (an induced blocking gen-2 GC and heap walk), string contents read with process_vm_readv";
-	default: return "the runtime's GC events (GCStart/End, SuspendEE/RestartEE)";
-	}
-}
-
-/* The notes on what the analyzer cannot see. */
-static void limits(struct report *r)
-{
-	const struct ts_result *res = r->s ? tracestats_result(r->s->ts) : NULL;
-	const char *n = r->a->name;
-
-	if (res && res->dropped_events)
-		note(r, "the runtime lost events (its buffer was full): every count is a floor");
-	if (r->partial[0])
-		note(r, r->partial);
-	if (!strcmp(n, "exceptions")) {
-		note(r, "exceptions thrown before or after the window");
-		note(r, "whether each one was caught: these are first-chance events");
-	} else if (!strcmp(n, "allocations")) {
-		note(r, "each allocation: ticks sample about one per 100 KB, so bytes are estimates and rare small types may be missing");
-		note(r, "what stays alive (use clrtap gcdump report)");
-	} else if (!strcmp(n, "pauses")) {
-		note(r, "GCs outside the window; time the threads lost for other reasons");
-	} else if (!strcmp(n, "contention")) {
-		note(r, "which thread held the lock (the events name the waiter only)");
-		note(r, "waits on non-Monitor primitives (SemaphoreSlim, ManualResetEvent)");
-	} else if (!strcmp(n, "hotpaths")) {
-		note(r, "native frames and time in native code (use clrtap profile --engine perf)");
-	} else if (!strcmp(n, "stacks")) {
-		note(r, "threads without managed frames; a stack is one moment of each thread");
-	} else if (!strcmp(n, "leaks")) {
-		note(r, "each snapshot forced a full blocking GC in the target");
-		note(r, "growth that is not monotonic across the snapshots (caches that also shrink), and what holds the growth (use clrtap gcdump watch)");
-	} else if (!strcmp(n, "threadpool")) {
-		note(r, "the runtime's thread-injection decisions (ThreadPoolWorkerThreadAdjustment events)");
-		note(r, "async continuations that never got a thread: only the queue length shows them");
-	} else if (!strcmp(n, "survivors")) {
-		note(r, "the snapshot forced a full blocking GC in the target: what survives it is what is reachable");
-		note(r, "which of these grow (use clrtap analyze -p PID leaks)");
-	} else if (!strcmp(n, "strings")) {
-		note(r, "the snapshot forced a full blocking GC in the target; strings freed before it are not counted");
-		if (r->heap && r->heap->strings.moved + r->heap->strings.unreadable + r->heap->strings.too_long)
-			note(r, "some strings could not be compared (moved, unreadable or too long): counts are floors");
-	} else if (!strcmp(n, "memory")) {
-		note(r, "which objects fill the GC heap (use clrtap gcdump report) and which native code called malloc");
-		note(r, "the GC heap is inferred from the layout (anonymous memory inside the GC's big reservation)");
-		if (r->mem.truncated)
-			note(r, "smaps was over the size cap: the breakdown covers the first mappings only");
-	}
-}
-
-static void next_cmd(const struct report *r, char *buf, size_t len)
-{
-	if (r->file)
-		snprintf(buf, len, "clrtap trace report %s", r->file);
-	else
-		snprintf(buf, len, r->a->next, (int)r->pid, (int)r->pid);
-}
-
-/* Thread-pool verdict: starving when work waited in the queue while most
- * workers were blocked in one method. */
-static bool starving(struct report *r, struct an_stack_group *g, int *ng, uint32_t *workers)
-{
-	int i;
-
-	*ng = analyze_stack_groups(r->s, g, MAX_GROUPS, true);
-	*workers = 0;
-	for (i = 0; i < *ng; i++)
-		*workers += g[i].threads;
-	return r->s->tp_queue_max >= 10 && *ng > 0 && g[0].threads * 2 >= *workers;
-}
-
-static int by_retained(const void *a, const void *b)
-{
-	const struct heap_typestat *x = a, *y = b;
-
-	if (x->retained != y->retained)
-		return x->retained > y->retained ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-/* ----- Markdown ----- */
-
-static void md_stack(FILE *f, const char *const *frames, uint32_t n, unsigned max)
-{
-	uint32_t i;
-
-	for (i = 0; i < n && i < max; i++)
-		fprintf(f, "    %s\n", cli_safe(frames[i]));
-	if (n > max)
-		fprintf(f, "    ... %u more frames\n", n - max);
-}
-
-static void md_body(FILE *f, struct report *r)
-{
-	const struct ts_result *res = r->s ? tracestats_result(r->s->ts) : NULL;
-	const char *n = r->a->name;
-	size_t i;
-
-	if (!strcmp(n, "exceptions")) {
-		fprintf(f, "%" PRIu64 " exceptions thrown.\n\n", res->exceptions_total);
-		if (res->nexc_types)
-			fprintf(f, "| count | type | distinct messages |\n|---:|---|---:|\n");
-		for (i = 0; i < res->nexc_types && i < r->top; i++)
-			fprintf(f, "| %" PRIu64 " | %s | %u%s |\n", res->exc_types[i].count,
-				cli_safe(res->exc_types[i].type), res->exc_types[i].messages,
-				res->exc_types[i].messages_capped ? "+" : "");
-		for (i = 0; i < res->nexceptions && i < r->top; i++) {
-			const struct ts_exception *e = &res->exceptions[i];
-
-			fprintf(f, "\n### %s x%" PRIu64 "\n\nmessage: %s\n", cli_safe(e->type), e->count,
-				cli_safe(e->message));
-			if (e->thrown_at)
-				fprintf(f, "thrown in: %s\n", cli_safe(e->thrown_at));
-			fprintf(f, "\n");
-			md_stack(f, e->frames, e->nframes, 12);
-		}
-	} else if (!strcmp(n, "allocations")) {
-		fprintf(f, "%.1f MiB sampled in %" PRIu64 " allocation ticks.\n\n",
-			(double)res->alloc_bytes / 1048576.0, res->alloc_samples);
-		if (res->nallocs)
-			fprintf(f, "| share | MiB | ticks | type |\n|---:|---:|---:|---|\n");
-		for (i = 0; i < res->nallocs && i < r->top; i++)
-			fprintf(f, "| %.1f%% | %.1f | %" PRIu64 " | %s |\n",
-				pct(res->allocs[i].bytes, res->alloc_bytes),
-				(double)res->allocs[i].bytes / 1048576.0, res->allocs[i].samples,
-				cli_safe(res->allocs[i].type));
-	} else if (!strcmp(n, "pauses")) {
-		const struct ts_gc *g = &res->gc;
-
-		fprintf(f, "%" PRIu64 " GCs (gen0 %" PRIu64 ", gen1 %" PRIu64 ", gen2 %" PRIu64
-			"; induced %" PRIu64 ", background %" PRIu64 ").\n\n",
-			g->count, g->by_gen[0], g->by_gen[1], g->by_gen[2],
-			g->induced_by_gen[0] + g->induced_by_gen[1] + g->induced_by_gen[2], g->background);
-		fprintf(f, "| pauses | p50 ms | p95 ms | p99 ms | max ms | total ms | paused |\n"
-			   "|---:|---:|---:|---:|---:|---:|---:|\n");
-		fprintf(f, "| %" PRIu64 " | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f%% |\n", g->pauses,
-			(double)g->pause_p50_ns / 1e6, (double)g->pause_p95_ns / 1e6,
-			(double)g->pause_p99_ns / 1e6, (double)g->pause_max_ns / 1e6,
-			(double)g->pause_total_ns / 1e6, g->paused_pct);
-		fprintf(f, "\nPauses measured from %s.\n", g->pause_source ? g->pause_source : "nothing (no pause seen)");
-	} else if (!strcmp(n, "contention")) {
-		const struct ts_contention *c = &res->contention;
-
-		fprintf(f, "%" PRIu64 " contended lock acquisitions, %.1f ms waited (max %.3f ms, %" PRIu64
-			" timed).\n", c->starts, (double)c->total_ns / 1e6, (double)c->max_ns / 1e6, c->timed);
-		for (i = 0; i < res->ncontention_sites && i < r->top; i++) {
-			const struct ts_contention_site *s = &res->contention_sites[i];
-
-			fprintf(f, "\n### %" PRIu64 " waits, %.1f ms\n\n", s->count, (double)s->total_ns / 1e6);
-			md_stack(f, s->frames, s->nframes, 12);
-		}
-	} else if (!strcmp(n, "hotpaths")) {
-		struct flame_top *ft = NULL;
-		size_t nt = 0;
-		uint64_t total = res->flame ? flame_total(res->flame) : 0;
-
-		fprintf(f, "%" PRIu64 " samples in managed code.\n\n", total);
-		if (total && !flame_top(res->flame, &ft, &nt)) {
-			fprintf(f, "| self %% | self | total %% | method |\n|---:|---:|---:|---|\n");
-			for (i = 0; i < nt && i < r->top; i++) {
-				if (!ft[i].self)
-					break;
-				fprintf(f, "| %.1f | %" PRIu64 " | %.1f | %s |\n", pct(ft[i].self, total),
-					ft[i].self, pct(ft[i].total, total), cli_safe(ft[i].name));
-			}
-		}
-		free(ft);
-	} else if (!strcmp(n, "stacks")) {
-		struct an_stack_group g[MAX_GROUPS];
-		int ng = analyze_stack_groups(r->s, g, MAX_GROUPS, false);
-
-		fprintf(f, "%zu threads sampled; grouped by their first frame outside System/Microsoft:\n\n",
-			stacks_sampler_nthreads(r->s->ss));
-		fprintf(f, "| threads | method | thread ids |\n|---:|---|---|\n");
-		for (i = 0; ng > 0 && i < (size_t)ng; i++) {
-			uint32_t k;
-
-			fprintf(f, "| %u | %s | ", g[i].threads, cli_safe(g[i].method));
-			for (k = 0; k < g[i].threads && k < ARRAY_SIZE(g[i].tids); k++)
-				fprintf(f, "%s%" PRIu64, k ? " " : "", g[i].tids[k]);
-			fprintf(f, " |\n");
-		}
-	} else if (!strcmp(n, "leaks")) {
-		unsigned last = r->nsnap - 1;
-
-		fprintf(f, "%zu types grew in count and retained bytes across %u snapshots.\n\n", r->ngrowth,
-			r->nsnap);
-		if (r->ngrowth)
-			fprintf(f, "| type | count first → last | retained KiB first → last |\n|---|---:|---:|\n");
-		for (i = 0; i < r->ngrowth && i < r->top; i++)
-			fprintf(f, "| %s | %" PRIu64 " → %" PRIu64 " | %.1f → %.1f |\n", cli_safe(r->growth[i].name),
-				r->growth[i].count[0], r->growth[i].count[last],
-				(double)r->growth[i].retained[0] / 1024.0, (double)r->growth[i].retained[last] / 1024.0);
-	} else if (!strcmp(n, "threadpool")) {
-		struct an_stack_group g[MAX_GROUPS];
-		uint32_t workers;
-		int ng;
-		bool st = starving(r, g, &ng, &workers);
-
-		fprintf(f, "Queue length max %.0f (last %.0f), pool threads max %.0f, %u workers sampled.\n\n",
-			r->s->tp_queue_max, r->s->tp_queue_last, r->s->tp_threads_max, workers);
-		if (st)
-			fprintf(f, "**Starvation**: work waited in the queue while %u of %u workers were blocked in %s%s%s.\n\n",
-				g[0].threads, workers, cli_safe(g[0].method), g[0].call ? ", calling " : "",
-				g[0].call ? cli_safe(g[0].call) : "");
-		else
-			fprintf(f, "No starvation seen.\n\n");
-		if (ng > 0)
-			fprintf(f, "| workers | method | calling |\n|---:|---|---|\n");
-		for (i = 0; ng > 0 && i < (size_t)ng && i < r->top; i++)
-			fprintf(f, "| %u | %s | %s |\n", g[i].threads, cli_safe(g[i].method),
-				g[i].call ? cli_safe(g[i].call) : "");
-	} else if (!strcmp(n, "survivors")) {
-		fprintf(f, "%u objects survive, %.1f MiB reachable from %u roots.\n\n", r->ha->reachable,
-			(double)(heap_graph_bytes(r->heap) - r->ha->unreachable_bytes) / 1048576.0, r->heap->nroots);
-		fprintf(f, "| retained KiB | shallow KiB | count | type |\n|---:|---:|---:|---|\n");
-		for (i = 0; i < r->nts && i < r->top; i++)
-			fprintf(f, "| %.1f | %.1f | %" PRIu64 " | %s |\n", (double)r->ts[i].retained / 1024.0,
-				(double)r->ts[i].shallow / 1024.0, r->ts[i].count, cli_safe(r->ts[i].name));
-	} else if (!strcmp(n, "strings")) {
-		const struct heap_graph *g = r->heap;
-
-		fprintf(f, "%" PRIu64 " strings on the heap, %" PRIu64 " compared; %" PRIu64
-			" values with copies, %.1f KiB wasted.\n\n", g->strings.strings, g->strings.compared,
-			g->strings.dup_values, (double)g->strings.wasted / 1024.0);
-		if (g->ndups)
-			fprintf(f, "| copies | wasted KiB | chars | value |\n|---:|---:|---:|---|\n");
-		for (i = 0; i < g->ndups && i < r->top; i++)
-			fprintf(f, "| %" PRIu64 " | %.1f | %u | %s%s |\n", g->dups[i].count,
-				(double)g->dups[i].wasted / 1024.0, g->dups[i].chars, cli_safe(g->dups[i].value),
-				g->dups[i].truncated ? "..." : "");
-	} else if (!strcmp(n, "memory")) {
-		const struct an_memory *m = &r->mem;
-		enum an_mem_kind k, d = analyze_memory_dominant(m);
-
-		fprintf(f, "| kind | MiB | share | mappings |\n|---|---:|---:|---:|\n");
-		for (k = 0; k < AN_MEM_KINDS; k++)
-			fprintf(f, "| %s | %.1f | %.1f%% | %" PRIu64 " |\n", analyze_mem_kind_label(k),
-				(double)m->rss_kb[k] / 1024.0, pct(m->rss_kb[k], m->total_kb), m->mappings[k]);
-		fprintf(f, "| **total** | %.1f | | %" PRIu64 " |\n\n", (double)m->total_kb / 1024.0, m->nmappings);
-		if (m->vmrss_kb)
-			fprintf(f, "VmRSS is %.1f MiB (the total is %.2f%% off).\n", (double)m->vmrss_kb / 1024.0,
-				100.0 * fabs((double)m->total_kb - (double)m->vmrss_kb) / (double)m->vmrss_kb);
-		if (m->cgroup_max > 0)
-			fprintf(f, "cgroup: %.1f MiB used of a %.1f MiB limit.\n",
-				(double)m->cgroup_current / 1048576.0, (double)m->cgroup_max / 1048576.0);
-		else if (m->cgroup_max == -1)
-			fprintf(f, "cgroup: %.1f MiB used, no memory limit.\n",
-				(double)m->cgroup_current / 1048576.0);
-		fprintf(f, "\nMost resident memory is %s: %.1f of %.1f MiB.\n",
-			d == AN_MEM_NATIVE ? "native, outside the GC heap (malloc heap and other anonymous memory)" :
-			analyze_mem_kind_label(d),
-			(double)(d == AN_MEM_NATIVE ? m->rss_kb[AN_MEM_NATIVE] + m->rss_kb[AN_MEM_OTHER_ANON] :
-				 m->rss_kb[d]) / 1024.0, (double)m->total_kb / 1024.0);
-	}
-}
-
-static void write_md(FILE *f, struct report *r)
-{
-	const struct ts_result *res = r->s ? tracestats_result(r->s->ts) : NULL;
-	char next[256];
-	size_t i;
-
-	fprintf(f, "# clrtap analyze %s\n\n", r->a->name);
-	if (r->file)
-		fprintf(f, "- source: %s\n", cli_safe(r->file));
-	else
-		fprintf(f, "- target: pid %d\n", (int)r->pid);
-	fprintf(f, "- measured: %s\n", measured(r));
-	if (res)
-		fprintf(f, "- for: %.1f s (%" PRIu64 " events)\n", r->duration_s, res->events);
-	else
-		fprintf(f, "- for: %s\n", r->growth || r->nsnap ? "3 snapshots over the duration" :
-			r->heap ? "one snapshot" : "one snapshot, now");
-	fprintf(f, "\n## Result\n\n");
-	md_body(f, r);
-	fprintf(f, "\n## Not seen\n\n");
-	for (i = 0; i < r->nnotes; i++)
-		fprintf(f, "- %s\n", r->notes[i]);
-	next_cmd(r, next, sizeof(next));
-	fprintf(f, "\n## Next\n\n- %s\n", next);
-}
-
-/* ----- JSON ----- */
-
-static void json_stack(struct ct_json *j, const char *key, const char *const *frames, uint32_t n)
-{
-	uint32_t i;
-
-	ct_json_kv_arr_begin(j, key);
-	for (i = 0; i < n && i < 64; i++)
-		ct_json_str(j, frames[i]);
-	ct_json_arr_end(j);
-}
-
-static void json_body(struct ct_json *j, struct report *r)
-{
-	const struct ts_result *res = r->s ? tracestats_result(r->s->ts) : NULL;
-	const char *n = r->a->name;
-	size_t i;
-
-	ct_json_kv_obj_begin(j, "result");
-	if (!strcmp(n, "exceptions")) {
-		ct_json_kv_u64(j, "total", res->exceptions_total);
-		ct_json_kv_arr_begin(j, "types");
-		for (i = 0; i < res->nexc_types && i < r->top; i++) {
-			ct_json_obj_begin(j);
-			ct_json_kv_str(j, "type", res->exc_types[i].type);
-			ct_json_kv_u64(j, "count", res->exc_types[i].count);
-			ct_json_kv_u64(j, "messages", res->exc_types[i].messages);
-			ct_json_obj_end(j);
-		}
-		ct_json_arr_end(j);
-		ct_json_kv_arr_begin(j, "groups");
-		for (i = 0; i < res->nexceptions && i < r->top; i++) {
-			const struct ts_exception *e = &res->exceptions[i];
-
-			ct_json_obj_begin(j);
-			ct_json_kv_str(j, "type", e->type);
-			ct_json_kv_str(j, "message", e->message);
-			ct_json_kv_u64(j, "count", e->count);
-			if (e->thrown_at)
-				ct_json_kv_str(j, "thrown_at", e->thrown_at);
-			else
-				ct_json_kv_null(j, "thrown_at");
-			json_stack(j, "stack", e->frames, e->nframes);
-			ct_json_obj_end(j);
-		}
-		ct_json_arr_end(j);
-	} else if (!strcmp(n, "allocations")) {
-		ct_json_kv_u64(j, "bytes", res->alloc_bytes);
-		ct_json_kv_u64(j, "ticks", res->alloc_samples);
-		ct_json_kv_arr_begin(j, "types");
-		for (i = 0; i < res->nallocs && i < r->top; i++) {
-			ct_json_obj_begin(j);
-			ct_json_kv_str(j, "type", res->allocs[i].type);
-			ct_json_kv_u64(j, "bytes", res->allocs[i].bytes);
-			ct_json_kv_u64(j, "ticks", res->allocs[i].samples);
-			ct_json_kv_double(j, "share_pct", pct(res->allocs[i].bytes, res->alloc_bytes));
-			ct_json_obj_end(j);
-		}
-		ct_json_arr_end(j);
-	} else if (!strcmp(n, "pauses")) {
-		const struct ts_gc *g = &res->gc;
-
-		ct_json_kv_u64(j, "gcs", g->count);
-		ct_json_kv_arr_begin(j, "by_gen");
-		for (i = 0; i < TS_GC_GENS; i++)
-			ct_json_u64(j, g->by_gen[i]);
-		ct_json_arr_end(j);
-		ct_json_kv_u64(j, "induced", g->induced_by_gen[0] + g->induced_by_gen[1] + g->induced_by_gen[2]);
-		ct_json_kv_u64(j, "background", g->background);
-		ct_json_kv_u64(j, "pauses", g->pauses);
-		if (g->pause_source)
-			ct_json_kv_str(j, "pause_source", g->pause_source);
-		else
-			ct_json_kv_null(j, "pause_source");
-		ct_json_kv_double(j, "p50_ms", (double)g->pause_p50_ns / 1e6);
-		ct_json_kv_double(j, "p95_ms", (double)g->pause_p95_ns / 1e6);
-		ct_json_kv_double(j, "p99_ms", (double)g->pause_p99_ns / 1e6);
-		ct_json_kv_double(j, "max_ms", (double)g->pause_max_ns / 1e6);
-		ct_json_kv_double(j, "total_ms", (double)g->pause_total_ns / 1e6);
-		ct_json_kv_double(j, "paused_pct", g->paused_pct);
-	} else if (!strcmp(n, "contention")) {
-		ct_json_kv_u64(j, "waits", res->contention.starts);
-		ct_json_kv_u64(j, "timed", res->contention.timed);
-		ct_json_kv_double(j, "total_ms", (double)res->contention.total_ns / 1e6);
-		ct_json_kv_double(j, "max_ms", (double)res->contention.max_ns / 1e6);
-		ct_json_kv_arr_begin(j, "sites");
-		for (i = 0; i < res->ncontention_sites && i < r->top; i++) {
-			const struct ts_contention_site *s = &res->contention_sites[i];
-
-			ct_json_obj_begin(j);
-			ct_json_kv_u64(j, "waits", s->count);
-			ct_json_kv_double(j, "total_ms", (double)s->total_ns / 1e6);
-			ct_json_kv_double(j, "max_ms", (double)s->max_ns / 1e6);
-			json_stack(j, "stack", s->frames, s->nframes);
-			ct_json_obj_end(j);
-		}
-		ct_json_arr_end(j);
-	} else if (!strcmp(n, "hotpaths")) {
-		struct flame_top *ft = NULL;
-		size_t nt = 0;
-		uint64_t total = res->flame ? flame_total(res->flame) : 0;
-
-		ct_json_kv_u64(j, "samples", total);
-		ct_json_kv_arr_begin(j, "methods");
-		if (total && !flame_top(res->flame, &ft, &nt))
-			for (i = 0; i < nt && i < r->top && ft[i].self; i++) {
-				ct_json_obj_begin(j);
-				ct_json_kv_str(j, "method", ft[i].name);
-				ct_json_kv_u64(j, "self", ft[i].self);
-				ct_json_kv_double(j, "self_pct", pct(ft[i].self, total));
-				ct_json_kv_u64(j, "total", ft[i].total);
-				ct_json_kv_double(j, "total_pct", pct(ft[i].total, total));
-				ct_json_obj_end(j);
-			}
-		ct_json_arr_end(j);
-		free(ft);
-	} else if (!strcmp(n, "stacks")) {
-		struct an_stack_group g[MAX_GROUPS];
-		int ng = analyze_stack_groups(r->s, g, MAX_GROUPS, false);
-
-		ct_json_kv_u64(j, "threads", stacks_sampler_nthreads(r->s->ss));
-		ct_json_kv_arr_begin(j, "groups");
-		for (i = 0; ng > 0 && i < (size_t)ng; i++) {
-			uint32_t k;
-
-			ct_json_obj_begin(j);
-			ct_json_kv_str(j, "method", g[i].method);
-			ct_json_kv_u64(j, "threads", g[i].threads);
-			ct_json_kv_arr_begin(j, "tids");
-			for (k = 0; k < g[i].threads && k < ARRAY_SIZE(g[i].tids); k++)
-				ct_json_u64(j, g[i].tids[k]);
-			ct_json_arr_end(j);
-			ct_json_obj_end(j);
-		}
-		ct_json_arr_end(j);
-	} else if (!strcmp(n, "leaks")) {
-		unsigned k;
-
-		ct_json_kv_u64(j, "snapshots", r->nsnap);
-		ct_json_kv_arr_begin(j, "growing");
-		for (i = 0; i < r->ngrowth && i < r->top; i++) {
-			ct_json_obj_begin(j);
-			ct_json_kv_str(j, "type", r->growth[i].name);
-			ct_json_kv_arr_begin(j, "count");
-			for (k = 0; k < r->nsnap; k++)
-				ct_json_u64(j, r->growth[i].count[k]);
-			ct_json_arr_end(j);
-			ct_json_kv_arr_begin(j, "retained_bytes");
-			for (k = 0; k < r->nsnap; k++)
-				ct_json_u64(j, r->growth[i].retained[k]);
-			ct_json_arr_end(j);
-			ct_json_obj_end(j);
-		}
-		ct_json_arr_end(j);
-	} else if (!strcmp(n, "threadpool")) {
-		struct an_stack_group g[MAX_GROUPS];
-		uint32_t workers;
-		int ng;
-		bool st = starving(r, g, &ng, &workers);
-
-		ct_json_kv_bool(j, "starvation", st);
-		ct_json_kv_double(j, "queue_max", r->s->tp_queue_max);
-		ct_json_kv_double(j, "queue_last", r->s->tp_queue_last);
-		ct_json_kv_double(j, "threads_max", r->s->tp_threads_max);
-		ct_json_kv_u64(j, "workers_sampled", workers);
-		ct_json_kv_arr_begin(j, "blocked");
-		for (i = 0; ng > 0 && i < (size_t)ng && i < r->top; i++) {
-			ct_json_obj_begin(j);
-			ct_json_kv_str(j, "method", g[i].method);
-			if (g[i].call)
-				ct_json_kv_str(j, "calling", g[i].call);
-			else
-				ct_json_kv_null(j, "calling");
-			ct_json_kv_u64(j, "workers", g[i].threads);
-			ct_json_obj_end(j);
-		}
-		ct_json_arr_end(j);
-	} else if (!strcmp(n, "survivors")) {
-		ct_json_kv_u64(j, "objects", r->ha->reachable);
-		ct_json_kv_u64(j, "reachable_bytes", heap_graph_bytes(r->heap) - r->ha->unreachable_bytes);
-		ct_json_kv_u64(j, "roots", r->heap->nroots);
-		ct_json_kv_arr_begin(j, "types");
-		for (i = 0; i < r->nts && i < r->top; i++) {
-			ct_json_obj_begin(j);
-			ct_json_kv_str(j, "type", r->ts[i].name);
-			ct_json_kv_u64(j, "count", r->ts[i].count);
-			ct_json_kv_u64(j, "shallow_bytes", r->ts[i].shallow);
-			ct_json_kv_u64(j, "retained_bytes", r->ts[i].retained);
-			ct_json_obj_end(j);
-		}
-		ct_json_arr_end(j);
-	} else if (!strcmp(n, "strings")) {
-		const struct heap_graph *g = r->heap;
-
-		ct_json_kv_u64(j, "strings", g->strings.strings);
-		ct_json_kv_u64(j, "compared", g->strings.compared);
-		ct_json_kv_u64(j, "not_compared", g->strings.moved + g->strings.unreadable + g->strings.too_long);
-		ct_json_kv_u64(j, "wasted_bytes", g->strings.wasted);
-		ct_json_kv_arr_begin(j, "duplicates");
-		for (i = 0; i < g->ndups && i < r->top; i++) {
-			ct_json_obj_begin(j);
-			ct_json_kv_str(j, "value", g->dups[i].value);
-			ct_json_kv_bool(j, "truncated", g->dups[i].truncated);
-			ct_json_kv_u64(j, "chars", g->dups[i].chars);
-			ct_json_kv_u64(j, "copies", g->dups[i].count);
-			ct_json_kv_u64(j, "bytes", g->dups[i].bytes);
-			ct_json_kv_u64(j, "wasted_bytes", g->dups[i].wasted);
-			ct_json_obj_end(j);
-		}
-		ct_json_arr_end(j);
-	} else if (!strcmp(n, "memory")) {
-		const struct an_memory *m = &r->mem;
-		enum an_mem_kind k, d = analyze_memory_dominant(m);
-
-		ct_json_kv_arr_begin(j, "kinds");
-		for (k = 0; k < AN_MEM_KINDS; k++) {
-			ct_json_obj_begin(j);
-			ct_json_kv_str(j, "kind", analyze_mem_kind_name(k));
-			ct_json_kv_str(j, "label", analyze_mem_kind_label(k));
-			ct_json_kv_u64(j, "rss_bytes", m->rss_kb[k] * 1024);
-			ct_json_kv_u64(j, "mappings", m->mappings[k]);
-			ct_json_obj_end(j);
-		}
-		ct_json_arr_end(j);
-		ct_json_kv_u64(j, "total_bytes", m->total_kb * 1024);
-		ct_json_kv_u64(j, "vmrss_bytes", m->vmrss_kb * 1024);
-		ct_json_kv_bool(j, "truncated", m->truncated);
-		if (m->cgroup_max >= 0)
-			ct_json_kv_i64(j, "cgroup_max_bytes", m->cgroup_max);
-		else
-			ct_json_kv_null(j, "cgroup_max_bytes");
-		if (m->cgroup_current >= 0)
-			ct_json_kv_i64(j, "cgroup_current_bytes", m->cgroup_current);
-		else
-			ct_json_kv_null(j, "cgroup_current_bytes");
-		ct_json_kv_str(j, "mostly", d == AN_MEM_NATIVE ? "native" : analyze_mem_kind_name(d));
-	}
-	ct_json_obj_end(j);
-}
-
-static int write_json(FILE *f, struct report *r)
-{
-	const struct ts_result *res = r->s ? tracestats_result(r->s->ts) : NULL;
-	struct strbuf sb = STRBUF_INIT;
-	struct ct_json j;
-	char next[256];
-	size_t i;
-	int err;
-
-	ct_json_init(&j, &sb);
-	ct_json_obj_begin(&j);
-	ct_json_kv_str(&j, "analyzer", r->a->name);
-	if (r->file)
-		ct_json_kv_str(&j, "file", r->file);
-	else
-		ct_json_kv_i64(&j, "pid", r->pid);
-	ct_json_kv_str(&j, "measured", measured(r));
-	ct_json_kv_double(&j, "duration_s", r->duration_s);
-	if (res) {
-		ct_json_kv_u64(&j, "events", res->events);
-		ct_json_kv_u64(&j, "dropped_events", res->dropped_events);
-	}
-	ct_json_kv_bool(&j, "partial", r->partial[0] != 0);
-	json_body(&j, r);
-	ct_json_kv_arr_begin(&j, "not_seen");
-	for (i = 0; i < r->nnotes; i++)
-		ct_json_str(&j, r->notes[i]);
-	ct_json_arr_end(&j);
-	next_cmd(r, next, sizeof(next));
-	ct_json_kv_arr_begin(&j, "next");
-	ct_json_str(&j, next);
-	ct_json_arr_end(&j);
-	ct_json_obj_end(&j);
-	err = cli_json_out(&j, f);
-	strbuf_release(&sb);
-	return err;
-}
 
 static void list_analyzers(void)
 {
@@ -636,34 +24,56 @@ static void list_analyzers(void)
 		       a->need & (AN_NEED_SMAPS | AN_NEED_HEAP | AN_NEED_HEAPS) ? " (live only)" : "");
 }
 
-/* Writes the report to stdout or (through an unnamed file) to out. */
-static int emit(struct report *r, const char *out, bool json)
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t l = strlen(s), k = strlen(suffix);
+
+	return l > k && !strcasecmp(s + l - k, suffix);
+}
+
+/* Writes the report to stdout or (through an unnamed file) to out:
+ * .json -> JSON, .html/.htm -> HTML, anything else -> Markdown. */
+static int emit(struct an_report *r, const char *out, bool json)
 {
 	struct cli_outfile of = { .fd = -1 };
 	FILE *f = stdout;
+	bool html = false;
 	int code, err;
 
 	if (out) {
-		size_t l = strlen(out);
-
-		json = l > 5 && !strcmp(out + l - 5, ".json");
+		json = ends_with(out, ".json");
+		html = ends_with(out, ".html") || ends_with(out, ".htm");
 		code = cli_outfile_open(&of, out);
 		if (code)
 			return code;
-		f = fdopen(dup(of.fd), "w");
-		if (!f) {
+		f = html ? NULL : fdopen(dup(of.fd), "w");
+		if (!html && !f) {
 			cli_outfile_drop(&of);
 			return cli_error(EXIT_ERROR, "cannot write %s: %s", out, strerror(errno));
 		}
 	}
-	if (json)
-		err = write_json(f, r);
-	else {
-		write_md(f, r);
-		err = ferror(f) ? -EIO : 0;
+	if (html) {
+		err = analyze_report_html(r, of.fd);
+	} else if (json) {
+		struct strbuf sb = STRBUF_INIT;
+		struct ct_json j;
+
+		ct_json_init(&j, &sb);
+		err = analyze_report_json(r, &j);
+		if (!err && cli_json_out(&j, f))
+			err = -EIO;
+		strbuf_release(&sb);
+	} else {
+		struct strbuf sb = STRBUF_INIT;
+
+		err = analyze_report_md(r, &sb);
+		if (!err)
+			err = strbuf_fwrite(&sb, f);
+		strbuf_release(&sb);
 	}
 	if (out) {
-		err = fclose(f) || err ? -EIO : 0;
+		if (f && fclose(f))
+			err = err ? err : -EIO;
 		if (!err)
 			err = cli_outfile_keep(&of, out);
 		if (!err && cli_outfile_close(&of))
@@ -678,119 +88,61 @@ static int emit(struct report *r, const char *out, bool json)
 	return EXIT_OK;
 }
 
-static int run_file(struct report *r, const char *path)
+/* The exit code of a failed run, with its message. */
+static int failed(const struct an_report *r)
 {
-	const struct ts_result *res;
+	const char *msg;
+	int code, err;
+
+	switch (analyze_report_failure(r, &err, &msg)) {
+	case AN_FAIL_USAGE: code = EXIT_USAGE; break;
+	case AN_FAIL_NO_PROCESS: code = EXIT_NO_PROCESS; break;
+	case AN_FAIL_PROTOCOL: code = EXIT_PROTOCOL; break;
+	case AN_FAIL_BAD_INPUT: code = EXIT_BAD_INPUT; break;
+	case AN_FAIL_PARTIAL: code = EXIT_PARTIAL; break;
+	case AN_FAIL_INTERRUPTED: code = 130; break;
+	case AN_FAIL_ERRNO: code = cli_exit_for(err); break;
+	default: code = EXIT_ERROR; break;
+	}
+	return cli_error(code, "%s", msg);
+}
+
+static int run_file(struct an_report *r, const char *path)
+{
 	int fd, err;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return cli_error(errno == EACCES ? EXIT_PERMISSION : errno == ENOENT ? EXIT_ERROR : EXIT_ERROR,
-				 "cannot open %s: %s", path, strerror(errno));
-	err = analyze_session_file(r->s, fd);
+		return cli_error(errno == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot open %s: %s", path,
+				 strerror(errno));
+	err = analyze_report_file(r, fd, path);
 	close(fd);
-	if (!err)
-		err = analyze_session_finish(r->s);
-	if (err)
-		return cli_error(EXIT_ERROR, "cannot read %s: %s", path, strerror(-err));
-	res = tracestats_result(r->s->ts);
-	if (r->s->ts_read_err) {
-		if (!res->events)
-			return cli_error(EXIT_BAD_INPUT, "%s is not a readable nettrace file (%s)", path,
-					 res->error.msg ? res->error.msg : strerror(-r->s->ts_read_err));
-		snprintf(r->partial, sizeof(r->partial),
-			 "the file is damaged at byte %" PRIu64 ": only the events before it were read",
-			 res->error.offset);
-	}
-	r->duration_s = (double)res->duration_ns / 1e9;
-	return EXIT_OK;
+	return err ? failed(r) : EXIT_OK;
 }
 
-static int run_live(struct report *r, const struct cli_target_opts *to, int64_t duration_ms)
+static int run_live(struct an_report *r, const struct an_analyzer *a, const struct cli_target_opts *to,
+		    int64_t duration_ms)
 {
-	struct live_session_result res;
 	struct proc_target t;
 	struct ipc_endpoint ep;
-	struct timespec t0, t1;
-	char why[512];
-	int code, err;
+	int code;
 
 	code = cli_resolve_target(to, &t, &ep);
 	if (code)
 		return code;
-	r->pid = t.pid;
-	if (r->a->need & AN_NEED_SMAPS) {
-		err = analyze_memory_read(t.pid, &r->mem);
-		if (err)
-			return cli_error(err == -ENOENT || err == -ESRCH ? EXIT_NO_PROCESS : cli_exit_for(err),
-					 "cannot read the memory map of pid %d: %s", (int)t.pid, strerror(-err));
-		r->have_mem = true;
-		return EXIT_OK;
-	}
-	if (r->a->need & (AN_NEED_HEAP | AN_NEED_HEAPS)) {
-		struct heap_collect_opts ho = { 0 };
-		struct heap_collect_result hr = { 0 };
-
-		cli_catch_stop_signals();
-		ho.ep = &ep;
-		ho.pid = t.pid;
-		ho.buffer_mb = 256;
-		ho.timeout_ms = 30000;
-		ho.limits.max_nodes = HEAP_MAX_NODES;
-		ho.limits.max_edges = HEAP_MAX_EDGES;
-		ho.stop = &cli_stop_requested;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		if (r->a->need & AN_NEED_HEAPS) {
-			cli_info("3 heap snapshots of pid %d over %.1f s (each an induced gen-2 GC)", (int)t.pid,
-				 (double)duration_ms / 1000);
-			ho.pid = 0; /* no string contents needed */
-			err = analyze_leaks_run(&ho, 3, duration_ms / 2, &r->growth, &r->ngrowth, &r->nsnap,
-						hr.msg, sizeof(hr.msg));
-			if (!err && r->nsnap < 3)
-				return cli_error(130, "interrupted after %u snapshots: nothing to compare", r->nsnap);
-		} else {
-			if (strcmp(r->a->name, "strings"))
-				ho.pid = 0; /* string contents only for strings */
-			cli_info("taking a heap snapshot of pid %d (an induced gen-2 GC)", (int)t.pid);
-			err = heap_collect(&ho, &r->heap, &hr);
-		}
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		if (err)
-			return cli_error(hr.target_ended ? EXIT_PARTIAL : cli_exit_for(err),
-					 "cannot take the heap snapshot: %s", hr.msg[0] ? hr.msg : strerror(-err));
-		r->duration_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-		if (r->heap && !strcmp(r->a->name, "survivors")) {
-			if (heap_analyze(r->heap, &r->ha) || heap_typestats(r->heap, r->ha, &r->ts, &r->nts))
-				return cli_error(EXIT_ERROR, "out of memory");
-			qsort(r->ts, r->nts, sizeof(*r->ts), by_retained);
-		}
-		return EXIT_OK;
-	}
 	cli_catch_stop_signals();
 	signal(SIGPIPE, SIG_IGN);
-	cli_info("analyzing pid %d (%s) for %.1f s", (int)t.pid, r->a->name, (double)duration_ms / 1000);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	err = analyze_session_live(r->s, &ep, duration_ms, &cli_stop_requested, &res);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	if (err)
-		return cli_error(EXIT_ERROR, "cannot run the session: %s", strerror(-err));
-	switch (analyze_live_outcome(&res, &ep, &err, why, sizeof(why))) {
-	case AN_NO_SESSION:
-		return cli_error(cli_exit_for(err), "cannot analyze: %s", why);
-	case AN_BAD_STREAM:
-		return cli_error(EXIT_PROTOCOL, "cannot analyze: %s", why);
-	case AN_TARGET_GONE:
-	case AN_BROKEN:
-		cli_warn("%s; reporting what came before", why);
-		snprintf(r->partial, sizeof(r->partial), "%s: the report covers only what came before", why);
-		break;
-	case AN_OK:
-		break;
-	}
-	err = analyze_session_finish(r->s);
-	if (err)
-		return cli_error(EXIT_ERROR, "cannot summarize: %s", strerror(-err));
-	r->duration_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (a->need & AN_NEED_HEAPS)
+		cli_info("3 heap snapshots of pid %d over %.1f s (each an induced gen-2 GC)", (int)t.pid,
+			 (double)duration_ms / 1000);
+	else if (a->need & AN_NEED_HEAP)
+		cli_info("taking a heap snapshot of pid %d (an induced gen-2 GC)", (int)t.pid);
+	else if (!(a->need & AN_NEED_SMAPS))
+		cli_info("analyzing pid %d (%s) for %.1f s", (int)t.pid, a->name, (double)duration_ms / 1000);
+	if (analyze_report_live(r, &ep, t.pid, duration_ms, &cli_stop_requested))
+		return failed(r);
+	if (analyze_report_partial(r))
+		cli_warn("%s", analyze_report_partial(r));
 	return EXIT_OK;
 }
 
@@ -804,17 +156,18 @@ int cmd_analyze(int argc, char **argv)
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", "how long to watch (default 5)" },
-		{ 'o', "output", CLI_OPT_STRING, &out, "FILE", "write the report to FILE (.md or .json)" },
+		{ 'o', "output", CLI_OPT_STRING, &out, "FILE", "write the report to FILE (.md, .json or .html)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "JSON on standard output" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "rows per table (default 10)" },
 		{ 0, "list", CLI_OPT_BOOL, &list, NULL, "list the analyzers and exit" },
 		{ 0 },
 	};
-	struct report r = { 0 };
+	const struct an_analyzer *a;
+	struct an_report *r = NULL;
 	int first, code;
 
 	if (cli_parse(argc, argv,
-		      "clrtap analyze (-p PID | -n NAME) ANALYZER [-d SECONDS] [-o report.md|.json] [--json]\n"
+		      "clrtap analyze (-p PID | -n NAME) ANALYZER [-d SECONDS] [-o report.md|.json|.html] [--json]\n"
 		      "       clrtap analyze FILE.nettrace ANALYZER [-o ...] [--json]",
 		      opts, &first, &code))
 		return code;
@@ -830,34 +183,27 @@ int cmd_analyze(int argc, char **argv)
 	} else {
 		return cli_error(EXIT_USAGE, "which analyzer? (clrtap analyze -p PID ANALYZER; --list)");
 	}
-	r.a = analyze_analyzer_find(name);
-	if (!r.a)
+	a = analyze_analyzer_find(name);
+	if (!a)
 		return cli_error(EXIT_USAGE, "unknown analyzer '%s' (see clrtap analyze --list)", cli_safe(name));
 	if (file && (to.pid || to.name))
 		return cli_error(EXIT_USAGE, "either a file or -p/-n, not both");
 	if (!file && !to.pid && !to.name)
 		return cli_error(EXIT_USAGE, "no target: -p PID, -n NAME or a .nettrace file");
-	if (file && (r.a->need & (AN_NEED_SMAPS | AN_NEED_HEAP | AN_NEED_HEAPS)))
-		return cli_error(EXIT_USAGE, "'%s' reads a live process; it cannot run on a file", r.a->name);
+	if (file && (a->need & (AN_NEED_SMAPS | AN_NEED_HEAP | AN_NEED_HEAPS)))
+		return cli_error(EXIT_USAGE, "'%s' reads a live process; it cannot run on a file", a->name);
 	if (top < 1 || top > 1000)
 		return cli_error(EXIT_USAGE, "--top must be 1..1000");
 	if (duration <= 0)
 		return cli_error(EXIT_USAGE, "-d must be positive");
-	r.top = (unsigned)top;
-	r.file = file;
-	if (!(r.a->need & (AN_NEED_SMAPS | AN_NEED_HEAP | AN_NEED_HEAPS)) && analyze_session_new(&r.s, r.a->need))
+	if (analyze_report_new(&r, a, (unsigned)top))
 		return cli_error(EXIT_ERROR, "out of memory");
-	code = file ? run_file(&r, file) : run_live(&r, &to, duration);
+	code = file ? run_file(r, file) : run_live(r, a, &to, duration);
 	if (!code) {
-		limits(&r);
-		code = emit(&r, out, json);
-		if (!code && r.partial[0])
+		code = emit(r, out, json);
+		if (!code && analyze_report_partial(r))
 			code = EXIT_PARTIAL;
 	}
-	analyze_session_free(r.s);
-	free(r.ts);
-	heap_analysis_free(r.ha);
-	heap_graph_free(r.heap);
-	heap_growth_free(r.growth, r.ngrowth);
+	analyze_report_free(r);
 	return code;
 }

@@ -24,6 +24,11 @@ sys.exit(0 if ok else 1)
 PYEOF
 }
 
+# offline_html FILE: a self-contained page: no external URL, no resource loaded
+offline_html() {
+	grep -q '^<!DOCTYPE html>' "$1" && ! grep -Eqi 'https?://|src=|href=|@import|url\(' "$1"
+}
+
 # in_background_then_trigger TRIGGER CMD...: runs CMD (stdout to $WORK/bg.out),
 # creates TRIGGER once the session is surely up, waits for CMD.
 in_background_then_trigger() {
@@ -57,6 +62,9 @@ echo "$OUT" >"$WORK/exc-off.json"
 check "offline: the same 137 exceptions" py "$WORK/exc-off.json" \
 	'd["file"].endswith("exc.nettrace") and d["result"]["types"][0]["count"] == 137'
 expect_exit "memory cannot run on a file" 2 "$CLRTAP" analyze "$WORK/exc.nettrace" memory
+expect_exit "exceptions HTML report" 0 "$CLRTAP" analyze "$WORK/exc.nettrace" exceptions -o "$WORK/exc.html"
+check "exceptions HTML: offline, the type and count in a table row" offline_html "$WORK/exc.html"
+contains "exceptions HTML: 137 FixtureException" "$(cat "$WORK/exc.html")" "<tr><td>137</td><td>Clrtap.Fixtures.FixtureException</td><td>1</td></tr>"
 stop_fixture "$P"
 
 # --- doctor ranks exceptions first on a throwing process ---
@@ -91,6 +99,10 @@ expect_exit "hotpaths" 0 "$CLRTAP" analyze -p "$FIX_PID" hotpaths -d 3 --json
 echo "$OUT" >"$WORK/cpu.json"
 check "hotpaths: HotA first at 75% +- 5 of the managed samples" py "$WORK/cpu.json" \
 	'm = d["result"]["methods"]; m[0]["method"] == "Clrtap.Fixtures.CpuSplit::HotA" and 70 <= m[0]["self_pct"] <= 80'
+expect_exit "hotpaths HTML (the flame graph page)" 0 "$CLRTAP" analyze -p "$FIX_PID" hotpaths -d 2 -o "$WORK/cpu.html"
+check "hotpaths HTML: offline" offline_html "$WORK/cpu.html"
+contains "hotpaths HTML: the flame graph with the report naming HotA" "$(cat "$WORK/cpu.html")" "id=\"flamedata\""
+contains "hotpaths HTML: HotA" "$(cat "$WORK/cpu.html")" "Clrtap.Fixtures.CpuSplit::HotA"
 expect_exit "doctor on cpu-split" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 2
 contains "doctor: CPU ranked first" "$(echo "$OUT" | sed -n 3,4p)" "1. [warning] CPU busy"
 contains "doctor: names HotA" "$OUT" "CpuSplit::HotA"
@@ -98,18 +110,94 @@ stop_fixture "$FIX_PID"
 
 # --- stacks: blocked threads grouped by method ---
 start_fixture blocked
+"$CLRTAP" trace collect -p "$FIX_PID" --providers 'Microsoft-DotNETCore-SampleProfiler,Microsoft-Windows-DotNETRuntime:0x18:4' -d 1 -o "$WORK/blocked.nettrace" >/dev/null 2>&1 &
+TC=$!
 expect_exit "stacks" 0 "$CLRTAP" analyze -p "$FIX_PID" stacks -d 1 --json
 echo "$OUT" >"$WORK/blocked.json"
+wait "$TC"
+expect_exit "stacks offline" 0 "$CLRTAP" analyze "$WORK/blocked.nettrace" stacks --json
+echo "$OUT" >"$WORK/blocked-off.json"
+check "stacks offline: 5 in Blocker::WaitHere, 1 in OtherBlocker::WaitElsewhere" py "$WORK/blocked-off.json" \
+	'g = {x["method"]: x["threads"] for x in d["result"]["groups"]}; g.get("Clrtap.Fixtures.Blocker::WaitHere") == 5 and g.get("Clrtap.Fixtures.OtherBlocker::WaitElsewhere") == 1' 
 check "stacks: 5 in Blocker::WaitHere, 1 in OtherBlocker::WaitElsewhere" py "$WORK/blocked.json" \
 	'g = {x["method"]: x["threads"] for x in d["result"]["groups"]}; g.get("Clrtap.Fixtures.Blocker::WaitHere") == 5 and g.get("Clrtap.Fixtures.OtherBlocker::WaitElsewhere") == 1'
 stop_fixture "$FIX_PID"
 
-# --- contention ---
+# --- contention (live, and offline from a trace collect file) ---
 start_fixture contention --threads 3
+"$CLRTAP" trace collect -p "$FIX_PID" --providers 'Microsoft-Windows-DotNETRuntime:0x4018:4' -d 2 -o "$WORK/cont.nettrace" >/dev/null 2>&1 &
+TC=$!
 expect_exit "contention" 0 "$CLRTAP" analyze -p "$FIX_PID" contention -d 2 --json
 echo "$OUT" >"$WORK/cont.json"
+wait "$TC"
+expect_exit "contention offline" 0 "$CLRTAP" analyze "$WORK/cont.nettrace" contention --json
+echo "$OUT" >"$WORK/cont-off.json"
+check "contention offline: one lock, first waiter in Contention::Contend" py "$WORK/cont-off.json" \
+	'r = d["result"]; len(r["locks"]) == 1 and r["waits"] > 10 and r["locks"][0]["site"] == "Clrtap.Fixtures.Contention::Contend"' 
 check "contention: waits seen, Contention::Contend on the top stack" py "$WORK/cont.json" \
 	'd["result"]["waits"] > 10 and "Clrtap.Fixtures.Contention::Contend" in d["result"]["sites"][0]["stack"]'
+check "contention: exactly one lock (Contention.Gate), every wait on it, first waiter in Contention::Contend" py "$WORK/cont.json" \
+	'r = d["result"]; l = r["locks"]; len(l) == 1 and l[0]["waits"] == r["waits"] and l[0]["site"] == "Clrtap.Fixtures.Contention::Contend" and 0 < l[0]["total_ms"] <= r["total_ms"] + 0.001'
+stop_fixture "$FIX_PID"
+
+# --- deadlock: a cycle that forms during the session, live and offline ---
+# tid_of PID NAME: the OS id of the thread called NAME
+tid_of() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		[ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] && basename "$t"
+	done
+}
+TRIG=$WORK/trig-dl
+start_fixture deadlock-late --trigger "$TRIG"
+P=$FIX_PID
+"$CLRTAP" trace collect -p "$P" --providers 'Microsoft-Windows-DotNETRuntime:0x4018:4' -d 4 -o "$WORK/dl.nettrace" >/dev/null 2>&1 &
+TC=$!
+in_background_then_trigger "$TRIG" "$CLRTAP" analyze -p "$P" deadlock -d 3 --json
+equals "deadlock exit" "$RC" 0
+cp "$WORK/bg.out" "$WORK/dl.json"
+A=$(tid_of "$P" cycle-a)
+B=$(tid_of "$P" cycle-b)
+check "deadlock: one cycle, cycle-a ($A) and cycle-b ($B) each held by the other, both lock sites" py "$WORK/dl.json" \
+	"r = d['result']; c = r['cycles'][0]['threads']; t = {x['tid']: x for x in c}; r['deadlocks'] == 1 and len(c) == 2 and t[$A]['held_by'] == $B and t[$B]['held_by'] == $A and t[$A]['site'] == 'Clrtap.Fixtures.Deadlock::ThreadA' and t[$B]['site'] == 'Clrtap.Fixtures.Deadlock::ThreadB' and t[$A]['name'] == 'cycle-a' and t[$A]['lock_id'] != t[$B]['lock_id'] and 'System.Threading.Monitor::Enter' in t[$A]['stack']"
+wait "$TC"
+expect_exit "deadlock offline from a trace collect file" 0 "$CLRTAP" analyze "$WORK/dl.nettrace" deadlock --json
+echo "$OUT" >"$WORK/dl-off.json"
+check "deadlock offline: the same cycle of $A and $B" py "$WORK/dl-off.json" \
+	"c = d['result']['cycles'][0]['threads']; d['result']['deadlocks'] == 1 and sorted(x['tid'] for x in c) == sorted([$A, $B]) and {x['site'] for x in c} == {'Clrtap.Fixtures.Deadlock::ThreadA', 'Clrtap.Fixtures.Deadlock::ThreadB'}"
+expect_exit "deadlock text" 0 "$CLRTAP" analyze "$WORK/dl.nettrace" deadlock
+contains "deadlock text: the cycle heading" "$OUT" "### Deadlock 1: 2 threads wait on each other's locks"
+contains "deadlock text: cycle-a's wait, held by cycle-b" "$OUT" "- thread $A waits in Clrtap.Fixtures.Deadlock::ThreadA for lock"
+expect_exit "deadlock HTML" 0 "$CLRTAP" analyze "$WORK/dl.nettrace" deadlock -o "$WORK/dl.html"
+check "deadlock HTML: offline" offline_html "$WORK/dl.html"
+contains "deadlock HTML: the cycle and cycle-b's site" "$(cat "$WORK/dl.html")" "<h3>Deadlock 1: 2 threads wait on each other&#39;s locks</h3>"
+contains "deadlock HTML: thread $B waits in Deadlock::ThreadB" "$(cat "$WORK/dl.html")" "<li>thread $B waits in Clrtap.Fixtures.Deadlock::ThreadB for lock"
+stop_fixture "$P"
+# doctor ranks a deadlock that forms while it watches first (critical)
+TRIG=$WORK/trig-dl-doc
+start_fixture deadlock-late --trigger "$TRIG"
+in_background_then_trigger "$TRIG" "$CLRTAP" doctor -p "$FIX_PID" -d 3 --json
+cp "$WORK/bg.out" "$WORK/doc-dl.json"
+check "doctor: the deadlock ranked first, critical, both sites named" py "$WORK/doc-dl.json" \
+	'x = d["findings"][0]; x["analyzer"] == "deadlock" and x["severity"] == "critical" and "Deadlock::ThreadA" in x["evidence"] and "Deadlock::ThreadB" in x["evidence"] and d["alarming"]'
+stop_fixture "$FIX_PID"
+# a deadlock that formed before the session: no events, the stacks show both threads in Monitor enter
+start_fixture deadlock
+expect_exit "doctor on a deadlock older than the session" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 2 --json
+echo "$OUT" >"$WORK/doc-dl-old.json"
+check "doctor: the likely deadlock ranked first (warning), ThreadA and ThreadB" py "$WORK/doc-dl-old.json" \
+	'x = d["findings"][0]; x["analyzer"] == "deadlock" and x["severity"] == "warning" and "Deadlock::ThreadA" in x["evidence"] and "Deadlock::ThreadB" in x["evidence"]'
+expect_exit "deadlock before the session" 0 "$CLRTAP" analyze -p "$FIX_PID" deadlock -d 1 --json
+echo "$OUT" >"$WORK/dl-old.json"
+check "deadlock before the session: suspected, ThreadA and ThreadB blocked in Monitor enter, no proven cycle" py "$WORK/dl-old.json" \
+	"r = d['result']; g = {x['method']: x['threads'] for x in r['blocked_before']}; r['deadlocks'] == 0 and r['suspected'] and g == {'Clrtap.Fixtures.Deadlock::ThreadA': 1, 'Clrtap.Fixtures.Deadlock::ThreadB': 1}"
+stop_fixture "$FIX_PID"
+# heavy contention without a deadlock: none
+start_fixture contention --threads 4
+expect_exit "deadlock on contention" 0 "$CLRTAP" analyze -p "$FIX_PID" deadlock -d 2 --json
+echo "$OUT" >"$WORK/dl-cont.json"
+check "contention is no deadlock: 0 cycles, nothing suspected, waits seen" py "$WORK/dl-cont.json" \
+	"r = d['result']; r['deadlocks'] == 0 and not r['suspected'] and r['waits'] > 10 and r['waits_with_owner'] == r['waits']"
 stop_fixture "$FIX_PID"
 
 # --- memory: adds up to RSS; native growth is native ---
@@ -122,8 +210,15 @@ check "memory: kinds add up to the total, the total within 2% of RSS" py "$WORK/
 	"r = d['result']; sum(k['rss_bytes'] for k in r['kinds']) == r['total_bytes'] and abs(r['total_bytes'] - $VMRSS) <= 0.02 * $VMRSS"
 check "memory: 200 MiB of AllocHGlobal is native, not GC heap" py "$WORK/mem.json" \
 	'r = d["result"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; r["mostly"] == "native" and k["native_heap"] + k["other_anon"] >= 190 << 20 and k["gc_heap"] < 20 << 20'
+check "memory: the code heaps split into executable and writable views; the executable views holding JIT'd methods are among them" py "$WORK/mem.json" \
+	'r = d["result"]; c = r["code_heaps"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; c["exec_bytes"] + c["writable_bytes"] == k["code_heaps"] and c["jit_methods"] >= 50 and 0 < c["jit_views_bytes"] <= c["exec_bytes"] and c["jit_code_bytes"] > 0'
+check "memory: the runtime told the generation sizes (all five counters)" py "$WORK/mem.json" \
+	'g = d["result"]["gc_generations"]; all(g[x] is not None for x in ("gen0", "gen1", "gen2", "loh", "poh", "committed"))'
 expect_exit "memory text" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -o "$WORK/mem.md"
 contains "memory report: one sentence on where memory is" "$(cat "$WORK/mem.md")" "Most resident memory is native"
+expect_exit "memory HTML" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -o "$WORK/mem.html"
+check "memory HTML: offline" offline_html "$WORK/mem.html"
+contains "memory HTML: the sentence" "$(cat "$WORK/mem.html")" "Most resident memory is native"
 stop_fixture "$FIX_PID"
 # a growing GC heap (the leak fixture at 100000 items/s: about 100 MB/s retained) says GC heap
 start_fixture leak --per-second 100000
@@ -132,6 +227,8 @@ expect_exit "memory on a growing GC heap" 0 "$CLRTAP" analyze -p "$FIX_PID" memo
 echo "$OUT" >"$WORK/mem-gc.json"
 check "memory: a growing GC heap is GC heap" py "$WORK/mem-gc.json" \
 	'r = d["result"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; r["mostly"] == "gc_heap" and k["gc_heap"] >= 100 << 20'
+check "memory: the runtime's generations hold the growth (gen1 + gen2 >= 50 MiB, GC committed >= that)" py "$WORK/mem-gc.json" \
+	'g = d["result"]["gc_generations"]; g["gen1"] + g["gen2"] >= 50 << 20 and g["committed"] >= g["gen1"] + g["gen2"]'
 stop_fixture "$FIX_PID"
 
 # --- doctor on idle: nothing alarming ---
@@ -155,6 +252,10 @@ expect_exit "strings" 0 "$CLRTAP" analyze -p "$FIX_PID" strings --json
 echo "$OUT" >"$WORK/strings.json"
 check "strings: duplicated-string-value x321 first" py "$WORK/strings.json" \
 	'x = d["result"]["duplicates"][0]; x["value"] == "duplicated-string-value" and x["copies"] == 321 and x["chars"] == 23'
+expect_exit "strings HTML" 0 "$CLRTAP" analyze -p "$FIX_PID" strings -o "$WORK/strings.html"
+check "strings HTML: offline" offline_html "$WORK/strings.html"
+contains "strings HTML: the value x321" "$(cat "$WORK/strings.html")" "<tr><td>321</td>"
+contains "strings HTML: the value" "$(cat "$WORK/strings.html")" "duplicated-string-value</td></tr>"
 expect_exit "strings cannot run on a file" 2 "$CLRTAP" analyze "$WORK/exc.nettrace" strings
 stop_fixture "$FIX_PID"
 
@@ -207,6 +308,14 @@ echo "$OUT" >"$WORK/killed.json"
 check "killed: the report says partial and why" py "$WORK/killed.json" \
 	'd["partial"] and any("went away" in n for n in d["not_seen"])'
 contains "killed: a warning on stderr" "$ERR" "went away"
+TRIG=$WORK/trig-dl-kill
+start_fixture deadlock-late --trigger "$TRIG"
+P=$FIX_PID
+(sleep 1.5; touch "$TRIG"; sleep 1; kill -KILL "$P") &
+expect_exit "deadlock: target killed mid-analysis" 9 "$CLRTAP" analyze -p "$P" deadlock -d 5 --json
+echo "$OUT" >"$WORK/dl-killed.json"
+check "deadlock killed: partial, and the cycle that formed before is still reported" py "$WORK/dl-killed.json" \
+	'd["partial"] and d["result"]["deadlocks"] == 1' 
 
 # --- a namespaced fixture ("container") ---
 start_fixture_ns blocked
@@ -220,6 +329,12 @@ VMRSS=$(awk '/^VmRSS:/ { print $2 * 1024 }' /proc/"$FIX_PID"/status)
 check "namespaced: memory within 2% of RSS" py "$WORK/ns-mem.json" \
 	"abs(d['result']['total_bytes'] - $VMRSS) <= 0.02 * $VMRSS"
 stop_fixture "$FIX_PID"
+start_fixture_ns deadlock
+expect_exit "namespaced: deadlock" 0 "$CLRTAP" analyze -p "$FIX_PID" deadlock -d 1 --json
+echo "$OUT" >"$WORK/ns-dl.json"
+check "namespaced: the deadlocked ThreadA and ThreadB found in Monitor enter" py "$WORK/ns-dl.json" \
+	"r = d['result']; g = {x['method']: x['threads'] for x in r['blocked_before']}; r['suspected'] and g == {'Clrtap.Fixtures.Deadlock::ThreadA': 1, 'Clrtap.Fixtures.Deadlock::ThreadB': 1}"
+stop_fixture "$FIX_PID"
 
 # --- errors ---
 sleep 30 &
@@ -229,6 +344,8 @@ DEAD=$(sh -c 'echo $$')
 expect_exit "analyze dead pid" 3 "$CLRTAP" analyze -p "$DEAD" exceptions -d 1
 expect_exit "doctor dead pid" 3 "$CLRTAP" doctor -p "$DEAD" -d 1
 expect_exit "analyze non-.NET pid" 4 "$CLRTAP" analyze -p "$NOTNET" pauses -d 1
+expect_exit "deadlock dead pid" 3 "$CLRTAP" analyze -p "$DEAD" deadlock -d 1
+expect_exit "deadlock non-.NET pid" 4 "$CLRTAP" analyze -p "$NOTNET" deadlock -d 1
 expect_exit "doctor non-.NET pid" 4 "$CLRTAP" doctor -p "$NOTNET" -d 1
 expect_exit "unknown analyzer" 2 "$CLRTAP" analyze -p "$IDLE" nosuch
 expect_exit "no analyzer" 2 "$CLRTAP" analyze -p "$IDLE"

@@ -85,7 +85,7 @@ void analyze_session_free(struct an_session *s);
 int analyze_session_config(unsigned need, struct ipc_provider *provs, size_t *n,
 			   struct ipc_trace_config *cfg);
 
-/* Runs the live session (lib/counters' live reader) for duration_ms. */
+/* Runs the live session (lib/live) for duration_ms. */
 int analyze_session_live(struct an_session *s, const struct ipc_endpoint *ep,
 			 int64_t duration_ms, volatile sig_atomic_t *stop,
 			 struct live_session_result *res);
@@ -141,6 +141,9 @@ struct an_memory {
 	/* the GC heap by generation from the runtime's counters (bytes; -1: not told) */
 	double gc_gen[5];
 	double gc_committed; /* bytes, -1: not told */
+	/* anonymous memory in the GC's range beyond what the GC committed,
+	 * moved to other_anon (analyze_memory_runtime) */
+	uint64_t gc_excess_kb;
 };
 
 #define AN_SMAPS_MAX (64u << 20)

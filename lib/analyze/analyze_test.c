@@ -70,6 +70,42 @@ static void test_memory_parse(void **state)
 	assert_int_equal(m.total_kb, 0);
 }
 
+/* A block the kernel merged with the GC's first region: resident GC memory
+ * beyond what the GC committed goes to other anonymous memory. */
+static void test_memory_gc_excess(void **state)
+{
+	struct an_session s;
+	struct an_memory m;
+	int k;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	for (k = 0; k < 5; k++)
+		s.gc_gen[k] = -1;
+	memset(&m, 0, sizeof(m));
+	m.rss_kb[AN_MEM_GC_HEAP] = 60u << 10;   /* 60 MiB in the GC's range */
+	m.rss_kb[AN_MEM_OTHER_ANON] = 1u << 10;
+	s.gc_committed_mb = 4.194304;           /* the GC committed 4 MiB */
+	analyze_memory_runtime(&m, &s);
+	assert_int_equal(m.gc_excess_kb, (60u << 10) - (4u << 10));
+	assert_int_equal(m.rss_kb[AN_MEM_GC_HEAP], 4u << 10);
+	assert_int_equal(m.rss_kb[AN_MEM_OTHER_ANON], 57u << 10);
+
+	/* within the slack (a quarter + 16 MiB): left as it is */
+	memset(&m, 0, sizeof(m));
+	m.rss_kb[AN_MEM_GC_HEAP] = 20u << 10;
+	analyze_memory_runtime(&m, &s);
+	assert_int_equal(m.gc_excess_kb, 0);
+	assert_int_equal(m.rss_kb[AN_MEM_GC_HEAP], 20u << 10);
+
+	/* no committed figure: nothing moved */
+	memset(&m, 0, sizeof(m));
+	m.rss_kb[AN_MEM_GC_HEAP] = 60u << 10;
+	s.gc_committed_mb = -1;
+	analyze_memory_runtime(&m, &s);
+	assert_int_equal(m.gc_excess_kb, 0);
+}
+
 static void test_table(void **state)
 {
 	const struct an_analyzer *a, *prev = NULL;
@@ -206,6 +242,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_memory_parse),
+		cmocka_unit_test(test_memory_gc_excess),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_lock_cycles),
 		cmocka_unit_test(test_html),

@@ -358,6 +358,24 @@ void analyze_memory_runtime(struct an_memory *m, struct an_session *s)
 	for (k = 0; k < 5; k++)
 		m->gc_gen[k] = s->gc_gen[k];
 	m->gc_committed = s->gc_committed_mb >= 0 ? s->gc_committed_mb * 1e6 : -1;
+	/*
+	 * Resident GC memory cannot exceed what the GC committed. Much more
+	 * than that in the GC's range is another mapping the kernel merged
+	 * with the GC's first committed region (a malloc'd block mapped right
+	 * below it has the same flags): the excess over the committed bytes
+	 * is counted as other anonymous memory. The slack (a quarter, plus
+	 * 16 MiB) covers the GC's bookkeeping and a counter that lags smaps.
+	 */
+	if (m->gc_committed >= 0) {
+		uint64_t committed_kb = (uint64_t)(m->gc_committed / 1024);
+		uint64_t gc_kb = m->rss_kb[AN_MEM_GC_HEAP];
+
+		if (gc_kb > committed_kb + committed_kb / 4 + (16u << 10)) {
+			m->gc_excess_kb = gc_kb - committed_kb;
+			m->rss_kb[AN_MEM_GC_HEAP] -= m->gc_excess_kb;
+			m->rss_kb[AN_MEM_OTHER_ANON] += m->gc_excess_kb;
+		}
+	}
 	if (!s->ncode)
 		return;
 	qsort(s->code, s->ncode, sizeof(*s->code), by_start);

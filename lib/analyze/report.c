@@ -48,6 +48,7 @@ struct an_report {
 	char partial[640];
 	bool runtime_mem;       /* memory: the session for the runtime's view ran */
 	char partial_rt[640];   /* memory: why it did not */
+	char excess[256];       /* memory: the GC range's excess over its committed bytes */
 	enum an_fail fail;
 	int err;
 	char msg[640];
@@ -156,6 +157,12 @@ static void limits(struct an_report *r)
 			note(r, "smaps was over the size cap: the breakdown covers the first mappings only");
 		if (r->partial_rt[0])
 			note(r, r->partial_rt);
+		if (r->mem.gc_excess_kb) {
+			snprintf(r->excess, sizeof(r->excess),
+				 "%.1f MiB found in the GC's range is more than the GC says it committed: a neighbouring mapping the kernel merged with it, counted as other anonymous memory",
+				 r->mem.gc_excess_kb / 1024.0);
+			note(r, r->excess);
+		}
 		if (gc_unrecognized(&r->mem))
 			note(r, "the GC's reservation was not recognized in the layout: the GC says it committed more than twice what is counted as GC heap here, the rest is in other anonymous memory");
 		note(r, "GC bookkeeping and the runtime's loader heaps (type data) apart from other anonymous memory: the runtime does not say where they are");
@@ -823,6 +830,7 @@ static void json_body(struct ct_json *j, struct an_report *r)
 			else
 				ct_json_kv_null(j, gen_names[k]);
 		}
+		ct_json_kv_u64(j, "excess_moved_to_other_anon", m->gc_excess_kb * 1024);
 		if (m->gc_committed >= 0)
 			ct_json_kv_u64(j, "committed", (uint64_t)m->gc_committed);
 		else

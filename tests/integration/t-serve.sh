@@ -172,6 +172,23 @@ check "two at once: counters report has cpu-usage of the target" python3 -c "
 import json,sys; d=json.loads(sys.argv[1])
 sys.exit(0 if d['pid']==$CPU and any(v['name']=='cpu-usage' for v in d['values']) else 1)" "$BODY"
 
+# ---- stacks: run in the server's worker thread through lib/stacks ----
+start_session "{\"kind\":\"stacks\",\"pid\":$CPU}"
+STK=$SID
+wait_session "$STK"
+equals "stacks (in-process): done" "$STATUS" done
+api GET "/api/v1/sessions/$STK/report"
+check "stacks (in-process): the workload thread is in CpuSplit" python3 -c "
+import json,sys; d=json.loads(sys.argv[1])
+sys.exit(0 if d['pid']==$CPU and any('Clrtap.Fixtures.CpuSplit::' in f for t in d['threads'] for f in t['frames']) else 1)" "$BODY"
+cp "$WORK/body" "$WORK/stacks-serve.json"
+"$CLRTAP" stacks -p "$CPU" --json >"$WORK/stacks-cli.json"
+check "stacks (in-process): the same document keys as clrtap stacks --json" python3 -c "
+import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2]))
+sys.exit(0 if sorted(a)==sorted(b) and sorted(a['threads'][0])==sorted(b['threads'][0]) else 1)" "$WORK/stacks-cli.json" "$WORK/stacks-serve.json"
+start_session "{\"kind\":\"stacks\",\"pid\":$DEAD}"
+equals "stacks: dead pid refused before it starts" "$CODE" 404
+
 # ---- an exceptions analysis: the exact count ----
 start_session "{\"kind\":\"analyze\",\"pid\":$EXC,\"params\":{\"analyzer\":\"exceptions\",\"duration\":4}}"
 EXS=$SID

@@ -201,6 +201,31 @@ api GET "/api/v1/sessions/$EXS/report"
 equals "exceptions analysis: exactly 7" "$(jb 'd["exceptions"]["total"]')" 7
 equals "exceptions analysis: the type" "$(jb 'd["exceptions"]["groups"][0]["type"]')" Clrtap.Fixtures.FixtureException
 
+# ---- trace, dump, gcdump: artifacts and reports ----
+start_session "{\"kind\":\"trace\",\"pid\":$CPU,\"params\":{\"duration\":2}}"
+TRS=$SID
+wait_session "$TRS"
+equals "trace: done" "$STATUS" done
+check "trace: the .nettrace artifact starts with the magic" bash -c "curl -sf '$BASE/api/v1/sessions/$TRS/artifacts/trace.nettrace' | head -c 8 | grep -q Nettrace"
+api GET "/api/v1/sessions/$TRS/report"
+equals "trace: report" "$CODE" 200
+start_session "{\"kind\":\"dump\",\"pid\":$CPU,\"params\":{\"type\":\"mini\"}}"
+DMP=$SID
+wait_session "$DMP"
+equals "dump: done" "$STATUS" done
+check "dump: core.dump is an ELF core" bash -c "curl -sf '$BASE/api/v1/sessions/$DMP/artifacts/core.dump' | head -c 4 | od -An -c | grep -q 'E   L   F'"
+api GET "/api/v1/sessions/$DMP/report"
+equals "dump: the report names the file" "$(jb 'd["path"]')" "$WORK/db/sessions/$DMP/core.dump"
+start_fixture heap --shape leak --count 321
+HEAP=$FIX_PID
+start_session "{\"kind\":\"gcdump\",\"pid\":$HEAP}"
+GCD=$SID
+wait_session "$GCD"
+equals "gcdump: done" "$STATUS" done
+api GET "/api/v1/sessions/$GCD/report"
+equals "gcdump: exactly 321 leaked items" "$(jb '[x["count"] for x in d["types"] if x["type"]=="Clrtap.Fixtures.HeapLeakItem"][0]')" 321
+stop_fixture "$HEAP"
+
 # ---- cancel mid-run ----
 start_session "{\"kind\":\"trace\",\"pid\":$CPU,\"params\":{\"duration\":60}}"
 TR=$SID
@@ -390,7 +415,7 @@ start_server srv2 --listen "127.0.0.1:$PORT" --db "$DB" --pid "$CPU"
 api GET /api/v1/sessions
 check "restart: every session still listed" python3 -c "
 import json,sys; ids={s['id'] for s in json.loads(sys.argv[1])['sessions']}
-sys.exit(0 if {'$PROF','$A','$B','$EXS','$TR','$V','$PS'} <= ids else 1)" "$BODY"
+sys.exit(0 if {'$PROF','$A','$B','$EXS','$TR','$V','$PS','$GCD','$DMP'} <= ids else 1)" "$BODY"
 api GET "/api/v1/sessions/$PROF"
 equals "restart: status kept" "$(jb 'd["status"]')" done
 curl -s -o "$WORK/folded2" "$BASE/api/v1/sessions/$PROF/artifacts/profile.folded"

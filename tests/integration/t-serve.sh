@@ -94,7 +94,13 @@ contains "says it is root-equivalent" "$(cat "$SRV_OUT")" "root-equivalent"
 lacks "loopback: no token" "$(cat "$SRV_OUT")" "token"
 
 # ---- processes ----
-api GET /api/v1/processes
+# the runtime's version and assembly come from ProcessInfo: on a loaded machine
+# the first ask may time out (then it is asked again 10 s later)
+for ((i = 0; i < 40; i++)); do
+	api GET /api/v1/processes
+	[ "$(jb "[p['assembly'] for p in d['processes'] if p['pid']==$CPU]" 2>/dev/null)" = "['sample']" ] && break
+	sleep 1
+done
 equals "processes: 200" "$CODE" 200
 equals "processes: the cpu fixture listed" "$(jb "[p['pid'] for p in d['processes'] if p['pid']==$CPU]")" "[$CPU]"
 equals "processes: its runtime version" "$(jb "[p['runtime'].split('.')[0] for p in d['processes'] if p['pid']==$CPU][0]")" \
@@ -104,7 +110,8 @@ equals "processes: host process not namespaced" "$(jb "[p['container']['namespac
 api GET "/api/v1/processes/$CPU"
 equals "process info: 200" "$CODE" 200
 equals "process info: pid" "$(jb 'd["pid"]')" "$CPU"
-equals "process info: threads as /proc says" "$(jb 'd["threads"]')" "$(awk '/^Threads:/ {print $2}' /proc/$CPU/status)"
+# the runtime may start or end a thread meanwhile: within 2 of /proc's count
+check "process info: threads as /proc says" python3 -c "import sys; sys.exit(0 if abs($(jb 'd["threads"]') - $(awk '/^Threads:/ {print $2}' /proc/$CPU/status)) <= 2 else 1)"
 check "process info: rss" test "$(jb 'd["rss_bytes"]')" -gt 1000000
 
 sleep 30 &
@@ -302,7 +309,7 @@ EOF
 		--web.listen-address="127.0.0.1:$PPORT" >"$WORK/prom.log" 2>&1 &
 	PROM_PID=$!
 	R=""
-	for ((i = 0; i < 60; i++)); do
+	for ((i = 0; i < 120; i++)); do
 		R=$(curl -s "http://127.0.0.1:$PPORT/api/v1/query" --data-urlencode "query=clrtap_dotnet_cpu_usage{pid=\"$CPU\"}" 2>/dev/null)
 		[[ "$R" == *'"result":[{'* ]] && break
 		sleep 1
@@ -311,6 +318,7 @@ EOF
 import json,sys; d=json.loads(sys.argv[1]); r=d['data']['result']
 m=r[0]['metric']
 sys.exit(0 if len(r)==1 and m['pid']=='$CPU' and m['process']=='dotnet' and m['job']=='clrtap' and float(r[0]['value'][1])>0 else 1)" "$R"
+	[[ "$R" == *'"result":[{'* ]] || { echo "    prometheus log:"; tail -15 "$WORK/prom.log" | sed 's/^/    /'; }
 	R=$(curl -s "http://127.0.0.1:$PPORT/api/v1/query" --data-urlencode 'query=up{job="clrtap"}')
 	contains "prometheus: target up" "$R" '"value":[' 
 	kill -TERM "$PROM_PID"

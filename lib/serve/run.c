@@ -252,12 +252,10 @@ static int run_stacks(struct rsession *s)
 	int err, code = 0, fd;
 
 	err = proc_target_find(s->target, &t);
-	if (err == -ESRCH)
-		return session_error(s, 3, "no process with pid %d", (int)s->target);
-	if (err)
-		return session_error(s, serve_exit_for(err), "pid %d: %s", (int)s->target,
-				     err == -ENOENT ? "not a .NET process (no diagnostics socket)"
-						    : strerror(-err));
+	if (err) {
+		proc_target_strerror(s->target, err, &t, why, sizeof(why));
+		return session_error(s, serve_exit_for(err), "%s", why);
+	}
 	ipc_endpoint_init(&ep, &t, 5000);
 	err = stacks_capture_run(&ep, t.pid, &co, &cap);
 	if (err) {
@@ -513,32 +511,11 @@ int srv_runner_start(struct srv_runner *r, const struct serve_session_req *req, 
 	/* the target first, with the CLI's words */
 	err = proc_target_find(req->pid, &t);
 	if (err) {
-		switch (err) {
-		case -ESRCH:
-			*code = 3;
-			snprintf(why, why_len, "no process with pid %d", (int)req->pid);
-			break;
-		case -EACCES:
-			*code = 5;
-			snprintf(why, why_len, "not allowed to inspect pid %d (owned by uid %u)",
-				 (int)req->pid, (unsigned)t.uid);
-			break;
-		case -ELOOP:
-		case -ENOTSOCK:
-			*code = 10;
-			snprintf(why, why_len, "pid %d's diagnostics socket is not what it must be",
-				 (int)req->pid);
-			break;
-		default:
-			*code = 4;
-			err = -ENOENT;
-			snprintf(why, why_len,
-				 "pid %d is not a .NET process (no diagnostics socket in %s)",
-				 (int)req->pid, t.tmpdir);
-			break;
-		}
+		*code = serve_exit_for(err);
+		proc_target_strerror(req->pid, err, &t, why, why_len);
 		rsession_free(s);
-		return err;
+		return err == -ESRCH || err == -EACCES || err == -ELOOP || err == -ENOTSOCK ? err
+											     : -ENOENT;
 	}
 	pthread_mutex_lock(&r->lock);
 	reap_locked(r);

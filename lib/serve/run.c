@@ -44,7 +44,8 @@ struct rsession {
 	struct serve_plan plan;
 	struct srv_runner *r;
 	pthread_t th;
-	volatile sig_atomic_t cancel;
+	volatile sig_atomic_t cancel; /* DELETE asked for it: the session is "cancelled" */
+	volatile sig_atomic_t stop;   /* the stop flag the libraries get (they set it too) */
 	volatile bool done;
 	pid_t child;
 	pid_t target;
@@ -130,8 +131,10 @@ void srv_runner_free(struct srv_runner *r)
 		return;
 	pthread_mutex_lock(&r->lock);
 	for (i = 0; i < SESSIONS_MAX; i++) {
-		if (r->s[i])
+		if (r->s[i]) {
 			r->s[i]->cancel = 1;
+			r->s[i]->stop = 1;
+		}
 	}
 	pthread_mutex_unlock(&r->lock);
 	for (i = 0; i < SESSIONS_MAX; i++) {
@@ -247,7 +250,7 @@ static int session_error(struct rsession *s, int code, const char *fmt, ...)
 /* stacks in this thread: lib/stacks, with the session's stop flag and log. */
 static int run_stacks(struct rsession *s)
 {
-	struct stacks_capture_opts co = { .sample_ms = 10, .stop = &s->cancel };
+	struct stacks_capture_opts co = { .sample_ms = 10, .stop = &s->stop };
 	struct stacks_capture cap;
 	struct proc_target t;
 	struct ipc_endpoint ep;
@@ -419,7 +422,7 @@ static int run_counters(struct rsession *s)
 	cfg.buffer_mb = 16;
 	live.ep = &ep;
 	live.cfg = &cfg;
-	live.stop = &s->cancel;
+	live.stop = &s->stop;
 	live.duration_ms = (int64_t)(s->plan.duration_s * 1000);
 	live.h = &h;
 	live.opened = c_opened;
@@ -649,6 +652,7 @@ int srv_runner_cancel(struct srv_runner *r, const char *id)
 		return -ENOENT;
 	}
 	s->cancel = 1;
+	s->stop = 1;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 8;
 	while (!s->done) {

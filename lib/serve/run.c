@@ -10,9 +10,10 @@
  * code; the server is not affected. Artifacts are the regular files the
  * commands made in the directory, recorded in the history with their sizes.
  *
- * stacks and counters run in the worker thread itself through their
- * libraries (lib/stacks, lib/counters), with the session's stop flag and a
- * per-thread log sink writing the session's stderr.txt.
+ * stacks, counters, trace and analyze run in the worker thread itself
+ * through their libraries (lib/stacks, lib/counters, lib/ipc,
+ * lib/tracestats), with the session's stop flag and a per-thread log sink
+ * writing the session's stderr.txt.
  *
  * Why child processes for the rest: those commands' workflows still live in
  * src/cmd (and print, and use process-wide signal state), so the server runs

@@ -32,6 +32,7 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototy
 CFLAGS ?= $(OPT)
 ALL_CFLAGS := -std=gnu11 $(WARNINGS) $(CFLAGS) $(SANFLAGS) -Ilib -MMD -MP -D_FILE_OFFSET_BITS=64
 LDLIBS := -lelf -ldw -lcapstone -lz -lpthread -lcrypto
+LDLIBS += -lmicrohttpd -lsqlite3
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
 # Libraries: every lib/<name>/*.c except unit tests (*_test.c) and fuzz harnesses (*_fuzz.c).
@@ -105,9 +106,18 @@ $(LIBA): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(O)/clrtap: $(CLI_OBJS) $(LIBA)
+$(O)/clrtap: $(CLI_OBJS) $(O)/gen/webassets.o $(LIBA)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJS) $(LIBA) $(LDLIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJS) $(O)/gen/webassets.o $(LIBA) $(LDLIBS)
+
+# clrtap serve embeds web/ (the UI) and its OpenAPI document (scripts/embed-web.sh).
+WEB_FILES := $(shell find web -type f 2>/dev/null)
+$(O)/gen/webassets.c: scripts/embed-web.sh lib/serve/openapi.json $(WEB_FILES) | $(O)/gen/.dir
+	$(Q)scripts/embed-web.sh $@ web lib/serve/openapi.json
+$(O)/gen/webassets.o: $(O)/gen/webassets.c
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+$(O)/gen/.dir:
+	@mkdir -p $(@D) && touch $@
 
 tools: $(TOOL_BINS)
 $(O)/tests/tools/%: tests/tools/%.c $(LIBA)

@@ -49,6 +49,7 @@ int cmd_perfmap(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_trace(int argc, char **argv);

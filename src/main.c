@@ -32,6 +32,7 @@ static const struct cmd commands[] = {
 	{ "probe", cmd_probe, "trace calls of a .NET method by name: args, return value, latency, stacks" },
 	{ "profile", cmd_profile, "CPU profile (perf_event) with JIT, R2R, native and kernel frames named" },
 	{ "ps", cmd_ps, "list .NET processes on this host, containers included" },
+	{ "serve", cmd_serve, "REST API, Prometheus /metrics, live views and web UI (root-equivalent)" },
 	{ "stacks", cmd_stacks, "the managed stack of every thread, merged" },
 	{ "top", cmd_top, "live view of the hottest methods of a process" },
 	{ "trace", cmd_trace, "collect an EventPipe trace (.nettrace) over the diagnostics socket" },

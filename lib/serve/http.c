@@ -1,0 +1,807 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http.c - the server on libmicrohttpd: one thread per connection (a slow or
+ * streaming client holds only its own thread; at most max_connections), a
+ * 30 s idle timeout, capped header memory and body size, bearer-token auth
+ * when a token is in force, JSON errors with the CLI's exit codes.
+ */
+#include "common/compat.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+
+#include "proc/proc.h"
+#include "common/log.h"
+#include "serve/internal.h"
+
+struct serve_server {
+	struct serve_config cfg;
+	struct MHD_Daemon *d;
+	sqlite3 *db;
+	struct srv_runner *runner;
+	struct srv_procs *procs;
+	struct srv_metrics *metrics;
+	int listen_fd;
+	unsigned port;
+	volatile bool stopping;
+};
+
+struct conn {
+	struct strbuf body;
+	bool too_big;
+};
+
+/* ----- responses ----- */
+
+static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status, const char *ctype,
+				const void *data, size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)data,
+								 MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", ctype);
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, struct ct_json *j)
+{
+	if (ct_json_finish(j))
+		return send_buf(c, 500, "application/json",
+				"{\"error\":{\"code\":1,\"name\":\"error\",\"message\":\"out of memory\"}}",
+				63);
+	strbuf_addch(j->sb, '\n');
+	return send_buf(c, status, "application/json", j->sb->buf, j->sb->len);
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, int code,
+				  const char *fmt, ...) PRINTF(4, 5);
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, int code,
+				  const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct ct_json j;
+	char msg[1024];
+	va_list ap;
+	enum MHD_Result ret;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ct_json_init(&j, &sb);
+	ct_json_obj_begin(&j);
+	ct_json_kv_obj_begin(&j, "error");
+	ct_json_kv_i64(&j, "code", code);
+	ct_json_kv_str(&j, "name", serve_code_name(code));
+	ct_json_kv_str(&j, "message", msg);
+	ct_json_obj_end(&j);
+	ct_json_obj_end(&j);
+	ret = send_json(c, status, &j);
+	strbuf_release(&sb);
+	return ret;
+}
+
+/* HTTP status for a CLI exit code. */
+static unsigned status_for(int code)
+{
+	switch (code) {
+	case 2: return 400;
+	case 3: return 404;
+	case 4: return 400;
+	case 5: case 10: return 403;
+	default: return 500;
+	}
+}
+
+static enum MHD_Result send_proc_error(struct MHD_Connection *c, pid_t pid, int err)
+{
+	switch (err) {
+	case -ESRCH:
+		return send_error(c, 404, 3, "no process with pid %d", (int)pid);
+	case -EACCES:
+		return send_error(c, 403, 5, "not allowed to inspect pid %d", (int)pid);
+	case -ELOOP:
+	case -ENOTSOCK:
+		return send_error(c, 403, 10, "pid %d's diagnostics socket is not what it must be",
+				  (int)pid);
+	default:
+		return send_error(c, 404, 4, "pid %d is not a .NET process (no diagnostics socket)",
+				  (int)pid);
+	}
+}
+
+/* ----- server-sent events ----- */
+
+enum sse_kind { SSE_COUNTERS, SSE_TOP, SSE_EVENTS };
+
+struct sse {
+	struct serve_server *s;
+	enum sse_kind kind;
+	pid_t pid;
+	char id[SERVE_ID_LEN + 1];
+	uint64_t seq;
+	int64_t t0, last_send, last_top;
+	struct srv_top *top;
+	int fd;             /* SSE_EVENTS: the session's stdout file */
+	struct strbuf line; /* SSE_EVENTS: a partial line */
+	struct strbuf pending;
+	size_t pending_off;
+	bool finished;
+	int64_t max_ms;     /* stop after this (0: never) */
+};
+
+static void sse_free(void *cls)
+{
+	struct sse *e = cls;
+
+	if (e->fd >= 0)
+		close(e->fd);
+	srv_top_free(e->top);
+	strbuf_release(&e->line);
+	strbuf_release(&e->pending);
+	free(e);
+}
+
+static void sse_event(struct sse *e, const char *name, const char *data, size_t len)
+{
+	strbuf_addf(&e->pending, "event: %s\ndata: ", name);
+	strbuf_add(&e->pending, data, len);
+	strbuf_addstr(&e->pending, "\n\n");
+}
+
+/* Reads new lines of the probe output: one event each. */
+static void sse_fill_events(struct sse *e)
+{
+	char buf[8192];
+	ssize_t n;
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	bool active = srv_runner_active(e->s->runner, e->id);
+
+	if (e->fd < 0) {
+		srv_runner_dir(e->s->runner, e->id, dir, sizeof(dir));
+		snprintf(path, sizeof(path), "%s/probe.txt", dir);
+		e->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (e->fd < 0) {
+			if (!active)
+				e->finished = true;
+			return;
+		}
+	}
+	while ((n = read(e->fd, buf, sizeof(buf))) > 0) {
+		ssize_t i;
+
+		for (i = 0; i < n; i++) {
+			if (buf[i] == '\n') {
+				struct strbuf js = STRBUF_INIT;
+				struct ct_json j;
+
+				ct_json_init(&j, &js);
+				ct_json_obj_begin(&j);
+				ct_json_kv_str(&j, "line", e->line.buf);
+				ct_json_obj_end(&j);
+				if (!ct_json_finish(&j))
+					sse_event(e, "call", js.buf, js.len);
+				strbuf_release(&js);
+				strbuf_reset(&e->line);
+			} else if (e->line.len < 65536) {
+				strbuf_addch(&e->line, buf[i]);
+			}
+		}
+	}
+	if (!active && n == 0) {
+		char st[32];
+
+		srv_db_status(e->s->db, e->id, st, sizeof(st));
+		strbuf_addf(&e->pending, "event: end\ndata: {\"status\":\"%s\"}\n\n", st);
+		e->finished = true;
+	}
+}
+
+static void sse_fill(struct sse *e)
+{
+	int64_t now = srv_now_ms();
+	double t = (double)(now - e->t0) / 1000.0;
+
+	if (e->max_ms && now - e->t0 > e->max_ms) {
+		e->finished = true;
+		return;
+	}
+	if (e->kind == SSE_COUNTERS) {
+		struct strbuf out = STRBUF_INIT;
+		int err = srv_metrics_updates(e->s->metrics, e->pid, &e->seq, t, &out);
+		const char *p = out.buf;
+
+		while (*p) {
+			const char *nl = strchr(p, '\n');
+
+			sse_event(e, "counter", p, (size_t)(nl - p));
+			p = nl + 1;
+		}
+		strbuf_release(&out);
+		if (err == -ESRCH || err == -ENOENT) {
+			strbuf_addf(&e->pending, "event: end\ndata: {\"reason\":\"%s\"}\n\n",
+				    err == -ESRCH ? "process ended" : "not a .NET process");
+			e->finished = true;
+		}
+	} else if (e->kind == SSE_TOP) {
+		if (!e->last_top || now - e->last_top >= 2000) {
+			struct strbuf out = STRBUF_INIT;
+			struct ct_json j;
+
+			ct_json_init(&j, &out);
+			if (!srv_top_json(e->top, &j) && !ct_json_finish(&j))
+				sse_event(e, "top", out.buf, out.len);
+			strbuf_release(&out);
+			e->last_top = now;
+		}
+	} else {
+		sse_fill_events(e);
+	}
+	if (!e->pending.len && now - e->last_send >= 1000)
+		strbuf_addstr(&e->pending, ": keep-alive\n\n");
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct sse *e = cls;
+	size_t n;
+
+	while (e->pending_off >= e->pending.len) {
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+
+		strbuf_reset(&e->pending);
+		e->pending_off = 0;
+		if (e->finished || e->s->stopping)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		sse_fill(e);
+		if (!e->pending.len)
+			nanosleep(&ts, NULL);
+	}
+	n = CT_MIN(max, e->pending.len - e->pending_off);
+	memcpy(buf, e->pending.buf + e->pending_off, n);
+	e->pending_off += n;
+	e->last_send = srv_now_ms();
+	return (ssize_t)n;
+}
+
+static enum MHD_Result send_sse(struct MHD_Connection *c, struct sse *e)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	const char *max = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "max_s");
+
+	e->fd = -1;
+	e->t0 = e->last_send = srv_now_ms();
+	strbuf_init(&e->pending, 1 << 20);
+	strbuf_init(&e->line, 1 << 17);
+	if (max) {
+		long v = strtol(max, NULL, 10);
+
+		if (v > 0 && v <= 86400)
+			e->max_ms = v * 1000;
+	}
+	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, e, sse_free);
+	if (!r) {
+		sse_free(e);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "text/event-stream");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	ret = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* ----- handlers ----- */
+
+static enum MHD_Result h_file(struct MHD_Connection *c, int dirfd, const char *name,
+			      const char *ctype, bool attach)
+{
+	struct MHD_Response *r;
+	struct stat st;
+	enum MHD_Result ret;
+	char disp[SERVE_MAX_NAME + 64];
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+
+	if (fd < 0)
+		return send_error(c, 404, 1, "the artifact '%s' is gone from the disk", name);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return send_error(c, 404, 1, "the artifact '%s' is not a regular file", name);
+	}
+	r = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+	if (!r) {
+		close(fd);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", ctype);
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (attach) {
+		snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", name);
+		MHD_add_response_header(r, "Content-Disposition", disp);
+	}
+	ret = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result h_session_file(struct serve_server *s, struct MHD_Connection *c,
+				      const char *id, const char *name, bool report)
+{
+	char dir[PATH_MAX], rname[SERVE_MAX_NAME + 1], status[32];
+	int dfd, sfd, err;
+	enum MHD_Result ret;
+
+	if (report) {
+		err = srv_db_report(s->db, id, rname, sizeof(rname), dir, sizeof(dir), status,
+				    sizeof(status));
+		if (err == -ESRCH)
+			return send_error(c, 404, 2, "no session %s", id);
+		if (err) {
+			if (!strcmp(status, "queued") || !strcmp(status, "running"))
+				return send_error(c, 409, 2, "session %s is still %s: no report yet",
+						  id, status);
+			return send_error(c, 404, 2, "session %s has no report (status %s)", id,
+					  status);
+		}
+		name = rname;
+	} else {
+		err = srv_db_artifact_dir(s->db, id, name, dir, sizeof(dir));
+		if (err) {
+			if (srv_db_status(s->db, id, status, sizeof(status)))
+				return send_error(c, 404, 2, "no session %s", id);
+			return send_error(c, 404, 2, "session %s has no artifact '%s'", id, name);
+		}
+	}
+	/* The name is one the server recorded; the directory is root/<id>. */
+	dfd = srv_runner_dirfd(s->runner);
+	sfd = openat(dfd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (sfd < 0)
+		return send_error(c, 404, 1, "session %s's files are gone from the disk", id);
+	ret = h_file(c, sfd, name, report ? "application/json" : serve_content_type(name), !report);
+	close(sfd);
+	return ret;
+}
+
+static enum MHD_Result h_session_post(struct serve_server *s, struct MHD_Connection *c,
+				      struct conn *cn)
+{
+	struct serve_session_req req;
+	const char *why = NULL;
+	char id[SERVE_ID_LEN + 1], msg[512];
+	int code = 0, err;
+	struct strbuf sb = STRBUF_INIT;
+	struct ct_json j;
+	enum MHD_Result ret;
+
+	if (serve_session_req_parse(cn->body.buf, cn->body.len, &req, &why))
+		return send_error(c, 400, 2, "bad session request: %s", why);
+	err = srv_runner_start(s->runner, &req, id, &code, msg, sizeof(msg));
+	if (err) {
+		if (err == -EBUSY)
+			return send_error(c, 409, code, "%s", msg);
+		if (err == -EINVAL)
+			return send_error(c, 400, 2, "%s", msg);
+		return send_error(c, status_for(code), code, "%s", msg);
+	}
+	ct_json_init(&j, &sb);
+	srv_db_session_json(s->db, id, &j);
+	ret = send_json(c, 201, &j);
+	strbuf_release(&sb);
+	return ret;
+}
+
+static bool asset_find(const struct serve_server *s, const char *path, const struct serve_asset **a)
+{
+	size_t i;
+
+	for (i = 0; i < s->cfg.nassets; i++) {
+		if (!strcmp(s->cfg.assets[i].path, path)) {
+			*a = &s->cfg.assets[i];
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool authorized(struct serve_server *s, struct MHD_Connection *c, const char *method)
+{
+	const char *h, *q;
+
+	if (!s->cfg.token)
+		return true;
+	h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	if (serve_auth_ok(h, s->cfg.token))
+		return true;
+	/* EventSource and a first page load cannot send a header: ?token= on GET */
+	q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+	if (q && !strcmp(method, "GET")) {
+		char hdr[300];
+
+		snprintf(hdr, sizeof(hdr), "Bearer %s", q);
+		return serve_auth_ok(hdr, s->cfg.token);
+	}
+	return false;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+			      const char *method, const char *version, const char *upload_data,
+			      size_t *upload_data_size, void **con_cls)
+{
+	struct serve_server *s = cls;
+	struct conn *cn = *con_cls;
+	struct serve_route rt;
+	struct strbuf sb = STRBUF_INIT;
+	struct ct_json j;
+	enum MHD_Result ret;
+	int err;
+
+	if (!cn) {
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+
+		cn = calloc(1, sizeof(*cn));
+		if (!cn)
+			return MHD_NO;
+		strbuf_init(&cn->body, SERVE_MAX_BODY);
+		*con_cls = cn;
+		if (cl && strtoull(cl, NULL, 10) > SERVE_MAX_BODY) {
+			cn->too_big = true;
+			return send_error(c, 413, 2, "the request body is over %d bytes",
+					  SERVE_MAX_BODY);
+		}
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		if (!cn->too_big && strbuf_add(&cn->body, upload_data, *upload_data_size))
+			cn->too_big = true;
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (cn->too_big)
+		return send_error(c, 413, 2, "the request body is over %d bytes", SERVE_MAX_BODY);
+	if (!authorized(s, c, method))
+		return send_error(c, 401, 5, "a bearer token is needed (Authorization: Bearer TOKEN)");
+	err = serve_route_match(url, &rt);
+	if (err == -EINVAL)
+		return send_error(c, 400, 2, "bad pid in '%s': a positive decimal number is expected",
+				  url);
+	if (err)
+		return send_error(c, 404, 2, "no such resource");
+	if (!serve_route_allows(rt.id, method))
+		return send_error(c, 405, 2, "method %s is not allowed here", method);
+	ct_json_init(&j, &sb);
+	switch (rt.id) {
+	case SERVE_R_PROCESSES:
+		err = srv_procs_list_json(s->procs, &j);
+		ret = err ? send_error(c, 500, 1, "cannot scan /proc: %s", strerror(-err))
+			  : send_json(c, 200, &j);
+		break;
+	case SERVE_R_PROCESS:
+		err = srv_procs_info_json(s->procs, rt.pid, &j);
+		ret = err ? send_proc_error(c, rt.pid, err) : send_json(c, 200, &j);
+		break;
+	case SERVE_R_COUNTERS_LIVE:
+	case SERVE_R_TOP_LIVE:
+	case SERVE_R_EVENTS: {
+		struct sse *e = calloc(1, sizeof(*e));
+		struct proc_target t;
+
+		if (!e) {
+			ret = MHD_NO;
+			break;
+		}
+		e->s = s;
+		e->pid = rt.pid;
+		if (rt.id == SERVE_R_COUNTERS_LIVE) {
+			e->kind = SSE_COUNTERS;
+			err = proc_target_find(rt.pid, &t);
+			if (err) {
+				free(e);
+				ret = send_proc_error(c, rt.pid, err);
+				break;
+			}
+		} else if (rt.id == SERVE_R_TOP_LIVE) {
+			e->kind = SSE_TOP;
+			if (srv_top_new(&e->top)) {
+				free(e);
+				ret = MHD_NO;
+				break;
+			}
+		} else {
+			char st[32];
+
+			e->kind = SSE_EVENTS;
+			snprintf(e->id, sizeof(e->id), "%s", rt.session);
+			if (srv_db_status(s->db, rt.session, st, sizeof(st))) {
+				free(e);
+				ret = send_error(c, 404, 2, "no session %s", rt.session);
+				break;
+			}
+		}
+		ret = send_sse(c, e);
+		break;
+	}
+	case SERVE_R_SESSIONS:
+		if (!strcmp(method, "POST")) {
+			ret = h_session_post(s, c, cn);
+			break;
+		}
+		srv_db_list_json(s->db, &j);
+		ret = send_json(c, 200, &j);
+		break;
+	case SERVE_R_SESSION:
+		if (!strcmp(method, "DELETE")) {
+			char st[32];
+
+			if (srv_db_status(s->db, rt.session, st, sizeof(st))) {
+				ret = send_error(c, 404, 2, "no session %s", rt.session);
+				break;
+			}
+			if (srv_runner_cancel(s->runner, rt.session)) {
+				ret = send_error(c, 409, 2, "session %s is not running (status %s)",
+						 rt.session, st);
+				break;
+			}
+		}
+		if (srv_db_session_json(s->db, rt.session, &j))
+			ret = send_error(c, 404, 2, "no session %s", rt.session);
+		else
+			ret = send_json(c, 200, &j);
+		break;
+	case SERVE_R_ARTIFACT:
+		ret = h_session_file(s, c, rt.session, rt.name, false);
+		break;
+	case SERVE_R_REPORT:
+		ret = h_session_file(s, c, rt.session, NULL, true);
+		break;
+	case SERVE_R_OPENAPI:
+		ret = send_buf(c, 200, "application/json", s->cfg.openapi, s->cfg.openapi_len);
+		break;
+	case SERVE_R_METRICS:
+		err = srv_metrics_prometheus(s->metrics, s->cfg.only_pids, s->cfg.n_only_pids, &sb);
+		ret = err ? send_error(c, 500, 1, "cannot read metrics: %s", strerror(-err))
+			  : send_buf(c, 200, "text/plain; version=0.0.4; charset=utf-8", sb.buf,
+				     sb.len);
+		break;
+	case SERVE_R_ASSET: {
+		const struct serve_asset *a;
+
+		if (!asset_find(s, rt.name, &a))
+			ret = send_error(c, 404, 2, "no such resource");
+		else
+			ret = send_buf(c, 200, a->content_type, a->data, a->len);
+		break;
+	}
+	default:
+		ret = send_error(c, 404, 2, "no such resource");
+	}
+	strbuf_release(&sb);
+	return ret;
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	struct conn *cn = *con_cls;
+
+	if (cn) {
+		strbuf_release(&cn->body);
+		free(cn);
+		*con_cls = NULL;
+	}
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	buf[strcspn(buf, "\n")] = 0;
+	ct_debug("http: %s", buf);
+}
+
+static void drop_dir(const char *dir, void *ctx)
+{
+	struct serve_server *s = ctx;
+	const char *base = strrchr(dir, '/');
+	int dfd, sfd;
+	DIR *d;
+	struct dirent *e;
+
+	base = base ? base + 1 : dir;
+	if (!serve_session_id_valid(base))
+		return;
+	dfd = srv_runner_dirfd(s->runner);
+	sfd = openat(dfd, base, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (sfd < 0)
+		return;
+	d = fdopendir(sfd);
+	if (!d) {
+		close(sfd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+	unlinkat(dfd, base, AT_REMOVEDIR);
+}
+
+static int unix_listen(const char *path, int *fdp)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	/* a stale socket of ours may be replaced; nothing else */
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode))
+			return -EEXIST;
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* created 0600: umask for the bind, then chmod to be sure */
+	{
+		mode_t old = umask(0177);
+		int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+		int e = errno;
+
+		umask(old);
+		if (rc) {
+			close(fd);
+			return -e;
+		}
+	}
+	if (chmod(path, 0600) || listen(fd, 64)) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	*fdp = fd;
+	return 0;
+}
+
+#define WHY(...) snprintf(why, why_len, __VA_ARGS__)
+
+int serve_server_start(const struct serve_config *cfg, struct serve_server **out, char *why,
+		       size_t why_len)
+{
+	struct serve_server *s = calloc(1, sizeof(*s));
+	struct sockaddr_storage ss = { 0 };
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+			 MHD_USE_ERROR_LOG;
+	char root[PATH_MAX];
+	const char *slash;
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	s->cfg = *cfg;
+	s->listen_fd = -1;
+	if (!s->cfg.max_sessions)
+		s->cfg.max_sessions = 200;
+	if (!s->cfg.max_age_days)
+		s->cfg.max_age_days = 30;
+	if (!s->cfg.max_connections)
+		s->cfg.max_connections = 64;
+	err = srv_db_open(cfg->db_path, &s->db);
+	if (err) {
+		WHY("cannot open the history database %s", cfg->db_path);
+		goto fail;
+	}
+	srv_db_recover(s->db);
+	slash = strrchr(cfg->db_path, '/');
+	if (slash)
+		snprintf(root, sizeof(root), "%.*s/sessions", (int)(slash - cfg->db_path),
+			 cfg->db_path);
+	else
+		snprintf(root, sizeof(root), "sessions");
+	err = srv_runner_new(s->db, cfg->exe, root, cfg->max_running, &s->runner);
+	if (err) {
+		WHY("cannot use the sessions directory %s: %s", root, strerror(-err));
+		goto fail;
+	}
+	srv_db_prune(s->db, s->cfg.max_sessions, s->cfg.max_age_days, drop_dir, s);
+	err = srv_procs_new(&s->procs);
+	if (!err)
+		err = srv_metrics_new(&s->metrics);
+	if (err)
+		goto fail;
+	if (cfg->unix_path) {
+		err = unix_listen(cfg->unix_path, &s->listen_fd);
+		if (err) {
+			WHY("cannot listen on %s: %s", cfg->unix_path,
+			    err == -EEXIST ? "a file that is not a socket is there" : strerror(-err));
+			goto fail;
+		}
+		s->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_LISTEN_SOCKET,
+					s->listen_fd, MHD_OPTION_CONNECTION_LIMIT,
+					s->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+					MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
+					MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+					MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_END);
+	} else {
+		struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+		const char *host = strcmp(cfg->listen_host, "localhost") ? cfg->listen_host
+									  : "127.0.0.1";
+
+		if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+			in4->sin_family = AF_INET;
+			in4->sin_port = htons((uint16_t)cfg->listen_port);
+		} else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+			in6->sin6_family = AF_INET6;
+			in6->sin6_port = htons((uint16_t)cfg->listen_port);
+			flags |= MHD_USE_IPv6;
+		} else {
+			err = -EINVAL;
+			WHY("'%s' is not an IP address", cfg->listen_host);
+			goto fail;
+		}
+		s->d = MHD_start_daemon(flags, (uint16_t)cfg->listen_port, NULL, NULL, handle, s,
+					MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+					MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_connections,
+					MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+					MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
+					MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+					MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_END);
+	}
+	if (!s->d) {
+		err = -EADDRINUSE;
+		WHY("cannot start the HTTP server (address in use or not available)");
+		goto fail;
+	}
+	{
+		const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+
+		s->port = di ? di->port : cfg->listen_port;
+	}
+	*out = s;
+	return 0;
+fail:
+	serve_server_stop(s);
+	return err ? err : -EIO;
+}
+
+unsigned serve_server_port(const struct serve_server *s)
+{
+	return s->port;
+}
+
+void serve_server_stop(struct serve_server *s)
+{
+	if (!s)
+		return;
+	s->stopping = true;
+	if (s->d)
+		MHD_stop_daemon(s->d);
+	srv_runner_free(s->runner);
+	srv_metrics_free(s->metrics);
+	srv_procs_free(s->procs);
+	if (s->db)
+		srv_db_close(s->db);
+	if (s->cfg.unix_path && s->listen_fd >= 0)
+		unlink(s->cfg.unix_path);
+	free(s);
+}

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * procs.c - the .NET processes of the host for the API: identity from
+ * lib/proc (namespaces, container id, pod uid), the runtime version from the
+ * diagnostics socket (ProcessInfo), cached per (pid, start time) so that a
+ * listing does not ask every runtime again; and the rows of the top view.
+ */
+#include "common/compat.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#include "ipc/ipc.h"
+#include "proc/proc.h"
+#include "serve/internal.h"
+
+#define PROCS_CACHE 256
+
+struct proc_entry {
+	pid_t pid;
+	uint64_t starttime;
+	bool have_info;
+	char runtime[64];
+	char assembly[128];
+};
+
+struct srv_procs {
+	pthread_mutex_t lock;
+	struct proc_entry cache[PROCS_CACHE];
+	size_t next;
+};
+
+int srv_procs_new(struct srv_procs **out)
+{
+	struct srv_procs *pc = calloc(1, sizeof(*pc));
+
+	if (!pc)
+		return -ENOMEM;
+	pthread_mutex_init(&pc->lock, NULL);
+	*out = pc;
+	return 0;
+}
+
+void srv_procs_free(struct srv_procs *pc)
+{
+	if (!pc)
+		return;
+	pthread_mutex_destroy(&pc->lock);
+	free(pc);
+}
+
+void srv_proc_name(pid_t pid, char *buf, size_t len)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(256);
+
+	*buf = 0;
+	if (!proc_read(pid, "comm", &sb)) {
+		while (sb.len && (sb.buf[sb.len - 1] == '\n'))
+			sb.len--;
+		snprintf(buf, len, "%.*s", (int)sb.len, sb.buf);
+	}
+	strbuf_release(&sb);
+}
+
+/* Runtime version (cached), "" when the runtime did not say. */
+static void runtime_info(struct srv_procs *pc, const struct proc_target *t, char *rt, size_t rtlen,
+			 char *asmb, size_t asmlen)
+{
+	struct ipc_endpoint ep;
+	struct ipc_process_info pi = { 0 };
+	struct ipc_error rerr;
+	struct proc_entry *e = NULL;
+	size_t i;
+
+	*rt = *asmb = 0;
+	pthread_mutex_lock(&pc->lock);
+	for (i = 0; i < PROCS_CACHE; i++) {
+		if (pc->cache[i].pid == t->pid && pc->cache[i].starttime == t->starttime &&
+		    pc->cache[i].have_info) {
+			snprintf(rt, rtlen, "%s", pc->cache[i].runtime);
+			snprintf(asmb, asmlen, "%s", pc->cache[i].assembly);
+			pthread_mutex_unlock(&pc->lock);
+			return;
+		}
+	}
+	pthread_mutex_unlock(&pc->lock);
+	ipc_endpoint_init(&ep, t, 1000);
+	if (ipc_process_info(&ep, &pi, &rerr))
+		return;
+	if (pi.clr_version) {
+		/* "10.0.12+commit": the version before '+' */
+		snprintf(rt, rtlen, "%.*s", (int)strcspn(pi.clr_version, "+"), pi.clr_version);
+	}
+	if (pi.assembly)
+		snprintf(asmb, asmlen, "%s", pi.assembly);
+	ipc_process_info_release(&pi);
+	pthread_mutex_lock(&pc->lock);
+	e = &pc->cache[pc->next++ % PROCS_CACHE];
+	e->pid = t->pid;
+	e->starttime = t->starttime;
+	e->have_info = true;
+	snprintf(e->runtime, sizeof(e->runtime), "%s", rt);
+	snprintf(e->assembly, sizeof(e->assembly), "%s", asmb);
+	pthread_mutex_unlock(&pc->lock);
+}
+
+static void proc_obj(struct srv_procs *pc, const struct proc_target *t, bool detail,
+		     struct ct_json *j)
+{
+	struct strbuf cmd = STRBUF_INIT;
+	struct proc_container ctr = { 0 };
+	char name[64], rt[64], asmb[128];
+
+	srv_proc_name(t->pid, name, sizeof(name));
+	(void)proc_cmdline(t->pid, &cmd, 4096);
+	(void)proc_container(t->pid, &ctr);
+	runtime_info(pc, t, rt, sizeof(rt), asmb, sizeof(asmb));
+	ct_json_obj_begin(j);
+	ct_json_kv_i64(j, "pid", t->pid);
+	ct_json_kv_i64(j, "nspid", t->nspid);
+	ct_json_kv_str(j, "name", name);
+	ct_json_kv_str(j, "cmdline", cmd.buf);
+	if (*asmb)
+		ct_json_kv_str(j, "assembly", asmb);
+	else
+		ct_json_kv_null(j, "assembly");
+	if (*rt)
+		ct_json_kv_str(j, "runtime", rt);
+	else
+		ct_json_kv_null(j, "runtime");
+	ct_json_kv_obj_begin(j, "container");
+	if (*ctr.id)
+		ct_json_kv_str(j, "id", ctr.id);
+	else
+		ct_json_kv_null(j, "id");
+	if (*ctr.pod)
+		ct_json_kv_str(j, "pod_uid", ctr.pod);
+	else
+		ct_json_kv_null(j, "pod_uid");
+	ct_json_kv_bool(j, "namespaced", t->other_pidns || t->other_mntns);
+	ct_json_kv_bool(j, "other_pidns", t->other_pidns);
+	ct_json_kv_bool(j, "other_mntns", t->other_mntns);
+	ct_json_obj_end(j);
+	if (detail) {
+		struct strbuf st = STRBUF_INIT_MAX(65536);
+		long threads = -1, rss_kb = -1;
+		const char *p;
+
+		if (!proc_read(t->pid, "status", &st)) {
+			if ((p = strstr(st.buf, "\nThreads:")))
+				threads = strtol(p + 9, NULL, 10);
+			if ((p = strstr(st.buf, "\nVmRSS:")))
+				rss_kb = strtol(p + 7, NULL, 10);
+		}
+		strbuf_release(&st);
+		ct_json_kv_i64(j, "uid", t->uid);
+		ct_json_kv_i64(j, "threads", threads);
+		ct_json_kv_i64(j, "rss_bytes", rss_kb < 0 ? -1 : rss_kb * 1024);
+		ct_json_kv_str(j, "tmpdir", t->tmpdir);
+		ct_json_kv_str(j, "socket", t->sock_tpath);
+	}
+	ct_json_obj_end(j);
+	strbuf_release(&cmd);
+}
+
+struct scan_ctx {
+	pid_t *pids;
+	size_t max, n;
+};
+
+static int scan_fn(pid_t pid, void *vctx)
+{
+	struct scan_ctx *c = vctx;
+	struct proc_target t;
+
+	if (pid == getpid())
+		return 0;
+	if (proc_target_find(pid, &t))
+		return 0;
+	if (c->n < c->max)
+		c->pids[c->n++] = pid;
+	return 0;
+}
+
+int srv_procs_pids(pid_t *pids, size_t max, size_t *n)
+{
+	struct scan_ctx c = { .pids = pids, .max = max };
+	int err = proc_scan(scan_fn, &c);
+
+	*n = c.n;
+	return err;
+}
+
+int srv_procs_list_json(struct srv_procs *pc, struct ct_json *j)
+{
+	pid_t pids[1024];
+	size_t n, i;
+	int err = srv_procs_pids(pids, ARRAY_SIZE(pids), &n);
+
+	if (err)
+		return err;
+	ct_json_obj_begin(j);
+	ct_json_kv_arr_begin(j, "processes");
+	for (i = 0; i < n; i++) {
+		struct proc_target t;
+
+		if (proc_target_find(pids[i], &t))
+			continue; /* gone since the scan */
+		proc_obj(pc, &t, false, j);
+	}
+	ct_json_arr_end(j);
+	ct_json_obj_end(j);
+	return 0;
+}
+
+int srv_procs_info_json(struct srv_procs *pc, pid_t pid, struct ct_json *j)
+{
+	struct proc_target t;
+	int err = proc_target_find(pid, &t);
+
+	if (err)
+		return err;
+	proc_obj(pc, &t, true, j);
+	return 0;
+}
+
+/* ----- top ----- */
+
+#define TOP_MAX 256
+
+struct top_prev {
+	pid_t pid;
+	uint64_t ticks;
+};
+
+struct srv_top {
+	struct top_prev prev[TOP_MAX];
+	size_t nprev;
+	int64_t prev_ms;
+};
+
+int srv_top_new(struct srv_top **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+void srv_top_free(struct srv_top *t)
+{
+	free(t);
+}
+
+/* utime + stime of /proc/pid/stat, in clock ticks. */
+static int cpu_ticks(pid_t pid, uint64_t *ticks)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(4096);
+	const char *p;
+	unsigned long long ut = 0, st = 0;
+	int err = proc_read(pid, "stat", &sb);
+
+	if (err)
+		goto out;
+	p = strrchr(sb.buf, ')');
+	if (p) {
+		int field;
+
+		/* after ")": state is field 3; utime 14, stime 15 */
+		p++;
+		for (field = 3; field < 14 && p; field++) {
+			p = strchr(p + 1, ' ');
+		}
+		if (p) {
+			char *e;
+
+			ut = strtoull(p, &e, 10);
+			st = strtoull(e, NULL, 10);
+		}
+	}
+	if (!p) {
+		err = -EBADMSG;
+		goto out;
+	}
+	*ticks = ut + st;
+out:
+	strbuf_release(&sb);
+	return err;
+}
+
+int srv_top_json(struct srv_top *tp, struct ct_json *j)
+{
+	pid_t pids[TOP_MAX];
+	struct top_prev cur[TOP_MAX];
+	size_t n, i, k, ncur = 0;
+	int64_t now = srv_now_ms();
+	double dt = tp->prev_ms ? (double)(now - tp->prev_ms) / 1000.0 : 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	int err = srv_procs_pids(pids, ARRAY_SIZE(pids), &n);
+
+	if (err)
+		return err;
+	ct_json_obj_begin(j);
+	ct_json_kv_arr_begin(j, "rows");
+	for (i = 0; i < n; i++) {
+		struct strbuf st = STRBUF_INIT_MAX(65536);
+		char name[64];
+		uint64_t ticks;
+		long rss_kb = -1;
+		const char *p;
+
+		if (cpu_ticks(pids[i], &ticks))
+			continue;
+		srv_proc_name(pids[i], name, sizeof(name));
+		if (!proc_read(pids[i], "status", &st) && (p = strstr(st.buf, "\nVmRSS:")))
+			rss_kb = strtol(p + 7, NULL, 10);
+		strbuf_release(&st);
+		ct_json_obj_begin(j);
+		ct_json_kv_i64(j, "pid", pids[i]);
+		ct_json_kv_str(j, "name", name);
+		ct_json_key(j, "cpu");
+		for (k = 0; k < tp->nprev && tp->prev[k].pid != pids[i]; k++)
+			;
+		if (k < tp->nprev && dt > 0 && hz > 0)
+			ct_json_double(j, (double)(ticks - tp->prev[k].ticks) / (double)hz / dt * 100.0);
+		else
+			ct_json_null(j);
+		ct_json_kv_i64(j, "rss_bytes", rss_kb < 0 ? -1 : rss_kb * 1024);
+		ct_json_obj_end(j);
+		cur[ncur].pid = pids[i];
+		cur[ncur++].ticks = ticks;
+	}
+	ct_json_arr_end(j);
+	ct_json_obj_end(j);
+	memcpy(tp->prev, cur, ncur * sizeof(cur[0]));
+	tp->nprev = ncur;
+	tp->prev_ms = now;
+	return 0;
+}

@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * run.c - running sessions. Each session has a worker thread and its own
+ * directory (root/<id>, 0700). The worker runs the session's clrtap command
+ * lines (plan.c) as child processes of the clrtap binary, each in its own
+ * process group with its own stderr (the session's log sink) and the
+ * session's own stop flag: cancel sends SIGINT to the group (the command
+ * stops cleanly and writes what it has, leaving the target as found), then
+ * SIGKILL after 5 s. A target that dies makes that command fail with its exit
+ * code; the server is not affected. Artifacts are the regular files the
+ * commands made in the directory, recorded in the history with their sizes.
+ *
+ * Why child processes: the commands' workflows still live in src/cmd (and
+ * print, and use process-wide signal state), so the server runs the very same
+ * code as the CLI by running the CLI. See docs/cmd/serve.md.
+ */
+#include "common/compat.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "common/io.h"
+#include "proc/proc.h"
+#include "serve/internal.h"
+
+#define SESSIONS_MAX 64
+
+struct rsession {
+	char id[SERVE_ID_LEN + 1];
+	char dir[3072];
+	struct serve_plan plan;
+	struct srv_runner *r;
+	pthread_t th;
+	volatile sig_atomic_t cancel;
+	volatile bool done;
+	pid_t child;
+};
+
+struct srv_runner {
+	sqlite3 *db;
+	char exe[PATH_MAX];
+	char root[3000];
+	int rootfd;
+	unsigned max_running;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct rsession *s[SESSIONS_MAX];
+};
+
+int srv_runner_new(sqlite3 *db, const char *exe, const char *root, unsigned max_running,
+		   struct srv_runner **out)
+{
+	struct srv_runner *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->db = db;
+	snprintf(r->exe, sizeof(r->exe), "%s", exe);
+	snprintf(r->root, sizeof(r->root), "%s", root);
+	r->max_running = max_running ? CT_MIN(max_running, SESSIONS_MAX) : 8;
+	if (mkdir(root, 0700) && errno != EEXIST) {
+		int e = -errno;
+
+		free(r);
+		return e;
+	}
+	r->rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (r->rootfd < 0) {
+		int e = -errno;
+
+		free(r);
+		return e;
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+	*out = r;
+	return 0;
+}
+
+int srv_runner_dirfd(const struct srv_runner *r)
+{
+	return r->rootfd;
+}
+
+void srv_runner_dir(const struct srv_runner *r, const char *id, char *dir, size_t len)
+{
+	snprintf(dir, len, "%s/%s", r->root, id);
+}
+
+static void rsession_free(struct rsession *s)
+{
+	serve_plan_release(&s->plan);
+	free(s);
+}
+
+/* Reaps finished workers. Called with the lock held. */
+static void reap_locked(struct srv_runner *r)
+{
+	size_t i;
+
+	for (i = 0; i < SESSIONS_MAX; i++) {
+		if (r->s[i] && r->s[i]->done) {
+			pthread_join(r->s[i]->th, NULL);
+			rsession_free(r->s[i]);
+			r->s[i] = NULL;
+		}
+	}
+}
+
+void srv_runner_free(struct srv_runner *r)
+{
+	size_t i;
+
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < SESSIONS_MAX; i++) {
+		if (r->s[i])
+			r->s[i]->cancel = 1;
+	}
+	pthread_mutex_unlock(&r->lock);
+	for (i = 0; i < SESSIONS_MAX; i++) {
+		if (r->s[i]) {
+			pthread_join(r->s[i]->th, NULL);
+			rsession_free(r->s[i]);
+			r->s[i] = NULL;
+		}
+	}
+	close(r->rootfd);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cond);
+	free(r);
+}
+
+/* Runs one step; returns its exit code (128 + signal when killed). */
+static int run_step(struct rsession *s, size_t k)
+{
+	const struct serve_step *st = &s->plan.steps[k];
+	char out[PATH_MAX], err[PATH_MAX];
+	int ofd, efd, status = 0;
+	int64_t sigint_at = 0;
+	pid_t pid;
+
+	if (*st->stdout_name)
+		snprintf(out, sizeof(out), "%s/%s", s->dir, st->stdout_name);
+	else
+		snprintf(out, sizeof(out), "%s/stdout-%zu.txt", s->dir, k + 1);
+	snprintf(err, sizeof(err), "%s/stderr.txt", s->dir);
+	ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	efd = open(err, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (ofd < 0 || efd < 0) {
+		if (ofd >= 0)
+			close(ofd);
+		if (efd >= 0)
+			close(efd);
+		return 1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		sigset_t set;
+		int nfd = open("/dev/null", O_RDONLY);
+
+		setpgid(0, 0);
+		sigemptyset(&set);
+		sigprocmask(SIG_SETMASK, &set, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		if (nfd >= 0)
+			dup2(nfd, 0);
+		dup2(ofd, 1);
+		dup2(efd, 2);
+		execv(st->argv[0], st->argv);
+		_exit(127);
+	}
+	close(ofd);
+	close(efd);
+	if (pid < 0)
+		return 1;
+	setpgid(pid, pid);
+	s->child = pid;
+	for (;;) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR)
+			break;
+		if (s->cancel && !sigint_at) {
+			kill(-pid, SIGINT);
+			sigint_at = srv_now_ms();
+		} else if (sigint_at && srv_now_ms() - sigint_at > 5000) {
+			kill(-pid, SIGKILL);
+		}
+		nanosleep(&ts, NULL);
+	}
+	s->child = 0;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+/* The last "clrtap: " line of stderr.txt: the CLI's own message. */
+static void last_message(struct rsession *s, char *msg, size_t len)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(1 << 20);
+	char path[PATH_MAX];
+	const char *p, *best = NULL;
+
+	*msg = 0;
+	snprintf(path, sizeof(path), "%s/stderr.txt", s->dir);
+	if (strbuf_read_file(&sb, path)) {
+		strbuf_release(&sb);
+		return;
+	}
+	for (p = sb.buf; p && *p;) {
+		const char *nl = strchr(p, '\n');
+
+		if (!strncmp(p, "clrtap: ", 8) && strncmp(p, "clrtap: warning", 15))
+			best = p;
+		p = nl ? nl + 1 : NULL;
+	}
+	if (best) {
+		best += 8;
+		snprintf(msg, len, "%.*s", (int)strcspn(best, "\n"), best);
+	}
+	strbuf_release(&sb);
+}
+
+static void make_report(struct rsession *s)
+{
+	struct strbuf in = STRBUF_INIT_MAX(256u << 20), out = STRBUF_INIT;
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", s->dir, s->plan.folded);
+	if (strbuf_read_file(&in, path))
+		goto done;
+	if (serve_folded_to_json(in.buf, in.len, &out))
+		goto done;
+	snprintf(path, sizeof(path), "%s/%s", s->dir, s->plan.report);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0) {
+		(void)ct_write_all(fd, out.buf, out.len);
+		close(fd);
+	}
+done:
+	strbuf_release(&in);
+	strbuf_release(&out);
+}
+
+static void record_artifacts(struct rsession *s)
+{
+	int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	DIR *d;
+	struct dirent *e;
+
+	if (dfd < 0)
+		return;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (!serve_artifact_name_valid(e->d_name))
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		/* an empty report (a failed step) is not a report */
+		srv_db_add_artifact(s->r->db, s->id, e->d_name, (uint64_t)st.st_size,
+				    *s->plan.report && !strcmp(e->d_name, s->plan.report) &&
+					    st.st_size > 0);
+	}
+	closedir(d);
+}
+
+static void *worker(void *arg)
+{
+	struct rsession *s = arg;
+	struct srv_db_end end = { .err_code = -1 };
+	char msg[512];
+	size_t k;
+	int code = 0;
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	srv_db_set_running(s->r->db, s->id, srv_now_ms());
+	for (k = 0; k < s->plan.nsteps; k++) {
+		/* a cancelled first step still gets its report step (partial data) */
+		if (k > 0 && code != 0 && code != 9)
+			break;
+		code = run_step(s, k);
+	}
+	if (*s->plan.folded && (code == 0 || s->cancel))
+		make_report(s);
+	record_artifacts(s);
+	end.exit_code = code;
+	if (s->cancel) {
+		end.status = "cancelled";
+	} else if (code == 0) {
+		end.status = "done";
+	} else {
+		end.status = "failed";
+		end.err_code = code;
+		last_message(s, msg, sizeof(msg));
+		if (!*msg)
+			snprintf(msg, sizeof(msg), "the command exited with code %d", code);
+		end.err_message = msg;
+	}
+	srv_db_set_end(s->r->db, s->id, &end, srv_now_ms());
+	pthread_mutex_lock(&s->r->lock);
+	s->done = true;
+	pthread_cond_broadcast(&s->r->cond);
+	pthread_mutex_unlock(&s->r->lock);
+	return NULL;
+}
+
+static struct rsession *find_locked(struct srv_runner *r, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < SESSIONS_MAX; i++) {
+		if (r->s[i] && !strcmp(r->s[i]->id, id))
+			return r->s[i];
+	}
+	return NULL;
+}
+
+bool srv_runner_active(struct srv_runner *r, const char *id)
+{
+	struct rsession *s;
+	bool yes;
+
+	pthread_mutex_lock(&r->lock);
+	s = find_locked(r, id);
+	yes = s && !s->done;
+	pthread_mutex_unlock(&r->lock);
+	return yes;
+}
+
+int srv_runner_cancel(struct srv_runner *r, const char *id)
+{
+	struct rsession *s;
+	struct timespec until;
+
+	pthread_mutex_lock(&r->lock);
+	s = find_locked(r, id);
+	if (!s || s->done) {
+		pthread_mutex_unlock(&r->lock);
+		return -ENOENT;
+	}
+	s->cancel = 1;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 8;
+	while (!s->done) {
+		if (pthread_cond_timedwait(&r->cond, &r->lock, &until) == ETIMEDOUT)
+			break;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
+int srv_runner_start(struct srv_runner *r, const struct serve_session_req *req, char *id,
+		     int *code, char *why, size_t why_len)
+{
+	struct rsession *s;
+	struct proc_target t;
+	unsigned char rnd[8];
+	char pname[64];
+	size_t i, slot = SESSIONS_MAX, running = 0;
+	int err;
+
+	*code = 2;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+		free(s);
+		return -EIO;
+	}
+	snprintf(s->id, sizeof(s->id), "s-");
+	for (i = 0; i < sizeof(rnd); i++)
+		snprintf(s->id + 2 + 2 * i, 3, "%02x", rnd[i]);
+	s->r = r;
+	srv_runner_dir(r, s->id, s->dir, sizeof(s->dir));
+	err = serve_plan_build(&s->plan, r->exe, s->dir, req, why, why_len);
+	if (err) {
+		rsession_free(s);
+		return err;
+	}
+	/* the target first, with the CLI's words */
+	err = proc_target_find(req->pid, &t);
+	if (err) {
+		switch (err) {
+		case -ESRCH:
+			*code = 3;
+			snprintf(why, why_len, "no process with pid %d", (int)req->pid);
+			break;
+		case -EACCES:
+			*code = 5;
+			snprintf(why, why_len, "not allowed to inspect pid %d (owned by uid %u)",
+				 (int)req->pid, (unsigned)t.uid);
+			break;
+		case -ELOOP:
+		case -ENOTSOCK:
+			*code = 10;
+			snprintf(why, why_len, "pid %d's diagnostics socket is not what it must be",
+				 (int)req->pid);
+			break;
+		default:
+			*code = 4;
+			err = -ENOENT;
+			snprintf(why, why_len,
+				 "pid %d is not a .NET process (no diagnostics socket in %s)",
+				 (int)req->pid, t.tmpdir);
+			break;
+		}
+		rsession_free(s);
+		return err;
+	}
+	pthread_mutex_lock(&r->lock);
+	reap_locked(r);
+	for (i = 0; i < SESSIONS_MAX; i++) {
+		if (r->s[i])
+			running++;
+		else if (slot == SESSIONS_MAX)
+			slot = i;
+	}
+	if (running >= r->max_running || slot == SESSIONS_MAX) {
+		pthread_mutex_unlock(&r->lock);
+		*code = 1;
+		snprintf(why, why_len, "%zu sessions are running: the limit (wait for one to end)",
+			 running);
+		rsession_free(s);
+		return -EBUSY;
+	}
+	if (mkdirat(r->rootfd, s->id, 0700)) {
+		err = -errno;
+		pthread_mutex_unlock(&r->lock);
+		*code = 1;
+		snprintf(why, why_len, "cannot make the session's directory: %s", strerror(-err));
+		rsession_free(s);
+		return err;
+	}
+	srv_proc_name(req->pid, pname, sizeof(pname));
+	err = srv_db_insert(r->db, s->id, req, pname, s->dir, s->plan.duration_s, srv_now_ms());
+	if (!err)
+		err = -pthread_create(&s->th, NULL, worker, s);
+	if (err) {
+		pthread_mutex_unlock(&r->lock);
+		*code = 1;
+		snprintf(why, why_len, "cannot start the session: %s", strerror(-err));
+		rsession_free(s);
+		return err;
+	}
+	r->s[slot] = s;
+	pthread_mutex_unlock(&r->lock);
+	snprintf(id, SERVE_ID_LEN + 1, "%s", s->id);
+	return 0;
+}

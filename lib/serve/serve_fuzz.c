@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer harness for the request parsing of lib/serve: the first byte
+ * picks what the rest is: a URL path for the router (and the name checks),
+ * a POST /api/v1/sessions body (then the command lines are built from it),
+ * folded stacks for the profile report, or a listen address / bearer header.
+ * Seeds: tests/data/serve/.
+ */
+#include "common/compat.h"
+
+#include "serve/serve.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *s;
+	uint8_t pick;
+
+	if (size < 1)
+		return 0;
+	pick = data[0] % 4;
+	data++;
+	size--;
+	s = malloc(size + 1);
+	if (!s)
+		return 0;
+	memcpy(s, data, size);
+	s[size] = 0;
+	if (pick == 0) {
+		struct serve_route r;
+
+		if (serve_route_match(s, &r) == 0 && r.id == SERVE_R_ARTIFACT &&
+		    !serve_artifact_name_valid(r.name))
+			__builtin_trap();
+		(void)serve_asset_path_valid(s);
+	} else if (pick == 1) {
+		struct serve_session_req req;
+		struct serve_plan p;
+		const char *why;
+		char buf[256];
+
+		if (serve_session_req_parse((const char *)data, size, &req, &why) == 0) {
+			(void)serve_plan_build(&p, "/x/clrtap", "/d", &req, buf, sizeof(buf));
+			serve_plan_release(&p);
+		} else if (!why) {
+			__builtin_trap();
+		}
+	} else if (pick == 2) {
+		struct strbuf sb = STRBUF_INIT;
+
+		(void)serve_folded_to_json((const char *)data, size, &sb);
+		strbuf_release(&sb);
+	} else {
+		char host[64];
+		unsigned port;
+
+		(void)serve_parse_listen(s, host, sizeof(host), &port);
+		(void)serve_auth_ok(s, "0123456789abcdef0123456789abcdef");
+	}
+	free(s);
+	return 0;
+}

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for lib/serve's pure parts: routing and the checks of ids and
+ * names, the session-request reader, the command lines of each kind, folded
+ * stacks to JSON, listen addresses, bearer tokens.
+ */
+#include "common/compat.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "serve/serve.h"
+
+static void test_routes(void **state)
+{
+	struct serve_route r;
+
+	(void)state;
+	assert_int_equal(serve_route_match("/api/v1/processes", &r), 0);
+	assert_int_equal(r.id, SERVE_R_PROCESSES);
+	assert_int_equal(serve_route_match("/api/v1/processes/1234", &r), 0);
+	assert_int_equal(r.id, SERVE_R_PROCESS);
+	assert_int_equal(r.pid, 1234);
+	assert_int_equal(serve_route_match("/api/v1/processes/1234/counters/live", &r), 0);
+	assert_int_equal(r.id, SERVE_R_COUNTERS_LIVE);
+	assert_int_equal(serve_route_match("/api/v1/top/live", &r), 0);
+	assert_int_equal(r.id, SERVE_R_TOP_LIVE);
+	assert_int_equal(serve_route_match("/api/v1/sessions", &r), 0);
+	assert_int_equal(r.id, SERVE_R_SESSIONS);
+	assert_int_equal(serve_route_match("/api/v1/sessions/s-0123456789abcdef", &r), 0);
+	assert_int_equal(r.id, SERVE_R_SESSION);
+	assert_string_equal(r.session, "s-0123456789abcdef");
+	assert_int_equal(serve_route_match("/api/v1/sessions/s-0123456789abcdef/artifacts/report.json", &r), 0);
+	assert_int_equal(r.id, SERVE_R_ARTIFACT);
+	assert_string_equal(r.name, "report.json");
+	assert_int_equal(serve_route_match("/api/v1/sessions/s-0123456789abcdef/report", &r), 0);
+	assert_int_equal(r.id, SERVE_R_REPORT);
+	assert_int_equal(serve_route_match("/api/v1/sessions/s-0123456789abcdef/events", &r), 0);
+	assert_int_equal(r.id, SERVE_R_EVENTS);
+	assert_int_equal(serve_route_match("/api/v1/openapi.json", &r), 0);
+	assert_int_equal(r.id, SERVE_R_OPENAPI);
+	assert_int_equal(serve_route_match("/metrics", &r), 0);
+	assert_int_equal(r.id, SERVE_R_METRICS);
+	assert_int_equal(serve_route_match("/", &r), 0);
+	assert_int_equal(r.id, SERVE_R_ASSET);
+	assert_string_equal(r.name, "index.html");
+	assert_int_equal(serve_route_match("/ui/js/app.js", &r), 0);
+	assert_string_equal(r.name, "js/app.js");
+
+	/* bad pids */
+	assert_int_equal(serve_route_match("/api/v1/processes/0", &r), -EINVAL);
+	assert_int_equal(serve_route_match("/api/v1/processes/012", &r), -EINVAL);
+	assert_int_equal(serve_route_match("/api/v1/processes/12abc", &r), -EINVAL);
+	assert_int_equal(serve_route_match("/api/v1/processes/99999999999", &r), -EINVAL);
+	assert_int_equal(serve_route_match("/api/v1/processes/-1", &r), -EINVAL);
+	/* traversal and malformed ids: never a route */
+	assert_int_equal(serve_route_match("/api/v1/sessions/..", &r), -ENOENT);
+	assert_int_equal(serve_route_match("/api/v1/sessions/s-0123456789abcdeF", &r), -ENOENT);
+	assert_int_equal(serve_route_match("/api/v1/sessions/s-0123456789abcdef0", &r), -ENOENT);
+	assert_int_equal(serve_route_match("/api/v1/sessions/s-0123456789abcdef/artifacts/..", &r), -ENOENT);
+	assert_int_equal(serve_route_match("/api/v1/sessions/s-0123456789abcdef/artifacts/.hidden", &r), -ENOENT);
+	assert_int_equal(serve_route_match("/api/v1/sessions/s-0123456789abcdef/artifacts/a/b", &r), -ENOENT);
+	assert_int_equal(serve_route_match("/api/v1/sessions/s-0123456789abcdef/artifacts/a%2fb", &r), -ENOENT);
+	assert_int_equal(serve_route_match("/ui/../etc/passwd", &r), -ENOENT);
+	assert_int_equal(serve_route_match("/ui/a//b", &r), -ENOENT);
+	assert_int_equal(serve_route_match("/ui/a/", &r), -ENOENT);
+	assert_int_equal(serve_route_match("/api/v2/processes", &r), -ENOENT);
+	assert_int_equal(serve_route_match("/api/v1/a/b/c/d/e/f/g/h/i", &r), -ENOENT);
+	assert_int_equal(serve_route_match("api/v1/processes", &r), -ENOENT);
+	assert_int_equal(serve_route_match("", &r), -ENOENT);
+
+	assert_true(serve_route_allows(SERVE_R_SESSIONS, "POST"));
+	assert_true(serve_route_allows(SERVE_R_SESSION, "DELETE"));
+	assert_false(serve_route_allows(SERVE_R_PROCESSES, "POST"));
+	assert_false(serve_route_allows(SERVE_R_METRICS, "DELETE"));
+	assert_true(serve_route_allows(SERVE_R_METRICS, "HEAD"));
+}
+
+static void test_auth(void **state)
+{
+	(void)state;
+	assert_true(serve_auth_ok(NULL, NULL));
+	assert_true(serve_auth_ok("Bearer abcdef0123456789", "abcdef0123456789"));
+	assert_false(serve_auth_ok("Bearer abcdef012345678", "abcdef0123456789"));
+	assert_false(serve_auth_ok("Bearer abcdef01234567890", "abcdef0123456789"));
+	assert_false(serve_auth_ok("bearer abcdef0123456789", "abcdef0123456789"));
+	assert_false(serve_auth_ok("Bearer ", "abcdef0123456789"));
+	assert_false(serve_auth_ok(NULL, "abcdef0123456789"));
+	assert_true(serve_host_is_loopback("127.0.0.1"));
+	assert_true(serve_host_is_loopback("127.1.2.3"));
+	assert_true(serve_host_is_loopback("::1"));
+	assert_false(serve_host_is_loopback("0.0.0.0"));
+	assert_false(serve_host_is_loopback("10.0.0.1"));
+	assert_false(serve_host_is_loopback("::"));
+}
+
+static void test_listen(void **state)
+{
+	char host[64];
+	unsigned port;
+
+	(void)state;
+	assert_int_equal(serve_parse_listen("127.0.0.1:8080", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "127.0.0.1");
+	assert_int_equal(port, 8080);
+	assert_int_equal(serve_parse_listen("[::1]:0", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "::1");
+	assert_int_equal(port, 0);
+	assert_int_equal(serve_parse_listen("127.0.0.1", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(serve_parse_listen("127.0.0.1:65536", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(serve_parse_listen("127.0.0.1:8x", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(serve_parse_listen(":80", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(serve_parse_listen("[::1:80", host, sizeof(host), &port), -EINVAL);
+}
+
+static void test_body(void **state)
+{
+	struct serve_session_req req;
+	const char *why;
+	const char *ok = "{ \"kind\": \"profile\", \"pid\": 42, \"params\": {\"duration\": 3, "
+			 "\"engine\":\"perf\", \"ret\": true, \"m\":\"A\\u0041\"} }";
+
+	(void)state;
+	assert_int_equal(serve_session_req_parse(ok, strlen(ok), &req, &why), 0);
+	assert_string_equal(req.kind, "profile");
+	assert_int_equal(req.pid, 42);
+	assert_int_equal(req.nparams, 4);
+	assert_string_equal(serve_param_get(&req, "duration"), "3");
+	assert_false(req.params[0].is_string);
+	assert_string_equal(serve_param_get(&req, "engine"), "perf");
+	assert_true(req.params[1].is_string);
+	assert_string_equal(serve_param_get(&req, "ret"), "true");
+	assert_string_equal(serve_param_get(&req, "m"), "AA");
+	assert_null(serve_param_get(&req, "nope"));
+
+#define BAD(s) assert_int_equal(serve_session_req_parse(s, strlen(s), &req, &why), -EINVAL)
+	BAD("");
+	BAD("[]");
+	BAD("{\"kind\":\"profile\"}");                       /* no pid */
+	BAD("{\"pid\":1}");                                  /* no kind */
+	BAD("{\"kind\":\"profile\",\"pid\":0}");
+	BAD("{\"kind\":\"profile\",\"pid\":-3}");
+	BAD("{\"kind\":\"profile\",\"pid\":\"12\"}");
+	BAD("{\"kind\":\"profile\",\"pid\":1,\"x\":1}");     /* unknown key */
+	BAD("{\"kind\":\"profile\",\"pid\":1,\"pid\":2}");   /* repeated */
+	BAD("{\"kind\":\"profile\",\"pid\":1,\"params\":{\"a\":{}}}");
+	BAD("{\"kind\":\"profile\",\"pid\":1,\"params\":{\"a\":1,\"a\":2}}");
+	BAD("{\"kind\":\"p\\nq\",\"pid\":1}");
+	BAD("{\"kind\":\"p\\u0000\",\"pid\":1}");
+	BAD("{\"kind\":\"profile\",\"pid\":1} x");
+	BAD("{\"kind\":\"profile\",\"pid\":1");
+	BAD("{\"kind\":\"profileprofileprofileprofileprofile\",\"pid\":1}");
+#undef BAD
+	assert_non_null(why);
+}
+
+static const char *arg_after(const struct serve_step *st, const char *opt)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < st->argc; i++) {
+		if (!strcmp(st->argv[i], opt))
+			return st->argv[i + 1];
+	}
+	return NULL;
+}
+
+static int plan(const char *body, struct serve_plan *p, char *why, size_t wl)
+{
+	struct serve_session_req req;
+	const char *w;
+
+	assert_int_equal(serve_session_req_parse(body, strlen(body), &req, &w), 0);
+	return serve_plan_build(p, "/x/clrtap", "/d/s-1", &req, why, wl);
+}
+
+static void test_plan(void **state)
+{
+	struct serve_plan p;
+	char why[256];
+
+	(void)state;
+	assert_int_equal(plan("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":2.5}}", &p, why,
+			      sizeof(why)), 0);
+	assert_int_equal(p.nsteps, 1);
+	assert_string_equal(p.steps[0].argv[0], "/x/clrtap");
+	assert_string_equal(p.steps[0].argv[1], "profile");
+	assert_string_equal(arg_after(&p.steps[0], "-p"), "7");
+	assert_string_equal(arg_after(&p.steps[0], "-d"), "2.500");
+	assert_string_equal(arg_after(&p.steps[0], "-o"), "/d/s-1/profile.folded");
+	assert_null(p.steps[0].argv[p.steps[0].argc]);
+	assert_string_equal(p.report, "report.json");
+	serve_plan_release(&p);
+
+	assert_int_equal(plan("{\"kind\":\"analyze\",\"pid\":7,\"params\":{\"analyzer\":\"exceptions\"}}",
+			      &p, why, sizeof(why)), 0);
+	assert_int_equal(p.nsteps, 2);
+	assert_string_equal(arg_after(&p.steps[0], "--profile"), "exceptions");
+	assert_string_equal(p.steps[1].stdout_name, "report.json");
+	serve_plan_release(&p);
+
+	assert_int_equal(plan("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C\",\"ret\":true}}",
+			      &p, why, sizeof(why)), 0);
+	assert_string_equal(p.steps[0].argv[p.steps[0].argc - 1], "A.B::C");
+	assert_string_equal(p.steps[0].argv[p.steps[0].argc - 2], "--");
+	assert_true(p.stream_events);
+	serve_plan_release(&p);
+
+#define BADP(b) do { assert_int_equal(plan(b, &p, why, sizeof(why)), -EINVAL); serve_plan_release(&p); } while (0)
+	BADP("{\"kind\":\"nope\",\"pid\":7}");
+	BADP("{\"kind\":\"doctor\",\"pid\":7}");
+	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":0}}");
+	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":3601}}");
+	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":\"1.2345\"}}");
+	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":\"1e3\"}}");
+	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":\"../x\"}}");
+	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"output\":\"/etc/passwd\"}}");
+	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"engine\":\"--bundle=/\"}}");
+	BADP("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"--list\"}}");
+	BADP("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C/../x\"}}");
+	BADP("{\"kind\":\"probe\",\"pid\":7}");
+	BADP("{\"kind\":\"trace\",\"pid\":7,\"params\":{\"providers\":\"a;b\"}}");
+	BADP("{\"kind\":\"dump\",\"pid\":7,\"params\":{\"type\":\"../../x\"}}");
+	BADP("{\"kind\":\"analyze\",\"pid\":7,\"params\":{\"analyzer\":\"x\"}}");
+#undef BADP
+}
+
+static void test_folded(void **state)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const char *f = "main;work;Hot 12\nmain;idle 3\nbad line\n;x 1\n";
+
+	(void)state;
+	assert_int_equal(serve_folded_to_json(f, strlen(f), &sb), 0);
+	assert_string_equal(sb.buf, "{\"stacks\":[{\"frames\":[\"main\",\"work\",\"Hot\"],\"count\":12},"
+				    "{\"frames\":[\"main\",\"idle\"],\"count\":3},"
+				    "{\"frames\":[\"\",\"x\"],\"count\":1}],\"total\":16}");
+	strbuf_release(&sb);
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	assert_true(serve_session_id_valid("s-00000000deadbeef"));
+	assert_false(serve_session_id_valid("s-00000000deadbee"));
+	assert_false(serve_session_id_valid("x-00000000deadbeef"));
+	assert_true(serve_artifact_name_valid("profile.folded"));
+	assert_false(serve_artifact_name_valid(".."));
+	assert_false(serve_artifact_name_valid("a/b"));
+	assert_false(serve_artifact_name_valid(""));
+	assert_string_equal(serve_content_type("a.json"), "application/json");
+	assert_string_equal(serve_content_type("core.dump"), "application/octet-stream");
+	assert_string_equal(serve_code_name(3), "no-process");
+	assert_string_equal(serve_code_name(130), "interrupted");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_routes), cmocka_unit_test(test_auth),
+		cmocka_unit_test(test_listen), cmocka_unit_test(test_body),
+		cmocka_unit_test(test_plan),   cmocka_unit_test(test_folded),
+		cmocka_unit_test(test_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

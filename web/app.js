@@ -412,6 +412,9 @@
 		}
 	};
 
+	/* a process's name: its main assembly when known ("sample"), else the comm ("dotnet") */
+	CT.procName = p => p.assembly || p.name || '?';
+
 	/* ---------- router ---------- */
 	const main = () => document.getElementById('main');
 	let cleanups = [];
@@ -489,7 +492,7 @@
 						location.hash = '#/process/' + p.pid;
 				} } },
 				h('td.num.mono', String(p.pid)),
-				h('td', h('a.pname', { href: '#/process/' + p.pid }, p.name || '?')),
+				h('td', h('a.pname', { href: '#/process/' + p.pid }, CT.procName(p)), p.assembly && p.name && p.assembly !== p.name ? h('span.muted.small', ' ' + p.name) : null),
 				h('td', p.runtime ? h('span.mono', p.runtime) : h('span.muted', '–')),
 				h('td', CT.containerBadge(p.container) || h('span.muted', 'host')),
 				h('td.num', l && l.cpu !== undefined && l.cpu !== null ? CT.fmtNum(l.cpu) + ' %' : '–'),
@@ -534,7 +537,7 @@
 			root.append(pageHead('Process ' + pid), CT.errorBox(e, 'Process ' + pid));
 			return;
 		}
-		document.title = (p.name || 'pid') + ' ' + pid + ' · clrtap';
+		document.title = CT.procName(p) + ' ' + pid + ' · clrtap';
 		const have = await CT.serverKinds();
 		const quick = [
 			['Profile 3 s', 'profile', { duration: 3 }],
@@ -545,9 +548,11 @@
 		].filter(([, kind]) => !have || have.indexOf(kind) >= 0).map(([label, kind, params]) => h('button.btn', { type: 'button', dataset: { quick: kind + (params.analyzer ? ':' + params.analyzer : '') },
 			on: { click: e => CT.startSession(kind, pid, params, e.currentTarget).catch(() => {}) } }, label));
 		quick.push(h('a.btn.primary', { href: '#/new?pid=' + pid }, 'Other analysis…'));
-		root.append(pageHead(h('span', p.name || '?', ' ', h('span.muted', 'pid ' + pid)), null, []));
+		root.append(pageHead(h('span', CT.procName(p), ' ', h('span.muted', 'pid ' + pid)), null, []));
 		const facts = h('dl.facts',
 			h('dt', 'Runtime'), h('dd', p.runtime || '–'),
+			p.assembly ? [h('dt', 'Program'), h('dd', p.assembly, p.name ? h('span.muted', ' (process name ' + p.name + ')') : null)] : null,
+			p.nspid && p.nspid !== p.pid ? [h('dt', 'PID inside'), h('dd', String(p.nspid))] : null,
 			h('dt', 'Where'), h('dd', CT.containerBadge(p.container) || 'host'),
 			p.container && p.container.id ? [h('dt', 'Container id'), h('dd.mono', p.container.id)] : null,
 			p.container && p.container.pod_uid ? [h('dt', 'Pod uid'), h('dd.mono', p.container.pod_uid)] : null,
@@ -561,12 +566,16 @@
 				h('p.muted.small', 'Each button starts a session on this process at once; its page shows progress and then the report.'))));
 		/* live counters */
 		const grid = h('div.charts');
+		const moreGrid = h('div.charts');
+		const moreSum = h('summary', 'More counters');
+		const more = h('details.more', moreSum, moreGrid);
+		more.hidden = true;
 		const state = h('span.muted.small', 'connecting…');
-		root.append(h('div.card', h('div.cardhead', h('h2', 'Live counters'), state), grid));
+		root.append(h('div.card', h('div.cardhead', h('h2', 'Live counters'), state), grid, more));
 		const charts = new Map();
 		const palette = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#4b5563'];
 		const preferred = ['cpu-usage', 'working-set', 'gc-heap-size', 'alloc-rate', 'exception-count', 'threadpool-thread-count',
-			'threadpool-queue-length', 'gen-0-gc-count', 'time-in-gc', 'monitor-lock-contention-count'];
+			'threadpool-queue-length', 'monitor-lock-contention-count'];
 		let nvalues = 0;
 		const stop = CT.sse('/processes/' + pid + '/counters/live', (type, d) => {
 			if (!d || typeof d !== 'object' || d.name === undefined)
@@ -582,8 +591,13 @@
 					canvas, h('div.cfoot', h('span.muted', d.name), sum));
 				const rank = preferred.indexOf(d.name);
 				card.dataset.rank = rank < 0 ? 100 + charts.size : rank;
-				const after = Array.from(grid.children).find(x => +x.dataset.rank > +card.dataset.rank);
-				grid.insertBefore(card, after || null);
+				const into = rank < 0 ? moreGrid : grid;
+				const after = Array.from(into.children).find(x => +x.dataset.rank > +card.dataset.rank);
+				into.insertBefore(card, after || null);
+				if (rank < 0) {
+					more.hidden = false;
+					moreSum.textContent = `${moreGrid.childElementCount} more counters`;
+				}
 				c = { card, val, sum, total: 0, n: 0, kind: d.kind,
 					chart: new CT.LineChart(canvas, { unit: d.unit, color: palette[charts.size % palette.length] }) };
 				charts.set(key, c);
@@ -657,7 +671,7 @@
 		}
 		const want = q.get('pid');
 		for (const p of procs.slice().sort((a, b) => a.pid - b.pid)) {
-			const label = `${p.pid} · ${p.name || '?'}${p.container && (p.container.id || p.container.namespaced) ? ' · container' : ''}`;
+			const label = `${p.pid} · ${CT.procName(p)}${p.container && (p.container.id || p.container.namespaced) ? ' · container' : ''} · ${(p.cmdline || '').slice(0, 90)}`;
 			procSel.appendChild(h('option', { value: String(p.pid), selected: String(p.pid) === want }, label));
 		}
 		if (want && !procs.some(p => String(p.pid) === want))

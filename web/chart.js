@@ -58,7 +58,7 @@
 	CT.fmtValue = fmtValue;
 
 	/* axis range and a "nice" step (1, 2, 2.5 or 5 times a power of ten) */
-	function niceRange(min, max) {
+	function niceRange(min, max, integers) {
 		if (min >= 0 && (min === max || min < (max - min) * 0.6))
 			min = 0;
 		if (min === max) {
@@ -70,7 +70,9 @@
 		}
 		const raw = (max - min) / 3;
 		const p = Math.pow(10, Math.floor(Math.log10(raw)));
-		const step = [1, 2, 2.5, 5, 10].map(m => m * p).find(s => s >= raw);
+		let step = [1, 2, 2.5, 5, 10].map(m => m * p).find(s => s >= raw);
+		if (integers)
+			step = Math.max(1, Math.round(step));
 		const lo = Math.floor(min / step) * step, hi = Math.ceil(max / step) * step;
 		return [lo, hi, step];
 	}
@@ -137,12 +139,13 @@
 				g.fillText('waiting for values…', w / 2, h / 2);
 				return;
 			}
-			let vmin = Infinity, vmax = -Infinity;
+			let vmin = Infinity, vmax = -Infinity, ints = true;
 			for (const p of pts) {
 				vmin = Math.min(vmin, p[1]);
 				vmax = Math.max(vmax, p[1]);
+				ints = ints && Number.isInteger(p[1]);
 			}
-			const [y0, y1, ystep] = niceRange(vmin, vmax);
+			const [y0, y1, ystep] = niceRange(vmin, vmax, ints);
 			const tEnd = pts[pts.length - 1][0];
 			const tStart = this.opts.windowSec ? Math.max(pts[0][0], tEnd - this.opts.windowSec) : pts[0][0];
 			const tspan = Math.max(tEnd - tStart, 1e-9);

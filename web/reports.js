@@ -170,7 +170,7 @@
 			sec.append(h('h3', 'By type and message (with where it was thrown)'));
 			const list = h('div.groups');
 			for (const g of ex.groups) {
-				list.append(h('details.group', h('summary',
+				list.append(h('details.group', { open: ex.groups.length <= 3 }, h('summary',
 					h('span.count', CT.fmtNum(g.count) + '×'), ' ', h('span.mono', g.type), ': ', h('span.msg', g.message === null || g.message === undefined ? '(no message)' : g.message),
 					g.thrown_at || g.thrown_in ? h('span.muted', ' · at ', h('span.mono', g.thrown_at || g.thrown_in)) : null),
 				g.stack && g.stack.length ? stackList(g.stack) : h('p.muted', 'no stack')));
@@ -346,9 +346,10 @@
 			renderGeneric({ top_self: r.samples.top_self }, out, 'CPU samples');
 		if ((s.artifacts || []).some(a => /speedscope\.json$|\.folded$/.test(a.name)) && r.samples && r.samples.in_flame)
 			return renderProfile(s, null, out);
-		out.append(section('Events', table((r.events || []).slice(0, 40), [
-			['Provider', e => h('span.mono.small', e.provider)], ['Event', e => e.name || '#' + e.id], ['Count', e => CT.fmtNum(e.count), 'num'],
-		])));
+		out.append(h('section.card', h('details.events', h('summary', h('strong', 'Events in the trace'), h('span.muted', ` ${CT.fmtNum((r.events || []).length)} kinds, ${CT.fmtNum(t.events)} events`)),
+			table((r.events || []).slice(0, 200), [
+				['Provider', e => h('span.mono.small', e.provider)], ['Event', e => e.name || '#' + e.id], ['Count', e => CT.fmtNum(e.count), 'num'],
+			]))));
 	}
 
 	function renderContention(c, out) {

@@ -262,7 +262,7 @@
 	}
 
 	function fitLabel(name, px) {
-		if (px < 22)
+		if (px < 34)
 			return '';
 		if (textWidth(name) <= px)
 			return name;
@@ -270,9 +270,9 @@
 		if (textWidth(s) <= px)
 			return s;
 		let n = Math.floor(s.length * px / textWidth(s)) - 1;
-		while (n > 1 && textWidth(s.slice(0, n) + '…') > px)
+		while (n > 3 && textWidth(s.slice(0, n) + '…') > px)
 			n--;
-		return n > 1 ? s.slice(0, n) + '…' : '';
+		return n > 3 ? s.slice(0, n) + '…' : '';
 	}
 
 	function el(tag, attrs, parent) {
@@ -335,7 +335,15 @@
 					legend.appendChild(chip);
 				}
 			}
-			bar.append(this.search, this.matchInfo, this.reset, legend);
+			this.only = document.createElement('input');
+			this.only.type = 'checkbox';
+			this.only.className = 'flame-only';
+			const onlyLab = document.createElement('label');
+			onlyLab.className = 'flame-onlylab';
+			onlyLab.title = 'hide native and kernel frames: each stack keeps only its .NET methods';
+			onlyLab.append(this.only, ' .NET frames only');
+			this.only.addEventListener('change', () => this.rebuild());
+			bar.append(this.search, this.matchInfo, this.reset, onlyLab, legend);
 			this.trail = document.createElement('div');
 			this.trail.className = 'flame-trail';
 			this.svg = el('svg', { class: 'flame-svg', role: 'img', 'aria-label': 'flame graph' });
@@ -372,6 +380,23 @@
 		destroy() {
 			this.ro.disconnect();
 			document.removeEventListener('keydown', this.keyh);
+		}
+
+		/* stacks (or before/after for a diff): kept, so ".NET frames only" can rebuild the tree */
+		setStacks(stacks, after, widthBy) {
+			this.src = { stacks, after, widthBy };
+			this.rebuild();
+		}
+
+		rebuild() {
+			if (!this.src)
+				return;
+			const keep = this.only.checked ? ss => ss.map(x => ({ count: x.count, frames: x.frames.filter(f => {
+				const k = CT.frameKind(f);
+				return k === 'managed' || k === 'framework';
+			}) })).filter(x => x.frames.length) : ss => ss;
+			const { stacks, after, widthBy } = this.src;
+			this.setTree(this.opts.diff ? CT.flameDiffTree(keep(stacks), keep(after), widthBy) : CT.flameTree(keep(stacks)));
 		}
 
 		setTree(root) {

@@ -136,7 +136,7 @@
 		card.append(fbox);
 		const fg = new CT.FlameGraph(fbox, { unit: got.unit === 'ns' ? 'ns' : 'samples' });
 		const tree = CT.flameTree(got.stacks);
-		fg.setTree(tree);
+		fg.setStacks(got.stacks);
 		CT.onLeave(() => fg.destroy());
 		out.append(section('Hottest methods', h('p.muted.small', 'By own (self) samples; click a row to find it in the flame graph.'), topSelfTable(tree, got.unit)));
 		out.lastChild.querySelectorAll('tbody tr').forEach(tr => {
@@ -668,7 +668,7 @@
 		root.append(card);
 		const fg = new CT.FlameGraph(fbox, { diff: true });
 		CT.onLeave(() => fg.destroy());
-		const draw = () => fg.setTree(CT.flameDiffTree(ga.stacks, gb.stacks, widthSel.value));
+		const draw = () => fg.setStacks(ga.stacks, gb.stacks, widthSel.value);
 		widthSel.addEventListener('change', draw);
 		draw();
 		const tree = CT.flameDiffTree(ga.stacks, gb.stacks, 'after');

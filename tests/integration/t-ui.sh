@@ -43,10 +43,22 @@ if ! wait_for_line "$WORK/serve.log" 'listening on' 30 "$SERVE_PID"; then
 	finish
 fi
 
+# a second server with a token in force (loopback, --token-file)
+TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf '%s\n' "$TOKEN" >"$WORK/token"
+chmod 600 "$WORK/token"
+TPORT=$(free_port)
+"$CLRTAP" serve --listen "127.0.0.1:$TPORT" --token-file "$WORK/token" --db "$WORK/serve-tok.db" >"$WORK/serve-tok.log" 2>&1 &
+KILL_PIDS+=("$!")
+if ! wait_for_line "$WORK/serve-tok.log" 'listening on' 30 "$!"; then
+	not_ok "clrtap serve --token-file started" "$(cat "$WORK/serve-tok.log")"
+	finish
+fi
+
 rm -rf "$UI_OUT"
 mkdir -p "$UI_OUT"
 UI_NPM=$NPM_DIR BASE="http://127.0.0.1:$SPORT" OUT="$UI_OUT" CPU_PID=$CPU_PID WEB_PID=$WEB_PID WEB_PORT=$WEB_PORT \
-	NS_PID=$NS_PID timeout 600 node "$ROOT/tests/ui/ui.mjs" >"$WORK/ui.out" 2>&1
+	NS_PID=$NS_PID BASE_TOK="http://127.0.0.1:$TPORT" TOKEN=$TOKEN timeout 600 node "$ROOT/tests/ui/ui.mjs" >"$WORK/ui.out" 2>&1
 rc=$?
 while IFS= read -r line; do
 	case "$line" in

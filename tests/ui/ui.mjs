@@ -8,6 +8,7 @@
 //   WEB_PID, WEB_PORT  a `sample web --port WEB_PORT` fixture (/api/exception/N throws N)
 //   NS_PID   a fixture in its own PID + mount namespace (a container, seen from the host)
 //   OUT      where screenshots and downloads go (kept for a person to look at)
+//   BASE_TOK, TOKEN  a second server of the same host, with --token-file (optional)
 // Prints one "ok NAME" / "not ok NAME" line per check (details indented).
 import { createRequire } from 'module';
 import fs from 'fs';
@@ -269,6 +270,43 @@ await step('a process that does not exist gives the server\'s error on the page'
 	const t = await box.innerText();
 	expect(/999999999|no (such )?process|not found/i.test(t), 'error box: ' + t);
 });
+
+// 8. With a token in force (serve --token-file): the address the server printed (/?token=T) works, without it 401.
+if (env.BASE_TOK) {
+	await step('with a token: /?token=T opens the UI, the token leaves the address bar, API calls and live counters carry it', async () => {
+		const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+		const p2 = await ctx.newPage();
+		const errs = [];
+		p2.on('pageerror', e => errs.push(e.message));
+		try {
+			await p2.goto(env.BASE_TOK + '/?token=' + encodeURIComponent(env.TOKEN) + '#/processes');
+			await p2.locator(`tr[data-pid="${CPU}"]`).waitFor({ state: 'visible', timeout: 30000 });
+			expect(!p2.url().includes('token='), 'token still in the address: ' + p2.url());
+			await p2.goto(env.BASE_TOK + '/#/process/' + CPU);
+			await p2.waitForFunction(() => {
+				const c = document.querySelector('.chart[data-counter]');
+				return c && +c.dataset.count >= 1;
+			}, null, { timeout: 30000 });
+			expect(!errs.length, errs.join('\n'));
+		} finally {
+			await ctx.close();
+		}
+	});
+	await step('with a token: the UI opened without it says a token is needed (401)', async () => {
+		const ctx = await browser.newContext();
+		const p2 = await ctx.newPage();
+		try {
+			const r = await p2.goto(env.BASE_TOK + '/#/processes');
+			expect(r.status() === 200, 'the page itself: HTTP ' + r.status());
+			const box = p2.locator('.errorbox');
+			await box.waitFor({ state: 'visible', timeout: 20000 });
+			const t = await box.innerText();
+			expect(/token/i.test(t) && /401/.test(t), 'error box: ' + t);
+		} finally {
+			await ctx.close();
+		}
+	});
+}
 
 report(pageErrors.length === 0, 'no JavaScript errors in any page', pageErrors);
 await browser.close();

@@ -5,6 +5,14 @@
 
 static ct_log_fn log_fn;
 static enum ct_log_level log_max = CT_LOG_WARN;
+static __thread ct_log_ctx_fn thread_fn;
+static __thread void *thread_ctx;
+
+void ct_log_set_thread(ct_log_ctx_fn fn, void *ctx)
+{
+	thread_fn = fn;
+	thread_ctx = ctx;
+}
 
 void ct_log_set(ct_log_fn fn, enum ct_log_level max_level)
 {
@@ -17,10 +25,13 @@ void ct_log(enum ct_log_level level, const char *fmt, ...)
 	char msg[1024];
 	va_list ap;
 
-	if (!log_fn || level > log_max)
+	if ((!log_fn && !thread_fn) || level > log_max)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	log_fn(level, msg);
+	if (thread_fn)
+		thread_fn(thread_ctx, level, msg);
+	else
+		log_fn(level, msg);
 }

@@ -15,6 +15,13 @@ typedef void (*ct_log_fn)(enum ct_log_level level, const char *msg);
 
 void ct_log_set(ct_log_fn fn, enum ct_log_level max_level);
 void ct_log(enum ct_log_level level, const char *fmt, ...) PRINTF(2, 3);
+/*
+ * A sink for the calling thread only (a clrtap serve session's own log):
+ * while set, this thread's messages go there instead of the process-wide
+ * callback. NULL removes it.
+ */
+typedef void (*ct_log_ctx_fn)(void *ctx, enum ct_log_level level, const char *msg);
+void ct_log_set_thread(ct_log_ctx_fn fn, void *ctx);
 
 #define ct_warn(...) ct_log(CT_LOG_WARN, __VA_ARGS__)
 #define ct_info(...) ct_log(CT_LOG_INFO, __VA_ARGS__)

@@ -118,7 +118,7 @@ static enum MHD_Result send_proc_error(struct MHD_Connection *c, pid_t pid, int 
 		return send_error(c, 403, 10, "pid %d's diagnostics socket is not what it must be",
 				  (int)pid);
 	default:
-		return send_error(c, 404, 4, "pid %d is not a .NET process (no diagnostics socket)",
+		return send_error(c, 400, 4, "pid %d is not a .NET process (no diagnostics socket)",
 				  (int)pid);
 	}
 }

@@ -289,11 +289,9 @@ int serve_plan_build(struct serve_plan *p, const char *exe, const char *dir,
 		}
 		snprintf(p->report, sizeof(p->report), "counters.json");
 	} else if (!strcmp(k->kind, "stacks")) {
-		A("stacks");
-		A("-p");
-		A("%d", (int)req->pid);
-		A("--json");
-		snprintf(st->stdout_name, sizeof(st->stdout_name), "report.json");
+		/* in-process: lib/stacks, the same calls as `clrtap stacks --json` */
+		p->inproc = SERVE_INPROC_STACKS;
+		p->nsteps = 0;
 		snprintf(p->report, sizeof(p->report), "report.json");
 	} else if (!strcmp(k->kind, "probe")) {
 		v = serve_param_get(req, "method");

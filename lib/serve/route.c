@@ -327,3 +327,18 @@ const char *serve_code_name(int code)
 	default: return "error";
 	}
 }
+
+int serve_exit_for(int err)
+{
+	switch (err) {
+	case 0: return 0;
+	case -ESRCH: return 3;
+	case -ENOENT: case -ECONNREFUSED: return 4;
+	case -EACCES: case -EPERM: return 5;
+	case -EPROTO: case -ETIMEDOUT: case -ECONNRESET: case -EPIPE: return 6;
+	case -EREMOTEIO: case -ENOTSUP: return 7;
+	case -EBADMSG: return 8;
+	case -EXDEV: case -ENOTSOCK: case -ELOOP: return 10;
+	default: return 1;
+	}
+}

@@ -25,7 +25,10 @@
 #include <time.h>
 
 #include "common/io.h"
+#include "common/log.h"
+#include "ipc/ipc.h"
 #include "proc/proc.h"
+#include "stacks/stacks.h"
 #include "serve/internal.h"
 
 #define SESSIONS_MAX 64
@@ -39,6 +42,8 @@ struct rsession {
 	volatile sig_atomic_t cancel;
 	volatile bool done;
 	pid_t child;
+	pid_t target;
+	int log_fd; /* in-process kinds: the session's stderr.txt */
 };
 
 struct srv_runner {
@@ -208,6 +213,105 @@ static int run_step(struct rsession *s, size_t k)
 	return 1;
 }
 
+/* The session's own log sink: its stderr.txt, lines as the CLI writes them. */
+static void session_log(void *ctx, enum ct_log_level level, const char *msg)
+{
+	struct rsession *s = ctx;
+	char line[1200];
+	int n = snprintf(line, sizeof(line), "clrtap: %s%s\n", level == CT_LOG_WARN ? "warning: " : "",
+			 msg);
+
+	if (s->log_fd >= 0 && n > 0)
+		(void)ct_write_all(s->log_fd, line, (size_t)CT_MIN((size_t)n, sizeof(line) - 1));
+}
+
+static int session_error(struct rsession *s, int code, const char *fmt, ...) PRINTF(3, 4);
+static int session_error(struct rsession *s, int code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* an error line (no "warning: "), as cli_error prints it */
+	session_log(s, CT_LOG_INFO, msg);
+	return code;
+}
+
+/* stacks in this thread: lib/stacks, with the session's stop flag and log. */
+static int run_stacks(struct rsession *s)
+{
+	struct stacks_capture_opts co = { .sample_ms = 10, .stop = &s->cancel };
+	struct stacks_capture cap;
+	struct proc_target t;
+	struct ipc_endpoint ep;
+	struct strbuf sb = STRBUF_INIT;
+	struct ct_json j;
+	char path[PATH_MAX], why[512];
+	int err, code = 0, fd;
+
+	err = proc_target_find(s->target, &t);
+	if (err == -ESRCH)
+		return session_error(s, 3, "no process with pid %d", (int)s->target);
+	if (err)
+		return session_error(s, serve_exit_for(err), "pid %d: %s", (int)s->target,
+				     err == -ENOENT ? "not a .NET process (no diagnostics socket)"
+						    : strerror(-err));
+	ipc_endpoint_init(&ep, &t, 5000);
+	err = stacks_capture_run(&ep, t.pid, &co, &cap);
+	if (err) {
+		if (cap.stage == STACKS_STAGE_SESSION) {
+			ipc_session_strerror(err, &cap.res, &ep, &cap.rerr, why, sizeof(why));
+			code = session_error(s, cap.res.bad_prologue || err == -EFBIG ? 6 : serve_exit_for(err),
+					     "%s: %s", cap.res.bytes ? "the session broke off"
+								     : "cannot sample the stacks", why);
+		} else if (cap.stage == STACKS_STAGE_READ) {
+			code = session_error(s, err == -EBADMSG ? 6 : serve_exit_for(err),
+					     "cannot read the session stream (byte %" PRIu64 "): %s",
+					     cap.bad_offset, cap.msg);
+		} else {
+			code = session_error(s, 1, "cannot build the tree: %s", strerror(-err));
+		}
+		goto out;
+	}
+	if (cap.incomplete)
+		ct_warn("the stream ended without its end marker: stacks may be missing");
+	ct_json_init(&j, &sb);
+	stacks_capture_json(&cap, &j);
+	if (ct_json_finish(&j) || strbuf_addch(&sb, '\n')) {
+		code = session_error(s, 1, "cannot make the JSON document: %s", strerror(ENOMEM));
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/report.json", s->dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || ct_write_all(fd, sb.buf, sb.len))
+		code = session_error(s, 1, "cannot write %s", path);
+	if (fd >= 0)
+		close(fd);
+out:
+	stacks_capture_release(&cap);
+	strbuf_release(&sb);
+	return code;
+}
+
+static int run_inproc(struct rsession *s)
+{
+	char path[PATH_MAX];
+	int code = 1;
+
+	snprintf(path, sizeof(path), "%s/stderr.txt", s->dir);
+	s->log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	ct_log_set_thread(session_log, s);
+	if (s->plan.inproc == SERVE_INPROC_STACKS)
+		code = run_stacks(s);
+	ct_log_set_thread(NULL, NULL);
+	if (s->log_fd >= 0)
+		close(s->log_fd);
+	s->log_fd = -1;
+	return code;
+}
+
 /* The last "clrtap: " line of stderr.txt: the CLI's own message. */
 static void last_message(struct rsession *s, char *msg, size_t len)
 {
@@ -299,6 +403,8 @@ static void *worker(void *arg)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	srv_db_set_running(s->r->db, s->id, srv_now_ms());
+	if (s->plan.inproc)
+		code = run_inproc(s);
 	for (k = 0; k < s->plan.nsteps; k++) {
 		/* a cancelled first step still gets its report step (partial data) */
 		if (k > 0 && code != 0 && code != 9)
@@ -396,6 +502,8 @@ int srv_runner_start(struct srv_runner *r, const struct serve_session_req *req, 
 	for (i = 0; i < sizeof(rnd); i++)
 		snprintf(s->id + 2 + 2 * i, 3, "%02x", rnd[i]);
 	s->r = r;
+	s->target = req->pid;
+	s->log_fd = -1;
 	srv_runner_dir(r, s->id, s->dir, sizeof(s->dir));
 	err = serve_plan_build(&s->plan, r->exe, s->dir, req, why, why_len);
 	if (err) {

@@ -123,7 +123,14 @@ struct serve_step {
 	char stdout_name[SERVE_MAX_NAME + 1]; /* "" : stdout kept as "stdout.txt" */
 };
 
+/* Kinds run inside the server's worker thread through their library (no child). */
+enum serve_inproc {
+	SERVE_INPROC_NONE = 0,
+	SERVE_INPROC_STACKS, /* lib/stacks stacks_capture_run, as `clrtap stacks --json` */
+};
+
 struct serve_plan {
+	enum serve_inproc inproc;   /* then nsteps is 0 */
 	struct serve_step steps[SERVE_MAX_STEPS];
 	size_t nsteps;
 	double duration_s;          /* 0 when the kind has none */
@@ -187,6 +194,8 @@ unsigned serve_server_port(const struct serve_server *s);
 /* Cancels running sessions, stops serving, frees. */
 void serve_server_stop(struct serve_server *s);
 
+/* The CLI exit code for a negative errno from a library (as cli_exit_for). */
+int serve_exit_for(int err);
 /* Exit-code names of docs/cmd/exit-codes.md ("no-process"). */
 const char *serve_code_name(int code);
 

@@ -14,6 +14,8 @@
 #define CLRTAP_STACKS_STACKS_H
 
 #include "common/compat.h"
+#include "common/json.h"
+#include "ipc/ipc.h"
 #include "nettrace/nettrace.h"
 
 #define STACKS_MAX_THREADS 65536   /* threads kept */
@@ -113,5 +115,57 @@ int stacks_names_load(struct stacks_names **out, pid_t pid);
 void stacks_names_free(struct stacks_names *n);
 /* The name of thread nstid, or NULL. */
 const char *stacks_names_get(const struct stacks_names *n, uint64_t nstid);
+
+/* ------------------------------------------------------------------------ */
+/* The whole workflow (clrtap stacks and clrtap serve's stacks sessions)     */
+
+/*
+ * One capture: a short sample-profiler session with a rundown on ep, the
+ * first sample of each thread symbolized into the tree, thread names read
+ * right after the session. stop is the caller's own flag (a session's, or
+ * the CLI's Ctrl-C flag): no process globals.
+ */
+struct stacks_capture_opts {
+	int sample_ms;                   /* how long the sampler runs (1..60000) */
+	bool no_names;                   /* do not read thread names */
+	volatile sig_atomic_t *stop;
+};
+
+enum stacks_capture_stage {
+	STACKS_STAGE_NONE = 0,
+	STACKS_STAGE_SESSION, /* the EventPipe session failed: res, rerr (ipc_session_strerror) */
+	STACKS_STAGE_READ,    /* the stream could not be read: bad_offset, msg */
+	STACKS_STAGE_BUILD,   /* memory, or the tree could not be built */
+};
+
+struct stacks_capture {
+	pid_t pid;
+	struct stacks_sampler *sampler;
+	struct stacks_tree *tree;
+	struct stacks_names *names;   /* NULL: none */
+	bool incomplete;              /* the stream ended without its end marker */
+	/* on failure */
+	enum stacks_capture_stage stage;
+	struct ipc_session_result res;
+	struct ipc_error rerr;
+	uint64_t bad_offset;
+	char msg[256];
+};
+
+/*
+ * Runs the capture. Returns 0 (c filled), or a negative errno with c->stage
+ * saying where it failed. Release c with stacks_capture_release either way.
+ */
+int stacks_capture_run(const struct ipc_endpoint *ep, pid_t pid,
+		       const struct stacks_capture_opts *o, struct stacks_capture *c);
+void stacks_capture_release(struct stacks_capture *c);
+/* Whether any frame of a thread's stack is named managed code. */
+bool stacks_thread_has_managed(struct stacks_sampler *s, const struct stacks_thread *th);
+/*
+ * The capture as JSON (the document of `clrtap stacks --json`): pid,
+ * threads_sampled, threads_with_managed_frames, threads (tid, name, frames),
+ * tree (frame, count, threads, children).
+ */
+void stacks_capture_json(const struct stacks_capture *c, struct ct_json *j);
 
 #endif

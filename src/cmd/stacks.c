@@ -12,21 +12,6 @@
 #include "cli.h"
 #include "stacks/stacks.h"
 
-#define STREAM_MAX ((size_t)256 << 20)
-#define SAMPLER "Microsoft-DotNETCore-SampleProfiler"
-/* rundown: Loader 0x8, Jit 0x10, NGen 0x20 (precompiled code), end rundown 0x100 */
-#define RUNDOWN_KEYWORDS 0x138ull
-
-static int mem_sink(void *ctx, const void *buf, size_t n)
-{
-	return strbuf_add(ctx, buf, n);
-}
-
-static int on_event(void *ctx, const struct nt_event *ev)
-{
-	return stacks_sampler_event(ctx, ev);
-}
-
 struct names {
 	struct stacks_names *map; /* NULL: no names */
 };
@@ -100,94 +85,6 @@ static void print_node(const struct names *nm, const struct stacks_node *n, cons
 	strbuf_release(&p2);
 }
 
-/* Whether any frame of the thread's sample is named managed code. */
-static bool has_managed(struct stacks_sampler *s, const struct stacks_thread *th)
-{
-	uint32_t k;
-
-	for (k = 0; k < th->nframes; k++)
-		if (stacks_sampler_frame(s, th, k))
-			return true;
-	return false;
-}
-
-/* ----- JSON ----- */
-
-static void json_node(struct ct_json *j, const struct names *nm, const struct stacks_node *n)
-{
-	size_t i;
-
-	ct_json_obj_begin(j);
-	ct_json_kv_str(j, "frame", n->name);
-	ct_json_kv_u64(j, "count", n->count);
-	ct_json_kv_arr_begin(j, "threads");
-	for (i = 0; i < n->ntids; i++) {
-		const char *name = stacks_names_get(nm->map, n->tids[i]);
-
-		ct_json_obj_begin(j);
-		ct_json_kv_u64(j, "tid", n->tids[i]);
-		if (name)
-			ct_json_kv_str(j, "name", name);
-		ct_json_obj_end(j);
-	}
-	ct_json_arr_end(j);
-	ct_json_kv_arr_begin(j, "children");
-	for (i = 0; i < n->nchildren; i++)
-		if (n->children[i]->count)
-			json_node(j, nm, n->children[i]);
-	ct_json_arr_end(j);
-	ct_json_obj_end(j);
-}
-
-static int print_json(const struct names *nm, struct stacks_sampler *s,
-		      const struct stacks_node *root, pid_t pid)
-{
-	struct strbuf sb = STRBUF_INIT;
-	size_t i, n = stacks_sampler_nthreads(s);
-	struct ct_json j;
-	int code;
-
-	ct_json_init(&j, &sb);
-	ct_json_obj_begin(&j);
-	ct_json_kv_i64(&j, "pid", pid);
-	ct_json_kv_u64(&j, "threads_sampled", n);
-	ct_json_kv_u64(&j, "threads_with_managed_frames", root->count);
-	ct_json_kv_arr_begin(&j, "threads");
-	for (i = 0; i < n; i++) {
-		const struct stacks_thread *th = stacks_sampler_thread(s, i);
-		const char *name = stacks_names_get(nm->map, th->tid);
-		uint32_t k;
-
-		ct_json_obj_begin(&j);
-		ct_json_kv_u64(&j, "tid", th->tid);
-		if (name)
-			ct_json_kv_str(&j, "name", name);
-		ct_json_kv_arr_begin(&j, "frames");
-		for (k = 0; k < th->nframes; k++) {
-			const char *f = stacks_sampler_frame(s, th, k);
-			char addr[24];
-
-			if (!f) {
-				snprintf(addr, sizeof(addr), "0x%" PRIx64, th->ips[k]);
-				f = addr;
-			}
-			ct_json_str(&j, f);
-		}
-		ct_json_arr_end(&j);
-		ct_json_obj_end(&j);
-	}
-	ct_json_arr_end(&j);
-	ct_json_kv_arr_begin(&j, "tree");
-	for (i = 0; i < root->nchildren; i++)
-		if (root->children[i]->count)
-			json_node(&j, nm, root->children[i]);
-	ct_json_arr_end(&j);
-	ct_json_obj_end(&j);
-	code = cli_json_out(&j, stdout);
-	strbuf_release(&sb);
-	return code;
-}
-
 int cmd_stacks(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
@@ -200,19 +97,10 @@ int cmd_stacks(int argc, char **argv)
 		{ 0, "no-names", CLI_OPT_BOOL, &no_names, NULL, "do not read thread names from /proc" },
 		{ 0 },
 	};
-	const struct ipc_provider prov = { SAMPLER, 0, 4, NULL };
-	const struct nt_handlers h = { .event = on_event };
-	struct strbuf stream = STRBUF_INIT_MAX(STREAM_MAX);
-	struct ipc_trace_config cfg = { 0 };
-	struct ipc_session_opts so = { 0 };
-	struct ipc_session_result res;
-	struct stacks_sampler *s = NULL;
-	struct stacks_tree *tree = NULL;
+	struct stacks_capture_opts co = { 0 };
+	struct stacks_capture cap;
 	const struct stacks_node *root;
-	struct nt_reader *r = NULL;
-	struct nt_membuf mb;
 	struct ipc_endpoint ep;
-	struct ipc_error rerr;
 	struct proc_target t;
 	struct names nm = { NULL };
 	int first, code, err;
@@ -228,66 +116,50 @@ int cmd_stacks(int argc, char **argv)
 	if (code)
 		return code;
 
-	cfg.providers = &prov;
-	cfg.nproviders = 1;
-	cfg.buffer_mb = 64;
-	cfg.rundown = true;
-	cfg.rundown_keyword = RUNDOWN_KEYWORDS;
-	cfg.stackwalk = true;
 	cli_catch_stop_signals();
-	so.sink = mem_sink;
-	so.ctx = &stream;
-	so.stop = &cli_stop_requested;
-	so.duration_ms = sample_ms;
-	so.max_bytes = STREAM_MAX;
-	err = ipc_session_run(&ep, &cfg, &so, &res, &rerr);
-	/* names right after the session: threads come and go */
-	if (!no_names && stacks_names_load(&nm.map, t.pid))
-		nm.map = NULL;
+	co.sample_ms = sample_ms;
+	co.no_names = no_names;
+	co.stop = &cli_stop_requested;
+	err = stacks_capture_run(&ep, t.pid, &co, &cap);
+	nm.map = cap.names;
 	if (err) {
 		char why[512];
 
-		ipc_session_strerror(err, &res, &ep, &rerr, why, sizeof(why));
-		code = cli_error(res.bad_prologue || err == -EFBIG ? EXIT_PROTOCOL : cli_exit_for(err),
-				 "%s: %s", res.bytes ? "the session broke off" : "cannot sample the stacks",
-				 why);
+		switch (cap.stage) {
+		case STACKS_STAGE_SESSION:
+			ipc_session_strerror(err, &cap.res, &ep, &cap.rerr, why, sizeof(why));
+			code = cli_error(cap.res.bad_prologue || err == -EFBIG ? EXIT_PROTOCOL
+									       : cli_exit_for(err),
+					 "%s: %s",
+					 cap.res.bytes ? "the session broke off" : "cannot sample the stacks",
+					 why);
+			break;
+		case STACKS_STAGE_READ:
+			code = cli_error(err == -EBADMSG ? EXIT_PROTOCOL : cli_exit_for(err),
+					 "cannot read the session stream (byte %" PRIu64 "): %s",
+					 cap.bad_offset, cap.msg);
+			break;
+		default:
+			code = err == -ENOMEM ? cli_error(EXIT_ERROR, "out of memory")
+					      : cli_error(EXIT_ERROR, "cannot build the tree: %s",
+							  strerror(-err));
+			break;
+		}
 		goto out;
 	}
-	err = stacks_sampler_new(&s);
-	if (!err)
-		err = stacks_tree_new(&tree);
-	if (err) {
-		code = cli_error(EXIT_ERROR, "out of memory");
-		goto out;
-	}
-	mb.p = (const uint8_t *)stream.buf;
-	mb.len = stream.len;
-	mb.off = 0;
-	err = nt_reader_new(&r, nt_read_mem, &mb, NULL);
-	if (!err)
-		err = nt_reader_run(r, &h, s);
-	if (err < 0) {
-		uint64_t off = 0;
-		const char *msg = "";
-
-		if (r)
-			nt_reader_error(r, &off, &msg);
-		code = cli_error(err == -EBADMSG ? EXIT_PROTOCOL : cli_exit_for(err),
-				 "cannot read the session stream (byte %" PRIu64 "): %s", off,
-				 msg && *msg ? msg : strerror(-err));
-		goto out;
-	}
-	if (!res.complete)
+	if (cap.incomplete)
 		cli_warn("the stream ended without its end marker: stacks may be missing");
-	err = stacks_sampler_build(s, tree);
-	if (err < 0) {
-		code = cli_error(EXIT_ERROR, "cannot build the tree: %s", strerror(-err));
-		goto out;
-	}
-	root = stacks_tree_root(tree);
+	root = stacks_tree_root(cap.tree);
 	if (json) {
-		code = print_json(&nm, s, root, t.pid);
+		struct strbuf sb = STRBUF_INIT;
+		struct ct_json j;
+
+		ct_json_init(&j, &sb);
+		stacks_capture_json(&cap, &j);
+		code = cli_json_out(&j, stdout);
+		strbuf_release(&sb);
 	} else {
+		struct stacks_sampler *s = cap.sampler;
 		size_t n = stacks_sampler_nthreads(s);
 
 		printf("pid %d: %zu thread%s sampled, %u with managed frames\n\n", (int)t.pid, n,
@@ -300,7 +172,7 @@ int cmd_stacks(int argc, char **argv)
 			print_node(&nm, root->children[i], "", "");
 		}
 		for (i = 0; i < n; i++)
-			if (!has_managed(s, stacks_sampler_thread(s, i)))
+			if (!stacks_thread_has_managed(s, stacks_sampler_thread(s, i)))
 				nomanaged++;
 		if (nomanaged) {
 			char label[128];
@@ -310,7 +182,7 @@ int cmd_stacks(int argc, char **argv)
 			for (i = 0; i < n; i++) {
 				const struct stacks_thread *th = stacks_sampler_thread(s, i);
 
-				if (has_managed(s, th))
+				if (stacks_thread_has_managed(s, th))
 					continue;
 				thread_label(&nm, th->tid, label, sizeof(label));
 				printf("%s %s", firstl ? "" : ",", label);
@@ -321,10 +193,6 @@ int cmd_stacks(int argc, char **argv)
 		code = EXIT_OK;
 	}
 out:
-	stacks_names_free(nm.map);
-	nt_reader_free(r);
-	stacks_tree_free(tree);
-	stacks_sampler_free(s);
-	strbuf_release(&stream);
+	stacks_capture_release(&cap);
 	return code;
 }

@@ -1,0 +1,466 @@
+#!/usr/bin/env bash
+# clrtap serve: every endpoint against real fixtures. Processes (host and
+# namespaced), sessions of several kinds (a 3 s profile with the hot method in
+# its report, an exceptions analysis with the exact count, two at once on one
+# target, cancel mid-run, a target killed mid-session), artifacts byte for byte,
+# live views (SSE), /metrics scraped by a real Prometheus and queried by PromQL,
+# the OpenAPI document against the routes, history across a restart, and the
+# hostile side: bad pids and params, path traversal in every id and name,
+# oversized bodies, a slow client, a non-loopback listen without a token.
+. "$(dirname "$0")/lib.sh"
+
+DB=$WORK/db/serve.db
+mkdir -p "$WORK/db"
+SERVER_PIDS=()
+CLEANUP_CMD='for p in "${SERVER_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done; [ -n "${PROM_PID:-}" ] && kill -KILL "$PROM_PID" 2>/dev/null'
+
+# start_server LOG ARGS...: clrtap serve in the background; SRV_PID, SRV_OUT.
+start_server() {
+	local log=$1
+	shift
+	SRV_OUT=$WORK/$log.out
+	"$CLRTAP" serve "$@" >"$SRV_OUT" 2>"$WORK/$log.err" &
+	SRV_PID=$!
+	SERVER_PIDS+=("$SRV_PID")
+	wait_for_line "$SRV_OUT" 'history in' 20 "$SRV_PID" >/dev/null || {
+		not_ok "server $log started" "$(cat "$SRV_OUT" "$WORK/$log.err")"
+		finish
+	}
+}
+stop_server() {
+	kill -TERM "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# api METHOD PATH [BODY]: HTTP to $BASE; CODE and BODY (also in $WORK/body).
+api() {
+	local m=$1 p=$2
+	shift 2
+	if [ $# -gt 0 ]; then
+		CODE=$(curl -s --path-as-is -o "$WORK/body" -w '%{http_code}' -X "$m" \
+			-H 'Content-Type: application/json' --data-binary "$1" "$BASE$p")
+	else
+		CODE=$(curl -s --path-as-is -o "$WORK/body" -w '%{http_code}' -X "$m" "$BASE$p")
+	fi
+	BODY=$(cat "$WORK/body")
+}
+# jb EXPR: python over the last body (d).
+jb() { json_get "$BODY" "$1"; }
+
+# expect_api NAME STATUS CODE METHOD PATH [BODY]: an error with that HTTP status and exit code.
+expect_api() {
+	local name=$1 status=$2 code=$3
+	shift 3
+	api "$@"
+	if [ "$CODE" = "$status" ] && [ "$(json_get "$BODY" 'd["error"]["code"]' 2>/dev/null)" = "$code" ]; then
+		ok "$name ($CODE, code $code)"
+	else
+		not_ok "$name" "want $status/code $code, got $CODE: ${BODY:0:400}"
+	fi
+}
+
+# wait_session ID [SECONDS]: until the session is no longer queued/running; STATUS.
+wait_session() {
+	local id=$1 secs=${2:-90} i
+	for ((i = 0; i < secs * 5; i++)); do
+		api GET "/api/v1/sessions/$id"
+		STATUS=$(jb 'd["status"]' 2>/dev/null)
+		[ "$STATUS" != queued ] && [ "$STATUS" != running ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+# start_session BODY: POST; SID.
+start_session() {
+	api POST /api/v1/sessions "$1"
+	SID=$(jb 'd["id"]' 2>/dev/null)
+	[ "$CODE" = 201 ] || echo "    POST $1 -> $CODE ${BODY:0:300}"
+}
+# wait_running ID FILE PATTERN: the session's own stderr says PATTERN (armed)
+wait_armed() {
+	wait_for_line "$WORK/db/sessions/$1/stderr.txt" "$2" 30 >/dev/null
+}
+
+start_fixture cpu-split
+CPU=$FIX_PID
+start_fixture exceptions --count 7 --trigger "$WORK/trig-exc"
+EXC=$FIX_PID
+PORT=$(free_port)
+start_server srv1 --listen "127.0.0.1:$PORT" --db "$DB" --pid "$CPU,$EXC"
+S1=$SRV_PID
+BASE=http://127.0.0.1:$PORT
+contains "prints where it listens" "$(cat "$SRV_OUT")" "listening on http://127.0.0.1:$PORT/"
+contains "says it is root-equivalent" "$(cat "$SRV_OUT")" "root-equivalent"
+lacks "loopback: no token" "$(cat "$SRV_OUT")" "token"
+
+# ---- processes ----
+api GET /api/v1/processes
+equals "processes: 200" "$CODE" 200
+equals "processes: the cpu fixture listed" "$(jb "[p['pid'] for p in d['processes'] if p['pid']==$CPU]")" "[$CPU]"
+equals "processes: its runtime version" "$(jb "[p['runtime'].split('.')[0] for p in d['processes'] if p['pid']==$CPU][0]")" \
+	"$(dotnet --list-runtimes | awk '/Microsoft.NETCore.App/ {print $2}' | tail -1 | cut -d. -f1)"
+equals "processes: entry assembly" "$(jb "[p['assembly'] for p in d['processes'] if p['pid']==$CPU][0]")" sample
+equals "processes: host process not namespaced" "$(jb "[p['container']['namespaced'] for p in d['processes'] if p['pid']==$CPU][0]")" False
+api GET "/api/v1/processes/$CPU"
+equals "process info: 200" "$CODE" 200
+equals "process info: pid" "$(jb 'd["pid"]')" "$CPU"
+equals "process info: threads as /proc says" "$(jb 'd["threads"]')" "$(awk '/^Threads:/ {print $2}' /proc/$CPU/status)"
+check "process info: rss" test "$(jb 'd["rss_bytes"]')" -gt 1000000
+
+sleep 30 &
+SLEEP=$!
+KILL_PIDS+=("$SLEEP")
+sh -c 'exit 0' &
+DEAD=$!
+wait $DEAD
+expect_api "unknown pid" 404 3 GET /api/v1/processes/2147483647
+expect_api "dead pid" 404 3 GET "/api/v1/processes/$DEAD"
+expect_api "not .NET" 400 4 GET "/api/v1/processes/$SLEEP"
+expect_api "bad pid" 400 2 GET /api/v1/processes/12abc
+expect_api "pid 0" 400 2 GET /api/v1/processes/0
+expect_api "unknown route" 404 2 GET /api/v1/nothing
+expect_api "wrong method" 405 2 DELETE /metrics
+expect_api "session for a dead pid" 404 3 POST /api/v1/sessions "{\"kind\":\"stacks\",\"pid\":$DEAD}"
+contains "dead pid: the CLI's message" "$BODY" "no process with pid $DEAD"
+expect_api "session for a non-.NET pid" 400 4 POST /api/v1/sessions "{\"kind\":\"stacks\",\"pid\":$SLEEP}"
+expect_api "unknown kind" 400 2 POST /api/v1/sessions "{\"kind\":\"nope\",\"pid\":$CPU}"
+expect_api "doctor does not exist here" 400 2 POST /api/v1/sessions "{\"kind\":\"doctor\",\"pid\":$CPU}"
+contains "doctor: says so" "$BODY" "does not exist in this build"
+expect_api "duration 0" 400 2 POST /api/v1/sessions "{\"kind\":\"profile\",\"pid\":$CPU,\"params\":{\"duration\":0}}"
+expect_api "unknown param" 400 2 POST /api/v1/sessions "{\"kind\":\"profile\",\"pid\":$CPU,\"params\":{\"output\":\"/tmp/x\"}}"
+expect_api "not JSON" 400 2 POST /api/v1/sessions "kind=profile"
+expect_api "pid as a string" 400 2 POST /api/v1/sessions "{\"kind\":\"stacks\",\"pid\":\"$CPU\"}"
+
+# ---- a 3 s profile: the hot method in the report, the artifact byte for byte ----
+start_session "{\"kind\":\"profile\",\"pid\":$CPU,\"params\":{\"duration\":3}}"
+equals "profile: 201" "$CODE" 201
+PROF=$SID
+check "profile: id shape" bash -c "[[ '$PROF' =~ ^s-[0-9a-f]{16}$ ]]"
+equals "profile: listed at once" "$(curl -s "$BASE/api/v1/sessions" | python3 -c 'import json,sys; print(json.load(sys.stdin)["sessions"][0]["id"])')" "$PROF"
+wait_session "$PROF"
+equals "profile: done" "$STATUS" done
+equals "profile: exit code 0" "$(jb 'd["exit_code"]')" 0
+equals "profile: duration param kept" "$(jb 'd["params"]["duration"]')" 3
+check "profile: elapsed >= 3 s" python3 -c "import sys; sys.exit(0 if $(jb 'd["progress"]["elapsed_s"]') >= 3 else 1)"
+equals "profile: report named" "$(jb 'd["report"]')" report.json
+api GET "/api/v1/sessions/$PROF/report"
+equals "profile report: 200" "$CODE" 200
+check "profile report: CpuSplit::HotA is a leaf with samples" python3 -c "
+import json,sys; d=json.loads(sys.argv[1])
+n=sum(s['count'] for s in d['stacks'] if s['frames'] and 'CpuSplit::HotA' in s['frames'][-1])
+sys.exit(0 if n > 0 and d['total'] >= n else 1)" "$BODY"
+curl -s -D "$WORK/hdr" -o "$WORK/folded" "$BASE/api/v1/sessions/$PROF/artifacts/profile.folded"
+check "artifact: bytes as on disk" cmp "$WORK/folded" "$WORK/db/sessions/$PROF/profile.folded"
+contains "artifact: attachment" "$(cat "$WORK/hdr")" 'Content-Disposition: attachment; filename="profile.folded"'
+check "artifact: HotA in the folded file" grep -q 'CpuSplit::HotA' "$WORK/folded"
+expect_api "artifact not in the list" 404 2 GET "/api/v1/sessions/$PROF/artifacts/trace.nettrace"
+expect_api "unknown session" 404 2 GET /api/v1/sessions/s-0000000000000000
+expect_api "cancel a finished session" 409 2 DELETE "/api/v1/sessions/$PROF"
+
+# ---- two sessions at once on one target ----
+start_session "{\"kind\":\"profile\",\"pid\":$CPU,\"params\":{\"duration\":2}}"
+A=$SID
+start_session "{\"kind\":\"counters\",\"pid\":$CPU,\"params\":{\"duration\":2}}"
+B=$SID
+check "two at once: both running" bash -c "[ -n '$A' ] && [ -n '$B' ] && [ '$A' != '$B' ]"
+wait_session "$A"
+equals "two at once: profile done" "$STATUS" done
+wait_session "$B"
+equals "two at once: counters done" "$STATUS" done
+api GET "/api/v1/sessions/$B/report"
+check "two at once: counters report has cpu-usage of the target" python3 -c "
+import json,sys; d=json.loads(sys.argv[1])
+sys.exit(0 if d['pid']==$CPU and any(v['name']=='cpu-usage' for v in d['values']) else 1)" "$BODY"
+
+# ---- stacks: run in the server's worker thread through lib/stacks ----
+start_session "{\"kind\":\"stacks\",\"pid\":$CPU}"
+STK=$SID
+wait_session "$STK"
+equals "stacks (in-process): done" "$STATUS" done
+api GET "/api/v1/sessions/$STK/report"
+check "stacks (in-process): the workload thread is in CpuSplit" python3 -c "
+import json,sys; d=json.loads(sys.argv[1])
+sys.exit(0 if d['pid']==$CPU and any('Clrtap.Fixtures.CpuSplit::' in f for t in d['threads'] for f in t['frames']) else 1)" "$BODY"
+cp "$WORK/body" "$WORK/stacks-serve.json"
+"$CLRTAP" stacks -p "$CPU" --json >"$WORK/stacks-cli.json"
+check "stacks (in-process): the same document keys as clrtap stacks --json" python3 -c "
+import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2]))
+sys.exit(0 if sorted(a)==sorted(b) and sorted(a['threads'][0])==sorted(b['threads'][0]) else 1)" "$WORK/stacks-cli.json" "$WORK/stacks-serve.json"
+start_session "{\"kind\":\"stacks\",\"pid\":$DEAD}"
+equals "stacks: dead pid refused before it starts" "$CODE" 404
+
+# ---- an exceptions analysis: the exact count ----
+start_session "{\"kind\":\"analyze\",\"pid\":$EXC,\"params\":{\"analyzer\":\"exceptions\",\"duration\":4}}"
+EXS=$SID
+wait_armed "$EXS" 'collecting|Ctrl-C|tracing|writing' || sleep 1.5
+sleep 1
+touch "$WORK/trig-exc"
+wait_session "$EXS"
+equals "exceptions analysis: done" "$STATUS" done
+api GET "/api/v1/sessions/$EXS/report"
+equals "exceptions analysis: exactly 7" "$(jb 'd["exceptions"]["total"]')" 7
+equals "exceptions analysis: the type" "$(jb 'd["exceptions"]["groups"][0]["type"]')" Clrtap.Fixtures.FixtureException
+
+# ---- cancel mid-run ----
+start_session "{\"kind\":\"trace\",\"pid\":$CPU,\"params\":{\"duration\":60}}"
+TR=$SID
+sleep 2
+api DELETE "/api/v1/sessions/$TR"
+equals "cancel: 200" "$CODE" 200
+equals "cancel: status cancelled" "$(jb 'd["status"]')" cancelled
+check "cancel: ended well before 60 s" python3 -c "import sys; sys.exit(0 if $(jb 'd["progress"]["elapsed_s"]') < 20 else 1)"
+check "cancel: the target lives on" kill -0 "$CPU"
+check "cancel: no clrtap child left" bash -c "! pgrep -f '[c]lrtap trace collect -p $CPU' >/dev/null"
+
+# ---- a target that dies mid-session ----
+start_fixture idle
+VICTIM=$FIX_PID
+start_session "{\"kind\":\"counters\",\"pid\":$VICTIM,\"params\":{\"duration\":20}}"
+V=$SID
+sleep 2
+kill -KILL "$VICTIM"
+wait_session "$V" 40
+check "target died: session ended (not running)" bash -c "[ '$STATUS' = failed ] || [ '$STATUS' = done ]"
+api GET /api/v1/processes
+equals "target died: server still answers" "$CODE" 200
+check "target died: server alive" kill -0 "$S1"
+
+# ---- probe: calls as server-sent events ----
+N=5
+start_fixture probe-warm --calls "$N" --interval-ms 2 --trigger "$WORK/trig-probe"
+PW=$FIX_PID
+start_session "{\"kind\":\"probe\",\"pid\":$PW,\"params\":{\"method\":\"System.Convert::ToString(int,int)\",\"duration\":6}}"
+PS=$SID
+curl -s -N --max-time 30 "$BASE/api/v1/sessions/$PS/events" >"$WORK/events" &
+EVP=$!
+wait_armed "$PS" 'tracing|waiting' || true
+touch "$WORK/trig-probe"
+wait_session "$PS"
+wait $EVP
+equals "probe: done" "$STATUS" done
+equals "probe: one call event per call" "$(grep -c '^data: {"line":".*System.Convert::ToString(value=' "$WORK/events")" "$N"
+contains "probe: end event" "$(cat "$WORK/events")" 'event: end'
+check "probe: output artifact" bash -c "api() { :; }; curl -sf '$BASE/api/v1/sessions/$PS/artifacts/probe.txt' | grep -q 'ToString(value=4, toBase=16)'"
+
+# ---- live views ----
+curl -s -N --max-time 20 "$BASE/api/v1/processes/$CPU/counters/live?max_s=4" >"$WORK/live" || true
+contains "counters live: counter events" "$(cat "$WORK/live")" 'event: counter'
+check "counters live: cpu-usage of the fixture, > 0" python3 -c "
+import json,sys
+vals=[json.loads(l[6:]) for l in open(sys.argv[1]) if l.startswith('data: {')]
+sys.exit(0 if any(v['name']=='cpu-usage' and v['pid']==$CPU and v['value']>0 for v in vals) else 1)" "$WORK/live"
+curl -s -N --max-time 20 "$BASE/api/v1/top/live?max_s=3" >"$WORK/top" || true
+check "top live: the fixture, busy" python3 -c "
+import json,sys
+rows=[r for l in open(sys.argv[1]) if l.startswith('data: {') for r in json.loads(l[6:])['rows']]
+sys.exit(0 if any(r['pid']==$CPU and r['cpu'] is not None and r['cpu']>1 for r in rows) else 1)" "$WORK/top"
+expect_api "counters live: dead pid" 404 3 GET "/api/v1/processes/$DEAD/counters/live"
+expect_api "events: unknown session" 404 2 GET /api/v1/sessions/s-0000000000000000/events
+
+# ---- /metrics and a real Prometheus ----
+curl -s "$BASE/metrics" >/dev/null
+sleep 3
+curl -s "$BASE/metrics" >"$WORK/metrics"
+contains "metrics: cpu-usage labelled" "$(cat "$WORK/metrics")" "clrtap_dotnet_cpu_usage{pid=\"$CPU\",process=\"dotnet\",container_id=\"\",pod_uid=\"\"}"
+contains "metrics: TYPE line" "$(cat "$WORK/metrics")" "# TYPE clrtap_dotnet_gc_heap_size gauge"
+if command -v prometheus >/dev/null; then
+	PPORT=$(free_port)
+	cat >"$WORK/prom.yml" <<EOF
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: clrtap
+    static_configs:
+      - targets: ['127.0.0.1:$PORT']
+EOF
+	prometheus --config.file="$WORK/prom.yml" --storage.tsdb.path="$WORK/prom" \
+		--web.listen-address="127.0.0.1:$PPORT" >"$WORK/prom.log" 2>&1 &
+	PROM_PID=$!
+	R=""
+	for ((i = 0; i < 60; i++)); do
+		R=$(curl -s "http://127.0.0.1:$PPORT/api/v1/query" --data-urlencode "query=clrtap_dotnet_cpu_usage{pid=\"$CPU\"}" 2>/dev/null)
+		[[ "$R" == *'"result":[{'* ]] && break
+		sleep 1
+	done
+	check "prometheus: PromQL returns the fixture's cpu-usage with its labels" python3 -c "
+import json,sys; d=json.loads(sys.argv[1]); r=d['data']['result']
+m=r[0]['metric']
+sys.exit(0 if len(r)==1 and m['pid']=='$CPU' and m['process']=='dotnet' and m['job']=='clrtap' and float(r[0]['value'][1])>0 else 1)" "$R"
+	R=$(curl -s "http://127.0.0.1:$PPORT/api/v1/query" --data-urlencode 'query=up{job="clrtap"}')
+	contains "prometheus: target up" "$R" '"value":[' 
+	kill -TERM "$PROM_PID"
+	wait "$PROM_PID" 2>/dev/null
+	PROM_PID=
+else
+	not_ok "prometheus installed" "scripts/install-deps.sh installs the prometheus package"
+fi
+
+# ---- OpenAPI: each route served is documented and each documented route is served ----
+api GET /api/v1/openapi.json
+equals "openapi: 200" "$CODE" 200
+check "openapi: routes match the server's (serve.h) both ways, and each answers" python3 - "$BODY" "$ROOT/lib/serve/serve.h" "$BASE" <<'EOF'
+import json, re, sys, urllib.request, urllib.error
+doc = json.loads(sys.argv[1]); base = sys.argv[3]
+assert doc["openapi"].startswith("3.0"), doc["openapi"]
+served = set()
+for m in re.finditer(r"/\* ([A-Z|]+) (/[^ ]*)(?: and (/[^ ]*))? ", open(sys.argv[2]).read()):
+    for path in filter(None, (m.group(2), m.group(3))):
+        path = path.replace("...", "{path}") if path.startswith("/ui/") else path
+        for meth in m.group(1).split("|"):
+            served.add((meth.lower(), path.rstrip(":")))
+documented = {(meth, p) for p, ops in doc["paths"].items() for meth in ops}
+bad = served ^ documented
+if bad:
+    print("mismatch:", sorted(bad)); sys.exit(1)
+# every ref resolves
+def refs(o):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k == "$ref": yield v
+            else: yield from refs(v)
+    elif isinstance(o, list):
+        for v in o: yield from refs(v)
+for r in refs(doc):
+    node = doc
+    for part in r.lstrip("#/").split("/"): node = node[part]
+# each documented GET path answers with something other than "no such resource"
+for meth, p in documented:
+    if meth != "get" or "{" in p or p.endswith("/live"): continue
+    try:
+        urllib.request.urlopen(base + p, timeout=10).read()
+    except urllib.error.HTTPError as e:
+        print("GET", p, e.code); sys.exit(1)
+EOF
+if command -v openapi-spec-validator >/dev/null; then
+	check "openapi: openapi-spec-validator" openapi-spec-validator "$WORK/body"
+fi
+
+# ---- UI ----
+api GET /
+equals "ui: / 200" "$CODE" 200
+contains "ui: html" "$BODY" "<html"
+expect_api "ui: unknown file" 404 2 GET /ui/nope.js
+
+# ---- path traversal in every id, name and parameter ----
+for p in "/api/v1/sessions/../../../../etc/passwd" "/api/v1/sessions/$PROF/artifacts/../../../../etc/passwd" \
+	"/api/v1/sessions/$PROF/artifacts/..%2f..%2f..%2fetc%2fpasswd" "/api/v1/sessions/$PROF/artifacts/%2e%2e" \
+	"/api/v1/sessions/$PROF/artifacts/.." "/api/v1/sessions/..%2f$PROF/report" "/ui/../../../etc/passwd" \
+	"/ui/..%2f..%2fetc/passwd" "/api/v1/sessions/$PROF/../$PROF/report" "/api/v1/processes/..%2f1" \
+	"/api/v1/sessions/s-../artifacts/x"; do
+	api GET "$p"
+	check "traversal refused: $p" bash -c "[ '$CODE' = 404 ] || [ '$CODE' = 400 ]"
+	lacks "traversal: no file content: $p" "$BODY" "root:"
+done
+for body in "{\"kind\":\"probe\",\"pid\":$CPU,\"params\":{\"method\":\"../../etc/passwd\"}}" \
+	"{\"kind\":\"dump\",\"pid\":$CPU,\"params\":{\"type\":\"../../../tmp/x\"}}" \
+	"{\"kind\":\"trace\",\"pid\":$CPU,\"params\":{\"profile\":\"../x\"}}" \
+	"{\"kind\":\"trace\",\"pid\":$CPU,\"params\":{\"providers\":\"--output=/etc/x\"}}" \
+	"{\"kind\":\"counters\",\"pid\":$CPU,\"params\":{\"counters\":\"/etc/passwd\"}}" \
+	"{\"kind\":\"profile\",\"pid\":$CPU,\"params\":{\"engine\":\"../perf\"}}" \
+	"{\"kind\":\"../profile\",\"pid\":$CPU}" "{\"kind\":\"stacks\",\"pid\":\"../$CPU\"}"; do
+	expect_api "traversal in params refused: $body" 400 2 POST /api/v1/sessions "$body"
+done
+
+# ---- oversized bodies ----
+head -c 200000 /dev/zero | tr '\0' 'a' >"$WORK/big"
+CODE=$(curl -s -o "$WORK/body" -w '%{http_code}' -X POST --data-binary @"$WORK/big" "$BASE/api/v1/sessions")
+equals "oversized body: 413" "$CODE" 413
+equals "oversized body: code 2" "$(json_get "$(cat "$WORK/body")" 'd["error"]["code"]')" 2
+CODE=$(curl -s -o "$WORK/body" -w '%{http_code}' -X POST -H 'Transfer-Encoding: chunked' --data-binary @"$WORK/big" "$BASE/api/v1/sessions")
+equals "oversized chunked body (no length): 413" "$CODE" 413
+CODE=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Big: $(head -c 100000 /dev/zero | tr '\0' 'b')" "$BASE/api/v1/processes")
+check "oversized headers refused ($CODE)" bash -c "[ '$CODE' = 413 ] || [ '$CODE' = 431 ] || [ '$CODE' = 400 ] || [ '$CODE' = 000 ]"
+
+# ---- a slow client does not block others ----
+exec 7<>"/dev/tcp/127.0.0.1/$PORT"
+printf 'GET /api/v1/proc' >&7
+exec 8<>"/dev/tcp/127.0.0.1/$PORT"
+printf 'POST /api/v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"ki' >&8
+T0=$(date +%s%N)
+api GET /api/v1/processes
+T1=$(date +%s%N)
+equals "slow clients: others are served" "$CODE" 200
+echo "    (answered in $(((T1 - T0) / 1000000)) ms with two stalled connections open)"
+exec 7>&- 8>&-
+
+# ---- restart: the history is still there ----
+stop_server "$S1"
+check "server stopped on SIGTERM" bash -c "! kill -0 $S1 2>/dev/null"
+start_server srv2 --listen "127.0.0.1:$PORT" --db "$DB" --pid "$CPU"
+api GET /api/v1/sessions
+check "restart: every session still listed" python3 -c "
+import json,sys; ids={s['id'] for s in json.loads(sys.argv[1])['sessions']}
+sys.exit(0 if {'$PROF','$A','$B','$EXS','$TR','$V','$PS'} <= ids else 1)" "$BODY"
+api GET "/api/v1/sessions/$PROF"
+equals "restart: status kept" "$(jb 'd["status"]')" done
+curl -s -o "$WORK/folded2" "$BASE/api/v1/sessions/$PROF/artifacts/profile.folded"
+check "restart: artifact still downloadable" cmp "$WORK/folded2" "$WORK/folded"
+api GET "/api/v1/sessions/$EXS/report"
+equals "restart: report kept" "$(jb 'd["exceptions"]["total"]')" 7
+stop_server "$SRV_PID"
+
+# ---- history limit ----
+start_server srv3 --listen "127.0.0.1:$PORT" --db "$DB" --max-sessions 2
+api GET /api/v1/sessions
+equals "history limit: 2 kept" "$(jb 'len(d["sessions"])')" 2
+check "history limit: dropped sessions' files removed" test ! -e "$WORK/db/sessions/$PROF"
+stop_server "$SRV_PID"
+
+# ---- a namespaced fixture ----
+start_fixture_ns cpu-split
+NS=$FIX_PID
+start_server srv4 --listen "127.0.0.1:$PORT" --db "$WORK/db/ns.db" --pid "$NS"
+api GET "/api/v1/processes/$NS"
+equals "namespaced: found" "$CODE" 200
+equals "namespaced: marked" "$(jb 'd["container"]["namespaced"]')" True
+equals "namespaced: pid 1 inside" "$(jb 'd["nspid"]')" 1
+start_session "{\"kind\":\"counters\",\"pid\":$NS,\"params\":{\"duration\":2}}"
+wait_session "$SID"
+equals "namespaced: counters session done" "$STATUS" done
+sleep 1
+curl -s "$BASE/metrics" >/dev/null
+sleep 3
+contains "namespaced: metrics" "$(curl -s "$BASE/metrics")" "clrtap_dotnet_cpu_usage{pid=\"$NS\""
+stop_server "$SRV_PID"
+
+# ---- auth: non-loopback needs a token ----
+P2=$(free_port)
+start_server srv5 --listen "0.0.0.0:$P2" --db "$WORK/db/auth.db"
+TOKEN=$(sed -n 's/^clrtap serve: token \([0-9a-f]*\) .*/\1/p' "$SRV_OUT")
+check "non-loopback: token printed (48 hex)" bash -c "[[ '$TOKEN' =~ ^[0-9a-f]{48}$ ]]"
+BASE=http://127.0.0.1:$P2
+expect_api "no token: 401" 401 5 GET /api/v1/processes
+expect_api "no token on /metrics: 401" 401 5 GET /metrics
+expect_api "no token on a POST: 401" 401 5 POST /api/v1/sessions "{\"kind\":\"stacks\",\"pid\":$CPU}"
+CODE=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer ${TOKEN}x" "$BASE/api/v1/processes")
+equals "wrong token: 401" "$CODE" 401
+CODE=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" "$BASE/api/v1/processes")
+equals "bearer token: 200" "$CODE" 200
+CODE=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/api/v1/processes?token=$TOKEN")
+equals "?token= on GET: 200" "$CODE" 200
+stop_server "$SRV_PID"
+printf 'abcdefabcdefabcdef0123\n' >"$WORK/tok"
+chmod 644 "$WORK/tok"
+expect_exit "token file readable by others refused" 2 "$CLRTAP" serve --listen "0.0.0.0:$P2" --token-file "$WORK/tok" --db "$WORK/db/auth.db"
+chmod 600 "$WORK/tok"
+start_server srv6 --listen "0.0.0.0:$P2" --token-file "$WORK/tok" --db "$WORK/db/auth.db"
+lacks "token file: token not printed" "$(cat "$SRV_OUT")" abcdefabcdef
+CODE=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer abcdefabcdefabcdef0123" "$BASE/api/v1/processes")
+equals "token file: its token works" "$CODE" 200
+expect_api "token file: none, 401" 401 5 GET /api/v1/processes
+stop_server "$SRV_PID"
+
+# ---- a 0600 Unix socket ----
+start_server srv7 --unix "$WORK/serve.sock" --db "$WORK/db/unix.db"
+equals "unix socket: mode 0600" "$(stat -c %a "$WORK/serve.sock")" 600
+CODE=$(curl -s -o "$WORK/body" -w '%{http_code}' --unix-socket "$WORK/serve.sock" http://x/api/v1/processes)
+equals "unix socket: 200 without a token" "$CODE" 200
+stop_server "$SRV_PID"
+check "unix socket: removed at exit" test ! -e "$WORK/serve.sock"
+
+expect_exit "bad --listen" 2 "$CLRTAP" serve --listen nope
+expect_exit "--listen and --unix" 2 "$CLRTAP" serve --listen 127.0.0.1:1 --unix "$WORK/x.sock"
+expect_exit "unix socket cannot be made" 1 "$CLRTAP" serve --db "$WORK/db/x.db" --unix /dev/null/x
+
+check "fixtures survived everything" kill -0 "$CPU"
+finish

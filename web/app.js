@@ -578,6 +578,11 @@
 			'threadpool-queue-length', 'monitor-lock-contention-count'];
 		let nvalues = 0;
 		const stop = CT.sse('/processes/' + pid + '/counters/live', (type, d) => {
+			if (type === 'end') {
+				state.textContent = 'the live view ended' + (d && d.reason ? ': ' + d.reason : '');
+				state.className = 'muted small';
+				return;
+			}
 			if (!d || typeof d !== 'object' || d.name === undefined)
 				return;
 			const key = (d.provider || '') + '/' + d.name;
@@ -625,8 +630,8 @@
 			} else if (st === 'error') {
 				state.textContent = 'no live counters: ' + msg;
 				state.className = 'bad small';
-			} else if (st === 'closed') {
-				state.textContent = 'the stream ended (process gone?); reconnecting…';
+			} else if (st === 'closed' && !/ended/.test(state.textContent)) {
+				state.textContent = 'the stream ended; reconnecting…';
 				state.className = 'muted small';
 			}
 		}, { reconnect: true });

@@ -451,7 +451,13 @@
 			if (live && list.parentNode)
 				list.scrollTop = list.scrollHeight;
 		};
-		const stop = CT.sse('/sessions/' + encodeURIComponent(s.id) + '/events', (type, d) => add(d), (st, msg) => {
+		const stop = CT.sse('/sessions/' + encodeURIComponent(s.id) + '/events', (type, d) => {
+			if (type === 'end') {
+				list.append(h('li.end', '— end of the calls' + (d && d.status ? ` (session ${d.status})` : '') + ' —'));
+				return;
+			}
+			add(d);
+		}, (st, msg) => {
 			if (st === 'error')
 				count.textContent = 'no call stream: ' + msg;
 		});

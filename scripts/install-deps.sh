@@ -19,6 +19,7 @@ PKGS=(
 	curl                             # drives the sample app's routes
 	python3                          # test helpers read clrtap's JSON output
 	musl-tools                       # musl-gcc: the profiler library for Alpine (musl) targets
+	libmicrohttpd-dev libsqlite3-dev prometheus # clrtap serve: HTTP server, session history; Prometheus for its test
 )
 
 missing=()

@@ -237,7 +237,8 @@
 		const box = h('div.errorbox', { role: 'alert' },
 			h('strong', what ? what + ': ' : 'Error: '), e.message || String(e));
 		if (e.errname || e.code !== undefined && e.code !== null)
-			box.appendChild(h('div.muted', `error ${e.errname || ''}${e.code !== null && e.code !== undefined ? ' (exit code ' + e.code + ')' : ''}${e.status ? ', HTTP ' + e.status : ''}`));
+			box.appendChild(h('div.muted', [e.code !== null && e.code !== undefined ? 'exit code ' + e.code : null, e.errname ? '(' + e.errname + ')' : null,
+				e.status ? 'HTTP ' + e.status : null].filter(Boolean).join(' ')));
 		if (e.status === 401)
 			box.appendChild(h('div', 'This server needs a token: open the address it printed at start (…/?token=…).'));
 		return box;
@@ -412,6 +413,10 @@
 		}
 	};
 
+	/* the counters a person looks at first (the rest are folded away on the process page) */
+	CT.PREFERRED_COUNTERS = ['cpu-usage', 'working-set', 'gc-heap-size', 'alloc-rate', 'exception-count', 'threadpool-thread-count',
+		'threadpool-queue-length', 'monitor-lock-contention-count'];
+
 	/* a process's name: its main assembly when known ("sample"), else the comm ("dotnet") */
 	CT.procName = p => p.assembly || p.name || '?';
 
@@ -574,8 +579,7 @@
 		root.append(h('div.card', h('div.cardhead', h('h2', 'Live counters'), state), grid, more));
 		const charts = new Map();
 		const palette = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#4b5563'];
-		const preferred = ['cpu-usage', 'working-set', 'gc-heap-size', 'alloc-rate', 'exception-count', 'threadpool-thread-count',
-			'threadpool-queue-length', 'monitor-lock-contention-count'];
+		const preferred = CT.PREFERRED_COUNTERS;
 		let nvalues = 0;
 		const stop = CT.sse('/processes/' + pid + '/counters/live', (type, d) => {
 			if (type === 'end') {

@@ -404,7 +404,11 @@
 		}
 		const grid = h('div.charts');
 		out.append(section('Counters', h('p.muted.small', `${CT.fmtNum(vals.length)} values of ${by.size} counters`), grid));
-		for (const [, c] of by) {
+		const rank = c => {
+			const i = CT.PREFERRED_COUNTERS.indexOf(c.v.name);
+			return i < 0 ? 100 : i;
+		};
+		for (const c of Array.from(by.values()).sort((a, b) => rank(a) - rank(b))) {
 			const canvas = h('canvas');
 			const last = c.pts[c.pts.length - 1][1];
 			grid.append(h('div.chart', { dataset: { counter: c.v.name } }, h('div.chead', h('span.ctitle', c.v.display_name || c.v.display || c.v.name), h('span.cval', CT.fmtValue(last, c.v.units || c.v.unit))),
@@ -569,8 +573,6 @@
 	}
 
 	async function renderReport(s, out, streamed) {
-		if (s.status === 'failed' && !s.report)
-			return;
 		let report = null;
 		if (s.report || s.status === 'done') {
 			try {
@@ -589,7 +591,9 @@
 			}
 		}
 		try {
-			switch (s.kind) {
+			switch (s.status === 'failed' && !report ? '' : s.kind) {
+			case '':
+				break;
 			case 'profile':
 				await renderProfile(s, report, out);
 				break;
@@ -630,6 +634,16 @@
 		} catch (e) {
 			console.error(e);
 			out.append(CT.errorBox(e, 'Could not draw the report'));
+		}
+		/* the command's own messages (warnings, what it could not see) */
+		const msg = (s.artifacts || []).find(a => a.name === 'stderr.txt');
+		if (msg && msg.size > 0 && msg.size <= 65536) {
+			try {
+				const text = await fetchArtifactText(s, msg.name);
+				out.append(h('section.card', h('details.messages', { open: s.status === 'failed' },
+					h('summary', h('strong', 'Messages of the command'), h('span.muted', ` ${text.split('\n').filter(Boolean).length} lines`)),
+					h('pre.mono.msgs', text))));
+			} catch (e) { /* the report stands without them */ }
 		}
 		if (report && typeof report === 'object')
 			out.append(rawJson(report));

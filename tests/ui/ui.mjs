@@ -199,6 +199,22 @@ await step('downloading profile.folded gives the server\'s bytes: folded stacks 
 		expect(sum === rep.total, `folded counts sum to ${sum}, the report says ${rep.total}`);
 });
 
+// 3b. Cancel from the session page.
+await step('Cancel on a running 60 s profile ends it as cancelled; the fixture lives on', async () => {
+	await page.goto(BASE + `/#/new?pid=${CPU}&kind=profile`);
+	await page.locator('input[name="duration"]').fill('60');
+	await page.locator('#start').click();
+	const id = await sessionIdFromPage();
+	await page.locator('#cancel').waitFor({ state: 'visible', timeout: 30000 });
+	await waitSession(id, s => s.status === 'running', 60000);
+	await page.locator('#cancel').click();
+	await page.locator('h1 .badge[data-status="cancelled"]').waitFor({ timeout: 30000 });
+	const s = await api('/sessions/' + encodeURIComponent(id));
+	expect(s.status === 'cancelled', 'status ' + s.status);
+	process.kill(Number(CPU), 0);
+	await shot('04-cancelled', false);
+});
+
 // 4. An exceptions analysis (kind analyze, analyzer exceptions) through the form; exactly 13 thrown.
 await step('the new-analysis form starts an exceptions analysis and the report counts exactly 13 exceptions', async () => {
 	await page.goto(BASE + `/#/new?pid=${WEB}&kind=analyze`);

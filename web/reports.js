@@ -191,6 +191,8 @@
 		r.unresolved_references ? h('p.muted.small', CT.fmtNum(r.unresolved_references) + ' references point outside the walked heap.') : null,
 		r.gc ? h('p.muted.small', `Snapshot GC #${r.gc.number} (gen ${r.gc.generation}${r.gc.induced ? ', induced' : ''}), paused ${CT.fmtDur((r.gc.pause_ns || 0) / 1e9)}.`) : null));
 		const types = r.types || [];
+		if (types.length && r.bytes)
+			out.append(section('Where the heap\'s bytes are', h('p.muted.small', 'Each box is a type, its area the objects\' own (shallow) size; together they are the heap. Hover for numbers.'), treemap(types, r.bytes)));
 		const maxRet = Math.max(1, ...types.map(t => t.retained || 0));
 		const tot = r.bytes || 1;
 		out.append(section('Types by retained size', h('p.muted.small', 'Retained: what would be freed if every object of the type went away (dominator tree). Bars are relative to the heap.'),
@@ -222,6 +224,101 @@
 				['Root', g => g.root], ['Objects', g => CT.fmtNum(g.count), 'num'], ['Retained', g => CT.fmtBytes(g.retained), 'num'],
 				['Path (root first)', g => h('span.mono.small', (g.path || []).join(' → '))],
 			])));
+	}
+
+	/*
+	 * A squarified treemap (Bruls, Huizing, van Wijk) of the types' shallow
+	 * sizes, on SVG; what the table does not list is one "other types" box.
+	 */
+	function treemap(types, total) {
+		const W = 1000, H = 260;
+		const items = types.filter(t => t.shallow > 0).map(t => ({ name: t.type, v: t.shallow, count: t.count }))
+			.sort((a, b) => b.v - a.v).slice(0, 40);
+		const listed = items.reduce((a, t) => a + t.v, 0);
+		if (total > listed)
+			items.push({ name: 'other types', v: total - listed, other: true });
+		const scale = W * H / items.reduce((a, t) => a + t.v, 0);
+		const rects = [];
+		let x = 0, y = 0, w = W, hh = H, row = [];
+		const worst = (r, side) => {
+			const sum = r.reduce((a, t) => a + t.v * scale, 0);
+			let mx = 0;
+			for (const t of r) {
+				const a = t.v * scale;
+				mx = Math.max(mx, side * side * a / (sum * sum), sum * sum / (side * side * a));
+			}
+			return mx;
+		};
+		const lay = r => {
+			const sum = r.reduce((a, t) => a + t.v * scale, 0);
+			if (w >= hh) {
+				const cw = sum / hh;
+				let cy = y;
+				for (const t of r) {
+					const ch = t.v * scale / cw;
+					rects.push({ t, x, y: cy, w: cw, h: ch });
+					cy += ch;
+				}
+				x += cw;
+				w -= cw;
+			} else {
+				const ch = sum / w;
+				let cx = x;
+				for (const t of r) {
+					const cw = t.v * scale / ch;
+					rects.push({ t, x: cx, y, w: cw, h: ch });
+					cx += cw;
+				}
+				y += ch;
+				hh -= ch;
+			}
+		};
+		for (const t of items) {
+			const side = Math.min(w, hh);
+			if (row.length && worst(row.concat([t]), side) > worst(row, side)) {
+				lay(row);
+				row = [];
+			}
+			row.push(t);
+		}
+		if (row.length)
+			lay(row);
+		const NS = 'http://www.w3.org/2000/svg';
+		const svg = document.createElementNS(NS, 'svg');
+		svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+		svg.setAttribute('class', 'treemap');
+		svg.setAttribute('role', 'img');
+		svg.setAttribute('aria-label', 'heap by type');
+		rects.forEach((r, i) => {
+			const g = document.createElementNS(NS, 'g');
+			const rect = document.createElementNS(NS, 'rect');
+			const hue = r.t.other ? 0 : 250 + (i * 37) % 90;
+			for (const [k, v] of Object.entries({ x: r.x + 0.5, y: r.y + 0.5, width: Math.max(0, r.w - 1), height: Math.max(0, r.h - 1), rx: 3,
+				fill: r.t.other ? 'hsl(0, 0%, 86%)' : `hsl(${hue}, 45%, ${70 + (i % 3) * 5}%)` }))
+				rect.setAttribute(k, v);
+			const title = document.createElementNS(NS, 'title');
+			title.textContent = `${r.t.name}\n${CT.fmtBytes(r.t.v)} (${CT.pct(r.t.v / total)})${r.t.count !== undefined ? ', ' + CT.fmtNum(r.t.count) + ' objects' : ''}`;
+			g.append(title, rect);
+			if (r.w > 60 && r.h > 16) {
+				const t = document.createElementNS(NS, 'text');
+				t.setAttribute('x', r.x + 6);
+				t.setAttribute('y', r.y + 16);
+				const chars = Math.floor((r.w - 10) / 6.6);
+				const nm = CT.shortName(r.t.name);
+				t.textContent = nm.length > chars ? nm.slice(0, Math.max(1, chars - 1)) + '…' : nm;
+				g.append(t);
+				if (r.h > 34) {
+					const t2 = document.createElementNS(NS, 'text');
+					t2.setAttribute('x', r.x + 6);
+					t2.setAttribute('y', r.y + 31);
+					t2.setAttribute('class', 'sub');
+					t2.textContent = CT.fmtBytes(r.t.v);
+					g.append(t2);
+				}
+			}
+			svg.append(g);
+		});
+		return svg;
 	}
 
 	/* ---------- doctor ---------- */

@@ -33,6 +33,9 @@ start_fixture web --port "$WEB_PORT"
 WEB_PID=$FIX_PID
 start_fixture_ns idle
 NS_PID=$FIX_PID
+HOSTILE_LABEL='<img src=x onerror=alert(1)><b>bold</b><script>alert(2)</script>'
+start_fixture hostile --label "$HOSTILE_LABEL"
+HOSTILE_PID=$FIX_PID
 
 SPORT=$(free_port)
 "$CLRTAP" serve --listen "127.0.0.1:$SPORT" --db "$WORK/serve.db" >"$WORK/serve.log" 2>&1 &
@@ -58,7 +61,7 @@ fi
 rm -rf "$UI_OUT"
 mkdir -p "$UI_OUT"
 UI_NPM=$NPM_DIR BASE="http://127.0.0.1:$SPORT" OUT="$UI_OUT" CPU_PID=$CPU_PID WEB_PID=$WEB_PID WEB_PORT=$WEB_PORT \
-	NS_PID=$NS_PID BASE_TOK="http://127.0.0.1:$TPORT" TOKEN=$TOKEN timeout 600 node "$ROOT/tests/ui/ui.mjs" >"$WORK/ui.out" 2>&1
+	NS_PID=$NS_PID HOSTILE_PID=$HOSTILE_PID HOSTILE_LABEL=$HOSTILE_LABEL BASE_TOK="http://127.0.0.1:$TPORT" TOKEN=$TOKEN timeout 600 node "$ROOT/tests/ui/ui.mjs" >"$WORK/ui.out" 2>&1
 rc=$?
 while IFS= read -r line; do
 	case "$line" in

@@ -8,6 +8,7 @@
 //   WEB_PID, WEB_PORT  a `sample web --port WEB_PORT` fixture (/api/exception/N throws N)
 //   NS_PID   a fixture in its own PID + mount namespace (a container, seen from the host)
 //   OUT      where screenshots and downloads go (kept for a person to look at)
+//   HOSTILE_PID, HOSTILE_LABEL  a `sample hostile --label LABEL` fixture (markup in its argv)
 //   BASE_TOK, TOKEN  a second server of the same host, with --token-file (optional)
 // Prints one "ok NAME" / "not ok NAME" line per check (details indented).
 import { createRequire } from 'module';
@@ -130,6 +131,22 @@ await step(`the namespaced fixture (pid ${NS}) is marked as a container, the hos
 	await page.locator(`tr[data-pid="${NS}"] .badge.container`).waitFor({ state: 'visible', timeout: 15000 });
 	expect(await page.locator(`tr[data-pid="${CPU}"] .badge.container`).count() === 0, 'host fixture marked as container');
 });
+if (env.HOSTILE_PID) {
+	await step('a hostile command line (markup in argv) is shown as text: no element made, no script run', async () => {
+		let dialogs = 0;
+		page.on('dialog', d => {
+			dialogs++;
+			d.dismiss().catch(() => {});
+		});
+		const row = page.locator(`tr[data-pid="${env.HOSTILE_PID}"]`);
+		await row.waitFor({ state: 'visible', timeout: 20000 });
+		const text = await row.locator('td.cmdline').getAttribute('title');
+		expect(text.includes(env.HOSTILE_LABEL), 'command line shown: ' + text);
+		expect(await row.locator('img, b, script').count() === 0, 'the label became markup');
+		await page.waitForTimeout(500);
+		expect(dialogs === 0, 'a dialog opened');
+	});
+}
 await shot('01-processes', false);
 
 // 2. A 3 s profile from the process page; the hot method in the flame graph.

@@ -344,6 +344,8 @@ int serve_plan_build(struct serve_plan *p, const char *exe, const char *dir,
 		A("report");
 		A("%s/heap.gcdump", dir);
 		A("--json");
+		A("--top");
+		A("0");
 		snprintf(st->stdout_name, sizeof(st->stdout_name), "report.json");
 		snprintf(p->report, sizeof(p->report), "report.json");
 	}

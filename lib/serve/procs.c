@@ -20,6 +20,7 @@ struct proc_entry {
 	pid_t pid;
 	uint64_t starttime;
 	bool have_info;
+	int64_t failed_ms; /* ProcessInfo failed then: not asked again for 10 s */
 	char runtime[64];
 	char assembly[128];
 };
@@ -76,6 +77,11 @@ static void runtime_info(struct srv_procs *pc, const struct proc_target *t, char
 	pthread_mutex_lock(&pc->lock);
 	for (i = 0; i < PROCS_CACHE; i++) {
 		if (pc->cache[i].pid == t->pid && pc->cache[i].starttime == t->starttime &&
+		    !pc->cache[i].have_info && srv_now_ms() - pc->cache[i].failed_ms < 10000) {
+			pthread_mutex_unlock(&pc->lock);
+			return;
+		}
+		if (pc->cache[i].pid == t->pid && pc->cache[i].starttime == t->starttime &&
 		    pc->cache[i].have_info) {
 			snprintf(rt, rtlen, "%s", pc->cache[i].runtime);
 			snprintf(asmb, asmlen, "%s", pc->cache[i].assembly);
@@ -84,9 +90,21 @@ static void runtime_info(struct srv_procs *pc, const struct proc_target *t, char
 		}
 	}
 	pthread_mutex_unlock(&pc->lock);
-	ipc_endpoint_init(&ep, t, 1000);
-	if (ipc_process_info(&ep, &pi, &rerr))
+	ipc_endpoint_init(&ep, t, 3000);
+	if (ipc_process_info(&ep, &pi, &rerr)) {
+		pthread_mutex_lock(&pc->lock);
+		for (i = 0; i < PROCS_CACHE; i++) {
+			if (pc->cache[i].pid == t->pid && pc->cache[i].starttime == t->starttime)
+				break;
+		}
+		e = i < PROCS_CACHE ? &pc->cache[i] : &pc->cache[pc->next++ % PROCS_CACHE];
+		memset(e, 0, sizeof(*e));
+		e->pid = t->pid;
+		e->starttime = t->starttime;
+		e->failed_ms = srv_now_ms();
+		pthread_mutex_unlock(&pc->lock);
 		return;
+	}
 	if (pi.clr_version) {
 		/* "10.0.12+commit": the version before '+' */
 		snprintf(rt, rtlen, "%.*s", (int)strcspn(pi.clr_version, "+"), pi.clr_version);
@@ -95,7 +113,11 @@ static void runtime_info(struct srv_procs *pc, const struct proc_target *t, char
 		snprintf(asmb, asmlen, "%s", pi.assembly);
 	ipc_process_info_release(&pi);
 	pthread_mutex_lock(&pc->lock);
-	e = &pc->cache[pc->next++ % PROCS_CACHE];
+	for (i = 0; i < PROCS_CACHE; i++) {
+		if (pc->cache[i].pid == t->pid && pc->cache[i].starttime == t->starttime)
+			break;
+	}
+	e = i < PROCS_CACHE ? &pc->cache[i] : &pc->cache[pc->next++ % PROCS_CACHE];
 	e->pid = t->pid;
 	e->starttime = t->starttime;
 	e->have_info = true;

@@ -499,7 +499,7 @@
 				h('td.num.mono', String(p.pid)),
 				h('td', h('a.pname', { href: '#/process/' + p.pid }, CT.procName(p)), p.assembly && p.name && p.assembly !== p.name ? h('span.muted.small', ' ' + p.name) : null),
 				h('td', p.runtime ? h('span.mono', p.runtime) : h('span.muted', '–')),
-				h('td', CT.containerBadge(p.container) || h('span.muted', 'host')),
+				h('td', CT.containerBadge(p.container) || h('span.muted', 'host'), p.nspid && p.nspid !== p.pid ? h('span.muted.small', ` pid ${p.nspid} inside`) : null),
 				h('td.num', l && l.cpu !== undefined && l.cpu !== null ? CT.fmtNum(l.cpu) + ' %' : '–'),
 				h('td.num', CT.fmtBytes(l && l.rss_bytes !== undefined ? l.rss_bytes : p.rss_bytes)),
 				h('td.cmdline.mono', { title: p.cmdline || '' }, p.cmdline || ''),

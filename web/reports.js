@@ -790,7 +790,7 @@
 		draw();
 		const tree = CT.flameDiffTree(ga.stacks, gb.stacks, 'after');
 		const rows = CT.flameDiffTop(tree).map(r => Object.assign(r, { d: r.selfB - r.selfA }))
-			.filter(r => Math.abs(r.d) > 0.0005).sort((x, y) => Math.abs(y.d) - Math.abs(x.d)).slice(0, 20);
+			.filter(r => Math.abs(r.d) > 0.0005).sort((x, y) => Math.abs(y.d) - Math.abs(x.d)).slice(0, 15);
 		const sgn = d => (d >= 0 ? '+' : '') + (d * 100).toFixed(2) + ' pp';
 		root.append(section('Biggest changes (own samples)', table(rows, [
 			['Method', r => h('span.mono', r.name), 'name'],

@@ -626,6 +626,10 @@
 			].filter(Boolean));
 		};
 		drawHead();
+		const waitNote = s.kind !== 'probe' && (s.status === 'running' || s.status === 'queued')
+			? h('p.muted.waitnote', 'The report appears here when the session is done.') : null;
+		if (waitNote)
+			body.append(waitNote);
 		const poll = async () => {
 			while (!left && (s.status === 'running' || s.status === 'queued')) {
 				if (s.kind === 'probe' && !streaming) {
@@ -644,6 +648,8 @@
 			}
 			if (!left && !rendered) {
 				rendered = true;
+				if (waitNote)
+					waitNote.remove();
 				await renderReport(s, body, streaming);
 			}
 		};

@@ -588,7 +588,23 @@
 		});
 		let streaming = false;
 		let rendered = false;
+		let lastSig = null;
 		const drawHead = () => {
+			/* while only the progress moves, move the bar (a redraw would lose a text selection) */
+			const sig = JSON.stringify(Object.assign({}, s, { progress: null }));
+			const bar = info.querySelector('.progress');
+			if (sig === lastSig && bar) {
+				const p = s.progress || {};
+				const frac = p.duration_s ? Math.min(1, (p.elapsed_s || 0) / p.duration_s) : null;
+				if (frac !== null) {
+					bar.querySelector('i').style.width = (frac * 100).toFixed(1) + '%';
+					bar.setAttribute('aria-valuenow', Math.round(frac * 100));
+				}
+				bar.querySelector('span').textContent = s.status === 'queued' ? 'queued…'
+					: (frac !== null && frac >= 1 ? (s.kind === 'profile' ? 'finishing (naming frames, writing the report)…' : 'finishing (writing the report)…') : 'running · ' + CT.progressText(p));
+				return;
+			}
+			lastSig = sig;
 			document.title = CT.sessionTitle(s) + ' · clrtap';
 			const running = s.status === 'running' || s.status === 'queued';
 			const cancel = running ? h('button.btn.danger', { type: 'button', id: 'cancel', on: { click: async e => {
@@ -608,7 +624,7 @@
 			const p = s.progress || {};
 			const frac = p.duration_s ? Math.min(1, (p.elapsed_s || 0) / p.duration_s) : null;
 			const prog = running ? h('div.progress', { role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': frac === null ? undefined : Math.round(frac * 100) },
-				h('div.ptrack', h('i' + (frac === null ? '.indet' : ''))), h('span', s.status === 'queued' ? 'queued…' : (frac !== null && frac >= 1 ? 'finishing (naming frames, writing the report)…' : 'running · ' + CT.progressText(p)))) : null;
+				h('div.ptrack', h('i' + (frac === null ? '.indet' : ''))), h('span', s.status === 'queued' ? 'queued…' : (frac !== null && frac >= 1 ? (s.kind === 'profile' ? 'finishing (naming frames, writing the report)…' : 'finishing (writing the report)…') : 'running · ' + CT.progressText(p)))) : null;
 			if (prog && frac !== null)
 				prog.querySelector('i').style.width = (frac * 100).toFixed(1) + '%';
 			const params = Object.entries(s.params || {});

@@ -16,6 +16,24 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 	not_ok "node and npm present" "scripts/install-deps.sh installs nodejs"
 	finish
 fi
+# take_lines FILE: the node scripts' "ok NAME" / "not ok NAME" lines as this test's
+take_lines() {
+	local line
+	while IFS= read -r line; do
+		case "$line" in
+		"ok "*) ok "${line#ok }" ;;
+		"not ok "*) not_ok "${line#not ok }" ;;
+		*) printf '%s\n' "$line" ;;
+		esac
+	done <"$1"
+}
+
+# flame.js's parsers and trees, in node (no browser)
+node "$ROOT/tests/ui/flame-unit.mjs" >"$WORK/unit.out" 2>&1
+rc=$?
+take_lines "$WORK/unit.out"
+[ "$rc" -ne 0 ] && ! grep -q '^not ok' "$WORK/unit.out" && not_ok "flame-unit.mjs ran (exit $rc)"
+
 if [ ! -x /usr/bin/chromium ]; then
 	not_ok "Debian's chromium at /usr/bin/chromium" "scripts/install-deps.sh installs chromium"
 	finish
@@ -63,13 +81,7 @@ mkdir -p "$UI_OUT"
 UI_NPM=$NPM_DIR BASE="http://127.0.0.1:$SPORT" OUT="$UI_OUT" CPU_PID=$CPU_PID WEB_PID=$WEB_PID WEB_PORT=$WEB_PORT \
 	NS_PID=$NS_PID HOSTILE_PID=$HOSTILE_PID HOSTILE_LABEL=$HOSTILE_LABEL BASE_TOK="http://127.0.0.1:$TPORT" TOKEN=$TOKEN timeout 600 node "$ROOT/tests/ui/ui.mjs" >"$WORK/ui.out" 2>&1
 rc=$?
-while IFS= read -r line; do
-	case "$line" in
-	"ok "*) ok "${line#ok }" ;;
-	"not ok "*) not_ok "${line#not ok }" ;;
-	*) printf '%s\n' "$line" ;;
-	esac
-done <"$WORK/ui.out"
+take_lines "$WORK/ui.out"
 if [ "$rc" -ne 0 ] && [ "$FAILED" -eq 0 ]; then
 	not_ok "the browser test ran to its end (exit $rc)" "$(tail -20 "$WORK/ui.out")"
 fi

@@ -131,6 +131,19 @@ await step(`the namespaced fixture (pid ${NS}) is marked as a container, the hos
 	await page.locator(`tr[data-pid="${NS}"] .badge.container`).waitFor({ state: 'visible', timeout: 15000 });
 	expect(await page.locator(`tr[data-pid="${CPU}"] .badge.container`).count() === 0, 'host fixture marked as container');
 });
+await step(`the namespaced fixture's page shows its pid inside (1) and live counters from it`, async () => {
+	await page.goto(BASE + '/#/process/' + NS);
+	await page.locator('dl.facts dt', { hasText: 'PID inside' }).waitFor({ timeout: 20000 });
+	const inside = await page.locator('dl.facts dt:text("PID inside") + dd').innerText();
+	expect(inside === '1', 'pid inside: ' + inside);
+	await page.waitForFunction(() => {
+		const c = document.querySelector('.chart[data-counter="cpu-usage"]');
+		return c && +c.dataset.count >= 1;
+	}, null, { timeout: 45000 });
+	await page.goto(BASE + '/#/processes');
+	await page.locator(`tr[data-pid="${CPU}"]`).waitFor();
+});
+
 if (env.HOSTILE_PID) {
 	await step('a hostile command line (markup in argv) is shown as text: no element made, no script run', async () => {
 		let dialogs = 0;

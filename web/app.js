@@ -26,6 +26,18 @@
 	CT.token = () => sessionStorage.getItem(TOKEN_KEY);
 	const authHeaders = () => (CT.token() ? { Authorization: 'Bearer ' + CT.token() } : {});
 
+	/*
+	 * Target-chosen text made visible: C0/C1 control characters (but newline
+	 * and tab) as \xNN and bidi overrides/isolates as \u{NNNN}, so an escape
+	 * sequence or a right-to-left override shows as what it is.
+	 */
+	CT.vis = function (s) {
+		return String(s).replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g, c => {
+			const n = c.charCodeAt(0);
+			return n < 0x100 ? '\\x' + n.toString(16).padStart(2, '0') : '\\u{' + n.toString(16) + '}';
+		});
+	};
+
 	/* ---------- DOM helper ---------- */
 	/* h('div.cls#id', {attr..., on: {click: fn}}, child, 'text', [children]) */
 	function h(spec, attrs, ...kids) {
@@ -65,7 +77,7 @@
 			else if (c instanceof Node)
 				e.appendChild(c);
 			else
-				e.appendChild(document.createTextNode(String(c)));
+				e.appendChild(document.createTextNode(CT.vis(c)));
 		};
 		kids.forEach(add);
 		return e;
@@ -484,8 +496,12 @@
 		const status = h('div.muted.small');
 		root.append(h('div.card.flush', table), status);
 		const live = new Map();
+		const cells = new Map();
 		let procs = [];
+		let sig = null;
+		const cpuText = l => (l && l.cpu !== undefined && l.cpu !== null ? CT.fmtNum(l.cpu) + ' %' : '–');
 		const draw = () => {
+			cells.clear();
 			const q = filter.value.trim().toLowerCase();
 			tbody.replaceChildren();
 			const shown = procs.filter(p => !q || [p.pid, p.name, p.cmdline, p.container && p.container.id, p.container && p.container.pod_uid]
@@ -500,11 +516,12 @@
 				h('td', h('a.pname', { href: '#/process/' + p.pid }, CT.procName(p)), p.assembly && p.name && p.assembly !== p.name ? h('span.muted.small', ' ' + p.name) : null),
 				h('td', p.runtime ? h('span.mono', p.runtime) : h('span.muted', '–')),
 				h('td', CT.containerBadge(p.container) || h('span.muted', 'host'), p.nspid && p.nspid !== p.pid ? h('span.muted.small', ` pid ${p.nspid} inside`) : null),
-				h('td.num', l && l.cpu !== undefined && l.cpu !== null ? CT.fmtNum(l.cpu) + ' %' : '–'),
-				h('td.num', CT.fmtBytes(l && l.rss_bytes !== undefined ? l.rss_bytes : p.rss_bytes)),
+				h('td.num.cpu', cpuText(l)),
+				h('td.num.rss', CT.fmtBytes(l && l.rss_bytes !== undefined ? l.rss_bytes : p.rss_bytes)),
 				h('td.cmdline.mono', { title: p.cmdline || '' }, p.cmdline || ''),
 				h('td.right', h('a.btn.small', { href: '#/new?pid=' + p.pid }, 'Analyze…')));
 				tbody.appendChild(tr);
+				cells.set(p.pid, { cpu: tr.querySelector('td.cpu'), rss: tr.querySelector('td.rss') });
 			}
 			if (!shown.length)
 				tbody.appendChild(h('tr', h('td.empty', { colSpan: 8 }, procs.length ? 'Nothing matches the filter.' : 'No .NET process found.')));
@@ -514,13 +531,21 @@
 			try {
 				const r = await CT.api('/processes');
 				procs = (r.processes || []).slice().sort((a, b) => a.pid - b.pid);
-				draw();
+				/* redraw only when the list changed (a redraw loses a text selection) */
+				const now = JSON.stringify(procs.map(p => Object.assign({}, p, { rss_bytes: null, threads: null })));
+				if (now !== sig) {
+					sig = now;
+					draw();
+				}
 			} catch (e) {
 				tbody.replaceChildren(h('tr', h('td', { colSpan: 8 }, CT.errorBox(e, 'Could not list processes'))));
 			}
 		};
 		filter.addEventListener('input', draw);
-		refresh.addEventListener('click', load);
+		refresh.addEventListener('click', () => {
+			sig = null;
+			load();
+		});
 		await load();
 		CT.every(5000, load);
 		CT.onLeave(CT.sse('/top/live', (type, d) => {
@@ -528,7 +553,13 @@
 				return;
 			live.clear();
 			d.rows.forEach(r => live.set(r.pid, r));
-			draw();
+			for (const [pid, c] of cells) {
+				const l = live.get(pid);
+				c.cpu.textContent = cpuText(l);
+				if (l && l.rss_bytes !== undefined)
+					c.rss.textContent = CT.fmtBytes(l.rss_bytes);
+			}
+			status.textContent = `${procs.length} process${procs.length === 1 ? '' : 'es'} · CPU and RSS live (every 2 s)`;
 		}, null, { reconnect: true }));
 	}
 

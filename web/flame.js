@@ -252,6 +252,8 @@
 		return j >= 0 ? name.slice(j + 1) : name;
 	}
 
+	const vis = s => (CT.vis ? CT.vis(s) : s);
+
 	let measureCtx = null;
 	function textWidth(s) {
 		if (!measureCtx) {
@@ -507,7 +509,7 @@
 					matchedSeen.add(n);
 				}
 				el('rect', { x: it.x.toFixed(2), y: it.d * ROW, width: Math.max(it.w - 0.6, 0.3).toFixed(2), height: ROW - 1, rx: 2, fill }, g);
-				const label = fitLabel(n === root ? this.rootLabel() : n.name, it.w - 8);
+				const label = fitLabel(n === root ? this.rootLabel() : vis(n.name), it.w - 8);
 				if (label) {
 					const t = el('text', { x: (it.x + 4).toFixed(2), y: it.d * ROW + 12.5 }, g);
 					t.textContent = label;
@@ -528,8 +530,8 @@
 					const a = document.createElement('button');
 					a.type = 'button';
 					a.className = 'linkish';
-					a.textContent = n === root ? 'all' : shortName(n.name);
-					a.title = n.name;
+					a.textContent = n === root ? 'all' : vis(shortName(n.name));
+					a.title = vis(n.name);
 					a.addEventListener('click', () => this.zoom(n === root ? null : n));
 					this.trail.appendChild(a);
 				});
@@ -570,7 +572,7 @@
 			}
 			const title = document.createElement('div');
 			title.className = 'tip-name';
-			title.textContent = n === root ? 'all' : n.name;
+			title.textContent = n === root ? 'all' : vis(n.name);
 			const tbl = document.createElement('div');
 			tbl.className = 'tip-rows';
 			for (const [k, v] of lines) {

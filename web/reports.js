@@ -297,14 +297,14 @@
 				fill: r.t.other ? 'hsl(0, 0%, 86%)' : `hsl(${hue}, 45%, ${70 + (i % 3) * 5}%)` }))
 				rect.setAttribute(k, v);
 			const title = document.createElementNS(NS, 'title');
-			title.textContent = `${r.t.name}\n${CT.fmtBytes(r.t.v)} (${CT.pct(r.t.v / total)})${r.t.count !== undefined ? ', ' + CT.fmtNum(r.t.count) + ' objects' : ''}`;
+			title.textContent = `${CT.vis(r.t.name)}\n${CT.fmtBytes(r.t.v)} (${CT.pct(r.t.v / total)})${r.t.count !== undefined ? ', ' + CT.fmtNum(r.t.count) + ' objects' : ''}`;
 			g.append(title, rect);
 			if (r.w > 60 && r.h > 16) {
 				const t = document.createElementNS(NS, 'text');
 				t.setAttribute('x', r.x + 6);
 				t.setAttribute('y', r.y + 16);
 				const chars = Math.floor((r.w - 10) / 6.6);
-				const nm = CT.shortName(r.t.name);
+				const nm = CT.vis(CT.shortName(r.t.name));
 				t.textContent = nm.length > chars ? nm.slice(0, Math.max(1, chars - 1)) + '…' : nm;
 				g.append(t);
 				if (r.h > 34) {

@@ -413,6 +413,8 @@
 				root.list.forEach(walk);
 			}
 			this.render();
+			if (this.opts.onTree)
+				this.opts.onTree(root);
 		}
 
 		zoom(n) {
@@ -542,7 +544,7 @@
 			const r = this.root;
 			if (this.opts.diff)
 				return `all (before ${CT.fmtNum(r.totals.before)} → after ${CT.fmtNum(r.totals.after)} ${this.opts.unit})`;
-			return `all (${CT.fmtNum(r.v)} ${this.opts.unit})`;
+			return `all (${CT.fmtNum(r.v)} ${this.opts.unit}${this.only.checked ? ' with .NET frames' : ''})`;
 		}
 
 		nodeAt(e) {

@@ -134,19 +134,24 @@
 			card.append(warnBox(String(rep.warning || rep.partial)));
 		const fbox = h('div#flame');
 		card.append(fbox);
-		const fg = new CT.FlameGraph(fbox, { unit: got.unit === 'ns' ? 'ns' : 'samples' });
-		const tree = CT.flameTree(got.stacks);
+		const topBox = h('div');
+		let fg = null;
+		/* the table follows the graph's tree (".NET frames only" too) */
+		const drawTop = tree => {
+			topBox.replaceChildren(topSelfTable(tree, got.unit));
+			topBox.querySelectorAll('tbody tr').forEach(tr => {
+				tr.classList.add('click');
+				tr.addEventListener('click', () => {
+					fg.search.value = tr.querySelector('.mono').textContent;
+					fg.render();
+					fbox.scrollIntoView({ behavior: 'smooth', block: 'start' });
+				});
+			});
+		};
+		out.append(section('Hottest methods', h('p.muted.small', 'By own (self) samples; click a row to find it in the flame graph.'), topBox));
+		fg = new CT.FlameGraph(fbox, { unit: got.unit === 'ns' ? 'ns' : 'samples', onTree: drawTop });
 		fg.setStacks(got.stacks);
 		CT.onLeave(() => fg.destroy());
-		out.append(section('Hottest methods', h('p.muted.small', 'By own (self) samples; click a row to find it in the flame graph.'), topSelfTable(tree, got.unit)));
-		out.lastChild.querySelectorAll('tbody tr').forEach(tr => {
-			tr.classList.add('click');
-			tr.addEventListener('click', () => {
-				fg.search.value = tr.querySelector('.mono').textContent;
-				fg.render();
-				fbox.scrollIntoView({ behavior: 'smooth', block: 'start' });
-			});
-		});
 	}
 
 	/* ---------- exceptions (analyze exceptions, trace report) ---------- */

@@ -16,6 +16,7 @@ N=${N:-20}
 pids=()
 out=$(mktemp -d)
 cleanup() {
+	exec 2>/dev/null # no "Killed" notices for the fixtures
 	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
 	sleep 2
 	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done

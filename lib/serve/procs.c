@@ -185,6 +185,61 @@ static void proc_obj(struct srv_procs *pc, const struct proc_target *t, bool det
 	strbuf_release(&cmd);
 }
 
+/*
+ * What proc_target_find said about each (pid, start time), for TARGET_TTL_MS:
+ * a listing then costs a read of /proc/PID/stat per process instead of a
+ * look into every process's temp directory (a process that execs into
+ * dotnet keeps its start time: it shows up within the TTL).
+ */
+#define TARGET_CACHE 4096
+#define TARGET_TTL_MS 5000
+
+struct target_ent {
+	pid_t pid;
+	uint64_t starttime;
+	int64_t at;
+	int verdict;               /* proc_target_find's return */
+	struct proc_target *t;     /* when verdict == 0 */
+};
+
+static pthread_mutex_t target_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct target_ent target_cache[TARGET_CACHE];
+
+/* proc_target_find through the cache. */
+static int target_find(pid_t pid, struct proc_target *out)
+{
+	struct target_ent *e = &target_cache[(unsigned)pid % TARGET_CACHE];
+	uint64_t st;
+	int64_t now = srv_now_ms();
+	int err = proc_starttime(pid, &st);
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&target_lock);
+	if (e->pid == pid && e->starttime == st && now - e->at < TARGET_TTL_MS) {
+		err = e->verdict;
+		if (!err)
+			*out = *e->t;
+		pthread_mutex_unlock(&target_lock);
+		return err;
+	}
+	pthread_mutex_unlock(&target_lock);
+	err = proc_target_find(pid, out);
+	pthread_mutex_lock(&target_lock);
+	if (!err && !e->t)
+		e->t = malloc(sizeof(*e->t));
+	if (err || e->t) {
+		e->pid = pid;
+		e->starttime = st;
+		e->at = now;
+		e->verdict = err;
+		if (!err)
+			*e->t = *out;
+	}
+	pthread_mutex_unlock(&target_lock);
+	return err;
+}
+
 struct scan_ctx {
 	pid_t *pids;
 	size_t max, n;
@@ -197,7 +252,7 @@ static int scan_fn(pid_t pid, void *vctx)
 
 	if (pid == getpid())
 		return 0;
-	if (proc_target_find(pid, &t))
+	if (target_find(pid, &t))
 		return 0;
 	if (c->n < c->max)
 		c->pids[c->n++] = pid;
@@ -226,7 +281,7 @@ int srv_procs_list_json(struct srv_procs *pc, struct ct_json *j)
 	for (i = 0; i < n; i++) {
 		struct proc_target t;
 
-		if (proc_target_find(pids[i], &t))
+		if (target_find(pids[i], &t))
 			continue; /* gone since the scan */
 		proc_obj(pc, &t, false, j);
 	}

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "serve/internal.h"
 #include "serve/serve.h"
 
 static void test_routes(void **state)
@@ -254,13 +255,101 @@ static void test_names(void **state)
 	assert_string_equal(serve_code_name(130), "interrupted");
 }
 
+static int ndropped;
+static void on_drop(const char *dir, void *ctx)
+{
+	(void)dir;
+	(void)ctx;
+	ndropped++;
+}
+
+/* The history: insert, run, end, list, artifacts, recovery after a crash, pruning. */
+static void test_db(void **state)
+{
+	char path[] = "/tmp/clrtap-serve-test-XXXXXX", db_path[64], dir[128], name[64], st[32];
+	struct serve_session_req req;
+	struct srv_db_end end = { .status = "failed", .exit_code = 3, .err_code = 3,
+				  .err_message = "no process with pid 42" };
+	struct strbuf sb = STRBUF_INIT;
+	struct ct_json j;
+	const char *why;
+	const char *body = "{\"kind\":\"profile\",\"pid\":42,\"params\":{\"duration\":2.5,\"engine\":\"perf\"}}";
+	sqlite3 *db;
+
+	(void)state;
+	assert_non_null(mkdtemp(path));
+	snprintf(db_path, sizeof(db_path), "%s/h.db", path);
+	assert_int_equal(srv_db_open(db_path, &db), 0);
+	assert_int_equal(serve_session_req_parse(body, strlen(body), &req, &why), 0);
+	assert_int_equal(srv_db_insert(db, "s-0000000000000001", &req, "dotnet", "/d/1", 2.5, 1000), 0);
+	assert_int_equal(srv_db_insert(db, "s-0000000000000002", &req, "dotnet", "/d/2", 2.5, 2000), 0);
+	assert_int_equal(srv_db_insert(db, "s-0000000000000003", &req, "dotnet", "/d/3", 2.5, 3000), 0);
+	assert_int_equal(srv_db_set_running(db, "s-0000000000000001", 1100), 0);
+	assert_int_equal(srv_db_set_end(db, "s-0000000000000001", &end, 1600), 0);
+	assert_int_equal(srv_db_add_artifact(db, "s-0000000000000002", "report.json", 12, true), 0);
+	assert_int_equal(srv_db_set_running(db, "s-0000000000000002", 2100), 0);
+
+	ct_json_init(&j, &sb);
+	assert_int_equal(srv_db_session_json(db, "s-0000000000000001", &j), 0);
+	assert_int_equal(ct_json_finish(&j), 0);
+	assert_non_null(strstr(sb.buf, "\"params\":{\"duration\":2.5,\"engine\":\"perf\"}"));
+	assert_non_null(strstr(sb.buf, "\"status\":\"failed\""));
+	assert_non_null(strstr(sb.buf, "\"progress\":{\"elapsed_s\":0.5,\"duration_s\":2.5}"));
+	assert_non_null(strstr(sb.buf, "\"error\":{\"code\":3,\"name\":\"no-process\",\"message\":\"no process with pid 42\"}"));
+	assert_non_null(strstr(sb.buf, "\"created\":\"1970-01-01T00:00:01.000Z\""));
+	strbuf_reset(&sb);
+	ct_json_init(&j, &sb);
+	assert_int_equal(srv_db_session_json(db, "s-00000000000000ff", &j), -ENOENT);
+
+	/* artifacts only by the recorded name */
+	assert_int_equal(srv_db_artifact_dir(db, "s-0000000000000002", "report.json", dir, sizeof(dir)), 0);
+	assert_string_equal(dir, "/d/2");
+	assert_int_equal(srv_db_artifact_dir(db, "s-0000000000000002", "../report.json", dir, sizeof(dir)), -ENOENT);
+	assert_int_equal(srv_db_artifact_dir(db, "s-0000000000000001", "report.json", dir, sizeof(dir)), -ENOENT);
+	assert_int_equal(srv_db_report(db, "s-0000000000000002", name, sizeof(name), dir, sizeof(dir), st, sizeof(st)), 0);
+	assert_string_equal(name, "report.json");
+	assert_int_equal(srv_db_report(db, "s-0000000000000001", name, sizeof(name), dir, sizeof(dir), st, sizeof(st)), -ENOENT);
+	assert_string_equal(st, "failed");
+
+	/* newest first */
+	strbuf_reset(&sb);
+	ct_json_init(&j, &sb);
+	assert_int_equal(srv_db_list_json(db, &j), 0);
+	assert_int_equal(ct_json_finish(&j), 0);
+	assert_true(strstr(sb.buf, "s-0000000000000003") < strstr(sb.buf, "s-0000000000000001"));
+
+	/* a server that died: queued and running become failed (130) */
+	srv_db_close(db);
+	assert_int_equal(srv_db_open(db_path, &db), 0);
+	assert_int_equal(srv_db_recover(db), 0);
+	assert_int_equal(srv_db_status(db, "s-0000000000000002", st, sizeof(st)), 0);
+	assert_string_equal(st, "failed");
+	assert_int_equal(srv_db_status(db, "s-0000000000000003", st, sizeof(st)), 0);
+	assert_string_equal(st, "failed");
+
+	/* keep 1: the two older go, with their directories */
+	assert_int_equal(srv_db_prune(db, 1, 36500, on_drop, NULL), 0);
+	assert_int_equal(ndropped, 2);
+	assert_int_equal(srv_db_status(db, "s-0000000000000001", st, sizeof(st)), -ENOENT);
+	assert_int_equal(srv_db_status(db, "s-0000000000000003", st, sizeof(st)), 0);
+	assert_int_equal(srv_db_artifact_dir(db, "s-0000000000000002", "report.json", dir, sizeof(dir)), -ENOENT);
+	srv_db_close(db);
+	strbuf_release(&sb);
+	unlink(db_path);
+	snprintf(dir, sizeof(dir), "%s/h.db-wal", path);
+	unlink(dir);
+	snprintf(dir, sizeof(dir), "%s/h.db-shm", path);
+	unlink(dir);
+	rmdir(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_routes), cmocka_unit_test(test_auth),
 		cmocka_unit_test(test_listen), cmocka_unit_test(test_body),
 		cmocka_unit_test(test_plan),   cmocka_unit_test(test_folded),
-		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_names),  cmocka_unit_test(test_db),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -439,31 +439,11 @@ int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 	}
 	/* With -n the single live match is already in t. */
 	err = o->name ? 0 : proc_target_find(pid, t);
-	switch (err) {
-	case 0:
-		break;
-	case -ESRCH:
-		return cli_error(EXIT_NO_PROCESS, "no process with pid %d", (int)pid);
-	case -EACCES:
-		return cli_error(EXIT_PERMISSION,
-				 "not allowed to inspect pid %d (owned by uid %u): run as its "
-				 "user or as root (CAP_SYS_PTRACE)",
-				 (int)pid, (unsigned)t->uid);
-	case -ENOENT:
-		return cli_error(EXIT_NOT_DOTNET,
-				 "pid %d is not a .NET process (no diagnostics socket in %s%s%s)",
-				 (int)pid, t->other_mntns ? t->root : "", t->tmpdir,
-				 t->other_mntns ? ", its /tmp" : "");
-	case -ELOOP:
-	case -ENOTSOCK:
-		return cli_error(EXIT_NOT_TARGET,
-				 "pid %d's diagnostics socket %s is %s inside the target: it is not "
-				 "the target's socket, and clrtap does not follow it",
-				 (int)pid, t->sock_tpath,
-				 err == -ELOOP ? "a symbolic link" : "not a socket");
-	default:
-		return cli_error(cli_exit_for(err), "cannot inspect pid %d: %s", (int)pid,
-				 strerror(-err));
+	if (err) {
+		char why[PROC_PATH_MAX * 2 + 256];
+
+		proc_target_strerror(pid, err, t, why, sizeof(why));
+		return cli_error(cli_exit_for(err), "%s", why);
 	}
 	ipc_endpoint_init(ep, t, o->timeout_ms);
 	/* Before any command: is the process behind the socket the target? */

@@ -18,6 +18,7 @@
 #define CLRTAP_COUNTERS_COUNTERS_H
 
 #include "common/compat.h"
+#include "common/json.h"
 #include "common/strbuf.h"
 #include "ipc/ipc.h"
 #include "nettrace/nettrace.h"
@@ -199,5 +200,26 @@ struct counters_live_result {
 /* Returns 0 once the session is over (see res for how it went), or a
  * negative errno when it could not be run at all (pipe, thread, memory). */
 int counters_live_run(const struct counters_live *o, struct counters_live_result *res);
+
+/* ------------------------------------------------------------------------ */
+/* The JSON document of `counters collect --format json` (and serve)          */
+
+/* Wall-clock time of the trace's timestamps, from its header. */
+struct counters_clock {
+	bool have;
+	int64_t sync_epoch; /* seconds */
+	int sync_ms;
+	int64_t sync_qpc, qpc_freq;
+};
+/* Takes the clock from the trace header (once; a header without a frequency is ignored). */
+void counters_clock_set(struct counters_clock *c, const struct nt_trace_info *ti);
+/* "2026-11-24T18:13:38.123Z", or "?" before the clock is known. */
+void counters_clock_format(const struct counters_clock *c, int64_t ts, char *buf, size_t len);
+/*
+ * One element of the document's "values": timestamp, source, type, name,
+ * display_name, tags, kind, value (null when not a number), units,
+ * interval_sec. The document is {"pid":N,"interval_sec":N,"values":[...]}.
+ */
+void counters_json_value(struct ct_json *j, const struct counters_value *v, const char *ts);
 
 #endif

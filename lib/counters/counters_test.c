@@ -334,6 +334,36 @@ static void test_table_cap(void **state)
 	counters_table_release(&t);
 }
 
+/* The document pieces (doc.c): wall-clock timestamps from the trace clock, one value. */
+static void test_doc(void **state)
+{
+	struct nt_trace_info ti = { .sync_utc = { 2026, 11, 2, 24, 18, 13, 38, 500 },
+				    .sync_qpc = 1000000, .qpc_freq = 1000000 };
+	struct counters_clock c = { 0 };
+	struct counters_value v = { .source = "System.Runtime", .name = "cpu-usage",
+				    .display_name = "CPU Usage", .units = "%", .tags = "",
+				    .kind = COUNTERS_MEAN, .value = 12.5, .interval_sec = 1 };
+	struct strbuf sb = STRBUF_INIT;
+	struct ct_json j;
+	char ts[64];
+
+	(void)state;
+	counters_clock_format(&c, 5, ts, sizeof(ts));
+	assert_string_equal(ts, "?");
+	counters_clock_set(&c, &ti);
+	counters_clock_format(&c, 1000000 + 2750000, ts, sizeof(ts)); /* +2.75 s */
+	assert_string_equal(ts, "2026-11-24T18:13:41.250Z");
+	counters_clock_format(&c, 1000000 - 600000, ts, sizeof(ts)); /* -0.6 s */
+	assert_string_equal(ts, "2026-11-24T18:13:37.900Z");
+	ct_json_init(&j, &sb);
+	counters_json_value(&j, &v, ts);
+	assert_int_equal(ct_json_finish(&j), 0);
+	assert_string_equal(sb.buf, "{\"timestamp\":\"2026-11-24T18:13:37.900Z\",\"source\":\"System.Runtime\","
+				    "\"type\":\"eventcounters\",\"name\":\"cpu-usage\",\"display_name\":\"CPU Usage\","
+				    "\"tags\":\"\",\"kind\":\"mean\",\"value\":12.5,\"units\":\"%\",\"interval_sec\":1}");
+	strbuf_release(&sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -343,6 +373,7 @@ int main(void)
 		cmocka_unit_test(test_parse_double),
 		cmocka_unit_test(test_capture),
 		cmocka_unit_test(test_table_cap),
+		cmocka_unit_test(test_doc),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -575,3 +575,33 @@ int proc_scan_stale_sockets(const char *dir, proc_stale_fn fn, void *ctx)
 	closedir(d);
 	return 0;
 }
+
+void proc_target_strerror(pid_t pid, int err, const struct proc_target *t, char *buf, size_t len)
+{
+	switch (err) {
+	case -ESRCH:
+		snprintf(buf, len, "no process with pid %d", (int)pid);
+		break;
+	case -EACCES:
+		snprintf(buf, len,
+			 "not allowed to inspect pid %d (owned by uid %u): run as its "
+			 "user or as root (CAP_SYS_PTRACE)",
+			 (int)pid, (unsigned)t->uid);
+		break;
+	case -ENOENT:
+		snprintf(buf, len, "pid %d is not a .NET process (no diagnostics socket in %s%s%s)",
+			 (int)pid, t->other_mntns ? t->root : "", t->tmpdir,
+			 t->other_mntns ? ", its /tmp" : "");
+		break;
+	case -ELOOP:
+	case -ENOTSOCK:
+		snprintf(buf, len,
+			 "pid %d's diagnostics socket %s is %s inside the target: it is not "
+			 "the target's socket, and clrtap does not follow it",
+			 (int)pid, t->sock_tpath, err == -ELOOP ? "a symbolic link" : "not a socket");
+		break;
+	default:
+		snprintf(buf, len, "cannot inspect pid %d: %s", (int)pid, strerror(-err));
+		break;
+	}
+}

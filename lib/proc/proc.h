@@ -54,6 +54,13 @@ struct proc_target {
  */
 int proc_target_find(pid_t pid, struct proc_target *t);
 
+/*
+ * The sentence clrtap says when proc_target_find(pid, t) returned err (t as
+ * that call left it): "no process with pid 42", "pid 42 is not a .NET
+ * process (...)", ... One wording for the CLI and for clrtap serve.
+ */
+void proc_target_strerror(pid_t pid, int err, const struct proc_target *t, char *buf, size_t len);
+
 /* Callback for proc_scan: return non-zero to stop the scan with that value. */
 typedef int (*proc_scan_fn)(pid_t pid, void *ctx);
 /* Calls fn for every numeric entry of /proc, in increasing pid order. */

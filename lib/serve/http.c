@@ -106,21 +106,14 @@ static unsigned status_for(int code)
 	}
 }
 
-static enum MHD_Result send_proc_error(struct MHD_Connection *c, pid_t pid, int err)
+static enum MHD_Result send_proc_error(struct MHD_Connection *c, pid_t pid, int err,
+				      const struct proc_target *t)
 {
-	switch (err) {
-	case -ESRCH:
-		return send_error(c, 404, 3, "no process with pid %d", (int)pid);
-	case -EACCES:
-		return send_error(c, 403, 5, "not allowed to inspect pid %d", (int)pid);
-	case -ELOOP:
-	case -ENOTSOCK:
-		return send_error(c, 403, 10, "pid %d's diagnostics socket is not what it must be",
-				  (int)pid);
-	default:
-		return send_error(c, 400, 4, "pid %d is not a .NET process (no diagnostics socket)",
-				  (int)pid);
-	}
+	char why[PROC_PATH_MAX * 2 + 256];
+	int code = serve_exit_for(err);
+
+	proc_target_strerror(pid, err, t, why, sizeof(why));
+	return send_error(c, status_for(code), code, "%s", why);
 }
 
 /* ----- server-sent events ----- */
@@ -490,10 +483,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		ret = err ? send_error(c, 500, 1, "cannot scan /proc: %s", strerror(-err))
 			  : send_json(c, 200, &j);
 		break;
-	case SERVE_R_PROCESS:
-		err = srv_procs_info_json(s->procs, rt.pid, &j);
-		ret = err ? send_proc_error(c, rt.pid, err) : send_json(c, 200, &j);
+	case SERVE_R_PROCESS: {
+		struct proc_target t;
+
+		err = srv_procs_info_json(s->procs, rt.pid, &j, &t);
+		ret = err ? send_proc_error(c, rt.pid, err, &t) : send_json(c, 200, &j);
 		break;
+	}
 	case SERVE_R_COUNTERS_LIVE:
 	case SERVE_R_TOP_LIVE:
 	case SERVE_R_EVENTS: {
@@ -511,7 +507,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			err = proc_target_find(rt.pid, &t);
 			if (err) {
 				free(e);
-				ret = send_proc_error(c, rt.pid, err);
+				ret = send_proc_error(c, rt.pid, err, &t);
 				break;
 			}
 		} else if (rt.id == SERVE_R_TOP_LIVE) {

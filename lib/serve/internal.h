@@ -54,8 +54,9 @@ int srv_procs_new(struct srv_procs **out);
 void srv_procs_free(struct srv_procs *pc);
 /* {"processes":[...]} of every .NET process. */
 int srv_procs_list_json(struct srv_procs *pc, struct ct_json *j);
-/* One process object; -ESRCH, -ENOENT (not .NET), -EACCES. */
-int srv_procs_info_json(struct srv_procs *pc, pid_t pid, struct ct_json *j);
+/* One process object; -ESRCH, -ENOENT (not .NET), -EACCES (t says more: proc_target_strerror). */
+struct proc_target;
+int srv_procs_info_json(struct srv_procs *pc, pid_t pid, struct ct_json *j, struct proc_target *t);
 /* The .NET pids (at most max). */
 int srv_procs_pids(pid_t *pids, size_t max, size_t *n);
 /* The process's short name (comm), for labels. */

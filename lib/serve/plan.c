@@ -263,29 +263,19 @@ int serve_plan_build(struct serve_plan *p, const char *exe, const char *dir,
 		snprintf(st->stdout_name, sizeof(st->stdout_name), "report.json");
 		snprintf(p->report, sizeof(p->report), "report.json");
 	} else if (!strcmp(k->kind, "counters")) {
-		unsigned iv;
-
-		A("counters");
-		A("collect");
-		A("-p");
-		A("%d", (int)req->pid);
-		A("-d");
-		A("%s", dur);
-		A("--format");
-		A("json");
-		A("-o");
-		A("%s/counters.json", dir);
+		/* in-process: lib/counters, the same calls and document as `counters collect` */
+		p->inproc = SERVE_INPROC_COUNTERS;
+		p->nsteps = 0;
+		p->interval = 1;
+		snprintf(p->counters, sizeof(p->counters), "System.Runtime");
 		if ((v = serve_param_get(req, "counters"))) {
 			if (!chars_ok(v, "-,[]"))
 				return WHY("counters: syntax is Source[name,...],... (letters, digits, . _ - , [ ])");
-			A("--counters");
-			A("%s", v);
+			snprintf(p->counters, sizeof(p->counters), "%s", v);
 		}
 		if ((v = serve_param_get(req, "interval"))) {
-			if (parse_uint(v, 1, 3600, &iv))
+			if (parse_uint(v, 1, 3600, &p->interval))
 				return WHY("interval must be 1..3600 seconds");
-			A("--interval");
-			A("%u", iv);
 		}
 		snprintf(p->report, sizeof(p->report), "counters.json");
 	} else if (!strcmp(k->kind, "stacks")) {

@@ -290,14 +290,13 @@ int srv_procs_list_json(struct srv_procs *pc, struct ct_json *j)
 	return 0;
 }
 
-int srv_procs_info_json(struct srv_procs *pc, pid_t pid, struct ct_json *j)
+int srv_procs_info_json(struct srv_procs *pc, pid_t pid, struct ct_json *j, struct proc_target *t)
 {
-	struct proc_target t;
-	int err = proc_target_find(pid, &t);
+	int err = proc_target_find(pid, t);
 
 	if (err)
 		return err;
-	proc_obj(pc, &t, true, j);
+	proc_obj(pc, t, true, j);
 	return 0;
 }
 

@@ -10,9 +10,13 @@
  * code; the server is not affected. Artifacts are the regular files the
  * commands made in the directory, recorded in the history with their sizes.
  *
- * Why child processes: the commands' workflows still live in src/cmd (and
- * print, and use process-wide signal state), so the server runs the very same
- * code as the CLI by running the CLI. See docs/cmd/serve.md.
+ * stacks and counters run in the worker thread itself through their
+ * libraries (lib/stacks, lib/counters), with the session's stop flag and a
+ * per-thread log sink writing the session's stderr.txt.
+ *
+ * Why child processes for the rest: those commands' workflows still live in
+ * src/cmd (and print, and use process-wide signal state), so the server runs
+ * the very same code as the CLI by running the CLI. See docs/cmd/serve.md.
  */
 #include "common/compat.h"
 
@@ -26,6 +30,7 @@
 
 #include "common/io.h"
 #include "common/log.h"
+#include "counters/counters.h"
 #include "ipc/ipc.h"
 #include "proc/proc.h"
 #include "stacks/stacks.h"
@@ -252,12 +257,10 @@ static int run_stacks(struct rsession *s)
 	int err, code = 0, fd;
 
 	err = proc_target_find(s->target, &t);
-	if (err == -ESRCH)
-		return session_error(s, 3, "no process with pid %d", (int)s->target);
-	if (err)
-		return session_error(s, serve_exit_for(err), "pid %d: %s", (int)s->target,
-				     err == -ENOENT ? "not a .NET process (no diagnostics socket)"
-						    : strerror(-err));
+	if (err) {
+		proc_target_strerror(s->target, err, &t, why, sizeof(why));
+		return session_error(s, serve_exit_for(err), "%s", why);
+	}
 	ipc_endpoint_init(&ep, &t, 5000);
 	err = stacks_capture_run(&ep, t.pid, &co, &cap);
 	if (err) {
@@ -295,6 +298,180 @@ out:
 	return code;
 }
 
+/* counters in this thread: lib/counters, the document of `counters collect --format json`. */
+struct cctx {
+	struct counters_spec spec;
+	struct counters_decoder *dec;
+	struct counters_clock clock;
+	struct ct_json j;
+	struct strbuf doc;
+	unsigned interval;
+	uint64_t nvalues;
+	char last_notice[256];
+};
+
+static int c_value(void *ctx, const struct counters_value *cv)
+{
+	struct cctx *c = ctx;
+	struct counters_value v = *cv;
+	char ts[80];
+
+	if (!counters_spec_wants(&c->spec, v.meter, v.source, v.name))
+		return 0;
+	if (v.interval_sec <= 0)
+		v.interval_sec = c->interval;
+	counters_clock_format(&c->clock, v.timestamp, ts, sizeof(ts));
+	counters_json_value(&c->j, &v, ts);
+	c->nvalues++;
+	return strbuf_error(&c->doc);
+}
+
+static int c_notice(void *ctx, const char *msg)
+{
+	struct cctx *c = ctx;
+
+	if (strcmp(c->last_notice, msg)) {
+		ct_warn("%s", msg);
+		snprintf(c->last_notice, sizeof(c->last_notice), "%s", msg);
+	}
+	return 0;
+}
+
+static const struct counters_handlers c_handlers = { .value = c_value, .notice = c_notice };
+
+static int c_event(void *ctx, const struct nt_event *ev)
+{
+	struct cctx *c = ctx;
+	int err = counters_decode(c->dec, ev, &c_handlers, c);
+
+	if (err == -EBADMSG) {
+		ct_warn("a counter event could not be decoded (skipped)");
+		return 0;
+	}
+	return err < 0 ? err : 0;
+}
+
+static void c_opened(void *ctx, const struct nt_trace_info *ti)
+{
+	struct cctx *c = ctx;
+
+	counters_clock_set(&c->clock, ti);
+}
+
+static int write_file(struct rsession *s, const char *name, const struct strbuf *sb)
+{
+	char path[PATH_MAX];
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", s->dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	err = ct_write_all(fd, sb->buf, sb->len);
+	if (close(fd) && !err)
+		err = -errno;
+	return err;
+}
+
+static int run_counters(struct rsession *s)
+{
+	struct cctx c = { .doc = STRBUF_INIT_MAX((size_t)512 << 20) };
+	struct counters_session cs = { 0 };
+	struct ipc_trace_config cfg = { 0 };
+	struct counters_live live = { 0 };
+	struct counters_live_result res;
+	struct nt_handlers h = { .event = c_event };
+	struct proc_target t;
+	struct ipc_endpoint ep;
+	char why[512];
+	int err, code = 0;
+
+	c.interval = s->plan.interval;
+	err = counters_spec_add(&c.spec, s->plan.counters, false);
+	if (err) {
+		code = session_error(s, 2, "bad --counters '%s': %s", s->plan.counters,
+				     err == -E2BIG ? "too many or too long names"
+						   : "syntax is Source[name,...],...");
+		goto out;
+	}
+	err = proc_target_find(s->target, &t);
+	if (err) {
+		proc_target_strerror(s->target, err, &t, why, sizeof(why));
+		code = session_error(s, serve_exit_for(err), "%s", why);
+		goto out;
+	}
+	ipc_endpoint_init(&ep, &t, 5000);
+	err = counters_session_init(&cs, &c.spec, c.interval, 1000, 20);
+	if (!err)
+		err = counters_decoder_new(&c.dec, cs.session_id);
+	if (err) {
+		code = session_error(s, 1, "cannot set up the session: %s", strerror(-err));
+		goto out;
+	}
+	ct_json_init(&c.j, &c.doc);
+	ct_json_obj_begin_lines(&c.j);
+	ct_json_kv_i64(&c.j, "pid", t.pid);
+	ct_json_kv_i64(&c.j, "interval_sec", c.interval);
+	ct_json_key(&c.j, "values");
+	ct_json_arr_begin_lines(&c.j);
+	cfg.providers = cs.providers;
+	cfg.nproviders = cs.nproviders;
+	cfg.buffer_mb = 16;
+	live.ep = &ep;
+	live.cfg = &cfg;
+	live.stop = &s->cancel;
+	live.duration_ms = (int64_t)(s->plan.duration_s * 1000);
+	live.h = &h;
+	live.opened = c_opened;
+	live.ctx = &c;
+	err = counters_live_run(&live, &res);
+	if (err) {
+		code = session_error(s, 1, "cannot run the session: %s", strerror(-err));
+		goto out;
+	}
+	if (res.session_err && (res.session.bytes == 0 || res.session.bad_prologue)) {
+		ipc_session_strerror(res.session_err, &res.session, &ep, &res.rerr, why, sizeof(why));
+		code = session_error(s, res.session.bad_prologue ? 6 : serve_exit_for(res.session_err),
+				     "cannot read counters: %s; no file written", why);
+		goto out;
+	}
+	ct_json_arr_end(&c.j);
+	ct_json_obj_end(&c.j);
+	if (ct_json_finish(&c.j) || strbuf_addch(&c.doc, '\n')) {
+		code = session_error(s, 1, "cannot write counters.json");
+		goto out;
+	}
+	if (res.reader_err < 0 && res.session.target_ended && !res.session.complete) {
+		code = session_error(s, 9, "the target went away during the session (%" PRIu64
+				     " values read)", c.nvalues);
+		if (c.nvalues && !write_file(s, "counters.json.partial", &c.doc))
+			ct_info("kept the %" PRIu64 " values read in counters.json.partial", c.nvalues);
+		goto out;
+	}
+	if (res.reader_err < 0) {
+		code = session_error(s, 6, "the session stream broke at byte %" PRIu64 ": %s (%s)",
+				     res.reader_offset, res.reader_msg, strerror(-res.reader_err));
+		goto out;
+	}
+	if (res.session_err) {
+		ipc_session_strerror(res.session_err, &res.session, &ep, &res.rerr, why, sizeof(why));
+		code = session_error(s, serve_exit_for(res.session_err), "the session ended badly: %s",
+				     why);
+		goto out;
+	}
+	if (res.session.target_ended)
+		ct_warn("the target ended the session (did it exit?)");
+	err = write_file(s, "counters.json", &c.doc);
+	if (err)
+		code = session_error(s, 1, "cannot write counters.json: %s", strerror(-err));
+out:
+	strbuf_release(&c.doc);
+	counters_decoder_free(c.dec);
+	counters_session_release(&cs);
+	counters_spec_release(&c.spec);
+	return code;
+}
+
 static int run_inproc(struct rsession *s)
 {
 	char path[PATH_MAX];
@@ -305,6 +482,8 @@ static int run_inproc(struct rsession *s)
 	ct_log_set_thread(session_log, s);
 	if (s->plan.inproc == SERVE_INPROC_STACKS)
 		code = run_stacks(s);
+	else if (s->plan.inproc == SERVE_INPROC_COUNTERS)
+		code = run_counters(s);
 	ct_log_set_thread(NULL, NULL);
 	if (s->log_fd >= 0)
 		close(s->log_fd);
@@ -513,32 +692,11 @@ int srv_runner_start(struct srv_runner *r, const struct serve_session_req *req, 
 	/* the target first, with the CLI's words */
 	err = proc_target_find(req->pid, &t);
 	if (err) {
-		switch (err) {
-		case -ESRCH:
-			*code = 3;
-			snprintf(why, why_len, "no process with pid %d", (int)req->pid);
-			break;
-		case -EACCES:
-			*code = 5;
-			snprintf(why, why_len, "not allowed to inspect pid %d (owned by uid %u)",
-				 (int)req->pid, (unsigned)t.uid);
-			break;
-		case -ELOOP:
-		case -ENOTSOCK:
-			*code = 10;
-			snprintf(why, why_len, "pid %d's diagnostics socket is not what it must be",
-				 (int)req->pid);
-			break;
-		default:
-			*code = 4;
-			err = -ENOENT;
-			snprintf(why, why_len,
-				 "pid %d is not a .NET process (no diagnostics socket in %s)",
-				 (int)req->pid, t.tmpdir);
-			break;
-		}
+		*code = serve_exit_for(err);
+		proc_target_strerror(req->pid, err, &t, why, why_len);
 		rsession_free(s);
-		return err;
+		return err == -ESRCH || err == -EACCES || err == -ELOOP || err == -ENOTSOCK ? err
+											     : -ENOENT;
 	}
 	pthread_mutex_lock(&r->lock);
 	reap_locked(r);

@@ -126,7 +126,8 @@ struct serve_step {
 /* Kinds run inside the server's worker thread through their library (no child). */
 enum serve_inproc {
 	SERVE_INPROC_NONE = 0,
-	SERVE_INPROC_STACKS, /* lib/stacks stacks_capture_run, as `clrtap stacks --json` */
+	SERVE_INPROC_STACKS,   /* lib/stacks stacks_capture_run, as `clrtap stacks --json` */
+	SERVE_INPROC_COUNTERS, /* lib/counters counters_live_run, as `counters collect --format json` */
 };
 
 struct serve_plan {
@@ -137,6 +138,8 @@ struct serve_plan {
 	char report[SERVE_MAX_NAME + 1];   /* artifact that is the JSON report, or "" */
 	char folded[SERVE_MAX_NAME + 1];   /* profile: folded stacks to turn into the report */
 	bool stream_events;         /* probe: stdout lines are events */
+	char counters[SERVE_MAX_PARAM_LEN + 1]; /* counters: the spec ("System.Runtime") */
+	unsigned interval;          /* counters: seconds */
 	struct strbuf arena;        /* owns argv strings */
 };
 

@@ -23,11 +23,7 @@ struct run {
 	struct counters_table table;
 	unsigned interval;
 	pid_t pid;
-	/* clock of the trace, known once the header is read */
-	bool have_clock;
-	time_t sync_epoch;
-	int sync_ms;
-	int64_t sync_qpc, qpc_freq;
+	struct counters_clock clock; /* of the trace, known once the header is read */
 	bool dirty;
 	uint64_t nvalues;
 	int werr;   /* first write error on the output file */
@@ -37,49 +33,6 @@ struct run {
 };
 
 /* ----- time ----- */
-
-static void ts_format(const struct run *r, int64_t ts, char *buf, size_t len)
-{
-	int64_t ms_total;
-	time_t secs;
-	struct tm tm;
-	int ms;
-
-	if (!r->have_clock) {
-		snprintf(buf, len, "?");
-		return;
-	}
-	ms_total = (int64_t)r->sync_epoch * 1000 + r->sync_ms +
-		   (int64_t)((double)(ts - r->sync_qpc) * 1000.0 / (double)r->qpc_freq);
-	secs = (time_t)(ms_total / 1000);
-	ms = (int)(ms_total % 1000);
-	if (ms < 0) {
-		ms += 1000;
-		secs--;
-	}
-	gmtime_r(&secs, &tm);
-	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
-}
-
-static void set_clock(struct run *r, const struct nt_trace_info *ti)
-{
-	struct tm tm = { 0 };
-
-	if (r->have_clock || ti->qpc_freq <= 0)
-		return;
-	tm.tm_year = ti->sync_utc[0] - 1900;
-	tm.tm_mon = ti->sync_utc[1] - 1;
-	tm.tm_mday = ti->sync_utc[3];
-	tm.tm_hour = ti->sync_utc[4];
-	tm.tm_min = ti->sync_utc[5];
-	tm.tm_sec = ti->sync_utc[6];
-	r->sync_epoch = timegm(&tm);
-	r->sync_ms = ti->sync_utc[7];
-	r->sync_qpc = ti->sync_qpc;
-	r->qpc_freq = ti->qpc_freq;
-	r->have_clock = true;
-}
 
 /* ----- value formatting ----- */
 
@@ -199,24 +152,11 @@ static void csv_field(FILE *f, const char *s, bool last)
 	fputc(last ? '\n' : ',', f);
 }
 
-/* One element of "values"; a value that is not a number (NaN, inf) is null. */
+/* One element of "values" (lib/counters), written out as it comes. */
 static int json_value(struct run *r, const struct counters_value *v, const char *ts)
 {
-	struct ct_json *j = &r->j;
-
-	ct_json_obj_begin(j);
-	ct_json_kv_str(j, "timestamp", ts);
-	ct_json_kv_str(j, "source", v->source);
-	ct_json_kv_str(j, "type", v->meter ? "meter" : "eventcounters");
-	ct_json_kv_str(j, "name", v->name);
-	ct_json_kv_str(j, "display_name", v->display_name);
-	ct_json_kv_str(j, "tags", v->tags);
-	ct_json_kv_str(j, "kind", counters_kind_name(v->kind));
-	ct_json_kv_double(j, "value", v->value);
-	ct_json_kv_str(j, "units", v->units);
-	ct_json_kv_double(j, "interval_sec", v->interval_sec);
-	ct_json_obj_end(j);
-	return cli_json_flush(j, r->out);
+	counters_json_value(&r->j, v, ts);
+	return cli_json_flush(&r->j, r->out);
 }
 
 static int on_value(void *ctx, const struct counters_value *cv)
@@ -230,7 +170,7 @@ static int on_value(void *ctx, const struct counters_value *cv)
 		return 0;
 	if (v.interval_sec <= 0)
 		v.interval_sec = r->interval;
-	ts_format(r, v.timestamp, ts, sizeof(ts));
+	counters_clock_format(&r->clock, v.timestamp, ts, sizeof(ts));
 	switch (r->mode) {
 	case OUT_TABLE:
 		err = counters_table_update(&r->table, &v);
@@ -350,7 +290,9 @@ static void draw_table(void *ctx)
 
 static void on_opened(void *ctx, const struct nt_trace_info *ti)
 {
-	set_clock(ctx, ti);
+	struct run *r = ctx;
+
+	counters_clock_set(&r->clock, ti);
 }
 
 static int run_counters(bool collect, int argc, char **argv)

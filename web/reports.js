@@ -198,15 +198,21 @@
 		const types = r.types || [];
 		if (types.length && r.bytes)
 			out.append(section('Where the heap\'s bytes are', h('p.muted.small', 'Each box is a type, its area the objects\' own (shallow) size; together they are the heap. Hover for numbers.'), treemap(types, r.bytes)));
-		const maxRet = Math.max(1, ...types.map(t => t.retained || 0));
+		const maxRet = types.reduce((m, t) => Math.max(m, t.retained || 0), 1);
 		const tot = r.bytes || 1;
+		const SHOW = 100;
+		const typeCols = [
+			['Type', t => h('span.mono', t.type), 'name'],
+			['Objects', t => CT.fmtNum(t.count), 'num'],
+			['Shallow', t => CT.fmtBytes(t.shallow), 'num'],
+			['Retained', t => bar((t.retained || 0) / Math.max(tot, maxRet), CT.fmtBytes(t.retained)), 'barcol'],
+		];
+		const typeBox = h('div', table(types.slice(0, SHOW), typeCols, { cls: 'heap' }));
+		if (types.length > SHOW)
+			typeBox.append(h('button.btn.small', { type: 'button', on: { click: () => typeBox.replaceChildren(table(types, typeCols, { cls: 'heap' })) } },
+				`Show all ${CT.fmtNum(types.length)} types`));
 		out.append(section('Types by retained size', h('p.muted.small', 'Retained: what would be freed if every object of the type went away (dominator tree). Bars are relative to the heap.'),
-			table(types, [
-				['Type', t => h('span.mono', t.type), 'name'],
-				['Objects', t => CT.fmtNum(t.count), 'num'],
-				['Shallow', t => CT.fmtBytes(t.shallow), 'num'],
-				['Retained', t => bar((t.retained || 0) / Math.max(tot, maxRet), CT.fmtBytes(t.retained)), 'barcol'],
-			], { cls: 'heap' })));
+			typeBox));
 		if (r.retainers && r.retainers.length)
 			out.append(section('Biggest single retainers', table(r.retainers, [
 				['Object', x => h('span.mono', x.type), 'name'],

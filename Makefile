@@ -111,7 +111,8 @@ $(O)/clrtap: $(CLI_OBJS) $(O)/gen/webassets.o $(LIBA)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJS) $(O)/gen/webassets.o $(LIBA) $(LDLIBS)
 
 # clrtap serve embeds web/ (the UI) and its OpenAPI document (scripts/embed-web.sh).
-WEB_FILES := $(shell find web -type f 2>/dev/null)
+# (the directories too: a file removed from web/ changes its directory's time)
+WEB_FILES := $(shell find web 2>/dev/null)
 $(O)/gen/webassets.c: scripts/embed-web.sh lib/serve/openapi.json $(WEB_FILES) | $(O)/gen/.dir
 	$(Q)scripts/embed-web.sh $@ web lib/serve/openapi.json
 $(O)/gen/webassets.o: $(O)/gen/webassets.c

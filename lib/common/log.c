@@ -25,7 +25,8 @@ void ct_log(enum ct_log_level level, const char *fmt, ...)
 	char msg[1024];
 	va_list ap;
 
-	if ((!log_fn && !thread_fn) || level > log_max)
+	/* a thread's own sink (a serve session's log) takes info too, as the CLI prints it */
+	if (thread_fn ? level > CT_LOG_INFO : (!log_fn || level > log_max))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);

@@ -18,7 +18,7 @@ void ct_log(enum ct_log_level level, const char *fmt, ...) PRINTF(2, 3);
 /*
  * A sink for the calling thread only (a clrtap serve session's own log):
  * while set, this thread's messages go there instead of the process-wide
- * callback. NULL removes it.
+ * callback; it gets warnings and info, never debug. NULL removes it.
  */
 typedef void (*ct_log_ctx_fn)(void *ctx, enum ct_log_level level, const char *msg);
 void ct_log_set_thread(ct_log_ctx_fn fn, void *ctx);

@@ -223,44 +223,31 @@ int serve_plan_build(struct serve_plan *p, const char *exe, const char *dir,
 		snprintf(p->folded, sizeof(p->folded), "profile.folded");
 		snprintf(p->report, sizeof(p->report), "report.json");
 	} else if (!strcmp(k->kind, "trace") || !strcmp(k->kind, "analyze")) {
-		A("trace");
-		A("collect");
-		A("-p");
-		A("%d", (int)req->pid);
-		A("-d");
-		A("%s", dur);
-		A("-o");
-		A("%s/trace.nettrace", dir);
+		/* in-process: the calls of `trace collect` and `trace report --json` */
+		p->inproc = SERVE_INPROC_TRACE;
+		p->nsteps = 0;
 		if (!strcmp(k->kind, "analyze")) {
 			v = serve_param_get(req, "analyzer");
 			if (!v)
 				return WHY("analyze needs params.analyzer (exceptions, gc, contention)");
 			if (!one_of(v, "exceptions gc contention"))
 				return WHY("analyzer must be exceptions, gc or contention");
-			A("--profile");
-			A("%s", !strcmp(v, "gc") ? "gc-verbose" : v);
+			snprintf(p->trace_profile, sizeof(p->trace_profile), "%s",
+				 !strcmp(v, "gc") ? "gc-verbose" : v);
 		} else {
 			if ((v = serve_param_get(req, "profile"))) {
 				if (!chars_ok(v, "-") || strlen(v) > 64)
 					return WHY("profile must be a profile name (clrtap trace collect --list-profiles)");
-				A("--profile");
-				A("%s", v);
+				snprintf(p->trace_profile, sizeof(p->trace_profile), "%s", v);
 			}
 			if ((v = serve_param_get(req, "providers"))) {
 				if (!chars_ok(v, "-:,=*"))
 					return WHY("providers: only letters, digits and . _ - : , = * are accepted");
-				A("--providers");
-				A("%s", v);
+				snprintf(p->providers, sizeof(p->providers), "%s", v);
 			}
+			if (!*p->trace_profile && !*p->providers)
+				snprintf(p->trace_profile, sizeof(p->trace_profile), "cpu-sampling");
 		}
-		st = &p->steps[1];
-		p->nsteps = 2;
-		A("%s", exe);
-		A("trace");
-		A("report");
-		A("%s/trace.nettrace", dir);
-		A("--json");
-		snprintf(st->stdout_name, sizeof(st->stdout_name), "report.json");
 		snprintf(p->report, sizeof(p->report), "report.json");
 	} else if (!strcmp(k->kind, "counters")) {
 		/* in-process: lib/counters, the same calls and document as `counters collect` */

@@ -34,6 +34,7 @@
 #include "ipc/ipc.h"
 #include "proc/proc.h"
 #include "stacks/stacks.h"
+#include "tracestats/tracestats.h"
 #include "serve/internal.h"
 
 #define SESSIONS_MAX 64
@@ -44,7 +45,8 @@ struct rsession {
 	struct serve_plan plan;
 	struct srv_runner *r;
 	pthread_t th;
-	volatile sig_atomic_t cancel;
+	volatile sig_atomic_t cancel; /* DELETE asked for it: the session is "cancelled" */
+	volatile sig_atomic_t stop;   /* the stop flag the libraries get (they set it too) */
 	volatile bool done;
 	pid_t child;
 	pid_t target;
@@ -130,8 +132,10 @@ void srv_runner_free(struct srv_runner *r)
 		return;
 	pthread_mutex_lock(&r->lock);
 	for (i = 0; i < SESSIONS_MAX; i++) {
-		if (r->s[i])
+		if (r->s[i]) {
 			r->s[i]->cancel = 1;
+			r->s[i]->stop = 1;
+		}
 	}
 	pthread_mutex_unlock(&r->lock);
 	for (i = 0; i < SESSIONS_MAX; i++) {
@@ -247,7 +251,7 @@ static int session_error(struct rsession *s, int code, const char *fmt, ...)
 /* stacks in this thread: lib/stacks, with the session's stop flag and log. */
 static int run_stacks(struct rsession *s)
 {
-	struct stacks_capture_opts co = { .sample_ms = 10, .stop = &s->cancel };
+	struct stacks_capture_opts co = { .sample_ms = 10, .stop = &s->stop };
 	struct stacks_capture cap;
 	struct proc_target t;
 	struct ipc_endpoint ep;
@@ -419,7 +423,7 @@ static int run_counters(struct rsession *s)
 	cfg.buffer_mb = 16;
 	live.ep = &ep;
 	live.cfg = &cfg;
-	live.stop = &s->cancel;
+	live.stop = &s->stop;
 	live.duration_ms = (int64_t)(s->plan.duration_s * 1000);
 	live.h = &h;
 	live.opened = c_opened;
@@ -442,10 +446,11 @@ static int run_counters(struct rsession *s)
 		goto out;
 	}
 	if (res.reader_err < 0 && res.session.target_ended && !res.session.complete) {
-		code = session_error(s, 9, "the target went away during the session (%" PRIu64
-				     " values read)", c.nvalues);
+		/* the message last: it is the session's error */
 		if (c.nvalues && !write_file(s, "counters.json.partial", &c.doc))
 			ct_info("kept the %" PRIu64 " values read in counters.json.partial", c.nvalues);
+		code = session_error(s, 9, "the target went away during the session (%" PRIu64
+				     " values read)", c.nvalues);
 		goto out;
 	}
 	if (res.reader_err < 0) {
@@ -472,6 +477,132 @@ out:
 	return code;
 }
 
+/* trace and analyze in this thread: the calls of `trace collect` and `trace report --json`. */
+#define TRACE_MAX_PROVIDERS 64
+
+static int fd_sink(void *ctx, const void *buf, size_t n)
+{
+	return ct_write_all(*(int *)ctx, buf, n);
+}
+
+static int trace_report(struct rsession *s, const char *name)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct tracestats *ts = NULL;
+	const char *stage;
+	char path[PATH_MAX];
+	int fd, err, read_err, code = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", s->dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return session_error(s, 1, "cannot open %s: %s", path, strerror(errno));
+	err = tracestats_load_fd(fd, false, &ts, &read_err, &stage);
+	close(fd);
+	if (err)
+		return session_error(s, 1, "cannot %s %s: %s", stage, path, strerror(-err));
+	err = tracestats_format_json(ts, 10, path, &sb);
+	if (!err)
+		err = write_file(s, "report.json", &sb);
+	if (err)
+		code = session_error(s, 1, "cannot write the report: %s", strerror(-err));
+	else if (read_err)
+		code = session_error(s, 8, "%s is damaged or truncated: only the events before it were read",
+				     path);
+	strbuf_release(&sb);
+	tracestats_free(ts);
+	return code;
+}
+
+static int run_trace(struct rsession *s)
+{
+	struct ipc_provider provs[TRACE_MAX_PROVIDERS];
+	struct ipc_trace_config cfg = { 0 };
+	struct ipc_session_opts so = { 0 };
+	struct ipc_session_result res;
+	struct ipc_error rerr;
+	struct proc_target t;
+	struct ipc_endpoint ep;
+	char why[512], tmp[PATH_MAX], out[PATH_MAX], specs[SERVE_MAX_PARAM_LEN + 1];
+	size_t np = 0;
+	int fd, err, code = 0;
+
+	if (*s->plan.trace_profile) {
+		const struct ipc_provider *pp;
+		size_t n, i;
+
+		if (ipc_profile_lookup(s->plan.trace_profile, &pp, &n, &cfg.rundown_keyword))
+			return session_error(s, 2, "unknown profile '%s' (see --list-profiles)",
+					     s->plan.trace_profile);
+		for (i = 0; i < n && np < TRACE_MAX_PROVIDERS; i++)
+			provs[np++] = pp[i];
+	}
+	if (*s->plan.providers) {
+		char *save = NULL, *tok;
+
+		snprintf(specs, sizeof(specs), "%s", s->plan.providers);
+		for (tok = strtok_r(specs, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			if (np == TRACE_MAX_PROVIDERS)
+				return session_error(s, 2, "more than %d providers", TRACE_MAX_PROVIDERS);
+			if (ipc_provider_parse(tok, &provs[np]))
+				return session_error(s, 2, "bad provider spec '%s'", tok);
+			np++;
+		}
+	}
+	if (!np)
+		return session_error(s, 2, "no provider to trace");
+	err = proc_target_find(s->target, &t);
+	if (err) {
+		proc_target_strerror(s->target, err, &t, why, sizeof(why));
+		return session_error(s, serve_exit_for(err), "%s", why);
+	}
+	ipc_endpoint_init(&ep, &t, 5000);
+	cfg.providers = provs;
+	cfg.nproviders = np;
+	cfg.buffer_mb = 256;
+	cfg.rundown = true;
+	cfg.stackwalk = true;
+	snprintf(tmp, sizeof(tmp), "%s/trace.nettrace.tmp", s->dir);
+	snprintf(out, sizeof(out), "%s/trace.nettrace", s->dir);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return session_error(s, 1, "cannot write %s: %s", tmp, strerror(errno));
+	so.sink = fd_sink;
+	so.ctx = &fd;
+	so.stop = &s->stop;
+	so.duration_ms = (int64_t)(s->plan.duration_s * 1000);
+	ct_info("tracing pid %d with %zu provider%s into %s", (int)t.pid, np, np == 1 ? "" : "s",
+		out);
+	err = ipc_session_run(&ep, &cfg, &so, &res, &rerr);
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && res.complete) {
+		if (rename(tmp, out))
+			return session_error(s, 1, "cannot write %s: %s", out, strerror(errno));
+		if (res.target_ended)
+			ct_warn("the target closed the session before clrtap stopped it (did it exit?)");
+		return trace_report(s, "trace.nettrace");
+	}
+	if (res.bytes == 0 || res.bad_prologue) {
+		unlink(tmp);
+		ipc_session_strerror(err ?: -EPROTO, &res, &ep, &rerr, why, sizeof(why));
+		return session_error(s, res.bad_prologue ? 6 : serve_exit_for(err ?: -EPROTO),
+				     "cannot trace: %s; kept nothing, %s not written", why, out);
+	}
+	snprintf(out, sizeof(out), "%s/trace.nettrace.partial", s->dir);
+	if (rename(tmp, out))
+		return session_error(s, 1, "cannot keep the partial trace: %s", strerror(errno));
+	if (err) {
+		ipc_session_strerror(err, &res, &ep, &rerr, why, sizeof(why));
+		code = session_error(s, 9, "trace broke off after %" PRIu64 " bytes: %s; kept %s, "
+				     "incomplete", res.bytes, why, out);
+	} else {
+		code = session_error(s, 9, "the stream ended without its end marker after %" PRIu64
+				     " bytes: kept %s, incomplete", res.bytes, out);
+	}
+	return code;
+}
+
 static int run_inproc(struct rsession *s)
 {
 	char path[PATH_MAX];
@@ -484,6 +615,8 @@ static int run_inproc(struct rsession *s)
 		code = run_stacks(s);
 	else if (s->plan.inproc == SERVE_INPROC_COUNTERS)
 		code = run_counters(s);
+	else if (s->plan.inproc == SERVE_INPROC_TRACE)
+		code = run_trace(s);
 	ct_log_set_thread(NULL, NULL);
 	if (s->log_fd >= 0)
 		close(s->log_fd);
@@ -649,6 +782,7 @@ int srv_runner_cancel(struct srv_runner *r, const char *id)
 		return -ENOENT;
 	}
 	s->cancel = 1;
+	s->stop = 1;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 8;
 	while (!s->done) {

@@ -128,6 +128,8 @@ enum serve_inproc {
 	SERVE_INPROC_NONE = 0,
 	SERVE_INPROC_STACKS,   /* lib/stacks stacks_capture_run, as `clrtap stacks --json` */
 	SERVE_INPROC_COUNTERS, /* lib/counters counters_live_run, as `counters collect --format json` */
+	SERVE_INPROC_TRACE,    /* ipc_session_run into trace.nettrace, then tracestats_load_fd +
+				* tracestats_format_json: `trace collect` + `trace report --json` */
 };
 
 struct serve_plan {
@@ -140,6 +142,8 @@ struct serve_plan {
 	bool stream_events;         /* probe: stdout lines are events */
 	char counters[SERVE_MAX_PARAM_LEN + 1]; /* counters: the spec ("System.Runtime") */
 	unsigned interval;          /* counters: seconds */
+	char trace_profile[65];     /* trace: a named profile, or "" */
+	char providers[SERVE_MAX_PARAM_LEN + 1]; /* trace: provider specs, or "" */
 	struct strbuf arena;        /* owns argv strings */
 };
 

@@ -195,9 +195,10 @@ static void test_plan(void **state)
 
 	assert_int_equal(plan("{\"kind\":\"analyze\",\"pid\":7,\"params\":{\"analyzer\":\"exceptions\"}}",
 			      &p, why, sizeof(why)), 0);
-	assert_int_equal(p.nsteps, 2);
-	assert_string_equal(arg_after(&p.steps[0], "--profile"), "exceptions");
-	assert_string_equal(p.steps[1].stdout_name, "report.json");
+	assert_int_equal(p.inproc, SERVE_INPROC_TRACE);
+	assert_int_equal(p.nsteps, 0);
+	assert_string_equal(p.trace_profile, "exceptions");
+	assert_string_equal(p.report, "report.json");
 	serve_plan_release(&p);
 
 	assert_int_equal(plan("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C\",\"ret\":true}}",

@@ -200,4 +200,14 @@ int tracestats_format_text(const struct tracestats *ts, unsigned top, const char
 int tracestats_format_json(const struct tracestats *ts, unsigned top, const char *source,
 			   struct strbuf *out);
 
+/*
+ * A whole nettrace stream read from fd into a new tracestats (`trace report`
+ * and clrtap serve's trace sessions). *out is set also when the stream is
+ * damaged (*read_err: the reader's error, as tracestats_run returns it).
+ * Returns 0, or a negative errno with *stage "read" (no memory for the
+ * reader) or "summarize" (tracestats_finish failed); then *out is NULL.
+ */
+int tracestats_load_fd(int fd, bool thread_time, struct tracestats **out, int *read_err,
+		       const char **stage);
+
 #endif

@@ -251,8 +251,7 @@ struct loaded {
  */
 static int load(const char *path, bool thread_time, struct loaded *l)
 {
-	struct nt_reader *r = NULL;
-	struct ts_limits lim;
+	const char *stage;
 	int fd, err;
 
 	memset(l, 0, sizeof(*l));
@@ -260,26 +259,10 @@ static int load(const char *path, bool thread_time, struct loaded *l)
 	if (fd < 0)
 		return cli_error(errno == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot open %s: %s",
 				 path, strerror(errno));
-	ts_limits_default(&lim);
-	lim.thread_time = thread_time;
-	err = tracestats_new(&l->ts, &lim);
-	if (!err)
-		err = nt_reader_new(&r, nt_read_fd, &fd, NULL);
-	if (err) {
-		close(fd);
-		tracestats_free(l->ts);
-		l->ts = NULL;
-		return cli_error(EXIT_ERROR, "cannot read %s: %s", path, strerror(-err));
-	}
-	l->read_err = tracestats_run(l->ts, r);
-	nt_reader_free(r);
+	err = tracestats_load_fd(fd, thread_time, &l->ts, &l->read_err, &stage);
 	close(fd);
-	err = tracestats_finish(l->ts);
-	if (err) {
-		tracestats_free(l->ts);
-		l->ts = NULL;
-		return cli_error(EXIT_ERROR, "cannot summarize %s: %s", path, strerror(-err));
-	}
+	if (err)
+		return cli_error(EXIT_ERROR, "cannot %s %s: %s", stage, path, strerror(-err));
 	return EXIT_OK;
 }
 

@@ -244,6 +244,17 @@ check "cancel: ended well before 60 s" python3 -c "import sys; sys.exit(0 if $(j
 check "cancel: the target lives on" kill -0 "$CPU"
 check "cancel: no clrtap child left" bash -c "! pgrep -f '[c]lrtap trace collect -p $CPU' >/dev/null"
 
+# cancel an in-process session (counters): its own stop flag; what it read is kept
+start_session "{\"kind\":\"counters\",\"pid\":$CPU,\"params\":{\"duration\":60}}"
+CC=$SID
+sleep 4
+api DELETE "/api/v1/sessions/$CC"
+equals "cancel in-process: status cancelled" "$(jb 'd["status"]')" cancelled
+api GET "/api/v1/sessions/$CC/report"
+check "cancel in-process: the values read so far are the report" python3 -c "
+import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if any(v['name']=='cpu-usage' for v in d['values']) else 1)" "$BODY"
+check "cancel in-process: the other sessions' server lives on" kill -0 "$S1"
+
 # ---- a target that dies mid-session ----
 start_fixture idle
 VICTIM=$FIX_PID
@@ -252,7 +263,10 @@ V=$SID
 sleep 2
 kill -KILL "$VICTIM"
 wait_session "$V" 40
-check "target died: session ended (not running)" bash -c "[ '$STATUS' = failed ] || [ '$STATUS' = done ]"
+equals "target died: session failed" "$STATUS" failed
+api GET "/api/v1/sessions/$V"
+equals "target died: code 9 (partial)" "$(jb 'd["error"]["code"]')" 9
+contains "target died: the CLI's message" "$(jb 'd["error"]["message"]')" "the target went away during the session"
 api GET /api/v1/processes
 equals "target died: server still answers" "$CODE" 200
 check "target died: server alive" kill -0 "$S1"

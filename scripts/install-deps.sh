@@ -12,6 +12,7 @@ PKGS=(
 	libelf-dev libdw-dev             # ELF symbols and DWARF (native frames)
 	libcapstone-dev                  # x86-64 decoding: return sites of probed methods
 	chromium                         # headless check that the HTML flame graph renders
+	nodejs                           # node + npm: browser tests of serve's UI (tests/ui, playwright-core)
 	binutils                         # readelf, used by tests to check core dumps
 	util-linux                       # unshare, setpriv: namespaced fixtures, unprivileged runs
 	procps psmisc                    # ps, pkill, fuser in test scripts

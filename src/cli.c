@@ -444,11 +444,15 @@ int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 		break;
 	case -ESRCH:
 		return cli_error(EXIT_NO_PROCESS, "no process with pid %d", (int)pid);
-	case -EACCES:
-		return cli_error(EXIT_PERMISSION,
-				 "not allowed to inspect pid %d (owned by uid %u): run as its "
-				 "user or as root (CAP_SYS_PTRACE)",
-				 (int)pid, (unsigned)t->uid);
+	case -EACCES: {
+		char why[400];
+
+		if (proc_access_explain(t->uid, why, sizeof(why)))
+			snprintf(why, sizeof(why), "run as its user, or as root with "
+				 "CAP_SYS_PTRACE and CAP_DAC_OVERRIDE");
+		return cli_error(EXIT_PERMISSION, "not allowed to inspect pid %d (owned by uid %u): %s",
+				 (int)pid, (unsigned)t->uid, why);
+	}
 	case -ENOENT:
 		return cli_error(EXIT_NOT_DOTNET,
 				 "pid %d is not a .NET process (no diagnostics socket in %s%s%s)",

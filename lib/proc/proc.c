@@ -3,7 +3,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -573,5 +575,39 @@ int proc_scan_stale_sockets(const char *dir, proc_stale_fn fn, void *ctx)
 		fn(path, pid, ctx);
 	}
 	closedir(d);
+	return 0;
+}
+
+int proc_access_explain(uid_t uid, char *buf, size_t len)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	bool ptrace, dac;
+
+	if (!buf || !len)
+		return -EINVAL;
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	ptrace = data[CAP_SYS_PTRACE / 32].effective & (1u << (CAP_SYS_PTRACE % 32));
+	dac = data[CAP_DAC_OVERRIDE / 32].effective & (1u << (CAP_DAC_OVERRIDE % 32));
+	if (geteuid() == uid && !ptrace)
+		snprintf(buf, len, "clrtap runs as the target's uid %u, yet was refused: the "
+			 "target is not dumpable (its /proc files belong to root; CAP_SYS_PTRACE "
+			 "needed), or a security module refuses", (unsigned)uid);
+	else if (!ptrace && !dac)
+		snprintf(buf, len, "clrtap lacks CAP_SYS_PTRACE and CAP_DAC_OVERRIDE: run it as "
+			 "uid %u, or as root with both", (unsigned)uid);
+	else if (!ptrace)
+		snprintf(buf, len, "clrtap lacks CAP_SYS_PTRACE (it has CAP_DAC_OVERRIDE): run it "
+			 "as uid %u, or add CAP_SYS_PTRACE", (unsigned)uid);
+	else if (!dac && geteuid() != uid)
+		snprintf(buf, len, "clrtap lacks CAP_DAC_OVERRIDE (it has CAP_SYS_PTRACE): the "
+			 "target's environ and diagnostics socket belong to uid %u; run it as that "
+			 "uid, or add CAP_DAC_OVERRIDE", (unsigned)uid);
+	else
+		snprintf(buf, len, "clrtap has CAP_SYS_PTRACE and CAP_DAC_OVERRIDE, so something "
+			 "else refuses: a security module (AppArmor, SELinux) or a user namespace "
+			 "that clrtap's capabilities do not cover");
 	return 0;
 }

@@ -54,6 +54,17 @@ struct proc_target {
  */
 int proc_target_find(pid_t pid, struct proc_target *t);
 
+/*
+ * Why a target owned by uid could not be inspected (proc_target_find gave
+ * -EACCES), as a sentence in buf naming what this process really lacks:
+ * CAP_SYS_PTRACE (the kernel's ptrace access check on /proc/PID/root, ns,
+ * environ) and CAP_DAC_OVERRIDE (environ is mode 0400 of the target's uid,
+ * the diagnostics socket 0600: connect needs write permission), from this
+ * process's effective set; or, when it has both, a security module or a
+ * user namespace. Returns 0 or negative errno.
+ */
+int proc_access_explain(uid_t uid, char *buf, size_t len);
+
 /* Callback for proc_scan: return non-zero to stop the scan with that value. */
 typedef int (*proc_scan_fn)(pid_t pid, void *ctx);
 /* Calls fn for every numeric entry of /proc, in increasing pid order. */

@@ -65,6 +65,22 @@ int proc_target_find(pid_t pid, struct proc_target *t);
  */
 int proc_access_explain(uid_t uid, char *buf, size_t len);
 
+/* Memory of a process's cgroup against the nearest limit above it. */
+struct proc_cgmem {
+	bool v2;                /* cgroup v2 (memory.current/max), else v1 (usage/limit_in_bytes) */
+	uint64_t current;       /* bytes used by the cgroup that holds the limit (the leaf without one) */
+	uint64_t limit;         /* the smallest limit on the way to the root; 0: none */
+	char path[PROC_PATH_MAX]; /* that cgroup, as in /proc/PID/cgroup */
+};
+/*
+ * Reads /proc/PID/cgroup (v1 "N:memory:/path" first, else v2 "0::/path"),
+ * then usage and limit under /sys/fs/cgroup from the leaf up to the root,
+ * keeping the smallest limit (v1's "no limit", 2^63 rounded to pages, counts
+ * as none). Returns 0, -ENOENT (no memory cgroup here), -EINVAL (a path with
+ * "..") or what reading gave.
+ */
+int proc_cgroup_memory(pid_t pid, struct proc_cgmem *m);
+
 /* Callback for proc_scan: return non-zero to stop the scan with that value. */
 typedef int (*proc_scan_fn)(pid_t pid, void *ctx);
 /* Calls fn for every numeric entry of /proc, in increasing pid order. */

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# clrtap watch, the triggers beyond t-watch.sh: a first-chance exception by
+# message (any type), the thread-pool queue, a Meter instrument, cgroup memory
+# as a share of its limit (and the line that says there is none), and the
+# analyze action.
+. "$(dirname "$0")/lib.sh"
+
+jl() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+L = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print(eval(sys.argv[2]))
+PY
+}
+jl_true() {
+	[ "$(jl "$1" "$2")" == "True" ]
+}
+
+# 1. exception by message, any type; a message rule that matches nothing
+#    stays quiet; the analyze action's report names the throwing method.
+start_fixture exceptions --count 300000 --trigger "$WORK/go-exc"
+EXC_PID=$FIX_PID
+"$CLRTAP" watch -p "$EXC_PID" 'exception * message "fixture exception" count 1' \
+	'exception Clrtap.Fixtures.FixtureException message "no such text"' \
+	--action analyze:exceptions:2s -o "$WORK/exc" -d 40 >"$WORK/exc.jsonl" 2>"$WORK/exc.err" &
+W=$!
+wait_for_line "$WORK/exc.jsonl" '"event":"watching"' 10 "$W" >/dev/null
+sleep 2
+touch "$WORK/go-exc"
+check "the message rule fires" wait_for_line "$WORK/exc.jsonl" '"event":"fired"' 10 "$W"
+check "the analyze action ends" wait_for_line "$WORK/exc.jsonl" '"event":"action-end"' 30 "$W"
+kill -INT "$W"
+wait "$W"
+check "one firing, of rule 0, with the thrown type and message" jl_true "$WORK/exc.jsonl" \
+	"[(l['rule'], l['type'], l['message']) for l in L if l['event'] == 'fired'] == [(0, 'Clrtap.Fixtures.FixtureException', 'clrtap fixture exception')]"
+check "the analyze action ran clrtap analyze exceptions and succeeded" jl_true "$WORK/exc.jsonl" \
+	"[(l['action'], l['exit_code']) for l in L if l['event'] == 'action-end'] == [('analyze', 0)]"
+check "its argv names the analyzer" jl_true "$WORK/exc.jsonl" \
+	"[l['argv'][1] == 'analyze' and 'exceptions' in l['argv'] for l in L if l['event'] == 'action-start'] == [True]"
+REPORT="$WORK/exc/1-analyze-$EXC_PID/report.md"
+check "the report is in the action's folder" test -s "$REPORT"
+check "the report names the exception type" grep -q 'Clrtap.Fixtures.FixtureException' "$REPORT"
+check "and the throwing method" grep -q 'Clrtap.Fixtures.Thrower::ThrowOne' "$REPORT"
+stop_fixture "$EXC_PID"
+
+# 2. thread-pool queue: the starve fixture keeps about 200 items queued.
+start_fixture starve --items 200 --trigger "$WORK/go-starve"
+ST_PID=$FIX_PID
+"$CLRTAP" watch -p "$ST_PID" 'threadpool-queue > 50 for 2s count 1' -o "$WORK/starve" -d 40 \
+	>"$WORK/starve.jsonl" 2>"$WORK/starve.err" &
+W=$!
+wait_for_line "$WORK/starve.jsonl" '"event":"watching"' 10 "$W" >/dev/null
+sleep 3
+check "no firing before the starvation" jl_true "$WORK/starve.jsonl" "not any(l['event'] == 'fired' for l in L)"
+touch "$WORK/go-starve"
+check "the threadpool-queue rule fires" wait_for_line "$WORK/starve.jsonl" '"event":"fired"' 30 "$W"
+kill -INT "$W"
+wait "$W"
+check "with a queue over 50 (System.Runtime/threadpool-queue-length)" jl_true "$WORK/starve.jsonl" \
+	"[(l['trigger'], l['value'] > 50) for l in L if l['event'] == 'fired'] == [('counter', True)]"
+stop_fixture "$ST_PID"
+
+# 3. a Meter instrument (System.Diagnostics.Metrics, the runtime's own
+#    System.Runtime meter) and cgroup memory, on one idle fixture.
+start_fixture idle
+ID_PID=$FIX_PID
+"$CLRTAP" watch -p "$ID_PID" 'meter System.Runtime/dotnet.process.memory.working_set > 1MB count 1' \
+	'cgroup-memory > 0.001%' -o "$WORK/idle" -d 8 >"$WORK/idle.jsonl" 2>"$WORK/idle.err"
+equals "watch runs to its -d" "$?" "0"
+check "the meter rule fires with the working set in bytes" jl_true "$WORK/idle.jsonl" \
+	"[(l['units'], l['value'] > 1048576) for l in L if l['event'] == 'fired' and l['rule'] == 0] == [('By', True)]"
+# What the machine says about the fixture's memory cgroup decides the fact.
+LIMIT=$(python3 - "$ID_PID" <<'PY'
+import os, sys
+pid = sys.argv[1]
+lines = open(f'/proc/{pid}/cgroup').read().splitlines()
+v1 = [l.split(':', 2)[2] for l in lines if 'memory' in l.split(':')[1].split(',')]
+if v1:
+    base, fmax = '/sys/fs/cgroup/memory', 'memory.limit_in_bytes'
+    path = v1[0]
+elif os.path.exists('/sys/fs/cgroup/cgroup.controllers'):
+    base, fmax = '/sys/fs/cgroup', 'memory.max'
+    path = [l[3:] for l in lines if l.startswith('0::')][0]
+else:
+    print('none'); sys.exit()
+best = 0
+while True:
+    try:
+        v = open(base + (path if path != '/' else '') + '/' + fmax).read().strip()
+        if v != 'max' and int(v) < 1 << 62 and (not best or int(v) < best):
+            best = int(v)
+    except OSError:
+        pass
+    if path == '/':
+        break
+    path = path.rsplit('/', 1)[0] or '/'
+print(best)
+PY
+)
+if [ "$LIMIT" = none ]; then
+	check "no memory cgroup: one line says the rule never fires" jl_true "$WORK/idle.jsonl" \
+		"[l['note'].startswith('no memory cgroup') for l in L if l['event'] == 'cgroup-memory'] == [True]"
+elif [ "$LIMIT" = 0 ]; then
+	check "no memory limit: one line says so, the rule never fires" jl_true "$WORK/idle.jsonl" \
+		"[l['note'].startswith('no memory limit') for l in L if l['event'] == 'cgroup-memory'] == [True] and not any(l['event'] == 'fired' and l['rule'] == 1 for l in L)"
+	contains "and stderr says so" "$(cat "$WORK/idle.err")" "its cgroup has no memory limit"
+else
+	check "a limit of $LIMIT bytes: the rule fires with it" jl_true "$WORK/idle.jsonl" \
+		"any(l['event'] == 'fired' and l['rule'] == 1 and ' of $LIMIT bytes' in l['detail'] for l in L)"
+fi
+stop_fixture "$ID_PID"
+
+# 4. cgroup memory with a limit: a memory cgroup of our own (v1, or v2) with
+#    a 256 MiB limit; the fixture starts inside it (so all its memory is charged
+#    there); the share is usage / limit.
+CGDIR="" LIMF=""
+if grep -q ':memory:' /proc/self/cgroup; then
+	CGDIR=/sys/fs/cgroup/memory$(grep ':memory:' /proc/self/cgroup | cut -d: -f3)/clrtap-t-$$
+	LIMF=memory.limit_in_bytes
+elif [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+	CGDIR=/sys/fs/cgroup$(grep '^0::' /proc/self/cgroup | cut -d: -f3)/clrtap-t-$$
+	LIMF=memory.max
+fi
+CGDIR=${CGDIR//\/\//\/}
+if [ -n "$CGDIR" ] && mkdir "$CGDIR" 2>/dev/null && echo $((256 << 20)) >"$CGDIR/$LIMF" 2>/dev/null; then
+	CLEANUP_CMD="rmdir '$CGDIR' 2>/dev/null"
+	FIX_OUT=$WORK/fixture-cg.out
+	sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$CGDIR" \
+		env DOTNET_CLI_TELEMETRY_OPTOUT=1 dotnet "$FIXTURE_DLL" idle >"$FIX_OUT" 2>&1 &
+	CG_PID=$!
+	KILL_PIDS+=("$CG_PID")
+	wait_for_line "$FIX_OUT" '^READY ' 60 "$CG_PID" >/dev/null
+	"$CLRTAP" watch -p "$CG_PID" 'cgroup-memory > 1% count 1' 'cgroup-memory > 99%' -o "$WORK/cg" -d 4 \
+		>"$WORK/cg.jsonl" 2>"$WORK/cg.err"
+	check "cgroup-memory > 1% of 256 MiB fires once, > 99% never" jl_true "$WORK/cg.jsonl" \
+		"[(l['rule'], ' of 268435456 bytes (cgroup ' in l['detail']) for l in L if l['event'] == 'fired'] == [(0, True)]"
+	check "the value is usage / limit in %" jl_true "$WORK/cg.jsonl" \
+		"[1 < l['value'] < 99 for l in L if l['event'] == 'fired'] == [True]"
+	stop_fixture "$CG_PID"
+	rmdir "$CGDIR" 2>/dev/null
+else
+	ok "no memory cgroup could be made here: the limited case is not run (the rule's no-limit line is checked above)"
+	[ -n "$CGDIR" ] && rmdir "$CGDIR" 2>/dev/null
+fi
+
+# 5. bad rules of these triggers exit 2
+expect_exit "'exception *' without a message" 2 "$CLRTAP" watch -p 1 'exception *'
+contains "says what it needs" "$ERR" "needs 'message TEXT'"
+expect_exit "cgroup-memory without %" 2 "$CLRTAP" watch -p 1 'cgroup-memory > 5'
+expect_exit "an unterminated quote" 2 "$CLRTAP" watch -p 1 'exception * message "abc'
+expect_exit "analyze without a name" 2 "$CLRTAP" watch -p 1 'exit' --action analyze
+expect_exit "an analyzer name with odd bytes" 2 "$CLRTAP" watch -p 1 'exit' --action 'analyze:../x'
+
+finish

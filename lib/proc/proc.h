@@ -81,6 +81,21 @@ struct proc_cgmem {
  */
 int proc_cgroup_memory(pid_t pid, struct proc_cgmem *m);
 
+/*
+ * Exit statuses of any process (procev.c): the kernel's process-events
+ * connector. proc_events_open needs CAP_NET_ADMIN in the initial user and
+ * PID namespaces (else -EPERM); the socket is non-blocking. For every
+ * thread that exits, fn gets its pid, its process's tgid and the wait
+ * status (WIFSIGNALED/WEXITSTATUS apply). proc_events_read drains the
+ * socket: the number of datagrams read, or -ENOBUFS when the kernel dropped
+ * events (the socket's buffer was full). proc_events_parse reads one
+ * datagram's bytes (every length checked).
+ */
+typedef void (*proc_exit_fn)(void *ctx, pid_t pid, pid_t tgid, int status);
+int proc_events_open(int *fd);
+int proc_events_read(int fd, proc_exit_fn fn, void *ctx);
+void proc_events_parse(const void *buf, size_t len, proc_exit_fn fn, void *ctx);
+
 /* Callback for proc_scan: return non-zero to stop the scan with that value. */
 typedef int (*proc_scan_fn)(pid_t pid, void *ctx);
 /* Calls fn for every numeric entry of /proc, in increasing pid order. */

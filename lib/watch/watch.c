@@ -23,6 +23,7 @@ const char *watch_kind_name(enum watch_kind k)
 	case WATCH_EXIT: return "exit";
 	case WATCH_GC_PAUSE: return "gc-pause";
 	case WATCH_CGROUP_MEM: return "cgroup-memory";
+	case WATCH_CRASH: return "crash";
 	}
 	return "?";
 }
@@ -202,8 +203,8 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 	if (!n)
 		return fail(err, errlen, "empty rule");
 	slash = strchr(tok[0], '/');
-	if (!strcmp(tok[0], "exit")) {
-		r->kind = WATCH_EXIT;
+	if (!strcmp(tok[0], "exit") || !strcmp(tok[0], "crash")) {
+		r->kind = tok[0][1] == 'x' ? WATCH_EXIT : WATCH_CRASH;
 		i = 1;
 	} else if (!strcmp(tok[0], "exception")) {
 		r->kind = WATCH_EXCEPTION;
@@ -304,7 +305,7 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 		}
 		i = 3;
 	} else {
-		return fail(err, errlen, "'%s': unknown trigger (cpu, rss, SOURCE/COUNTER, meter, threadpool-queue, cgroup-memory, exception, gc-pause, exit)", tok[0]);
+		return fail(err, errlen, "'%s': unknown trigger (cpu, rss, SOURCE/COUNTER, meter, threadpool-queue, cgroup-memory, exception, gc-pause, exit, crash)", tok[0]);
 	}
 	while (i < n) {
 		const char *w = tok[i];
@@ -312,7 +313,8 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 		if (i + 1 >= n)
 			return fail(err, errlen, "'%s': expected 'for DUR', 'cooldown DUR' or 'count N'", w);
 		if (!strcmp(w, "for")) {
-			if (r->kind == WATCH_EXCEPTION || r->kind == WATCH_EXIT || r->kind == WATCH_GC_PAUSE)
+			if (r->kind == WATCH_EXCEPTION || r->kind == WATCH_EXIT || r->kind == WATCH_GC_PAUSE ||
+			    r->kind == WATCH_CRASH)
 				return fail(err, errlen, "'for' does not apply to '%s' (it is an instant)", watch_kind_name(r->kind));
 			if (watch_parse_duration(tok[i + 1], &r->for_ms))
 				return fail(err, errlen, "'%s': not a duration (e.g. 500ms, 2s, 1m)", tok[i + 1]);

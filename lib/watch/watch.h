@@ -11,7 +11,8 @@
  *            | "meter" METER "/" INSTRUMENT OP NUMBER [UNIT]
  *            | "threadpool-queue" OP NUMBER
  *            | "cgroup-memory" OP PERCENT
- *            | "exception" (TYPE | "*") [ "message" TEXT ] | "exit" | "gc-pause" ">" DUR
+ *            | "exception" (TYPE | "*") [ "message" TEXT ] | "exit" | "crash"
+ *            | "gc-pause" ">" DUR
  *   OP      := ">" | "<"
  * Tokens are separated by blanks; an operator also ends a token; "..." is
  * one token with its blanks (no escapes).
@@ -33,6 +34,7 @@ enum watch_kind {
 	WATCH_EXIT,      /* the process is gone */
 	WATCH_GC_PAUSE,  /* a GC suspension (SuspendEEBegin..RestartEEEnd), ms */
 	WATCH_CGROUP_MEM, /* memory.current of the target's cgroup v2, % of its limit */
+	WATCH_CRASH,     /* the process was killed by a signal other than SIGTERM, SIGINT, SIGHUP */
 };
 
 struct watch_rule {
@@ -50,7 +52,7 @@ struct watch_rule {
 };
 
 /* The name of a kind: "cpu", "rss", "counter", "exception", "exit", "gc-pause",
- * "cgroup-memory". */
+ * "cgroup-memory", "crash". */
 const char *watch_kind_name(enum watch_kind k);
 
 /*

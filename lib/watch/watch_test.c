@@ -48,6 +48,8 @@ static void test_rules(void **state)
 	assert_false(watch_rule_test(&r, 50, NULL));
 	assert_int_equal(watch_rule_parse("exit", &r, err, sizeof(err)), 0);
 	assert_int_equal(r.kind, WATCH_EXIT);
+	assert_int_equal(watch_rule_parse("crash count 1", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_CRASH);
 	assert_int_equal(watch_rule_parse("exception * message \"not  found\" count 1", &r, err, sizeof(err)), 0);
 	assert_string_equal(r.name, "*");
 	assert_string_equal(r.message, "not  found");
@@ -81,7 +83,7 @@ static void test_bad_rules(void **state)
 		"exception", "exception X for 2s", "exit for 1s", "cpu > 5 for", "cpu > 5 for 2y",
 		"cpu > 5 count 0", "cpu > 5 banana 2", "/x > 1", "S/ > 1", "S/a/b > 1", "S/a > 1parsec",
 		"gpu > 5", "cpu > 5 \x01", "cpu > 5 for 31d", "gc-pause < 5ms", "gc-pause > 5MB",
-		"gc-pause > 5ms for 1s", "exception *", "exception X message", "exception X message \"open",
+		"gc-pause > 5ms for 1s", "exception *", "crash for 1s", "crash x", "exception X message", "exception X message \"open",
 		"cgroup-memory > 5", "cgroup-memory > 101%", "cgroup-memory > 5MB", "meter > 5", "meter x > 5",
 		"threadpool-queue > 5MB x", "exception * message \"a\x01\"",
 	};

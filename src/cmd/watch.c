@@ -68,6 +68,8 @@ struct target {
 	struct strbuf tmp, tmp2;
 	int session_err;
 	bool cg_said;           /* the cgroup-memory rules' "no limit" line was logged */
+	bool have_status;       /* the wait status, from the process-events connector */
+	int status;
 	char session_why[512]; /* "" when it ended normally */
 	bool session_done, session_reported;
 	int64_t qpc_freq;       /* from the trace header */
@@ -91,7 +93,9 @@ struct watch {
 	size_t nrules;
 	struct watch_action actions[MAX_ACTIONS];
 	size_t nactions;
-	bool need_session, need_exc, need_gc, need_cgroup;
+	bool need_session, need_exc, need_gc, need_cgroup, need_status;
+	int evfd;               /* the process-events connector, -1: none */
+	bool ev_lost_said;
 	struct target targets[MAX_TARGETS];
 	struct running run[MAX_RUNNING];
 	const char *outdir;
@@ -903,20 +907,90 @@ static void handle_pending(struct watch *w)
 	}
 }
 
+/* ----- how a process ended (the process-events connector) ----- */
+
+static void on_exit_status(void *ctx, pid_t pid, pid_t tgid, int status)
+{
+	struct watch *w = ctx;
+	size_t i;
+
+	if (pid != tgid) /* a thread; the process's own status comes with its main thread */
+		return;
+	for (i = 0; i < MAX_TARGETS; i++) {
+		struct target *tg = &w->targets[i];
+
+		if (tg->used && !tg->gone && tg->pid == pid) {
+			tg->have_status = true;
+			tg->status = status;
+		}
+	}
+}
+
+static void read_statuses(struct watch *w)
+{
+	int err;
+
+	if (w->evfd < 0)
+		return;
+	err = proc_events_read(w->evfd, on_exit_status, w);
+	if (err < 0 && !w->ev_lost_said) {
+		w->ev_lost_said = true;
+		cli_warn("the kernel dropped process events (%s): an exit status may be unknown",
+			 strerror(-err));
+	}
+}
+
+/* A killing signal that is not a polite request to end. */
+static bool status_is_crash(int status)
+{
+	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+
+	return sig && sig != SIGTERM && sig != SIGINT && sig != SIGHUP;
+}
+
 static void target_gone(struct watch *w, struct target *tg)
 {
 	struct ct_json j;
 	struct strbuf sb;
+	char detail[200];
+	double v = 0;
 	size_t i;
 
+	read_statuses(w);
 	tg->gone = true;
 	tg->stop = 1;
 	log_begin(&j, &sb, "gone");
 	log_target(&j, tg);
+	ct_json_kv_bool(&j, "status_known", tg->have_status);
+	if (tg->have_status && WIFSIGNALED(tg->status)) {
+		v = WTERMSIG(tg->status);
+		ct_json_kv_i64(&j, "signal", WTERMSIG(tg->status));
+		ct_json_kv_str(&j, "signal_name", sigabbrev_np(WTERMSIG(tg->status)) ?
+			       sigabbrev_np(WTERMSIG(tg->status)) : "?");
+		ct_json_kv_bool(&j, "core_dumped", WCOREDUMP(tg->status));
+		ct_json_kv_bool(&j, "crash", status_is_crash(tg->status));
+		snprintf(detail, sizeof(detail), "killed by signal %d (SIG%s)%s", WTERMSIG(tg->status),
+			 sigabbrev_np(WTERMSIG(tg->status)) ? sigabbrev_np(WTERMSIG(tg->status)) : "?",
+			 WCOREDUMP(tg->status) ? ", core dumped" : "");
+	} else if (tg->have_status) {
+		v = WEXITSTATUS(tg->status);
+		ct_json_kv_i64(&j, "exit_code", WEXITSTATUS(tg->status));
+		ct_json_kv_bool(&j, "crash", false);
+		snprintf(detail, sizeof(detail), "exited with code %d", WEXITSTATUS(tg->status));
+	} else {
+		snprintf(detail, sizeof(detail), "the process exited; how is not known (%s)",
+			 w->evfd < 0 ? "no process-events connector: CAP_NET_ADMIN needed"
+				     : "no exit event seen for it");
+	}
+	if (!tg->have_status)
+		ct_json_kv_str(&j, "note", detail);
 	log_end(w, &j, &sb);
-	for (i = 0; i < w->nrules; i++)
+	for (i = 0; i < w->nrules; i++) {
 		if (w->rules[i].kind == WATCH_EXIT)
-			feed(w, tg, (int)i, true, 0, false, "the process exited");
+			feed(w, tg, (int)i, true, v, tg->have_status, detail);
+		else if (w->rules[i].kind == WATCH_CRASH && tg->have_status && status_is_crash(tg->status))
+			feed(w, tg, (int)i, true, v, true, detail);
+	}
 }
 
 /* Says once when a target's EventPipe session ended while it still runs, or
@@ -980,6 +1054,8 @@ static int add_rule(struct watch *w, const char *text, const char *where)
 		w->need_gc = w->need_session = true;
 	if (r->kind == WATCH_CGROUP_MEM)
 		w->need_cgroup = true;
+	if (r->kind == WATCH_EXIT || r->kind == WATCH_CRASH)
+		w->need_status = true;
 	return 0;
 }
 
@@ -1153,6 +1229,27 @@ int cmd_watch(int argc, char **argv)
 		return rc;
 	}
 	w.outdir = outdir;
+	w.evfd = -1;
+	if (w.need_status) {
+		int e = proc_events_open(&w.evfd);
+		struct ct_json j;
+		struct strbuf sb;
+
+		log_begin(&j, &sb, "exit-status");
+		ct_json_kv_bool(&j, "known", e == 0);
+		if (e) {
+			w.evfd = -1;
+			ct_json_kv_str(&j, "error", strerror(-e));
+			ct_json_kv_str(&j, "note", "the kernel's process-events connector (netlink, needs CAP_NET_ADMIN "
+				       "in the initial namespaces) could not be used: 'exit' rules fire without "
+				       "the exit status and 'crash' rules never fire");
+			cli_warn("how a process ends is not known (process-events connector: %s; needs "
+				 "CAP_NET_ADMIN): crash rules never fire", strerror(-e));
+		} else {
+			ct_json_kv_str(&j, "source", "the kernel's process-events connector (netlink)");
+		}
+		log_end(&w, &j, &sb);
+	}
 	pthread_mutex_init(&w.lock, NULL);
 	cli_catch_stop_signals();
 	signal(SIGPIPE, SIG_IGN);
@@ -1179,6 +1276,7 @@ int cmd_watch(int argc, char **argv)
 
 		if (cli_stop_requested || t >= stop_at)
 			break;
+		read_statuses(&w);
 		if (all && t - last_scan >= SCAN_MS) {
 			last_scan = t;
 			(void)proc_scan(scan_one, &w);
@@ -1233,6 +1331,8 @@ int cmd_watch(int argc, char **argv)
 	}
 	if (w.log != stdout)
 		fclose(w.log);
+	if (w.evfd >= 0)
+		close(w.evfd);
 	free(rules_buf);
 	free(args);
 	return EXIT_OK;

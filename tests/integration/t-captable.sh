@@ -44,6 +44,38 @@ done <"$WORK/now.tsv"
 check "watch with exactly its minimal set: ok" grep -qP '^watch\tminimal:CAP_DAC_OVERRIDE\+CAP_SYS_PTRACE\t0\tok$' "$WORK/now.tsv"
 check "without CAP_SYS_PTRACE the refusal names it" grep -qP '^stacks\t-CAP_SYS_PTRACE\t5\trefused: lacks CAP_SYS_PTRACE$' "$WORK/now.tsv"
 check "dump needs CAP_CHOWN" grep -qP '^dump\t-CAP_CHOWN\t7\t' "$WORK/now.tsv"
+# The manifests ask for exactly the measured set of what they run: watch and
+# the commands of its actions (capabilities.md's minimal sets).
+check "each manifest's capabilities.add is the measured set of watch and its actions" python3 - "$DOC" \
+	"$ROOT/deploy/k8s-sidecar.yaml" "$ROOT/deploy/k8s-daemonset.yaml" <<'PY'
+import sys, yaml
+doc = open(sys.argv[1]).read()
+minimal = {}
+for l in doc.splitlines():
+    f = l.split('\t')
+    if len(f) == 4 and f[1].startswith('minimal:'):
+        minimal[f[0]] = set(c[4:] for c in f[1][8:].split('+') if c != 'none')
+acts = {'profile': 'profile', 'stacks': 'stacks', 'trace': 'trace', 'dump': 'dump',
+        'gcdump': 'gcdump', 'analyze': 'analyze'}
+bad = 0
+for path in sys.argv[2:]:
+    for d in yaml.safe_load_all(open(path)):
+        spec = d['spec'].get('template', {}).get('spec', d['spec'])
+        for c in spec['containers']:
+            args = c.get('args') or []
+            if 'watch' not in args:
+                continue
+            need = set(minimal['watch'])
+            for i, a in enumerate(args):
+                if a in ('--action', '-a'):
+                    need |= minimal[acts[args[i + 1].split(':')[0]]]
+            have = set(c['securityContext']['capabilities']['add'])
+            drop = c['securityContext']['capabilities']['drop']
+            priv = c['securityContext'].get('privileged', False)
+            print(path, sorted(have), 'measured', sorted(need), 'drop', drop, 'privileged', priv)
+            bad += have != need or drop != ['ALL'] or priv
+sys.exit(1 if bad else 0)
+PY
 check "no fixture of the script is left" bash -c "! pgrep -u 65534 -f 'sample.dll (cpu-split|probe-warm)'"
 
 finish

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # clrtap watch, the triggers beyond t-watch.sh: a first-chance exception by
-# message (any type), the thread-pool queue, a Meter instrument, cgroup memory
-# as a share of its limit (and the line that says there is none), and the
-# analyze action.
+# type whose stacks hold the throwing method, by message (any type), the
+# thread-pool queue, a Meter instrument, cgroup memory as a share of its
+# limit (and the line that says there is none), the analyze action, and
+# crash vs exit (the kernel's process-events connector, or "not known").
 . "$(dirname "$0")/lib.sh"
 
 jl() {
@@ -15,6 +16,27 @@ PY
 jl_true() {
 	[ "$(jl "$1" "$2")" == "True" ]
 }
+
+# 0. a first-chance exception rule for a named type fires on the first (and
+#    only) throw of throw-hold, and its stacks action, run at that moment,
+#    holds the throwing method (the fixture stays in it).
+start_fixture throw-hold --trigger "$WORK/go-hold"
+HOLD_PID=$FIX_PID
+"$CLRTAP" watch -p "$HOLD_PID" 'exception Clrtap.Fixtures.FixtureException' --action stacks \
+	-o "$WORK/hold" -d 40 >"$WORK/hold.jsonl" 2>"$WORK/hold.err" &
+W=$!
+wait_for_line "$WORK/hold.jsonl" '"event":"watching"' 10 "$W" >/dev/null
+sleep 2
+touch "$WORK/go-hold"
+check "the rule fires on the only throw" wait_for_line "$WORK/hold.jsonl" '"event":"fired"' 10 "$W"
+check "the stacks action ends" wait_for_line "$WORK/hold.jsonl" '"event":"action-end"' 20 "$W"
+kill -INT "$W"
+wait "$W"
+check "one firing, the first of its rule, with the type and message" jl_true "$WORK/hold.jsonl" \
+	"[(l['fired'], l['type'], l['message']) for l in L if l['event'] == 'fired'] == [(1, 'Clrtap.Fixtures.FixtureException', 'clrtap fixture exception')]"
+check "the stacks name the throwing method" grep -q 'Clrtap.Fixtures.ThrowHolder::ThrowAndHold' \
+	"$WORK/hold/1-stacks-$HOLD_PID/stacks.txt"
+stop_fixture "$HOLD_PID"
 
 # 1. exception by message, any type; a message rule that matches nothing
 #    stays quiet; the analyze action's report names the throwing method.
@@ -143,9 +165,63 @@ else
 	[ -n "$CGDIR" ] && rmdir "$CGDIR" 2>/dev/null
 fi
 
-# 5. bad rules of these triggers exit 2
+# 5. crash vs exit: how a process ended comes from the kernel's
+#    process-events connector (watch is not the parent). FailFast aborts
+#    (SIGABRT): a crash; SIGTERM: exit code 0, no crash; without
+#    CAP_NET_ADMIN the status is unknown and watch says so.
+PORT=$(free_port)
+start_fixture web --port "$PORT"
+WEB_PID=$FIX_PID
+"$CLRTAP" watch -p "$WEB_PID" exit crash --action 'exec:echo crashed-$CLRTAP_WATCH_PID' -o "$WORK/crash" -d 30 \
+	>"$WORK/crash.jsonl" 2>"$WORK/crash.err" &
+W=$!
+wait_for_line "$WORK/crash.jsonl" '"event":"watching"' 10 "$W" >/dev/null
+curl -s -m 5 "http://127.0.0.1:$PORT/api/fail" >/dev/null
+wait "$W"
+equals "watch ends 0 once its target is gone" "$?" "0"
+check "the status is known (the connector opened)" jl_true "$WORK/crash.jsonl" \
+	"[l['known'] for l in L if l['event'] == 'exit-status'] == [True]"
+check "gone: killed by SIGABRT, a crash" jl_true "$WORK/crash.jsonl" \
+	"[(l['signal'], l['signal_name'], l['crash']) for l in L if l['event'] == 'gone'] == [(6, 'ABRT', True)]"
+check "both exit and crash fire, each saying SIGABRT" jl_true "$WORK/crash.jsonl" \
+	"[(l['trigger'], l['detail'].startswith('killed by signal 6 (SIGABRT)')) for l in L if l['event'] == 'fired'] == [('exit', True), ('crash', True)]"
+check "the exec action of the crash firing ran" grep -qx "crashed-$WEB_PID" "$WORK/crash/2-exec-$WEB_PID/stdout.txt"
+
+start_fixture idle
+TERM_PID=$FIX_PID
+"$CLRTAP" watch -p "$TERM_PID" exit crash -o "$WORK/term" -d 30 >"$WORK/term.jsonl" 2>"$WORK/term.err" &
+W=$!
+wait_for_line "$WORK/term.jsonl" '"event":"watching"' 10 "$W" >/dev/null
+kill -TERM "$TERM_PID"
+wait "$W"
+check "SIGTERM: exit code 0, exit fires, crash does not" jl_true "$WORK/term.jsonl" \
+	"[(l['trigger'], l['value'], l['detail']) for l in L if l['event'] == 'fired'] == [('exit', 0, 'exited with code 0')]"
+
+start_fixture idle
+NOCAP_PID=$FIX_PID
+BND=$((16#$(awk '/^CapBnd:/ { print $2 }' /proc/self/status)))
+CAPS=""
+i=0
+for c in $(setpriv --list-caps); do
+	(( (BND >> i) & 1 )) && [ "$c" != net_admin ] && CAPS+=",+$c"
+	i=$((i + 1))
+done
+setpriv --inh-caps="-all$CAPS" --bounding-set="-all$CAPS" -- "$CLRTAP" watch -p "$NOCAP_PID" exit crash \
+	-o "$WORK/nocap" -d 30 >"$WORK/nocap.jsonl" 2>"$WORK/nocap.err" &
+W=$!
+wait_for_line "$WORK/nocap.jsonl" '"event":"watching"' 10 "$W" >/dev/null
+kill -KILL "$NOCAP_PID"
+wait "$W"
+check "without CAP_NET_ADMIN: the status is not known, and the log says why" jl_true "$WORK/nocap.jsonl" \
+	"[(l['known'], 'CAP_NET_ADMIN' in l['note']) for l in L if l['event'] == 'exit-status'] == [(False, True)]"
+check "exit fires saying how it ended is not known; crash never" jl_true "$WORK/nocap.jsonl" \
+	"[(l['trigger'], 'how is not known' in l['detail']) for l in L if l['event'] == 'fired'] == [('exit', True)]"
+contains "stderr says crash rules never fire" "$(cat "$WORK/nocap.err")" "crash rules never fire"
+
+# 6. bad rules of these triggers exit 2
 expect_exit "'exception *' without a message" 2 "$CLRTAP" watch -p 1 'exception *'
 contains "says what it needs" "$ERR" "needs 'message TEXT'"
+expect_exit "'for' on crash" 2 "$CLRTAP" watch -p 1 'crash for 1s'
 expect_exit "cgroup-memory without %" 2 "$CLRTAP" watch -p 1 'cgroup-memory > 5'
 expect_exit "an unterminated quote" 2 "$CLRTAP" watch -p 1 'exception * message "abc'
 expect_exit "analyze without a name" 2 "$CLRTAP" watch -p 1 'exit' --action analyze

@@ -83,8 +83,10 @@ int proc_cgroup_memory(pid_t pid, struct proc_cgmem *m);
 
 /*
  * Exit statuses of any process (procev.c): the kernel's process-events
- * connector. proc_events_open needs CAP_NET_ADMIN in the initial user and
- * PID namespaces (else -EPERM); the socket is non-blocking. For every
+ * connector. proc_events_open needs the initial user and PID namespaces
+ * (else -ETIMEDOUT: the kernel does not answer) and, on kernels before 6.6,
+ * CAP_NET_ADMIN (else -EPERM, from the kernel's answer); the socket is
+ * non-blocking. For every
  * thread that exits, fn gets its pid, its process's tgid and the wait
  * status (WIFSIGNALED/WEXITSTATUS apply). proc_events_read drains the
  * socket: the number of datagrams read, or -ENOBUFS when the kernel dropped

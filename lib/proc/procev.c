@@ -4,14 +4,16 @@
  * (netlink NETLINK_CONNECTOR, group CN_IDX_PROC). A process's exit status
  * goes only to its parent (wait, or waitid on a pidfd, which the kernel
  * allows for children only); the connector tells any listener with
- * CAP_NET_ADMIN in the initial user and PID namespaces the status of every
- * thread that exits.
+ * in the initial user and PID namespaces the status of every thread that
+ * exits (kernels before 6.6 also want CAP_NET_ADMIN; this one is asked, by
+ * the acknowledgement of the listen request).
  */
 #include "common/compat.h"
 
 #include <linux/cn_proc.h>
 #include <linux/connector.h>
 #include <linux/netlink.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include "proc/proc.h"
@@ -56,6 +58,49 @@ int proc_events_open(int *fd_out)
 
 		close(fd);
 		return e;
+	}
+	/* The kernel answers the request with an acknowledgement (PROC_EVENT_NONE)
+	 * carrying its error (EPERM without CAP_NET_ADMIN where the kernel wants
+	 * it); outside the initial user or PID namespace it ignores the request
+	 * and sends nothing: no answer in 500 ms counts as that. */
+	{
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		char buf[8192] __attribute__((aligned(8)));
+		int left = 500, ack = -1;
+
+		while (ack < 0 && left > 0 && poll(&pfd, 1, 50) >= 0) {
+			ssize_t n;
+
+			left -= 50;
+			while (ack < 0 && (n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+				const char *p = buf;
+				size_t len = (size_t)n;
+
+				while (ack < 0 && len >= sizeof(struct nlmsghdr)) {
+					struct nlmsghdr nl;
+					struct cn_msg cn;
+					struct proc_event ev;
+
+					memcpy(&nl, p, sizeof(nl));
+					if (nl.nlmsg_len < sizeof(nl) || nl.nlmsg_len > len)
+						break;
+					if (nl.nlmsg_len >= sizeof(nl) + sizeof(cn) + sizeof(ev)) {
+						memcpy(&cn, p + sizeof(nl), sizeof(cn));
+						memcpy(&ev, p + sizeof(nl) + sizeof(cn), sizeof(ev));
+						if (cn.id.idx == CN_IDX_PROC && ev.what == PROC_EVENT_NONE)
+							ack = (int)ev.event_data.ack.err;
+					}
+					if (NLMSG_ALIGN(nl.nlmsg_len) >= len)
+						break;
+					len -= NLMSG_ALIGN(nl.nlmsg_len);
+					p += NLMSG_ALIGN(nl.nlmsg_len);
+				}
+			}
+		}
+		if (ack != 0) {
+			close(fd);
+			return ack > 0 ? -ack : -ETIMEDOUT;
+		}
 	}
 	*fd_out = fd;
 	return 0;

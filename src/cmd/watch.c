@@ -979,7 +979,7 @@ static void target_gone(struct watch *w, struct target *tg)
 		snprintf(detail, sizeof(detail), "exited with code %d", WEXITSTATUS(tg->status));
 	} else {
 		snprintf(detail, sizeof(detail), "the process exited; how is not known (%s)",
-			 w->evfd < 0 ? "no process-events connector: CAP_NET_ADMIN needed"
+			 w->evfd < 0 ? "the process-events connector could not be used"
 				     : "no exit event seen for it");
 	}
 	if (!tg->have_status)
@@ -1239,12 +1239,17 @@ int cmd_watch(int argc, char **argv)
 		ct_json_kv_bool(&j, "known", e == 0);
 		if (e) {
 			w.evfd = -1;
-			ct_json_kv_str(&j, "error", strerror(-e));
-			ct_json_kv_str(&j, "note", "the kernel's process-events connector (netlink, needs CAP_NET_ADMIN "
-				       "in the initial namespaces) could not be used: 'exit' rules fire without "
-				       "the exit status and 'crash' rules never fire");
-			cli_warn("how a process ends is not known (process-events connector: %s; needs "
-				 "CAP_NET_ADMIN): crash rules never fire", strerror(-e));
+			ct_json_kv_str(&j, "error", e == -ETIMEDOUT ? "no answer from the kernel" : strerror(-e));
+			ct_json_kv_str(&j, "note", e == -ETIMEDOUT ?
+				       "the kernel's process-events connector answers only in the initial user "
+				       "and PID namespaces, and clrtap runs in another: 'exit' rules fire without "
+				       "the exit status and 'crash' rules never fire" :
+				       "the kernel's process-events connector (netlink) refused: it needs "
+				       "CAP_NET_ADMIN on this kernel; 'exit' rules fire without the exit status "
+				       "and 'crash' rules never fire");
+			cli_warn("how a process ends is not known (process-events connector: %s): crash rules "
+				 "never fire", e == -ETIMEDOUT ? "clrtap is not in the initial PID/user namespace"
+							: "needs CAP_NET_ADMIN here");
 		} else {
 			ct_json_kv_str(&j, "source", "the kernel's process-events connector (netlink)");
 		}

@@ -244,7 +244,8 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 		r->threshold = (double)ms;
 		i = 3;
 	} else if (!strcmp(tok[0], "cpu") || !strcmp(tok[0], "rss") || slash ||
-		   !strcmp(tok[0], "threadpool-queue") || !strcmp(tok[0], "meter")) {
+		   !strcmp(tok[0], "threadpool-queue") || !strcmp(tok[0], "exception-rate") ||
+		   !strcmp(tok[0], "meter")) {
 		const char *th, *u;
 		double v;
 
@@ -266,6 +267,11 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 			r->kind = WATCH_COUNTER;
 			memcpy(r->source, "System.Runtime", sizeof("System.Runtime"));
 			memcpy(r->name, "threadpool-queue-length", sizeof("threadpool-queue-length"));
+		} else if (!strcmp(tok[0], "exception-rate") && !r->meter) {
+			/* first-chance exceptions in the last 1 s interval: per second */
+			r->kind = WATCH_COUNTER;
+			memcpy(r->source, "System.Runtime", sizeof("System.Runtime"));
+			memcpy(r->name, "exception-count", sizeof("exception-count"));
 		} else {
 			char src[WATCH_MAX_NAME];
 			size_t sl = (size_t)(slash - tok[0]);
@@ -305,7 +311,7 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 		}
 		i = 3;
 	} else {
-		return fail(err, errlen, "'%s': unknown trigger (cpu, rss, SOURCE/COUNTER, meter, threadpool-queue, cgroup-memory, exception, gc-pause, exit, crash)", tok[0]);
+		return fail(err, errlen, "'%s': unknown trigger (cpu, rss, SOURCE/COUNTER, meter, threadpool-queue, exception-rate, cgroup-memory, exception, gc-pause, exit, crash)", tok[0]);
 	}
 	while (i < n) {
 		const char *w = tok[i];

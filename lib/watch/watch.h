@@ -9,7 +9,7 @@
  *   trigger := "cpu" OP PERCENT | "rss" OP SIZE
  *            | SOURCE "/" COUNTER OP NUMBER [UNIT]
  *            | "meter" METER "/" INSTRUMENT OP NUMBER [UNIT]
- *            | "threadpool-queue" OP NUMBER
+ *            | "threadpool-queue" OP NUMBER | "exception-rate" OP NUMBER
  *            | "cgroup-memory" OP PERCENT
  *            | "exception" (TYPE | "*") [ "message" TEXT ] | "exit" | "crash"
  *            | "gc-pause" ">" DUR

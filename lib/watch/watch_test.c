@@ -64,6 +64,11 @@ static void test_rules(void **state)
 	assert_string_equal(r.name, "threadpool-queue-length");
 	assert_true(r.threshold == 100);
 	assert_int_equal(r.for_ms, 5000);
+	assert_int_equal(watch_rule_parse("exception-rate > 50 for 3s", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_COUNTER);
+	assert_string_equal(r.source, "System.Runtime");
+	assert_string_equal(r.name, "exception-count");
+	assert_true(r.threshold == 50);
 	assert_int_equal(watch_rule_parse("cgroup-memory > 80%", &r, err, sizeof(err)), 0);
 	assert_int_equal(r.kind, WATCH_CGROUP_MEM);
 	assert_true(r.threshold == 80);

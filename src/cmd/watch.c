@@ -2,13 +2,15 @@
 /*
  * clrtap watch - rules that fire actions at the moment a problem happens.
  *
- * The main thread samples /proc (cpu, rss, exit) every 250 ms, finds new
- * targets (--all), runs actions and writes the JSON-lines log. Each target
- * with counter or exception rules has one EventPipe session (lib/counters'
- * live reader) on a thread of its own, which evaluates those rules and hands
- * firings to the main thread. Actions are child processes of this very binary
- * (/proc/self/exe profile|stacks|trace|dump|gcdump) or `sh -c COMMAND`, each
- * with its own folder, output log and time limit.
+ * The main thread samples /proc (cpu, rss, exit) and the memory cgroup
+ * every 250 ms, reads exit statuses from the kernel's process-events
+ * connector, finds new targets (--all), runs actions and writes the
+ * JSON-lines log. Each target with counter, meter, exception or gc-pause
+ * rules has one EventPipe session (lib/counters' live reader) on a thread of
+ * its own, which evaluates those rules and hands firings to the main thread.
+ * Actions are child processes of this very binary (/proc/self/exe
+ * profile|stacks|trace|dump|gcdump|analyze) or `sh -c COMMAND`, each with its
+ * own folder, output log and time limit.
  */
 #include "common/compat.h"
 

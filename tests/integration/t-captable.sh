@@ -43,6 +43,8 @@ done <"$WORK/now.tsv"
 # The facts the deploy manifests rest on.
 check "watch with exactly its minimal set: ok" grep -qP '^watch\tminimal:CAP_DAC_OVERRIDE\+CAP_SYS_PTRACE\t0\tok$' "$WORK/now.tsv"
 check "without CAP_SYS_PTRACE the refusal names it" grep -qP '^stacks\t-CAP_SYS_PTRACE\t5\trefused: lacks CAP_SYS_PTRACE$' "$WORK/now.tsv"
+check "without CAP_DAC_OVERRIDE (CAP_DAC_READ_SEARCH still there) the refusal names it" \
+	grep -qP '^stacks\t-CAP_DAC_OVERRIDE\t5\trefused: lacks CAP_DAC_OVERRIDE$' "$WORK/now.tsv"
 check "dump needs CAP_CHOWN" grep -qP '^dump\t-CAP_CHOWN\t7\t' "$WORK/now.tsv"
 # The manifests ask for exactly the measured set of what they run: watch and
 # the commands of its actions (capabilities.md's minimal sets).

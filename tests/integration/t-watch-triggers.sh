@@ -65,6 +65,16 @@ check "the report names the exception type" grep -q 'Clrtap.Fixtures.FixtureExce
 check "and the throwing method" grep -q 'Clrtap.Fixtures.Thrower::ThrowOne' "$REPORT"
 stop_fixture "$EXC_PID"
 
+# 1b. exception rate: a fixture throwing without pause is far above 100/s
+#     and far below 10^9/s.
+start_fixture exceptions --count 100000000
+RATE_PID=$FIX_PID
+"$CLRTAP" watch -p "$RATE_PID" 'exception-rate > 100 count 1' 'exception-rate > 1000000000' -o "$WORK/rate" -d 6 \
+	>"$WORK/rate.jsonl" 2>"$WORK/rate.err"
+check "exception-rate > 100 fires once (System.Runtime/exception-count per 1 s), > 10^9 never" jl_true "$WORK/rate.jsonl" \
+	"[(l['rule'], l['value'] > 100) for l in L if l['event'] == 'fired'] == [(0, True)]"
+stop_fixture "$RATE_PID"
+
 # 2. thread-pool queue: the starve fixture keeps about 200 items queued.
 start_fixture starve --items 200 --trigger "$WORK/go-starve"
 ST_PID=$FIX_PID

@@ -21,11 +21,12 @@
 int proc_events_open(int *fd_out)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
-	struct {
-		struct nlmsghdr nl;
-		struct cn_msg cn;
-		enum proc_cn_mcast_op op;
-	} __attribute__((packed)) req;
+	/* nlmsghdr, cn_msg (which ends in a flexible array), the operation */
+	char req[NLMSG_HDRLEN + sizeof(struct cn_msg) + sizeof(enum proc_cn_mcast_op)]
+		__attribute__((aligned(8)));
+	struct nlmsghdr hdr;
+	struct cn_msg msg;
+	enum proc_cn_mcast_op op = PROC_CN_MCAST_LISTEN;
 	int fd;
 
 	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_CONNECTOR);
@@ -45,15 +46,18 @@ int proc_events_open(int *fd_out)
 		close(fd);
 		return e;
 	}
-	memset(&req, 0, sizeof(req));
-	req.nl.nlmsg_len = sizeof(req);
-	req.nl.nlmsg_type = NLMSG_DONE;
-	req.nl.nlmsg_pid = 0;
-	req.cn.id.idx = CN_IDX_PROC;
-	req.cn.id.val = CN_VAL_PROC;
-	req.cn.len = sizeof(req.op);
-	req.op = PROC_CN_MCAST_LISTEN;
-	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req)) {
+	memset(req, 0, sizeof(req));
+	memset(&hdr, 0, sizeof(hdr));
+	memset(&msg, 0, sizeof(msg));
+	hdr.nlmsg_len = sizeof(req);
+	hdr.nlmsg_type = NLMSG_DONE;
+	msg.id.idx = CN_IDX_PROC;
+	msg.id.val = CN_VAL_PROC;
+	msg.len = sizeof(op);
+	memcpy(req, &hdr, sizeof(hdr));
+	memcpy(req + NLMSG_HDRLEN, &msg, sizeof(msg));
+	memcpy(req + NLMSG_HDRLEN + sizeof(msg), &op, sizeof(op));
+	if (send(fd, req, sizeof(req), 0) != (ssize_t)sizeof(req)) {
 		int e = -errno;
 
 		close(fd);

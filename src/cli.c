@@ -434,6 +434,16 @@ int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 		struct ipc_error rerr;
 
 		err = ipc_peer_verify(ep, &rerr);
+		if (err == -EACCES || err == -EPERM) {
+			char why[400];
+
+			/* connect() needs write permission on the socket (mode 0600) */
+			if (!proc_access_explain(t->uid, why, sizeof(why)))
+				return cli_error(EXIT_PERMISSION,
+						 "not allowed to inspect pid %d (owned by uid %u): its "
+						 "diagnostics socket refused the connection: %s",
+						 (int)pid, (unsigned)t->uid, why);
+		}
 		if (err)
 			return cli_ipc_error("cannot use the diagnostics socket", err, &rerr);
 	}

@@ -5,6 +5,10 @@
  */
 #include "common/compat.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "common/strparse.h"
 #include "proc/proc.h"
 
 #define CGROUP_MAX_BYTES 65536
@@ -124,6 +128,122 @@ int proc_container(pid_t pid, struct proc_container *c)
 	err = proc_read(pid, "cgroup", &sb);
 	if (!err)
 		proc_parse_cgroup(sb.buf, sb.len, c);
+	strbuf_release(&sb);
+	return err;
+}
+
+/* A decimal number (or "max": *v = 0) from DIR/NAME. */
+static int cg_read_u64(const char *dir, const char *name, uint64_t *v)
+{
+	char path[PATH_MAX + 64], buf[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	if (!strcmp(buf, "max")) {
+		*v = 0;
+		return 0;
+	}
+	return ct_parse_u64(buf, 10, v) ? -EBADMSG : 0;
+}
+
+int proc_cgroup_memory(pid_t pid, struct proc_cgmem *m)
+{
+	struct strbuf sb;
+	const char *l, *found = NULL;
+	char rel[PROC_PATH_MAX], dir[PATH_MAX];
+	const char *base, *fcur, *fmax;
+	size_t len;
+	struct stat st;
+	int err;
+
+	memset(m, 0, sizeof(*m));
+	strbuf_init(&sb, CGROUP_MAX_BYTES);
+	err = proc_read(pid, "cgroup", &sb);
+	if (err)
+		goto out;
+	for (l = sb.buf; l && *l && !found; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *c1 = strchr(l, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		const char *e = strchrnul(l, '\n');
+
+		if (!c2 || c2 > e)
+			continue;
+		/* v1: the controller list holds "memory" */
+		for (const char *p = c1 + 1; p < c2;) {
+			const char *q = memchr(p, ',', (size_t)(c2 - p));
+
+			if (!q)
+				q = c2;
+			if (q - p == 6 && !memcmp(p, "memory", 6))
+				found = c2 + 1;
+			p = q + 1;
+		}
+	}
+	m->v2 = !found;
+	if (!found) {
+		for (l = sb.buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+			if (!strncmp(l, "0::/", 4)) {
+				found = l + 3;
+				break;
+			}
+		if (!found || stat("/sys/fs/cgroup/cgroup.controllers", &st)) {
+			err = -ENOENT;
+			goto out;
+		}
+	}
+	len = (size_t)(strchrnul(found, '\n') - found);
+	if (len >= sizeof(rel)) {
+		err = -ENAMETOOLONG;
+		goto out;
+	}
+	memcpy(rel, found, len);
+	rel[len] = 0;
+	if (rel[0] != '/' || strstr(rel, "/..") || strstr(rel, "//")) {
+		err = -EINVAL;
+		goto out;
+	}
+	base = m->v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory";
+	fcur = m->v2 ? "memory.current" : "memory.usage_in_bytes";
+	fmax = m->v2 ? "memory.max" : "memory.limit_in_bytes";
+	err = -ENOENT;
+	for (;;) {
+		uint64_t cur, lim;
+
+		snprintf(dir, sizeof(dir), "%s%s", base, strcmp(rel, "/") ? rel : "");
+		if (!cg_read_u64(dir, fcur, &cur)) {
+			if (err) { /* the leaf: its usage, until a limit is found */
+				m->current = cur;
+				ct_strlcpy(m->path, rel, sizeof(m->path));
+				err = 0;
+			}
+			if (!cg_read_u64(dir, fmax, &lim) && lim && lim < (1ULL << 62) &&
+			    (!m->limit || lim < m->limit)) {
+				m->limit = lim;
+				m->current = cur;
+				ct_strlcpy(m->path, rel, sizeof(m->path));
+			}
+		}
+		if (!strcmp(rel, "/"))
+			break;
+		{
+			char *slash = strrchr(rel, '/');
+
+			if (slash == rel)
+				rel[1] = 0;
+			else
+				*slash = 0;
+		}
+	}
+out:
 	strbuf_release(&sb);
 	return err;
 }

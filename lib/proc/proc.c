@@ -3,7 +3,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -582,12 +584,16 @@ void proc_target_strerror(pid_t pid, int err, const struct proc_target *t, char 
 	case -ESRCH:
 		snprintf(buf, len, "no process with pid %d", (int)pid);
 		break;
-	case -EACCES:
-		snprintf(buf, len,
-			 "not allowed to inspect pid %d (owned by uid %u): run as its "
-			 "user or as root (CAP_SYS_PTRACE)",
-			 (int)pid, (unsigned)t->uid);
+	case -EACCES: {
+		char why[400];
+
+		if (proc_access_explain(t->uid, why, sizeof(why)))
+			snprintf(why, sizeof(why), "run as its user, or as root with "
+				 "CAP_SYS_PTRACE and CAP_DAC_OVERRIDE");
+		snprintf(buf, len, "not allowed to inspect pid %d (owned by uid %u): %s", (int)pid,
+			 (unsigned)t->uid, why);
 		break;
+	}
 	case -ENOENT:
 		snprintf(buf, len, "pid %d is not a .NET process (no diagnostics socket in %s%s%s)",
 			 (int)pid, t->other_mntns ? t->root : "", t->tmpdir,
@@ -604,4 +610,38 @@ void proc_target_strerror(pid_t pid, int err, const struct proc_target *t, char 
 		snprintf(buf, len, "cannot inspect pid %d: %s", (int)pid, strerror(-err));
 		break;
 	}
+}
+
+int proc_access_explain(uid_t uid, char *buf, size_t len)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	bool ptrace, dac;
+
+	if (!buf || !len)
+		return -EINVAL;
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	ptrace = data[CAP_SYS_PTRACE / 32].effective & (1u << (CAP_SYS_PTRACE % 32));
+	dac = data[CAP_DAC_OVERRIDE / 32].effective & (1u << (CAP_DAC_OVERRIDE % 32));
+	if (geteuid() == uid && !ptrace)
+		snprintf(buf, len, "clrtap runs as the target's uid %u, yet was refused: the "
+			 "target is not dumpable (its /proc files belong to root; CAP_SYS_PTRACE "
+			 "needed), or a security module refuses", (unsigned)uid);
+	else if (!ptrace && !dac)
+		snprintf(buf, len, "clrtap lacks CAP_SYS_PTRACE and CAP_DAC_OVERRIDE: run it as "
+			 "uid %u, or as root with both", (unsigned)uid);
+	else if (!ptrace)
+		snprintf(buf, len, "clrtap lacks CAP_SYS_PTRACE (it has CAP_DAC_OVERRIDE): run it "
+			 "as uid %u, or add CAP_SYS_PTRACE", (unsigned)uid);
+	else if (!dac && geteuid() != uid)
+		snprintf(buf, len, "clrtap lacks CAP_DAC_OVERRIDE (it has CAP_SYS_PTRACE): the "
+			 "target's environ and diagnostics socket belong to uid %u; run it as that "
+			 "uid, or add CAP_DAC_OVERRIDE", (unsigned)uid);
+	else
+		snprintf(buf, len, "clrtap has CAP_SYS_PTRACE and CAP_DAC_OVERRIDE, so something "
+			 "else refuses: a security module (AppArmor, SELinux) or a user namespace "
+			 "that clrtap's capabilities do not cover");
+	return 0;
 }

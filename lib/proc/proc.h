@@ -61,6 +61,50 @@ int proc_target_find(pid_t pid, struct proc_target *t);
  */
 void proc_target_strerror(pid_t pid, int err, const struct proc_target *t, char *buf, size_t len);
 
+/*
+ * Why a target owned by uid could not be inspected (proc_target_find gave
+ * -EACCES), as a sentence in buf naming what this process really lacks:
+ * CAP_SYS_PTRACE (the kernel's ptrace access check on /proc/PID/root, ns,
+ * environ) and CAP_DAC_OVERRIDE (environ is mode 0400 of the target's uid,
+ * the diagnostics socket 0600: connect needs write permission), from this
+ * process's effective set; or, when it has both, a security module or a
+ * user namespace. Returns 0 or negative errno.
+ */
+int proc_access_explain(uid_t uid, char *buf, size_t len);
+
+/* Memory of a process's cgroup against the nearest limit above it. */
+struct proc_cgmem {
+	bool v2;                /* cgroup v2 (memory.current/max), else v1 (usage/limit_in_bytes) */
+	uint64_t current;       /* bytes used by the cgroup that holds the limit (the leaf without one) */
+	uint64_t limit;         /* the smallest limit on the way to the root; 0: none */
+	char path[PROC_PATH_MAX]; /* that cgroup, as in /proc/PID/cgroup */
+};
+/*
+ * Reads /proc/PID/cgroup (v1 "N:memory:/path" first, else v2 "0::/path"),
+ * then usage and limit under /sys/fs/cgroup from the leaf up to the root,
+ * keeping the smallest limit (v1's "no limit", 2^63 rounded to pages, counts
+ * as none). Returns 0, -ENOENT (no memory cgroup here), -EINVAL (a path with
+ * "..") or what reading gave.
+ */
+int proc_cgroup_memory(pid_t pid, struct proc_cgmem *m);
+
+/*
+ * Exit statuses of any process (procev.c): the kernel's process-events
+ * connector. proc_events_open needs the initial user and PID namespaces
+ * (else -ETIMEDOUT: the kernel does not answer) and, on kernels before 6.6,
+ * CAP_NET_ADMIN (else -EPERM, from the kernel's answer); the socket is
+ * non-blocking. For every
+ * thread that exits, fn gets its pid, its process's tgid and the wait
+ * status (WIFSIGNALED/WEXITSTATUS apply). proc_events_read drains the
+ * socket: the number of datagrams read, or -ENOBUFS when the kernel dropped
+ * events (the socket's buffer was full). proc_events_parse reads one
+ * datagram's bytes (every length checked).
+ */
+typedef void (*proc_exit_fn)(void *ctx, pid_t pid, pid_t tgid, int status);
+int proc_events_open(int *fd);
+int proc_events_read(int fd, proc_exit_fn fn, void *ctx);
+void proc_events_parse(const void *buf, size_t len, proc_exit_fn fn, void *ctx);
+
 /* Callback for proc_scan: return non-zero to stop the scan with that value. */
 typedef int (*proc_scan_fn)(pid_t pid, void *ctx);
 /* Calls fn for every numeric entry of /proc, in increasing pid order. */

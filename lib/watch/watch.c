@@ -22,6 +22,8 @@ const char *watch_kind_name(enum watch_kind k)
 	case WATCH_EXCEPTION: return "exception";
 	case WATCH_EXIT: return "exit";
 	case WATCH_GC_PAUSE: return "gc-pause";
+	case WATCH_CGROUP_MEM: return "cgroup-memory";
+	case WATCH_CRASH: return "crash";
 	}
 	return "?";
 }
@@ -35,6 +37,7 @@ const char *watch_action_name(enum watch_action_kind k)
 	case WATCH_ACT_DUMP: return "dump";
 	case WATCH_ACT_GCDUMP: return "gcdump";
 	case WATCH_ACT_EXEC: return "exec";
+	case WATCH_ACT_ANALYZE: return "analyze";
 	}
 	return "?";
 }
@@ -145,7 +148,16 @@ static int tokenize(const char *text, char *buf, size_t buflen, char **tok, size
 		if (n == MAX_TOKENS)
 			return fail(err, errlen, "too many words (at most %d)", MAX_TOKENS);
 		tok[n++] = buf + o;
-		if (*p == '<' || *p == '>') {
+		if (*p == '"') {
+			for (p++; *p && *p != '"'; p++) {
+				if ((unsigned char)*p < 0x20 || *p == 0x7f)
+					return fail(err, errlen, "a control character in the rule");
+				buf[o++] = *p;
+			}
+			if (*p != '"')
+				return fail(err, errlen, "a '\"' without its closing '\"'");
+			p++;
+		} else if (*p == '<' || *p == '>') {
 			buf[o++] = *p++;
 		} else {
 			while (*p && *p != ' ' && *p != '\t' && *p != '<' && *p != '>') {
@@ -191,8 +203,8 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 	if (!n)
 		return fail(err, errlen, "empty rule");
 	slash = strchr(tok[0], '/');
-	if (!strcmp(tok[0], "exit")) {
-		r->kind = WATCH_EXIT;
+	if (!strcmp(tok[0], "exit") || !strcmp(tok[0], "crash")) {
+		r->kind = tok[0][1] == 'x' ? WATCH_EXIT : WATCH_CRASH;
 		i = 1;
 	} else if (!strcmp(tok[0], "exception")) {
 		r->kind = WATCH_EXCEPTION;
@@ -202,6 +214,26 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 		if (rc)
 			return rc;
 		i = 2;
+		if (n > 3 && !strcmp(tok[2], "message")) {
+			rc = copy_name(r->message, tok[3], "exception message", err, errlen);
+			if (rc)
+				return rc;
+			i = 4;
+		} else if (!strcmp(r->name, "*")) {
+			return fail(err, errlen, "'exception *' needs 'message TEXT' (any type whose message contains TEXT)");
+		}
+	} else if (!strcmp(tok[0], "cgroup-memory")) {
+		const char *u;
+		double v;
+
+		r->kind = WATCH_CGROUP_MEM;
+		if (n < 3 || (strcmp(tok[1], ">") && strcmp(tok[1], "<")))
+			return fail(err, errlen, "'cgroup-memory' needs '>' or '<' and a share of the limit, e.g. 80%%");
+		r->above = tok[1][0] == '>';
+		if (parse_number(tok[2], &v, &u) || strcmp(u, "%") || v > 100)
+			return fail(err, errlen, "'%s': cgroup-memory takes a percentage of the limit (0..100%%)", tok[2]);
+		r->threshold = v;
+		i = 3;
 	} else if (!strcmp(tok[0], "gc-pause")) {
 		int64_t ms;
 
@@ -211,15 +243,36 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 			return fail(err, errlen, "'gc-pause' needs '>' and a duration, e.g. gc-pause > 50ms");
 		r->threshold = (double)ms;
 		i = 3;
-	} else if (!strcmp(tok[0], "cpu") || !strcmp(tok[0], "rss") || slash) {
+	} else if (!strcmp(tok[0], "cpu") || !strcmp(tok[0], "rss") || slash ||
+		   !strcmp(tok[0], "threadpool-queue") || !strcmp(tok[0], "exception-rate") ||
+		   !strcmp(tok[0], "meter")) {
 		const char *th, *u;
 		double v;
 
+		if (!strcmp(tok[0], "meter")) {
+			/* "meter METER/INSTRUMENT OP N": the rest as a counter */
+			if (n < 2 || !strchr(tok[1], '/'))
+				return fail(err, errlen, "'meter' needs METER/INSTRUMENT, e.g. meter System.Runtime/dotnet.gc.heap.total_allocated");
+			r->meter = true;
+			memmove(&tok[0], &tok[1], (n - 1) * sizeof(tok[0]));
+			n--;
+			slash = strchr(tok[0], '/');
+		}
 		if (!strcmp(tok[0], "cpu"))
 			r->kind = WATCH_CPU;
 		else if (!strcmp(tok[0], "rss"))
 			r->kind = WATCH_RSS;
-		else {
+		else if (!strcmp(tok[0], "threadpool-queue") && !r->meter) {
+			/* the runtime's own counter of work items waiting */
+			r->kind = WATCH_COUNTER;
+			memcpy(r->source, "System.Runtime", sizeof("System.Runtime"));
+			memcpy(r->name, "threadpool-queue-length", sizeof("threadpool-queue-length"));
+		} else if (!strcmp(tok[0], "exception-rate") && !r->meter) {
+			/* first-chance exceptions in the last 1 s interval: per second */
+			r->kind = WATCH_COUNTER;
+			memcpy(r->source, "System.Runtime", sizeof("System.Runtime"));
+			memcpy(r->name, "exception-count", sizeof("exception-count"));
+		} else {
 			char src[WATCH_MAX_NAME];
 			size_t sl = (size_t)(slash - tok[0]);
 
@@ -258,7 +311,7 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 		}
 		i = 3;
 	} else {
-		return fail(err, errlen, "'%s': unknown trigger (cpu, rss, SOURCE/COUNTER, exception, gc-pause, exit)", tok[0]);
+		return fail(err, errlen, "'%s': unknown trigger (cpu, rss, SOURCE/COUNTER, meter, threadpool-queue, exception-rate, cgroup-memory, exception, gc-pause, exit, crash)", tok[0]);
 	}
 	while (i < n) {
 		const char *w = tok[i];
@@ -266,7 +319,8 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 		if (i + 1 >= n)
 			return fail(err, errlen, "'%s': expected 'for DUR', 'cooldown DUR' or 'count N'", w);
 		if (!strcmp(w, "for")) {
-			if (r->kind == WATCH_EXCEPTION || r->kind == WATCH_EXIT || r->kind == WATCH_GC_PAUSE)
+			if (r->kind == WATCH_EXCEPTION || r->kind == WATCH_EXIT || r->kind == WATCH_GC_PAUSE ||
+			    r->kind == WATCH_CRASH)
 				return fail(err, errlen, "'for' does not apply to '%s' (it is an instant)", watch_kind_name(r->kind));
 			if (watch_parse_duration(tok[i + 1], &r->for_ms))
 				return fail(err, errlen, "'%s': not a duration (e.g. 500ms, 2s, 1m)", tok[i + 1]);
@@ -359,6 +413,25 @@ int watch_action_parse(const char *text, struct watch_action *a, char *err, size
 		memcpy(a->cmd, colon + 1, strlen(colon + 1) + 1);
 		return 0;
 	}
+	if (nl == 7 && !strncmp(text, "analyze", 7)) {
+		const char *name = colon ? colon + 1 : "", *c2 = strchr(name, ':');
+		size_t len = c2 ? (size_t)(c2 - name) : strlen(name);
+
+		if (!len)
+			return fail(err, errlen, "'analyze' needs an analyzer: analyze:NAME[:DUR] (clrtap analyze --list)");
+		if (len > 31)
+			return fail(err, errlen, "analyzer name longer than 31 bytes");
+		for (i = 0; i < len; i++)
+			if (name[i] < 'a' || name[i] > 'z')
+				return fail(err, errlen, "'%.*s': an analyzer name is lower-case letters (clrtap analyze --list)",
+					    (int)len, name);
+		a->kind = WATCH_ACT_ANALYZE;
+		memcpy(a->cmd, name, len);
+		a->cmd[len] = 0;
+		if (c2 && (watch_parse_duration(c2 + 1, &a->duration_ms) || !a->duration_ms))
+			return fail(err, errlen, "'%s': not a duration (e.g. 5s)", c2 + 1);
+		return 0;
+	}
 	for (i = 0; i < ARRAY_SIZE(kinds); i++) {
 		if (strlen(kinds[i].name) != nl || strncmp(text, kinds[i].name, nl))
 			continue;
@@ -371,5 +444,5 @@ int watch_action_parse(const char *text, struct watch_action *a, char *err, size
 		}
 		return 0;
 	}
-	return fail(err, errlen, "unknown action (profile[:DUR], stacks, trace[:DUR], dump, gcdump, exec:COMMAND)");
+	return fail(err, errlen, "unknown action (profile[:DUR], stacks, trace[:DUR], dump, gcdump, analyze:NAME[:DUR], exec:COMMAND)");
 }

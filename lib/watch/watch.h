@@ -8,9 +8,14 @@
  *   rule    := trigger [ "for" DUR ] { "cooldown" DUR | "count" N }
  *   trigger := "cpu" OP PERCENT | "rss" OP SIZE
  *            | SOURCE "/" COUNTER OP NUMBER [UNIT]
- *            | "exception" TYPE | "exit" | "gc-pause" ">" DUR
+ *            | "meter" METER "/" INSTRUMENT OP NUMBER [UNIT]
+ *            | "threadpool-queue" OP NUMBER | "exception-rate" OP NUMBER
+ *            | "cgroup-memory" OP PERCENT
+ *            | "exception" (TYPE | "*") [ "message" TEXT ] | "exit" | "crash"
+ *            | "gc-pause" ">" DUR
  *   OP      := ">" | "<"
- * Tokens are separated by blanks; an operator also ends a token.
+ * Tokens are separated by blanks; an operator also ends a token; "..." is
+ * one token with its blanks (no escapes).
  */
 #ifndef CLRTAP_WATCH_WATCH_H
 #define CLRTAP_WATCH_WATCH_H
@@ -28,6 +33,8 @@ enum watch_kind {
 	WATCH_EXCEPTION, /* a first-chance exception whose type is name */
 	WATCH_EXIT,      /* the process is gone */
 	WATCH_GC_PAUSE,  /* a GC suspension (SuspendEEBegin..RestartEEEnd), ms */
+	WATCH_CGROUP_MEM, /* memory.current of the target's cgroup v2, % of its limit */
+	WATCH_CRASH,     /* the process was killed by a signal other than SIGTERM, SIGINT, SIGHUP */
 };
 
 struct watch_rule {
@@ -35,14 +42,17 @@ struct watch_rule {
 	bool above;          /* ">" (else "<") */
 	double threshold;    /* cpu: percent; rss: bytes; counter: see unit_bytes; gc-pause: ms */
 	bool unit_bytes;     /* counter threshold had a size unit: compare in bytes */
+	bool meter;          /* counter: a System.Diagnostics.Metrics instrument (source: the Meter) */
 	int64_t for_ms;      /* how long the condition must hold (0: at once) */
 	int64_t cooldown_ms; /* no second firing within this time of the last */
 	unsigned count;      /* firings at most (0: no limit) */
 	char source[WATCH_MAX_NAME]; /* counter: the EventSource */
-	char name[WATCH_MAX_NAME];   /* counter: its name; exception: the type */
+	char name[WATCH_MAX_NAME];   /* counter: its name; exception: the type ("*": any) */
+	char message[WATCH_MAX_NAME]; /* exception: a substring of the message ("" : any) */
 };
 
-/* The name of a kind: "cpu", "rss", "counter", "exception", "exit", "gc-pause". */
+/* The name of a kind: "cpu", "rss", "counter", "exception", "exit", "gc-pause",
+ * "cgroup-memory", "crash". */
 const char *watch_kind_name(enum watch_kind k);
 
 /*
@@ -94,19 +104,21 @@ enum watch_action_kind {
 	WATCH_ACT_DUMP,
 	WATCH_ACT_GCDUMP,
 	WATCH_ACT_EXEC,
+	WATCH_ACT_ANALYZE,
 };
 
 struct watch_action {
 	enum watch_action_kind kind;
 	int64_t duration_ms; /* profile, trace: how long (":DUR"); 0: the default */
-	char cmd[WATCH_MAX_TEXT]; /* exec: the shell command */
+	char cmd[WATCH_MAX_TEXT]; /* exec: the shell command; analyze: the analyzer */
 };
 
-/* "profile", "stacks", ... "exec". */
+/* "profile", "stacks", ... "exec", "analyze". */
 const char *watch_action_name(enum watch_action_kind k);
 
 /*
- * Parses "profile[:DUR]", "trace[:DUR]", "stacks", "dump", "gcdump" or
+ * Parses "profile[:DUR]", "trace[:DUR]", "stacks", "dump", "gcdump",
+ * "analyze:NAME[:DUR]" (NAME: lower-case letters, at most 31) or
  * "exec:COMMAND". Returns 0 or -EINVAL with a sentence in err.
  */
 int watch_action_parse(const char *text, struct watch_action *a, char *err, size_t errlen);

@@ -48,6 +48,37 @@ static void test_rules(void **state)
 	assert_false(watch_rule_test(&r, 50, NULL));
 	assert_int_equal(watch_rule_parse("exit", &r, err, sizeof(err)), 0);
 	assert_int_equal(r.kind, WATCH_EXIT);
+	assert_int_equal(watch_rule_parse("crash count 1", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_CRASH);
+	assert_int_equal(watch_rule_parse("exception * message \"not  found\" count 1", &r, err, sizeof(err)), 0);
+	assert_string_equal(r.name, "*");
+	assert_string_equal(r.message, "not  found");
+	assert_int_equal(r.count, 1);
+	assert_int_equal(watch_rule_parse("exception System.IO.IOException message disk", &r, err, sizeof(err)), 0);
+	assert_string_equal(r.name, "System.IO.IOException");
+	assert_string_equal(r.message, "disk");
+	assert_int_equal(watch_rule_parse("threadpool-queue > 100 for 5s", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_COUNTER);
+	assert_false(r.meter);
+	assert_string_equal(r.source, "System.Runtime");
+	assert_string_equal(r.name, "threadpool-queue-length");
+	assert_true(r.threshold == 100);
+	assert_int_equal(r.for_ms, 5000);
+	assert_int_equal(watch_rule_parse("exception-rate > 50 for 3s", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_COUNTER);
+	assert_string_equal(r.source, "System.Runtime");
+	assert_string_equal(r.name, "exception-count");
+	assert_true(r.threshold == 50);
+	assert_int_equal(watch_rule_parse("cgroup-memory > 80%", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_CGROUP_MEM);
+	assert_true(r.threshold == 80);
+	assert_true(watch_rule_test(&r, 80.5, NULL));
+	assert_int_equal(watch_rule_parse("meter System.Runtime/dotnet.gc.heap.total_allocated > 10MB", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_COUNTER);
+	assert_true(r.meter);
+	assert_string_equal(r.source, "System.Runtime");
+	assert_string_equal(r.name, "dotnet.gc.heap.total_allocated");
+	assert_true(watch_rule_test(&r, 20e6, "By"));
 }
 
 static void test_bad_rules(void **state)
@@ -57,7 +88,9 @@ static void test_bad_rules(void **state)
 		"exception", "exception X for 2s", "exit for 1s", "cpu > 5 for", "cpu > 5 for 2y",
 		"cpu > 5 count 0", "cpu > 5 banana 2", "/x > 1", "S/ > 1", "S/a/b > 1", "S/a > 1parsec",
 		"gpu > 5", "cpu > 5 \x01", "cpu > 5 for 31d", "gc-pause < 5ms", "gc-pause > 5MB",
-		"gc-pause > 5ms for 1s",
+		"gc-pause > 5ms for 1s", "exception *", "crash for 1s", "crash x", "exception X message", "exception X message \"open",
+		"cgroup-memory > 5", "cgroup-memory > 101%", "cgroup-memory > 5MB", "meter > 5", "meter x > 5",
+		"threadpool-queue > 5MB x", "exception * message \"a\x01\"",
 	};
 	struct watch_rule r;
 	char err[256];
@@ -111,6 +144,18 @@ static void test_actions(void **state)
 	assert_int_equal(watch_action_parse("profile:0", &a, err, sizeof(err)), -EINVAL);
 	assert_int_equal(watch_action_parse("reboot", &a, err, sizeof(err)), -EINVAL);
 	assert_int_equal(watch_action_parse("profiler", &a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(watch_action_parse("analyze:exceptions", &a, err, sizeof(err)), 0);
+	assert_int_equal(a.kind, WATCH_ACT_ANALYZE);
+	assert_string_equal(a.cmd, "exceptions");
+	assert_int_equal(a.duration_ms, 0);
+	assert_int_equal(watch_action_parse("analyze:hotpaths:2s", &a, err, sizeof(err)), 0);
+	assert_string_equal(a.cmd, "hotpaths");
+	assert_int_equal(a.duration_ms, 2000);
+	assert_int_equal(watch_action_parse("analyze", &a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(watch_action_parse("analyze:", &a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(watch_action_parse("analyze:Hot-Paths", &a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(watch_action_parse("analyze:hotpaths:0", &a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(watch_action_parse("analyze:abcdefghijklmnopqrstuvwxyzabcdef", &a, err, sizeof(err)), -EINVAL);
 }
 
 int main(void)

@@ -2,13 +2,15 @@
 /*
  * clrtap watch - rules that fire actions at the moment a problem happens.
  *
- * The main thread samples /proc (cpu, rss, exit) every 250 ms, finds new
- * targets (--all), runs actions and writes the JSON-lines log. Each target
- * with counter or exception rules has one EventPipe session (lib/counters'
- * live reader) on a thread of its own, which evaluates those rules and hands
- * firings to the main thread. Actions are child processes of this very binary
- * (/proc/self/exe profile|stacks|trace|dump|gcdump) or `sh -c COMMAND`, each
- * with its own folder, output log and time limit.
+ * The main thread samples /proc (cpu, rss, exit) and the memory cgroup
+ * every 250 ms, reads exit statuses from the kernel's process-events
+ * connector, finds new targets (--all), runs actions and writes the
+ * JSON-lines log. Each target with counter, meter, exception or gc-pause
+ * rules has one EventPipe session (lib/counters' live reader) on a thread of
+ * its own, which evaluates those rules and hands firings to the main thread.
+ * Actions are child processes of this very binary (/proc/self/exe
+ * profile|stacks|trace|dump|gcdump|analyze) or `sh -c COMMAND`, each with its
+ * own folder, output log and time limit.
  */
 #include "common/compat.h"
 
@@ -66,8 +68,11 @@ struct target {
 	struct watch *w;
 	int idx;
 	struct counters_decoder *dec;
-	struct strbuf tmp;
+	struct strbuf tmp, tmp2;
 	int session_err;
+	bool cg_said;           /* the cgroup-memory rules' "no limit" line was logged */
+	bool have_status;       /* the wait status, from the process-events connector */
+	int status;
 	char session_why[512]; /* "" when it ended normally */
 	bool session_done, session_reported;
 	int64_t qpc_freq;       /* from the trace header */
@@ -91,7 +96,9 @@ struct watch {
 	size_t nrules;
 	struct watch_action actions[MAX_ACTIONS];
 	size_t nactions;
-	bool need_session, need_exc, need_gc;
+	bool need_session, need_exc, need_gc, need_cgroup, need_status;
+	int evfd;               /* the process-events connector, -1: none */
+	bool ev_lost_said;
 	struct target targets[MAX_TARGETS];
 	struct running run[MAX_RUNNING];
 	const char *outdir;
@@ -289,12 +296,11 @@ static int on_counter(void *ctx, const struct counters_value *v)
 	struct watch *w = tg->w;
 	size_t i;
 
-	if (v->meter)
-		return 0;
 	for (i = 0; i < w->nrules; i++) {
 		const struct watch_rule *r = &w->rules[i];
 
-		if (r->kind != WATCH_COUNTER || strcmp(r->source, v->source) || strcmp(r->name, v->name))
+		if (r->kind != WATCH_COUNTER || r->meter != v->meter || strcmp(r->source, v->source) ||
+		    strcmp(r->name, v->name))
 			continue;
 		feed(w, tg, (int)i, watch_rule_test(r, v->value, v->units), v->value, true, v->units);
 	}
@@ -322,11 +328,21 @@ static int on_event(void *ctx, const struct nt_event *ev)
 					ev->pointer_size, &ex))
 			return 0;
 		for (i = 0; i < w->nrules; i++) {
-			if (w->rules[i].kind != WATCH_EXCEPTION || !nt_str16_eq(&ex.type, w->rules[i].name))
+			const struct watch_rule *r = &w->rules[i];
+
+			if (r->kind != WATCH_EXCEPTION ||
+			    (strcmp(r->name, "*") && !nt_str16_eq(&ex.type, r->name)))
 				continue;
 			strbuf_reset(&tg->tmp);
 			(void)nt_str16_utf8(&ex.message, &tg->tmp);
-			feed(w, tg, (int)i, true, 0, false, tg->tmp.buf ? tg->tmp.buf : "");
+			if (r->message[0] && !strstr(tg->tmp.buf ? tg->tmp.buf : "", r->message))
+				continue;
+			/* the detail: "TYPE\nMESSAGE" (the type matters for "*") */
+			strbuf_reset(&tg->tmp2);
+			(void)nt_str16_utf8(&ex.type, &tg->tmp2);
+			(void)strbuf_addstr(&tg->tmp2, "\n");
+			(void)strbuf_addstr(&tg->tmp2, tg->tmp.buf ? tg->tmp.buf : "");
+			feed(w, tg, (int)i, true, 0, false, tg->tmp2.buf ? tg->tmp2.buf : "");
 		}
 		return 0;
 	}
@@ -380,9 +396,10 @@ static void *session_main(void *arg)
 	int err = 0;
 
 	strbuf_init(&tg->tmp, 4096);
+	strbuf_init(&tg->tmp2, 4096 + 2 * WATCH_MAX_NAME);
 	for (i = 0; i < w->nrules && !err; i++)
 		if (w->rules[i].kind == WATCH_COUNTER)
-			err = counters_spec_add(&spec, w->rules[i].source, false);
+			err = counters_spec_add(&spec, w->rules[i].source, w->rules[i].meter);
 	if (!err && spec.n)
 		err = counters_session_init(&cs, &spec, 1, 1000, 10);
 	if (!err)
@@ -432,6 +449,7 @@ out:
 	counters_session_release(&cs);
 	counters_spec_release(&spec);
 	strbuf_release(&tg->tmp);
+	strbuf_release(&tg->tmp2);
 	__atomic_store_n(&tg->session_done, true, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -506,6 +524,47 @@ static int read_rss(pid_t pid, double *bytes)
 	return err;
 }
 
+/* cgroup-memory rules: usage against the nearest limit of the target's
+ * memory cgroup; without a limit (or no memory cgroup) one line says so and
+ * the rules never fire for this target. */
+static void sample_cgroup(struct watch *w, struct target *tg)
+{
+	struct proc_cgmem m;
+	char detail[DETAIL_MAX];
+	double share;
+	size_t i;
+	int err = proc_cgroup_memory(tg->pid, &m);
+
+	if (err || !m.limit) {
+		struct ct_json j;
+		struct strbuf sb;
+
+		if (tg->cg_said)
+			return;
+		tg->cg_said = true;
+		log_begin(&j, &sb, "cgroup-memory");
+		ct_json_kv_i64(&j, "pid", tg->pid);
+		if (err) {
+			ct_json_kv_str(&j, "error", strerror(-err));
+			ct_json_kv_str(&j, "note", "no memory cgroup could be read for this process: its cgroup-memory rules never fire");
+		} else {
+			ct_json_kv_str(&j, "cgroup", m.path);
+			ct_json_kv_u64(&j, "current", m.current);
+			ct_json_kv_str(&j, "note", "no memory limit on this cgroup or any above it: its cgroup-memory rules never fire");
+		}
+		log_end(w, &j, &sb);
+		cli_warn("pid %d: %s: cgroup-memory rules never fire for it", (int)tg->pid,
+			 err ? "no memory cgroup readable" : "its cgroup has no memory limit");
+		return;
+	}
+	share = (double)m.current * 100.0 / (double)m.limit;
+	snprintf(detail, sizeof(detail), "%" PRIu64 " of %" PRIu64 " bytes (cgroup %.300s, %s)", m.current,
+		 m.limit, m.path, m.v2 ? "v2 memory.current/memory.max" : "v1 memory.usage_in_bytes/limit_in_bytes");
+	for (i = 0; i < w->nrules; i++)
+		if (w->rules[i].kind == WATCH_CGROUP_MEM)
+			feed(w, tg, (int)i, watch_rule_test(&w->rules[i], share, NULL), share, true, detail);
+}
+
 static void sample(struct watch *w, struct target *tg)
 {
 	uint64_t ticks;
@@ -526,6 +585,8 @@ static void sample(struct watch *w, struct target *tg)
 		tg->have_cpu = true;
 	}
 	have_rss = !read_rss(tg->pid, &rss);
+	if (w->need_cgroup)
+		sample_cgroup(w, tg);
 	for (i = 0; i < w->nrules; i++) {
 		const struct watch_rule *r = &w->rules[i];
 
@@ -624,6 +685,16 @@ static void start_action(struct watch *w, unsigned fire, int ti, int ri, const s
 		argv[n++] = "collect";
 		argv[n++] = "-o";
 		argv[n++] = out;
+		break;
+	case WATCH_ACT_ANALYZE:
+		fmt_sec(dur, sizeof(dur), a->duration_ms ? a->duration_ms : 5000);
+		snprintf(out, sizeof(out), "%s/report.md", rn->dir);
+		argv[n++] = "analyze";
+		argv[n++] = "-d";
+		argv[n++] = dur;
+		argv[n++] = "-o";
+		argv[n++] = out;
+		argv[n++] = a->cmd;
 		break;
 	case WATCH_ACT_EXEC:
 		argv[0] = "sh";
@@ -811,8 +882,14 @@ static void handle_pending(struct watch *w)
 		if (p[i].have_value)
 			ct_json_kv_double(&j, "value", p[i].value);
 		if (r->kind == WATCH_EXCEPTION) {
-			ct_json_kv_str(&j, "type", r->name);
-			ct_json_kv_str(&j, "message", p[i].detail);
+			char *nl = strchr(p[i].detail, '\n');
+
+			if (nl)
+				*nl = 0;
+			ct_json_kv_str(&j, "type", nl ? p[i].detail : r->name);
+			ct_json_kv_str(&j, "message", nl ? nl + 1 : p[i].detail);
+			if (nl)
+				*nl = ' ';
 		} else if (r->kind == WATCH_COUNTER) {
 			ct_json_kv_str(&j, "units", p[i].detail);
 		} else if (p[i].detail[0]) {
@@ -833,20 +910,90 @@ static void handle_pending(struct watch *w)
 	}
 }
 
+/* ----- how a process ended (the process-events connector) ----- */
+
+static void on_exit_status(void *ctx, pid_t pid, pid_t tgid, int status)
+{
+	struct watch *w = ctx;
+	size_t i;
+
+	if (pid != tgid) /* a thread; the process's own status comes with its main thread */
+		return;
+	for (i = 0; i < MAX_TARGETS; i++) {
+		struct target *tg = &w->targets[i];
+
+		if (tg->used && !tg->gone && tg->pid == pid) {
+			tg->have_status = true;
+			tg->status = status;
+		}
+	}
+}
+
+static void read_statuses(struct watch *w)
+{
+	int err;
+
+	if (w->evfd < 0)
+		return;
+	err = proc_events_read(w->evfd, on_exit_status, w);
+	if (err < 0 && !w->ev_lost_said) {
+		w->ev_lost_said = true;
+		cli_warn("the kernel dropped process events (%s): an exit status may be unknown",
+			 strerror(-err));
+	}
+}
+
+/* A killing signal that is not a polite request to end. */
+static bool status_is_crash(int status)
+{
+	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+
+	return sig && sig != SIGTERM && sig != SIGINT && sig != SIGHUP;
+}
+
 static void target_gone(struct watch *w, struct target *tg)
 {
 	struct ct_json j;
 	struct strbuf sb;
+	char detail[200];
+	double v = 0;
 	size_t i;
 
+	read_statuses(w);
 	tg->gone = true;
 	tg->stop = 1;
 	log_begin(&j, &sb, "gone");
 	log_target(&j, tg);
+	ct_json_kv_bool(&j, "status_known", tg->have_status);
+	if (tg->have_status && WIFSIGNALED(tg->status)) {
+		v = WTERMSIG(tg->status);
+		ct_json_kv_i64(&j, "signal", WTERMSIG(tg->status));
+		ct_json_kv_str(&j, "signal_name", sigabbrev_np(WTERMSIG(tg->status)) ?
+			       sigabbrev_np(WTERMSIG(tg->status)) : "?");
+		ct_json_kv_bool(&j, "core_dumped", WCOREDUMP(tg->status));
+		ct_json_kv_bool(&j, "crash", status_is_crash(tg->status));
+		snprintf(detail, sizeof(detail), "killed by signal %d (SIG%s)%s", WTERMSIG(tg->status),
+			 sigabbrev_np(WTERMSIG(tg->status)) ? sigabbrev_np(WTERMSIG(tg->status)) : "?",
+			 WCOREDUMP(tg->status) ? ", core dumped" : "");
+	} else if (tg->have_status) {
+		v = WEXITSTATUS(tg->status);
+		ct_json_kv_i64(&j, "exit_code", WEXITSTATUS(tg->status));
+		ct_json_kv_bool(&j, "crash", false);
+		snprintf(detail, sizeof(detail), "exited with code %d", WEXITSTATUS(tg->status));
+	} else {
+		snprintf(detail, sizeof(detail), "the process exited; how is not known (%s)",
+			 w->evfd < 0 ? "the process-events connector could not be used"
+				     : "no exit event seen for it");
+	}
+	if (!tg->have_status)
+		ct_json_kv_str(&j, "note", detail);
 	log_end(w, &j, &sb);
-	for (i = 0; i < w->nrules; i++)
+	for (i = 0; i < w->nrules; i++) {
 		if (w->rules[i].kind == WATCH_EXIT)
-			feed(w, tg, (int)i, true, 0, false, "the process exited");
+			feed(w, tg, (int)i, true, v, tg->have_status, detail);
+		else if (w->rules[i].kind == WATCH_CRASH && tg->have_status && status_is_crash(tg->status))
+			feed(w, tg, (int)i, true, v, true, detail);
+	}
 }
 
 /* Says once when a target's EventPipe session ended while it still runs, or
@@ -908,6 +1055,10 @@ static int add_rule(struct watch *w, const char *text, const char *where)
 		w->need_exc = true;
 	if (r->kind == WATCH_GC_PAUSE)
 		w->need_gc = w->need_session = true;
+	if (r->kind == WATCH_CGROUP_MEM)
+		w->need_cgroup = true;
+	if (r->kind == WATCH_EXIT || r->kind == WATCH_CRASH)
+		w->need_status = true;
 	return 0;
 }
 
@@ -984,7 +1135,7 @@ int cmd_watch(int argc, char **argv)
 		CLI_TARGET_OPTIONS(&to),
 		{ 0, "all", CLI_OPT_BOOL, &all, NULL, "every .NET process, also those that start later (containers too)" },
 		{ 0, "match", CLI_OPT_STRING, &w.match, "TEXT", "with --all: only processes whose command line contains TEXT" },
-		{ 'a', "action", CLI_OPT_STRING, &action_help, "ACTION", "profile[:DUR], stacks, trace[:DUR], dump, gcdump, exec:COMMAND (repeatable)" },
+		{ 'a', "action", CLI_OPT_STRING, &action_help, "ACTION", "profile[:DUR], stacks, trace[:DUR], dump, gcdump, analyze:NAME[:DUR], exec:COMMAND (repeatable)" },
 		{ 'o', "output", CLI_OPT_STRING, &outdir, "DIR", "folder for the actions' folders (default watch-TIMESTAMP)" },
 		{ 0, "rules", CLI_OPT_STRING, &rules_file, "FILE", "more rules, one a line ('#' comments)" },
 		{ 0, "log", CLI_OPT_STRING, &logfile, "FILE", "JSON-lines log (default: stdout)" },
@@ -1081,6 +1232,32 @@ int cmd_watch(int argc, char **argv)
 		return rc;
 	}
 	w.outdir = outdir;
+	w.evfd = -1;
+	if (w.need_status) {
+		int e = proc_events_open(&w.evfd);
+		struct ct_json j;
+		struct strbuf sb;
+
+		log_begin(&j, &sb, "exit-status");
+		ct_json_kv_bool(&j, "known", e == 0);
+		if (e) {
+			w.evfd = -1;
+			ct_json_kv_str(&j, "error", e == -ETIMEDOUT ? "no answer from the kernel" : strerror(-e));
+			ct_json_kv_str(&j, "note", e == -ETIMEDOUT ?
+				       "the kernel's process-events connector answers only in the initial user "
+				       "and PID namespaces, and clrtap runs in another: 'exit' rules fire without "
+				       "the exit status and 'crash' rules never fire" :
+				       "the kernel's process-events connector (netlink) refused: it needs "
+				       "CAP_NET_ADMIN on this kernel; 'exit' rules fire without the exit status "
+				       "and 'crash' rules never fire");
+			cli_warn("how a process ends is not known (process-events connector: %s): crash rules "
+				 "never fire", e == -ETIMEDOUT ? "clrtap is not in the initial PID/user namespace"
+							: "needs CAP_NET_ADMIN here");
+		} else {
+			ct_json_kv_str(&j, "source", "the kernel's process-events connector (netlink)");
+		}
+		log_end(&w, &j, &sb);
+	}
 	pthread_mutex_init(&w.lock, NULL);
 	cli_catch_stop_signals();
 	signal(SIGPIPE, SIG_IGN);
@@ -1107,6 +1284,7 @@ int cmd_watch(int argc, char **argv)
 
 		if (cli_stop_requested || t >= stop_at)
 			break;
+		read_statuses(&w);
 		if (all && t - last_scan >= SCAN_MS) {
 			last_scan = t;
 			(void)proc_scan(scan_one, &w);
@@ -1161,6 +1339,8 @@ int cmd_watch(int argc, char **argv)
 	}
 	if (w.log != stdout)
 		fclose(w.log);
+	if (w.evfd >= 0)
+		close(w.evfd);
 	free(rules_buf);
 	free(args);
 	return EXIT_OK;

@@ -9,15 +9,24 @@
  *   HW_BREAKPOINT_X); the CPU has 4 per thread, shared by all methods of the
  *   session, so entries of the newest code versions come first, then their
  *   `ret` sites, then older versions.
- * - Events are per thread, so they exist only in the target (a uprobe on
- *   CoreLib does not fire in other .NET processes). Breakpoints are per
- *   (thread, CPU) with inherit=1, so threads created later get them too (an
- *   inherited per-thread event cannot be mmap'd with cpu == -1), redirected
- *   (PERF_EVENT_IOC_SET_OUTPUT) to one ring per CPU owned by a dummy event.
- *   Uprobes cannot be inherited (see open_one) and cost one kernel consumer
- *   per event on every hit, so they are one event per thread on every CPU
- *   (cpu -1), writing to a ring per thread; new threads get theirs when
- *   their PERF_RECORD_FORK is read.
+ * - Events are per CPU (pid -1, cpu N: one event per CPU and site, however
+ *   many threads the target has, threads born later included), each
+ *   redirected (PERF_EVENT_IOC_SET_OUTPUT) to one ring per CPU owned by a
+ *   dummy event; a sample is kept only when its pid is the target's. Per
+ *   thread events made the attach cost grow with threads x CPUs: 500
+ *   threads took 84 s to attach (issue 16). The cost of per-CPU events: a
+ *   uprobe is then in every process that maps the image (another .NET
+ *   process running the same CoreLib method takes the trap too, and its
+ *   hits are dropped and counted), and a breakpoint takes a debug register
+ *   of each CPU for everyone. Where the kernel refuses CPU-wide events
+ *   (perf_event_paranoid > 0 without CAP_PERFMON), per-thread events are
+ *   used as before:
+ *   breakpoints per (thread, CPU) with inherit=1, so threads created later
+ *   get them too (an inherited per-thread event cannot be mmap'd with
+ *   cpu == -1); uprobes cannot be inherited (see open_one) and cost one
+ *   kernel consumer per event on every hit, so they are one event per
+ *   thread on every CPU (cpu -1), writing to a ring per thread; new threads
+ *   get theirs when their PERF_RECORD_FORK is read.
  * - No uretprobes: they rewrite the return address, and the runtime's stack
  *   walker (GC, exceptions) would meet a trampoline. Returns are `ret`
  *   instructions found by disassembling the code (capstone), matched to
@@ -167,7 +176,13 @@ struct probe_session {
 	int ino_fd;              /* inotify on the perf map: wake when the runtime writes */
 	bool ino_watching;
 	bool retaddr_unseen;     /* said once: a return site clrtap cannot watch */
+	/* per-CPU events (pid -1) for uprobes / breakpoints, else per thread */
+	bool cpuwide[2];
+	bool scope_said;
+	uint64_t foreign;        /* hits of per-CPU events in other processes (dropped) */
 };
+
+enum { SCOPE_HW = 0, SCOPE_UP = 1 };
 
 static uint64_t now_mono(void)
 {
@@ -460,6 +475,31 @@ static int open_one(struct probe_session *s, struct site *st, uint32_t tid, int 
 	struct perf_event_attr a = s->tmpl;
 	int fd, out = -1;
 
+	if (s->cpuwide[st->uprobe ? SCOPE_UP : SCOPE_HW]) {
+		/* one event per CPU for every process: samples filtered by pid */
+		a.inherit = 0;
+		if (st->uprobe) {
+			a.type = (uint32_t)s->uprobe_type;
+			a.config = 0;
+			a.config1 = (uint64_t)(uintptr_t)st->path;
+			a.config2 = st->file_off;
+		} else {
+			a.type = PERF_TYPE_BREAKPOINT;
+			a.bp_type = HW_BREAKPOINT_X;
+			a.bp_addr = st->addr;
+			a.bp_len = sizeof(long);
+		}
+		fd = perf_open(&a, -1, cpu, -1, 0);
+		if (fd < 0)
+			return fd;
+		if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, s->ring_owner[cpu]) < 0) {
+			int e = -errno;
+
+			close(fd);
+			return e;
+		}
+		return fd;
+	}
 	if (st->uprobe) {
 		/*
 		 * No inherit for uprobe PMU events: the kernel would create the
@@ -518,11 +558,61 @@ static void site_close(struct site *st)
 	st->armed = false;
 }
 
+/*
+ * Per-CPU events: one per CPU. When the first one is refused for a reason
+ * that per-thread events do not have (CPU-wide events need CAP_PERFMON or
+ * perf_event_paranoid <= 0), this kind falls back to per-thread events for
+ * the session.
+ */
+static int site_open_cpus(struct probe_session *s, struct site *st)
+{
+	int cpu, k = st->uprobe ? SCOPE_UP : SCOPE_HW, err = 0;
+
+	st->fds = calloc((size_t)s->ncpu, sizeof(int));
+	if (!st->fds)
+		return -ENOMEM;
+	for (cpu = 0; cpu < s->ncpu; cpu++) {
+		int fd = open_one(s, st, 0, cpu);
+
+		if (fd >= 0) {
+			st->fds[st->nfds++] = fd;
+			continue;
+		}
+		if (fd == -ENODEV) /* an offline CPU */
+			continue;
+		err = fd;
+		break;
+	}
+	if (!err && st->nfds) {
+		st->armed = true;
+		return 0;
+	}
+	site_close(st);
+	if (err == -EACCES || err == -EPERM) {
+		s->cpuwide[k] = false;
+		note(s, PROBE_NOTE_INFO, "%s: per-CPU events refused (%s): one per thread instead",
+		     st->uprobe ? "uprobes" : "breakpoints", strerror(-err));
+		return -EAGAIN;
+	}
+	return err ? err : -ENODEV;
+}
+
+static void watch_threads(struct probe_session *s);
+
 static int site_open(struct probe_session *s, struct site *st)
 {
 	size_t i, ok = 0, gone = 0;
 	int cpu, last = 0;
 
+	if (s->cpuwide[st->uprobe ? SCOPE_UP : SCOPE_HW]) {
+		int err = site_open_cpus(s, st);
+
+		if (err != -EAGAIN)
+			return err;
+	}
+	/* per-thread uprobes: threads born later are armed when their FORK is read */
+	if (st->uprobe)
+		watch_threads(s);
 	st->fds = calloc(s->ntids * (size_t)s->ncpu, sizeof(int));
 	if (!st->fds)
 		return -ENOMEM;
@@ -765,11 +855,6 @@ static int apply(struct probe_session *s)
 	err = read_tids(s);
 	if (err)
 		return err;
-	for (i = 0; i < s->nsites; i++)
-		if (s->sites[i].want && s->sites[i].uprobe) {
-			watch_threads(s);
-			break;
-		}
 	/* free slots first, then take new ones */
 	for (i = 0; i < s->nsites; i++)
 		if (s->sites[i].armed && !s->sites[i].want)
@@ -912,6 +997,14 @@ int probe_session_new(struct probe_proc *pp, struct probe_method **methods, size
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	s->uprobe_type = perf_pmu_type("uprobe");
+	{
+		/* CLRTAP_TEST_PROBE_SCOPE=thread: the per-thread events (tests, bench) */
+		const char *sc = getenv("CLRTAP_TEST_PROBE_SCOPE");
+		bool cpus = !sc || strcmp(sc, "thread");
+
+		s->cpuwide[SCOPE_HW] = cpus;
+		s->cpuwide[SCOPE_UP] = cpus;
+	}
 	s->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	s->cs_ok = cs_open(CS_ARCH_X86, CS_MODE_64, &s->cs) == CS_ERR_OK;
 	if (s->cs_ok)
@@ -1330,6 +1423,11 @@ static int on_record(void *ctx, const struct perf_event_header *h)
 		return 0;
 	if (perf_sample_parse(&s->tmpl, h, &ps))
 		return 0;
+	if (ps.pid != (uint32_t)probe_proc_pid(s->pp)) {
+		/* a per-CPU event hit in another process: not the target's call */
+		s->foreign++;
+		return 0;
+	}
 	if (s->tmpl.sample_regs_user && ps.nregs < R_N)
 		return 0;
 	for (i = 0; i < s->nsites; i++)
@@ -1707,9 +1805,23 @@ uint64_t probe_session_lost(const struct probe_session *s)
 	uint64_t n = 0;
 	int cpu;
 
+	size_t i;
+
 	for (cpu = 0; cpu < s->ncpu; cpu++)
 		n += s->rings[cpu].lost;
+	for (i = 0; i < s->ntrings; i++)
+		n += s->trings[i].ring.lost;
 	return n;
+}
+
+bool probe_session_per_cpu(const struct probe_session *s, bool uprobe)
+{
+	return s->cpuwide[uprobe ? SCOPE_UP : SCOPE_HW];
+}
+
+uint64_t probe_session_foreign(const struct probe_session *s)
+{
+	return s->foreign;
 }
 
 uint64_t probe_session_start_ns(const struct probe_session *s)

@@ -3,10 +3,10 @@
 # cores busy. A ReadyToRun method (uprobe) and a JIT'd one (hardware
 # breakpoint) are probed while the threads run; each thread then makes an
 # exact number of calls: the counts clrtap prints are the fixture's, to the
-# call. Events are per CPU, filtered by pid, where this machine's kernel
-# accepts and fires them (tests/tools/cpuwidecheck, the test's own check);
-# then calls of another process running the same code are not counted but
-# dropped, and said. Attach and detach times are printed; both end.
+# call. Uprobes are per CPU, filtered by pid, where this machine's kernel
+# accepts and fires CPU-wide ones (tests/tools/cpuwidecheck, the test's own
+# check); then calls of another process running the same code are not counted
+# but dropped, and said. Breakpoints stay per thread. Attach and detach times are printed; both end.
 #
 # The test shell runs at real-time priority (as t-profile-scale.sh) so that
 # its own waits are not starved by 500 busy threads; clrtap is started at
@@ -26,7 +26,6 @@ CW=$("$TOOLS/cpuwidecheck")
 HWBP=$("$TOOLS/hwbpcheck")
 echo "    this machine: CPU-wide: $(echo "$CW" | tr '\n' ';') per-thread breakpoints: $HWBP"
 UP_CPU=$(echo "$CW" | sed -n 's/^uprobe \([a-z]*\).*/\1/p')
-HW_CPU=$(echo "$CW" | sed -n 's/^hwbp \([a-z]*\).*/\1/p')
 
 # Nothing tiers up during the test (call-count threshold 0xffff above the
 # calls made): ToString stays ReadyToRun code, Hit one JIT'd version; the
@@ -100,11 +99,9 @@ if [[ $HWBP == fires* ]]; then
 	contains "jit: hardware breakpoint on the JIT'd code" "$JIT" "hw-breakpoint on entry"
 	contains "jit: exactly $WANT calls (the fixture's count)" "$JIT" \
 		"Clrtap.Fixtures.ManyCalls::Hit(int32): $WANT calls"
-	if [ "$HW_CPU" = fires ]; then
-		contains "jit: breakpoints per CPU, filtered by pid" "$JIT" "breakpoints per CPU (filtered by pid)"
-	else
-		contains "jit: breakpoints per thread where CPU-wide ones are $HW_CPU" "$JIT" "breakpoints per thread"
-	fi
+	# per thread whatever the kernel allows (a CPU-wide one takes a debug
+	# register from every task); cheap: the attach line gives the time
+	contains "jit: breakpoints per thread (inherited)" "$JIT" "breakpoints per thread"
 else
 	contains "jit: breakpoints do not fire here, said so" "$JIT" \
 		"hardware execute breakpoints do not fire on this machine"

@@ -41,6 +41,7 @@
 #include "common/compat.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
@@ -208,6 +209,47 @@ static void note(struct probe_session *s, enum probe_note_kind k, const char *fm
 		s->on_note(s->ctx, k, buf);
 }
 
+/*
+ * capstone, loaded when a session needs it: its 77,000 relocations were
+ * most of clrtap's start-up time in the dynamic loader (about 25 ms of CPU of
+ * 35), which a profile or top on a saturated machine paid at the starved
+ * priority it starts with, before it can raise its own (issue 16). The
+ * soname is the one the header describes (same ABI).
+ */
+#define CT_STR2(x) #x
+#define CT_STR(x) CT_STR2(x)
+static struct {
+	cs_err (*open)(cs_arch, cs_mode, csh *);
+	cs_err (*option)(csh, cs_opt_type, size_t);
+	size_t (*disasm)(csh, const uint8_t *, size_t, uint64_t, size_t, cs_insn **);
+	void (*free)(cs_insn *, size_t);
+	cs_err (*close)(csh *);
+} capi;
+
+static bool capi_load(void)
+{
+	static int state; /* 0: not tried, 1: loaded, -1: not available */
+	void *h;
+
+	if (state)
+		return state > 0;
+	state = -1;
+	h = dlopen("libcapstone.so." CT_STR(CS_API_MAJOR), RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		ct_debug("probe: %s", dlerror());
+		return false;
+	}
+	*(void **)&capi.open = dlsym(h, "cs_open");
+	*(void **)&capi.option = dlsym(h, "cs_option");
+	*(void **)&capi.disasm = dlsym(h, "cs_disasm");
+	*(void **)&capi.free = dlsym(h, "cs_free");
+	*(void **)&capi.close = dlsym(h, "cs_close");
+	if (!capi.open || !capi.option || !capi.disasm || !capi.free || !capi.close)
+		return false; /* the handle stays: nothing to gain from closing it */
+	state = 1;
+	return true;
+}
+
 /* ---- threads ---- */
 
 static int read_tids(struct probe_session *s)
@@ -278,7 +320,7 @@ static int scan_code(struct probe_session *s, size_t mi, size_t vi, uint64_t add
 		free(buf);
 		return 0;
 	}
-	n = cs_disasm(s->cs, buf, size, addr, 0, &insn);
+	n = capi.disasm(s->cs, buf, size, addr, 0, &insn);
 	for (i = 0; i < n && !err; i++) {
 		if (insn[i].id == X86_INS_RET) {
 			v->st.ret_sites++;
@@ -298,7 +340,7 @@ static int scan_code(struct probe_session *s, size_t mi, size_t vi, uint64_t add
 		}
 	}
 	if (insn)
-		cs_free(insn, n);
+		capi.free(insn, n);
 	free(buf);
 	return err;
 }
@@ -342,7 +384,7 @@ static int scan_float_homes(struct probe_session *s, size_t mi, size_t vi, uint6
 	v->nfloat = nf;
 	if (nf <= 0 || !s->cs_ok || !addr || probe_proc_read(s->pp, addr, buf, len))
 		return 0;
-	n = cs_disasm(s->cs, buf, len, addr, 48, &insn);
+	n = capi.disasm(s->cs, buf, len, addr, 48, &insn);
 	for (i = 0; i < n && found < nf; i++) {
 		cs_x86 *x = insn[i].detail ? &insn[i].detail->x86 : NULL;
 		unsigned id = insn[i].id;
@@ -384,7 +426,7 @@ static int scan_float_homes(struct probe_session *s, size_t mi, size_t vi, uint6
 		}
 	}
 	if (insn)
-		cs_free(insn, n);
+		capi.free(insn, n);
 	if (found < nf) {
 		memset(v->fh, 0, sizeof(v->fh));
 		return 0;
@@ -1003,9 +1045,12 @@ int probe_session_new(struct probe_proc *pp, struct probe_method **methods, size
 		s->cpuwide[SCOPE_UP] = cpus;
 	}
 	s->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	s->cs_ok = cs_open(CS_ARCH_X86, CS_MODE_64, &s->cs) == CS_ERR_OK;
+	s->cs_ok = capi_load() && capi.open(CS_ARCH_X86, CS_MODE_64, &s->cs) == CS_ERR_OK;
 	if (s->cs_ok)
-		cs_option(s->cs, CS_OPT_DETAIL, CS_OPT_ON);
+		capi.option(s->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	else
+		note(s, PROBE_NOTE_WARN, "the disassembler (libcapstone.so.%d) is not available: "
+		     "return sites cannot be found, so returns are not seen", CS_API_MAJOR);
 
 	memset(&s->tmpl, 0, sizeof(s->tmpl));
 	s->tmpl.sample_period = 1;
@@ -1854,7 +1899,7 @@ void probe_session_free(struct probe_session *s)
 	for (i = 0; i < s->npend; i++)
 		ev_free(&s->pend[i].e);
 	if (s->cs_ok)
-		cs_close(&s->cs);
+		capi.close(&s->cs);
 	if (s->ino_fd >= 0)
 		close(s->ino_fd);
 	free(s->q);

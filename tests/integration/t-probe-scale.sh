@@ -115,4 +115,24 @@ fi
 check "target still running" kill -0 "$FIX_PID"
 stop_fixture "$FIX_PID"
 stop_fixture "$OTHER_PID"
+
+# ---- the fallback where CPU-wide events are refused: per-thread uprobes ----
+# (forced here: this machine's kernel accepts CPU-wide ones) exact too, on a
+# small target (each per-thread uprobe costs a grace period to close)
+start_fixture many-calls --threads 4 --calls 25 --trigger "$WORK/trig2"
+chrt -o 0 env CLRTAP_TEST_PROBE_SCOPE=thread "$CLRTAP" probe -p "$FIX_PID" -c \
+	'System.Convert::ToString(int,int)' >"$WORK/pt.out" 2>"$WORK/pt.err" &
+PT=$!
+wait_for_line "$WORK/pt.err" 'tracing' 60 "$PT" || not_ok "per-thread: attached"
+touch "$WORK/trig2"
+wait_for_line "$FIX_OUT" '^DONE ' 60 "$FIX_PID" || not_ok "per-thread: fixture made its calls"
+sleep 0.5
+kill -INT "$PT"
+wait "$PT"
+equals "per-thread: exit 0 at SIGINT" "$?" 0
+PTE=$(cat "$WORK/pt.err")
+contains "per-thread: said so" "$PTE" "uprobes per thread, breakpoints per thread"
+contains "per-thread: exactly 100 calls" "$PTE" "System.Convert::ToString(int32, int32): 100 calls"
+lacks "per-thread: no other process's hit can reach a per-thread event" "$PTE" "hits in other processes"
+stop_fixture "$FIX_PID"
 finish

@@ -299,6 +299,13 @@ void probe_session_flush(struct probe_session *s);
 const struct probe_version_stats *probe_session_stats(const struct probe_session *s, size_t i,
 						     size_t v);
 uint64_t probe_session_lost(const struct probe_session *s);
+/*
+ * Whether the uprobes (uprobe true) or the breakpoints are per-CPU events
+ * of every process, filtered by pid (else per thread of the target).
+ */
+bool probe_session_per_cpu(const struct probe_session *s, bool uprobe);
+/* Hits of per-CPU events in other processes (dropped, not counted as calls). */
+uint64_t probe_session_foreign(const struct probe_session *s);
 unsigned probe_session_threads(const struct probe_session *s);
 /* CLOCK_MONOTONIC when the session started (probe_code.seen_ns is relative to it). */
 uint64_t probe_session_start_ns(const struct probe_session *s);

@@ -9,15 +9,27 @@
  *   HW_BREAKPOINT_X); the CPU has 4 per thread, shared by all methods of the
  *   session, so entries of the newest code versions come first, then their
  *   `ret` sites, then older versions.
- * - Events are per thread, so they exist only in the target (a uprobe on
- *   CoreLib does not fire in other .NET processes). Breakpoints are per
- *   (thread, CPU) with inherit=1, so threads created later get them too (an
- *   inherited per-thread event cannot be mmap'd with cpu == -1), redirected
- *   (PERF_EVENT_IOC_SET_OUTPUT) to one ring per CPU owned by a dummy event.
- *   Uprobes cannot be inherited (see open_one) and cost one kernel consumer
- *   per event on every hit, so they are one event per thread on every CPU
- *   (cpu -1), writing to a ring per thread; new threads get theirs when
- *   their PERF_RECORD_FORK is read.
+ * - Uprobes are per CPU (pid -1, cpu N: one event per CPU and site, however
+ *   many threads the target has, threads born later included), redirected
+ *   (PERF_EVENT_IOC_SET_OUTPUT) to one ring per CPU owned by a dummy event; a
+ *   sample is kept only when its pid is the target's. Per-thread uprobe
+ *   events made attach and detach grow with the threads: each is a uprobe
+ *   consumer of its own, run on every hit, and closing one waits for an SRCU
+ *   grace period (500 threads: 40 s to detach, 84 s to attach while starved;
+ *   issue 16). The cost: a CPU-wide uprobe is in every process that maps
+ *   the image, so another .NET process running the same CoreLib method takes
+ *   the trap too (its hits are dropped, counted and said). Where the kernel
+ *   refuses CPU-wide events (perf_event_paranoid > 0 without CAP_PERFMON),
+ *   uprobes are one event per thread on every CPU (cpu -1), writing to a ring
+ *   per thread; they cannot be inherited (see open_one): new threads get
+ *   theirs when their PERF_RECORD_FORK is read.
+ * - Breakpoints stay per (thread, CPU) with inherit=1 (threads created later
+ *   get them; an inherited per-thread event cannot be mmap'd with cpu == -1),
+ *   redirected to the per-CPU rings. They are cheap to open and close (509
+ *   threads x 2 CPUs: 10 ms to attach, 22 ms to detach), and a CPU-wide
+ *   breakpoint would take a debug register from every task on the machine:
+ *   the kernel counts it against any task's 4, and refuses it (ENOSPC) when
+ *   any task, a debugger's or another clrtap's, already uses 4.
  * - No uretprobes: they rewrite the return address, and the runtime's stack
  *   walker (GC, exceptions) would meet a trampoline. Returns are `ret`
  *   instructions found by disassembling the code (capstone), matched to
@@ -29,6 +41,7 @@
 #include "common/compat.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
@@ -167,7 +180,13 @@ struct probe_session {
 	int ino_fd;              /* inotify on the perf map: wake when the runtime writes */
 	bool ino_watching;
 	bool retaddr_unseen;     /* said once: a return site clrtap cannot watch */
+	/* per-CPU events (pid -1) for uprobes / breakpoints, else per thread */
+	bool cpuwide[2];
+	bool scope_said;
+	uint64_t foreign;        /* hits of per-CPU events in other processes (dropped) */
 };
+
+enum { SCOPE_HW = 0, SCOPE_UP = 1 };
 
 static uint64_t now_mono(void)
 {
@@ -188,6 +207,47 @@ static void note(struct probe_session *s, enum probe_note_kind k, const char *fm
 	va_end(ap);
 	if (s->on_note)
 		s->on_note(s->ctx, k, buf);
+}
+
+/*
+ * capstone, loaded when a session needs it: its 77,000 relocations were
+ * most of clrtap's start-up time in the dynamic loader (about 25 ms of CPU of
+ * 35), which a profile or top on a saturated machine paid at the starved
+ * priority it starts with, before it can raise its own (issue 16). The
+ * soname is the one the header describes (same ABI).
+ */
+#define CT_STR2(x) #x
+#define CT_STR(x) CT_STR2(x)
+static struct {
+	cs_err (*open)(cs_arch, cs_mode, csh *);
+	cs_err (*option)(csh, cs_opt_type, size_t);
+	size_t (*disasm)(csh, const uint8_t *, size_t, uint64_t, size_t, cs_insn **);
+	void (*free)(cs_insn *, size_t);
+	cs_err (*close)(csh *);
+} capi;
+
+static bool capi_load(void)
+{
+	static int state; /* 0: not tried, 1: loaded, -1: not available */
+	void *h;
+
+	if (state)
+		return state > 0;
+	state = -1;
+	h = dlopen("libcapstone.so." CT_STR(CS_API_MAJOR), RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		ct_debug("probe: %s", dlerror());
+		return false;
+	}
+	*(void **)&capi.open = dlsym(h, "cs_open");
+	*(void **)&capi.option = dlsym(h, "cs_option");
+	*(void **)&capi.disasm = dlsym(h, "cs_disasm");
+	*(void **)&capi.free = dlsym(h, "cs_free");
+	*(void **)&capi.close = dlsym(h, "cs_close");
+	if (!capi.open || !capi.option || !capi.disasm || !capi.free || !capi.close)
+		return false; /* the handle stays: nothing to gain from closing it */
+	state = 1;
+	return true;
 }
 
 /* ---- threads ---- */
@@ -260,7 +320,7 @@ static int scan_code(struct probe_session *s, size_t mi, size_t vi, uint64_t add
 		free(buf);
 		return 0;
 	}
-	n = cs_disasm(s->cs, buf, size, addr, 0, &insn);
+	n = capi.disasm(s->cs, buf, size, addr, 0, &insn);
 	for (i = 0; i < n && !err; i++) {
 		if (insn[i].id == X86_INS_RET) {
 			v->st.ret_sites++;
@@ -280,7 +340,7 @@ static int scan_code(struct probe_session *s, size_t mi, size_t vi, uint64_t add
 		}
 	}
 	if (insn)
-		cs_free(insn, n);
+		capi.free(insn, n);
 	free(buf);
 	return err;
 }
@@ -324,7 +384,7 @@ static int scan_float_homes(struct probe_session *s, size_t mi, size_t vi, uint6
 	v->nfloat = nf;
 	if (nf <= 0 || !s->cs_ok || !addr || probe_proc_read(s->pp, addr, buf, len))
 		return 0;
-	n = cs_disasm(s->cs, buf, len, addr, 48, &insn);
+	n = capi.disasm(s->cs, buf, len, addr, 48, &insn);
 	for (i = 0; i < n && found < nf; i++) {
 		cs_x86 *x = insn[i].detail ? &insn[i].detail->x86 : NULL;
 		unsigned id = insn[i].id;
@@ -366,7 +426,7 @@ static int scan_float_homes(struct probe_session *s, size_t mi, size_t vi, uint6
 		}
 	}
 	if (insn)
-		cs_free(insn, n);
+		capi.free(insn, n);
 	if (found < nf) {
 		memset(v->fh, 0, sizeof(v->fh));
 		return 0;
@@ -460,6 +520,24 @@ static int open_one(struct probe_session *s, struct site *st, uint32_t tid, int 
 	struct perf_event_attr a = s->tmpl;
 	int fd, out = -1;
 
+	if (s->cpuwide[st->uprobe ? SCOPE_UP : SCOPE_HW]) {
+		/* one uprobe event per CPU for every process: samples filtered by pid */
+		a.inherit = 0;
+		a.type = (uint32_t)s->uprobe_type;
+		a.config = 0;
+		a.config1 = (uint64_t)(uintptr_t)st->path;
+		a.config2 = st->file_off;
+		fd = perf_open(&a, -1, cpu, -1, 0);
+		if (fd < 0)
+			return fd;
+		if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, s->ring_owner[cpu]) < 0) {
+			int e = -errno;
+
+			close(fd);
+			return e;
+		}
+		return fd;
+	}
 	if (st->uprobe) {
 		/*
 		 * No inherit for uprobe PMU events: the kernel would create the
@@ -518,11 +596,61 @@ static void site_close(struct site *st)
 	st->armed = false;
 }
 
+/*
+ * Per-CPU events: one per CPU. When the first one is refused for a reason
+ * that per-thread events do not have (CPU-wide events need CAP_PERFMON or
+ * perf_event_paranoid <= 0), this kind falls back to per-thread events for
+ * the session.
+ */
+static int site_open_cpus(struct probe_session *s, struct site *st)
+{
+	int cpu, k = st->uprobe ? SCOPE_UP : SCOPE_HW, err = 0;
+
+	st->fds = calloc((size_t)s->ncpu, sizeof(int));
+	if (!st->fds)
+		return -ENOMEM;
+	for (cpu = 0; cpu < s->ncpu; cpu++) {
+		int fd = open_one(s, st, 0, cpu);
+
+		if (fd >= 0) {
+			st->fds[st->nfds++] = fd;
+			continue;
+		}
+		if (fd == -ENODEV) /* an offline CPU */
+			continue;
+		err = fd;
+		break;
+	}
+	if (!err && st->nfds) {
+		st->armed = true;
+		return 0;
+	}
+	site_close(st);
+	if (err == -EACCES || err == -EPERM) {
+		s->cpuwide[k] = false;
+		note(s, PROBE_NOTE_INFO, "%s: per-CPU events refused (%s): one per thread instead",
+		     st->uprobe ? "uprobes" : "breakpoints", strerror(-err));
+		return -EAGAIN;
+	}
+	return err ? err : -ENODEV;
+}
+
+static void watch_threads(struct probe_session *s);
+
 static int site_open(struct probe_session *s, struct site *st)
 {
 	size_t i, ok = 0, gone = 0;
 	int cpu, last = 0;
 
+	if (s->cpuwide[st->uprobe ? SCOPE_UP : SCOPE_HW]) {
+		int err = site_open_cpus(s, st);
+
+		if (err != -EAGAIN)
+			return err;
+	}
+	/* per-thread uprobes: threads born later are armed when their FORK is read */
+	if (st->uprobe)
+		watch_threads(s);
 	st->fds = calloc(s->ntids * (size_t)s->ncpu, sizeof(int));
 	if (!st->fds)
 		return -ENOMEM;
@@ -765,11 +893,6 @@ static int apply(struct probe_session *s)
 	err = read_tids(s);
 	if (err)
 		return err;
-	for (i = 0; i < s->nsites; i++)
-		if (s->sites[i].want && s->sites[i].uprobe) {
-			watch_threads(s);
-			break;
-		}
 	/* free slots first, then take new ones */
 	for (i = 0; i < s->nsites; i++)
 		if (s->sites[i].armed && !s->sites[i].want)
@@ -917,10 +1040,22 @@ int probe_session_new(struct probe_proc *pp, struct probe_method **methods, size
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	s->uprobe_type = perf_pmu_type("uprobe");
+	{
+		/* CLRTAP_TEST_PROBE_SCOPE=thread: the per-thread events (tests, bench) */
+		const char *sc = getenv("CLRTAP_TEST_PROBE_SCOPE");
+		bool cpus = !sc || strcmp(sc, "thread");
+
+		/* breakpoints stay per thread: see the comment at the top */
+		s->cpuwide[SCOPE_HW] = false;
+		s->cpuwide[SCOPE_UP] = cpus;
+	}
 	s->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	s->cs_ok = cs_open(CS_ARCH_X86, CS_MODE_64, &s->cs) == CS_ERR_OK;
+	s->cs_ok = capi_load() && capi.open(CS_ARCH_X86, CS_MODE_64, &s->cs) == CS_ERR_OK;
 	if (s->cs_ok)
-		cs_option(s->cs, CS_OPT_DETAIL, CS_OPT_ON);
+		capi.option(s->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	else
+		note(s, PROBE_NOTE_WARN, "the disassembler (libcapstone.so.%d) is not available: "
+		     "return sites cannot be found, so returns are not seen", CS_API_MAJOR);
 
 	memset(&s->tmpl, 0, sizeof(s->tmpl));
 	s->tmpl.sample_period = 1;
@@ -1336,6 +1471,11 @@ static int on_record(void *ctx, const struct perf_event_header *h)
 		return 0;
 	if (perf_sample_parse(&s->tmpl, h, &ps))
 		return 0;
+	if (ps.pid != (uint32_t)probe_proc_pid(s->pp)) {
+		/* a per-CPU event hit in another process: not the target's call */
+		s->foreign++;
+		return 0;
+	}
 	if (s->tmpl.sample_regs_user && ps.nregs < R_N)
 		return 0;
 	for (i = 0; i < s->nsites; i++)
@@ -1717,9 +1857,23 @@ uint64_t probe_session_lost(const struct probe_session *s)
 	uint64_t n = 0;
 	int cpu;
 
+	size_t i;
+
 	for (cpu = 0; cpu < s->ncpu; cpu++)
 		n += s->rings[cpu].lost;
+	for (i = 0; i < s->ntrings; i++)
+		n += s->trings[i].ring.lost;
 	return n;
+}
+
+bool probe_session_per_cpu(const struct probe_session *s, bool uprobe)
+{
+	return s->cpuwide[uprobe ? SCOPE_UP : SCOPE_HW];
+}
+
+uint64_t probe_session_foreign(const struct probe_session *s)
+{
+	return s->foreign;
 }
 
 uint64_t probe_session_start_ns(const struct probe_session *s)
@@ -1755,7 +1909,7 @@ void probe_session_free(struct probe_session *s)
 	for (i = 0; i < s->npend; i++)
 		ev_free(&s->pend[i].e);
 	if (s->cs_ok)
-		cs_close(&s->cs);
+		capi.close(&s->cs);
 	if (s->ino_fd >= 0)
 		close(s->ino_fd);
 	free(s->q);

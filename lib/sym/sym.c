@@ -204,11 +204,32 @@ static int target_open(void *ctx, const char *path, int *fd)
 static bool image_load_cached(struct sym_proc *sp, struct image *im)
 {
 	struct sym_img *ci = NULL;
-	uint8_t *buf, key[32];
+	uint8_t *buf, key[32], skey[32];
 	uint32_t kind;
 	size_t len;
+	bool have_skey = false;
 	int rc;
 
+	/* the file as last read whole, by its identity: no read, no hash */
+	if (sp->opts.cache_dir == NULL || *sp->opts.cache_dir) {
+		struct stat st;
+
+		/* lint-ok: target path: map_files (the mapped inode), or not root (see image_get) */
+		have_skey = stat(im->hpath, &st) == 0 && S_ISREG(st.st_mode);
+		if (have_skey)
+			sym_stat_key(&st, skey);
+		if (have_skey && !sym_memo_get(sp->opts.cache_dir, skey, &kind, key)) {
+			ci = sym_img_get(sp->opts.cache_dir, kind, key);
+			if (ci) {
+				im->cimg = ci;
+				im->kind = kind == SYM_IMG_ELF ? IMG_ELF : IMG_PE;
+				im->pe_r2r = kind == SYM_IMG_R2R;
+				ct_debug("sym: %s: %zu entries (symbol cache) by file identity",
+					 im->tpath, ci->n);
+				return true;
+			}
+		}
+	}
 	if (sym_read_copy(im->hpath, &buf, &len))
 		return false;
 	if (len >= 4 && !memcmp(buf, "\177ELF", 4))
@@ -260,6 +281,9 @@ static bool image_load_cached(struct sym_proc *sp, struct image *im)
 			ci = sym_img_put_new(sp->opts.cache_dir, ci);
 	}
 	free(buf);
+	/* only for a table the cache holds: names from a debug file are kept private */
+	if (have_skey && !(ci->flags & SYM_IMG_FROM_DEBUG))
+		sym_memo_put(sp->opts.cache_dir, skey, kind, key);
 	im->cimg = ci;
 	im->kind = kind == SYM_IMG_ELF ? IMG_ELF : IMG_PE;
 	im->pe_r2r = kind == SYM_IMG_R2R;

@@ -20,6 +20,17 @@
  * (sym_img_decode). The directory must be a real directory owned by clrtap's
  * user and writable by nobody else; otherwise the cache is off (memory only).
  * Any file may be deleted at any time: a reader holds its own copy.
+ *
+ * In front of it, a memo per file identity (issue 16: reading and hashing
+ * every image on every run was a third of a warm run's time): DIR/sym/
+ * stat-<sha256 of (st_dev, st_ino, st_size, st_mtim, st_ctim)>.v1 holds the
+ * kind and content key the file had when it was last read whole:
+ *   "CLRTAPST" u32 kind u8[32] content key u8[32] SHA-256 of the above
+ * A file whose bytes change gets a new ctime, which no process can set
+ * (only the system clock, CAP_SYS_TIME, moves it), so a memo never leads to
+ * a table of other bytes than the file's; at worst (a clock set back) a
+ * container's file is named by the table of its own earlier bytes. A memo
+ * whose content key is no longer cached is a miss.
  */
 #include "common/compat.h"
 
@@ -375,6 +386,90 @@ int sym_read_copy(const char *path, uint8_t **buf, size_t *len)
 out:
 	close(fd);
 	return rc;
+}
+
+void sym_stat_key(const struct stat *st, uint8_t out[32])
+{
+	uint64_t v[8] = { (uint64_t)st->st_dev, (uint64_t)st->st_ino, (uint64_t)st->st_size,
+			  (uint64_t)st->st_mtim.tv_sec, (uint64_t)st->st_mtim.tv_nsec,
+			  (uint64_t)st->st_ctim.tv_sec, (uint64_t)st->st_ctim.tv_nsec, 0x53544154 };
+
+	sym_sha256(v, sizeof(v), out);
+}
+
+#define MEMO_MAGIC "CLRTAPST"
+#define MEMO_SIZE (8u + 4u + 32u + 32u)
+
+static void memo_name(char *buf, size_t len, const uint8_t skey[32])
+{
+	char hex[65];
+	size_t i;
+
+	for (i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", skey[i]);
+	snprintf(buf, len, "stat-%s.v1", hex);
+}
+
+static int dir_open(const char *dir);
+
+int sym_memo_get(const char *dir, const uint8_t skey[32], uint32_t *kind, uint8_t key[32])
+{
+	uint8_t b[MEMO_SIZE + 1], sum[32];
+	char name[96];
+	struct stat st;
+	ssize_t n;
+	int dfd, fd;
+
+	dfd = dir_open(dir);
+	if (dfd < 0)
+		return dfd;
+	memo_name(name, sizeof(name), skey);
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(dfd);
+	if (fd < 0)
+		return -ENOENT;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		close(fd);
+		return -ENOENT;
+	}
+	n = read(fd, b, sizeof(b));
+	close(fd);
+	if (n != (ssize_t)MEMO_SIZE || memcmp(b, MEMO_MAGIC, 8))
+		return -EBADMSG;
+	sym_sha256(b, MEMO_SIZE - 32, sum);
+	if (memcmp(sum, b + MEMO_SIZE - 32, 32))
+		return -EBADMSG;
+	memcpy(kind, b + 8, 4);
+	if (*kind != SYM_IMG_ELF && *kind != SYM_IMG_R2R)
+		return -EBADMSG;
+	memcpy(key, b + 12, 32);
+	return 0;
+}
+
+void sym_memo_put(const char *dir, const uint8_t skey[32], uint32_t kind, const uint8_t key[32])
+{
+	uint8_t b[MEMO_SIZE];
+	char name[96], tmp[128];
+	int dfd, fd, rc;
+
+	dfd = dir_open(dir);
+	if (dfd < 0)
+		return;
+	memcpy(b, MEMO_MAGIC, 8);
+	memcpy(b + 8, &kind, 4);
+	memcpy(b + 12, key, 32);
+	sym_sha256(b, MEMO_SIZE - 32, b + MEMO_SIZE - 32);
+	memo_name(name, sizeof(name), skey);
+	snprintf(tmp, sizeof(tmp), ".tmp-%d-%s", (int)getpid(), name);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		rc = ct_write_all(fd, b, sizeof(b));
+		if (close(fd) < 0)
+			rc = -1;
+		if (rc || renameat(dfd, tmp, dfd, name) < 0)
+			(void)unlinkat(dfd, tmp, 0);
+	}
+	close(dfd);
 }
 
 /* ---- the process-wide set and the directory ---- */

@@ -88,6 +88,16 @@ void sym_sha256(const void *p, size_t len, uint8_t out[32]);
  */
 int sym_read_copy(const char *path, uint8_t **buf, size_t *len);
 
+/*
+ * The memo of a file's identity (sym_cache.c): the stat key, then the
+ * (kind, content key) the file had when last read whole. get: 0, -ENOENT,
+ * -EBADMSG (a damaged memo: a miss), or the directory's error.
+ */
+struct stat;
+void sym_stat_key(const struct stat *st, uint8_t out[32]);
+int sym_memo_get(const char *dir, const uint8_t skey[32], uint32_t *kind, uint8_t key[32]);
+void sym_memo_put(const char *dir, const uint8_t skey[32], uint32_t kind, const uint8_t key[32]);
+
 /* ---- the process-wide set and the directory ---- */
 
 struct sym_cache_stats {

@@ -178,6 +178,59 @@ static void test_r2r_corelib(void **state)
 	globfree(&g);
 }
 
+/* The memo by file identity: round trip, a changed file is another key, damage is a miss. */
+static void test_memo(void **state)
+{
+	char dir[] = "/tmp/clrtap-symmemo-XXXXXX", path[128], memo[256];
+	uint8_t skey[32], skey2[32], key[32], got[32];
+	struct stat st;
+	uint32_t kind = 0;
+	size_t i;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/image", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "abc", 3), 3);
+	close(fd);
+	assert_int_equal(stat(path, &st), 0);
+	sym_stat_key(&st, skey);
+	assert_int_equal(sym_memo_get(dir, skey, &kind, got), -ENOENT);
+	for (i = 0; i < 32; i++)
+		key[i] = (uint8_t)(i * 7);
+	sym_memo_put(dir, skey, SYM_IMG_R2R, key);
+	assert_int_equal(sym_memo_get(dir, skey, &kind, got), 0);
+	assert_int_equal(kind, SYM_IMG_R2R);
+	assert_memory_equal(got, key, 32);
+	/* a write changes ctime (and mtime): another identity */
+	usleep(20000);
+	fd = open(path, O_WRONLY | O_APPEND);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "d", 1), 1);
+	close(fd);
+	assert_int_equal(stat(path, &st), 0);
+	sym_stat_key(&st, skey2);
+	assert_memory_not_equal(skey, skey2, 32);
+	assert_int_equal(sym_memo_get(dir, skey2, &kind, got), -ENOENT);
+	/* a damaged memo is a miss */
+	snprintf(memo, sizeof(memo), "%s/sym/stat-", dir);
+	for (i = 0; i < 32; i++)
+		snprintf(memo + strlen(memo), 3, "%02x", skey[i]);
+	snprintf(memo + strlen(memo), 4, ".v1");
+	fd = open(memo, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "X", 1, 20), 1);
+	close(fd);
+	assert_int_equal(sym_memo_get(dir, skey, &kind, got), -EBADMSG);
+	unlink(memo);
+	unlink(path);
+	snprintf(memo, sizeof(memo), "%s/sym", dir);
+	rmdir(memo);
+	rmdir(dir);
+}
+
 static void test_dir(void **state)
 {
 	char dir[] = "/tmp/clrtap-symcache-XXXXXX", sub[64], file[256];
@@ -240,6 +293,7 @@ int main(void)
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_r2r_corelib),
 		cmocka_unit_test(test_dir),
+		cmocka_unit_test(test_memo),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "perf/perf.h"
 #include "perfmap/perfmap.h"
 #include "probe/probe.h"
 
@@ -361,6 +362,18 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n,
 	if (probe_session_lost(s))
 		fprintf(stderr, "clrtap: %" PRIu64 " samples lost (ring buffer full)\n",
 			probe_session_lost(s));
+	if (probe_session_foreign(s))
+		fprintf(stderr, "clrtap: %" PRIu64 " hits in other processes dropped (per-CPU events: "
+				"other processes running the same code take the trap too)\n",
+			probe_session_foreign(s));
+}
+
+static double ms_since(const struct timespec *a)
+{
+	struct timespec b;
+
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (double)(b.tv_sec - a->tv_sec) * 1e3 + (double)(b.tv_nsec - a->tv_nsec) / 1e6;
 }
 
 static bool has_kind(const struct probe_method *m, enum probe_code_kind k)
@@ -518,7 +531,10 @@ int cmd_probe(int argc, char **argv)
 	bool enabled_pm = false;
 	size_t n = 0, i;
 	int first, code, err, rc = EXIT_OK;
-	struct timespec t0, tn;
+	struct timespec t0, tn, ta;
+	struct perf_prio prio = { 0 };
+	double attach_ms = -1;
+	char pdesc[160];
 
 	if (cli_parse(argc, argv,
 		      "clrtap probe (-p PID | -n NAME) [--list|--emit perf|bpftrace] 'Ns.Type::Method[(sig)]' [options]",
@@ -548,6 +564,12 @@ int cmd_probe(int argc, char **argv)
 	code = cli_resolve_target(&to, &t, &ep);
 	if (code)
 		return code;
+	/*
+	 * A target with hundreds of busy threads would starve clrtap while it
+	 * opens events and drains rings (issue 16): raised first, as profile.
+	 */
+	if (!list)
+		(void)perf_prio_raise(&prio);
 
 	/*
 	 * The perf map tells where JIT'd code is: on for the command if it was
@@ -747,7 +769,9 @@ int cmd_probe(int argc, char **argv)
 					 "inlined, clrtap cannot say into what", strerror(-err));
 		}
 	}
+	clock_gettime(CLOCK_MONOTONIC, &ta);
 	err = probe_session_arm(sess);
+	attach_ms = ms_since(&ta);
 	if (err == -ENOENT) {
 		if (no_wait) {
 			rc = cli_error(EXIT_ERROR, "%s%s has no code yet (not called, or inlined)",
@@ -761,6 +785,11 @@ int cmd_probe(int argc, char **argv)
 		rc = cli_error(cli_exit_for(err), "cannot arm the probe: %s", strerror(-err));
 		goto out;
 	}
+	perf_prio_describe(&prio, pdesc, sizeof(pdesc));
+	fprintf(stderr, "clrtap: attached in %.1f ms: %u threads; uprobes %s, breakpoints %s; "
+			"clrtap priority: %s\n", attach_ms, probe_session_threads(sess),
+		probe_session_per_cpu(sess, true) ? "per CPU (filtered by pid)" : "per thread",
+		probe_session_per_cpu(sess, false) ? "per CPU (filtered by pid)" : "per thread", pdesc);
 	fprintf(stderr, "clrtap: tracing %zu method(s) in %d; Ctrl-C to stop\n", n, (int)t.pid);
 	while (!cli_stop_requested) {
 		err = probe_session_poll(sess, 2);
@@ -794,12 +823,19 @@ int cmd_probe(int argc, char **argv)
 	}
 out:
 	probe_inl_stop(inl);
-	probe_session_free(sess);
+	if (sess && attach_ms >= 0) {
+		clock_gettime(CLOCK_MONOTONIC, &ta);
+		probe_session_free(sess);
+		fprintf(stderr, "clrtap: detached in %.1f ms\n", ms_since(&ta));
+	} else {
+		probe_session_free(sess);
+	}
 	probe_proc_close(pp);
 	probe_hist_free(&oc.hist);
 	err = perfmap_use_end(&pmu, &rerr);
 	if (err && err != -ECONNREFUSED && err != -ENOENT && kill(t.pid, 0) == 0)
 		cli_warn("could not turn the perf map back off: %s", strerror(-err));
+	perf_prio_restore(&prio);
 	(void)base_name;
 	return rc;
 }

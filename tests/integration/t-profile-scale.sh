@@ -92,13 +92,18 @@ equals "profile (cold cache, bundle) exit code" "$(jq_ "$WORK/p0.json" 'd["rc"]'
 for i in 1 2 3; do rt "$WORK/true$i.json" "$WORK/true.out" -- /bin/true; done
 BASE=$(python3 -c 'import json,sys; print("%.2f" % min(json.load(open(f))["elapsed"] for f in sys.argv[1:]))' \
 	"$WORK"/true[123].json)
-rt "$WORK/p1.json" "$WORK/p1.out" -- "$CLRTAP" profile -p "$FIX_PID" -F 999 -d 5 -o "$WORK/p1.folded"
-OUT=$(cat "$WORK/p1.out")
+# (CLRTAP_DEBUG: the debug lines, arriving as they are written, say where the
+# time went when the bound is missed)
+CLRTAP_DEBUG=1 rt "$WORK/p1.json" "$WORK/p1.out" -- "$CLRTAP" profile -p "$FIX_PID" -F 999 -d 5 \
+	-o "$WORK/p1.folded"
+OUT=$(grep -v '^clrtap: ' "$WORK/p1.out")
 echo "$OUT" | sed 's/^/    | /'
 equals "profile exit code" "$(jq_ "$WORK/p1.json" 'd["rc"]')" 0
 EL=$(jq_ "$WORK/p1.json" '"%.2f" % d["elapsed"]')
 NET=$(python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) - float(sys.argv[2])))' "$EL" "$BASE")
 echo "    wall time: $EL s for -d 5; starting /bin/true took $BASE s; clrtap from its start: $NET s"
+jq_ "$WORK/p1.json" '"    timeline: " + "; ".join("%.2f s %s" % (t, l.replace("clrtap: ", "", 1)[:80]) for t, l in d["lines"] if "profile: setup" in l or "perf map" in l or l.startswith("processing"))'
+
 check "exits within 6 s of its start (took $NET s after a process start of $BASE s)" \
 	python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 6.0 else 1)" "$NET"
 check "a per-CPU event for each of the $NCPU CPUs" grep -qE "^events: $NCPU; on-CPU per CPU" "$WORK/p1.out"

@@ -640,7 +640,7 @@ static void start_action(struct watch *w, unsigned fire, int ti, int ri, const s
 	memset(rn, 0, sizeof(*rn));
 	snprintf(rn->dir, sizeof(rn->dir), "%s/%u-%s-%d", w->outdir, fire, watch_action_name(a->kind),
 		 (int)tg->pid);
-	if (mkdir(rn->dir, 0755) && errno != EEXIST) {
+	if ((mkdir(w->outdir, 0755) && errno != EEXIST) || (mkdir(rn->dir, 0755) && errno != EEXIST)) {
 		ct_json_kv_str(&j, "error", strerror(errno));
 		log_end(w, &j, &sb);
 		return;
@@ -1225,8 +1225,10 @@ int cmd_watch(int argc, char **argv)
 		snprintf(def, sizeof(def), "watch-%04d%02d%02d-%02d%02d%02d", tm.tm_year + 1900,
 			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 		outdir = def;
-	}
-	if (mkdir(outdir, 0755) && errno != EEXIST) {
+	} else if (mkdir(outdir, 0755) && errno != EEXIST) {
+		/* a folder the user named is checked now; the default one is made
+		 * when the first action runs, so a watch that fires nothing leaves
+		 * nothing behind */
 		rc = cli_error(EXIT_ERROR, "%s: %s", outdir, strerror(errno));
 		free(args);
 		return rc;

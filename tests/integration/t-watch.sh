@@ -258,7 +258,12 @@ contains "names file and line" "$ERR" "$WORK/bad-rules.txt:2: rule 'gpu > 5'"
 expect_exit "a rules file over 64 KiB" 2 "$CLRTAP" watch -p 1 --rules /dev/zero
 expect_exit "no rule" 2 "$CLRTAP" watch -p 1
 expect_exit "no target" 2 "$CLRTAP" watch 'cpu > 5'
+mkdir -p "$WORK/cwd"
+cd "$WORK/cwd" || exit 1
 expect_exit "-n of no process: exit 3" 3 "$CLRTAP" watch -n clrtap-no-such-process-$$ 'cpu > 5'
+expect_exit "a pid that is not .NET: exit 4" 4 "$CLRTAP" watch -p "$$" 'cpu > 99 for 10s' -d 1
+equals "no default output folder left behind when nothing fired" "$(ls -A "$WORK/cwd")" ""
+cd - >/dev/null || exit 1
 expect_exit "--match without --all" 2 "$CLRTAP" watch -p 1 --match x 'cpu > 5'
 expect_exit "--all with -p" 2 "$CLRTAP" watch --all -p 1 'cpu > 5'
 

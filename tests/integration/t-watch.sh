@@ -164,6 +164,8 @@ check "the action of the dead target ends with a clear line" wait_for_line "$WOR
 check "the log says the target exited while the action ran" jl_true "$WORK/all.jsonl" \
 	"[(l['target_alive'], 'exited while the action ran' in l['note']) for l in L if l['event'] == 'action-end' and l['pid'] == $HOST_PID] == [(False, True)]"
 contains "and so does stderr" "$(cat "$WORK/all.err")" "pid $HOST_PID exited while its profile action ran"
+check "the partial artifact is kept: the flame graph of what was sampled before it died" \
+	test -s "$(ls "$WORK"/all/*-profile-"$HOST_PID"/profile.html 2>/dev/null | head -1)"
 start_fixture_ns cpu-split --seconds "$TAG"
 NS_PID=$FIX_PID
 check "--all: the namespaced fixture started later is watched" wait_for_line "$WORK/all.jsonl" "\"event\":\"watching\",\"pid\":$NS_PID," 10 "$W"

@@ -269,6 +269,7 @@ static void test_names(void **state)
 	assert_false(serve_artifact_name_valid(""));
 	assert_string_equal(serve_content_type("a.json"), "application/json");
 	assert_string_equal(serve_content_type("core.dump"), "application/octet-stream");
+	assert_string_equal(serve_content_type("report.md"), "text/markdown; charset=utf-8");
 	assert_string_equal(serve_code_name(3), "no-process");
 	assert_string_equal(serve_code_name(130), "interrupted");
 }

@@ -326,17 +326,26 @@
 			],
 		},
 		analyze: {
-			title: 'Analyze', line: 'One question answered: which exceptions, how much GC, which locks.',
+			title: 'Analyze', line: 'One question answered (lib/analyze, as clrtap analyze): exceptions, GC, memory, locks, CPU…',
 			params: [
 				{ name: 'analyzer', label: 'Analyzer', type: 'select', options: [
 					['exceptions', 'exceptions: what is thrown, how often, from where'],
-					['gc', 'gc: collections, pauses, allocations'],
+					['allocations', 'allocations: which types are allocated most'],
+					['pauses', 'pauses: GC pauses, by generation and percentile'],
+					['survivors', 'survivors: what survives a full GC (heap snapshot)'],
+					['leaks', 'leaks: types that only grow (heap snapshots)'],
+					['strings', 'strings: duplicated strings on the heap'],
+					['hotpaths', 'hotpaths: where the CPU time goes'],
+					['stacks', 'stacks: what every thread is doing'],
+					['memory', 'memory: where the resident memory is (GC heap, code, native…)'],
+					['threadpool', 'threadpool: starvation and what blocks the workers'],
+					['deadlock', 'deadlock: threads waiting on each other'],
 					['contention', 'contention: which locks make threads wait']] },
 				{ name: 'duration', label: 'Duration (s)', type: 'number', value: 5, min: 0.1, max: 3600, step: 0.1 },
 			],
 		},
 		doctor: {
-			title: 'Doctor', line: 'Watch the process and list what is wrong, worst first.',
+			title: 'Doctor', line: 'Watch the process and list what is wrong, worst first, each with its evidence and next command.',
 			params: [{ name: 'duration', label: 'Duration (s)', type: 'number', value: 5, min: 0.1, max: 3600, step: 0.1 }],
 		},
 		trace: {

@@ -337,6 +337,8 @@
 	function renderDoctor(r, out) {
 		const f = r.findings || [];
 		const sec = section('Findings');
+		sec.dataset.testid = 'doctor-findings';
+		sec.dataset.count = String(f.length);
 		sec.append(h('p', r.alarming ? h('strong.bad', 'Something needs a look.') : h('strong.good', 'Nothing alarming.'),
 			h('span.muted', ` Watched ${CT.fmtDur(r.duration_s)}, ${CT.fmtNum(r.events)} events` + (r.dropped_events ? `, ${CT.fmtNum(r.dropped_events)} dropped` : '') + '.')));
 		if (r.partial)
@@ -345,10 +347,10 @@
 		f.slice().sort((a, b) => (order[a.severity] ?? 9) - (order[b.severity] ?? 9)).forEach((x, i) => {
 			const next = x.analyzer ? h('button.btn.small', { type: 'button', on: { click: e => CT.startSession('analyze', r.pid, { analyzer: x.analyzer, duration: 10 }, e.currentTarget).catch(() => {}) } },
 				'Run analyze ' + x.analyzer) : null;
-			sec.append(h('div.finding.sev-' + (x.severity || 'info'),
-				h('div.fhead', h('span.badge.sev', x.severity || 'info'), h('strong', `${i + 1}. ${x.title || ''}`)),
-				x.evidence ? h('div.evidence', x.evidence) : null,
-				h('div.fnext', x.next ? h('span.mono.muted.small', x.next) : null, next)));
+			sec.append(h('div.finding.sev-' + (x.severity || 'info'), { dataset: { testid: 'finding', severity: x.severity || 'info' } },
+				h('div.fhead', h('span.badge.sev', x.severity || 'info'), h('strong.ftitle', `${i + 1}. ${x.title || ''}`)),
+				x.evidence ? h('div.evidence', h('span.muted', 'evidence: '), x.evidence) : null,
+				h('div.fnext', x.next ? [h('span.muted.small', 'next: '), h('span.mono.small.fcmd', x.next)] : null, next)));
 		});
 		if (!f.length)
 			sec.append(h('p.muted', 'No finding.'));
@@ -378,8 +380,16 @@
 				scal.push([k, v]);
 		}
 		const sec = section(title || 'Result');
+		const objs = [];
+		for (const k in obj) {
+			const v = obj[k];
+			if (v !== null && typeof v === 'object' && !Array.isArray(v))
+				objs.push([k, v]);
+		}
 		if (scal.length)
 			sec.append(h('dl.facts', scal.map(([k, v]) => [h('dt', k.replace(/_/g, ' ')), h('dd', genericValue(v))])));
+		for (const [k, v] of objs)
+			sec.append(h('h3', k.replace(/_/g, ' ')), h('dl.facts', Object.keys(v).map(kk => [h('dt', kk.replace(/_/g, ' ')), h('dd', genericValue(v[kk]))])));
 		for (const [k, rows] of arrays) {
 			const keys = Object.keys(rows[0]);
 			sec.append(h('h3', k.replace(/_/g, ' ')), table(rows, keys.map(key => [key.replace(/_/g, ' '), r => {
@@ -398,7 +408,9 @@
 			/* serve runs analyze as a trace + trace report: the trace report's shape */
 			return renderTrace(r, s, out, an);
 		}
-		out.append(h('div.stats.inline', stat('analyzer', an || '?'), r.duration_s !== undefined ? stat('measured', CT.fmtDur(r.duration_s)) : null,
+		if (r.measured)
+			out.append(h('p.muted', { dataset: { testid: 'analyze-measured' } }, r.measured));
+		out.append(h('div.stats.inline', stat('analyzer', an || '?'), r.duration_s !== undefined ? stat('for', CT.fmtDur(r.duration_s)) : null,
 			r.events !== undefined ? stat('events', CT.fmtNum(r.events)) : null,
 			r.dropped_events ? stat('dropped events', CT.fmtNum(r.dropped_events), { cls: 'bad' }) : null));
 		if (r.partial)

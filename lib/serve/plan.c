@@ -8,6 +8,7 @@
 
 #include <math.h>
 
+#include "analyze/analyze.h"
 #include "serve/serve.h"
 
 struct kind_def {
@@ -17,8 +18,9 @@ struct kind_def {
 };
 
 static const struct kind_def kinds[] = {
-	{ "analyze", "analyzer duration", 3 },
+	{ "analyze", "analyzer duration", 5 },
 	{ "counters", "duration counters interval", 5 },
+	{ "doctor", "duration", 10 },
 	{ "dump", "type", 0 },
 	{ "gcdump", "", 0 },
 	{ "probe", "method duration args ret latency count", 5 },
@@ -29,7 +31,7 @@ static const struct kind_def kinds[] = {
 
 const char *serve_kinds(void)
 {
-	return "analyze, counters, dump, gcdump, probe, profile, stacks, trace";
+	return "analyze, counters, doctor, dump, gcdump, probe, profile, stacks, trace";
 }
 
 static int add(struct serve_plan *p, struct serve_step *st, const char *fmt, ...) PRINTF(3, 4);
@@ -176,12 +178,8 @@ int serve_plan_build(struct serve_plan *p, const char *exe, const char *dir,
 		if (!strcmp(kinds[i].kind, req->kind))
 			k = &kinds[i];
 	}
-	if (!k) {
-		if (!strcmp(req->kind, "doctor"))
-			return WHY("kind 'doctor' does not exist in this build of clrtap (kinds: %s)",
-				   serve_kinds());
+	if (!k)
 		return WHY("unknown kind (kinds: %s)", serve_kinds());
-	}
 	for (i = 0; i < req->nparams; i++) {
 		if (!in_list(k->params, req->params[i].key))
 			return WHY("unknown param '%s' for %s (accepted: %s)", req->params[i].key,
@@ -222,32 +220,48 @@ int serve_plan_build(struct serve_plan *p, const char *exe, const char *dir,
 		}
 		snprintf(p->folded, sizeof(p->folded), "profile.folded");
 		snprintf(p->report, sizeof(p->report), "report.json");
-	} else if (!strcmp(k->kind, "trace") || !strcmp(k->kind, "analyze")) {
+	} else if (!strcmp(k->kind, "analyze")) {
+		/* in-process: lib/analyze, the calls of `clrtap analyze` */
+		char names[512];
+		const struct an_analyzer *a;
+		size_t n = 0;
+
+		p->inproc = SERVE_INPROC_ANALYZE;
+		p->nsteps = 0;
+		names[0] = 0;
+		for (i = 0; (a = analyze_analyzer_at(i)); i++)
+			n += (size_t)snprintf(names + CT_MIN(n, sizeof(names) - 1),
+					      sizeof(names) - CT_MIN(n, sizeof(names) - 1), "%s%s",
+					      i ? ", " : "", a->name);
+		v = serve_param_get(req, "analyzer");
+		if (!v)
+			return WHY("analyze needs params.analyzer (%s)", names);
+		a = analyze_analyzer_find(v);
+		if (!a || strlen(a->name) >= sizeof(p->analyzer))
+			return WHY("unknown analyzer (analyzers: %s)", names);
+		snprintf(p->analyzer, sizeof(p->analyzer), "%s", a->name);
+		snprintf(p->report, sizeof(p->report), "report.json");
+	} else if (!strcmp(k->kind, "doctor")) {
+		/* in-process: lib/analyze analyze_doctor_run, as `clrtap doctor --json` */
+		p->inproc = SERVE_INPROC_DOCTOR;
+		p->nsteps = 0;
+		snprintf(p->report, sizeof(p->report), "report.json");
+	} else if (!strcmp(k->kind, "trace")) {
 		/* in-process: the calls of `trace collect` and `trace report --json` */
 		p->inproc = SERVE_INPROC_TRACE;
 		p->nsteps = 0;
-		if (!strcmp(k->kind, "analyze")) {
-			v = serve_param_get(req, "analyzer");
-			if (!v)
-				return WHY("analyze needs params.analyzer (exceptions, gc, contention)");
-			if (!one_of(v, "exceptions gc contention"))
-				return WHY("analyzer must be exceptions, gc or contention");
-			snprintf(p->trace_profile, sizeof(p->trace_profile), "%s",
-				 !strcmp(v, "gc") ? "gc-verbose" : v);
-		} else {
-			if ((v = serve_param_get(req, "profile"))) {
-				if (!chars_ok(v, "-") || strlen(v) > 64)
-					return WHY("profile must be a profile name (clrtap trace collect --list-profiles)");
-				snprintf(p->trace_profile, sizeof(p->trace_profile), "%s", v);
-			}
-			if ((v = serve_param_get(req, "providers"))) {
-				if (!chars_ok(v, "-:,=*"))
-					return WHY("providers: only letters, digits and . _ - : , = * are accepted");
-				snprintf(p->providers, sizeof(p->providers), "%s", v);
-			}
-			if (!*p->trace_profile && !*p->providers)
-				snprintf(p->trace_profile, sizeof(p->trace_profile), "cpu-sampling");
+		if ((v = serve_param_get(req, "profile"))) {
+			if (!chars_ok(v, "-") || strlen(v) > 64)
+				return WHY("profile must be a profile name (clrtap trace collect --list-profiles)");
+			snprintf(p->trace_profile, sizeof(p->trace_profile), "%s", v);
 		}
+		if ((v = serve_param_get(req, "providers"))) {
+			if (!chars_ok(v, "-:,=*"))
+				return WHY("providers: only letters, digits and . _ - : , = * are accepted");
+			snprintf(p->providers, sizeof(p->providers), "%s", v);
+		}
+		if (!*p->trace_profile && !*p->providers)
+			snprintf(p->trace_profile, sizeof(p->trace_profile), "cpu-sampling");
 		snprintf(p->report, sizeof(p->report), "report.json");
 	} else if (!strcmp(k->kind, "counters")) {
 		/* in-process: lib/counters, the same calls and document as `counters collect` */

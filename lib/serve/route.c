@@ -291,6 +291,7 @@ const char *serve_content_type(const char *name)
 		{ ".svg", "image/svg+xml" },
 		{ ".png", "image/png" },
 		{ ".txt", "text/plain; charset=utf-8" },
+		{ ".md", "text/markdown; charset=utf-8" },
 		{ ".folded", "text/plain; charset=utf-8" },
 		{ ".csv", "text/csv; charset=utf-8" },
 		{ ".ico", "image/x-icon" },

@@ -10,9 +10,9 @@
  * code; the server is not affected. Artifacts are the regular files the
  * commands made in the directory, recorded in the history with their sizes.
  *
- * stacks, counters, trace and analyze run in the worker thread itself
- * through their libraries (lib/stacks, lib/counters, lib/ipc,
- * lib/tracestats), with the session's stop flag and a per-thread log sink
+ * stacks, counters, trace, analyze and doctor run in the worker thread
+ * itself through their libraries (lib/stacks, lib/counters, lib/ipc,
+ * lib/tracestats, lib/analyze), with the session's stop flag and a per-thread log sink
  * writing the session's stderr.txt.
  *
  * Why child processes for the rest: those commands' workflows still live in
@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "analyze/analyze.h"
 #include "common/io.h"
 #include "common/log.h"
 #include "counters/counters.h"
@@ -479,7 +480,7 @@ out:
 	return code;
 }
 
-/* trace and analyze in this thread: the calls of `trace collect` and `trace report --json`. */
+/* trace in this thread: the calls of `trace collect` and `trace report --json`. */
 #define TRACE_MAX_PROVIDERS 64
 
 static int fd_sink(void *ctx, const void *buf, size_t n)
@@ -605,6 +606,145 @@ static int run_trace(struct rsession *s)
 	return code;
 }
 
+/* analyze in this thread: lib/analyze's workflow, the calls of `clrtap analyze`. */
+static int analyze_exit_for(enum an_fail f, int err)
+{
+	switch (f) {
+	case AN_FAIL_USAGE: return 2;
+	case AN_FAIL_NO_PROCESS: return 3;
+	case AN_FAIL_PROTOCOL: return 6;
+	case AN_FAIL_BAD_INPUT: return 8;
+	case AN_FAIL_PARTIAL: return 9;
+	case AN_FAIL_INTERRUPTED: return 130;
+	case AN_FAIL_ERRNO: return serve_exit_for(err);
+	default: return 1;
+	}
+}
+
+static int run_analyze(struct rsession *s)
+{
+	const struct an_analyzer *a = analyze_analyzer_find(s->plan.analyzer);
+	struct an_report *r = NULL;
+	struct strbuf sb = STRBUF_INIT;
+	struct proc_target t;
+	struct ipc_endpoint ep;
+	struct ct_json j;
+	char why[512], path[PATH_MAX];
+	const char *msg;
+	int err, fd, code = 0;
+
+	if (!a)
+		return session_error(s, 2, "unknown analyzer '%s'", s->plan.analyzer);
+	err = proc_target_find(s->target, &t);
+	if (err) {
+		proc_target_strerror(s->target, err, &t, why, sizeof(why));
+		return session_error(s, serve_exit_for(err), "%s", why);
+	}
+	ipc_endpoint_init(&ep, &t, 5000);
+	if (analyze_report_new(&r, a, 10))
+		return session_error(s, 1, "out of memory");
+	ct_info("analyzing pid %d (%s) for %.1f s", (int)t.pid, a->name, s->plan.duration_s);
+	if (analyze_report_live(r, &ep, t.pid, (int64_t)(s->plan.duration_s * 1000), &s->stop)) {
+		enum an_fail f = analyze_report_failure(r, &err, &msg);
+
+		code = session_error(s, analyze_exit_for(f, err), "%s", msg ? msg : "the analysis failed");
+		goto out;
+	}
+	/* report.md and report.html first: report.json is the report the UI waits for */
+	err = analyze_report_md(r, &sb);
+	if (!err)
+		err = write_file(s, "report.md", &sb);
+	if (err)
+		ct_warn("cannot write report.md: %s", strerror(-err));
+	snprintf(path, sizeof(path), "%s/report.html", s->dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || analyze_report_html(r, fd))
+		ct_warn("cannot write report.html");
+	if (fd >= 0)
+		close(fd);
+	strbuf_reset(&sb);
+	ct_json_init(&j, &sb);
+	err = analyze_report_json(r, &j);
+	if (!err)
+		err = ct_json_finish(&j);
+	if (!err)
+		err = strbuf_addch(&sb, '\n');
+	if (!err)
+		err = write_file(s, "report.json", &sb);
+	if (err)
+		code = session_error(s, 1, "cannot write report.json: %s", strerror(-err));
+	else if (analyze_report_partial(r))
+		code = session_error(s, 9, "%s", analyze_report_partial(r));
+out:
+	strbuf_release(&sb);
+	analyze_report_free(r);
+	return code;
+}
+
+/* doctor in this thread: analyze_doctor_run, the document of `clrtap doctor --json`. */
+static int run_doctor(struct rsession *s)
+{
+	struct an_doctor *d;
+	struct strbuf sb = STRBUF_INIT;
+	struct proc_target t;
+	struct ipc_endpoint ep;
+	struct ct_json j;
+	char why[512];
+	size_t i;
+	int err, code = 0;
+
+	err = proc_target_find(s->target, &t);
+	if (err) {
+		proc_target_strerror(s->target, err, &t, why, sizeof(why));
+		return session_error(s, serve_exit_for(err), "%s", why);
+	}
+	ipc_endpoint_init(&ep, &t, 5000);
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return session_error(s, 1, "out of memory");
+	ct_info("examining pid %d for %.1f s", (int)t.pid, s->plan.duration_s);
+	if (analyze_doctor_run(&ep, t.pid, (int64_t)(s->plan.duration_s * 1000), &s->stop, d)) {
+		code = session_error(s, d->fail == AN_FAIL_ERRNO ? serve_exit_for(d->err) :
+					d->fail == AN_FAIL_PROTOCOL ? 6 : 1, "%s", d->msg);
+		goto out;
+	}
+	/* the text of `clrtap doctor` as report.md */
+	strbuf_addf(&sb, "# clrtap doctor\n\npid %d, watched %.1f s (exceptions, GC, locks, CPU samples, "
+		    "counters, memory)\n\n", (int)d->pid, d->duration_s);
+	if (!analyze_doctor_alarming(d))
+		strbuf_addf(&sb, "Nothing alarming.\n\n");
+	for (i = 0; i < d->n; i++) {
+		const struct an_finding *f = &d->f[i];
+
+		strbuf_addf(&sb, "%zu. [%s] %s\n", i + 1, analyze_severity_name(f->severity), f->title);
+		if (f->evidence[0])
+			strbuf_addf(&sb, "   evidence: %s\n", f->evidence);
+		strbuf_addf(&sb, "   next: %s\n", f->next);
+	}
+	err = strbuf_error(&sb);
+	if (!err)
+		err = write_file(s, "report.md", &sb);
+	if (err)
+		ct_warn("cannot write report.md: %s", strerror(-err));
+	strbuf_reset(&sb);
+	ct_json_init(&j, &sb);
+	err = analyze_doctor_json(d, &j);
+	if (!err)
+		err = ct_json_finish(&j);
+	if (!err)
+		err = strbuf_addch(&sb, '\n');
+	if (!err)
+		err = write_file(s, "report.json", &sb);
+	if (err)
+		code = session_error(s, 1, "cannot write report.json: %s", strerror(-err));
+	else if (d->partial[0])
+		code = session_error(s, 9, "%s; the findings cover what came before", d->partial);
+out:
+	strbuf_release(&sb);
+	free(d);
+	return code;
+}
+
 static int run_inproc(struct rsession *s)
 {
 	char path[PATH_MAX];
@@ -619,6 +759,10 @@ static int run_inproc(struct rsession *s)
 		code = run_counters(s);
 	else if (s->plan.inproc == SERVE_INPROC_TRACE)
 		code = run_trace(s);
+	else if (s->plan.inproc == SERVE_INPROC_ANALYZE)
+		code = run_analyze(s);
+	else if (s->plan.inproc == SERVE_INPROC_DOCTOR)
+		code = run_doctor(s);
 	ct_log_set_thread(NULL, NULL);
 	if (s->log_fd >= 0)
 		close(s->log_fd);

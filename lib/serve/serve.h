@@ -130,6 +130,8 @@ enum serve_inproc {
 	SERVE_INPROC_COUNTERS, /* lib/counters live_session_run, as `counters collect --format json` */
 	SERVE_INPROC_TRACE,    /* ipc_session_run into trace.nettrace, then tracestats_load_fd +
 				* tracestats_format_json: `trace collect` + `trace report --json` */
+	SERVE_INPROC_ANALYZE,  /* lib/analyze analyze_report_live + _json/_md/_html, as `clrtap analyze` */
+	SERVE_INPROC_DOCTOR,   /* lib/analyze analyze_doctor_run + analyze_doctor_json, as `clrtap doctor` */
 };
 
 struct serve_plan {
@@ -143,6 +145,7 @@ struct serve_plan {
 	char counters[SERVE_MAX_PARAM_LEN + 1]; /* counters: the spec ("System.Runtime") */
 	unsigned interval;          /* counters: seconds */
 	char trace_profile[65];     /* trace: a named profile, or "" */
+	char analyzer[33];          /* analyze: a name of lib/analyze's table */
 	char providers[SERVE_MAX_PARAM_LEN + 1]; /* trace: provider specs, or "" */
 	struct strbuf arena;        /* owns argv strings */
 };

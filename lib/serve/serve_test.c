@@ -195,9 +195,24 @@ static void test_plan(void **state)
 
 	assert_int_equal(plan("{\"kind\":\"analyze\",\"pid\":7,\"params\":{\"analyzer\":\"exceptions\"}}",
 			      &p, why, sizeof(why)), 0);
-	assert_int_equal(p.inproc, SERVE_INPROC_TRACE);
+	assert_int_equal(p.inproc, SERVE_INPROC_ANALYZE);
 	assert_int_equal(p.nsteps, 0);
-	assert_string_equal(p.trace_profile, "exceptions");
+	assert_string_equal(p.analyzer, "exceptions");
+	assert_string_equal(p.report, "report.json");
+	assert_true(p.duration_s == 5);
+	serve_plan_release(&p);
+
+	assert_int_equal(plan("{\"kind\":\"analyze\",\"pid\":7,\"params\":{\"analyzer\":\"hotpaths\",\"duration\":2}}",
+			      &p, why, sizeof(why)), 0);
+	assert_int_equal(p.inproc, SERVE_INPROC_ANALYZE);
+	assert_string_equal(p.analyzer, "hotpaths");
+	assert_true(p.duration_s == 2);
+	serve_plan_release(&p);
+
+	assert_int_equal(plan("{\"kind\":\"doctor\",\"pid\":7,\"params\":{\"duration\":3}}",
+			      &p, why, sizeof(why)), 0);
+	assert_int_equal(p.inproc, SERVE_INPROC_DOCTOR);
+	assert_int_equal(p.nsteps, 0);
 	assert_string_equal(p.report, "report.json");
 	serve_plan_release(&p);
 
@@ -210,7 +225,9 @@ static void test_plan(void **state)
 
 #define BADP(b) do { assert_int_equal(plan(b, &p, why, sizeof(why)), -EINVAL); serve_plan_release(&p); } while (0)
 	BADP("{\"kind\":\"nope\",\"pid\":7}");
-	BADP("{\"kind\":\"doctor\",\"pid\":7}");
+	BADP("{\"kind\":\"doctor\",\"pid\":7,\"params\":{\"analyzer\":\"memory\"}}");
+	BADP("{\"kind\":\"analyze\",\"pid\":7}");
+	BADP("{\"kind\":\"analyze\",\"pid\":7,\"params\":{\"analyzer\":\"gc\"}}");
 	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":0}}");
 	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":3601}}");
 	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":\"1.2345\"}}");
@@ -252,6 +269,7 @@ static void test_names(void **state)
 	assert_false(serve_artifact_name_valid(""));
 	assert_string_equal(serve_content_type("a.json"), "application/json");
 	assert_string_equal(serve_content_type("core.dump"), "application/octet-stream");
+	assert_string_equal(serve_content_type("report.md"), "text/markdown; charset=utf-8");
 	assert_string_equal(serve_code_name(3), "no-process");
 	assert_string_equal(serve_code_name(130), "interrupted");
 }

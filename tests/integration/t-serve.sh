@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # clrtap serve: every endpoint against real fixtures. Processes (host and
 # namespaced), sessions of several kinds (a 3 s profile with the hot method in
-# its report, an exceptions analysis with the exact count, two at once on one
+# its report, an exceptions analysis with the exact count (lib/analyze), a
+# hotpaths analysis and a doctor session with their facts, two at once on one
 # target, cancel mid-run, a target killed mid-session), artifacts byte for byte,
 # live views (SSE), /metrics scraped by a real Prometheus and queried by PromQL,
 # the OpenAPI document against the routes, history across a restart, and the
@@ -131,8 +132,10 @@ expect_api "session for a dead pid" 404 3 POST /api/v1/sessions "{\"kind\":\"sta
 contains "dead pid: the CLI's message" "$BODY" "no process with pid $DEAD"
 expect_api "session for a non-.NET pid" 400 4 POST /api/v1/sessions "{\"kind\":\"stacks\",\"pid\":$SLEEP}"
 expect_api "unknown kind" 400 2 POST /api/v1/sessions "{\"kind\":\"nope\",\"pid\":$CPU}"
-expect_api "doctor does not exist here" 400 2 POST /api/v1/sessions "{\"kind\":\"doctor\",\"pid\":$CPU}"
-contains "doctor: says so" "$BODY" "does not exist in this build"
+expect_api "unknown analyzer" 400 2 POST /api/v1/sessions "{\"kind\":\"analyze\",\"pid\":$CPU,\"params\":{\"analyzer\":\"gc\"}}"
+contains "unknown analyzer: lists lib/analyze's analyzers" "$BODY" "exceptions, hotpaths, leaks, memory"
+expect_api "analyze without an analyzer" 400 2 POST /api/v1/sessions "{\"kind\":\"analyze\",\"pid\":$CPU}"
+expect_api "doctor: unknown param" 400 2 POST /api/v1/sessions "{\"kind\":\"doctor\",\"pid\":$CPU,\"params\":{\"analyzer\":\"memory\"}}"
 expect_api "duration 0" 400 2 POST /api/v1/sessions "{\"kind\":\"profile\",\"pid\":$CPU,\"params\":{\"duration\":0}}"
 expect_api "unknown param" 400 2 POST /api/v1/sessions "{\"kind\":\"profile\",\"pid\":$CPU,\"params\":{\"output\":\"/tmp/x\"}}"
 expect_api "not JSON" 400 2 POST /api/v1/sessions "kind=profile"
@@ -199,14 +202,39 @@ equals "stacks: dead pid refused before it starts" "$CODE" 404
 # ---- an exceptions analysis: the exact count ----
 start_session "{\"kind\":\"analyze\",\"pid\":$EXC,\"params\":{\"analyzer\":\"exceptions\",\"duration\":4}}"
 EXS=$SID
-wait_armed "$EXS" 'collecting|Ctrl-C|tracing|writing' || sleep 1.5
-sleep 1
+wait_armed "$EXS" 'analyzing pid' || sleep 1.5
+sleep 1.5
 touch "$WORK/trig-exc"
 wait_session "$EXS"
 equals "exceptions analysis: done" "$STATUS" done
 api GET "/api/v1/sessions/$EXS/report"
-equals "exceptions analysis: exactly 7" "$(jb 'd["exceptions"]["total"]')" 7
-equals "exceptions analysis: the type" "$(jb 'd["exceptions"]["groups"][0]["type"]')" Clrtap.Fixtures.FixtureException
+equals "exceptions analysis: lib/analyze's report" "$(jb 'd["analyzer"]')" exceptions
+equals "exceptions analysis: exactly 7" "$(jb 'd["result"]["total"]')" 7
+equals "exceptions analysis: the type" "$(jb 'd["result"]["groups"][0]["type"]')" Clrtap.Fixtures.FixtureException
+api GET "/api/v1/sessions/$EXS"
+equals "exceptions analysis: report.json, .md and .html" \
+	"$(jb 'sorted(a["name"] for a in d["artifacts"] if a["name"].startswith("report."))')" \
+	"['report.html', 'report.json', 'report.md']"
+contains "exceptions analysis: the Markdown report names the type" \
+	"$(curl -s "$BASE/api/v1/sessions/$EXS/artifacts/report.md")" "FixtureException"
+
+# ---- hotpaths (another analyzer): HotA first; doctor: findings ----
+start_session "{\"kind\":\"analyze\",\"pid\":$CPU,\"params\":{\"analyzer\":\"hotpaths\",\"duration\":3}}"
+HPS=$SID
+wait_session "$HPS"
+equals "hotpaths analysis: done" "$STATUS" done
+api GET "/api/v1/sessions/$HPS/report"
+equals "hotpaths analysis: HotA first" "$(jb 'd["result"]["methods"][0]["method"]')" Clrtap.Fixtures.CpuSplit::HotA
+start_session "{\"kind\":\"doctor\",\"pid\":$CPU,\"params\":{\"duration\":2}}"
+DOC=$SID
+wait_session "$DOC"
+equals "doctor: done" "$STATUS" done
+api GET "/api/v1/sessions/$DOC/report"
+equals "doctor: CPU busy ranked first, a warning" "$(jb '[d["findings"][0]["severity"], d["findings"][0]["title"].startswith("CPU busy")]')" "['warning', True]"
+contains "doctor: the evidence names HotA" "$(jb 'd["findings"][0]["evidence"]')" "CpuSplit::HotA"
+check "doctor: each finding has its next command" python3 -c "
+import json,sys; f=json.loads(sys.argv[1])['findings']
+sys.exit(0 if f and all(x['next'].startswith('clrtap ') for x in f) else 1)" "$BODY"
 
 # ---- trace, dump, gcdump: artifacts and reports ----
 start_session "{\"kind\":\"trace\",\"pid\":$CPU,\"params\":{\"duration\":2}}"
@@ -443,7 +471,7 @@ equals "restart: status kept" "$(jb 'd["status"]')" done
 curl -s -o "$WORK/folded2" "$BASE/api/v1/sessions/$PROF/artifacts/profile.folded"
 check "restart: artifact still downloadable" cmp "$WORK/folded2" "$WORK/folded"
 api GET "/api/v1/sessions/$EXS/report"
-equals "restart: report kept" "$(jb 'd["exceptions"]["total"]')" 7
+equals "restart: report kept" "$(jb 'd["result"]["total"]')" 7
 stop_server "$SRV_PID"
 
 # ---- history limit ----

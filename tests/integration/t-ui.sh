@@ -4,7 +4,8 @@
 # `npm ci` from the committed lock file, once). Against a real server and real
 # fixtures: the process list (a namespaced fixture marked as a container), a
 # 3 s profile whose flame graph names the hot method, a download checked
-# byte for byte, an exceptions analysis with the exact count, a live counter
+# byte for byte, an exceptions analysis with the exact count, a doctor session
+# with its findings (every analyzer offered by the form), a live counter
 # that changes, the differential flame graph of two profiles.
 # Screenshots: build/test-output/t-ui/ (UI_OUT to change).
 . "$(dirname "$0")/lib.sh"

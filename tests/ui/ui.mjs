@@ -265,6 +265,31 @@ await step('the new-analysis form starts an exceptions analysis and the report c
 	await shot('05-exceptions');
 });
 
+// 4b. Doctor through the form on the cpu-split fixture: its findings (severity, title, evidence, next command).
+await step('the form offers every analyzer of lib/analyze and doctor; a doctor session page shows CPU busy first with HotA and its next command', async () => {
+	await page.goto(BASE + `/#/new?pid=${CPU}&kind=analyze`);
+	await page.locator('select[name="analyzer"] option[value="threadpool"]').waitFor({ state: 'attached' });
+	const opts = await page.locator('select[name="analyzer"] option').evaluateAll(os => os.map(o => o.value).sort().join(','));
+	expect(opts === 'allocations,contention,deadlock,exceptions,hotpaths,leaks,memory,pauses,stacks,strings,survivors,threadpool', 'analyzers offered: ' + opts);
+	await page.locator('button.kind[data-kind="doctor"]').click();
+	await page.locator('input[name="duration"]').fill('3');
+	await page.locator('#start').click();
+	const id = await sessionIdFromPage();
+	const sec = page.locator('[data-testid="doctor-findings"]');
+	await sec.waitFor({ state: 'visible', timeout: SLOW });
+	const s = await api('/sessions/' + encodeURIComponent(id));
+	expect(s.kind === 'doctor' && s.status === 'done', 'session ' + s.kind + ' ' + s.status);
+	const first = page.locator('[data-testid="finding"]').first();
+	expect((await first.getAttribute('data-severity')) === 'warning', 'severity ' + await first.getAttribute('data-severity'));
+	const title = await first.locator('.ftitle').innerText();
+	expect(title.startsWith('1. CPU busy'), 'title: ' + title);
+	const ev = await first.locator('.evidence').innerText();
+	expect(ev.includes(HOT), 'evidence: ' + ev);
+	const cmd = await first.locator('.fcmd').innerText();
+	expect(cmd.startsWith('clrtap '), 'next: ' + cmd);
+	await shot('05b-doctor');
+});
+
 // 5. A live counter changes: exception-count on the process page.
 await step('the live exception-count chart goes from 0 to a total of 7 when the fixture throws 7', async () => {
 	await page.goto(BASE + '/#/process/' + WEB);

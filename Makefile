@@ -32,7 +32,6 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototy
 CFLAGS ?= $(OPT)
 ALL_CFLAGS := -std=gnu11 $(WARNINGS) $(CFLAGS) $(SANFLAGS) -Ilib -MMD -MP -D_FILE_OFFSET_BITS=64
 LDLIBS := -lelf -ldw -lz -lpthread -lcrypto -ldl
-LDLIBS += -lmicrohttpd -lsqlite3
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
 # Libraries: every lib/<name>/*.c except unit tests (*_test.c) and fuzz harnesses (*_fuzz.c).

@@ -45,6 +45,9 @@ int srv_db_open(const char *path, sqlite3 **db)
 {
 	char *msg = NULL;
 
+	*db = NULL;
+	if (srv_dl_load(NULL, 0))
+		return -ENOENT;
 	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 				      SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
 		sqlite3_close(*db);

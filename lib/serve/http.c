@@ -698,6 +698,11 @@ int serve_server_start(const struct serve_config *cfg, struct serve_server **out
 
 	if (!s)
 		return -ENOMEM;
+	err = srv_dl_load(why, why_len);
+	if (err) {
+		free(s);
+		return err;
+	}
 	s->cfg = *cfg;
 	s->listen_fd = -1;
 	if (!s->cfg.max_sessions)

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
+#include "serve/dl.h"
 #include "serve/serve.h"
 
 int64_t srv_now_ms(void);

@@ -525,7 +525,7 @@ int cmd_profile(int argc, char **argv)
 	t_done = perf_now_ns();
 	/* Teardown after the result is written: the target's diagnostics thread may be slow to
 	 * answer when the target is busy. */
-	rc = profile_session_restore_within(&s, 200, &rerr);
+	rc = profile_session_restore_within(&s, 100, &rerr);
 	ct_debug("profile: perf map %s %.0f ms after the result",
 		 rc == 1 ? "left to the watcher" : "restored", (double)(perf_now_ns() - t_done) / 1e6);
 	if (rc == 1)
@@ -545,7 +545,7 @@ int cmd_profile(int argc, char **argv)
 	if (a.bundle && !sum.partial)
 		printf("bundle: %s\n", bdir);
 	if (handed_off)
-		printf("perf map: the target did not answer within 200 ms; the watcher turns it off\n");
+		printf("perf map: the target did not answer within 100 ms; the watcher turns it off\n");
 	code = sum.partial ? EXIT_PARTIAL : EXIT_OK;
 out:
 	flame_free(f);

@@ -192,3 +192,16 @@ finish() {
 	[ "$FAILED" -eq 0 ]
 	exit $?
 }
+
+# jl FILE PYTHON-EXPR: L is the list of JSON lines of FILE (dicts, e.g. a
+# watch log); prints the value. jl_true: the value is True.
+jl() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+L = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print(eval(sys.argv[2]))
+PY
+}
+jl_true() {
+	[ "$(jl "$1" "$2")" == "True" ]
+}

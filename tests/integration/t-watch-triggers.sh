@@ -6,17 +6,6 @@
 # crash vs exit (the kernel's process-events connector, or "not known").
 . "$(dirname "$0")/lib.sh"
 
-jl() {
-	python3 - "$1" "$2" <<'PY'
-import json, sys
-L = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print(eval(sys.argv[2]))
-PY
-}
-jl_true() {
-	[ "$(jl "$1" "$2")" == "True" ]
-}
-
 # 0. a first-chance exception rule for a named type fires on the first (and
 #    only) throw of throw-hold, and its stacks action, run at that moment,
 #    holds the throwing method (the fixture stays in it).

@@ -11,18 +11,6 @@
 . "$(dirname "$0")/lib.sh"
 # test-run: alone
 
-# jl FILE PYTHON-EXPR: L is the list of log lines (dicts); prints the value.
-jl() {
-	python3 - "$1" "$2" <<'PY'
-import json, sys
-L = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print(eval(sys.argv[2]))
-PY
-}
-jl_true() {
-	[ "$(jl "$1" "$2")" == "True" ]
-}
-
 # 1. CPU spike: cpu-split starts spinning when the trigger file appears.
 start_fixture cpu-split --trigger "$WORK/go-cpu"
 CPU_PID=$FIX_PID

@@ -84,38 +84,6 @@ void cli_info(const char *fmt, ...)
 	va_end(ap);
 }
 
-int cli_exit_for(int err)
-{
-	switch (err) {
-	case 0:
-		return EXIT_OK;
-	case -ESRCH:
-		return EXIT_NO_PROCESS;
-	case -ENOENT:
-	case -ECONNREFUSED:
-		return EXIT_NOT_DOTNET;
-	case -EACCES:
-	case -EPERM:
-		return EXIT_PERMISSION;
-	case -EPROTO:
-	case -ETIMEDOUT:
-	case -ECONNRESET:
-	case -EPIPE:
-		return EXIT_PROTOCOL;
-	case -EREMOTEIO:
-	case -ENOTSUP:
-		return EXIT_RUNTIME;
-	case -EBADMSG:
-		return EXIT_BAD_INPUT;
-	case -EXDEV:
-	case -ENOTSOCK:
-	case -ELOOP:
-		return EXIT_NOT_TARGET;
-	default:
-		return EXIT_ERROR;
-	}
-}
-
 int cli_parse_duration(const char *s, int64_t *ms)
 {
 	int64_t whole = 0, frac = 0, scale = 100;
@@ -426,7 +394,7 @@ int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 		char why[PROC_PATH_MAX * 2 + 256];
 
 		proc_target_strerror(pid, err, t, why, sizeof(why));
-		return cli_error(cli_exit_for(err), "%s", why);
+		return cli_error(ct_exit_for(err), "%s", why);
 	}
 	ipc_endpoint_init(ep, t, o->timeout_ms);
 	/* Before any command: is the process behind the socket the target? */
@@ -455,7 +423,7 @@ int cli_ipc_error(const char *what, int err, const struct ipc_error *rerr)
 	char buf[512];
 
 	ipc_strerror(err, rerr, buf, sizeof(buf));
-	return cli_error(cli_exit_for(err), "%s: %s", what, buf);
+	return cli_error(ct_exit_for(err), "%s: %s", what, buf);
 }
 
 volatile sig_atomic_t cli_stop_requested;

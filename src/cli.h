@@ -17,26 +17,13 @@
 #include "common/compat.h"
 
 #include <signal.h>
+#include "common/exitcode.h"
 #include "common/json.h"
 #include "common/strbuf.h"
 #include "common/strparse.h"
 #include "ipc/ipc.h"
 #include "proc/proc.h"
 
-/* Exit codes: docs/cmd/exit-codes.md. */
-enum exit_code {
-	EXIT_OK = 0,
-	EXIT_ERROR = 1,       /* anything not listed below */
-	EXIT_USAGE = 2,       /* bad command line */
-	EXIT_NO_PROCESS = 3,  /* no such process (dead pid, name not found) */
-	EXIT_NOT_DOTNET = 4,  /* the process has no diagnostics endpoint */
-	EXIT_PERMISSION = 5,  /* not allowed (other user, missing capability) */
-	EXIT_PROTOCOL = 6,    /* malformed reply, timeout, connection lost */
-	EXIT_RUNTIME = 7,     /* the runtime refused the command / unsupported */
-	EXIT_BAD_INPUT = 8,   /* corrupt or truncated input file */
-	EXIT_PARTIAL = 9,     /* interrupted: partial result written */
-	EXIT_NOT_TARGET = 10, /* the target's socket or file is not its own: refused */
-};
 
 /* Commands. */
 int cmd_agent(int argc, char **argv);
@@ -85,9 +72,6 @@ extern const char *cli_cmd_name;
  */
 extern volatile sig_atomic_t cli_stop_requested;
 void cli_catch_stop_signals(void);
-
-/* Maps a negative errno from a library to an exit code. */
-int cli_exit_for(int err);
 
 /* ----- option parsing (one parser for every command) ----- */
 enum cli_opt_type {

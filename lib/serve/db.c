@@ -213,7 +213,7 @@ static void session_obj(sqlite3 *db, sqlite3_stmt *st, struct ct_json *j)
 
 		ct_json_kv_obj_begin(j, "error");
 		ct_json_kv_i64(j, "code", code);
-		ct_json_kv_str(j, "name", serve_code_name(code));
+		ct_json_kv_str(j, "name", ct_exit_name(code));
 		ct_json_kv_str(j, "message", col_text(st, 11));
 		ct_json_obj_end(j);
 	} else {

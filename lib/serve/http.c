@@ -85,7 +85,7 @@ static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, int
 	ct_json_obj_begin(&j);
 	ct_json_kv_obj_begin(&j, "error");
 	ct_json_kv_i64(&j, "code", code);
-	ct_json_kv_str(&j, "name", serve_code_name(code));
+	ct_json_kv_str(&j, "name", ct_exit_name(code));
 	ct_json_kv_str(&j, "message", msg);
 	ct_json_obj_end(&j);
 	ct_json_obj_end(&j);
@@ -110,7 +110,7 @@ static enum MHD_Result send_proc_error(struct MHD_Connection *c, pid_t pid, int 
 				      const struct proc_target *t)
 {
 	char why[PROC_PATH_MAX * 2 + 256];
-	int code = serve_exit_for(err);
+	int code = ct_exit_for(err);
 
 	proc_target_strerror(pid, err, t, why, sizeof(why));
 	return send_error(c, status_for(code), code, "%s", why);

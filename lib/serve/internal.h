@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
+#include "common/exitcode.h"
 #include "serve/dl.h"
 #include "serve/serve.h"
 

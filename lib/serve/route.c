@@ -307,39 +307,3 @@ const char *serve_content_type(const char *name)
 	return "application/octet-stream";
 }
 
-const char *serve_code_name(int code)
-{
-	switch (code) {
-	case 0: return "ok";
-	case 1: return "error";
-	case 2: return "usage";
-	case 3: return "no-process";
-	case 4: return "not-dotnet";
-	case 5: return "permission";
-	case 6: return "protocol";
-	case 7: return "runtime";
-	case 8: return "bad-input";
-	case 9: return "partial";
-	case 10: return "not-target";
-	case 20: return "agent-library";
-	case 21: return "agent-libc";
-	case 22: return "agent-slot";
-	case 130: return "interrupted";
-	default: return "error";
-	}
-}
-
-int serve_exit_for(int err)
-{
-	switch (err) {
-	case 0: return 0;
-	case -ESRCH: return 3;
-	case -ENOENT: case -ECONNREFUSED: return 4;
-	case -EACCES: case -EPERM: return 5;
-	case -EPROTO: case -ETIMEDOUT: case -ECONNRESET: case -EPIPE: return 6;
-	case -EREMOTEIO: case -ENOTSUP: return 7;
-	case -EBADMSG: return 8;
-	case -EXDEV: case -ENOTSOCK: case -ELOOP: return 10;
-	default: return 1;
-	}
-}

@@ -266,18 +266,18 @@ static int run_stacks(struct rsession *s)
 	err = proc_target_find(s->target, &t);
 	if (err) {
 		proc_target_strerror(s->target, err, &t, why, sizeof(why));
-		return session_error(s, serve_exit_for(err), "%s", why);
+		return session_error(s, ct_exit_for(err), "%s", why);
 	}
 	ipc_endpoint_init(&ep, &t, 5000);
 	err = stacks_capture_run(&ep, t.pid, &co, &cap);
 	if (err) {
 		if (cap.stage == STACKS_STAGE_SESSION) {
 			ipc_session_strerror(err, &cap.res, &ep, &cap.rerr, why, sizeof(why));
-			code = session_error(s, cap.res.bad_prologue || err == -EFBIG ? 6 : serve_exit_for(err),
+			code = session_error(s, cap.res.bad_prologue || err == -EFBIG ? 6 : ct_exit_for(err),
 					     "%s: %s", cap.res.bytes ? "the session broke off"
 								     : "cannot sample the stacks", why);
 		} else if (cap.stage == STACKS_STAGE_READ) {
-			code = session_error(s, err == -EBADMSG ? 6 : serve_exit_for(err),
+			code = session_error(s, err == -EBADMSG ? 6 : ct_exit_for(err),
 					     "cannot read the session stream (byte %" PRIu64 "): %s",
 					     cap.bad_offset, cap.msg);
 		} else {
@@ -404,7 +404,7 @@ static int run_counters(struct rsession *s)
 	err = proc_target_find(s->target, &t);
 	if (err) {
 		proc_target_strerror(s->target, err, &t, why, sizeof(why));
-		code = session_error(s, serve_exit_for(err), "%s", why);
+		code = session_error(s, ct_exit_for(err), "%s", why);
 		goto out;
 	}
 	ipc_endpoint_init(&ep, &t, 5000);
@@ -438,7 +438,7 @@ static int run_counters(struct rsession *s)
 	}
 	if (res.session_err && (res.session.bytes == 0 || res.session.bad_prologue)) {
 		ipc_session_strerror(res.session_err, &res.session, &ep, &res.rerr, why, sizeof(why));
-		code = session_error(s, res.session.bad_prologue ? 6 : serve_exit_for(res.session_err),
+		code = session_error(s, res.session.bad_prologue ? 6 : ct_exit_for(res.session_err),
 				     "cannot read counters: %s; no file written", why);
 		goto out;
 	}
@@ -463,7 +463,7 @@ static int run_counters(struct rsession *s)
 	}
 	if (res.session_err) {
 		ipc_session_strerror(res.session_err, &res.session, &ep, &res.rerr, why, sizeof(why));
-		code = session_error(s, serve_exit_for(res.session_err), "the session ended badly: %s",
+		code = session_error(s, ct_exit_for(res.session_err), "the session ended badly: %s",
 				     why);
 		goto out;
 	}
@@ -557,7 +557,7 @@ static int run_trace(struct rsession *s)
 	err = proc_target_find(s->target, &t);
 	if (err) {
 		proc_target_strerror(s->target, err, &t, why, sizeof(why));
-		return session_error(s, serve_exit_for(err), "%s", why);
+		return session_error(s, ct_exit_for(err), "%s", why);
 	}
 	ipc_endpoint_init(&ep, &t, 5000);
 	cfg.providers = provs;
@@ -589,7 +589,7 @@ static int run_trace(struct rsession *s)
 	if (res.bytes == 0 || res.bad_prologue) {
 		unlink(tmp);
 		ipc_session_strerror(err ?: -EPROTO, &res, &ep, &rerr, why, sizeof(why));
-		return session_error(s, res.bad_prologue ? 6 : serve_exit_for(err ?: -EPROTO),
+		return session_error(s, res.bad_prologue ? 6 : ct_exit_for(err ?: -EPROTO),
 				     "cannot trace: %s; kept nothing, %s not written", why, out);
 	}
 	snprintf(out, sizeof(out), "%s/trace.nettrace.partial", s->dir);
@@ -616,7 +616,7 @@ static int analyze_exit_for(enum an_fail f, int err)
 	case AN_FAIL_BAD_INPUT: return 8;
 	case AN_FAIL_PARTIAL: return 9;
 	case AN_FAIL_INTERRUPTED: return 130;
-	case AN_FAIL_ERRNO: return serve_exit_for(err);
+	case AN_FAIL_ERRNO: return ct_exit_for(err);
 	default: return 1;
 	}
 }
@@ -638,7 +638,7 @@ static int run_analyze(struct rsession *s)
 	err = proc_target_find(s->target, &t);
 	if (err) {
 		proc_target_strerror(s->target, err, &t, why, sizeof(why));
-		return session_error(s, serve_exit_for(err), "%s", why);
+		return session_error(s, ct_exit_for(err), "%s", why);
 	}
 	ipc_endpoint_init(&ep, &t, 5000);
 	if (analyze_report_new(&r, a, 10))
@@ -696,7 +696,7 @@ static int run_doctor(struct rsession *s)
 	err = proc_target_find(s->target, &t);
 	if (err) {
 		proc_target_strerror(s->target, err, &t, why, sizeof(why));
-		return session_error(s, serve_exit_for(err), "%s", why);
+		return session_error(s, ct_exit_for(err), "%s", why);
 	}
 	ipc_endpoint_init(&ep, &t, 5000);
 	d = calloc(1, sizeof(*d));
@@ -704,7 +704,7 @@ static int run_doctor(struct rsession *s)
 		return session_error(s, 1, "out of memory");
 	ct_info("examining pid %d for %.1f s", (int)t.pid, s->plan.duration_s);
 	if (analyze_doctor_run(&ep, t.pid, (int64_t)(s->plan.duration_s * 1000), &s->stop, d)) {
-		code = session_error(s, d->fail == AN_FAIL_ERRNO ? serve_exit_for(d->err) :
+		code = session_error(s, d->fail == AN_FAIL_ERRNO ? ct_exit_for(d->err) :
 					d->fail == AN_FAIL_PROTOCOL ? 6 : 1, "%s", d->msg);
 		goto out;
 	}
@@ -972,7 +972,7 @@ int srv_runner_start(struct srv_runner *r, const struct serve_session_req *req, 
 	/* the target first, with the CLI's words */
 	err = proc_target_find(req->pid, &t);
 	if (err) {
-		*code = serve_exit_for(err);
+		*code = ct_exit_for(err);
 		proc_target_strerror(req->pid, err, &t, why, why_len);
 		rsession_free(s);
 		return err == -ESRCH || err == -EACCES || err == -ELOOP || err == -ENOTSOCK ? err

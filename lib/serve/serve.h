@@ -204,9 +204,4 @@ unsigned serve_server_port(const struct serve_server *s);
 /* Cancels running sessions, stops serving, frees. */
 void serve_server_stop(struct serve_server *s);
 
-/* The CLI exit code for a negative errno from a library (as cli_exit_for). */
-int serve_exit_for(int err);
-/* Exit-code names of docs/cmd/exit-codes.md ("no-process"). */
-const char *serve_code_name(int code);
-
 #endif

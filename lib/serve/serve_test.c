@@ -270,8 +270,8 @@ static void test_names(void **state)
 	assert_string_equal(serve_content_type("a.json"), "application/json");
 	assert_string_equal(serve_content_type("core.dump"), "application/octet-stream");
 	assert_string_equal(serve_content_type("report.md"), "text/markdown; charset=utf-8");
-	assert_string_equal(serve_code_name(3), "no-process");
-	assert_string_equal(serve_code_name(130), "interrupted");
+	assert_string_equal(ct_exit_name(3), "no-process");
+	assert_string_equal(ct_exit_name(130), "interrupted");
 }
 
 static int ndropped;

@@ -14,9 +14,6 @@
 #include "cli.h"
 
 /* Agent exit codes (docs/cmd/exit-codes.md). */
-#define EXIT_AGENT_LIBRARY 20 /* library missing here or in the target's filesystem */
-#define EXIT_AGENT_LIBC 21    /* the target could not load it: wrong C library */
-#define EXIT_AGENT_SLOT 22    /* profiler slot taken / a clrtap profiler already active */
 
 static int exit_for_cause(enum agent_cause c)
 {
@@ -439,7 +436,7 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	}
 	err = agent_libc_detect(t->pid, &r->target_libc);
 	if (err)
-		return cli_error(cli_exit_for(err), "cannot read the target's maps: %s",
+		return cli_error(ct_exit_for(err), "cannot read the target's maps: %s",
 				 strerror(-err));
 	r->lib_libc = r->target_libc;
 	if (libc_opt && agent_libc_parse(libc_opt, &r->lib_libc))

@@ -101,7 +101,7 @@ static int failed(const struct an_report *r)
 	case AN_FAIL_BAD_INPUT: code = EXIT_BAD_INPUT; break;
 	case AN_FAIL_PARTIAL: code = EXIT_PARTIAL; break;
 	case AN_FAIL_INTERRUPTED: code = 130; break;
-	case AN_FAIL_ERRNO: code = cli_exit_for(err); break;
+	case AN_FAIL_ERRNO: code = ct_exit_for(err); break;
 	default: code = EXIT_ERROR; break;
 	}
 	return cli_error(code, "%s", msg);

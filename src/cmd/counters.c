@@ -452,7 +452,7 @@ static int run_counters(bool collect, int argc, char **argv)
 		char why[512];
 
 		ipc_session_strerror(res.session_err, &res.session, &ep, &res.rerr, why, sizeof(why));
-		code = cli_error(res.session.bad_prologue ? EXIT_PROTOCOL : cli_exit_for(res.session_err),
+		code = cli_error(res.session.bad_prologue ? EXIT_PROTOCOL : ct_exit_for(res.session_err),
 				 "cannot read counters: %s%s", why, collect ? "; no file written" : "");
 		goto out_file;
 	}
@@ -482,7 +482,7 @@ static int run_counters(bool collect, int argc, char **argv)
 		char why[512];
 
 		ipc_session_strerror(res.session_err, &res.session, &ep, &res.rerr, why, sizeof(why));
-		code = cli_error(cli_exit_for(res.session_err), "the session ended badly: %s", why);
+		code = cli_error(ct_exit_for(res.session_err), "the session ended badly: %s", why);
 		goto out_file;
 	}
 	if (res.session.target_ended)

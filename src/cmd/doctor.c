@@ -80,7 +80,7 @@ int cmd_doctor(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	cli_info("examining pid %d for %.1f s", (int)t.pid, (double)duration / 1000);
 	if (analyze_doctor_run(&ep, t.pid, duration, &cli_stop_requested, d)) {
-		code = cli_error(d->fail == AN_FAIL_ERRNO ? cli_exit_for(d->err) :
+		code = cli_error(d->fail == AN_FAIL_ERRNO ? ct_exit_for(d->err) :
 				 d->fail == AN_FAIL_PROTOCOL ? EXIT_PROTOCOL : EXIT_ERROR, "%s", d->msg);
 		free(d);
 		return code;

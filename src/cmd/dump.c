@@ -352,7 +352,7 @@ int cmd_dump(int argc, char **argv)
 		if (!err && fstat(tfd, &tst))
 			err = -errno;
 		if (err) {
-			code = cli_error(cli_exit_for(err),
+			code = cli_error(ct_exit_for(err),
 					 "cannot make the dump file %s inside pid %d's root: %s",
 					 target_path, (int)t.pid, proc_tfile_strerror(err));
 			goto out;
@@ -382,7 +382,7 @@ int cmd_dump(int argc, char **argv)
 		if (!err)
 			err = copy_fd(tfd, of.fd, st.st_size);
 		if (err) {
-			code = cli_error(cli_exit_for(err),
+			code = cli_error(ct_exit_for(err),
 					 "the target wrote its dump, but it could not be copied to %s "
 					 "(%s): %s left as it was, the target's copy removed",
 					 host_path, strerror(-err), host_path);

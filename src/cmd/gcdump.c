@@ -55,7 +55,7 @@ static int collect_error(const struct heap_collect_result *res, int err)
 	if (is_tty)
 		fprintf(stderr, "\r\033[K");
 	if (res->msg[0]) {
-		int code = cli_exit_for(err);
+		int code = ct_exit_for(err);
 
 		if (err == -EINTR)
 			code = EXIT_PARTIAL;
@@ -65,7 +65,7 @@ static int collect_error(const struct heap_collect_result *res, int err)
 	}
 	if (!strcmp(res->stage ? res->stage : "", "session"))
 		return cli_ipc_error("cannot start the heap session", err, &res->rerr);
-	return cli_error(cli_exit_for(err), "no snapshot (%s): %s", res->stage ? res->stage : "?",
+	return cli_error(ct_exit_for(err), "no snapshot (%s): %s", res->stage ? res->stage : "?",
 			 strerror(-err));
 }
 

@@ -587,7 +587,7 @@ int cmd_probe(int argc, char **argv)
 	po.root = t.other_mntns ? t.root : "";
 	err = probe_proc_open(t.pid, &po, &pp);
 	if (err) {
-		rc = cli_exit_for(err);
+		rc = ct_exit_for(err);
 		cli_error(rc, "cannot read the assemblies of %d: %s", (int)t.pid, strerror(-err));
 		goto out;
 	}
@@ -621,7 +621,7 @@ int cmd_probe(int argc, char **argv)
 
 	err = probe_proc_find(pp, pattern, found, MAX_METHODS, &n);
 	if (err && err != -E2BIG) {
-		rc = cli_error(cli_exit_for(err), "cannot search methods: %s", strerror(-err));
+		rc = cli_error(ct_exit_for(err), "cannot search methods: %s", strerror(-err));
 		goto out;
 	}
 	if (!n) {
@@ -782,7 +782,7 @@ int cmd_probe(int argc, char **argv)
 				"inlined into all its callers never is)\n", cli_safe(found[0]->name),
 			cli_safe(found[0]->sig));
 	} else if (err) {
-		rc = cli_error(cli_exit_for(err), "cannot arm the probe: %s", strerror(-err));
+		rc = cli_error(ct_exit_for(err), "cannot arm the probe: %s", strerror(-err));
 		goto out;
 	}
 	perf_prio_describe(&prio, pdesc, sizeof(pdesc));

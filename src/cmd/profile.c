@@ -76,7 +76,7 @@ static int resolve(const struct prof_args *a, struct proc_target *t, bool *dotne
 			 (int)a->to.pid, t->sock_tpath);
 		return EXIT_OK;
 	default:
-		return cli_error(cli_exit_for(err), "cannot inspect pid %d: %s", (int)a->to.pid,
+		return cli_error(ct_exit_for(err), "cannot inspect pid %d: %s", (int)a->to.pid,
 				 strerror(-err));
 	}
 }
@@ -95,7 +95,7 @@ static int perf_error(pid_t pid, int err, bool off_cpu)
 	if (err == -EMFILE || err == -ENFILE)
 		return cli_error(EXIT_ERROR, "too many open files for one event per thread and CPU "
 					     "(raise ulimit -n)");
-	return cli_error(cli_exit_for(err), "cannot sample pid %d: %s", (int)pid, strerror(-err));
+	return cli_error(ct_exit_for(err), "cannot sample pid %d: %s", (int)pid, strerror(-err));
 }
 
 static int write_flame(const struct flame *f, const char *path, enum flame_format fmt,
@@ -419,13 +419,13 @@ int cmd_profile(int argc, char **argv)
 			if (no_access && ch.ep_err == -ENOENT)
 				ch.ep_err = -EACCES; /* the socket is behind /proc/PID/root */
 			profile_engine_explain(&ch, so.pid, msg, sizeof(msg));
-			return cli_error(ch.perf_err ? EXIT_PERMISSION : cli_exit_for(rc), "%s", msg);
+			return cli_error(ch.perf_err ? EXIT_PERMISSION : ct_exit_for(rc), "%s", msg);
 		}
 		if (s.failed_stage == PROFILE_STAGE_PERF)
 			return perf_error(so.pid, rc, so.sampler.off_cpu);
 		if (rc == -ESRCH || rc == -EACCES || rc == -EPERM)
 			return perf_error(so.pid, rc, so.sampler.off_cpu);
-		return cli_error(cli_exit_for(rc), "cannot read the symbols of pid %d: %s",
+		return cli_error(ct_exit_for(rc), "cannot read the symbols of pid %d: %s",
 				 (int)so.pid, strerror(-rc));
 	}
 	if (ch.fell_back)
@@ -466,7 +466,7 @@ int cmd_profile(int argc, char **argv)
 		if (rc == -ESRCH)
 			break;
 		if (rc < 0) {
-			code = cli_error(cli_exit_for(rc), "sampling failed: %s", strerror(-rc));
+			code = cli_error(ct_exit_for(rc), "sampling failed: %s", strerror(-rc));
 			goto out;
 		}
 	}
@@ -476,14 +476,14 @@ int cmd_profile(int argc, char **argv)
 	cli_stop_requested = 0;
 	rc = profile_session_stop(&s);
 	if (rc < 0) {
-		code = cli_error(cli_exit_for(rc), "sampling failed: %s", strerror(-rc));
+		code = cli_error(ct_exit_for(rc), "sampling failed: %s", strerror(-rc));
 		goto out;
 	}
 	rc = flame_new(&f);
 	if (!rc)
 		rc = profile_session_build(&s, f, &sum);
 	if (rc) {
-		code = cli_error(cli_exit_for(rc), "cannot build the profile: %s", strerror(-rc));
+		code = cli_error(ct_exit_for(rc), "cannot build the profile: %s", strerror(-rc));
 		goto out;
 	}
 	if (s.ep) {

@@ -129,13 +129,13 @@ int cmd_stacks(int argc, char **argv)
 		case STACKS_STAGE_SESSION:
 			ipc_session_strerror(err, &cap.res, &ep, &cap.rerr, why, sizeof(why));
 			code = cli_error(cap.res.bad_prologue || err == -EFBIG ? EXIT_PROTOCOL
-									       : cli_exit_for(err),
+									       : ct_exit_for(err),
 					 "%s: %s",
 					 cap.res.bytes ? "the session broke off" : "cannot sample the stacks",
 					 why);
 			break;
 		case STACKS_STAGE_READ:
-			code = cli_error(err == -EBADMSG ? EXIT_PROTOCOL : cli_exit_for(err),
+			code = cli_error(err == -EBADMSG ? EXIT_PROTOCOL : ct_exit_for(err),
 					 "cannot read the session stream (byte %" PRIu64 "): %s",
 					 cap.bad_offset, cap.msg);
 			break;

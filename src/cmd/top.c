@@ -48,7 +48,7 @@ static int resolve(const struct cli_target_opts *to, struct proc_target *t, bool
 			 (int)to->pid, t->sock_tpath);
 		return EXIT_OK;
 	default:
-		return cli_error(cli_exit_for(err), "cannot inspect pid %d: %s", (int)to->pid,
+		return cli_error(ct_exit_for(err), "cannot inspect pid %d: %s", (int)to->pid,
 				 strerror(-err));
 	}
 }
@@ -197,7 +197,7 @@ int cmd_top(int argc, char **argv)
 		if (no_access && ch.ep_err == -ENOENT)
 			ch.ep_err = -EACCES; /* the socket is behind /proc/PID/root */
 		profile_engine_explain(&ch, so.pid, msg, sizeof(msg));
-		return cli_error(ch.perf_err ? EXIT_PERMISSION : cli_exit_for(rc), "%s", msg);
+		return cli_error(ch.perf_err ? EXIT_PERMISSION : ct_exit_for(rc), "%s", msg);
 	}
 	if (rc) {
 		if (rc == -EACCES || rc == -EPERM)
@@ -208,7 +208,7 @@ int cmd_top(int argc, char **argv)
 					 (int)so.pid);
 		if (rc == -ESRCH)
 			return cli_error(EXIT_NO_PROCESS, "pid %d is gone", (int)so.pid);
-		return cli_error(cli_exit_for(rc), "cannot sample pid %d: %s", (int)so.pid,
+		return cli_error(ct_exit_for(rc), "cannot sample pid %d: %s", (int)so.pid,
 				 strerror(-rc));
 	}
 	if (ch.fell_back)
@@ -248,7 +248,7 @@ int cmd_top(int argc, char **argv)
 			break;
 		}
 		if (rc < 0) {
-			code = cli_error(cli_exit_for(rc), "sampling failed: %s", strerror(-rc));
+			code = cli_error(ct_exit_for(rc), "sampling failed: %s", strerror(-rc));
 			break;
 		}
 	}

@@ -206,7 +206,7 @@ static int collect(int argc, char **argv)
 		char why[512];
 
 		ipc_session_strerror(err ?: -EPROTO, &res, &ep, &rerr, why, sizeof(why));
-		code = cli_error(res.bad_prologue ? EXIT_PROTOCOL : cli_exit_for(err ?: -EPROTO),
+		code = cli_error(res.bad_prologue ? EXIT_PROTOCOL : ct_exit_for(err ?: -EPROTO),
 				 "cannot trace: %s; kept nothing, %s not written", why, out);
 		goto out;
 	}

@@ -371,5 +371,8 @@ int analyze_doctor_run(const struct ipc_endpoint *ep, pid_t pid, int64_t duratio
 bool analyze_doctor_alarming(const struct an_doctor *d);
 /* doctor --json's object into j (docs/cmd/doctor.md). */
 int analyze_doctor_json(const struct an_doctor *d, struct ct_json *j);
+/* The text of `clrtap doctor` (findings ranked, evidence, next command);
+ * term_safe escapes what the target chose (titles, evidence) for a terminal. */
+int analyze_doctor_text(const struct an_doctor *d, bool term_safe, struct strbuf *sb);
 
 #endif

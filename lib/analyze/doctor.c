@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "analyze/analyze.h"
+#include "common/term.h"
 #include "flame/flame.h"
 
 static const char *const sev_names[] = { "info", "notice", "warning", "critical" };
@@ -341,6 +342,36 @@ out:
 bool analyze_doctor_alarming(const struct an_doctor *d)
 {
 	return d->n && d->f[0].severity >= AN_WARNING;
+}
+
+static void text_str(struct strbuf *sb, const char *s, bool term_safe)
+{
+	if (term_safe)
+		(void)ct_term_escape_str(sb, s);
+	else
+		(void)strbuf_addstr(sb, s);
+}
+
+int analyze_doctor_text(const struct an_doctor *d, bool term_safe, struct strbuf *sb)
+{
+	size_t i;
+
+	strbuf_addf(sb, "clrtap doctor: pid %d, watched %.1f s (exceptions, GC, locks, CPU samples, "
+		    "counters, memory)\n\n", (int)d->pid, d->duration_s);
+	if (!analyze_doctor_alarming(d))
+		strbuf_addf(sb, "Nothing alarming.\n\n");
+	for (i = 0; i < d->n; i++) {
+		const struct an_finding *f = &d->f[i];
+
+		strbuf_addf(sb, "%zu. [%s] ", i + 1, analyze_severity_name(f->severity));
+		text_str(sb, f->title, term_safe);
+		if (f->evidence[0]) {
+			strbuf_addf(sb, "\n   evidence: ");
+			text_str(sb, f->evidence, term_safe);
+		}
+		strbuf_addf(sb, "\n   next: %s\n", f->next);
+	}
+	return strbuf_error(sb);
 }
 
 int analyze_doctor_json(const struct an_doctor *d, struct ct_json *j)

@@ -690,7 +690,6 @@ static int run_doctor(struct rsession *s)
 	struct ipc_endpoint ep;
 	struct ct_json j;
 	char why[512];
-	size_t i;
 	int err, code = 0;
 
 	err = proc_target_find(s->target, &t);
@@ -709,18 +708,7 @@ static int run_doctor(struct rsession *s)
 		goto out;
 	}
 	/* the text of `clrtap doctor` as report.md */
-	strbuf_addf(&sb, "# clrtap doctor\n\npid %d, watched %.1f s (exceptions, GC, locks, CPU samples, "
-		    "counters, memory)\n\n", (int)d->pid, d->duration_s);
-	if (!analyze_doctor_alarming(d))
-		strbuf_addf(&sb, "Nothing alarming.\n\n");
-	for (i = 0; i < d->n; i++) {
-		const struct an_finding *f = &d->f[i];
-
-		strbuf_addf(&sb, "%zu. [%s] %s\n", i + 1, analyze_severity_name(f->severity), f->title);
-		if (f->evidence[0])
-			strbuf_addf(&sb, "   evidence: %s\n", f->evidence);
-		strbuf_addf(&sb, "   next: %s\n", f->next);
-	}
+	(void)analyze_doctor_text(d, false, &sb);
 	err = strbuf_error(&sb);
 	if (!err)
 		err = write_file(s, "report.md", &sb);

@@ -28,21 +28,13 @@ static int print_json(const struct an_doctor *d)
 
 static int print_text(const struct an_doctor *d)
 {
-	size_t i;
+	struct strbuf sb = STRBUF_INIT;
+	int err;
 
-	printf("clrtap doctor: pid %d, watched %.1f s (exceptions, GC, locks, CPU samples, counters, memory)\n\n",
-	       (int)d->pid, d->duration_s);
-	if (!analyze_doctor_alarming(d))
-		printf("Nothing alarming.\n\n");
-	for (i = 0; i < d->n; i++) {
-		const struct an_finding *f = &d->f[i];
-
-		printf("%zu. [%s] %s\n", i + 1, analyze_severity_name(f->severity), cli_safe(f->title));
-		if (f->evidence[0])
-			printf("   evidence: %s\n", cli_safe(f->evidence));
-		printf("   next: %s\n", f->next);
-	}
-	if (fflush(stdout) || ferror(stdout))
+	(void)analyze_doctor_text(d, true, &sb);
+	err = strbuf_fwrite(&sb, stdout);
+	strbuf_release(&sb);
+	if (err || fflush(stdout) || ferror(stdout))
 		return cli_error(EXIT_ERROR, "cannot write to standard output");
 	return EXIT_OK;
 }

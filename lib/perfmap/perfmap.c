@@ -47,6 +47,7 @@ void perfmap_use_init(struct perfmap_use *u)
 	memset(u, 0, sizeof(*u));
 	u->guard_fd = -1;
 	u->lease_fd = -1;
+	u->rootfd = -1;
 }
 
 /* ---- lease ---- */
@@ -135,7 +136,11 @@ static void endpoint(const struct perfmap_use *u, struct ipc_endpoint *ep)
 /* Removes the map file a clrtap made, inside the target's root only. */
 static void remove_map(const struct perfmap_use *u, bool existed)
 {
-	if (!existed)
+	if (existed)
+		return;
+	if (u->rootfd >= 0)
+		(void)proc_tfile_unlink(u->rootfd, u->map_tpath, NULL);
+	else
 		(void)proc_target_file_unlink(u->pid, u->map_tpath, NULL);
 }
 
@@ -192,27 +197,37 @@ static int lease_leave(struct perfmap_use *u, struct ipc_error *rerr)
 
 /* ---- watcher ---- */
 
-static void close_other_fds(int keep1, int keep2)
+/* Closes every fd from 3 up but the n in keep (-1 entries ignored). */
+static void close_other_fds(int *keep, int n)
 {
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	int lo = CT_MIN(keep1, keep2), hi = CT_MAX(keep1, keep2);
+	int i, j, next = 3;
 
 	if (devnull >= 0) {
 		dup2(devnull, 0);
 		dup2(devnull, 1);
 		dup2(devnull, 2);
 	}
-	if (lo < 0)
-		lo = hi;
-	if (lo > 3)
-		(void)syscall(SYS_close_range, 3u, (unsigned)lo - 1, 0u);
-	if (hi > lo + 1)
-		(void)syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0u);
-	(void)syscall(SYS_close_range, (unsigned)hi + 1, ~0u, 0u);
+	for (i = 1; i < n; i++) /* sort: n is tiny */
+		for (j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		if (keep[i] < next)
+			continue;
+		if (keep[i] > next)
+			(void)syscall(SYS_close_range, (unsigned)next, (unsigned)keep[i] - 1, 0u);
+		next = keep[i] + 1;
+	}
+	(void)syscall(SYS_close_range, (unsigned)next, ~0u, 0u);
 }
 
 static void watcher(struct perfmap_use *u, int rfd)
 {
+	int keep[3] = { rfd, u->lease_fd, u->rootfd };
 	char c = 0;
 	ssize_t n;
 
@@ -221,7 +236,7 @@ static void watcher(struct perfmap_use *u, int rfd)
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	(void)prctl(PR_SET_NAME, "clrtap-perfmap", 0, 0, 0);
-	close_other_fds(rfd, u->lease_fd);
+	close_other_fds(keep, 3);
 	do
 		n = read(rfd, &c, 1);
 	while (n < 0 && errno == EINTR);
@@ -291,6 +306,9 @@ int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int ti
 	int rc, fd = -1, m = -1, prior;
 
 	perfmap_use_init(u);
+	/* best effort: without it the file is removed through /proc/PID/root */
+	if (proc_root_open(t->pid, &u->rootfd))
+		u->rootfd = -1;
 	u->timeout_ms = timeout_ms;
 	ct_strlcpy(u->sock, t->sock_tpath, sizeof(u->sock));
 	u->pid = t->pid;
@@ -355,6 +373,13 @@ fail:
 	return rc;
 }
 
+static void close_root(struct perfmap_use *u)
+{
+	if (u->rootfd >= 0)
+		close(u->rootfd);
+	u->rootfd = -1;
+}
+
 int perfmap_use_end(struct perfmap_use *u, struct ipc_error *rerr)
 {
 	int rc = 0;
@@ -365,6 +390,7 @@ int perfmap_use_end(struct perfmap_use *u, struct ipc_error *rerr)
 	else if (u->turned_on)
 		disable(u, u->file_existed, rerr, &rc);
 	u->turned_on = false;
+	close_root(u);
 	return rc;
 }
 
@@ -387,6 +413,7 @@ int perfmap_use_end_within(struct perfmap_use *u, int wait_ms, struct ipc_error 
 	close(u->guard_fd);
 	u->guard_fd = -1;
 	u->turned_on = false;
+	close_root(u); /* the watcher has its own copy */
 	for (waited = 0;; waited += 10) {
 		pid_t r = waitpid(u->guard, &st, WNOHANG);
 

@@ -33,6 +33,9 @@ struct perfmap_use {
 	int lease_fd;          /* shared flock held for the command (-1: none) */
 	pid_t guard;           /* watcher that restores the setting if clrtap dies */
 	int guard_fd;
+	/* the target's root directory, opened at begin: the map file a clrtap
+	 * caused is removed through it even after the target is gone */
+	int rootfd;
 };
 
 /*

@@ -372,4 +372,22 @@ if command -v setpriv >/dev/null; then
 	rm -f /tmp/clrtap-nobody-$$.folded
 fi
 stop_fixture "$FIX_PID"
+
+# The target killed (by someone else) while profile has its perf map on: the
+# map file profile caused is removed all the same (through the target's root
+# opened at the start; /proc/PID/root is gone by then).
+start_fixture cpu-split
+KPID=$FIX_PID
+rm -f "/tmp/perf-$KPID.map"
+"$CLRTAP" profile -p "$KPID" -d 6 -o "$WORK/killed.folded" >"$WORK/killed.out" 2>&1 &
+PROF=$!
+for ((i = 0; i < 100; i++)); do [ -e "/tmp/perf-$KPID.map" ] && break; sleep 0.05; done
+check "the perf map file appeared while profiling" test -e "/tmp/perf-$KPID.map"
+sleep 1
+kill -KILL "$KPID"
+wait "$PROF"
+check "target SIGKILLed mid-profile: profile ends (exit $?)" true
+for ((i = 0; i < 40; i++)); do [ -e "/tmp/perf-$KPID.map" ] || break; sleep 0.05; done
+check "target SIGKILLed mid-profile: no perf map file left in /tmp" test ! -e "/tmp/perf-$KPID.map"
+stop_fixture "$KPID"
 finish

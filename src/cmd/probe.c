@@ -389,6 +389,7 @@ static bool has_kind(const struct probe_method *m, enum probe_code_kind k)
 /* Says in plain words what a mechanism that does not fire here hides. */
 static void say_unseen(enum probe_mech_kind k, const struct probe_mech *m)
 {
+	bool refused = !m->forced && m->err;
 	char how[160];
 
 	if (m->forced)
@@ -403,21 +404,27 @@ static void say_unseen(enum probe_mech_kind k, const struct probe_mech *m)
 			"clrtap: hardware execute breakpoints do not fire on this machine (%s).\n"
 			"clrtap:   What cannot be seen: calls to JIT-compiled code (Tier0, tier-1 and OSR "
 			"code: every method of the app itself, and framework methods once they tier up).\n"
-			"clrtap:   Why: the kernel accepts the breakpoint but the CPU never reports it, as in "
-			"virtual machines whose hypervisor does not pass the debug registers through.\n"
+			"clrtap:   Why: %s.\n"
 			"clrtap:   What would see them: the in-process ReJIT profiler ('--via rejit', "
 			"exact on every tier); framework methods are still seen on their ReadyToRun code (uprobes) "
 			"until they tier up.\n",
-			how);
+			how, refused ? "the kernel refuses hardware execute breakpoints here (a kernel "
+				       "or virtual machine without usable debug registers)" :
+				       "the kernel accepts the breakpoint but the CPU never reports "
+				       "it, as in virtual machines whose hypervisor does not pass the "
+				       "debug registers through");
 	else
 		fprintf(stderr,
 			"clrtap: uprobes do not fire on this machine (%s).\n"
 			"clrtap:   What cannot be seen: calls to ReadyToRun (precompiled framework) code.\n"
-			"clrtap:   Why: the kernel accepts the probe but it is never hit (a kernel built "
-			"without working uprobes, or a filesystem that does not support them).\n"
+			"clrtap:   Why: %s.\n"
 			"clrtap:   What would see them: the in-process ReJIT profiler ('--via rejit', "
 			"exact on every tier); JIT-compiled code is still seen by hardware breakpoints.\n",
-			how);
+			how, refused ? "the kernel refuses uprobes here (a kernel built without them, or "
+				       "a filesystem that does not support them)" :
+				       "the kernel accepts the probe but it is never hit (a kernel built "
+				       "without working uprobes, or a filesystem that does not support "
+				       "them)");
 }
 
 /* The mechanism self-tests a set of methods needs (uprobe only where one
@@ -708,7 +715,8 @@ int cmd_probe(int argc, char **argv)
 			print_plan(stderr, "clrtap: ", true, found[i], &mt);
 			if (so.unwatched_where)
 				fprintf(stderr, "clrtap:   but only %s is used: %s\n",
-					so.no_hwbp ? "the uprobe" : "the hardware breakpoint", g_where);
+					!strcmp(via, "uprobe") ? "the uprobe" : "the hardware breakpoint",
+					g_where);
 
 			/* JIT code can come to any method (tier-up); R2R code is there or not */
 			if ((r2r && !so.no_uprobe) || !so.no_hwbp) {

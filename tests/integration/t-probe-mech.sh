@@ -9,6 +9,9 @@
 
 HWBP=$("$TOOLS/hwbpcheck")
 echo "    this machine: hardware execute breakpoints: $HWBP"
+# how clrtap names its own proof: its self-test counted, or the kernel refused
+SAID="(self-test: "
+[[ $HWBP == refused* ]] && SAID="(perf_event_open refused it: "
 # the cache in a directory of the test's own (a given one is copied: tests may preset it)
 mkdir -p "$WORK/cache"
 [ -n "${CLRTAP_CACHE_DIR:-}" ] && cp "$CLRTAP_CACHE_DIR"/mech-* "$WORK/cache/" 2>/dev/null
@@ -35,8 +38,11 @@ if [[ $HWBP == fires* ]]; then
 else
 	equals "breakpoints do not fire here: clrtap exits 1" "$RC" 1
 	contains "breakpoints do not fire here: said plainly" "$(cat "$WORK/real.err")" \
-		"hardware execute breakpoints do not fire on this machine (self-test: "
+		"hardware execute breakpoints do not fire on this machine $SAID"
 	contains "what cannot be seen" "$(cat "$WORK/real.err")" "What cannot be seen: calls to JIT-compiled code"
+	if [[ $HWBP == refused* ]]; then WHY="Why: the kernel refuses hardware execute breakpoints here"
+	else WHY="Why: the kernel accepts the breakpoint but the CPU never reports it"; fi
+	contains "why, as this machine is" "$(cat "$WORK/real.err")" "$WHY"
 	contains "not traced rather than 0" "$(cat "$WORK/real.err")" "AddInts(int32, int32): NOT traced"
 	lacks "no silent zero" "$(cat "$WORK/real.err")" ": 0 calls"
 	equals "self-test cached for this boot: silent" \
@@ -65,12 +71,31 @@ contains "--via uprobe: says only the uprobe is used" "$ERR" \
 contains "--via uprobe: why not traced" "$ERR" \
 	"Clrtap.Fixtures.ProbeTargets::AddInts(int32, int32): NOT traced: it has only JIT-compiled code, no code clrtap can watch with --via uprobe (hardware breakpoints not used)"
 lacks "--via uprobe: no count" "$ERR" " 0 calls"
-expect_exit "--via breakpoint on a ReadyToRun method" 0 \
+# where breakpoints fire, the method is traced (its JIT code, once it tiers
+# up); where they do not, nothing of it can be watched: said, not counted
+if [[ $HWBP == fires* ]]; then
+	expect_exit "--via breakpoint on a ReadyToRun method" 0 \
+		"$CLRTAP" probe -p "$FIX_PID" --via breakpoint -d 1 --count 'System.Convert::ToString(int32,int32)'
+	contains "--via breakpoint: its ReadyToRun code is not watched, and said so" "$ERR" \
+		"System.Convert::ToString(int32, int32) [ReadyToRun] at System.Private.CoreLib.dll+0x"
+	contains "--via breakpoint: the reason" "$ERR" \
+		": NOT WATCHED with --via breakpoint (uprobes not used), so calls to this code are not counted"
+	contains "--via breakpoint: says only the breakpoint is used" "$ERR" \
+		"but only the hardware breakpoint is used: with --via breakpoint (uprobes not used)"
+else
+	expect_exit "--via breakpoint on a ReadyToRun method, breakpoints do not fire" 1 \
+		"$CLRTAP" probe -p "$FIX_PID" --via breakpoint -d 1 --count 'System.Convert::ToString(int32,int32)'
+	contains "--via breakpoint: breakpoints do not fire, said" "$ERR" \
+		"hardware execute breakpoints do not fire on this machine $SAID"
+fi
+# the same where breakpoints do not fire (forced: every machine)
+expect_exit "--via breakpoint, forced broken: not traced" 1 env CLRTAP_TEST_MECH_HWBP=broken \
 	"$CLRTAP" probe -p "$FIX_PID" --via breakpoint -d 1 --count 'System.Convert::ToString(int32,int32)'
-contains "--via breakpoint: its ReadyToRun code is not watched, and said so" "$ERR" \
-	"System.Convert::ToString(int32, int32) [ReadyToRun] at System.Private.CoreLib.dll+0x"
-contains "--via breakpoint: the reason" "$ERR" \
-	": NOT WATCHED with --via breakpoint (uprobes not used), so calls to this code are not counted"
+contains "--via breakpoint, forced broken: says only the breakpoint is used" "$ERR" \
+	"but only the hardware breakpoint is used: with --via breakpoint (uprobes not used)"
+contains "--via breakpoint, forced broken: not traced, and why" "$ERR" \
+	"System.Convert::ToString(int32, int32): NOT traced: it has no code clrtap can watch with --via breakpoint (uprobes not used)"
+lacks "--via breakpoint, forced broken: no count" "$ERR" " 0 calls"
 expect_exit "--via sideways is a usage error" 2 "$CLRTAP" probe -p "$FIX_PID" --via sideways '*::AddInts'
 
 # ---- --list says which mechanism each method would get, and why ----

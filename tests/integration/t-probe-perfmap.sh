@@ -59,6 +59,18 @@ check "no lease left" bash -c "! ls /run/clrtap/perfmap-$FIX_PID-* 2>/dev/null |
 "$CLRTAP" perfmap -p "$FIX_PID" on >/dev/null
 expect_exit "--list with the map on already" 0 "$CLRTAP" probe -p "$FIX_PID" --list '*::AddInts'
 equals "user's map: still on" "$(state)" "perf map: on"
+# ... also when the probe is SIGKILLed: its watcher leaves the map on, the file there
+"$CLRTAP" probe -p "$FIX_PID" --count "$PAT" >/dev/null 2>"$WORK/u.err" &
+U=$!
+wait_for_line "$WORK/u.err" 'tracing' 20 "$U" >/dev/null
+W=$(pgrep -P "$U" -x clrtap-perfmap)
+check "user's map: a watcher runs" test -n "$W"
+kill -KILL "$U"
+wait "$U" 2>/dev/null
+for _ in $(seq 1 50); do kill -0 "${W:-0}" 2>/dev/null || break; sleep 0.1; done
+check "user's map, probe SIGKILLed: its watcher is gone" bash -c "! kill -0 ${W:-0} 2>/dev/null || grep -q '^State:.*Z' /proc/${W:-0}/status"
+equals "user's map, probe SIGKILLed: still on" "$(state)" "perf map: on"
+check "user's map, probe SIGKILLed: the map file kept" test -s "$MAP"
 "$CLRTAP" perfmap -p "$FIX_PID" off >/dev/null
 rm -f "$MAP" "/tmp/jit-$FIX_PID.dump"
 stop_fixture "$FIX_PID"

@@ -102,7 +102,21 @@ sleep 0.5
 kill -INT "$COLLECT"
 wait "$COLLECT"
 equals "collect during 37 item requests, stopped by Ctrl-C" "$?" 0
+# every runtime keyword while routes run for the first time: the runtime
+# events are named as TraceEvent names them (R2RGetEntryPoint, not Event159)
+"$CLRTAP" trace collect -p "$FIX_PID" --providers 'Microsoft-Windows-DotNETRuntime:0xFFFFFFFFFFFFFFFF:5' \
+	-d 2 -o "$WORK/all.nettrace" >/dev/null 2>"$WORK/all.err" &
+COLLECT=$!
+wait_for_line "$WORK/all.err" "tracing pid" 10
+sleep 0.3
+for r in "echo?echo=x" "jit-late" "exception/1" "fibonacci?pos=5" "gc"; do curl -s "http://127.0.0.1:$PORT/api/$r" >/dev/null; done
+wait "$COLLECT"
+equals "collect with every runtime keyword" "$?" 0
 stop_fixture "$FIX_PID"
+expect_exit "report the every-keyword trace --json" 0 "$CLRTAP" trace report "$WORK/all.nettrace" --json
+equals "every runtime event named (no EventNNN)" \
+	"$(j '[(e["provider"], e["id"]) for e in d["events"] if __import__("re").fullmatch(r"Event[0-9]+", e["name"] or "Event0")]')" "[]"
+equals "R2RGetEntryPoint (159) named" "$(j '[e["name"] for e in d["events"] if e["provider"] == "Microsoft-Windows-DotNETRuntime" and e["id"] == 159]')" "['R2RGetEntryPoint']"
 expect_exit "report items --json" 0 "$CLRTAP" trace report "$WORK/items.nettrace" --json
 equals "items: the KeyNotFoundExceptions grouped by type with the exact total" \
 	"$(j '[(t["type"], t["count"], t["messages"]) for t in d["exceptions"]["types"] if t["type"].endswith("KeyNotFoundException")]')" \

@@ -165,4 +165,37 @@ check "no perf event fd left on the target" \
 	bash -c "! ls -l /proc/$FIX_PID/fd 2>/dev/null | grep -q perf_event"
 stop_fixture "$FIX_PID"
 
+# ---- slots short: the code that runs now (the newest tier) is armed first ----
+# 4 methods, each with QuickJitted, InstrumentedTier and OptimizedTier1 code
+# in the perf map (oldest first): 4 debug registers go to the 4 Tier1 entries
+start_fixture probe-tiered --calls 50 --trigger "$WORK/trig-n"
+expect_exit "tiered: --list" 0 "$CLRTAP" probe -p "$FIX_PID" --list 'Clrtap.Fixtures.TieredTargets::*'
+equals "tiered: each of the 4 methods has Tier1 code (and older code before it)" \
+	"$(grep -c '^    JIT  0x[0-9a-f]* size [0-9]* OptimizedTier1$' <<<"$OUT") $(grep -c '^    JIT .* QuickJitted$' <<<"$OUT")" "4 4"
+"$CLRTAP" probe -p "$FIX_PID" -d 30 --count 'Clrtap.Fixtures.TieredTargets::*' >"$WORK/n.out" 2>"$WORK/n.err" &
+P1=$!
+wait_for_line "$WORK/n.err" 'tracing|nothing to trace' 20 "$P1" >/dev/null
+touch "$WORK/trig-n"
+wait_for_line "$FIX_OUT" '^DONE ' 60 "$FIX_PID" >/dev/null
+kill -INT "$P1" 2>/dev/null
+wait "$P1"
+RC=$?
+N4=$(cat "$WORK/n.err")
+if fires; then
+	equals "tiered: clrtap exits 0" "$RC" 0
+	for m in First Second Third Fourth; do
+		contains "tiered: $m: every call counted" "$N4" "TieredTargets::$m(int32): 50 calls"
+	done
+	equals "tiered: each method's Tier1 code armed and counting every call" \
+		"$(grep -cxF "clrtap:   [OptimizedTier1] 50 calls (hw-breakpoint)" "$WORK/n.err")" 4
+	equals "tiered: the older versions left unarmed, said" \
+		"$(grep -c '^clrtap:   \[\(QuickJitted\|InstrumentedTier\)\] never armed (no hardware breakpoint slot left)' "$WORK/n.err")" 8
+else
+	equals "tiered: nothing can be watched: exit 1" "$RC" 1
+	contains "tiered: breakpoints do not fire here, said" "$N4" "hardware execute breakpoints do not fire on this machine $SAID"
+	equals "tiered: none of the 4 traced" "$(grep -c 'TieredTargets::[A-Za-z]*(int32): NOT traced' "$WORK/n.err")" 4
+fi
+lacks "tiered: no false 0" "$N4" " 0 calls"
+stop_fixture "$FIX_PID"
+
 finish

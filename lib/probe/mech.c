@@ -344,15 +344,18 @@ int probe_mech_plan(const struct probe_method *m, const struct probe_mech *hw, i
 {
 	bool r2r = false, jit = false, up_ok, hw_ok;
 	const char *jit_tier = NULL;
-	size_t i, n;
+	size_t i, n, newest = 0;
 	int w;
 
 	for (i = 0; i < m->ncode; i++) {
 		if (m->code[i].kind == PROBE_CODE_R2R) {
 			r2r = true;
 		} else {
+			/* the code that runs now: the newest version, not the last listed */
+			if (!jit || probe_code_newer(m->code, i, newest))
+				newest = i;
 			jit = true;
-			jit_tier = m->code[i].tier;
+			jit_tier = m->code[newest].tier;
 		}
 	}
 	up_ok = mech_ok(up, up_err);

@@ -316,6 +316,18 @@ static void test_mech_plan(void **state)
 	assert_string_equal(buf, "JIT code (OptimizedTier1): hardware breakpoint (unproven: its "
 				 "self-test could not run: its calls there are NOT seen); --via rejit: "
 				 "every call on every tier (in-process profiler)");
+	/* the map lists Tier1 before the instrumented code it replaced (a map turned
+	 * on late, EndpointMiddleware::Invoke on a web app): the newest is named */
+	m.ncode = 3;
+	m.code[0].kind = PROBE_CODE_R2R;
+	m.code[1].kind = PROBE_CODE_JIT;
+	snprintf(m.code[1].tier, sizeof(m.code[1].tier), "OptimizedTier1");
+	m.code[2].kind = PROBE_CODE_JIT;
+	snprintf(m.code[2].tier, sizeof(m.code[2].tier), "InstrumentedTierOptimized");
+	assert_int_equal(probe_mech_plan(&m, &fires, 0, &fires, 0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "ReadyToRun code: uprobe (fires here); JIT code (OptimizedTier1): "
+				 "hardware breakpoint (fires here); --via rejit: every call on every "
+				 "tier (in-process profiler)");
 	/* no code yet */
 	m.ncode = 0;
 	assert_int_equal(probe_mech_plan(&m, &fires, 0, NULL, 0, buf, sizeof(buf)), 0);

@@ -81,4 +81,40 @@ lacks "inlined: no 0 calls" "$I" ": 0 calls"
 equals "inlined: no call lines" "$(wc -l <"$WORK/i.out")" 0
 stop_fixture "$FIX_PID"
 
+# ---- a framework method taking an HttpContext, on a real ASP.NET app ----
+# EndpointMiddleware::Invoke(HttpContext): ReadyToRun code, then (after the
+# warm-up requests) tier-1 JIT code, which runs every request from then on
+PORT=$(free_port)
+start_fixture web --port "$PORT"
+EM='Microsoft.AspNetCore.Routing.EndpointMiddleware::Invoke(HttpContext)'
+for ((t = 0; t < 20; t++)); do
+	for ((i = 0; i < 50; i++)); do curl -s "http://127.0.0.1:$PORT/api/fibonacci?pos=3" >/dev/null; done
+	"$CLRTAP" probe -p "$FIX_PID" --list "$EM" 2>/dev/null | grep -q ' OptimizedTier1$' && break
+	sleep 0.5
+done
+expect_exit "EndpointMiddleware::Invoke(HttpContext): --list" 0 "$CLRTAP" probe -p "$FIX_PID" --list "$EM"
+contains "EndpointMiddleware: its signature as the runtime writes it, matched" "$OUT" \
+	"Microsoft.AspNetCore.Routing.EndpointMiddleware::Invoke(Microsoft.AspNetCore.Http.HttpContext) System.Threading.Tasks.Task [Microsoft.AspNetCore.Routing]"
+check "EndpointMiddleware: its tier-1 JIT code found (address and tier)" \
+	grep -qE '^    JIT  0x[0-9a-f]+ size [0-9]+ OptimizedTier1$' <<<"$OUT"
+contains "EndpointMiddleware: its ReadyToRun code found" "$OUT" "    R2R  "
+"$CLRTAP" probe -p "$FIX_PID" -d 30 --count "$EM" >"$WORK/em.out" 2>"$WORK/em.err" &
+P=$!
+wait_for_line "$WORK/em.err" 'tracing|nothing to trace' 20 "$P" >/dev/null
+for ((i = 0; i < 20; i++)); do curl -s "http://127.0.0.1:$PORT/api/fibonacci?pos=3" >/dev/null; done
+sleep 0.3
+kill -INT "$P"
+wait "$P"
+equals "EndpointMiddleware: clrtap exits 0" "$?" 0
+E=$(cat "$WORK/em.err")
+if [[ $HWBP == fires* ]]; then
+	contains "EndpointMiddleware: every request counted (on its JIT code)" "$E" \
+		"EndpointMiddleware::Invoke(Microsoft.AspNetCore.Http.HttpContext): 20 calls"
+	check "EndpointMiddleware: the tier-1 code counted them" grep -qE '^clrtap:   \[OptimizedTier1\] 20 calls \(hw-breakpoint\)$' "$WORK/em.err"
+else
+	contains "EndpointMiddleware: its JIT code cannot be watched, said" "$E" \
+		"code are NOT counted (cannot be watched on this machine)"
+fi
+stop_fixture "$FIX_PID"
+
 finish

@@ -115,6 +115,13 @@ else
 	contains "EndpointMiddleware: its JIT code cannot be watched, said" "$E" \
 		"code are NOT counted (cannot be watched on this machine)"
 fi
+# System.Uri::EscapeDataString has two overloads: all traced, one line says which
+expect_exit "EscapeDataString: both overloads traced" 0 "$CLRTAP" probe -p "$FIX_PID" -d 1 --count 'System.Uri::EscapeDataString'
+contains "EscapeDataString: one line says which" "$ERR" \
+	"'System.Uri::EscapeDataString' matches 2 methods, tracing all: 'System.Uri::EscapeDataString(string)', 'System.Uri::EscapeDataString(System.ReadOnlySpan\`1[char])' (add '(signature)' to pick one)"
+equals "EscapeDataString: both armed" "$(grep -c '^clrtap: System.Uri::EscapeDataString(.*) \[ReadyToRun\] at System.Private.Uri.dll+0x[0-9a-f]* size [0-9]*: uprobe on entry$' <<<"$ERR")" 2
+expect_exit "EscapeDataString(string) narrows to one" 0 "$CLRTAP" probe -p "$FIX_PID" --list 'System.Uri::EscapeDataString(string)'
+equals "EscapeDataString(string): one method" "$(grep -c '^System.Uri::EscapeDataString' <<<"$OUT")" 1
 stop_fixture "$FIX_PID"
 
 finish

@@ -51,24 +51,6 @@ equals "the file is complete" "$(json_get "$OUT" 'd["complete"]')" True
 run_timed "trace collect -d 1.5" 0 "$CLRTAP" trace collect -p "$WEB" -d 1.5 -o "$WORK/frac.nettrace"
 if [ "$MS" -ge 1500 ] && [ "$MS" -lt 2500 ]; then ok "-d 1.5 took $MS ms (1500..2500)"; else not_ok "-d 1.5 took $MS ms"; fi
 
-# ... and every command's -d takes the fraction (one parser): past option
-# parsing, on a process that is not .NET; a bad one is a usage error
-sleep 60 &
-NOTNET=$!
-KILL_PIDS+=("$NOTNET")
-# each entry: the command, then what follows -p PID -d D
-for c in "analyze memory|" "counters monitor|" "counters collect|-o $WORK/d15.csv" "doctor|" "probe|X::Y" \
-	"profile|-o $WORK/d15.folded" "top|" "trace collect|-o $WORK/d15.nettrace" "watch|cpu>80%"; do
-	read -r -a pre <<<"${c%%|*}"
-	read -r -a post <<<"${c#*|}"
-	"$CLRTAP" "${pre[@]}" -p "$NOTNET" -d 1.5 "${post[@]}" >/dev/null 2>"$WORK/d15.err"
-	rc=$?
-	if [ "$rc" -ne 2 ] && ! grep -q "invalid value" "$WORK/d15.err"; then ok "${c%%|*} -d 1.5 accepted (exit $rc)"
-	else not_ok "${c%%|*} -d 1.5 accepted" "exit $rc: $(head -c 300 "$WORK/d15.err")"; fi
-	expect_exit "${c%%|*} -d 1.5x is a usage error" 2 "$CLRTAP" "${pre[@]}" -p "$NOTNET" -d 1.5x "${post[@]}"
-	contains "${c%%|*} -d 1.5x: says which value" "$ERR" "invalid value '1.5x' for --duration"
-done
-
 # 3. stacks answers on the web app (timing: bench/bench-stacks.sh).
 expect_exit "stacks on the web fixture" 0 "$CLRTAP" stacks -p "$WEB"
 contains "stacks names the request threads' wait" "$OUT" "threads sampled"
@@ -98,5 +80,23 @@ for i in 1 2 3; do
 	m=$(json_get "$OUT" 'd["trace"]["methods"]')
 	check "run $i: rundown present ($m methods)" test "$m" -gt 1000
 	contains "run $i: the throw site is named" "$(json_get "$OUT" 'd["exceptions"]["groups"][0]["stack"]')" "Clrtap.Fixtures.Thrower::ThrowOne"
+done
+
+# 6. Every command's -d takes a fraction (one parser): past option
+# parsing, on a process that is not .NET; a bad one is a usage error
+sleep 60 &
+NOTNET=$!
+KILL_PIDS+=("$NOTNET")
+# each entry: the command, then what follows -p PID -d D
+for c in "analyze memory|" "counters monitor|" "counters collect|-o $WORK/d15.csv" "doctor|" "probe|X::Y" \
+	"profile|-o $WORK/d15.folded" "top|" "trace collect|-o $WORK/d15.nettrace" "watch|cpu>80%"; do
+	read -r -a pre <<<"${c%%|*}"
+	read -r -a post <<<"${c#*|}"
+	"$CLRTAP" "${pre[@]}" -p "$NOTNET" -d 1.5 "${post[@]}" >/dev/null 2>"$WORK/d15.err"
+	rc=$?
+	if [ "$rc" -ne 2 ] && ! grep -q "invalid value" "$WORK/d15.err"; then ok "${c%%|*} -d 1.5 accepted (exit $rc)"
+	else not_ok "${c%%|*} -d 1.5 accepted" "exit $rc: $(head -c 300 "$WORK/d15.err")"; fi
+	expect_exit "${c%%|*} -d 1.5x is a usage error" 2 "$CLRTAP" "${pre[@]}" -p "$NOTNET" -d 1.5x "${post[@]}"
+	contains "${c%%|*} -d 1.5x: says which value" "$ERR" "invalid value '1.5x' for --duration"
 done
 finish

@@ -115,6 +115,13 @@ wait "$MON"
 equals "web monitor: SIGINT exit code" "$?" 0
 contains "Meter by name: p95 and p99 too" "$(cat "$WORK/web.out")" "Percentile=99]"
 lacks "no exponent notation on screen" "$(grep 'request.duration' "$WORK/web.out")" "e-0"
+# the unit that fits: 1 <= value < 1000 in ms or µs (72.7 µs, not 0.0727 ms)
+P50=$(grep -E 'request.duration\[.*Percentile=50\] ' "$WORK/web.out" | tail -1 | awk '{print $(NF-1), $NF}')
+check "p50 in the unit that fits ($P50)" python3 -c '
+import sys
+v, u = sys.argv[1].split()
+v = float(v)
+sys.exit(not ((u in ("ms", "\u00b5s") and 1 <= v < 1000) or (u == "s" and v >= 1) or (u == "ns" and v < 1000)))' "$P50"
 stop_fixture "$FIX_PID"
 
 # 7. A namespaced fixture (own PID + mount namespace, private /tmp).

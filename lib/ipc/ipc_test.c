@@ -262,12 +262,30 @@ static void test_encode_collect(void **state)
 	assert_int_equal(ipc_encode_collect_tracing(&sb, 5, &cfg), 0);
 	assert_int_equal((uint8_t)sb.buf[17], 0x06);
 	assert_int_equal(ct_le32((uint8_t *)sb.buf + 20), 0);
+	{
+		size_t len5 = sb.len;
+
+		/* CollectTracing6: the CollectTracing5 payload and a u32 buffering mode (1 Block) */
+		strbuf_reset(&sb);
+		cfg.lossless = true;
+		assert_int_equal(ipc_encode_collect_tracing(&sb, 6, &cfg), 0);
+		assert_int_equal((uint8_t)sb.buf[17], 0x07);
+		assert_int_equal(sb.len, len5 + 4);
+		assert_int_equal(ct_le16((uint8_t *)sb.buf + 14), sb.len);
+		assert_int_equal(ct_le32((uint8_t *)sb.buf + 20), 0);
+		assert_int_equal(ct_le32((uint8_t *)sb.buf + sb.len - 4), 1);
+		strbuf_reset(&sb);
+		cfg.lossless = false;
+		assert_int_equal(ipc_encode_collect_tracing(&sb, 6, &cfg), 0);
+		assert_int_equal(ct_le32((uint8_t *)sb.buf + sb.len - 4), 0);
+		strbuf_reset(&sb);
+	}
 
 	/* bad configs */
 	cfg.nproviders = 0;
 	assert_int_equal(ipc_encode_collect_tracing(&sb, 4, &cfg), -EINVAL);
 	cfg.nproviders = 2;
-	assert_int_equal(ipc_encode_collect_tracing(&sb, 6, &cfg), -EINVAL);
+	assert_int_equal(ipc_encode_collect_tracing(&sb, 7, &cfg), -EINVAL);
 	strbuf_release(&sb);
 }
 

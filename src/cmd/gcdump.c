@@ -164,6 +164,14 @@ static int load(const char *path, struct heap_graph **g)
 	return EXIT_OK;
 }
 
+/* How the events came: lossless, or lossy with every loss check passed. */
+static const char *events_line(const struct heap_meta *m)
+{
+	return m->lossless ? "events: lossless (the runtime's Block buffering: it waits rather than drop)"
+			   : "events: the runtime's lossy buffer (Block buffering needs .NET 11); none was lost"
+			     " (block indexes, edge totals and sequence numbers checked)";
+}
+
 static void snapshot_summary(const struct heap_graph *g, const struct heap_analysis *a)
 {
 	char t1[32], t2[32], t3[32], when[64] = "?";
@@ -195,6 +203,7 @@ static void snapshot_summary(const struct heap_graph *g, const struct heap_analy
 	if (g->meta.unresolved_edges)
 		printf("  %" PRIu64 " references to addresses the walk did not report were dropped\n",
 		       g->meta.unresolved_edges);
+	printf("  %s\n", events_line(&g->meta));
 }
 
 /* ----- report ----- */
@@ -462,6 +471,7 @@ static int report(const struct heap_graph *g, bool json, int top, const char *pa
 		ct_json_kv_u64(&j, "unreachable_bytes", a->unreachable_bytes);
 		ct_json_kv_u64(&j, "unresolved_references", g->meta.unresolved_edges);
 		ct_json_kv_u64(&j, "lost_events", g->meta.lost_events);
+		ct_json_kv_bool(&j, "lossless", g->meta.lossless);
 		ct_json_kv_arr_begin(&j, "types");
 		for (i = 0; i < ntop; i++) {
 			uint32_t t = order[i];
@@ -674,6 +684,7 @@ static int cmd_collect(int argc, char **argv)
 		if (g->meta.attempts > 1)
 			printf("the first heap session's GC came without heap-walk events; a second session's GC"
 			       " gave it (the process paused for both)\n");
+		printf("%s\n", events_line(&g->meta));
 		if (g->meta.pause_ns)
 			printf("the forced gen-2 GC #%u paused the process for %.3f ms (heap walk included)\n",
 			       g->meta.gc_count, g->meta.pause_ns / 1e6);

@@ -10,6 +10,12 @@
 #    (its payload is listed as held by it); the churned types do not;
 #  - type counts and bytes equal to what TraceEvent's parsers read from the
 #    same heap session (collect --nettrace; tests/fixtures/techeck --heap);
+#  - and to what dotnet-gcdump's own graph reader makes of that session
+#    (convert + report; skipped when build/tools/dotnet-gcdump is missing);
+#  - lossless buffering where the runtime has it (.NET 11+), else lost
+#    events detected: a 1 MB buffer makes .NET 10 drop events (exit 6);
+#  - progress on a TTY (script(1)) and none otherwise; --timeout-s on a
+#    target stopped mid-walk (exit 6, clrtap not stuck);
 #  - the same leak facts in a namespaced fixture;
 #  - truncated / corrupt / foreign snapshot files, a process that exits during
 #    the snapshot, bad command lines: clear errors and exit codes.
@@ -38,6 +44,7 @@ EOF
 check_leak() { # LABEL PID
 	local label=$1 pid=$2
 	expect_exit "$label: collect" 0 "$CLRTAP" gcdump collect -p "$pid" -o "$WORK/leak.heap"
+	OUT_COLLECT=$OUT
 	contains "$label: collect says it forced a blocking GC" "$ERR" "forcing a full, blocking gen-2 GC"
 	check "$label: collect reports the pause it caused" bash -c 'grep -qE "paused the process for [0-9]+\.[0-9]+ ms" <<<"$1"' _ "$OUT"
 	expect_exit "$label: report --json --path" 0 "$CLRTAP" gcdump report "$WORK/leak.heap" --json --top 0 --path "$ITEM"
@@ -80,6 +87,7 @@ if command -v chromium >/dev/null 2>&1; then
 	check "html renders: the dominator tree has the list with its retained bytes" \
 		grep -qE "class=\"row\">\+ [0-9,]+ retained  32 B  0x[0-9a-f]+  System.Collections.Generic.List&lt;$ITEM&gt;" "$WORK/dom.html"
 	check "html renders: one script element" test "$(grep -c '<script' "$WORK/dom.html")" -eq 1
+	check "html renders: the leak's retention path" grep -qF "[static variable] System.Collections.Generic.List&lt;$ITEM&gt; → $ITEM[] → $ITEM" "$WORK/dom.html"
 else
 	ok "# SKIP html rendering: no chromium"
 fi
@@ -89,6 +97,19 @@ printf '%s\n' "$OUT" >"$WORK/live.json"
 check "report -p: exactly $N items" pyj "$WORK/live.json" "t('$ITEM')['count'] == $N and t('$ITEM')['retained'] == $N * 64"
 check "report -p: the GC was induced, gen 2, blocking" pyj "$WORK/live.json" \
 	"d['gc']['induced'] and d['gc']['generation'] == 2 and d['gc']['blocking'] and d['lost_events'] == 0"
+# Lossless mode where the runtime has it: Block buffering (CollectTracing6)
+# exists from .NET 11; an older runtime refuses it and the session runs
+# lossy, which collect and report say (losses are then detected, below).
+MAJOR=$("$CLRTAP" info -p "$LEAK_PID" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["runtime_version"].split(".")[0])')
+if [ "${MAJOR:-0}" -ge 11 ]; then LOSSLESS=True; else LOSSLESS=False; fi
+check "report -p: lossless is $LOSSLESS on runtime $MAJOR (Block buffering from .NET 11)" pyj "$WORK/live.json" \
+	"d['lossless'] == $LOSSLESS"
+if [ "$LOSSLESS" = True ]; then
+	contains "collect: says the events were lossless" "$OUT_COLLECT" "events: lossless"
+else
+	contains "collect: says the buffer was lossy and nothing was lost" "$OUT_COLLECT" \
+		"events: the runtime's lossy buffer (Block buffering needs .NET 11); none was lost"
+fi
 # cross-check with TraceEvent on the same GC: the raw events kept by --nettrace
 expect_exit "collect --nettrace" 0 "$CLRTAP" gcdump collect -p "$LEAK_PID" -o "$WORK/x.heap" --nettrace "$WORK/x.nettrace"
 if [ ! -f "$TECHECK" ]; then
@@ -121,6 +142,46 @@ EOF
 	expect_exit "report of a cut .nettrace: bad input" 8 "$CLRTAP" gcdump report "$WORK/xcut.nettrace"
 	contains "report of a cut .nettrace: says where" "$ERR" "the trace is damaged at byte"
 	check "TraceEvent: $N $ITEM there too" grep -qE "^type 0x[0-9a-f]+ $N $((N * 32)) $ITEM\$" "$WORK/te-heap.txt"
+fi
+# The same heap session through dotnet-gcdump's own graph reader (the
+# TraceEvent-based DotNetHeapDumpGraphReader PerfView uses; TraceEvent's NuGet
+# package has no .gcdump reader): convert, then its type histogram. Its
+# "Object Bytes" column is the first instance's size (wave2-anchors 2.5), so
+# bytes are compared for the total and the single-instance types.
+DGC=${DOTNET_GCDUMP:-$ROOT/build/tools/dotnet-gcdump}
+if [ ! -x "$DGC" ]; then
+	ok "# SKIP dotnet-gcdump cross-check: $DGC not installed (bench/bench-gcdump.sh installs it from NuGet)"
+else
+	"$DGC" convert "$WORK/x.nettrace" -o "$WORK/x.gcdump" >"$WORK/dgc.out" 2>&1
+	"$DGC" report "$WORK/x.gcdump" >"$WORK/dgc.txt" 2>>"$WORK/dgc.out"
+	"$CLRTAP" gcdump report "$WORK/x.heap" --json --top 0 >"$WORK/xd.json"
+	check "dotnet-gcdump convert+report of the same session: same bytes, objects and count per type name" \
+		python3 - "$WORK/dgc.txt" "$WORK/xd.json" "$ITEM" "$N" <<'EOF'
+import collections, json, re, sys
+norm = lambda n: n.replace("[", "<").replace("]", ">")  # its rule turns [,] into <,>
+total, cnt, byt = None, collections.Counter(), collections.Counter()
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*([\d,]+)\s+GC Heap bytes", line)
+    if m:
+        total = int(m.group(1).replace(",", ""))
+    m = re.match(r"\s*([\d,]+)\s+([\d,]+)\s+(.*?)\s+\[.*\]$", line)
+    if m:
+        name = norm(re.sub(r" \(Bytes > [0-9]+[KM]\)$", "", m.group(3)))
+        cnt[name] += int(m.group(2).replace(",", ""))
+        byt[name] += int(m.group(1).replace(",", ""))
+d = json.load(open(sys.argv[2]))
+ours, ob = collections.Counter(), collections.Counter()
+for t in d["types"]:
+    ours[norm(t["type"])] += t["count"]
+    ob[norm(t["type"])] += t["shallow"]
+single = [k for k in ours if ours[k] == 1 and cnt[k] == 1]
+ok = (total == d["bytes"] and sum(cnt.values()) == d["objects"] and cnt == ours and len(cnt) > 50
+      and cnt[norm(sys.argv[3])] == int(sys.argv[4]) and all(byt[k] == ob[k] for k in single) and len(single) > 10)
+if not ok:
+    print("dotnet-gcdump", total, sum(cnt.values()), len(cnt), "clrtap", d["bytes"], d["objects"], len(ours), file=sys.stderr)
+    print(sorted(set(cnt.items()) ^ set(ours.items()))[:20], [k for k in single if byt[k] != ob[k]][:10], file=sys.stderr)
+sys.exit(0 if ok else 1)
+EOF
 fi
 # wait_bytes FILE N: until FILE holds N bytes (the heap session is streaming)
 wait_bytes() {
@@ -155,6 +216,53 @@ wait "$CPID"
 RC=$?
 equals "Ctrl-C during the walk: exit 0, the walk is complete" "$RC" 0
 check "Ctrl-C during the walk: all 3,00x,xxx objects written" grep -qE "^wrote .*int2.heap: 3,00[0-9],[0-9]{3} objects" "$WORK/int2.out"
+lacks "no TTY: no progress lines" "$(cat "$WORK/int2.err")" "walking the heap"
+# progress on a TTY (script(1) gives collect a pseudo-terminal)
+if command -v script >/dev/null 2>&1; then
+	script -qefc "$(printf '%q ' "$CLRTAP" gcdump collect -p "$BIG" -o "$WORK/tty.heap")" "$WORK/tty.log" \
+		</dev/null >/dev/null 2>&1
+	check "TTY: progress while walking" grep -aqE "walking the heap: [0-9,]+ objects" "$WORK/tty.log"
+	check "TTY: progress ends with the whole walk (3,00x,xxx objects)" \
+		grep -aqE "heap walk done: 3,00[0-9],[0-9]{3} objects, 3,0[0-9]{2},[0-9]{3} references" "$WORK/tty.log"
+else
+	ok "# SKIP TTY progress: no script(1)"
+fi
+# Lost events: a 1 MB session buffer for ~130 MB of heap-walk events. A lossy
+# runtime drops events: exit 6, said, no file (never a silently wrong graph).
+# A lossless one (Block buffering, .NET 11+) waits instead: the whole graph.
+for try in 1 2 3; do
+	rm -f "$WORK/lossy.heap"
+	"$CLRTAP" gcdump collect -p "$BIG" -o "$WORK/lossy.heap" --buffer 1 >"$WORK/lossy.out" 2>"$WORK/lossy.err"
+	RC=$?
+	if [ "$RC" -eq 0 ]; then
+		check "--buffer 1 (try $try): a snapshot taken is the whole heap" grep -qE "^wrote .*: 3,00[0-9],[0-9]{3} objects" "$WORK/lossy.out"
+	fi
+	if [ "$RC" -eq 6 ] || [ "$LOSSLESS" = True ]; then break; fi
+done
+if [ "$LOSSLESS" = True ]; then
+	equals "--buffer 1 on a lossless runtime: exit 0" "$RC" 0
+else
+	equals "--buffer 1 on a lossy runtime: events dropped, exit 6" "$RC" 6
+	check "--buffer 1: says the runtime dropped events and writes no graph" \
+		grep -q "no snapshot: the runtime dropped events during the heap walk" "$WORK/lossy.err"
+	check "--buffer 1: no file" test ! -e "$WORK/lossy.heap"
+fi
+# Timeout: the target stops (SIGSTOP) during its heap walk; clrtap gives up
+# after --timeout-s by itself (the target still stopped), exit 6, no file.
+"$CLRTAP" gcdump collect -p "$BIG" -o "$WORK/to.heap" --timeout-s 3 --nettrace "$WORK/to.nettrace" \
+	>"$WORK/to.out" 2>"$WORK/to.err" &
+CPID=$!
+wait_bytes "$WORK/to.nettrace" 2000000
+kill -STOP "$BIG"
+for ((i = 0; i < 300; i++)); do kill -0 "$CPID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$CPID" 2>/dev/null; then STATE=running; else STATE=exited; fi
+kill -CONT "$BIG"
+wait "$CPID"
+RC=$?
+equals "stalled target: clrtap gave up by itself within 30 s" "$STATE" exited
+equals "stalled target: exit 6" "$RC" 6
+check "stalled target: says no complete walk within --timeout-s" grep -q "no snapshot: no complete heap walk within 3000 ms" "$WORK/to.err"
+check "stalled target: no file" test ! -e "$WORK/to.heap"
 expect_exit "Ctrl-C: the next snapshot works" 0 "$CLRTAP" gcdump collect -p "$BIG" -o "$WORK/big.heap"
 check "Ctrl-C: the next snapshot has the 3,00x,xxx objects" bash -c 'grep -qE "^wrote .*: 3,00[0-9],[0-9]{3} objects" <<<"$1"' _ "$OUT"
 # the process exits (SIGKILL) while its heap walk streams

@@ -97,6 +97,8 @@ printf '%s\n' "$OUT" >"$WORK/live.json"
 check "report -p: exactly $N items" pyj "$WORK/live.json" "t('$ITEM')['count'] == $N and t('$ITEM')['retained'] == $N * 64"
 check "report -p: the GC was induced, gen 2, blocking" pyj "$WORK/live.json" \
 	"d['gc']['induced'] and d['gc']['generation'] == 2 and d['gc']['blocking'] and d['lost_events'] == 0"
+check "report -p: the pause (SuspendEE..RestartEE) is measured and holds the GC (GCStart..GCEnd)" pyj "$WORK/live.json" \
+	"d['gc']['pause_ns'] >= d['gc']['gc_ns'] > 0"
 # Lossless mode where the runtime has it: Block buffering (CollectTracing6)
 # exists from .NET 11; an older runtime refuses it and the session runs
 # lossy, which collect and report say (losses are then detected, below).

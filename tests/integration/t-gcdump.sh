@@ -267,6 +267,22 @@ check "stalled target: says no complete walk within --timeout-s" grep -q "no sna
 check "stalled target: no file" test ! -e "$WORK/to.heap"
 expect_exit "Ctrl-C: the next snapshot works" 0 "$CLRTAP" gcdump collect -p "$BIG" -o "$WORK/big.heap"
 check "Ctrl-C: the next snapshot has the 3,00x,xxx objects" bash -c 'grep -qE "^wrote .*: 3,00[0-9],[0-9]{3} objects" <<<"$1"' _ "$OUT"
+# Bounded memory while streaming: the graph is kept, never the stream. The
+# heap session's events alone are ~43 bytes per object here (~130 MB);
+# clrtap's peak stays under 64 bytes per object (measured: ~45).
+python3 - "$CLRTAP" gcdump collect -p "$BIG" -o "$WORK/rss.heap" >"$WORK/rss.out" 2>"$WORK/rss.err" <<'EOF'
+import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:])
+print("rc", r.returncode, "maxrss_kb", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+EOF
+check "bounded memory: collect's peak RSS < 64 bytes per object (3,00x,xxx objects)" python3 -c '
+import re, sys
+t = open(sys.argv[1]).read()
+objs = int(re.search(r"wrote .*: ([0-9,]+) objects", t).group(1).replace(",", ""))
+rc, kb = re.search(r"rc (\d+) maxrss_kb (\d+)", t).groups()
+print("peak", kb, "KiB for", objs, "objects:", int(kb) * 1024 // objs, "bytes each", file=sys.stderr)
+sys.exit(0 if rc == "0" and objs >= 3000000 and int(kb) * 1024 < 64 * objs else 1)
+' "$WORK/rss.out"
 # the process exits (SIGKILL) while its heap walk streams
 "$CLRTAP" gcdump collect -p "$BIG" -o "$WORK/gone.heap" --nettrace "$WORK/gone.nettrace" >"$WORK/exit.out" 2>"$WORK/exit.err" &
 CPID=$!

@@ -152,7 +152,7 @@ fi
 # bytes are compared for the total and the single-instance types.
 DGC=${DOTNET_GCDUMP:-$ROOT/build/tools/dotnet-gcdump}
 if [ ! -x "$DGC" ]; then
-	ok "# SKIP dotnet-gcdump cross-check: $DGC not installed (bench/bench-gcdump.sh installs it from NuGet)"
+	ok "# SKIP dotnet-gcdump cross-check: $DGC not installed (scripts/build-fixtures.sh installs it from NuGet)"
 else
 	"$DGC" convert "$WORK/x.nettrace" -o "$WORK/x.gcdump" >"$WORK/dgc.out" 2>&1
 	"$DGC" report "$WORK/x.gcdump" >"$WORK/dgc.txt" 2>>"$WORK/dgc.out"

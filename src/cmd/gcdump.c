@@ -58,7 +58,7 @@ static int collect_error(const struct heap_collect_result *res, int err)
 		int code = ct_exit_for(err);
 
 		if (err == -EINTR)
-			code = EXIT_PARTIAL;
+			code = EXIT_INTERRUPTED; /* nothing written */
 		else if (err == -EPROTO && !strcmp(res->stage ? res->stage : "", "stream"))
 			code = EXIT_PROTOCOL;
 		return cli_error(code, "no snapshot: %s", res->msg);
@@ -90,6 +90,8 @@ static int take_snapshot(const struct target_args *ta, struct heap_graph **g)
 	if (code)
 		return code;
 	is_tty = isatty(2);
+	/* before the sentence: a Ctrl-C right after it is seen, never the default action */
+	cli_catch_stop_signals();
 	cli_info("forcing a full, blocking gen-2 GC in pid %d to walk its heap (the process pauses for it)",
 		 (int)t.pid);
 	o.ep = &ep;
@@ -106,7 +108,6 @@ static int take_snapshot(const struct target_args *ta, struct heap_graph **g)
 		if (o.tee_fd < 0)
 			return cli_error(EXIT_ERROR, "cannot write %s: %s", ta->nettrace, strerror(errno));
 	}
-	cli_catch_stop_signals();
 	err = heap_collect(&o, g, &res);
 	if (o.tee_fd > 0)
 		close(o.tee_fd);
@@ -1178,6 +1179,8 @@ static int gcdump_sub_watch(int argc, char **argv)
 				break;
 		}
 		code = take_snapshot(&ta, &g);
+		if (code && cli_stop_requested)
+			break; /* Ctrl-C during a snapshot: compare those taken */
 		if (code)
 			goto out;
 		if (prefix) {
@@ -1223,7 +1226,8 @@ static int gcdump_sub_watch(int argc, char **argv)
 		taken++;
 	}
 	if (taken < 2) {
-		code = cli_error(EXIT_PARTIAL, "interrupted after %d snapshot%s: nothing to compare", taken,
+		code = cli_error(taken ? EXIT_PARTIAL : EXIT_INTERRUPTED,
+				 "interrupted after %d snapshot%s: nothing to compare", taken,
 				 taken == 1 ? "" : "s");
 		goto out;
 	}

@@ -88,6 +88,33 @@ if command -v chromium >/dev/null 2>&1; then
 		grep -qE "class=\"row\">\+ [0-9,]+ retained  32 B  0x[0-9a-f]+  System.Collections.Generic.List&lt;$ITEM&gt;" "$WORK/dom.html"
 	check "html renders: one script element" test "$(grep -c '<script' "$WORK/dom.html")" -eq 1
 	check "html renders: the leak's retention path" grep -qF "[static variable] System.Collections.Generic.List&lt;$ITEM&gt; → $ITEM[] → $ITEM" "$WORK/dom.html"
+	# expanding by clicks (as a user would; a copy of the page with one more
+	# script doing the clicks): list -> its array -> one item -> its payload
+	python3 - "$WORK/leak.html" "$WORK/click.html" "$LIST" "$ITEM[]" "$ITEM" <<'EOF'
+import json, sys
+s = open(sys.argv[1]).read()
+js = ("<script>setTimeout(() => { const f = t => [...document.querySelectorAll('#tree .row')]"
+      ".find(r => r.textContent.split('  (+')[0].endsWith('  ' + t)); for (const t of %s) f(t).click(); }, 200)"
+      "</script>" % json.dumps(sys.argv[3:]))
+i = s.rindex("</body>")
+open(sys.argv[2], "w").write(s[:i] + js + s[i:])
+EOF
+	timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-dev-shm-usage \
+		--user-data-dir="$WORK/chromium" --virtual-time-budget=3000 --dump-dom "file://$WORK/click.html" \
+		>"$WORK/click-dom.html" 2>/dev/null
+	check "html: the dominator tree expands by clicks down to one item (64 retained) and its payload" python3 -c '
+import html, re, sys
+rows = [html.unescape(r) for r in re.findall(r"class=\"row\">([^<]*)", open(sys.argv[1]).read())]
+want = [r"- [0-9,]+ retained  32 B  0x[0-9a-f]+  " + re.escape(sys.argv[2]) + "$",
+        r"- [0-9,]+ retained  [0-9,]+ B  0x[0-9a-f]+  " + re.escape(sys.argv[3]) + r"  \(\+[0-9]+ smaller\)$",
+        r"- 64 retained  32 B  0x[0-9a-f]+  " + re.escape(sys.argv[4]) + "$",
+        r"  32 retained  32 B  0x[0-9a-f]+  " + re.escape(sys.argv[5]) + "$"]
+k = next((i for i, r in enumerate(rows) if re.match(want[0], r)), None)
+ok = k is not None and all(re.match(w, r) for w, r in zip(want, rows[k:k + 4]))
+if not ok:
+    print(rows[:12], file=sys.stderr)
+sys.exit(0 if ok else 1)
+' "$WORK/click-dom.html" "$LIST" "$ITEM[]" "$ITEM" "$PAYLOAD"
 else
 	ok "# SKIP html rendering: no chromium"
 fi

@@ -215,6 +215,8 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 	cfg.buffer_mb = o->buffer_mb ? o->buffer_mb : 256;
 	cfg.rundown = false;
 	cfg.stackwalk = false;
+	/* lossless where the runtime has it (.NET 11+); elsewhere gaps are detected below */
+	cfg.lossless = true;
 	c.o = o;
 	c.lres = &lr;
 	c.b = b;
@@ -254,6 +256,7 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 	res->bytes += lr.bytes;
 	heap_builder_counts(b, &nodes, &edges);
 	heap_builder_meta(b)->lost_events += lr.stats.dropped;
+	heap_builder_meta(b)->lossless = lr.session.version == 6;
 
 	if (lr.session_err && lr.bytes == 0) {
 		res->rerr = lr.rerr;

@@ -775,45 +775,40 @@ static void vec_shrink(struct vec *v, size_t extra)
 }
 
 /*
- * x[i] = x[perm[i]] for all i, in place: cycle by cycle, with a bitmap of
- * the positions done (n bits).
+ * v's elements in perm's order (x[i] = x[perm[i]]), gathered into *spare
+ * (room for n elements of 8 bytes), which takes the old array's place; *spare
+ * gets the old array for the next gather. Writes are sequential and reads
+ * come in runs (a walk arrives as a few ascending runs, one per heap region),
+ * several times faster than following the permutation's cycles in place.
  */
-static void gather_in_place(void *base, size_t elem, const uint32_t *perm, uint32_t n,
-			    uint64_t *done)
+static void gather(struct vec *v, void **spare, const uint32_t *perm, uint32_t n)
 {
-	uint8_t *x = base, tmp[8];
+	void *old = v->p;
 	uint32_t i;
 
-	memset(done, 0, ((size_t)n + 63) / 64 * 8);
-	for (i = 0; i < n; i++) {
-		uint32_t j = i;
+	if (v->elem == sizeof(uint64_t)) {
+		const uint64_t *src = old;
+		uint64_t *dst = *spare;
 
-		if (done[i / 64] >> (i % 64) & 1)
-			continue;
-		if (perm[i] == i) {
-			done[i / 64] |= 1ull << (i % 64);
-			continue;
-		}
-		memcpy(tmp, x + (size_t)i * elem, elem);
-		for (;;) {
-			uint32_t k = perm[j];
+		for (i = 0; i < n; i++)
+			dst[i] = src[perm[i]];
+	} else {
+		const uint32_t *src = old;
+		uint32_t *dst = *spare;
 
-			done[j / 64] |= 1ull << (j % 64);
-			if (k == i) {
-				memcpy(x + (size_t)j * elem, tmp, elem);
-				break;
-			}
-			memcpy(x + (size_t)j * elem, x + (size_t)k * elem, elem);
-			j = k;
-		}
+		for (i = 0; i < n; i++)
+			dst[i] = src[perm[i]];
 	}
+	v->p = *spare;
+	v->cap = n;
+	*spare = old;
 }
 
 int heap_builder_finish(struct heap_builder *b, struct heap_graph **out)
 {
 	const uint64_t *be = b->edges.p;
 	uint32_t n = (uint32_t)b->naddr.n, i, *perm = NULL, *off, hint = 0;
-	uint64_t *done = NULL;
+	void *spare = NULL;
 	struct heap_graph *g;
 	uint64_t e;
 	int err = -ENOMEM;
@@ -862,14 +857,16 @@ int heap_builder_finish(struct heap_builder *b, struct heap_graph **out)
 				goto fail;
 			sort_by_addr(a, perm, tmp, n);
 			free(tmp);
-			done = malloc(((size_t)n + 63) / 64 * 8);
-			if (!done)
+			/* one spare array of n x 8 bytes at a time (the sort's is freed) */
+			spare = malloc((size_t)n * sizeof(uint64_t));
+			if (!spare)
 				goto fail;
-			gather_in_place(b->naddr.p, sizeof(uint64_t), perm, n, done);
-			gather_in_place(b->nsize.p, sizeof(uint64_t), perm, n, done);
-			gather_in_place(b->ntype.p, sizeof(uint32_t), perm, n, done);
-			free(done);
-			done = NULL;
+			gather(&b->naddr, &spare, perm, n);
+			gather(&b->nsize, &spare, perm, n);
+			gather(&b->ntype, &spare, perm, n);
+			free(spare);
+			spare = NULL;
+			vec_shrink(&b->ntype, 0); /* it took an 8-byte array */
 		}
 	}
 	/* the node arrays move to the graph */
@@ -955,7 +952,7 @@ int heap_builder_finish(struct heap_builder *b, struct heap_graph **out)
 	return 0;
 fail:
 	free(perm);
-	free(done);
+	free(spare);
 	heap_graph_free(g);
 	return err ? err : -ENOMEM;
 }

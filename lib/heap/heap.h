@@ -94,6 +94,7 @@ struct heap_meta {
 	uint64_t unresolved_edges; /* references to addresses that were no node */
 	uint64_t weak_roots;    /* roots dropped because they are weak */
 	uint32_t attempts;      /* heap sessions it took */
+	bool lossless;          /* the runtime's Block buffering was in force: it could not drop events */
 	char process[64];       /* command name */
 };
 

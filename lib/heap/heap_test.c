@@ -661,7 +661,21 @@ static void test_file(void **state)
 	assert_string_equal(h->dups[0].value, "hello");
 	assert_int_equal(h->dups[0].wasted, 64);
 	assert_string_equal(h->types[3].name, "T3");
+	assert_false(h->meta.lossless);
 	heap_graph_free(h);
+	/* the lossless flag (header flags bit 0) round-trips */
+	{
+		struct strbuf lb = STRBUF_INIT;
+
+		g->meta.lossless = true;
+		assert_int_equal(write_mem(g, &lb), 0);
+		assert_int_equal(ct_le32((const uint8_t *)lb.buf + 12), 1);
+		assert_int_equal(heap_file_parse((const uint8_t *)lb.buf, lb.len, &h, &why), 0);
+		assert_true(h->meta.lossless);
+		heap_graph_free(h);
+		strbuf_release(&lb);
+		g->meta.lossless = false;
+	}
 	/* every truncation fails cleanly */
 	for (cut = 0; cut < sb.len; cut++) {
 		assert_int_not_equal(heap_file_parse((const uint8_t *)sb.buf, cut, &h, &why), 0);

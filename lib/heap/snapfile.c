@@ -20,6 +20,8 @@
 #include "heap/heap.h"
 
 #define MAGIC "CLRTAPHS"
+/* header flags: the session had the runtime's lossless Block buffering */
+#define FLAG_LOSSLESS 0x1u
 #define VERSION 1
 #define TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
 #define T_META TAG('M', 'E', 'T', 'A')
@@ -112,7 +114,7 @@ int heap_file_write(const struct heap_graph *g, int fd)
 
 	memcpy(h, MAGIC, 8);
 	ct_put_le32(h + 8, VERSION);
-	ct_put_le32(h + 12, 0);
+	ct_put_le32(h + 12, m->lossless ? FLAG_LOSSLESS : 0);
 	err = emit(&w, h, 16);
 	/* META */
 	err = err ?: put_var(&sb, m->pid) ?: put_var(&sb, (uint64_t)m->time) ?:
@@ -441,6 +443,7 @@ int heap_file_parse(const uint8_t *p, size_t len, struct heap_graph **out, const
 	if (!g)
 		return -ENOMEM;
 	err = parse(&r, g);
+	g->meta.lossless = (ct_le32(p + 12) & FLAG_LOSSLESS) != 0;
 	if (err) {
 		*why = r.why ? r.why : "damaged";
 		heap_graph_free(g);

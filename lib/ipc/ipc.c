@@ -165,9 +165,9 @@ int ipc_encode_collect_tracing(struct strbuf *out, unsigned version,
 	size_t i;
 	int err = 0;
 
-	if (version < 2 || version > 5 || !cfg->nproviders || cfg->nproviders > 1000)
+	if (version < 2 || version > 6 || !cfg->nproviders || cfg->nproviders > 1000)
 		return -EINVAL;
-	if (version == 5)
+	if (version >= 5)
 		err = err ?: ipc_encode_u32(&p, 0); /* session type 0: IPC stream */
 	err = err ?: ipc_encode_u32(&p, cfg->buffer_mb ? cfg->buffer_mb : 256);
 	err = err ?: ipc_encode_u32(&p, 1); /* format: NetTrace */
@@ -189,11 +189,13 @@ int ipc_encode_collect_tracing(struct strbuf *out, unsigned version,
 		err = err ?: ipc_encode_u32(&p, pr->level);
 		err = err ?: ipc_encode_string(&p, pr->name);
 		err = err ?: ipc_encode_string(&p, pr->arguments);
-		if (version == 5) {
+		if (version >= 5) {
 			err = err ?: encode_u8(&p, 0);      /* filter: disable listed ids */
 			err = err ?: ipc_encode_u32(&p, 0); /* none listed: no filtering */
 		}
 	}
+	if (version == 6) /* session buffering mode: 1 Block (lossless), 0 Drop */
+		err = err ?: ipc_encode_u32(&p, cfg->lossless ? 1 : 0);
 	err = err ?: ipc_encode_header(out, IPC_SET_EVENTPIPE, (uint8_t)(version + 1), p.len);
 	err = err ?: strbuf_add(out, p.buf, p.len);
 	strbuf_release(&p);
@@ -780,25 +782,39 @@ int ipc_dump(const struct ipc_endpoint *ep, const char *path, enum ipc_dump_type
 int ipc_collect_tracing(const struct ipc_endpoint *ep, const struct ipc_trace_config *cfg,
 			int *fd, uint64_t *session, struct ipc_error *rerr)
 {
+	return ipc_collect_tracing_v(ep, cfg, fd, session, NULL, rerr);
+}
+
+int ipc_collect_tracing_v(const struct ipc_endpoint *ep, const struct ipc_trace_config *cfg,
+			  int *fd, uint64_t *session, unsigned *accepted, struct ipc_error *rerr)
+{
 	struct ipc_reply *r;
+	struct ipc_error ignored;
 	unsigned version;
 	int err = -EINVAL;
 
 	*fd = -1;
+	if (accepted)
+		*accepted = 0;
+	if (!rerr)
+		rerr = &ignored; /* the fallback needs the runtime's answer */
 	r = malloc(sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	for (version = 4; version >= 2; version--) {
+	/* Block buffering exists only in CollectTracing6; without it, 4 -> 3 -> 2 */
+	for (version = cfg->lossless ? 6 : 4; version >= 2; version = version == 6 ? 4 : version - 1) {
 		struct strbuf msg = STRBUF_INIT_MAX(IPC_MAX_FRAME);
 
 		err = ipc_encode_collect_tracing(&msg, version, cfg);
 		if (!err)
 			err = transact(ep, &msg, r, fd, rerr);
 		strbuf_release(&msg);
-		if (err == -EREMOTEIO && rerr && rerr->hresult == IPC_E_UNKNOWN_COMMAND)
+		if (err == -EREMOTEIO && rerr->hresult == IPC_E_UNKNOWN_COMMAND)
 			continue;
 		break;
 	}
+	if (!err && accepted)
+		*accepted = version;
 	if (!err) {
 		if (r->len < 8) {
 			close(*fd);

@@ -167,6 +167,13 @@ struct ipc_trace_config {
 	bool rundown;              /* request rundown at the end */
 	uint64_t rundown_keyword;  /* 0 means the default 0x80020139 when rundown */
 	bool stackwalk;            /* collect stacks (default on: set true) */
+	/*
+	 * Ask for the runtime's lossless "Block" buffering (CollectTracing6,
+	 * .NET 11+: a full buffer makes the writer wait instead of dropping).
+	 * A runtime without it answers UNKNOWN_COMMAND and the session starts
+	 * with the lossy circular buffer (ipc_collect_tracing_v says which).
+	 */
+	bool lossless;
 	const struct ipc_provider *providers;
 	size_t nproviders;
 };
@@ -178,6 +185,13 @@ struct ipc_trace_config {
  */
 int ipc_collect_tracing(const struct ipc_endpoint *ep, const struct ipc_trace_config *cfg,
 			int *fd, uint64_t *session, struct ipc_error *rerr);
+/*
+ * The same; with cfg->lossless it tries CollectTracing6 (Block) first.
+ * *version (may be NULL) is the CollectTracing version the runtime accepted:
+ * 6 means the session is lossless.
+ */
+int ipc_collect_tracing_v(const struct ipc_endpoint *ep, const struct ipc_trace_config *cfg,
+			  int *fd, uint64_t *session, unsigned *version, struct ipc_error *rerr);
 int ipc_stop_tracing(const struct ipc_endpoint *ep, uint64_t session, struct ipc_error *rerr);
 /*
  * StopTracing in two halves, so that the caller can keep draining the
@@ -230,6 +244,7 @@ struct ipc_session_result {
 	bool capped;        /* max_bytes was reached (the run returns -EFBIG) */
 	bool bad_prologue;  /* the stream did not start as a nettrace stream (-EBADMSG) */
 	int64_t stop_ms;    /* from StopTracing to the end of the stream */
+	unsigned version;   /* the CollectTracing version accepted (6: lossless Block buffering) */
 };
 
 /*
@@ -279,7 +294,7 @@ int ipc_encode_header(struct strbuf *out, uint8_t set, uint8_t id, size_t payloa
 int ipc_encode_string(struct strbuf *out, const char *s);
 int ipc_encode_u32(struct strbuf *out, uint32_t v);
 int ipc_encode_u64(struct strbuf *out, uint64_t v);
-/* Builds the whole CollectTracing<version> message (version 2..5). */
+/* Builds the whole CollectTracing<version> message (version 2..6; 6 carries cfg->lossless). */
 int ipc_encode_collect_tracing(struct strbuf *out, unsigned version,
 			       const struct ipc_trace_config *cfg);
 /* Parses a 20-byte header: checks magic and size >= 20. */

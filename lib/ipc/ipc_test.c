@@ -262,12 +262,30 @@ static void test_encode_collect(void **state)
 	assert_int_equal(ipc_encode_collect_tracing(&sb, 5, &cfg), 0);
 	assert_int_equal((uint8_t)sb.buf[17], 0x06);
 	assert_int_equal(ct_le32((uint8_t *)sb.buf + 20), 0);
+	{
+		size_t len5 = sb.len;
+
+		/* CollectTracing6: the CollectTracing5 payload and a u32 buffering mode (1 Block) */
+		strbuf_reset(&sb);
+		cfg.lossless = true;
+		assert_int_equal(ipc_encode_collect_tracing(&sb, 6, &cfg), 0);
+		assert_int_equal((uint8_t)sb.buf[17], 0x07);
+		assert_int_equal(sb.len, len5 + 4);
+		assert_int_equal(ct_le16((uint8_t *)sb.buf + 14), sb.len);
+		assert_int_equal(ct_le32((uint8_t *)sb.buf + 20), 0);
+		assert_int_equal(ct_le32((uint8_t *)sb.buf + sb.len - 4), 1);
+		strbuf_reset(&sb);
+		cfg.lossless = false;
+		assert_int_equal(ipc_encode_collect_tracing(&sb, 6, &cfg), 0);
+		assert_int_equal(ct_le32((uint8_t *)sb.buf + sb.len - 4), 0);
+		strbuf_reset(&sb);
+	}
 
 	/* bad configs */
 	cfg.nproviders = 0;
 	assert_int_equal(ipc_encode_collect_tracing(&sb, 4, &cfg), -EINVAL);
 	cfg.nproviders = 2;
-	assert_int_equal(ipc_encode_collect_tracing(&sb, 6, &cfg), -EINVAL);
+	assert_int_equal(ipc_encode_collect_tracing(&sb, 7, &cfg), -EINVAL);
 	strbuf_release(&sb);
 }
 
@@ -353,6 +371,9 @@ struct fake_rt {
 	char dir[64], path[108];
 	int lfd;
 	bool stall;
+	bool old_runtime; /* answers CollectTracing6 "unknown command", as .NET 10 does */
+	uint8_t ids[4];   /* the command ids of the session requests, in order */
+	unsigned nids;
 	size_t rundown;
 	pthread_t th;
 };
@@ -416,6 +437,18 @@ static void *fake_main(void *arg)
 	stream = fake_request(f->lfd, req);
 	if (stream < 0)
 		return NULL;
+	f->ids[f->nids++] = req[17];
+	if (f->old_runtime && req[17] == 0x07) {
+		fake_header(reply, 24);
+		reply[17] = 0xff; /* error: i32 HRESULT */
+		ct_put_le32(reply + 20, (uint32_t)IPC_E_UNKNOWN_COMMAND);
+		fake_write(stream, reply, 24);
+		close(stream);
+		stream = fake_request(f->lfd, req);
+		if (stream < 0)
+			return NULL;
+		f->ids[f->nids++] = req[17];
+	}
 	fake_header(reply, 28);
 	ct_put_le64(reply + 20, 42);
 	fake_write(stream, reply, 28);
@@ -444,12 +477,13 @@ static void *fake_main(void *arg)
 	return NULL;
 }
 
-static void fake_start(struct fake_rt *f, bool stall)
+static void fake_start_old(struct fake_rt *f, bool stall, bool old_runtime)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
 	memset(f, 0, sizeof(*f));
 	f->stall = stall;
+	f->old_runtime = old_runtime;
 	f->rundown = 8u << 20;
 	snprintf(f->dir, sizeof(f->dir), "/tmp/clrtap-ipc-test.XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
@@ -460,6 +494,11 @@ static void fake_start(struct fake_rt *f, bool stall)
 	assert_int_equal(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	assert_int_equal(listen(f->lfd, 4), 0);
 	assert_int_equal(pthread_create(&f->th, NULL, fake_main, f), 0);
+}
+
+static void fake_start(struct fake_rt *f, bool stall)
+{
+	fake_start_old(f, stall, false);
 }
 
 static void fake_stop(struct fake_rt *f)
@@ -545,6 +584,50 @@ static void test_session_stall_is_bounded(void **state)
 	fake_stop(&f);
 }
 
+/* One short session against a fake (old_runtime: no CollectTracing6); the version accepted. */
+static unsigned lossless_session(bool lossless, bool old_runtime, struct fake_rt *f)
+{
+	static const struct ipc_provider prov = { "P", 0, 4, NULL };
+	const struct ipc_trace_config cfg = { .lossless = lossless, .providers = &prov, .nproviders = 1 };
+	uint64_t got = 0;
+	struct ipc_session_opts o = { .sink = count_sink, .ctx = &got, .duration_ms = 50 };
+	struct ipc_endpoint ep = { .timeout_ms = 4000 };
+	struct ipc_session_result res = { 0 };
+	struct ipc_error rerr;
+
+	fake_start_old(f, false, old_runtime);
+	ep.path = f->path;
+	assert_int_equal(ipc_session_run(&ep, &cfg, &o, &res, &rerr), 0);
+	assert_true(res.complete && got > 0);
+	fake_stop(f);
+	return res.version;
+}
+
+/*
+ * Lossless where the runtime has it: CollectTracing6 (Block) first; a runtime
+ * that does not know it answers "unknown command" and the session starts with
+ * CollectTracing4 (lossy). The accepted version is reported either way.
+ */
+static void test_session_lossless_fallback(void **state)
+{
+	struct fake_rt f;
+
+	(void)state;
+	/* a runtime with CollectTracing6 (.NET 11+): accepted at once */
+	assert_int_equal(lossless_session(true, false, &f), 6);
+	assert_int_equal(f.nids, 1);
+	assert_int_equal(f.ids[0], 0x07);
+	/* one without: "unknown command", then CollectTracing4 */
+	assert_int_equal(lossless_session(true, true, &f), 4);
+	assert_int_equal(f.nids, 2);
+	assert_int_equal(f.ids[0], 0x07);
+	assert_int_equal(f.ids[1], 0x05);
+	/* not asked for: CollectTracing4 at once */
+	assert_int_equal(lossless_session(false, true, &f), 4);
+	assert_int_equal(f.nids, 1);
+	assert_int_equal(f.ids[0], 0x05);
+}
+
 static void test_connect_nobody(void **state)
 {
 	struct ipc_endpoint ep = { "/nonexistent/dotnet-diagnostic-1-1-socket", 200, 0, 0 };
@@ -621,6 +704,7 @@ int main(void)
 		cmocka_unit_test(test_stream_prologue),
 		cmocka_unit_test(test_session_drains_while_stopping),
 		cmocka_unit_test(test_session_stall_is_bounded),
+		cmocka_unit_test(test_session_lossless_fallback),
 		cmocka_unit_test(test_connect_nobody),
 		cmocka_unit_test(test_peer_check),
 	};

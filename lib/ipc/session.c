@@ -256,7 +256,7 @@ int ipc_session_run(const struct ipc_endpoint *ep, const struct ipc_trace_config
 	buf = malloc(bufsize);
 	if (!buf)
 		return -ENOMEM;
-	err = ipc_collect_tracing(ep, cfg, &r.fd, &session, rerr);
+	err = ipc_collect_tracing_v(ep, cfg, &r.fd, &session, &res->version, rerr);
 	if (err) {
 		free(buf);
 		return err;

@@ -58,7 +58,7 @@ static int collect_error(const struct heap_collect_result *res, int err)
 		int code = ct_exit_for(err);
 
 		if (err == -EINTR)
-			code = EXIT_PARTIAL;
+			code = EXIT_INTERRUPTED; /* nothing written */
 		else if (err == -EPROTO && !strcmp(res->stage ? res->stage : "", "stream"))
 			code = EXIT_PROTOCOL;
 		return cli_error(code, "no snapshot: %s", res->msg);
@@ -90,6 +90,8 @@ static int take_snapshot(const struct target_args *ta, struct heap_graph **g)
 	if (code)
 		return code;
 	is_tty = isatty(2);
+	/* before the sentence: a Ctrl-C right after it is seen, never the default action */
+	cli_catch_stop_signals();
 	cli_info("forcing a full, blocking gen-2 GC in pid %d to walk its heap (the process pauses for it)",
 		 (int)t.pid);
 	o.ep = &ep;
@@ -106,7 +108,6 @@ static int take_snapshot(const struct target_args *ta, struct heap_graph **g)
 		if (o.tee_fd < 0)
 			return cli_error(EXIT_ERROR, "cannot write %s: %s", ta->nettrace, strerror(errno));
 	}
-	cli_catch_stop_signals();
 	err = heap_collect(&o, g, &res);
 	if (o.tee_fd > 0)
 		close(o.tee_fd);
@@ -164,6 +165,14 @@ static int load(const char *path, struct heap_graph **g)
 	return EXIT_OK;
 }
 
+/* How the events came: lossless, or lossy with every loss check passed. */
+static const char *events_line(const struct heap_meta *m)
+{
+	return m->lossless ? "events: lossless (the runtime's Block buffering: it waits rather than drop)"
+			   : "events: the runtime's lossy buffer (Block buffering needs .NET 11); none was lost"
+			     " (block indexes, edge totals and sequence numbers checked)";
+}
+
 static void snapshot_summary(const struct heap_graph *g, const struct heap_analysis *a)
 {
 	char t1[32], t2[32], t3[32], when[64] = "?";
@@ -195,6 +204,7 @@ static void snapshot_summary(const struct heap_graph *g, const struct heap_analy
 	if (g->meta.unresolved_edges)
 		printf("  %" PRIu64 " references to addresses the walk did not report were dropped\n",
 		       g->meta.unresolved_edges);
+	printf("  %s\n", events_line(&g->meta));
 }
 
 /* ----- report ----- */
@@ -462,6 +472,7 @@ static int report(const struct heap_graph *g, bool json, int top, const char *pa
 		ct_json_kv_u64(&j, "unreachable_bytes", a->unreachable_bytes);
 		ct_json_kv_u64(&j, "unresolved_references", g->meta.unresolved_edges);
 		ct_json_kv_u64(&j, "lost_events", g->meta.lost_events);
+		ct_json_kv_bool(&j, "lossless", g->meta.lossless);
 		ct_json_kv_arr_begin(&j, "types");
 		for (i = 0; i < ntop; i++) {
 			uint32_t t = order[i];
@@ -674,6 +685,7 @@ static int cmd_collect(int argc, char **argv)
 		if (g->meta.attempts > 1)
 			printf("the first heap session's GC came without heap-walk events; a second session's GC"
 			       " gave it (the process paused for both)\n");
+		printf("%s\n", events_line(&g->meta));
 		if (g->meta.pause_ns)
 			printf("the forced gen-2 GC #%u paused the process for %.3f ms (heap walk included)\n",
 			       g->meta.gc_count, g->meta.pause_ns / 1e6);
@@ -1167,6 +1179,8 @@ static int gcdump_sub_watch(int argc, char **argv)
 				break;
 		}
 		code = take_snapshot(&ta, &g);
+		if (code && cli_stop_requested)
+			break; /* Ctrl-C during a snapshot: compare those taken */
 		if (code)
 			goto out;
 		if (prefix) {
@@ -1212,7 +1226,8 @@ static int gcdump_sub_watch(int argc, char **argv)
 		taken++;
 	}
 	if (taken < 2) {
-		code = cli_error(EXIT_PARTIAL, "interrupted after %d snapshot%s: nothing to compare", taken,
+		code = cli_error(taken ? EXIT_PARTIAL : EXIT_INTERRUPTED,
+				 "interrupted after %d snapshot%s: nothing to compare", taken,
 				 taken == 1 ? "" : "s");
 		goto out;
 	}

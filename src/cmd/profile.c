@@ -334,7 +334,7 @@ int cmd_profile(int argc, char **argv)
 	uint64_t deadline, t_begin, t_stop = 0, t_done = 0;
 	bool handed_off = false;
 	int first, code, rc, fmt;
-	bool dotnet, no_access = false;
+	bool dotnet, no_access = false, hz_given;
 
 	if (cli_parse(argc, argv,
 		      "clrtap profile (-p PID | -n NAME) [-F HZ] [-d SEC] [-o OUT] [--off-cpu|--wall] "
@@ -358,6 +358,7 @@ int cmd_profile(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "-F does not apply to --engine eventpipe: the runtime "
 					     "samples every managed thread at its own interval (1 ms "
 					     "by default), which no EventPipe request can change");
+	hz_given = a.hz != -1;
 	if (a.hz == -1)
 		a.hz = 99;
 	if (a.hz < 1 || a.hz > 10000)
@@ -432,6 +433,10 @@ int cmd_profile(int argc, char **argv)
 		cli_warn("perf_event_open was denied (%s): sampling with the runtime's EventPipe "
 			 "sample profiler instead (managed frames only; --engine perf to fail instead)",
 			 profile_perf_cause_short(ch.diag.cause));
+	if (ch.fell_back && hz_given)
+		cli_warn("-F %d is not used: the EventPipe engine samples at the runtime's own "
+			 "interval (1 ms by default), which no EventPipe request can change",
+			 a.hz);
 	if (!dotnet && !s.ep)
 		cli_info("pid %d is not a .NET process (no diagnostics socket): profiling native "
 			 "and kernel frames only",

@@ -61,6 +61,16 @@ contains "HTML notes: what it cannot see" "$HTML" "no native, runtime or kernel 
 contains "HTML notes: -F" "$HTML" "not -F"
 contains "HTML names HotA" "$HTML" "$HOTA"
 
+# -F given, perf denied, --engine auto: EventPipe all the same, and the
+# warning says -F is not used (the runtime's interval is)
+expect_exit "profile -F 199 -o .svg under the wrapper" 0 "$NOPERF" "$CLRTAP" profile -F 199 -p "$PID" -d 2 -o "$WORK/ep.svg"
+contains "-F under the fallback: said to be unused" "$ERR" "-F 199 is not used: the EventPipe engine samples at the runtime's own interval"
+SVG=$(cat "$WORK/ep.svg")
+contains "SVG title states the engine" "$SVG" "(EventPipe engine)</text>"
+contains "SVG desc: engine" "$SVG" "<desc>engine: EventPipe"
+contains "SVG desc: what it cannot see" "$SVG" "no native, runtime or kernel frames"
+contains "SVG names HotA" "$SVG" "<title>$HOTA ("
+
 expect_exit "profile -o .pb.gz under the wrapper" 0 "$NOPERF" "$CLRTAP" profile -p "$PID" -d 2 -o "$WORK/ep.pb.gz"
 PB=$(python3 - "$WORK/ep.pb.gz" <<'EOF'
 import gzip, sys
@@ -121,6 +131,13 @@ contains "top states the engine" "$OUT" "EventPipe engine"
 contains "top names HotA" "$OUT" "$HOTA"
 equals "top: two refreshes" "$(echo "$OUT" | grep -c '^clrtap top - pid ')" 2
 
+expect_exit "top --engine perf under the wrapper fails" 5 "$NOPERF" "$CLRTAP" top --engine perf -p "$PID" -i 1
+contains "top --engine perf: the seccomp cause" "$ERR" "a seccomp filter denies the perf_event_open system call"
+expect_exit "top -F with --engine eventpipe is refused" 2 "$CLRTAP" top --engine eventpipe -F 99 -p "$PID" -i 1
+expect_exit "top --engine eventpipe" 0 "$CLRTAP" top --engine eventpipe -p "$PID" -i 1
+contains "top --engine eventpipe: the engine" "$OUT" "EventPipe engine"
+contains "top --engine eventpipe: HotA" "$OUT" "$HOTA"
+
 # a process without a diagnostics socket while perf is denied: both causes, once
 sleep 300 &
 SPID=$!
@@ -163,6 +180,23 @@ expect_exit "EventPipe, SIGKILL: a new session works" 0 "$CLRTAP" profile --engi
 contains "EventPipe, SIGKILL: the new session names HotA" "$(cat "$WORK/after.folded")" ";$HOTA"
 
 # ---------------------------------------------------------------- both engines here
+# perf_event_open allowed here? (this test's own probe: a user-only event on itself)
+perf_probe() {
+	python3 - <<'EOF'
+import ctypes, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+attr = bytearray(128)
+struct.pack_into("IIQ", attr, 0, 1, 128, 1)  # PERF_TYPE_SOFTWARE, size, TASK_CLOCK
+struct.pack_into("Q", attr, 40, (1 << 0) | (1 << 5) | (1 << 6))  # disabled, exclude_kernel, exclude_hv
+buf = ctypes.create_string_buffer(bytes(attr), 128)
+nr = {"x86_64": 298, "aarch64": 241}[os.uname().machine]
+fd = libc.syscall(nr, buf, 0, -1, -1, 0)
+print("allowed" if fd >= 0 else "denied")
+EOF
+}
+if [ "$(perf_probe)" != allowed ]; then
+	echo "ok - $TEST_NAME: # SKIP both engines: perf_event_open is denied to this test here"
+else
 expect_exit "profile --engine perf" 0 "$CLRTAP" profile --engine perf -p "$PID" -d 5 -o "$WORK/perf.folded"
 contains "perf summary states the engine" "$OUT" "engine: perf_event"
 expect_exit "profile --engine eventpipe" 0 "$CLRTAP" profile --engine eventpipe -p "$PID" -d 5 -o "$WORK/ep2.folded"
@@ -175,6 +209,7 @@ TOPP=$(sort -t' ' -k2 -n -r "$WORK/perf.folded" | head -1 | sed 's/ [0-9]*$//; s
 TOPE=$(sort -t' ' -k2 -n -r "$WORK/ep2.folded" | head -1 | sed 's/ [0-9]*$//; s/.*;//')
 equals "perf's top leaf is HotA" "$TOPP" "$HOTA"
 equals "EventPipe's top leaf is HotA" "$TOPE" "$HOTA"
+fi
 
 # ---------------------------------------------------------------- caps dropped, paranoid 3
 DROP=(setpriv --inh-caps=-perfmon,-sys_admin --ambient-caps=-perfmon,-sys_admin --bounding-set=-perfmon,-sys_admin --)
@@ -187,40 +222,38 @@ else
 	if echo 3 > "$PARA" 2>/dev/null; then
 		# This kernel's rule at paranoid 3 for a process without CAP_PERFMON: may it
 		# open a user-only event on itself? (Debian/Ubuntu kernels: no; upstream: yes.)
-		PROBE=$("${DROP[@]}" python3 - <<'EOF'
-import ctypes, os, struct
-libc = ctypes.CDLL(None, use_errno=True)
-attr = bytearray(128)
-struct.pack_into("IIQ", attr, 0, 1, 128, 1)  # PERF_TYPE_SOFTWARE, size, TASK_CLOCK
-struct.pack_into("Q", attr, 40, (1 << 0) | (1 << 5) | (1 << 6))  # disabled, exclude_kernel, exclude_hv
-buf = ctypes.create_string_buffer(bytes(attr), 128)
-nr = {"x86_64": 298, "aarch64": 241}[os.uname().machine]
-fd = libc.syscall(nr, buf, 0, -1, -1, 0)
-print("allowed" if fd >= 0 else "denied")
-EOF
-)
+		export -f perf_probe
+		PROBE=$("${DROP[@]}" bash -c perf_probe)
 		echo "    paranoid 3 without CAP_PERFMON/CAP_SYS_ADMIN: perf_event_open $PROBE here"
-		expect_exit "profile with the caps dropped at paranoid 3" 0 "${DROP[@]}" "$CLRTAP" profile -p "$PID" -d 5 -o "$WORK/caps.folded"
+		# the flame graph (HTML) and its folded stacks come from one run: the bundle
+		expect_exit "profile with the caps dropped at paranoid 3" 0 "${DROP[@]}" "$CLRTAP" profile -p "$PID" -d 5 -o "$WORK/caps.html" --bundle "$WORK/capsb"
 		echo "$OUT" | sed 's/^/    | /'
 		echo "$OLD" > "$PARA"
-		SC=$(folded_share "$WORK/caps.folded" "$HOTA" "$HOTB")
+		CB=$(echo "$OUT" | sed -n 's/^bundle: //p')
+		SC=$(folded_share "$CB/profile.folded" "$HOTA" "$HOTB")
 		echo "    caps dropped: HotA share $SC %"
 		check "caps dropped: split 75 +- 5 ($SC %)" in_range "$SC" 70 80
-		contains "caps dropped: HotA named" "$(cat "$WORK/caps.folded")" ";$HOTA"
+		contains "caps dropped: HotA named" "$(cat "$CB/profile.folded")" ";$HOTA"
+		contains "caps dropped: the flame graph names HotA" "$(cat "$WORK/caps.html")" "$HOTA"
 		if [ "$PROBE" = denied ]; then
 			contains "caps dropped: EventPipe engine" "$OUT" "engine: EventPipe"
+			contains "caps dropped: the flame graph states the EventPipe engine" "$(cat "$WORK/caps.html")" "(EventPipe engine)</title>"
 			contains "caps dropped: the paranoid cause" "$ERR" "perf_event_paranoid >= 3 and no CAP_PERFMON"
 		else
 			# the kernel lets it sample its own user stacks: perf_event stays, without kernel stacks
 			contains "caps dropped: this kernel keeps perf_event" "$OUT" "engine: perf_event"
+			contains "caps dropped: the flame graph states the perf_event engine" "$(cat "$WORK/caps.html")" "(perf_event engine)</title>"
 			contains "caps dropped: kernel stacks refused" "$ERR" "kernel stacks not permitted"
 		fi
 		# --engine eventpipe under the same conditions works whatever the kernel says
 		echo 3 > "$PARA"
-		expect_exit "caps dropped, paranoid 3: --engine eventpipe" 0 "${DROP[@]}" "$CLRTAP" profile --engine eventpipe -p "$PID" -d 4 -o "$WORK/caps-ep.folded"
+		expect_exit "caps dropped, paranoid 3: --engine eventpipe" 0 "${DROP[@]}" "$CLRTAP" profile --engine eventpipe -p "$PID" -d 4 -o "$WORK/caps-ep.html" --bundle "$WORK/capsb2"
 		echo "$OLD" > "$PARA"
-		SC=$(folded_share "$WORK/caps-ep.folded" "$HOTA" "$HOTB")
+		CB=$(echo "$OUT" | sed -n 's/^bundle: //p')
+		SC=$(folded_share "$CB/profile.folded" "$HOTA" "$HOTB")
 		check "caps dropped, EventPipe: split 75 +- 5 ($SC %)" in_range "$SC" 70 80
+		contains "caps dropped, EventPipe: the flame graph states the engine" "$(cat "$WORK/caps-ep.html")" "(EventPipe engine)</title>"
+		contains "caps dropped, EventPipe: the flame graph names HotA" "$(cat "$WORK/caps-ep.html")" "$HOTA"
 	else
 		echo "ok - $TEST_NAME: # SKIP cannot set perf_event_paranoid"
 	fi

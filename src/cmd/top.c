@@ -213,9 +213,9 @@ int cmd_top(int argc, char **argv)
 				 strerror(-rc));
 	}
 	if (ch.fell_back)
-		cli_warn("perf_event_open was denied (%s): sampling with the runtime's EventPipe "
+		cli_warn("%s (%s): sampling with the runtime's EventPipe "
 			 "sample profiler instead (managed frames only)",
-			 profile_perf_cause_short(ch.diag.cause));
+			 profile_engine_refused(&ch), profile_perf_cause_short(ch.diag.cause));
 	if (ch.fell_back && hz_given)
 		cli_warn("-F %d is not used: the EventPipe engine samples at the runtime's own "
 			 "interval (1 ms by default), which no EventPipe request can change",

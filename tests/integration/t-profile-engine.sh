@@ -197,7 +197,7 @@ EOF
 if [ "$(perf_probe)" != allowed ]; then
 	echo "ok - $TEST_NAME: # SKIP both engines: perf_event_open is denied to this test here"
 else
-expect_exit "profile --engine perf" 0 "$CLRTAP" profile --engine perf -p "$PID" -d 5 -o "$WORK/perf.folded"
+expect_exit "profile --engine perf" 0 "$CLRTAP" profile --engine perf -F 499 -p "$PID" -d 5 -o "$WORK/perf.folded"
 contains "perf summary states the engine" "$OUT" "engine: perf_event"
 expect_exit "profile --engine eventpipe" 0 "$CLRTAP" profile --engine eventpipe -p "$PID" -d 5 -o "$WORK/ep2.folded"
 contains "eventpipe summary states the engine" "$OUT" "engine: EventPipe (as asked)"
@@ -225,8 +225,9 @@ else
 		export -f perf_probe
 		PROBE=$("${DROP[@]}" bash -c perf_probe)
 		echo "    paranoid 3 without CAP_PERFMON/CAP_SYS_ADMIN: perf_event_open $PROBE here"
-		# the flame graph (HTML) and its folded stacks come from one run: the bundle
-		expect_exit "profile with the caps dropped at paranoid 3" 0 "${DROP[@]}" "$CLRTAP" profile -p "$PID" -d 5 -o "$WORK/caps.html" --bundle "$WORK/capsb"
+		# the flame graph (HTML) and its folded stacks come from one run: the bundle;
+		# -F 499: enough samples in 5 s that the split is not at the mercy of chance
+		expect_exit "profile with the caps dropped at paranoid 3" 0 "${DROP[@]}" "$CLRTAP" profile -F 499 -p "$PID" -d 5 -o "$WORK/caps.html" --bundle "$WORK/capsb"
 		echo "$OUT" | sed 's/^/    | /'
 		echo "$OLD" > "$PARA"
 		CB=$(echo "$OUT" | sed -n 's/^bundle: //p')
@@ -275,6 +276,46 @@ else
 fi
 
 stop_fixture "$PID"
+
+# ---------------------------------------------------------------- no CAP_SYS_PTRACE
+# Root without CAP_SYS_PTRACE on another user's process: CAP_PERFMON lets
+# perf_event_open pass its ptrace check, but the target's memory mappings
+# (which name the frames) and its /proc/PID/root (the socket) need ptrace
+# access. The refusal names ptrace and CAP_SYS_PTRACE, not the sysctl.
+NOPTRACE=(setpriv --inh-caps=-sys_ptrace --ambient-caps=-sys_ptrace --bounding-set=-sys_ptrace --)
+if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || ! "${NOPTRACE[@]}" true 2>/dev/null; then
+	echo "ok - $TEST_NAME: # SKIP no-ptrace run (needs root and setpriv)"
+else
+	setpriv --reuid=65534 --regid=65534 --clear-groups sleep 300 &
+	NP=$!
+	KILL_PIDS+=("$NP")
+	for ((i = 0; i < 50; i++)); do [ "$(stat -c %u /proc/$NP 2>/dev/null)" = 65534 ] && break; sleep 0.1; done
+	# this kernel's rule: may root without CAP_SYS_PTRACE open the mappings of nobody's process?
+	MAPS=$("${NOPTRACE[@]}" python3 - "$NP" <<'EOF'
+import os, sys
+d = "/proc/%s/map_files" % sys.argv[1]
+try:
+    os.close(os.open(os.path.join(d, sorted(os.listdir(d))[0]), os.O_PATH))
+    print("allowed")
+except PermissionError:
+    print("denied")
+EOF
+)
+	echo "    root without CAP_SYS_PTRACE, nobody's map_files: $MAPS here"
+	if [ "$MAPS" = denied ]; then
+		expect_exit "no CAP_SYS_PTRACE: profile fails" 5 "${NOPTRACE[@]}" "$CLRTAP" profile -p "$NP" -d 1 -o "$WORK/no.folded"
+		contains "no CAP_SYS_PTRACE: the mappings were refused" "$ERR" "reading the target's memory mappings was refused (no ptrace access to the target"
+		contains "no CAP_SYS_PTRACE: names the fix" "$ERR" "add CAP_SYS_PTRACE"
+		contains "no CAP_SYS_PTRACE: the socket out of reach too" "$ERR" "may not reach the diagnostics socket"
+		lacks "no CAP_SYS_PTRACE: not the sysctl advice" "$ERR" "perf_event_paranoid <= 2"
+		expect_exit "no CAP_SYS_PTRACE: top fails" 5 "${NOPTRACE[@]}" "$CLRTAP" top -p "$NP" -i 1
+		contains "no CAP_SYS_PTRACE: top names ptrace" "$ERR" "no ptrace access to the target"
+	else
+		expect_exit "no CAP_SYS_PTRACE: profile works (this kernel allows it)" 0 "${NOPTRACE[@]}" "$CLRTAP" profile -p "$NP" -d 1 -o "$WORK/np.folded"
+	fi
+	kill "$NP" 2>/dev/null
+	wait "$NP" 2>/dev/null
+fi
 
 # ---------------------------------------------------------------- a container: own PID + mount namespace
 # The socket is in the target's private /tmp (reached through /proc/PID/root),

@@ -43,7 +43,8 @@ PID=$FIX_PID
 # ---------------------------------------------------------------- seccomp
 expect_exit "profile under the seccomp wrapper (auto)" 0 "$NOPERF" "$CLRTAP" profile -p "$PID" -d 5 -o "$WORK/ep.folded"
 echo "$OUT" | sed 's/^/    | /'
-contains "summary states the engine" "$OUT" "engine: EventPipe"
+contains "summary states the engine and why" "$OUT" "engine: EventPipe (--engine auto, and perf_event_open was denied: a seccomp filter denies the system call)"
+contains "summary states what it cannot see" "$OUT" "kernel stacks: no (EventPipe sees managed frames only)"
 contains "warning names the seccomp cause" "$ERR" "perf_event_open was denied (a seccomp filter"
 contains "summary names HotA" "$OUT" "$HOTA"
 contains "HotA named exactly" "$(cat "$WORK/ep.folded")" ";$HOTA"

@@ -57,10 +57,12 @@ int profile_session_start_engine(struct profile_session *s, struct profile_sessi
 			c->used = PROFILE_ENGINE_PERF;
 			return 0;
 		}
-		/* the symbolizer reads /proc/PID/maps: the same ptrace access check, which
-		 * CAP_PERFMON lets perf_event_open pass (and the maps' reading not) */
-		if ((s->failed_stage != PROFILE_STAGE_PERF && s->failed_stage != PROFILE_STAGE_SYM) ||
-		    (rc != -EPERM && rc != -EACCES))
+		/* the symbolizer reads /proc/PID/map_files: a ptrace access check, which
+		 * CAP_PERFMON lets perf_event_open pass (and the mappings not); ENOSYS: the
+		 * call is blocked (a container profile) or the kernel has no perf events */
+		if (!(s->failed_stage == PROFILE_STAGE_PERF &&
+		      (rc == -EPERM || rc == -EACCES || rc == -ENOSYS)) &&
+		    !(s->failed_stage == PROFILE_STAGE_SYM && (rc == -EPERM || rc == -EACCES)))
 			return rc;
 		c->perf_err = rc;
 		c->maps_denied = s->failed_stage == PROFILE_STAGE_SYM;

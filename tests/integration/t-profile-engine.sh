@@ -115,6 +115,11 @@ contains "bundle metadata states the engine" "$(cat "$BDIR/metadata.txt")" "engi
 check "bundle tar holds metadata.txt" bash -c 'tar tzf "$1"/*.tar.gz | grep -q metadata.txt' _ "$BDIR"
 contains "raw samples name HotA" "$(cat "$BDIR/samples.txt")" "$HOTA (managed)"
 
+# the call blocked with ENOSYS (Podman's profile before containers/common#2534): the same fallback
+expect_exit "profile, perf_event_open failing with ENOSYS" 0 "$NOPERF" --enosys "$CLRTAP" profile -p "$PID" -d 2 -o "$WORK/enosys.folded"
+contains "ENOSYS: the EventPipe engine, with the seccomp cause" "$OUT" "engine: EventPipe (--engine auto, and perf_event_open was denied: a seccomp filter"
+contains "ENOSYS: HotA named" "$(cat "$WORK/enosys.folded")" ";$HOTA"
+
 expect_exit "--engine perf under the wrapper fails" 5 "$NOPERF" "$CLRTAP" profile --engine perf -p "$PID" -d 2 -o "$WORK/no.folded"
 contains "--engine perf: the seccomp cause" "$ERR" "a seccomp filter denies the perf_event_open system call"
 contains "--engine perf: names the fix" "$ERR" "--engine eventpipe"

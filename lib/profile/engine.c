@@ -131,6 +131,14 @@ int profile_engine_explain(const struct profile_engine_choice *c, pid_t pid, cha
 			     (int)pid, profile_perf_cause_text(c->diag.cause));
 		return n < 0 ? -EINVAL : 0;
 	}
+	if (c->ep_err == -EACCES) {
+		n = snprintf(buf, len, "cannot start the EventPipe sample profiler in pid %d: clrtap "
+			     "may not reach its diagnostics socket (its /tmp is behind /proc/%d/root, "
+			     "which needs ptrace access: run clrtap as the target's user, or as root "
+			     "with CAP_SYS_PTRACE and CAP_DAC_OVERRIDE; or the socket's permissions "
+			     "refuse clrtap)", (int)pid, (int)pid);
+		return n < 0 ? -EINVAL : 0;
+	}
 	if (c->ep_err) {
 		char e[256];
 

@@ -420,7 +420,7 @@ int cmd_profile(int argc, char **argv)
 			if (no_access && ch.ep_err == -ENOENT)
 				ch.ep_err = -EACCES; /* the socket is behind /proc/PID/root */
 			profile_engine_explain(&ch, so.pid, msg, sizeof(msg));
-			return cli_error(ch.perf_err ? EXIT_PERMISSION : ct_exit_for(rc), "%s", msg);
+			return cli_error(ch.perf_err ? EXIT_PERMISSION : ct_exit_for(ch.ep_err), "%s", msg);
 		}
 		if (s.failed_stage == PROFILE_STAGE_PERF)
 			return perf_error(so.pid, rc, so.sampler.off_cpu);

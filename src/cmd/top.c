@@ -198,7 +198,7 @@ int cmd_top(int argc, char **argv)
 		if (no_access && ch.ep_err == -ENOENT)
 			ch.ep_err = -EACCES; /* the socket is behind /proc/PID/root */
 		profile_engine_explain(&ch, so.pid, msg, sizeof(msg));
-		return cli_error(ch.perf_err ? EXIT_PERMISSION : ct_exit_for(rc), "%s", msg);
+		return cli_error(ch.perf_err ? EXIT_PERMISSION : ct_exit_for(ch.ep_err), "%s", msg);
 	}
 	if (rc) {
 		if (rc == -EACCES || rc == -EPERM)

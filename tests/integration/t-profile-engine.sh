@@ -102,16 +102,22 @@ print("\n".join(strs[c] for c in comments))
 EOF
 )
 contains "pprof comment states the engine" "$PB" "engine: EventPipe"
+contains "pprof comment: why" "$PB" "why: --engine auto, and perf_event_open was denied (a seccomp filter"
+contains "pprof comment: what it cannot see" "$PB" "no native, runtime or kernel frames"
 
 expect_exit "profile -o .speedscope.json under the wrapper" 0 "$NOPERF" "$CLRTAP" profile -p "$PID" -d 2 -o "$WORK/ep.speedscope.json"
 SS=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("\n".join(d["clrtapNotes"])); print(d["name"])' "$WORK/ep.speedscope.json")
 contains "speedscope notes state the engine" "$SS" "engine: EventPipe"
+contains "speedscope notes: why" "$SS" "why: --engine auto, and perf_event_open was denied (a seccomp filter"
+contains "speedscope notes: what it cannot see" "$SS" "no native, runtime or kernel frames"
 contains "speedscope name states the engine" "$SS" "(EventPipe engine)"
 
 expect_exit "profile --threads --bundle under the wrapper" 0 "$NOPERF" "$CLRTAP" profile -p "$PID" -d 2 --threads -o "$WORK/ept.folded" --bundle "$WORK/bundle"
 contains "--threads: a root per thread name" "$(cat "$WORK/ept.folded")" "[thread] workload;"
 BDIR=$(echo "$OUT" | sed -n 's/^bundle: //p')
 contains "bundle metadata states the engine" "$(cat "$BDIR/metadata.txt")" "engine: EventPipe"
+contains "bundle metadata: why" "$(cat "$BDIR/metadata.txt")" "why: --engine auto, and perf_event_open was denied (a seccomp filter"
+contains "bundle metadata: what it cannot see" "$(cat "$BDIR/metadata.txt")" "no native, runtime or kernel frames"
 check "bundle tar holds metadata.txt" bash -c 'tar tzf "$1"/*.tar.gz | grep -q metadata.txt' _ "$BDIR"
 contains "raw samples name HotA" "$(cat "$BDIR/samples.txt")" "$HOTA (managed)"
 
@@ -163,6 +169,15 @@ expect_exit "--engine eventpipe on a native process" 4 "$CLRTAP" profile --engin
 contains "--engine eventpipe: says a .NET process is needed" "$ERR" "needs a .NET process"
 kill "$SPID" 2>/dev/null
 wait "$SPID" 2>/dev/null
+
+# --engine eventpipe as nobody on root's process: the socket is out of reach (exit 5, not 4)
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+	expect_exit "--engine eventpipe, socket out of reach" 5 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$CLRTAP" profile --engine eventpipe -p "$PID" -d 1 -o /tmp/clrtap-nobody-$$.folded
+	contains "--engine eventpipe, out of reach: says so" "$ERR" "clrtap may not reach its diagnostics socket"
+	contains "--engine eventpipe, out of reach: names the fix" "$ERR" "CAP_SYS_PTRACE"
+	check "--engine eventpipe, out of reach: no output" test ! -e /tmp/clrtap-nobody-$$.folded
+fi
 
 # Ctrl-C on the EventPipe engine: a complete result, exit 0
 "$CLRTAP" profile --engine eventpipe -p "$PID" -d 60 -o "$WORK/int.folded" >"$WORK/int.out" 2>&1 &

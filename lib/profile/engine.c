@@ -34,6 +34,13 @@ const char *profile_perf_cause_short(enum profile_perf_cause c)
 	return cause_short(c);
 }
 
+const char *profile_engine_refused(const struct profile_engine_choice *c)
+{
+	/* perf_event_open passed; the symbolizer's /proc/PID/map_files did not */
+	return c->maps_denied ? "reading the target's memory mappings was refused"
+			      : "perf_event_open was denied";
+}
+
 int profile_session_start_engine(struct profile_session *s, struct profile_session_opts *o,
 				 struct profile_engine_choice *c)
 {
@@ -50,10 +57,20 @@ int profile_session_start_engine(struct profile_session *s, struct profile_sessi
 			c->used = PROFILE_ENGINE_PERF;
 			return 0;
 		}
-		if (s->failed_stage != PROFILE_STAGE_PERF || (rc != -EPERM && rc != -EACCES))
+		/* the symbolizer reads /proc/PID/map_files: a ptrace access check, which
+		 * CAP_PERFMON lets perf_event_open pass (and the mappings not); ENOSYS: the
+		 * call is blocked (a container profile) or the kernel has no perf events */
+		if (!(s->failed_stage == PROFILE_STAGE_PERF &&
+		      (rc == -EPERM || rc == -EACCES || rc == -ENOSYS)) &&
+		    !(s->failed_stage == PROFILE_STAGE_SYM && (rc == -EPERM || rc == -EACCES)))
 			return rc;
 		c->perf_err = rc;
+		c->maps_denied = s->failed_stage == PROFILE_STAGE_SYM;
 		profile_perf_diagnose(o->pid, rc, o->sampler.off_cpu, &c->diag);
+		/* perf_event_open passed (CAP_PERFMON skips its ptrace check), the maps did
+		 * not: without CAP_SYS_PTRACE that is the cause, whatever environ said */
+		if (c->maps_denied && !c->diag.cap_sys_ptrace)
+			c->diag.cause = PROFILE_PERF_CAUSE_PTRACE;
 		if (asked == PROFILE_ENGINE_PERF)
 			return rc;
 		c->fell_back = true;
@@ -97,15 +114,29 @@ int profile_engine_explain(const struct profile_engine_choice *c, pid_t pid, cha
 				 "(%s)", e);
 		}
 		n = snprintf(buf, len,
-			     "cannot profile pid %d with either engine: perf_event_open was denied "
-			     "(%s: %s), and the EventPipe fallback is not available: %s",
-			     (int)pid, cause_short(c->diag.cause), profile_perf_cause_text(c->diag.cause),
-			     ipc);
+			     "cannot profile pid %d with either engine: %s (%s: %s), and the "
+			     "EventPipe fallback is not available: %s",
+			     (int)pid, profile_engine_refused(c), cause_short(c->diag.cause),
+			     profile_perf_cause_text(c->diag.cause), ipc);
+		return n < 0 ? -EINVAL : 0;
+	}
+	if (c->perf_err && c->maps_denied) {
+		n = snprintf(buf, len, "not allowed to profile pid %d with perf_event: %s: %s",
+			     (int)pid, profile_engine_refused(c),
+			     profile_perf_cause_text(c->diag.cause));
 		return n < 0 ? -EINVAL : 0;
 	}
 	if (c->perf_err) {
 		n = snprintf(buf, len, "not allowed to sample pid %d with perf_event_open: %s",
 			     (int)pid, profile_perf_cause_text(c->diag.cause));
+		return n < 0 ? -EINVAL : 0;
+	}
+	if (c->ep_err == -EACCES) {
+		n = snprintf(buf, len, "cannot start the EventPipe sample profiler in pid %d: clrtap "
+			     "may not reach its diagnostics socket (its /tmp is behind /proc/%d/root, "
+			     "which needs ptrace access: run clrtap as the target's user, or as root "
+			     "with CAP_SYS_PTRACE and CAP_DAC_OVERRIDE; or the socket's permissions "
+			     "refuse clrtap)", (int)pid, (int)pid);
 		return n < 0 ? -EINVAL : 0;
 	}
 	if (c->ep_err) {
@@ -132,8 +163,8 @@ int profile_engine_notes(const struct profile_engine_choice *c, unsigned hz, uns
 					 "Microsoft-DotNETCore-SampleProfiler, over the diagnostics "
 					 "socket)\n");
 		if (c->fell_back)
-			rc |= strbuf_addf(&sb, "why: --engine auto, and perf_event_open was denied "
-					       "(%s)\n", cause_short(c->diag.cause));
+			rc |= strbuf_addf(&sb, "why: --engine auto, and %s (%s)\n",
+					  profile_engine_refused(c), cause_short(c->diag.cause));
 		else
 			rc |= strbuf_addstr(&sb, "why: --engine eventpipe was asked for\n");
 		rc |= strbuf_addstr(&sb, "sees: managed frames only (no native, runtime or kernel "

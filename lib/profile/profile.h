@@ -285,6 +285,8 @@ struct profile_engine_choice {
 	enum profile_engine asked, used;
 	bool fell_back;                /* auto: perf was denied, EventPipe used */
 	int perf_err;                  /* perf_event_open's refusal (0: none) */
+	bool maps_denied;              /* perf_event_open worked, but reading the target's
+					* mappings (/proc/PID/map_files) was refused: perf_err */
 	struct profile_perf_diag diag; /* why, when perf_err */
 	int ep_err;                    /* the EventPipe session could not start (0: fine) */
 	struct ipc_error ep_rerr;
@@ -292,8 +294,8 @@ struct profile_engine_choice {
 
 /*
  * Starts s with o->engine: PERF, EVENTPIPE, or AUTO (perf_event; when opening
- * its events fails with EPERM/EACCES, EventPipe if o->target is a .NET
- * target). c says what was used and why; on failure what each engine said.
+ * its events, or reading the target's memory maps, fails with EPERM/EACCES,
+ * EventPipe if o->target is a .NET target). c says what was used and why; on failure what each engine said.
  */
 int profile_session_start_engine(struct profile_session *s, struct profile_session_opts *o,
 				 struct profile_engine_choice *c);
@@ -305,5 +307,8 @@ int profile_engine_notes(const struct profile_engine_choice *c, unsigned hz, uns
 			 uint32_t sampling_ns, char *buf, size_t len);
 /* A few words naming a cause. */
 const char *profile_perf_cause_short(enum profile_perf_cause c);
+/* What was refused to the perf_event engine: "perf_event_open was denied", or
+ * reading the target's memory mappings (perf_event_open worked). */
+const char *profile_engine_refused(const struct profile_engine_choice *c);
 
 #endif

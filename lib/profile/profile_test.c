@@ -295,6 +295,15 @@ static void test_engine_texts(void **state)
 	assert_non_null(strstr(buf, "with either engine"));
 	assert_non_null(strstr(buf, "a seccomp filter"));
 	assert_non_null(strstr(buf, "no diagnostics socket"));
+	/* perf_event_open passed, the mappings did not: said as such, with the ptrace fix */
+	c.maps_denied = true;
+	c.diag.cause = PROFILE_PERF_CAUSE_PTRACE;
+	c.ep_err = 0;
+	assert_int_equal(profile_engine_explain(&c, 42, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "not allowed to profile pid 42 with perf_event: reading the "
+				    "target's memory mappings was refused: "));
+	assert_non_null(strstr(buf, "CAP_SYS_PTRACE"));
+	assert_null(strstr(buf, "perf_event_open was denied"));
 }
 
 int main(void)

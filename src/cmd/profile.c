@@ -318,7 +318,7 @@ int cmd_profile(int argc, char **argv)
 		{ 0 },
 	};
 	struct profile_engine_choice ch;
-	char notes[2048], msg[2048], engine_line[256];
+	char notes[2048], msg[2048], engine_line[384];
 	struct profile_session_opts so = { 0 };
 	struct profile_summary sum;
 	struct profile_session s;
@@ -334,7 +334,7 @@ int cmd_profile(int argc, char **argv)
 	uint64_t deadline, t_begin, t_stop = 0, t_done = 0;
 	bool handed_off = false;
 	int first, code, rc, fmt;
-	bool dotnet, no_access = false;
+	bool dotnet, no_access = false, hz_given;
 
 	if (cli_parse(argc, argv,
 		      "clrtap profile (-p PID | -n NAME) [-F HZ] [-d SEC] [-o OUT] [--off-cpu|--wall] "
@@ -358,6 +358,7 @@ int cmd_profile(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "-F does not apply to --engine eventpipe: the runtime "
 					     "samples every managed thread at its own interval (1 ms "
 					     "by default), which no EventPipe request can change");
+	hz_given = a.hz != -1;
 	if (a.hz == -1)
 		a.hz = 99;
 	if (a.hz < 1 || a.hz > 10000)
@@ -419,7 +420,7 @@ int cmd_profile(int argc, char **argv)
 			if (no_access && ch.ep_err == -ENOENT)
 				ch.ep_err = -EACCES; /* the socket is behind /proc/PID/root */
 			profile_engine_explain(&ch, so.pid, msg, sizeof(msg));
-			return cli_error(ch.perf_err ? EXIT_PERMISSION : ct_exit_for(rc), "%s", msg);
+			return cli_error(ch.perf_err ? EXIT_PERMISSION : ct_exit_for(ch.ep_err), "%s", msg);
 		}
 		if (s.failed_stage == PROFILE_STAGE_PERF)
 			return perf_error(so.pid, rc, so.sampler.off_cpu);
@@ -429,9 +430,13 @@ int cmd_profile(int argc, char **argv)
 				 (int)so.pid, strerror(-rc));
 	}
 	if (ch.fell_back)
-		cli_warn("perf_event_open was denied (%s): sampling with the runtime's EventPipe "
+		cli_warn("%s (%s): sampling with the runtime's EventPipe "
 			 "sample profiler instead (managed frames only; --engine perf to fail instead)",
-			 profile_perf_cause_short(ch.diag.cause));
+			 profile_engine_refused(&ch), profile_perf_cause_short(ch.diag.cause));
+	if (ch.fell_back && hz_given)
+		cli_warn("-F %d is not used: the EventPipe engine samples at the runtime's own "
+			 "interval (1 ms by default), which no EventPipe request can change",
+			 a.hz);
 	if (!dotnet && !s.ep)
 		cli_info("pid %d is not a .NET process (no diagnostics socket): profiling native "
 			 "and kernel frames only",
@@ -508,10 +513,14 @@ int cmd_profile(int argc, char **argv)
 	}
 	fo.title = title;
 	fo.notes = notes;
-	snprintf(engine_line, sizeof(engine_line), "engine: %s (%s)",
-		 profile_engine_name(ch.used),
-		 ch.fell_back ? "perf_event_open was denied, see the notes in the output" :
-		 ch.asked == PROFILE_ENGINE_AUTO ? "auto: perf_event_open allowed" : "as asked");
+	if (ch.fell_back)
+		snprintf(engine_line, sizeof(engine_line), "engine: %s (--engine auto, and %s: %s)",
+			 profile_engine_name(ch.used), profile_engine_refused(&ch),
+			 profile_perf_cause_short(ch.diag.cause));
+	else
+		snprintf(engine_line, sizeof(engine_line), "engine: %s (%s)",
+			 profile_engine_name(ch.used),
+			 ch.asked == PROFILE_ENGINE_AUTO ? "auto: perf_event_open allowed" : "as asked");
 	fo.duration_ns = s.end_ns - s.start_ns;
 	fo.time_unix_ns = (int64_t)time(NULL) * 1000000000ll - (int64_t)fo.duration_ns;
 	code = write_flame(f, out, (enum flame_format)fmt, &fo);

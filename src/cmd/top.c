@@ -140,7 +140,7 @@ int cmd_top(int argc, char **argv)
 	uint64_t next, deadline;
 	unsigned iter = 0;
 	int first, code, rc;
-	bool dotnet, no_access = false, tty = isatty(STDOUT_FILENO);
+	bool dotnet, no_access = false, hz_given, tty = isatty(STDOUT_FILENO);
 
 	/* -n is the target's name everywhere; iterations are -i/--iterations (and -n N as a count
 	 * is accepted when it is a number, like top(1)) */
@@ -174,6 +174,7 @@ int cmd_top(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "-F does not apply to --engine eventpipe: the runtime "
 					     "samples every managed thread at its own interval (1 ms "
 					     "by default), which no EventPipe request can change");
+	hz_given = hz != -1;
 	if (hz == -1)
 		hz = 99;
 	if (hz < 1 || hz > 10000)
@@ -197,7 +198,7 @@ int cmd_top(int argc, char **argv)
 		if (no_access && ch.ep_err == -ENOENT)
 			ch.ep_err = -EACCES; /* the socket is behind /proc/PID/root */
 		profile_engine_explain(&ch, so.pid, msg, sizeof(msg));
-		return cli_error(ch.perf_err ? EXIT_PERMISSION : ct_exit_for(rc), "%s", msg);
+		return cli_error(ch.perf_err ? EXIT_PERMISSION : ct_exit_for(ch.ep_err), "%s", msg);
 	}
 	if (rc) {
 		if (rc == -EACCES || rc == -EPERM)
@@ -212,9 +213,13 @@ int cmd_top(int argc, char **argv)
 				 strerror(-rc));
 	}
 	if (ch.fell_back)
-		cli_warn("perf_event_open was denied (%s): sampling with the runtime's EventPipe "
+		cli_warn("%s (%s): sampling with the runtime's EventPipe "
 			 "sample profiler instead (managed frames only)",
-			 profile_perf_cause_short(ch.diag.cause));
+			 profile_engine_refused(&ch), profile_perf_cause_short(ch.diag.cause));
+	if (ch.fell_back && hz_given)
+		cli_warn("-F %d is not used: the EventPipe engine samples at the runtime's own "
+			 "interval (1 ms by default), which no EventPipe request can change",
+			 hz);
 	if (!dotnet && !s.ep)
 		cli_info("pid %d is not a .NET process: native and kernel frames only", (int)so.pid);
 	if (s.dotnet && s.pm_err)

@@ -43,7 +43,8 @@ PID=$FIX_PID
 # ---------------------------------------------------------------- seccomp
 expect_exit "profile under the seccomp wrapper (auto)" 0 "$NOPERF" "$CLRTAP" profile -p "$PID" -d 5 -o "$WORK/ep.folded"
 echo "$OUT" | sed 's/^/    | /'
-contains "summary states the engine" "$OUT" "engine: EventPipe"
+contains "summary states the engine and why" "$OUT" "engine: EventPipe (--engine auto, and perf_event_open was denied: a seccomp filter denies the system call)"
+contains "summary states what it cannot see" "$OUT" "kernel stacks: no (EventPipe sees managed frames only)"
 contains "warning names the seccomp cause" "$ERR" "perf_event_open was denied (a seccomp filter"
 contains "summary names HotA" "$OUT" "$HOTA"
 contains "HotA named exactly" "$(cat "$WORK/ep.folded")" ";$HOTA"
@@ -60,6 +61,16 @@ contains "HTML notes: why" "$HTML" "why: --engine auto, and perf_event_open was 
 contains "HTML notes: what it cannot see" "$HTML" "no native, runtime or kernel frames"
 contains "HTML notes: -F" "$HTML" "not -F"
 contains "HTML names HotA" "$HTML" "$HOTA"
+
+# -F given, perf denied, --engine auto: EventPipe all the same, and the
+# warning says -F is not used (the runtime's interval is)
+expect_exit "profile -F 199 -o .svg under the wrapper" 0 "$NOPERF" "$CLRTAP" profile -F 199 -p "$PID" -d 2 -o "$WORK/ep.svg"
+contains "-F under the fallback: said to be unused" "$ERR" "-F 199 is not used: the EventPipe engine samples at the runtime's own interval"
+SVG=$(cat "$WORK/ep.svg")
+contains "SVG title states the engine" "$SVG" "(EventPipe engine)</text>"
+contains "SVG desc: engine" "$SVG" "<desc>engine: EventPipe"
+contains "SVG desc: what it cannot see" "$SVG" "no native, runtime or kernel frames"
+contains "SVG names HotA" "$SVG" "<title>$HOTA ("
 
 expect_exit "profile -o .pb.gz under the wrapper" 0 "$NOPERF" "$CLRTAP" profile -p "$PID" -d 2 -o "$WORK/ep.pb.gz"
 PB=$(python3 - "$WORK/ep.pb.gz" <<'EOF'
@@ -91,18 +102,29 @@ print("\n".join(strs[c] for c in comments))
 EOF
 )
 contains "pprof comment states the engine" "$PB" "engine: EventPipe"
+contains "pprof comment: why" "$PB" "why: --engine auto, and perf_event_open was denied (a seccomp filter"
+contains "pprof comment: what it cannot see" "$PB" "no native, runtime or kernel frames"
 
 expect_exit "profile -o .speedscope.json under the wrapper" 0 "$NOPERF" "$CLRTAP" profile -p "$PID" -d 2 -o "$WORK/ep.speedscope.json"
 SS=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("\n".join(d["clrtapNotes"])); print(d["name"])' "$WORK/ep.speedscope.json")
 contains "speedscope notes state the engine" "$SS" "engine: EventPipe"
+contains "speedscope notes: why" "$SS" "why: --engine auto, and perf_event_open was denied (a seccomp filter"
+contains "speedscope notes: what it cannot see" "$SS" "no native, runtime or kernel frames"
 contains "speedscope name states the engine" "$SS" "(EventPipe engine)"
 
 expect_exit "profile --threads --bundle under the wrapper" 0 "$NOPERF" "$CLRTAP" profile -p "$PID" -d 2 --threads -o "$WORK/ept.folded" --bundle "$WORK/bundle"
 contains "--threads: a root per thread name" "$(cat "$WORK/ept.folded")" "[thread] workload;"
 BDIR=$(echo "$OUT" | sed -n 's/^bundle: //p')
 contains "bundle metadata states the engine" "$(cat "$BDIR/metadata.txt")" "engine: EventPipe"
+contains "bundle metadata: why" "$(cat "$BDIR/metadata.txt")" "why: --engine auto, and perf_event_open was denied (a seccomp filter"
+contains "bundle metadata: what it cannot see" "$(cat "$BDIR/metadata.txt")" "no native, runtime or kernel frames"
 check "bundle tar holds metadata.txt" bash -c 'tar tzf "$1"/*.tar.gz | grep -q metadata.txt' _ "$BDIR"
 contains "raw samples name HotA" "$(cat "$BDIR/samples.txt")" "$HOTA (managed)"
+
+# the call blocked with ENOSYS (Podman's profile before containers/common#2534): the same fallback
+expect_exit "profile, perf_event_open failing with ENOSYS" 0 "$NOPERF" --enosys "$CLRTAP" profile -p "$PID" -d 2 -o "$WORK/enosys.folded"
+contains "ENOSYS: the EventPipe engine, with the seccomp cause" "$OUT" "engine: EventPipe (--engine auto, and perf_event_open was denied: a seccomp filter"
+contains "ENOSYS: HotA named" "$(cat "$WORK/enosys.folded")" ";$HOTA"
 
 expect_exit "--engine perf under the wrapper fails" 5 "$NOPERF" "$CLRTAP" profile --engine perf -p "$PID" -d 2 -o "$WORK/no.folded"
 contains "--engine perf: the seccomp cause" "$ERR" "a seccomp filter denies the perf_event_open system call"
@@ -120,6 +142,13 @@ echo "$OUT" | sed 's/^/    | /'
 contains "top states the engine" "$OUT" "EventPipe engine"
 contains "top names HotA" "$OUT" "$HOTA"
 equals "top: two refreshes" "$(echo "$OUT" | grep -c '^clrtap top - pid ')" 2
+
+expect_exit "top --engine perf under the wrapper fails" 5 "$NOPERF" "$CLRTAP" top --engine perf -p "$PID" -i 1
+contains "top --engine perf: the seccomp cause" "$ERR" "a seccomp filter denies the perf_event_open system call"
+expect_exit "top -F with --engine eventpipe is refused" 2 "$CLRTAP" top --engine eventpipe -F 99 -p "$PID" -i 1
+expect_exit "top --engine eventpipe" 0 "$CLRTAP" top --engine eventpipe -p "$PID" -i 1
+contains "top --engine eventpipe: the engine" "$OUT" "EventPipe engine"
+contains "top --engine eventpipe: HotA" "$OUT" "$HOTA"
 
 # a process without a diagnostics socket while perf is denied: both causes, once
 sleep 300 &
@@ -140,6 +169,15 @@ expect_exit "--engine eventpipe on a native process" 4 "$CLRTAP" profile --engin
 contains "--engine eventpipe: says a .NET process is needed" "$ERR" "needs a .NET process"
 kill "$SPID" 2>/dev/null
 wait "$SPID" 2>/dev/null
+
+# --engine eventpipe as nobody on root's process: the socket is out of reach (exit 5, not 4)
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+	expect_exit "--engine eventpipe, socket out of reach" 5 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$CLRTAP" profile --engine eventpipe -p "$PID" -d 1 -o /tmp/clrtap-nobody-$$.folded
+	contains "--engine eventpipe, out of reach: says so" "$ERR" "clrtap may not reach its diagnostics socket"
+	contains "--engine eventpipe, out of reach: names the fix" "$ERR" "CAP_SYS_PTRACE"
+	check "--engine eventpipe, out of reach: no output" test ! -e /tmp/clrtap-nobody-$$.folded
+fi
 
 # Ctrl-C on the EventPipe engine: a complete result, exit 0
 "$CLRTAP" profile --engine eventpipe -p "$PID" -d 60 -o "$WORK/int.folded" >"$WORK/int.out" 2>&1 &
@@ -163,7 +201,24 @@ expect_exit "EventPipe, SIGKILL: a new session works" 0 "$CLRTAP" profile --engi
 contains "EventPipe, SIGKILL: the new session names HotA" "$(cat "$WORK/after.folded")" ";$HOTA"
 
 # ---------------------------------------------------------------- both engines here
-expect_exit "profile --engine perf" 0 "$CLRTAP" profile --engine perf -p "$PID" -d 5 -o "$WORK/perf.folded"
+# perf_event_open allowed here? (this test's own probe: a user-only event on itself)
+perf_probe() {
+	python3 - <<'EOF'
+import ctypes, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+attr = bytearray(128)
+struct.pack_into("IIQ", attr, 0, 1, 128, 1)  # PERF_TYPE_SOFTWARE, size, TASK_CLOCK
+struct.pack_into("Q", attr, 40, (1 << 0) | (1 << 5) | (1 << 6))  # disabled, exclude_kernel, exclude_hv
+buf = ctypes.create_string_buffer(bytes(attr), 128)
+nr = {"x86_64": 298, "aarch64": 241}[os.uname().machine]
+fd = libc.syscall(nr, buf, 0, -1, -1, 0)
+print("allowed" if fd >= 0 else "denied")
+EOF
+}
+if [ "$(perf_probe)" != allowed ]; then
+	echo "ok - $TEST_NAME: # SKIP both engines: perf_event_open is denied to this test here"
+else
+expect_exit "profile --engine perf" 0 "$CLRTAP" profile --engine perf -F 499 -p "$PID" -d 5 -o "$WORK/perf.folded"
 contains "perf summary states the engine" "$OUT" "engine: perf_event"
 expect_exit "profile --engine eventpipe" 0 "$CLRTAP" profile --engine eventpipe -p "$PID" -d 5 -o "$WORK/ep2.folded"
 contains "eventpipe summary states the engine" "$OUT" "engine: EventPipe (as asked)"
@@ -175,6 +230,7 @@ TOPP=$(sort -t' ' -k2 -n -r "$WORK/perf.folded" | head -1 | sed 's/ [0-9]*$//; s
 TOPE=$(sort -t' ' -k2 -n -r "$WORK/ep2.folded" | head -1 | sed 's/ [0-9]*$//; s/.*;//')
 equals "perf's top leaf is HotA" "$TOPP" "$HOTA"
 equals "EventPipe's top leaf is HotA" "$TOPE" "$HOTA"
+fi
 
 # ---------------------------------------------------------------- caps dropped, paranoid 3
 DROP=(setpriv --inh-caps=-perfmon,-sys_admin --ambient-caps=-perfmon,-sys_admin --bounding-set=-perfmon,-sys_admin --)
@@ -187,40 +243,39 @@ else
 	if echo 3 > "$PARA" 2>/dev/null; then
 		# This kernel's rule at paranoid 3 for a process without CAP_PERFMON: may it
 		# open a user-only event on itself? (Debian/Ubuntu kernels: no; upstream: yes.)
-		PROBE=$("${DROP[@]}" python3 - <<'EOF'
-import ctypes, os, struct
-libc = ctypes.CDLL(None, use_errno=True)
-attr = bytearray(128)
-struct.pack_into("IIQ", attr, 0, 1, 128, 1)  # PERF_TYPE_SOFTWARE, size, TASK_CLOCK
-struct.pack_into("Q", attr, 40, (1 << 0) | (1 << 5) | (1 << 6))  # disabled, exclude_kernel, exclude_hv
-buf = ctypes.create_string_buffer(bytes(attr), 128)
-nr = {"x86_64": 298, "aarch64": 241}[os.uname().machine]
-fd = libc.syscall(nr, buf, 0, -1, -1, 0)
-print("allowed" if fd >= 0 else "denied")
-EOF
-)
+		export -f perf_probe
+		PROBE=$("${DROP[@]}" bash -c perf_probe)
 		echo "    paranoid 3 without CAP_PERFMON/CAP_SYS_ADMIN: perf_event_open $PROBE here"
-		expect_exit "profile with the caps dropped at paranoid 3" 0 "${DROP[@]}" "$CLRTAP" profile -p "$PID" -d 5 -o "$WORK/caps.folded"
+		# the flame graph (HTML) and its folded stacks come from one run: the bundle;
+		# -F 499: enough samples in 5 s that the split is not at the mercy of chance
+		expect_exit "profile with the caps dropped at paranoid 3" 0 "${DROP[@]}" "$CLRTAP" profile -F 499 -p "$PID" -d 5 -o "$WORK/caps.html" --bundle "$WORK/capsb"
 		echo "$OUT" | sed 's/^/    | /'
 		echo "$OLD" > "$PARA"
-		SC=$(folded_share "$WORK/caps.folded" "$HOTA" "$HOTB")
+		CB=$(echo "$OUT" | sed -n 's/^bundle: //p')
+		SC=$(folded_share "$CB/profile.folded" "$HOTA" "$HOTB")
 		echo "    caps dropped: HotA share $SC %"
 		check "caps dropped: split 75 +- 5 ($SC %)" in_range "$SC" 70 80
-		contains "caps dropped: HotA named" "$(cat "$WORK/caps.folded")" ";$HOTA"
+		contains "caps dropped: HotA named" "$(cat "$CB/profile.folded")" ";$HOTA"
+		contains "caps dropped: the flame graph names HotA" "$(cat "$WORK/caps.html")" "$HOTA"
 		if [ "$PROBE" = denied ]; then
 			contains "caps dropped: EventPipe engine" "$OUT" "engine: EventPipe"
+			contains "caps dropped: the flame graph states the EventPipe engine" "$(cat "$WORK/caps.html")" "(EventPipe engine)</title>"
 			contains "caps dropped: the paranoid cause" "$ERR" "perf_event_paranoid >= 3 and no CAP_PERFMON"
 		else
 			# the kernel lets it sample its own user stacks: perf_event stays, without kernel stacks
 			contains "caps dropped: this kernel keeps perf_event" "$OUT" "engine: perf_event"
+			contains "caps dropped: the flame graph states the perf_event engine" "$(cat "$WORK/caps.html")" "(perf_event engine)</title>"
 			contains "caps dropped: kernel stacks refused" "$ERR" "kernel stacks not permitted"
 		fi
 		# --engine eventpipe under the same conditions works whatever the kernel says
 		echo 3 > "$PARA"
-		expect_exit "caps dropped, paranoid 3: --engine eventpipe" 0 "${DROP[@]}" "$CLRTAP" profile --engine eventpipe -p "$PID" -d 4 -o "$WORK/caps-ep.folded"
+		expect_exit "caps dropped, paranoid 3: --engine eventpipe" 0 "${DROP[@]}" "$CLRTAP" profile --engine eventpipe -p "$PID" -d 4 -o "$WORK/caps-ep.html" --bundle "$WORK/capsb2"
 		echo "$OLD" > "$PARA"
-		SC=$(folded_share "$WORK/caps-ep.folded" "$HOTA" "$HOTB")
+		CB=$(echo "$OUT" | sed -n 's/^bundle: //p')
+		SC=$(folded_share "$CB/profile.folded" "$HOTA" "$HOTB")
 		check "caps dropped, EventPipe: split 75 +- 5 ($SC %)" in_range "$SC" 70 80
+		contains "caps dropped, EventPipe: the flame graph states the engine" "$(cat "$WORK/caps-ep.html")" "(EventPipe engine)</title>"
+		contains "caps dropped, EventPipe: the flame graph names HotA" "$(cat "$WORK/caps-ep.html")" "$HOTA"
 	else
 		echo "ok - $TEST_NAME: # SKIP cannot set perf_event_paranoid"
 	fi
@@ -242,6 +297,46 @@ EOF
 fi
 
 stop_fixture "$PID"
+
+# ---------------------------------------------------------------- no CAP_SYS_PTRACE
+# Root without CAP_SYS_PTRACE on another user's process: CAP_PERFMON lets
+# perf_event_open pass its ptrace check, but the target's memory mappings
+# (which name the frames) and its /proc/PID/root (the socket) need ptrace
+# access. The refusal names ptrace and CAP_SYS_PTRACE, not the sysctl.
+NOPTRACE=(setpriv --inh-caps=-sys_ptrace --ambient-caps=-sys_ptrace --bounding-set=-sys_ptrace --)
+if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || ! "${NOPTRACE[@]}" true 2>/dev/null; then
+	echo "ok - $TEST_NAME: # SKIP no-ptrace run (needs root and setpriv)"
+else
+	setpriv --reuid=65534 --regid=65534 --clear-groups sleep 300 &
+	NP=$!
+	KILL_PIDS+=("$NP")
+	for ((i = 0; i < 50; i++)); do [ "$(stat -c %u /proc/$NP 2>/dev/null)" = 65534 ] && break; sleep 0.1; done
+	# this kernel's rule: may root without CAP_SYS_PTRACE open the mappings of nobody's process?
+	MAPS=$("${NOPTRACE[@]}" python3 - "$NP" <<'EOF'
+import os, sys
+d = "/proc/%s/map_files" % sys.argv[1]
+try:
+    os.close(os.open(os.path.join(d, sorted(os.listdir(d))[0]), os.O_PATH))
+    print("allowed")
+except PermissionError:
+    print("denied")
+EOF
+)
+	echo "    root without CAP_SYS_PTRACE, nobody's map_files: $MAPS here"
+	if [ "$MAPS" = denied ]; then
+		expect_exit "no CAP_SYS_PTRACE: profile fails" 5 "${NOPTRACE[@]}" "$CLRTAP" profile -p "$NP" -d 1 -o "$WORK/no.folded"
+		contains "no CAP_SYS_PTRACE: the mappings were refused" "$ERR" "reading the target's memory mappings was refused (no ptrace access to the target"
+		contains "no CAP_SYS_PTRACE: names the fix" "$ERR" "add CAP_SYS_PTRACE"
+		contains "no CAP_SYS_PTRACE: the socket out of reach too" "$ERR" "may not reach the diagnostics socket"
+		lacks "no CAP_SYS_PTRACE: not the sysctl advice" "$ERR" "perf_event_paranoid <= 2"
+		expect_exit "no CAP_SYS_PTRACE: top fails" 5 "${NOPTRACE[@]}" "$CLRTAP" top -p "$NP" -i 1
+		contains "no CAP_SYS_PTRACE: top names ptrace" "$ERR" "no ptrace access to the target"
+	else
+		expect_exit "no CAP_SYS_PTRACE: profile works (this kernel allows it)" 0 "${NOPTRACE[@]}" "$CLRTAP" profile -p "$NP" -d 1 -o "$WORK/np.folded"
+	fi
+	kill "$NP" 2>/dev/null
+	wait "$NP" 2>/dev/null
+fi
 
 # ---------------------------------------------------------------- a container: own PID + mount namespace
 # The socket is in the target's private /tmp (reached through /proc/PID/root),

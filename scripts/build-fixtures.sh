@@ -43,12 +43,6 @@ rm -rf build/fixtures/musl-src && mkdir -p build/fixtures/musl-src &&
 		-o build/fixtures/sample-musl --nologo -v q ||
 	echo "build-fixtures: build/fixtures/sample-musl not built (needs Microsoft.NETCore.App.Runtime.linux-musl-x64 10.0.12 from NuGet); t-agent-musl.sh skips" >&2
 
-# dotnet-gcdump (a NuGet global tool) for t-gcdump.sh's cross-check with its
-# own graph reader; bench/bench-gcdump.sh uses the same copy.
-[ -x build/tools/dotnet-gcdump ] ||
-	dotnet tool install --tool-path build/tools dotnet-gcdump --version 10.0.750501 >/dev/null 2>&1 ||
-	echo "build-fixtures: build/tools/dotnet-gcdump not installed (NuGet); t-gcdump.sh skips that cross-check" >&2
-
 if [ ! -f build/fixtures/sample/sample.dll ]; then
 	echo "build-fixtures: build/fixtures/sample/sample.dll missing after the build" >&2
 	exit 1

@@ -178,8 +178,9 @@ fi
 # "Object Bytes" column is the first instance's size (wave2-anchors 2.5), so
 # bytes are compared for the total and the single-instance types.
 DGC=${DOTNET_GCDUMP:-$ROOT/build/tools/dotnet-gcdump}
+[ -x "$DGC" ] || DGC=$HOME/.dotnet/tools/dotnet-gcdump
 if [ ! -x "$DGC" ]; then
-	ok "# SKIP dotnet-gcdump cross-check: $DGC not installed (scripts/build-fixtures.sh installs it from NuGet)"
+	ok "# SKIP dotnet-gcdump cross-check: no dotnet-gcdump (this machine's NuGet feed does not serve it; set DOTNET_GCDUMP or install it into build/tools)"
 else
 	"$DGC" convert "$WORK/x.nettrace" -o "$WORK/x.gcdump" >"$WORK/dgc.out" 2>&1
 	"$DGC" report "$WORK/x.gcdump" >"$WORK/dgc.txt" 2>>"$WORK/dgc.out"

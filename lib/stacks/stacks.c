@@ -441,7 +441,7 @@ static int cmp_entry(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-/* "Name:\tfoo\n...NSpid:\t123\t7\n" -> foo and 7 */
+/* "Name:\tfoo\n...NSpid:\t123\t7\n" -> foo (as the kernel escaped it) and 7 */
 static bool parse_status(const char *buf, uint64_t *nstid, char *name, size_t len)
 {
 	const char *nsline = strstr(buf, "\nNSpid:");
@@ -503,6 +503,15 @@ int stacks_names_load(struct stacks_names **out, pid_t pid)
 			continue; /* the thread has exited */
 		if (!parse_status(sb.buf, &e.tid, e.name, sizeof(e.name)))
 			continue;
+		/* status shows the name escaped by the kernel ("\n", "\\"); comm
+		 * holds its bytes as the thread set them, then one '\n' */
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid, de->d_name);
+		strbuf_reset(&sb);
+		if (!strbuf_read_file(&sb, path) && sb.len && sb.len <= sizeof(e.name) &&
+		    sb.buf[sb.len - 1] == '\n') {
+			memcpy(e.name, sb.buf, sb.len - 1);
+			e.name[sb.len - 1] = 0;
+		}
 		if (n->n >= STACKS_MAX_THREADS) {
 			err = -E2BIG;
 			break;

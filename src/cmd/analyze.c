@@ -185,7 +185,7 @@ int cmd_analyze(int argc, char **argv)
 	}
 	a = analyze_analyzer_find(name);
 	if (!a)
-		return cli_error(EXIT_USAGE, "unknown analyzer '%s' (see clrtap analyze --list)", cli_safe(name));
+		return cli_error(EXIT_USAGE, "unknown analyzer '%s' (see clrtap analyze --list)", name);
 	if (file && (to.pid || to.name))
 		return cli_error(EXIT_USAGE, "either a file or -p/-n, not both");
 	if (!file && !to.pid && !to.name)

@@ -59,7 +59,7 @@ int cmd_doctor(int argc, char **argv)
 		      &code))
 		return code;
 	if (first < argc)
-		return cli_error(EXIT_USAGE, "unexpected argument '%s'", cli_safe(argv[first]));
+		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
 	if (duration <= 0)
 		return cli_error(EXIT_USAGE, "-d must be positive");
 	code = cli_resolve_target(&to, &t, &ep);

@@ -280,6 +280,11 @@ for cmd in "info --env" "trace collect -d 1 -o $WORK/x.nettrace" "counters colle
 	contains "case 1: $cmd says the socket is not the target's" "$ERR" "not the target's socket"
 	lacks "case 1: $cmd prints nothing of the host process" "$OUT$ERR" "hunter2"
 done
+if strace -f -qq -o /dev/null true 2>/dev/null; then
+	timeout 60 strace -f -qq -e trace=connect -o "$WORK/strace1.log" "$CLRTAP" info -p "$P" --env >/dev/null 2>&1
+	equals "case 1: strace: no connect call at all (the link is refused before connecting)" \
+		"$(grep -c 'connect(' "$WORK/strace1.log")" 0
+fi
 check "case 1: no file written" test ! -e "$WORK/x.nettrace" -a ! -e "$WORK/x.csv" -a ! -e "$WORK/x.core"
 # Sampling needs no socket: profile and top go on with native frames, and say why.
 run "case 1: profile" 0 "$CLRTAP" profile -p "$P" -d 1 -o "$WORK/x.folded"

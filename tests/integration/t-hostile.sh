@@ -9,7 +9,9 @@
 # or delete a host sentinel (content, mtime, inode, existence), connect to a
 # host socket (a sentinel server logs every connection), or hang on the FIFO
 # (each runs under `timeout`); each does its job or fails with a clear
-# clrtap: line and a documented exit code.
+# clrtap: line and a documented exit code. No stdout or stderr holds a raw
+# control byte; every --json output (and serve's API) is strict JSON holding
+# the hostile strings exactly.
 #
 # Then the container swaps its diagnostics socket (issue 19 cases 1-2 and a
 # socket served by another process): clrtap refuses with exit 10, names the
@@ -229,6 +231,30 @@ run "agent status --json" 0 "$CLRTAP" agent status -p "$P" --json
 jcheck "agent status --json: strict" "$WORK/stdout" '
 assert d["pid"] == int(os.environ["P"]), d
 print("ok")'
+# serve makes the same reachable over HTTP: its JSON about the container.
+SOCK=$WORK/serve.sock
+"$CLRTAP" serve --unix "$SOCK" --db "$WORK/serve.db" --pid "$P" >"$WORK/serve.out" 2>"$WORK/serve.err" &
+SERVE=$!
+KILL_PIDS+=("$SERVE")
+if wait_for_line "$WORK/serve.out" 'history in' 20 "$SERVE" >/dev/null; then
+	curl -s --unix-socket "$SOCK" "http://clrtap/api/v1/processes/$P" >"$WORK/serve-proc.json"
+	jcheck "serve: GET /api/v1/processes/PID is strict JSON with the argv exact" "$WORK/serve-proc.json" "$PYEVIL"'
+assert d["pid"] == int(os.environ["P"]), d
+assert raw(d["cmdline"]) == b" ".join(ARGV), (d["cmdline"], ARGV)
+print("ok")'
+	curl -s --unix-socket "$SOCK" "http://clrtap/api/v1/processes" >"$WORK/serve-procs.json"
+	jcheck "serve: GET /api/v1/processes is strict JSON and lists the container" "$WORK/serve-procs.json" '
+assert [p["pid"] for p in d["processes"] if p["pid"] == int(os.environ["P"])], d
+print("ok")'
+	curl -s --unix-socket "$SOCK" "http://clrtap/metrics" >"$WORK/metrics"
+	term_clean "$WORK/metrics" "serve: /metrics holds no control byte"
+else
+	not_ok "serve started" "$(cat "$WORK/serve.out" "$WORK/serve.err")"
+fi
+kill -TERM "$SERVE" 2>/dev/null
+wait "$SERVE" 2>/dev/null
+term_clean "$WORK/serve.err" "serve: no control byte on stderr"
+host_intact "serve"
 check "the fixture survived every command" kill -0 "$P"
 
 # The same without openat2 (the component walk older kernels get): the real

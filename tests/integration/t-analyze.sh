@@ -336,35 +336,6 @@ check "namespaced: the deadlocked ThreadA and ThreadB found in Monitor enter" py
 	"r = d['result']; g = {x['method']: x['threads'] for x in r['blocked_before']}; r['suspected'] and g == {'Clrtap.Fixtures.Deadlock::ThreadA': 1, 'Clrtap.Fixtures.Deadlock::ThreadB': 1}"
 stop_fixture "$FIX_PID"
 
-# --- -d 0: until Ctrl-C, then the report as usual (the one rule for -d) ---
-# d0_run NAME TRIGGER CMD...: CMD in the background, the trigger after 1.5 s,
-# Ctrl-C once the fixture is DONE; RC, $WORK/d0.out, $WORK/d0.err.
-d0_run() {
-	local trig=$1 p
-	shift
-	"$@" >"$WORK/d0.out" 2>"$WORK/d0.err" &
-	p=$!
-	sleep 1.5
-	touch "$trig"
-	wait_for_line "$FIX_OUT" '^DONE ' 20
-	sleep 0.5
-	kill -INT "$p"
-	wait "$p"
-	RC=$?
-	rm -f "$trig"
-}
-start_fixture exceptions --count 50 --trigger "$WORK/t0"
-d0_run "$WORK/t0" "$CLRTAP" analyze -p "$FIX_PID" exceptions -d 0 --json
-equals "analyze -d 0: Ctrl-C ends it, exit 0" "$RC" 0
-contains "analyze -d 0: says until Ctrl-C" "$(cat "$WORK/d0.err")" "until Ctrl-C"
-check "analyze -d 0: all 50 exceptions counted" py "$WORK/d0.out" 'd["result"]["total"] == 50 and not d["partial"]'
-stop_fixture "$FIX_PID"
-start_fixture exceptions --count 3000 --trigger "$WORK/t0"
-d0_run "$WORK/t0" "$CLRTAP" doctor -p "$FIX_PID" -d 0 --json
-equals "doctor -d 0: Ctrl-C ends it, exit 0" "$RC" 0
-check "doctor -d 0: the exceptions found" py "$WORK/d0.out" 'd["findings"][0]["analyzer"] == "exceptions"'
-stop_fixture "$FIX_PID"
-
 # --- errors ---
 expect_exit "leaks -d 0 is a usage error (it compares snapshots over -d)" 2 "$CLRTAP" analyze -p "$IDLE" leaks -d 0
 contains "leaks -d 0: says why" "$ERR" "it needs -d > 0"

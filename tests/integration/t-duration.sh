@@ -2,10 +2,16 @@
 # -d 0 is one rule for every command that runs for a time (issue 19): it
 # runs until Ctrl-C (or SIGTERM), which ends it normally: exit 0 and a
 # complete result (docs/cmd/*.md, "the one rule for -d of every command").
-# analyze and doctor are checked in t-analyze.sh. The target is the sample
+# (analyze leaks, which compares snapshots over -d, refuses -d 0: t-analyze.sh.)
+# The target is the sample
 # app in `hostile` mode on the host: HostileThrower::Throw throws and
 # catches an InvalidOperationException every 50 ms.
 . "$(dirname "$0")/lib.sh"
+
+# py_true FILE EXPR: EXPR over the JSON in FILE (d) is true.
+py_true() {
+	[ "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2")" == True ]
+}
 
 start_fixture hostile
 P=$FIX_PID
@@ -46,6 +52,16 @@ check "probe -d 0: calls seen" grep -qE 'Throw[^:]*: [1-9][0-9]* calls' "$WORK/e
 until_int "watch -d 0" "$CLRTAP" watch -p "$P" -d 0 'exception System.InvalidOperationException count 1'
 check "watch -d 0: fired, then ended" jl_true "$WORK/out" \
 	"[l['event'] for l in L if l['event'] in ('fired', 'end')] == ['fired', 'end']"
+
+until_int "analyze -d 0" "$CLRTAP" analyze -p "$P" exceptions -d 0 --json
+contains "analyze -d 0: says until Ctrl-C" "$ERR" "until Ctrl-C"
+check "analyze -d 0: the exceptions counted, not partial" py_true "$WORK/out" \
+	'd["result"]["total"] > 10 and not d["partial"]'
+
+until_int "doctor -d 0" "$CLRTAP" doctor -p "$P" -d 0 --json
+contains "doctor -d 0: says until Ctrl-C" "$ERR" "until Ctrl-C"
+check "doctor -d 0: the exceptions found" py_true "$WORK/out" \
+	'any(f["analyzer"] == "exceptions" for f in d["findings"]) and not d["partial"]'
 
 for cmd in "trace collect" "counters collect" "counters monitor" profile top probe watch analyze doctor; do
 	# shellcheck disable=SC2086

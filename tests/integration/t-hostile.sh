@@ -212,6 +212,8 @@ run "gcdump report -p --json" 0 "$CLRTAP" gcdump report -p "$P" --json
 jcheck "gcdump report --json: strict, the process" "$WORK/stdout" '
 assert d["pid"] == int(os.environ["P"]) and d["objects"] > 0, d
 print("ok")'
+run "gcdump report (text)" 0 "$CLRTAP" gcdump report -p "$P"
+contains "gcdump report: the process named" "$OUT" "Heap snapshot of pid $P"
 run "watch" 0 "$CLRTAP" watch -p "$P" 'exception System.InvalidOperationException count 1' -d 3
 JCHECK_LINES=1 jcheck "watch: strict JSON lines, the message and argv exact" "$WORK/stdout" "$PYEVIL"'
 w = [l for l in d if l["event"] == "watching"][0]

@@ -60,9 +60,13 @@ snapshot() {
 		# our own read set the atime: back to 2001, so the next read shows
 		[ -n "$ATIME" ] && touch -a -d '2001-02-03 04:05:06' "$f"
 	done
+	# the host directory the container's TMPDIR link names: never listed
+	[ -n "$ATIME" ] && stat -c "tmpdir$ATIME" "$HOST/tmpdir"
 	ls -A "$HOST" "$HOST/tmpdir" | tr '\n' ' '
+	[ -n "$ATIME" ] && touch -a -d '2001-02-03 04:05:06' "$HOST/tmpdir"
 	printf '\nconnections: %s\n' "$(wc -l <"$SLOG")"
 }
+[ -n "$ATIME" ] && touch -a -d '2001-02-03 04:05:06' "$HOST/tmpdir"
 BEFORE=$(snapshot)
 
 # The hostile fixture.

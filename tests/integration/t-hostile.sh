@@ -231,6 +231,14 @@ assert d["pid"] == int(os.environ["P"]) and d["objects"] > 0, d
 print("ok")'
 run "gcdump report (text)" 0 "$CLRTAP" gcdump report -p "$P"
 contains "gcdump report: the process named" "$OUT" "Heap snapshot of pid $P"
+run "gcdump watch --json" 0 "$CLRTAP" gcdump watch -p "$P" --every 500ms --count 2 -o "$WORK/hw" --json
+jcheck "gcdump watch --json: strict" "$WORK/stdout" '
+assert isinstance(d, dict), d
+print("ok")'
+run "gcdump diff --json" 0 "$CLRTAP" gcdump diff "$WORK/hw-1.heap" "$WORK/hw-2.heap" --json
+jcheck "gcdump diff --json: strict" "$WORK/stdout" '
+assert isinstance(d, dict), d
+print("ok")'
 run "watch" 0 "$CLRTAP" watch -p "$P" 'exception System.InvalidOperationException count 1' -d 3
 JCHECK_LINES=1 jcheck "watch: strict JSON lines, the message and argv exact" "$WORK/stdout" "$PYEVIL"'
 w = [l for l in d if l["event"] == "watching"][0]

@@ -77,6 +77,23 @@ out:
 	return err;
 }
 
+int proc_comm(pid_t pid, char *name, size_t len)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(256);
+	int err;
+
+	if (!len)
+		return -EINVAL;
+	name[0] = '\0';
+	err = proc_read(pid, "comm", &sb);
+	if (!err && sb.len && sb.buf[sb.len - 1] == '\n')
+		sb.len--;
+	if (!err)
+		ct_strlcpy(name, sb.len ? sb.buf : "", CT_MIN(len, sb.len + 1));
+	strbuf_release(&sb);
+	return err;
+}
+
 int proc_environ_get(pid_t pid, const char *name, struct strbuf *out)
 {
 	struct strbuf sb = STRBUF_INIT_MAX(ENVIRON_MAX);

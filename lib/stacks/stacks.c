@@ -9,6 +9,7 @@
 
 #include "common/strbuf.h"
 #include "common/strparse.h"
+#include "proc/proc.h"
 #include "stacks/stacks.h"
 
 /* ------------------------------------------------------------------------ */
@@ -503,14 +504,13 @@ int stacks_names_load(struct stacks_names **out, pid_t pid)
 			continue; /* the thread has exited */
 		if (!parse_status(sb.buf, &e.tid, e.name, sizeof(e.name)))
 			continue;
-		/* status shows the name escaped by the kernel ("\n", "\\"); comm
-		 * holds its bytes as the thread set them, then one '\n' */
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid, de->d_name);
-		strbuf_reset(&sb);
-		if (!strbuf_read_file(&sb, path) && sb.len && sb.len <= sizeof(e.name) &&
-		    sb.buf[sb.len - 1] == '\n') {
-			memcpy(e.name, sb.buf, sb.len - 1);
-			e.name[sb.len - 1] = 0;
+		/* the name's bytes (status shows them escaped by the kernel) */
+		{
+			char comm[sizeof(e.name)];
+			pid_t tid;
+
+			if (!ct_parse_pid(de->d_name, &tid) && !proc_comm(tid, comm, sizeof(comm)))
+				memcpy(e.name, comm, sizeof(comm));
 		}
 		if (n->n >= STACKS_MAX_THREADS) {
 			err = -E2BIG;

@@ -16,13 +16,20 @@ py_true() {
 start_fixture hostile
 P=$FIX_PID
 
-# until_int NAME CMD...: CMD in the background, SIGINT after 3 s; RC, OUT, ERR.
+# until_int NAME CMD...: CMD in the background; once it holds a socket (the
+# session) or a perf event (sampling, breakpoints), 2.5 s more, then SIGINT;
+# RC, OUT, ERR.
 until_int() {
-	local name=$1 c
+	local name=$1 c i
 	shift
 	"$@" >"$WORK/out" 2>"$WORK/err" &
 	c=$!
-	sleep 3
+	for ((i = 0; i < 600; i++)); do
+		ls -l "/proc/$c/fd" 2>/dev/null | grep -qE 'socket:|perf_event' && break
+		kill -0 "$c" 2>/dev/null || break
+		sleep 0.05
+	done
+	sleep 2.5
 	kill -INT "$c"
 	wait "$c"
 	RC=$?

@@ -521,17 +521,13 @@ out:
 static int by_name_cb(pid_t pid, void *ctx)
 {
 	struct by_name *b = ctx;
-	struct strbuf comm = STRBUF_INIT_MAX(256);
+	char comm[64];
 	bool match = false;
 
 	if (pid == getpid())
 		return 0;
-	if (!proc_read(pid, "comm", &comm)) {
-		while (comm.len && comm.buf[comm.len - 1] == '\n')
-			strbuf_setlen(&comm, comm.len - 1);
-		match = !strcmp(comm.buf, b->name);
-	}
-	strbuf_release(&comm);
+	if (!proc_comm(pid, comm, sizeof(comm)))
+		match = !strcmp(comm, b->name);
 	if (!match)
 		match = cmdline_matches(pid, b->name);
 	if (match) {

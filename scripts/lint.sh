@@ -41,6 +41,15 @@ for f in $(ls lib/*/*.c src/*.c src/cmd/*.c | grep -v -E '_(test|fuzz)\.c$|^lib/
 		{ prev = $0 }
 		END { exit bad }' "$f" || bad=1
 done
+# Nor a name made by formatting a path onto "/proc/PID/root" (the kernel
+# would resolve the container's links from the host's root).
+grep -rn --include='*.c' -E '/root(/)?%' lib src | grep -v -E '_(test|fuzz)\.c:|^lib/proc/tfile\.c:' |
+	grep -v 'lint-ok: target path' && say "a target path is formatted onto /proc/PID/root: use proc_tfile_open and friends (lib/proc)"
+# cli_error, cli_warn and cli_info escape the whole message (cli_safe): an
+# argument escaped again would show a target's "\n" as "\\n".
+perl -0777 -ne 'while (/\bcli_(?:error|warn|info)\s*(\((?:[^()"]++|"(?:[^"\\]++|\\.)*+"|(?1))*+\))/g) {
+	if ($1 =~ /\bcli_safe\s*\(/) { printf "lint: %s:%d: cli_safe() inside a cli_error/cli_warn/cli_info message (escaped twice)\n",
+		$ARGV, 1 + (substr($_, 0, pos) =~ tr/\n//) - ($1 =~ tr/\n//); $bad = 1 } } END { exit($bad ? 1 : 0) }' src/*.c src/cmd/*.c || bad=1
 table=$(sed -n '/^static const struct cmd commands\[\] = {/,/^};/p' src/main.c | grep -o '{ "[a-z-]*"' | tr -d '{" ')
 [ "$table" = "$(printf '%s\n' $table | sort)" ] || say "the command table in src/main.c is not sorted"
 [ $bad -eq 0 ] && echo "lint: ok"

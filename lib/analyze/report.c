@@ -1061,7 +1061,8 @@ int analyze_report_live(struct an_report *r, const struct ipc_endpoint *ep, pid_
 		/* the runtime's view first (a short session), then smaps: the
 		 * numbers are those of the moment the report is made */
 		if (r->s) {
-			err = analyze_session_live(r->s, ep, CT_MIN(duration_ms, (int64_t)1500), stop, &res);
+			err = analyze_session_live(r->s, ep, duration_ms > 0 ? CT_MIN(duration_ms, (int64_t)1500) : 1500,
+						   stop, &res);
 			if (!err && analyze_live_outcome(&res, ep, &err, why, sizeof(why)) == AN_OK &&
 			    !analyze_session_finish(r->s))
 				r->runtime_mem = true;

@@ -77,6 +77,23 @@ out:
 	return err;
 }
 
+int proc_comm(pid_t pid, char *name, size_t len)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(256);
+	int err;
+
+	if (!len)
+		return -EINVAL;
+	name[0] = '\0';
+	err = proc_read(pid, "comm", &sb);
+	if (!err && sb.len && sb.buf[sb.len - 1] == '\n')
+		sb.len--;
+	if (!err)
+		ct_strlcpy(name, sb.len ? sb.buf : "", CT_MIN(len, sb.len + 1));
+	strbuf_release(&sb);
+	return err;
+}
+
 int proc_environ_get(pid_t pid, const char *name, struct strbuf *out)
 {
 	struct strbuf sb = STRBUF_INIT_MAX(ENVIRON_MAX);
@@ -504,17 +521,13 @@ out:
 static int by_name_cb(pid_t pid, void *ctx)
 {
 	struct by_name *b = ctx;
-	struct strbuf comm = STRBUF_INIT_MAX(256);
+	char comm[64];
 	bool match = false;
 
 	if (pid == getpid())
 		return 0;
-	if (!proc_read(pid, "comm", &comm)) {
-		while (comm.len && comm.buf[comm.len - 1] == '\n')
-			strbuf_setlen(&comm, comm.len - 1);
-		match = !strcmp(comm.buf, b->name);
-	}
-	strbuf_release(&comm);
+	if (!proc_comm(pid, comm, sizeof(comm)))
+		match = !strcmp(comm, b->name);
 	if (!match)
 		match = cmdline_matches(pid, b->name);
 	if (match) {

@@ -116,7 +116,13 @@ int proc_read(pid_t pid, const char *name, struct strbuf *sb);
 int proc_cmdline(pid_t pid, struct strbuf *out, size_t max);
 /* The value of one variable from /proc/pid/environ; -ENOENT if unset. */
 int proc_environ_get(pid_t pid, const char *name, struct strbuf *out);
-/* Last NSpid field, and the starttime key. */
+/*
+ * The name a process or thread (pid may be a tid) set for itself, as its
+ * bytes: /proc/pid/comm without the one '\n' the kernel adds (status' Name
+ * shows it escaped: "\n", "\\"). Cut to len - 1 bytes.
+ */
+int proc_comm(pid_t pid, char *name, size_t len);
+/* Last NSpid field (pid may be a tid), and the starttime key. */
 int proc_nspid(pid_t pid, pid_t *nspid);
 int proc_starttime(pid_t pid, uint64_t *starttime);
 int proc_uid(pid_t pid, uid_t *uid);

@@ -4,6 +4,7 @@
 
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -85,6 +86,24 @@ static int count_cb(pid_t pid, void *ctx)
 	if (pid == getpid())
 		(*(int *)ctx)++;
 	return 0;
+}
+
+/* A thread's name as its bytes (a newline, a backslash, ESC), not status' escaped Name. */
+static void test_comm_exact(void **state)
+{
+	const char evil[] = "a\nb\\c\x1b[1m\xffz";
+	char old[32], name[32], small[4];
+
+	(void)state;
+	assert_int_equal(prctl(PR_GET_NAME, old), 0);
+	assert_int_equal(prctl(PR_SET_NAME, evil), 0);
+	assert_int_equal(proc_comm(gettid(), name, sizeof(name)), 0);
+	assert_int_equal(proc_comm(gettid(), small, sizeof(small)), 0);
+	assert_int_equal(prctl(PR_SET_NAME, old), 0);
+	assert_string_equal(name, evil);
+	assert_string_equal(small, "a\nb");
+	assert_int_equal(proc_comm(gettid(), name, sizeof(name)), 0);
+	assert_string_equal(name, old);
 }
 
 static void test_scan(void **state)
@@ -169,6 +188,7 @@ int main(void)
 		cmocka_unit_test(test_environ),
 		cmocka_unit_test(test_not_dotnet_and_dead),
 		cmocka_unit_test(test_socket_found),
+		cmocka_unit_test(test_comm_exact),
 		cmocka_unit_test(test_scan),
 		cmocka_unit_test(test_cgroup_container),
 	};

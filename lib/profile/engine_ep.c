@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "common/strparse.h"
 #include "nettrace/nettrace.h"
+#include "proc/proc.h"
 #include "profile/profile.h"
 
 #define RUNTIME_PROVIDER "Microsoft-Windows-DotNETRuntime"
@@ -431,6 +432,14 @@ static int task_nstid(pid_t pid, const char *task, uint32_t *nstid, char *name, 
 		for (i = 0; p[i] && p[i] != '\n' && i + 1 < len; i++)
 			name[i] = p[i];
 		name[i] = '\0';
+	}
+	{
+		/* the name's bytes (Name: above is escaped by the kernel) */
+		char comm[64];
+		pid_t tid;
+
+		if (!ct_parse_pid(task, &tid) && !proc_comm(tid, comm, sizeof(comm)))
+			ct_strlcpy(name, comm, len);
 	}
 	p = strstr(buf, "NSpid:");
 	if (p) {

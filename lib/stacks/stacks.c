@@ -9,6 +9,7 @@
 
 #include "common/strbuf.h"
 #include "common/strparse.h"
+#include "proc/proc.h"
 #include "stacks/stacks.h"
 
 /* ------------------------------------------------------------------------ */
@@ -441,7 +442,7 @@ static int cmp_entry(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-/* "Name:\tfoo\n...NSpid:\t123\t7\n" -> foo and 7 */
+/* "Name:\tfoo\n...NSpid:\t123\t7\n" -> foo (as the kernel escaped it) and 7 */
 static bool parse_status(const char *buf, uint64_t *nstid, char *name, size_t len)
 {
 	const char *nsline = strstr(buf, "\nNSpid:");
@@ -503,6 +504,14 @@ int stacks_names_load(struct stacks_names **out, pid_t pid)
 			continue; /* the thread has exited */
 		if (!parse_status(sb.buf, &e.tid, e.name, sizeof(e.name)))
 			continue;
+		/* the name's bytes (status shows them escaped by the kernel) */
+		{
+			char comm[sizeof(e.name)];
+			pid_t tid;
+
+			if (!ct_parse_pid(de->d_name, &tid) && !proc_comm(tid, comm, sizeof(comm)))
+				memcpy(e.name, comm, sizeof(comm));
+		}
 		if (n->n >= STACKS_MAX_THREADS) {
 			err = -E2BIG;
 			break;

@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <cmocka.h>
 
+#include "common/log.h"
 #include "common/strbuf.h"
 #include "pe/pe.h"
 #include "sym/sym.h"
@@ -392,6 +393,14 @@ static bool running_under_asan(void)
 	return __asan_init != NULL;
 }
 
+static char perfmap_warning[1024];
+
+static void keep_warning(enum ct_log_level level, const char *msg)
+{
+	if (level == CT_LOG_WARN && strstr(msg, "perf map"))
+		snprintf(perfmap_warning, sizeof(perfmap_warning), "%s", msg);
+}
+
 /*
  * A perf map far larger than SYM_PERFMAP_MAX_MEM (issue 19: 10 million lines
  * once took 819 MB): the index stops at the bound, the early entries are
@@ -422,8 +431,15 @@ static void test_perfmap_memory_bound(void **state)
 	assert_int_equal(fclose(fp), 0);
 	getrusage(RUSAGE_SELF, &ru0);
 	o.perfmap_path = path;
+	perfmap_warning[0] = 0;
+	ct_log_set(keep_warning, CT_LOG_WARN);
 	assert_int_equal(sym_proc_open(&sp, getpid(), &o), 0);
+	ct_log_set(NULL, CT_LOG_WARN);
 	getrusage(RUSAGE_SELF, &ru1);
+	/* it says what was dropped: the bound, and where the unread rest starts */
+	assert_non_null(strstr(perfmap_warning, "the symbol index is full"));
+	assert_non_null(strstr(perfmap_warning, "64 MiB of memory"));
+	assert_non_null(strstr(perfmap_warning, "is not read"));
 	assert_int_equal(sym_lookup(sp, base + 8, &f), 0);
 	assert_string_equal(f.name, "Big.Type::Method_0");
 	/* the last line was dropped at the bound */

@@ -199,13 +199,23 @@ struct run_ctx {
 	struct timespec t_attach;
 };
 
+/* Whether path, as the target sees it, is a regular file (looked up inside its root, not followed). */
 static bool target_has_file(pid_t pid, const char *path)
 {
-	char p[PROC_PATH_MAX + 64];
 	struct stat st;
+	int rootfd, fd;
+	bool reg;
 
-	snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, path);
-	return lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+	if (proc_root_open(pid, &rootfd))
+		return false;
+	if (proc_tpath_open(rootfd, path, 0, &fd)) {
+		close(rootfd);
+		return false;
+	}
+	reg = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	close(fd);
+	close(rootfd);
+	return reg;
 }
 
 static int try_attach(struct run_ctx *r, int mode)

@@ -137,8 +137,10 @@ static int run_live(struct an_report *r, const struct an_analyzer *a, const stru
 			 (double)duration_ms / 1000);
 	else if (a->need & AN_NEED_HEAP)
 		cli_info("taking a heap snapshot of pid %d (an induced gen-2 GC)", (int)t.pid);
-	else if (!(a->need & AN_NEED_SMAPS))
+	else if (!(a->need & AN_NEED_SMAPS) && duration_ms)
 		cli_info("analyzing pid %d (%s) for %.1f s", (int)t.pid, a->name, (double)duration_ms / 1000);
+	else if (!(a->need & AN_NEED_SMAPS))
+		cli_info("analyzing pid %d (%s) until Ctrl-C", (int)t.pid, a->name);
 	if (analyze_report_live(r, &ep, t.pid, duration_ms, &cli_stop_requested))
 		return failed(r);
 	if (analyze_report_partial(r))
@@ -155,7 +157,7 @@ int cmd_analyze(int argc, char **argv)
 	int top = 10;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
-		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", "how long to watch (default 5)" },
+		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", "how long to watch (default 5; 0: until Ctrl-C)" },
 		{ 'o', "output", CLI_OPT_STRING, &out, "FILE", "write the report to FILE (.md, .json or .html)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "JSON on standard output" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "rows per table (default 10)" },
@@ -185,7 +187,7 @@ int cmd_analyze(int argc, char **argv)
 	}
 	a = analyze_analyzer_find(name);
 	if (!a)
-		return cli_error(EXIT_USAGE, "unknown analyzer '%s' (see clrtap analyze --list)", cli_safe(name));
+		return cli_error(EXIT_USAGE, "unknown analyzer '%s' (see clrtap analyze --list)", name);
 	if (file && (to.pid || to.name))
 		return cli_error(EXIT_USAGE, "either a file or -p/-n, not both");
 	if (!file && !to.pid && !to.name)
@@ -194,8 +196,8 @@ int cmd_analyze(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "'%s' reads a live process; it cannot run on a file", a->name);
 	if (top < 1 || top > 1000)
 		return cli_error(EXIT_USAGE, "--top must be 1..1000");
-	if (duration <= 0)
-		return cli_error(EXIT_USAGE, "-d must be positive");
+	if (!duration && !file && (a->need & AN_NEED_HEAPS))
+		return cli_error(EXIT_USAGE, "'%s' compares snapshots taken over -d: it needs -d > 0", a->name);
 	if (analyze_report_new(&r, a, (unsigned)top))
 		return cli_error(EXIT_ERROR, "out of memory");
 	code = file ? run_file(r, file) : run_live(r, a, &to, duration);

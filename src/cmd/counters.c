@@ -28,6 +28,8 @@ struct run {
 	bool dirty;
 	uint64_t nvalues;
 	int werr;   /* first write error on the output file */
+	uint64_t max_size; /* collect: --max-size (0: no cap) */
+	bool full;         /* the file reached it: no more values, the session stops */
 	struct strbuf jsb; /* --format json: the document, flushed value by value */
 	struct ct_json j;
 	char last_notice[256];
@@ -172,6 +174,17 @@ static int on_value(void *ctx, const struct counters_value *cv)
 	if (v.interval_sec <= 0)
 		v.interval_sec = r->interval;
 	counters_clock_format(&r->clock, v.timestamp, ts, sizeof(ts));
+	if ((r->mode == OUT_CSV || r->mode == OUT_JSON) && r->max_size) {
+		off_t at = ftello(r->out);
+
+		if (r->full)
+			return 0;
+		if (at >= 0 && (uint64_t)at >= r->max_size) {
+			r->full = true;
+			cli_stop_requested = 1; /* a normal stop: the file so far is kept as .partial */
+			return 0;
+		}
+	}
 	switch (r->mode) {
 	case OUT_TABLE:
 		err = counters_table_update(&r->table, &v);
@@ -302,6 +315,7 @@ static int run_counters(bool collect, int argc, char **argv)
 	const char *counters_s = NULL, *meters_s = NULL, *format = NULL, *out_path = NULL;
 	int interval = 1, max_ts = 1000, max_hist = 20;
 	int64_t duration = 0;
+	uint64_t max_size = 1ull << 30;
 	struct cli_outfile of = { .fd = -1 };
 	bool opened = false, kept = false;
 	bool lines = false;
@@ -327,6 +341,8 @@ static int run_counters(bool collect, int argc, char **argv)
 		COUNTERS_SOURCE_OPTIONS,
 		{ 0, "format", CLI_OPT_STRING, &format, "csv|json", "file format (default csv)" },
 		{ 'o', "output", CLI_OPT_STRING, &out_path, "FILE", "output file (default counters.csv/.json)" },
+		{ 0, "max-size", CLI_OPT_SIZE, &max_size, "SIZE",
+		  "stop when the file reaches SIZE (default 1G, 0: no cap); kept as FILE.partial" },
 		COUNTERS_LIMIT_OPTIONS,
 		{ 0 },
 	};
@@ -343,7 +359,7 @@ static int run_counters(bool collect, int argc, char **argv)
 
 	if (cli_parse(argc, argv,
 		      collect ? "clrtap counters collect (-p PID | -n NAME) [--counters LIST] [--meters LIST] "
-				"[--format csv|json] [-o FILE] [-d SECONDS] [--interval SECONDS]"
+				"[--format csv|json] [-o FILE] [-d SECONDS] [--interval SECONDS] [--max-size SIZE]"
 			      : "clrtap counters monitor (-p PID | -n NAME) [--counters LIST] [--meters LIST] "
 				"[--interval SECONDS] [-d SECONDS]",
 		      collect ? collect_opts : monitor_opts, &first, &code))
@@ -392,6 +408,7 @@ static int run_counters(bool collect, int argc, char **argv)
 	}
 	r.spec = &spec;
 	r.interval = (unsigned)interval;
+	r.max_size = collect ? max_size : 0;
 	r.pid = t.pid;
 	if (collect) {
 		/* An unnamed file beside the output, named when the session went well. */
@@ -483,6 +500,11 @@ static int run_counters(bool collect, int argc, char **argv)
 
 		ipc_session_strerror(res.session_err, &res.session, &ep, &res.rerr, why, sizeof(why));
 		code = cli_error(ct_exit_for(res.session_err), "the session ended badly: %s", why);
+		goto out_file;
+	}
+	if (r.full) {
+		code = cli_error(EXIT_PARTIAL, "stopped at --max-size (%" PRIu64 " bytes) after %" PRIu64 " values",
+				 max_size, r.nvalues);
 		goto out_file;
 	}
 	if (res.session.target_ended)

@@ -46,7 +46,7 @@ int cmd_doctor(int argc, char **argv)
 	bool json = false;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
-		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", "how long to watch (default 10)" },
+		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", "how long to watch (default 10; 0: until Ctrl-C)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "JSON on standard output" },
 		{ 0 },
 	};
@@ -59,9 +59,7 @@ int cmd_doctor(int argc, char **argv)
 		      &code))
 		return code;
 	if (first < argc)
-		return cli_error(EXIT_USAGE, "unexpected argument '%s'", cli_safe(argv[first]));
-	if (duration <= 0)
-		return cli_error(EXIT_USAGE, "-d must be positive");
+		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
 	code = cli_resolve_target(&to, &t, &ep);
 	if (code)
 		return code;
@@ -70,7 +68,10 @@ int cmd_doctor(int argc, char **argv)
 		return cli_error(EXIT_ERROR, "out of memory");
 	cli_catch_stop_signals();
 	signal(SIGPIPE, SIG_IGN);
-	cli_info("examining pid %d for %.1f s", (int)t.pid, (double)duration / 1000);
+	if (duration)
+		cli_info("examining pid %d for %.1f s", (int)t.pid, (double)duration / 1000);
+	else
+		cli_info("examining pid %d until Ctrl-C", (int)t.pid);
 	if (analyze_doctor_run(&ep, t.pid, duration, &cli_stop_requested, d)) {
 		code = cli_error(d->fail == AN_FAIL_ERRNO ? ct_exit_for(d->err) :
 				 d->fail == AN_FAIL_PROTOCOL ? EXIT_PROTOCOL : EXIT_ERROR, "%s", d->msg);

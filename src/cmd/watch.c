@@ -809,7 +809,7 @@ static void finish_action(struct watch *w, struct running *rn, int status)
 	log_end(w, &j, &sb);
 	if (!alive)
 		cli_warn("pid %d exited while its %s action ran; see %s", (int)tg->pid,
-			 watch_action_name(rn->a->kind), cli_safe(rn->dir));
+			 watch_action_name(rn->a->kind), rn->dir);
 	rn->used = false;
 }
 
@@ -902,7 +902,7 @@ static void handle_pending(struct watch *w)
 		if (!fire)
 			continue;
 		if (r->kind == WATCH_EXCEPTION)
-			cli_info("pid %d: %s (%s)", (int)tg->pid, w->rule_text[ri], cli_safe(p[i].detail));
+			cli_info("pid %d: %s (%s)", (int)tg->pid, w->rule_text[ri], p[i].detail);
 		else
 			cli_info("pid %d: %s", (int)tg->pid, w->rule_text[ri]);
 		for (k = 0; k < w->nactions; k++)
@@ -1014,7 +1014,7 @@ static void session_report(struct watch *w, struct target *tg)
 	ct_json_kv_str(&j, "note", "counter and exception rules are no longer evaluated for this process");
 	log_end(w, &j, &sb);
 	cli_warn("pid %d: EventPipe session ended: %s; its counter and exception rules are off",
-		 (int)tg->pid, cli_safe(tg->session_why[0] ? tg->session_why : "the target ended it"));
+		 (int)tg->pid, tg->session_why[0] ? tg->session_why : "the target ended it");
 }
 
 static void target_release(struct watch *w, struct target *tg)
@@ -1047,7 +1047,7 @@ static int add_rule(struct watch *w, const char *text, const char *where)
 		return cli_error(EXIT_USAGE, "at most %d rules", MAX_RULES);
 	r = &w->rules[w->nrules];
 	if (watch_rule_parse(text, r, err, sizeof(err)))
-		return cli_error(EXIT_USAGE, "%srule '%s': %s", where, cli_safe(text), cli_safe(err));
+		return cli_error(EXIT_USAGE, "%srule '%s': %s", where, text, err);
 	w->rule_text[w->nrules++] = text;
 	if (r->kind == WATCH_COUNTER || r->kind == WATCH_EXCEPTION)
 		w->need_session = true;
@@ -1077,7 +1077,7 @@ static int load_rules(struct watch *w, const char *path, char **keep)
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
-		return cli_error(EXIT_USAGE, "--rules %s: %s", cli_safe(path), strerror(errno));
+		return cli_error(EXIT_USAGE, "--rules %s: %s", path, strerror(errno));
 	buf = malloc(RULES_FILE_MAX + 2);
 	if (!buf) {
 		close(fd);
@@ -1088,12 +1088,12 @@ static int load_rules(struct watch *w, const char *path, char **keep)
 	close(fd);
 	if (len > RULES_FILE_MAX) {
 		free(buf);
-		return cli_error(EXIT_USAGE, "--rules %s: larger than %d bytes", cli_safe(path), RULES_FILE_MAX);
+		return cli_error(EXIT_USAGE, "--rules %s: larger than %d bytes", path, RULES_FILE_MAX);
 	}
 	buf[len] = 0;
 	if (memchr(buf, 0, len)) {
 		free(buf);
-		return cli_error(EXIT_USAGE, "--rules %s: a NUL byte (not a text file)", cli_safe(path));
+		return cli_error(EXIT_USAGE, "--rules %s: a NUL byte (not a text file)", path);
 	}
 	*keep = buf;
 	for (line = buf; line && *line; line = next) {
@@ -1109,7 +1109,7 @@ static int load_rules(struct watch *w, const char *path, char **keep)
 			continue;
 		if (p[strlen(p) - 1] == '\r')
 			p[strlen(p) - 1] = 0;
-		snprintf(where, sizeof(where), "%s:%u: ", cli_safe(path), lineno);
+		snprintf(where, sizeof(where), "%s:%u: ", path, lineno); /* escaped by cli_error */
 		rc = add_rule(w, p, where);
 		if (rc)
 			return rc;
@@ -1167,7 +1167,7 @@ int cmd_watch(int argc, char **argv)
 		}
 		if (watch_action_parse(a, &w.actions[w.nactions], err, sizeof(err))) {
 			free(args);
-			return cli_error(EXIT_USAGE, "action '%s': %s", cli_safe(a), cli_safe(err));
+			return cli_error(EXIT_USAGE, "action '%s': %s", a, err);
 		}
 		w.nactions++;
 	}

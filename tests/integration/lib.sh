@@ -205,3 +205,38 @@ PY
 jl_true() {
 	[ "$(jl "$1" "$2")" == "True" ]
 }
+
+# jcheck NAME FILE PYTHON: FILE must be strict JSON (with JCHECK_LINES=1: one
+# JSON value a line, d their list); PYTHON (d = the value, raw(s) = a decoded
+# string's exact bytes, env(k) = an exported variable's bytes) must print "ok".
+jcheck() {
+	local name=$1 file=$2 code=$3 out
+	out=$(python3 - "$file" "$code" <<'EOF' 2>&1
+import json, os, sys
+def no_const(c):
+    raise ValueError("not JSON: " + c)
+def raw(s):
+    return s.encode("utf-8", "surrogateescape")
+def env(k):
+    return os.environb[k.encode()]
+data = open(sys.argv[1], "rb").read()
+text = data.decode("utf-8")  # strict: the output itself is valid UTF-8
+if os.environ.get("JCHECK_LINES"):
+    d = [json.loads(l, parse_constant=no_const) for l in text.split("\n") if l.strip()]
+else:
+    d = json.loads(text, parse_constant=no_const)
+exec(sys.argv[2])
+EOF
+)
+	if [ "$out" = ok ]; then ok "$name"; else not_ok "$name" "$(printf %s "$out" | tail -c 1500 | tr "\n" " ")"; fi
+}
+
+# term_clean FILE NAME: no control byte in FILE but newline and tab (C0, DEL,
+# and C1 controls as UTF-8).
+term_clean() {
+	if LC_ALL=C grep -qP '[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' "$1"; then
+		not_ok "$2" "control bytes in: $(cat -v "$1" | head -c 1500)"
+	else
+		ok "$2"
+	fi
+}

@@ -337,6 +337,8 @@ check "namespaced: the deadlocked ThreadA and ThreadB found in Monitor enter" py
 stop_fixture "$FIX_PID"
 
 # --- errors ---
+expect_exit "leaks -d 0 is a usage error (it compares snapshots over -d)" 2 "$CLRTAP" analyze -p "$IDLE" leaks -d 0
+contains "leaks -d 0: says why" "$ERR" "it needs -d > 0"
 sleep 30 &
 NOTNET=$!
 KILL_PIDS+=("$NOTNET")

@@ -89,6 +89,20 @@ sleep 1
 kill -0 "$FIX_PID" && ok "target alive after clrtap was killed" || not_ok "target alive after clrtap was killed"
 expect_exit "a new counters session after the kill" 0 "$CLRTAP" counters collect -p "$FIX_PID" -d 2 --format json -o "$WORK/after.json"
 check "after the kill: values again" json_check "$WORK/after.json" "any(v['name'] == 'alloc-rate' and v['value'] > 0 for v in vals)"
+# --max-size: the file stops growing at the cap (one value past it at most),
+# is kept as FILE.partial (JSON still closed), exit 9, and the session ends.
+mkdir "$WORK/cap"
+expect_exit "collect --max-size 2K stops early" 9 timeout 30 "$CLRTAP" counters collect -p "$FIX_PID" -d 20 \
+	--max-size 2K -o "$WORK/cap/c.csv"
+contains "--max-size: says so" "$ERR" "stopped at --max-size (2048 bytes)"
+contains "--max-size: names the partial file" "$ERR" "kept the"
+equals "--max-size: only c.csv.partial" "$(ls -A "$WORK/cap")" "c.csv.partial"
+size=$(stat -c %s "$WORK/cap/c.csv.partial")
+check "--max-size: 2 KiB, plus one value at most ($size bytes)" test "$size" -ge 2048 -a "$size" -le 2600
+expect_exit "collect --max-size 2K --format json" 9 timeout 30 "$CLRTAP" counters collect -p "$FIX_PID" -d 20 \
+	--max-size 2K --format json -o "$WORK/cap/c.json"
+check "--max-size: the partial JSON is well-formed" json_check "$WORK/cap/c.json.partial" "len(vals) > 0"
+expect_exit "--max-size 12X is a usage error" 2 "$CLRTAP" counters collect -p "$FIX_PID" --max-size 12X
 stop_fixture "$FIX_PID"
 
 # 6. An EventSource and a Meter by name: ASP.NET Core Hosting in the web fixture.

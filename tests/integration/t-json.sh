@@ -21,36 +21,7 @@ HTMP="$WORK/"$'tmp\x1b[31m"q"\\\nd'
 mkdir -p "$HTMP"
 export HTMP TAG ENV_NAME ENV_VAL NOEQ
 
-# jcheck NAME FILE PYTHON: FILE must be strict JSON; PYTHON (d = the value,
-# raw(s) = a decoded string's exact bytes) must print "ok".
-jcheck() {
-	local name=$1 file=$2 code=$3 out
-	out=$(python3 - "$file" "$code" <<'EOF' 2>&1
-import json, os, sys
-def no_const(c):
-    raise ValueError("not JSON: " + c)
-def raw(s):
-    return s.encode("utf-8", "surrogateescape")
-def env(k):
-    return os.environb[k.encode()]
-data = open(sys.argv[1], "rb").read()
-text = data.decode("utf-8")  # strict: the output itself is valid UTF-8
-d = json.loads(text, parse_constant=no_const)
-exec(sys.argv[2])
-EOF
-)
-	if [ "$out" = ok ]; then ok "$name"; else not_ok "$name" "$(printf %s "$out" | tail -c 1500 | tr "\n" " ")"; fi
-}
-
-# term_clean FILE NAME: no control byte in FILE but newline and tab (C0, DEL,
-# and C1 controls as UTF-8).
-term_clean() {
-	if LC_ALL=C grep -qP '[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' "$1"; then
-		not_ok "$2" "control bytes in: $(cat -v "$1" | head -c 1500)"
-	else
-		ok "$2"
-	fi
-}
+# jcheck and term_clean: lib.sh.
 
 # The fixture, with entries env(1) cannot make ('=' first, no '=').
 FIX_OUT=$WORK/fixture.out
@@ -116,8 +87,9 @@ check "the fixture named a thread with raw bytes" test -n "$SLEEPER"
 CLRTAP_DEBUG=1 "$CLRTAP" stacks -p "$FIX_PID" --json >"$WORK/stacks.json" 2>"$WORK/stacks.err"
 jcheck "stacks --json: the emitted method name and the thread name exact" "$WORK/stacks.json" '
 tid = int(os.environ["SLEEPER"])
-status = open("/proc/%d/task/%d/status" % (int(os.environ["FIX_PID"]), tid), "rb").read()
-name = status.split(b"\n", 1)[0][len(b"Name:\t"):]
+# comm holds the bytes the thread set (status shows them escaped by the kernel)
+name = open("/proc/%d/task/%d/comm" % (int(os.environ["FIX_PID"]), tid), "rb").read()[:-1]
+assert b"\n" in name and b"\xff" in name, name
 th = [t for t in d["threads"] if t["tid"] == tid][0]
 assert raw(th["name"]) == name, (raw(th["name"]), name)
 f = [f for f in th["frames"] if "::Spin" in f][0]
@@ -128,7 +100,7 @@ term_clean "$WORK/stacks.err" "stacks (CLRTAP_DEBUG=1): no control byte in the l
 "$CLRTAP" stacks -p "$FIX_PID" >"$WORK/stacks.txt" 2>>"$WORK/stacks.err"
 term_clean "$WORK/stacks.txt" "stacks: no control byte on the terminal"
 contains "stacks: the method name shown escaped" "$(cat "$WORK/stacks.txt")" '::Spin\x1b[0m\r\n"\\'
-contains "stacks: the thread name shown escaped" "$(cat "$WORK/stacks.txt")" "($(sed -n 's/^Name:\t//p' /proc/"$FIX_PID"/task/"$SLEEPER"/status | sed 's/\\/\\\\/g; s/\x1b/\\x1b/g; s/\xff/\\xff/g'))"
+contains "stacks: the thread name shown escaped once" "$(cat "$WORK/stacks.txt")" '(h\x1b[31m"\\\n\xffz)'
 
 # ----- trace: exception messages -----
 ( sleep 1.5; touch "$WORK/go" ) &

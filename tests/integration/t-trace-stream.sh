@@ -119,15 +119,34 @@ fake_ns() {
 		sleep 0.05
 	done
 }
+# Every case for trace collect, counters and stacks (and info where the
+# reply itself is bad), each with its exit code, time bound, message and files.
 for spec in "stream-random:not a nettrace stream" "stream-huge:not a nettrace stream" \
-	"stream-silent:sent no trace within the timeout (5000 ms)"; do
+	"stream-silent:sent no trace within the timeout (%s ms)" "stream-half:did not answer in time" \
+	"hang:did not answer in time" "stream-close:closed the session's stream before sending a trace"; do
 	mode=${spec%%:*}
 	msg=${spec#*:}
 	fake_ns "$mode"
+	# shellcheck disable=SC2059
 	timed "namespaced fake: trace collect, $mode" 8000 $E_PROTO "$CLRTAP" trace collect -p "$FAKE_PID" \
 		-d 2 --timeout 5000 -o "$OUTDIR/t.nettrace"
-	contains "namespaced fake: $mode: says why" "$ERR" "$msg"
+	# shellcheck disable=SC2059
+	contains "namespaced fake: $mode: says why" "$ERR" "$(printf "$msg" 5000)"
 	no_files "namespaced fake: trace collect, $mode"
+	if [ "$mode" != stream-close ]; then
+		timed "namespaced fake: counters collect, $mode" 5000 $E_PROTO "$CLRTAP" counters collect \
+			-p "$FAKE_PID" -d 2 --timeout 2000 -o "$OUTDIR/c.csv"
+		# shellcheck disable=SC2059
+		contains "namespaced fake: counters, $mode: says why" "$ERR" "$(printf "$msg" 2000)"
+		no_files "namespaced fake: counters collect, $mode"
+		timed "namespaced fake: stacks, $mode" 3000 $E_PROTO "$CLRTAP" stacks -p "$FAKE_PID" --timeout 2000
+		# shellcheck disable=SC2059
+		contains "namespaced fake: stacks, $mode: says why" "$ERR" "$(printf "$msg" 2000)"
+	fi
+	if [ "$mode" == hang ]; then
+		timed "namespaced fake: info, $mode" 3000 $E_PROTO "$CLRTAP" info -p "$FAKE_PID" --timeout 2000
+		contains "namespaced fake: info, $mode: says why" "$ERR" "did not answer in time"
+	fi
 	# unshare ignores SIGTERM while it waits for its child: stop the fake itself
 	kill -TERM "$FAKE_PID" 2>/dev/null
 	wait "$FAKE_NS_PARENT" 2>/dev/null

@@ -223,15 +223,20 @@ fi
 
 # Outside the initial user and PID namespaces the kernel does not answer:
 # fixture and watch together in a new user + PID namespace; the status is
-# not known, exit fires saying so, crash never; stderr says why.
+# not known, exit fires saying so, crash never; stderr says why. The fixture
+# is pid 2 there and shares the host's /tmp: its TMPDIR is in $WORK, so the
+# socket the SIGKILLed runtime leaves (dotnet-diagnostic-2-...) goes with it.
+mkdir "$WORK/nstmp"
 timeout 60 unshare --user --map-root-user --pid --fork --mount-proc sh -c '
-	dotnet "$1" idle >"$2/nsfix.out" 2>&1 &
+	TMPDIR="$2/nstmp" dotnet "$1" idle >"$2/nsfix.out" 2>&1 &
 	P=$!
 	for i in $(seq 100); do grep -q "^READY " "$2/nsfix.out" && break; sleep 0.1; done
 	(sleep 2; kill -KILL $P) &
 	"$3" watch -p $P exit crash -o "$2/nsw" -d 30 >"$2/nsw.jsonl" 2>"$2/nsw.err"' \
 	sh "$FIXTURE_DLL" "$WORK" "$CLRTAP"
 equals "the namespaced run ends 0" "$?" "0"
+check "the namespaced runtime's socket was in its TMPDIR (\$WORK), not the host's /tmp" \
+	sh -c "ls '$WORK/nstmp' | grep -q '^dotnet-diagnostic-2-.*-socket\$'"
 check "in other namespaces: status not known, and why" jl_true "$WORK/nsw.jsonl" \
 	"[(l['known'], 'initial user and PID namespaces' in l['note']) for l in L if l['event'] == 'exit-status'] == [(False, True)]"
 check "exit fires saying how it ended is not known; crash never" jl_true "$WORK/nsw.jsonl" \

@@ -16,14 +16,23 @@ static int add_u(struct strbuf *sb, uint32_t v)
 	return strbuf_add(sb, b, sizeof(b));
 }
 
-/* Bytes that pass through unchanged: printable ASCII except '"' and '\'. */
-static bool plain(unsigned char c)
+/* Characters a page's <script> element must not see raw. */
+static bool html_special(unsigned char c)
 {
-	return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+	return c == '<' || c == '>' || c == '&';
+}
+
+/*
+ * Bytes that pass through unchanged: printable ASCII except '"' and '\'
+ * (and, for a page, '<', '>' and '&').
+ */
+static bool plain(unsigned char c, bool html)
+{
+	return c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && !(html && html_special(c));
 }
 
 /* Length of the run at s[0..len) that is copied unchanged. */
-static size_t plain_run(const char *s, size_t len)
+static size_t plain_run(const char *s, size_t len, bool html)
 {
 	size_t i = 0, n;
 	uint32_t cp;
@@ -31,7 +40,7 @@ static size_t plain_run(const char *s, size_t len)
 	while (i < len) {
 		unsigned char c = (unsigned char)s[i];
 
-		if (plain(c)) {
+		if (plain(c, html)) {
 			i++;
 			continue;
 		}
@@ -45,12 +54,12 @@ static size_t plain_run(const char *s, size_t len)
 	return i;
 }
 
-int ct_json_escape(struct strbuf *sb, const char *s, size_t len)
+static int escape(struct strbuf *sb, const char *s, size_t len, bool html)
 {
 	size_t i = 0;
 
 	while (i < len && !sb->err) {
-		size_t run = plain_run(s + i, len - i);
+		size_t run = plain_run(s + i, len - i, html);
 		unsigned char c;
 		uint32_t cp;
 		size_t n;
@@ -93,13 +102,16 @@ int ct_json_escape(struct strbuf *sb, const char *s, size_t len)
 		default:
 			break;
 		}
-		if (c < 0x80) { /* other C0 controls and DEL */
+		if (c < 0x80) { /* other C0 controls, DEL, and a page's <, >, & */
 			(void)add_u(sb, c);
 			i++;
 			continue;
 		}
 		n = utf8_valid(s + i, len - i, &cp);
-		if (!n) {
+		if (!n && html) {
+			(void)strbuf_add(sb, "\xef\xbf\xbd", 3); /* a page shows U+FFFD */
+			i++;
+		} else if (!n) {
 			(void)add_u(sb, 0xdc00 | c); /* surrogateescape */
 			i++;
 		} else { /* C1 control, U+2028, U+2029 */
@@ -108,6 +120,16 @@ int ct_json_escape(struct strbuf *sb, const char *s, size_t len)
 		}
 	}
 	return sb->err;
+}
+
+int ct_json_escape(struct strbuf *sb, const char *s, size_t len)
+{
+	return escape(sb, s, len, false);
+}
+
+int ct_json_escape_html(struct strbuf *sb, const char *s, size_t len)
+{
+	return escape(sb, s, len, true);
 }
 
 static void fail(struct ct_json *j, int err)

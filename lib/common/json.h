@@ -100,5 +100,11 @@ void ct_json_kv_arr_begin(struct ct_json *j, const char *key);
 
 /* Appends s[0..len) escaped by the rule above, without the quotes. */
 int ct_json_escape(struct strbuf *sb, const char *s, size_t len);
+/*
+ * The same for a string that a page's <script> element holds (the flame
+ * graph's and speedscope's): '<', '>' and '&' escaped too, so no "</script>"
+ * or "<!--" can appear, and an invalid byte shown as U+FFFD, not kept.
+ */
+int ct_json_escape_html(struct strbuf *sb, const char *s, size_t len);
 
 #endif

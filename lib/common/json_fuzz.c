@@ -8,7 +8,9 @@
  *   - every string decodes back to the exact input bytes (valid UTF-8
  *     unchanged, invalid bytes by the surrogateescape rule);
  *   - the document holds no raw byte below 0x20, no DEL and no C1 control;
- *   - the terminal sanitizer (common/term.h) leaves no control byte either.
+ *   - the terminal sanitizer (common/term.h) leaves no control byte either;
+ *   - the page-safe form (ct_json_escape_html) parses as a string, holds no
+ *     '<', '>' or '&' and no control byte.
  * Then the same bytes drive the writer as a program (each byte one call:
  * begin/end of objects and arrays, keys, values, in any order, misuse
  * included): whenever ct_json_finish() says 0, the document must parse, and
@@ -125,6 +127,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ct_term_escape(&term, (const char *)data, size))
 		abort();
 	no_controls(&term, false);
+
+	strbuf_reset(&sb);
+	(void)strbuf_addch(&sb, '"');
+	if (ct_json_escape_html(&sb, (const char *)data, size) || strbuf_addch(&sb, '"'))
+		abort();
+	if (json_check(sb.buf, sb.len, NULL, NULL) || memchr(sb.buf, '<', sb.len) ||
+	    memchr(sb.buf, '>', sb.len) || memchr(sb.buf, '&', sb.len))
+		abort();
+	no_controls(&sb, false);
 
 	strbuf_reset(&sb);
 	if (!program(data, size, &sb)) {

@@ -128,6 +128,23 @@ static void test_json_escape_rule(void **state)
 	strbuf_release(&sb);
 }
 
+/* The page-safe form: no "</script>" or "<!--" can appear; a bad byte is U+FFFD. */
+static void test_json_escape_html(void **state)
+{
+	static const char in[] = "</script><!--&\"\xff\x01\xe2\x80\xa8\xc3\xbcz";
+	static const char want[] = "\\u003c/script\\u003e\\u003c!--\\u0026\\\"\xef\xbf\xbd"
+				   "\\u0001\\u2028\xc3\xbcz";
+	struct strbuf sb = STRBUF_INIT;
+
+	(void)state;
+	assert_int_equal(ct_json_escape_html(&sb, in, sizeof(in) - 1), 0);
+	assert_string_equal(sb.buf, want);
+	strbuf_release(&sb);
+	assert_int_equal(ct_json_escape(&sb, "<&>", 3), 0);
+	assert_string_equal(sb.buf, "<&>");
+	strbuf_release(&sb);
+}
+
 static void test_json_misuse(void **state)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -241,6 +258,7 @@ int main(void)
 		cmocka_unit_test(test_json_lines),
 		cmocka_unit_test(test_json_keys),
 		cmocka_unit_test(test_json_escape_rule),
+		cmocka_unit_test(test_json_escape_html),
 		cmocka_unit_test(test_json_misuse),
 		cmocka_unit_test(test_json_depth_and_cap),
 		cmocka_unit_test(test_json_check_rejects),

@@ -133,8 +133,8 @@ void flame_out_f(struct flame_out *o, const char *fmt, ...) PRINTF(2, 3);
 size_t flame_utf8_next(const char *s, size_t len, uint32_t *cp);
 /* Appends cp as UTF-8. */
 void flame_out_cp(struct flame_out *o, uint32_t cp);
-/* JSON string body (no quotes); also escapes < > & and U+2028/9 so the text
- * is safe inside an HTML <script>. Invalid UTF-8 becomes U+FFFD. */
+/* JSON string body (no quotes) by the one JSON escaper, page-safe:
+ * ct_json_escape_html (also < > &, so it may sit in a <script>). */
 void flame_out_json_str(struct flame_out *o, const char *s, size_t len);
 /* XML/HTML text or attribute: & < > " ' escaped, control characters and
  * invalid UTF-8 become U+FFFD. */

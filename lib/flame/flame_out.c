@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "common/io.h"
+#include "common/json.h"
 #include "flame/flame_int.h"
 
 #define FLUSH_AT ((size_t)64 << 10)
@@ -182,45 +183,8 @@ void flame_out_cp(struct flame_out *o, uint32_t cp)
 
 void flame_out_json_str(struct flame_out *o, const char *s, size_t len)
 {
-	size_t i = 0;
-
-	while (i < len) {
-		uint32_t cp;
-		size_t n = flame_utf8_next(s + i, len - i, &cp);
-
-		switch (cp) {
-		case '"':
-			flame_out_add(o, "\\\"", 2);
-			break;
-		case '\\':
-			flame_out_add(o, "\\\\", 2);
-			break;
-		case '\n':
-			flame_out_add(o, "\\n", 2);
-			break;
-		case '\r':
-			flame_out_add(o, "\\r", 2);
-			break;
-		case '\t':
-			flame_out_add(o, "\\t", 2);
-			break;
-		case '<':
-		case '>':
-		case '&':
-		case 0x2028:
-		case 0x2029:
-			flame_out_f(o, "\\u%04x", (unsigned)cp);
-			break;
-		default:
-			if (cp < 0x20 || cp == 0x7f)
-				flame_out_f(o, "\\u%04x", (unsigned)cp);
-			else if (n > 1 || cp >= 0x80)
-				flame_out_cp(o, cp);
-			else
-				flame_out_add(o, s + i, 1);
-		}
-		i += n;
-	}
+	if (!o->err && ct_json_escape_html(&o->sb, s, len))
+		o->err = -ENOMEM;
 }
 
 void flame_out_xml_str(struct flame_out *o, const char *s, size_t len)

@@ -56,24 +56,11 @@ static int build_kids(const struct heap_analysis *a, struct kids *k)
 	return 0;
 }
 
-/*
- * A JSON string (common/json.h's escaping) that cannot end the script
- * element or open a comment in it: '<', '>' and '&' become \u003c, \u003e
- * and \u0026 (U+2028/U+2029 are escaped by ct_json_escape already).
- */
+/* A JSON string that a <script> element may hold (ct_json_escape_html). */
 static void json_s(struct strbuf *sb, const char *s)
 {
 	(void)strbuf_addch(sb, '"');
-	while (*s) {
-		size_t n = strcspn(s, "<>&");
-
-		(void)ct_json_escape(sb, s, n);
-		s += n;
-		if (*s) {
-			(void)strbuf_addf(sb, "\\u%04x", (unsigned char)*s);
-			s++;
-		}
-	}
+	(void)ct_json_escape_html(sb, s, strlen(s));
 	(void)strbuf_addch(sb, '"');
 }
 

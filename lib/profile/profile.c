@@ -61,6 +61,23 @@ void profile_set_namer(struct profile *p, profile_namer_fn fn, void *ctx)
 	p->namer_ctx = ctx;
 }
 
+const char profile_engine_ep_rate[] =
+	"the runtime samples every managed thread at its own interval (1 ms by default), "
+	"which no EventPipe request can change";
+
+int profile_engine_parse(const char *s, enum profile_engine *e)
+{
+	if (!strcmp(s, "auto"))
+		*e = PROFILE_ENGINE_AUTO;
+	else if (!strcmp(s, "perf"))
+		*e = PROFILE_ENGINE_PERF;
+	else if (!strcmp(s, "eventpipe"))
+		*e = PROFILE_ENGINE_EVENTPIPE;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 const char *profile_engine_name(enum profile_engine e)
 {
 	switch (e) {

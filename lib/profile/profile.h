@@ -135,6 +135,10 @@ enum profile_engine {
 };
 /* "perf_event" / "EventPipe" (NULL for AUTO). */
 const char *profile_engine_name(enum profile_engine e);
+/* --engine's value: "auto", "perf" or "eventpipe"; -EINVAL for anything else. */
+int profile_engine_parse(const char *s, enum profile_engine *e);
+/* Why -F cannot set the EventPipe engine's rate (a clause, for messages). */
+extern const char profile_engine_ep_rate[];
 
 /* ---- why perf_event_open was refused (diagnose.c) ---- */
 

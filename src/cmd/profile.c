@@ -343,21 +343,11 @@ int cmd_profile(int argc, char **argv)
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
-	if (a.engine) {
-		if (!strcmp(a.engine, "auto"))
-			engine = PROFILE_ENGINE_AUTO;
-		else if (!strcmp(a.engine, "perf"))
-			engine = PROFILE_ENGINE_PERF;
-		else if (!strcmp(a.engine, "eventpipe"))
-			engine = PROFILE_ENGINE_EVENTPIPE;
-		else
-			return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)",
-					 a.engine);
-	}
+	if (a.engine && profile_engine_parse(a.engine, &engine))
+		return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)", a.engine);
 	if (a.hz != -1 && engine == PROFILE_ENGINE_EVENTPIPE)
-		return cli_error(EXIT_USAGE, "-F does not apply to --engine eventpipe: the runtime "
-					     "samples every managed thread at its own interval (1 ms "
-					     "by default), which no EventPipe request can change");
+		return cli_error(EXIT_USAGE, "-F does not apply to --engine eventpipe: %s",
+				 profile_engine_ep_rate);
 	hz_given = a.hz != -1;
 	if (a.hz == -1)
 		a.hz = 99;
@@ -434,9 +424,8 @@ int cmd_profile(int argc, char **argv)
 			 "sample profiler instead (managed frames only; --engine perf to fail instead)",
 			 profile_engine_refused(&ch), profile_perf_cause_short(ch.diag.cause));
 	if (ch.fell_back && hz_given)
-		cli_warn("-F %d is not used: the EventPipe engine samples at the runtime's own "
-			 "interval (1 ms by default), which no EventPipe request can change",
-			 a.hz);
+		cli_warn("-F %d is not used by the EventPipe engine: %s", a.hz,
+			 profile_engine_ep_rate);
 	if (!dotnet && !s.ep)
 		cli_info("pid %d is not a .NET process (no diagnostics socket): profiling native "
 			 "and kernel frames only",

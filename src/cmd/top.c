@@ -159,21 +159,11 @@ int cmd_top(int argc, char **argv)
 			to.name = NULL;
 		}
 	}
-	if (engine_s) {
-		if (!strcmp(engine_s, "auto"))
-			engine = PROFILE_ENGINE_AUTO;
-		else if (!strcmp(engine_s, "perf"))
-			engine = PROFILE_ENGINE_PERF;
-		else if (!strcmp(engine_s, "eventpipe"))
-			engine = PROFILE_ENGINE_EVENTPIPE;
-		else
-			return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)",
-					 engine_s);
-	}
+	if (engine_s && profile_engine_parse(engine_s, &engine))
+		return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)", engine_s);
 	if (hz != -1 && engine == PROFILE_ENGINE_EVENTPIPE)
-		return cli_error(EXIT_USAGE, "-F does not apply to --engine eventpipe: the runtime "
-					     "samples every managed thread at its own interval (1 ms "
-					     "by default), which no EventPipe request can change");
+		return cli_error(EXIT_USAGE, "-F does not apply to --engine eventpipe: %s",
+				 profile_engine_ep_rate);
 	hz_given = hz != -1;
 	if (hz == -1)
 		hz = 99;
@@ -217,9 +207,8 @@ int cmd_top(int argc, char **argv)
 			 "sample profiler instead (managed frames only)",
 			 profile_engine_refused(&ch), profile_perf_cause_short(ch.diag.cause));
 	if (ch.fell_back && hz_given)
-		cli_warn("-F %d is not used: the EventPipe engine samples at the runtime's own "
-			 "interval (1 ms by default), which no EventPipe request can change",
-			 hz);
+		cli_warn("-F %d is not used by the EventPipe engine: %s", hz,
+			 profile_engine_ep_rate);
 	if (!dotnet && !s.ep)
 		cli_info("pid %d is not a .NET process: native and kernel frames only", (int)so.pid);
 	if (s.dotnet && s.pm_err)

@@ -65,7 +65,7 @@ contains "HTML names HotA" "$HTML" "$HOTA"
 # -F given, perf denied, --engine auto: EventPipe all the same, and the
 # warning says -F is not used (the runtime's interval is)
 expect_exit "profile -F 199 -o .svg under the wrapper" 0 "$NOPERF" "$CLRTAP" profile -F 199 -p "$PID" -d 2 -o "$WORK/ep.svg"
-contains "-F under the fallback: said to be unused" "$ERR" "-F 199 is not used: the EventPipe engine samples at the runtime's own interval"
+contains "-F under the fallback: said to be unused" "$ERR" "-F 199 is not used by the EventPipe engine: the runtime samples every managed thread at its own interval"
 SVG=$(cat "$WORK/ep.svg")
 contains "SVG title states the engine" "$SVG" "(EventPipe engine)</text>"
 contains "SVG desc: engine" "$SVG" "<desc>engine: EventPipe"

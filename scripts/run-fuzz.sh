@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer harness for a bounded time, seeded from its corpus in
 # tests/data/<name>/ (committed real samples and corrupt variants).
-# FUZZ_SECONDS (default 12) bounds each harness; FUZZ_JOBS (default: the
+# FUZZ_SECONDS (default 8) bounds each harness; FUZZ_JOBS (default: the
 # number of CPUs) harnesses run at once, each on one core.
 set -u
 outdir=$1
 shift
-secs=${FUZZ_SECONDS:-12}
+secs=${FUZZ_SECONDS:-8}
 jobs=${FUZZ_JOBS:-$(nproc)}
 [ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
 

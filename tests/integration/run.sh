@@ -3,7 +3,8 @@
 # each in its own process, and prints a closing "N passed, N failed" line
 # counted over all assertions.
 #
-# TEST_JOBS tests run at once (default: 2 where there are 2 CPUs or more).
+# TEST_JOBS tests run at once (default: two per CPU, at most 4: most of a
+# test's time is spent waiting for a target's duration, not on a CPU).
 # A test whose file has the line "# test-run: alone" runs with no other test
 # beside it: its facts depend on having the machine's CPUs (shares of
 # samples, time bounds) or on the set of .NET processes on the host (ps,
@@ -19,8 +20,8 @@ if [ ${#tests[@]} -eq 0 ]; then
 fi
 jobs=${TEST_JOBS:-}
 if [ -z "$jobs" ]; then
-	jobs=$(nproc 2>/dev/null || echo 1)
-	[ "$jobs" -gt 2 ] && jobs=2
+	jobs=$(($(nproc 2>/dev/null || echo 1) * 2))
+	[ "$jobs" -gt 4 ] && jobs=4
 fi
 [ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
 

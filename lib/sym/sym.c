@@ -210,6 +210,8 @@ static bool image_load_cached(struct sym_proc *sp, struct image *im)
 	bool have_skey = false;
 	int rc;
 
+	if (!sym_sha256_ok()) /* no libcrypto: no keys, so no cache */
+		return false;
 	/* the file as last read whole, by its identity: no read, no hash */
 	if (sp->opts.cache_dir == NULL || *sp->opts.cache_dir) {
 		struct stat st;

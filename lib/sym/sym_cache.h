@@ -78,7 +78,11 @@ int sym_img_encode(const struct sym_img *im, struct strbuf *out);
 int sym_img_decode(const uint8_t *p, size_t len, uint32_t kind, const uint8_t key[32],
 		   struct sym_img **out);
 
-/* SHA-256 of bytes. */
+/*
+ * SHA-256 of bytes, by libcrypto loaded on first use. sym_sha256_ok() says
+ * whether it could be loaded; without it there are no keys, so no cache.
+ */
+bool sym_sha256_ok(void);
 void sym_sha256(const void *p, size_t len, uint8_t out[32]);
 
 /*

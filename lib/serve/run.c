@@ -380,6 +380,19 @@ static int write_file(struct rsession *s, const char *name, const struct strbuf 
 	return err;
 }
 
+/* Ends the document j, built into sb (err: how building it went), and writes it as name. */
+static int write_json_file(struct rsession *s, const char *name, struct ct_json *j,
+			   struct strbuf *sb, int err)
+{
+	if (!err)
+		err = ct_json_finish(j);
+	if (!err)
+		err = strbuf_addch(sb, '\n');
+	if (!err)
+		err = write_file(s, name, sb);
+	return err;
+}
+
 static int run_counters(struct rsession *s)
 {
 	struct cctx c = { .doc = STRBUF_INIT_MAX((size_t)512 << 20) };
@@ -664,13 +677,7 @@ static int run_analyze(struct rsession *s)
 		close(fd);
 	strbuf_reset(&sb);
 	ct_json_init(&j, &sb);
-	err = analyze_report_json(r, &j);
-	if (!err)
-		err = ct_json_finish(&j);
-	if (!err)
-		err = strbuf_addch(&sb, '\n');
-	if (!err)
-		err = write_file(s, "report.json", &sb);
+	err = write_json_file(s, "report.json", &j, &sb, analyze_report_json(r, &j));
 	if (err)
 		code = session_error(s, 1, "cannot write report.json: %s", strerror(-err));
 	else if (analyze_report_partial(r))
@@ -716,13 +723,7 @@ static int run_doctor(struct rsession *s)
 		ct_warn("cannot write report.md: %s", strerror(-err));
 	strbuf_reset(&sb);
 	ct_json_init(&j, &sb);
-	err = analyze_doctor_json(d, &j);
-	if (!err)
-		err = ct_json_finish(&j);
-	if (!err)
-		err = strbuf_addch(&sb, '\n');
-	if (!err)
-		err = write_file(s, "report.json", &sb);
+	err = write_json_file(s, "report.json", &j, &sb, analyze_doctor_json(d, &j));
 	if (err)
 		code = session_error(s, 1, "cannot write report.json: %s", strerror(-err));
 	else if (d->partial[0])

@@ -380,6 +380,36 @@ static void close_root(struct perfmap_use *u)
 	u->rootfd = -1;
 }
 
+int perfmap_use_flush(struct perfmap_use *u, struct ipc_error *rerr)
+{
+	struct ipc_endpoint ep;
+	bool alone = true;
+	int m = -1, rc;
+
+	if (!u->turned_on || u->shared)
+		return 0;
+	if (u->lease_fd >= 0) {
+		/*
+		 * Under the mutex (no one joins or leaves meanwhile): the lease
+		 * taken exclusively means no other clrtap holds it (the watcher
+		 * shares this open file, not a lock of its own). Back to shared.
+		 */
+		m = mutex_lock(u);
+		alone = flock(u->lease_fd, LOCK_EX | LOCK_NB) == 0;
+		(void)flock(u->lease_fd, LOCK_SH);
+	}
+	rc = 0;
+	if (alone) {
+		endpoint(u, &ep);
+		rc = ipc_perfmap_disable(&ep, rerr);
+	}
+	if (m >= 0)
+		close(m);
+	if (rc < 0)
+		return rc;
+	return alone ? 1 : 0;
+}
+
 int perfmap_use_end(struct perfmap_use *u, struct ipc_error *rerr)
 {
 	int rc = 0;

@@ -57,6 +57,16 @@ int perfmap_use_end(struct perfmap_use *u, struct ipc_error *rerr);
  * 0 when it finished in time, 1 when it goes on after this process exits.
  */
 int perfmap_use_end_within(struct perfmap_use *u, int wait_ms, struct ipc_error *rerr);
+/*
+ * Makes the map file whole for a last read. .NET 11 buffers its perf map and
+ * writes it out only when the map is turned off (.NET 8 to 10 write each line
+ * as code is published). When this command turned the map on and no other
+ * clrtap shares it, the map is turned off now (perfmap_use_end then only
+ * removes the file). Returns 1 when turned off, 0 when the map is not this
+ * command's alone to turn off (on before clrtap, or shared: the runtime's
+ * buffered lines stay unread), or the IPC error.
+ */
+int perfmap_use_flush(struct perfmap_use *u, struct ipc_error *rerr);
 /* Marks u unused (before a begin that may not run). */
 void perfmap_use_init(struct perfmap_use *u);
 

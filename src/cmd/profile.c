@@ -278,6 +278,13 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 		printf("managed frames: none (not a .NET process)\n");
 	else if (s->pm_err)
 		printf("perf map: could not be turned on, JIT frames unnamed\n");
+	else if (!s->pm_flushed && (s->pm.was_on || s->pm.shared) &&
+		 sum->unnamed_leaves * 20 >= sum->leaves && sum->leaves)
+		printf("perf map: on before this command (%s), so not turned off to be read whole: a "
+		       "runtime that buffers its map (.NET 11 writes it out only when it is turned "
+		       "off) leaves its JIT frames unnamed; with the map off, clrtap turns it on and "
+		       "off itself\n",
+		       s->pm.shared ? "by another clrtap" : "by the target's settings");
 top:
 	if (flame_top(topf, &top, &n) == 0 && total) {
 		if (topf != f)

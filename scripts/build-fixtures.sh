@@ -47,3 +47,63 @@ if [ ! -f build/fixtures/sample/sample.dll ]; then
 	echo "build-fixtures: build/fixtures/sample/sample.dll missing after the build" >&2
 	exit 1
 fi
+
+# ---- runtime matrix (tests/integration/t-runtimes.sh) ----
+# tests/fixtures/matrix published self-contained for each runtime the matrix
+# covers, from NuGet's runtime packs: build/fixtures/matrix/<rt>/matrix.
+#   net8, net9, net10   dotnet publish of net8.0/net9.0/net10.0 for linux-x64
+#                       (the SDK picks each runtime pack's version)
+#   net11               the net10 publish with the runtime files of
+#                       Microsoft.NETCore.App.Runtime.linux-x64 11.0.0
+#                       (native/* and lib/net11.0/*.dll; the .NET 10 SDK
+#                       cannot target net11.0)
+# Each one is built from its own copy of the sources (own obj/). A stamp (the
+# sources and this block hashed) makes a run with nothing changed a no-op.
+# A runtime whose packs could not be had is left out with a note; the test
+# says which it skipped.
+MX=build/fixtures/matrix
+NET11=11.0.0
+mx_stamp=$(cat tests/fixtures/matrix/Matrix.csproj tests/fixtures/matrix/Program.cs \
+	<(sed -n '/^# ---- runtime matrix/,$p' "$0") | sha256sum | cut -c1-32)
+if [ "$(cat "$MX/stamp" 2>/dev/null)" != "$mx_stamp" ]; then
+	rm -rf "$MX" && mkdir -p "$MX"
+	# mx_publish RT TFM [msbuild args...]: one self-contained publish into $MX/RT.
+	mx_publish() {
+		local rt=$1 tfm=$2
+		shift 2
+		mkdir -p "$MX/src-$rt" &&
+			cp tests/fixtures/matrix/Program.cs "$MX/src-$rt/" &&
+			sed "s|<TargetFramework>net10.0</TargetFramework>|<TargetFramework>$tfm</TargetFramework>|" \
+				tests/fixtures/matrix/Matrix.csproj >"$MX/src-$rt/Matrix.csproj" &&
+			dotnet publish "$MX/src-$rt/Matrix.csproj" -c Release -r linux-x64 --self-contained \
+				"$@" -o "$MX/$rt" --nologo -v q >"$MX/$rt.log" 2>&1 ||
+			{
+				echo "build-fixtures: $MX/$rt not built (needs the $tfm runtime pack from NuGet); t-runtimes.sh skips it:" >&2
+				tail -5 "$MX/$rt.log" >&2
+				rm -rf "${MX:?}/$rt"
+			}
+	}
+	# the runtime pack of .NET 11, downloaded by a project that only restores
+	mkdir -p "$MX/pack11"
+	cat >"$MX/pack11/pack11.csproj" <<PROJ
+<Project Sdk="Microsoft.NET.Sdk">
+  <PropertyGroup><TargetFramework>net10.0</TargetFramework></PropertyGroup>
+  <ItemGroup><PackageDownload Include="Microsoft.NETCore.App.Runtime.linux-x64" Version="[$NET11]" /></ItemGroup>
+</Project>
+PROJ
+	# Restores mostly wait on the network: the three publishes and the download run at once.
+	mx_publish net8 net8.0 &
+	mx_publish net9 net9.0 &
+	mx_publish net10 net10.0 &
+	dotnet restore "$MX/pack11/pack11.csproj" --nologo -v q >"$MX/pack11.log" 2>&1 &
+	wait
+	pkgs=$(dotnet nuget locals global-packages --list 2>/dev/null | sed -n 's/^global-packages: //p')
+	pack="${pkgs%/}/microsoft.netcore.app.runtime.linux-x64/$NET11/runtimes/linux-x64"
+	if [ -d "$MX/net10" ] && [ -f "$pack/native/libcoreclr.so" ]; then
+		cp -a "$MX/net10" "$MX/net11" && cp "$pack"/native/* "$pack"/lib/net11.0/*.dll "$MX/net11/"
+	else
+		echo "build-fixtures: $MX/net11 not built (needs Microsoft.NETCore.App.Runtime.linux-x64 $NET11 from NuGet); t-runtimes.sh skips it" >&2
+	fi
+	rm -rf "$MX"/src-* "$MX/pack11"
+	echo "$mx_stamp" >"$MX/stamp"
+fi

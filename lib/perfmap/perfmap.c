@@ -410,6 +410,48 @@ int perfmap_use_flush(struct perfmap_use *u, struct ipc_error *rerr)
 	return alone ? 1 : 0;
 }
 
+int perfmap_use_reread(struct perfmap_use *u, void (*read)(void *ctx), void *ctx,
+		       struct ipc_error *rerr)
+{
+	struct ipc_endpoint ep;
+	int m = -1, rc;
+
+	if (!u->turned_on && !u->shared)
+		return 0;
+	if (u->lease_fd >= 0)
+		m = mutex_lock(u); /* no clrtap joins or leaves meanwhile */
+	endpoint(u, &ep);
+	rc = ipc_perfmap_disable(&ep, rerr);
+	if (rc == 0) {
+		read(ctx);
+		rc = ipc_perfmap_enable(&ep, IPC_PERFMAP_PERFMAP, rerr);
+	}
+	if (m >= 0)
+		close(m);
+	return rc < 0 ? rc : 1;
+}
+
+int perfmap_runtime_major(const struct proc_target *t, int timeout_ms)
+{
+	struct ipc_process_info pi = { 0 };
+	struct ipc_endpoint ep = { .path = t->sock_tpath, .timeout_ms = timeout_ms,
+				   .pid = t->pid, .nspid = t->nspid };
+	struct ipc_error rerr;
+	int major = 0;
+
+	if (ipc_process_info(&ep, &pi, &rerr) == 0 && pi.clr_version) {
+		long v;
+		char *end;
+
+		errno = 0;
+		v = strtol(pi.clr_version, &end, 10);
+		if (!errno && end != pi.clr_version && *end == '.' && v > 0 && v < 1000)
+			major = (int)v;
+	}
+	ipc_process_info_release(&pi);
+	return major;
+}
+
 int perfmap_use_end(struct perfmap_use *u, struct ipc_error *rerr)
 {
 	int rc = 0;

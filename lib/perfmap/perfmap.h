@@ -67,6 +67,23 @@ int perfmap_use_end_within(struct perfmap_use *u, int wait_ms, struct ipc_error 
  * buffered lines stay unread), or the IPC error.
  */
 int perfmap_use_flush(struct perfmap_use *u, struct ipc_error *rerr);
+/*
+ * The same for a command that goes on reading the map: when a clrtap turned
+ * it on (this one or one sharing the lease), turns it off, calls
+ * read(ctx) on the whole file, and turns it back on (the runtime then writes
+ * the map anew, starting with the code that exists). Under the lease's mutex.
+ * Returns 1 when done, 0 when the map was on before any clrtap (left alone),
+ * or the IPC error.
+ */
+int perfmap_use_reread(struct perfmap_use *u, void (*read)(void *ctx), void *ctx,
+		       struct ipc_error *rerr);
+/*
+ * The major version of the target's runtime (ProcessInfo2's "11.0.0+..."),
+ * or 0 when it does not say. PERFMAP_BUFFERED_MAJOR is the first that
+ * buffers its perf map.
+ */
+#define PERFMAP_BUFFERED_MAJOR 11
+int perfmap_runtime_major(const struct proc_target *t, int timeout_ms);
 /* Marks u unused (before a begin that may not run). */
 void perfmap_use_init(struct perfmap_use *u);
 

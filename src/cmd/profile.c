@@ -187,6 +187,11 @@ static void print_ep_summary(struct profile_session *s, const struct profile_sum
 	       (unsigned long long)(es.managed + es.external + es.other),
 	       (unsigned long long)es.managed, (unsigned long long)es.external,
 	       (double)es.sampling_ns / 1e6);
+	if (es.external >= 100 && es.managed * 50 < es.external)
+		printf("samples: nearly all marked outside managed code by the runtime: idle threads, "
+		       "or .NET 9, which marks running threads so too (.NET 8, 10 and 11 tell them "
+		       "apart): on-CPU managed time may not be seen; --wall keeps every thread's "
+		       "samples, --engine perf samples the CPU\n");
 	printf("lost events: %llu%s\n", (unsigned long long)es.dropped_events,
 	       es.complete ? "" : " (the stream ended without its end marker)");
 	printf("methods named from the trace: %zu\n", es.methods);

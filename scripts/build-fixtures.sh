@@ -58,7 +58,8 @@ fi
 #                       (native/* and lib/net11.0/*.dll; the .NET 10 SDK
 #                       cannot target net11.0)
 # Each one is built from its own copy of the sources (own obj/). A stamp (the
-# sources and this block hashed) makes a run with nothing changed a no-op.
+# sources and this block hashed) makes a run with nothing changed a no-op
+# (first build: about a minute, mostly NuGet downloads).
 # A runtime whose packs could not be had is left out with a note; the test
 # says which it skipped.
 MX=build/fixtures/matrix
@@ -105,5 +106,10 @@ PROJ
 		echo "build-fixtures: $MX/net11 not built (needs Microsoft.NETCore.App.Runtime.linux-x64 $NET11 from NuGet); t-runtimes.sh skips it" >&2
 	fi
 	rm -rf "$MX"/src-* "$MX/pack11"
-	echo "$mx_stamp" >"$MX/stamp"
+	# stamped only when whole: a runtime left out is tried again next time
+	if [ -x "$MX/net8/matrix" ] && [ -x "$MX/net9/matrix" ] && [ -x "$MX/net10/matrix" ] &&
+		[ -x "$MX/net11/matrix" ]; then
+		rm -f "$MX"/*.log
+		echo "$mx_stamp" >"$MX/stamp"
+	fi
 fi

@@ -357,6 +357,9 @@ int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int ti
 	u->lease_fd = fd; /* held shared for the command */
 	if (m >= 0)
 		close(m);
+	/* whether it buffers its map (perfmap_use_flush); out of the mutex */
+	if (u->turned_on)
+		u->runtime_major = perfmap_runtime_major(t, timeout_ms);
 	if (u->lease_fd < 0 && !u->turned_on)
 		return 0;
 	rc = start_watcher(u);
@@ -386,7 +389,7 @@ int perfmap_use_flush(struct perfmap_use *u, struct ipc_error *rerr)
 	bool alone = true;
 	int m = -1, rc;
 
-	if (!u->turned_on || u->shared)
+	if (!u->turned_on || u->shared || u->runtime_major < PERFMAP_BUFFERED_MAJOR)
 		return 0;
 	if (u->lease_fd >= 0) {
 		/*

@@ -36,6 +36,7 @@ struct perfmap_use {
 	/* the target's root directory, opened at begin: the map file a clrtap
 	 * caused is removed through it even after the target is gone */
 	int rootfd;
+	int runtime_major;     /* the target's runtime when this command turned the map on (0: unknown) */
 };
 
 /*
@@ -60,11 +61,12 @@ int perfmap_use_end_within(struct perfmap_use *u, int wait_ms, struct ipc_error 
 /*
  * Makes the map file whole for a last read. .NET 11 buffers its perf map and
  * writes it out only when the map is turned off (.NET 8 to 10 write each line
- * as code is published). When this command turned the map on and no other
- * clrtap shares it, the map is turned off now (perfmap_use_end then only
- * removes the file). Returns 1 when turned off, 0 when the map is not this
- * command's alone to turn off (on before clrtap, or shared: the runtime's
- * buffered lines stay unread), or the IPC error.
+ * as code is published). When this command turned the map on, on a runtime
+ * that buffers it, and no other clrtap shares it, the map is turned off now
+ * (perfmap_use_end then only removes the file). Returns 1 when turned off, 0
+ * when there is nothing to do or the map is not this command's alone to turn
+ * off (on before clrtap, or shared: the runtime's buffered lines stay
+ * unread), or the IPC error.
  */
 int perfmap_use_flush(struct perfmap_use *u, struct ipc_error *rerr);
 /*

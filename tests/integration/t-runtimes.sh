@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The runtime matrix: the same checks on every runtime clrtap supports, each
 # a self-contained app of its own (build/fixtures/matrix/<rt>: .NET 8, 9, 10
-# and 11 from NuGet's runtime packs, scripts/build-fixtures.sh). One target
+# and 11 from NuGet's runtime packs, and the musl builds of 8.0.34, 10.0.12
+# and 11.0.0 under musl's loader; scripts/build-fixtures.sh). One target
 # process per runtime serves every check, and the runtimes run at once (they
 # mostly wait). Exact facts on each: the version, the hot method named in
 # >= 95 % of a profile's samples (its own libcoreclr's frames named too), the
@@ -14,9 +15,17 @@
 . "$(dirname "$0")/lib.sh"
 
 MX=$ROOT/build/fixtures/matrix
-declare -A WANT=([net8]='8\.0\.[0-9]+' [net9]='9\.0\.[0-9]+' [net10]='10\.0\.[0-9]+' [net11]='11\.0\.0')
+declare -A WANT=([net8]='8\.0\.[0-9]+' [net9]='9\.0\.[0-9]+' [net10]='10\.0\.[0-9]+' [net11]='11\.0\.0'
+	[musl-net8]='8\.0\.34' [musl-net10]='10\.0\.12' [musl-net11]='11\.0\.0')
+# The musl builds run under musl's loader with a C++ runtime made for them (lib.sh: musl_cxx).
+GL=$WORK/gl
+if ! command -v musl-gcc >/dev/null || [ ! -e /lib/ld-musl-x86_64.so.1 ] || ! musl_cxx "$GL"; then
+	not_ok "musl-tools installed, the musl C++ runtime made (scripts/install-deps.sh)" "musl-gcc or /lib/ld-musl-x86_64.so.1 missing"
+	GL=
+fi
 RTS=()
-for rt in net8 net9 net10 net11; do
+for rt in net8 net9 net10 net11 musl-net8 musl-net10 musl-net11; do
+	[[ $rt == musl-* && -z $GL ]] && continue
 	if [ -x "$MX/$rt/matrix" ]; then
 		RTS+=("$rt")
 	else
@@ -33,7 +42,9 @@ for rt in "${RTS[@]}"; do
 	mkfifo "$WORK/$rt/ctl"
 	exec {fd}<>"$WORK/$rt/ctl"
 	FD[$rt]=$fd
-	DOTNET_CLI_TELEMETRY_OPTOUT=1 "$MX/$rt/matrix" <&"$fd" >"$WORK/$rt/out" 2>&1 &
+	lp=
+	[[ $rt == musl-* ]] && lp=$GL
+	LD_LIBRARY_PATH=$lp DOTNET_CLI_TELEMETRY_OPTOUT=1 "$MX/$rt/matrix" <&"$fd" >"$WORK/$rt/out" 2>&1 &
 	PID[$rt]=$!
 	KILL_PIDS+=("$!")
 done
@@ -76,6 +87,14 @@ rt_checks() {
 	VER=$(sed -n 's/^READY .* version=//p' "$W/out")
 	check "$rt: runtime $VER is the wanted one" grep -qxE "${WANT[$rt]}" <<<"$VER"
 
+	if [[ $rt == musl-* ]]; then
+		OUT=$(awk '{print $6}' "/proc/$P/maps" | sort -u)
+		contains "$rt: a musl process: musl's libc mapped" "$OUT" "/usr/lib/x86_64-linux-musl/libc.so"
+		lacks "$rt: and not glibc's" "$OUT" "libc.so.6"
+		equals "$rt: its runtime is a musl build" \
+			"$(readelf -d "$MX/$rt/libcoreclr.so" | grep -o 'libc\.[^]]*')" "libc.musl-x86_64.so.1"
+	fi
+
 	# ---- ps, info ----
 	OUT=$("$CLRTAP" info -p "$P" 2>&1)
 	contains "$rt: info: the runtime version" "$OUT" "runtime version:  $VER"
@@ -111,14 +130,14 @@ print(" ".join(str(p[k]) for p in e for k in ("status", "runtime", "assembly")))
 	send "calls 0" >/dev/null
 	T=$(hot_share "$W/ep.folded")
 	echo "    $rt: profile --engine eventpipe: Hot::Burn named in ${T% *} samples in the hot method's code"
-	if [ "$rt" = net9 ]; then
+	if [[ $rt == *net9 ]]; then
 		# .NET 9's sampler marks the running thread as outside managed code: said so
 		contains "$rt: profile --engine eventpipe: no managed-code samples, and why (naming .NET 9)" \
 			"$(cat "$W/ep.out")" "samples: nearly all marked outside managed code by the runtime: idle threads, or .NET 9, which marks running threads so too"
 	else
 		check "$rt: profile --engine eventpipe names Hot::Burn in >= 95 % of >= 50 samples in the hot method's code" test "${T##* }" = yes
 	fi
-	if [ "$rt" = net11 ]; then
+	if [[ $rt == *net11 ]]; then
 		"$CLRTAP" top -p "$P" -d 1 >/dev/null 2>"$W/top.err"
 		contains "$rt: top: its buffered perf map said (naming .NET 11)" "$(cat "$W/top.err")" \
 			"clrtap: warning: this runtime (.NET 11) buffers its perf map: the live view names JIT-compiled frames only as the runtime writes its buffer out"
@@ -139,7 +158,7 @@ print(" ".join(str(p[k]) for p in e for k in ("status", "runtime", "assembly")))
 	equals "$rt: probe (JIT code): exit code" "$?" 0
 	wait "$pr"
 	equals "$rt: probe (ReadyToRun code): exit code" "$?" 0
-	if [ "$rt" = net11 ]; then
+	if [[ $rt == *net11 ]]; then
 		# its perf map is buffered: the code there is found, later code said to be missed
 		contains "$rt: probe: Target::Hit's JIT code found (the map read whole)" "$(cat "$W/pj.out")" \
 			"clrtap: Clrtap.Matrix.Target::Hit(int32) [QuickJitted] at 0x"
@@ -152,7 +171,7 @@ print(" ".join(str(p[k]) for p in e for k in ("status", "runtime", "assembly")))
 	fi
 	contains "$rt: probe: Convert.ToString (ReadyToRun): uprobe" "$(cat "$W/pr.out")" \
 		"System.Convert::ToString(int32, int32) [ReadyToRun] at System.Private.CoreLib.dll+0x"
-	if [ "$rt" = net11 ]; then
+	if [[ $rt == *net11 ]]; then
 		# tier-up's JIT code is in the buffered map: the R2R calls are seen, later ones may not be
 		T=$(sed -n 's/^clrtap:   \[ReadyToRun\] \([0-9]*\) calls (uprobe)$/\1/p' "$W/pr.out")
 		check "$rt: probe: Convert.ToString's ReadyToRun calls counted (${T:-none}: 30 before tier-up, at most 300)" \
@@ -208,7 +227,7 @@ print(" ".join(str(p[k]) for p in e for k in ("status", "runtime", "assembly")))
 	equals "$rt: gcdump collect: exit code" "$?" 0
 	OUT=$("$CLRTAP" gcdump report "$W/h.heap" 2>&1)
 	check "$rt: gcdump: 5,000 Keep objects" grep -qE '^ +[0-9,]+ +[0-9,]+ +5,000 +Clrtap\.Matrix\.Keep$' <<<"$OUT"
-	if [ "$rt" = net11 ]; then
+	if [[ $rt == *net11 ]]; then
 		contains "$rt: gcdump: lossless, the runtime's Block buffering" "$(cat "$W/gc.out")" \
 			"events: lossless (the runtime's Block buffering: it waits rather than drop)"
 	else
@@ -250,6 +269,9 @@ print(" ".join(str(p[k]) for p in e for k in ("status", "runtime", "assembly")))
 	wait "$ag"
 	equals "$rt: agent probe: exit code" "$?" 0
 	contains "$rt: agent: attached to this runtime" "$(cat "$W/ag.out")" "attached: pid $P, mode main"
+	if [[ $rt == musl-* ]]; then
+		contains "$rt: agent: the musl build, chosen from the target's maps" "$(cat "$W/ag.out")" "(musl build"
+	fi
 	contains "$rt: agent: runtime version" "$(cat "$W/ag.out")" "runtime $VER,"
 	check "$rt: agent: 200 calls of Target::Hit counted" grep -qE '^calls Clrtap.Matrix.Target::Hit \[0x06[0-9a-f]{6}\]: 200$' "$W/ag.out"
 	check "$rt: agent: 200 calls of Convert.ToString (ReadyToRun, past tier-up) counted" \

@@ -115,8 +115,9 @@ PROJ
 	mx_swap() {
 		local pack="${pkgs%/}/microsoft.netcore.app.runtime.$3/$4/runtimes/$3"
 		if [ -d "$MX/$2" ] && [ -f "$pack/native/libcoreclr.so" ]; then
-			cp -a "$MX/$2" "$MX/$1" && rm -f "$MX/$1"/*.so &&
-				cp "$pack"/native/* "$pack"/lib/"$5"/*.dll "$MX/$1/"
+			# hard links to FROM's files; each file replaced is unlinked first
+			cp -al "$MX/$2" "$MX/$1" && rm -f "$MX/$1"/*.so &&
+				cp --remove-destination "$pack"/native/* "$pack"/lib/"$5"/*.dll "$MX/$1/"
 		else
 			echo "build-fixtures: $MX/$1 not built (needs $MX/$2 and Microsoft.NETCore.App.Runtime.$3 $4 from NuGet); t-runtimes.sh skips it" >&2
 		fi
@@ -125,7 +126,7 @@ PROJ
 	mx_swap musl-net11 musl-net10 linux-musl-x64 "$NET11" net11.0
 	mx_swap musl-net8 net8 linux-musl-x64 "$MUSL8" net8.0
 	if [ -x "$MX/musl-net8/matrix" ] && [ -x "$MX/musl-net10/matrix" ]; then
-		cp "$MX/musl-net10/matrix" "$MX/musl-net8/matrix"
+		cp --remove-destination "$MX/musl-net10/matrix" "$MX/musl-net8/matrix"
 	fi
 	rm -rf "$MX"/src-* "$MX/pack11"
 	# stamped only when whole: a runtime left out is tried again next time

@@ -436,22 +436,14 @@ int perfmap_use_reread(struct perfmap_use *u, void (*read)(void *ctx), void *ctx
 
 int perfmap_runtime_major(const struct proc_target *t, int timeout_ms)
 {
-	struct ipc_process_info pi = { 0 };
-	struct ipc_endpoint ep = { .path = t->sock_tpath, .timeout_ms = timeout_ms,
-				   .pid = t->pid, .nspid = t->nspid };
+	struct ipc_endpoint ep;
 	struct ipc_error rerr;
 	int major = 0;
 
-	if (ipc_process_info(&ep, &pi, &rerr) == 0 && pi.clr_version) {
-		long v;
-		char *end;
-
-		errno = 0;
-		v = strtol(pi.clr_version, &end, 10);
-		if (!errno && end != pi.clr_version && *end == '.' && v > 0 && v < 1000)
-			major = (int)v;
-	}
-	ipc_process_info_release(&pi);
+	if (t->runtime_major)
+		return t->runtime_major; /* asked when the target was resolved */
+	ipc_endpoint_init(&ep, t, timeout_ms);
+	(void)ipc_peer_verify_major(&ep, &major, &rerr);
 	return major;
 }
 

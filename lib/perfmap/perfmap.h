@@ -80,9 +80,10 @@ int perfmap_use_flush(struct perfmap_use *u, struct ipc_error *rerr);
 int perfmap_use_reread(struct perfmap_use *u, void (*read)(void *ctx), void *ctx,
 		       struct ipc_error *rerr);
 /*
- * The major version of the target's runtime (ProcessInfo2's "11.0.0+..."),
- * or 0 when it does not say. PERFMAP_BUFFERED_MAJOR is the first that
- * buffers its perf map.
+ * The major version of the target's runtime: t->runtime_major when the
+ * target's resolution asked it, else ProcessInfo2's ("11.0.0+..."); 0 when
+ * it does not say. PERFMAP_BUFFERED_MAJOR is the first that buffers its
+ * perf map.
  */
 #define PERFMAP_BUFFERED_MAJOR 11
 int perfmap_runtime_major(const struct proc_target *t, int timeout_ms);

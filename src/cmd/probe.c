@@ -613,7 +613,7 @@ int cmd_probe(int argc, char **argv)
 	 * its buffer out, so its calls can go unseen: said, with the way that
 	 * sees them.
 	 */
-	major = emit ? 0 : pmu.turned_on ? pmu.runtime_major : perfmap_runtime_major(&t, ep.timeout_ms);
+	major = emit ? 0 : perfmap_runtime_major(&t, ep.timeout_ms);
 	if (major >= PERFMAP_BUFFERED_MAJOR) {
 		if (perfmap_use_reread(&pmu, settle_perfmap_cb, pp, &rerr) < 0)
 			cli_warn("cannot turn the perf map off and on to read it whole: JIT code "

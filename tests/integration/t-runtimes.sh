@@ -316,5 +316,6 @@ for rt in "${RTS[@]}"; do
 		echo "$line"
 	done <"$WORK/$rt.log"
 done
+# KEEP_WORK=DIR keeps every tool's output for a look after the run
 [ -n "${KEEP_WORK:-}" ] && cp -r "$WORK" "$KEEP_WORK"
 finish

@@ -243,7 +243,8 @@ static void sse_fill(struct sse *e)
 			e->finished = true;
 		}
 	} else if (e->kind == SSE_TOP) {
-		if (!e->last_top || now - e->last_top >= 2000) {
+		/* the first rows 1 s after the first sample (srv_top_new), then every 2 s */
+		if (now - e->last_top >= (e->last_top == e->t0 ? 1000 : 2000)) {
 			struct strbuf out = STRBUF_INIT;
 			struct ct_json j;
 
@@ -290,7 +291,7 @@ static enum MHD_Result send_sse(struct MHD_Connection *c, struct sse *e)
 	const char *max = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "max_s");
 
 	e->fd = -1;
-	e->t0 = e->last_send = srv_now_ms();
+	e->t0 = e->last_send = e->last_top = srv_now_ms();
 	strbuf_init(&e->pending, 1 << 20);
 	strbuf_init(&e->line, 1 << 17);
 	if (max) {

@@ -26,6 +26,7 @@
 #include "perf/perf.h"
 #include "perfmap/perfmap.h"
 #include "proc/proc.h"
+#include "proc/taskcpu.h"
 #include "sym/sym.h"
 
 struct profile;
@@ -182,6 +183,7 @@ struct profile_ep_opts {
 	pid_t pid;          /* for thread names and liveness */
 	unsigned samples;   /* PROFILE_EP_* (0: managed only) */
 	bool prime;         /* a rundown-only session first (names for `top`) */
+	bool thread_time;   /* keep every sample of the kinds asked (no on-CPU filter) */
 };
 
 struct profile_ep_stats {
@@ -194,6 +196,13 @@ struct profile_ep_stats {
 	bool primed;                       /* the priming rundown worked */
 	bool complete;                     /* the stream ended with its end marker */
 	bool stream_ended;                 /* the runtime ended it (the process exited) */
+	/* the on-CPU filter (lib/proc/taskcpu): each thread's CPU time polled from /proc */
+	enum taskcpu_source oncpu;         /* TASKCPU_NONE: no filter, thread time */
+	int oncpu_err;                     /* why not (negative errno), 0 */
+	unsigned oncpu_interval_ms;        /* the polling interval */
+	uint64_t waiting;                  /* samples left out: the thread was not running */
+	uint64_t unknown;                  /* samples kept without knowing (thread not polled) */
+	double running_share;              /* of the samples with a known state, the running share */
 };
 
 struct profile_ep;

@@ -317,7 +317,7 @@ int profile_engine_explain(const struct profile_engine_choice *c, pid_t pid, cha
 			   size_t len);
 /* The outputs' notes: engine, why, what it sees, rate, cost (lines). */
 int profile_engine_notes(const struct profile_engine_choice *c, unsigned hz, unsigned ep_samples,
-			 uint32_t sampling_ns, char *buf, size_t len);
+			 const struct profile_ep_stats *es, char *buf, size_t len);
 /* A few words naming a cause. */
 const char *profile_perf_cause_short(enum profile_perf_cause c);
 /* What was refused to the perf_event engine: "perf_event_open was denied", or

@@ -62,6 +62,15 @@ const struct an_analyzer *analyze_analyzer_find(const char *name)
 	return NULL;
 }
 
+/* On-CPU (the filter ran): a stack caught switching out of managed code
+ * (a blocking wait, a P/Invoke's stub) is not managed code running. */
+static bool skip_not_running(void *ctx, const char *const *names, size_t n)
+{
+	const struct an_session *s = ctx;
+
+	return s->tc && nt_stack_waits(names, n);
+}
+
 int analyze_session_new(struct an_session **out, unsigned need)
 {
 	struct an_session *s = calloc(1, sizeof(*s));
@@ -77,6 +86,10 @@ int analyze_session_new(struct an_session **out, unsigned need)
 	s->gc_gen[0] = s->gc_gen[1] = s->gc_gen[2] = s->gc_gen[3] = s->gc_gen[4] = -1;
 	s->gc_committed_mb = -1;
 	ts_limits_default(&lim);
+	if (need & AN_NEED_ONCPU) {
+		lim.flame_skip = skip_not_running;
+		lim.flame_skip_ctx = s;
+	}
 	err = tracestats_new(&s->ts, &lim);
 	if (!err && (need & (AN_NEED_SAMPLES | AN_NEED_LOCKS)))
 		err = stacks_sampler_new(&s->ss); /* LOCKS: its method table names the wait stacks */
@@ -305,14 +318,17 @@ const char *analyze_cpu_basis(const struct an_session *s)
 void analyze_cpu_basis_why(const struct an_session *s, char *buf, size_t len)
 {
 	uint64_t known = s->oncpu.kept + s->oncpu.waiting;
+	uint64_t caught = s->finished ? tracestats_result(s->ts)->samples.left_out : 0;
 
 	if (s->tc)
 		snprintf(buf, len,
-			 "on-CPU: each thread's CPU time was read from /proc (%s) every %u ms; %" PRIu64
-			 " of %" PRIu64 " managed samples found their thread not running and were left out"
-			 "; %" PRIu64 " of a thread not polled at their time were kept",
-			 taskcpu_source_name(s->oncpu.source), s->oncpu.interval_ms, s->oncpu.waiting,
-			 known + s->oncpu.unknown, s->oncpu.unknown);
+			 "on-CPU: each thread's CPU time was read from /proc (%s) every %u ms; of %" PRIu64
+			 " managed samples, %" PRIu64 " found their thread not running and %" PRIu64
+			 " caught it switching out of managed code (a blocking wait of the runtime or "
+			 "a P/Invoke's stub at the leaf): both left out; %" PRIu64
+			 " of a thread not polled at their time were kept",
+			 taskcpu_source_name(s->oncpu.source), s->oncpu.interval_ms,
+			 known + s->oncpu.unknown, s->oncpu.waiting, caught, s->oncpu.unknown);
 	else if (!s->oncpu_pid)
 		snprintf(buf, len, "thread time, waiting included: a trace file cannot tell running "
 				   "threads from waiting ones (the sampler samples every managed thread)");

@@ -91,8 +91,9 @@ static void cpu_rule(const struct an_session *s, const struct ts_result *r, doub
 	 * thread time, waiting included, and the finding says so.
 	 */
 	uint64_t all = r->samples.managed + r->samples.external + r->samples.other + s->oncpu.waiting;
+	uint64_t running = r->samples.managed - CT_MIN(r->samples.managed, r->samples.left_out);
 	size_t nth = s->ss ? stacks_sampler_nthreads(s->ss) : 0;
-	double busy = all && nth ? (double)r->samples.managed * (double)nth / (double)all : 0;
+	double busy = all && nth ? (double)running * (double)nth / (double)all : 0;
 	double share = s->cpu_n ? s->cpu_sum / (double)s->cpu_n / 100.0 : 0;
 	double cores = share * (ncpus ? ncpus : 1);
 	bool oncpu = s->tc != NULL;
@@ -131,13 +132,12 @@ static void cpu_rule(const struct an_session *s, const struct ts_result *r, doub
 			snprintf(x->evidence, sizeof(x->evidence),
 				 "%" PRIu64 " managed samples in %.1f s (%s); hottest method %s "
 				 "(%.0f%% self); %.0f%% of the samples in unnamed code",
-				 r->samples.managed, d, analyze_cpu_basis(s),
-				 ft[best].name, 100.0 * (double)ft[best].self / (double)total,
+				 running, d, analyze_cpu_basis(s), ft[best].name, 100.0 * (double)ft[best].self / (double)total,
 				 100.0 * (double)unnamed / (double)total);
 		else
 			snprintf(x->evidence, sizeof(x->evidence),
 				 "%" PRIu64 " managed samples in %.1f s (%s), all in unnamed code",
-				 r->samples.managed, d, analyze_cpu_basis(s));
+				 running, d, analyze_cpu_basis(s));
 	}
 	free(ft);
 }

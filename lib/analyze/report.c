@@ -700,6 +700,7 @@ static void json_body(struct ct_json *j, struct an_report *r)
 			ct_json_kv_str(j, "thread_cpu_source", taskcpu_source_name(r->s->oncpu.source));
 			ct_json_kv_u64(j, "thread_cpu_interval_ms", r->s->oncpu.interval_ms);
 			ct_json_kv_u64(j, "samples_waiting", r->s->oncpu.waiting);
+			ct_json_kv_u64(j, "samples_leaving_managed_code", res->samples.left_out);
 			ct_json_kv_u64(j, "samples_state_unknown", r->s->oncpu.unknown);
 		}
 		ct_json_kv_arr_begin(j, "methods");

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "common/log.h"
 #include "common/strparse.h"
 #include "proc/proc.h"
 #include "proc/taskcpu.h"
@@ -28,6 +29,7 @@ struct tthread {
 	uint32_t tid, nstid;
 	int fd;
 	double credit;
+	uint64_t asked, kept; /* taskcpu_keep's samples of it */
 	struct tpoint *pts;
 	size_t n, cap;
 };
@@ -464,11 +466,13 @@ bool taskcpu_keep(struct taskcpu *tc, uint32_t nstid, uint64_t t_ns, int wait_ms
 		return true;
 	}
 	*known = true;
+	t->asked++;
 	tc->st.running_sum += f;
 	t->credit += f;
 	keep = t->credit >= 0.5;
 	if (keep) {
 		t->credit -= 1;
+		t->kept++;
 		tc->st.kept++;
 	} else {
 		tc->st.waiting++;
@@ -488,8 +492,19 @@ void taskcpu_stop(struct taskcpu *tc)
 	pthread_cond_broadcast(&tc->cv);
 	pthread_mutex_unlock(&tc->mu);
 	if (tc->th_started) {
+		size_t i;
+
 		pthread_join(tc->th, NULL);
 		tc->th_started = false;
+		for (i = 0; i < tc->nth; i++) {
+			const struct tthread *t = &tc->ths[i];
+
+			if (t->asked && t->n)
+				ct_debug("taskcpu: tid %u: %" PRIu64 " samples, %" PRIu64
+					 " kept; ran %.1f ms of %.1f ms polled", t->nstid, t->asked,
+					 t->kept, (double)(t->pts[t->n - 1].run - t->pts[0].run) / 1e6,
+					 (double)(t->pts[t->n - 1].t - t->pts[0].t) / 1e6);
+		}
 	}
 }
 

@@ -176,10 +176,13 @@ int profile_engine_notes(const struct profile_engine_choice *c, unsigned hz, uns
 					       "not mean running); a sample was kept only as far as its "
 					       "thread's CPU time (/proc/PID/task/TID/%s, read every "
 					       "%u ms) advanced around it: %llu samples of threads that "
-					       "were not running left out, %llu of threads not polled "
-					       "at their time kept\n",
+					       "were not running left out, %llu that caught their thread "
+					       "switching out of managed code (a blocking wait of the "
+					       "runtime or a P/Invoke's stub at the leaf) left out, %llu "
+					       "of threads not polled at their time kept\n",
 					  taskcpu_source_name(es->oncpu), es->oncpu_interval_ms,
 					  (unsigned long long)es->waiting,
+					  (unsigned long long)es->left_out,
 					  (unsigned long long)es->unknown);
 		else if (ep_samples == PROFILE_EP_MANAGED)
 			rc |= strbuf_addf(&sb, "samples: thread time, waiting included: samples the "

@@ -434,8 +434,13 @@ size_t profile_ep_name_stack(void *ctx, const uint64_t *ips, unsigned nr, const 
 			     size_t cap)
 {
 	struct profile_ep *e = ctx;
+	size_t n = nt_methods_name_stack(e->methods, ips, nr, names, cap);
 
-	return nt_methods_name_stack(e->methods, ips, nr, names, cap);
+	/* on-CPU: a thread caught entering or leaving a blocking wait was not
+	 * running there (lib/nettrace/waits.c) */
+	if (e->tc && nt_stack_waits(names, n))
+		return PROFILE_NAMER_SKIP;
+	return n;
 }
 
 /* ---- thread names: the runtime reports the tid as the target sees it ---- */

@@ -51,12 +51,14 @@ int profile_add_stack(void *ctx, const struct perf_stack *st);
 
 /*
  * Names a whole stack (ips leaf first) into names, root first, at most cap;
- * returns the count. Set one when the addresses are not the process's own
+ * returns the count, or PROFILE_NAMER_SKIP to leave the stack out of the
+ * profile (counted in profile_summary.left_out). Set one when the addresses are not the process's own
  * (the EventPipe engine names them from the trace's method events); without
  * one, frames are named through lib/sym.
  */
 typedef size_t (*profile_namer_fn)(void *ctx, const uint64_t *ips, unsigned nr,
 				   const char **names, size_t cap);
+#define PROFILE_NAMER_SKIP ((size_t)-1)
 void profile_set_namer(struct profile *p, profile_namer_fn fn, void *ctx);
 
 /* Thread name for a tid (NULL if unknown), for thread roots and raw output. */
@@ -64,6 +66,7 @@ typedef const char *(*profile_comm_fn)(void *ctx, uint32_t tid);
 
 struct profile_summary {
 	uint64_t cpu_samples;      /* on-CPU samples */
+	uint64_t left_out;         /* samples the namer left out (PROFILE_NAMER_SKIP) */
 	uint64_t offcpu_intervals; /* off-CPU intervals */
 	uint64_t offcpu_ns;        /* their total */
 	uint64_t frames;           /* frames over all samples (each sample counted) */
@@ -201,6 +204,8 @@ struct profile_ep_stats {
 	int oncpu_err;                     /* why not (negative errno), 0 */
 	unsigned oncpu_interval_ms;        /* the polling interval */
 	uint64_t waiting;                  /* samples left out: the thread was not running */
+	uint64_t left_out;                 /* ... caught switching out of managed code (set
+					    * from profile_summary.left_out after a build) */
 	uint64_t unknown;                  /* samples kept without knowing (thread not polled) */
 	double running_share;              /* of the samples with a known state, the running share */
 };

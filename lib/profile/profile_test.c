@@ -290,11 +290,12 @@ static void test_engine_texts(void **state)
 	es.oncpu = TASKCPU_SCHEDSTAT;
 	es.oncpu_interval_ms = 10;
 	es.waiting = 812;
+	es.left_out = 40;
 	es.unknown = 3;
 	assert_int_equal(profile_engine_notes(&c, 99, PROFILE_EP_MANAGED, &es, buf, sizeof(buf)), 0);
 	assert_non_null(strstr(buf, "samples: on-CPU: "));
 	assert_non_null(strstr(buf, "(/proc/PID/task/TID/schedstat, read every 10 ms)"));
-	assert_non_null(strstr(buf, "812 samples of threads that were not running left out, 3 of"));
+	assert_non_null(strstr(buf, "812 samples of threads that were not running left out, 40 that caught"));
 	assert_non_null(strstr(buf, "engine: EventPipe"));
 	assert_non_null(strstr(buf, "why: --engine auto, and perf_event_open was denied (a seccomp"));
 	assert_non_null(strstr(buf, "no native, runtime or kernel frames"));

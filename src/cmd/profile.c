@@ -190,10 +190,13 @@ static void print_ep_summary(const struct prof_args *a, struct profile_session *
 		       "not)\n");
 	else if (es.oncpu != TASKCPU_NONE)
 		printf("basis: on-CPU: %llu samples of threads that were not running left out (each "
-		       "thread's CPU time read from /proc/PID/task/TID/%s every %u ms), %llu of "
-		       "threads not polled at their time kept\n",
+		       "thread's CPU time read from /proc/PID/task/TID/%s every %u ms), %llu that "
+		       "caught their thread switching out of managed code (a blocking wait or a "
+		       "P/Invoke's stub at the leaf) left out, %llu of threads not polled at their "
+		       "time kept\n",
 		       (unsigned long long)es.waiting, taskcpu_source_name(es.oncpu),
-		       es.oncpu_interval_ms, (unsigned long long)es.unknown);
+		       es.oncpu_interval_ms, (unsigned long long)sum->left_out,
+		       (unsigned long long)es.unknown);
 	else
 		printf("basis: thread time, waiting included (the threads' CPU times could not be "
 		       "read from /proc: %s)\n",
@@ -508,6 +511,7 @@ int cmd_profile(int argc, char **argv)
 			 "on-CPU samples of managed code");
 		fo.unit = "samples";
 		fo.period = es.sampling_ns;
+		es.left_out = sum.left_out;
 		profile_engine_notes(&ch, (unsigned)a.hz, ep_samples, &es, notes, sizeof(notes));
 	} else {
 		snprintf(title, sizeof(title), "clrtap profile: pid %d, %s (perf_event engine)",

@@ -1,37 +1,46 @@
 #!/usr/bin/env bash
 # CPU means on-CPU (issue 33, case 4). The runtime's sample profiler samples
 # every managed thread, running or blocked, and its "managed" sample type does
-# not mean running: a request thread blocked in Task.Wait, a pool thread
-# parked on its semaphore count. Under wrk load on the web fixture, 2
-# connections on /api/on-cpu (OnCpu::Burn, ~100 ms of CPU a request) and 16
-# on /api/off-cpu (OffCpu::Block, Task.Delay(100).Wait(): blocked), the
-# EventPipe engine (forced), `analyze hotpaths` and `doctor` leave out the
+# not mean running: the suspension catches threads entering or leaving a
+# blocking wait or a system call. On the realapp fixture under wrk load, 16
+# connections on /api/quote (RealApp.Pricing::Quote: decimal math) and 8 on
+# /api/lock?ms=5 (a process-wide lock held 5 ms: waiters in Monitor.Enter),
+# the EventPipe engine (forced), `analyze hotpaths` and `doctor` leave out the
 # samples of threads whose CPU time (/proc/PID/task/TID/schedstat) did not
-# advance: Burn is first with most of the samples, and the waiting frames
-# are near 0 (before: Task::SpinWait 43 %, LowLevelLifoSemaphore::Wait 27 %,
-# Burn 15 %; doctor's hottest method was Task::SpinWait). Where running
-# cannot be told (a trace file; --wall) every output says "thread time,
-# waiting included".
+# advance and the samples caught in a blocking wait or a P/Invoke stub: Quote
+# or the decimal math under it is hottest, and Monitor::Enter_Slowpath,
+# LowLevelLifoSemaphore::Wait and [unknown] do not rank as CPU (before:
+# LowLevelLifoSemaphore::Wait 32 %, WorkerThreadStart 19 %, Enter_Slowpath
+# 18 %, [unknown] 15 %, DecCalc::ScaleResult 2.8 %; doctor's hottest method
+# was LowLevelLifoSemaphore::Wait). Where running cannot be told (a trace
+# file; --wall) every output says "thread time, waiting included".
 . "$(dirname "$0")/lib.sh"
 # test-run: alone
 
-BURN=Clrtap.Fixtures.OnCpu::Burn
-# the frames of a thread that waits: none of them may rank as CPU
-export WAITS='System.Threading.Thread::Sleep System.Threading.LowLevelLifoSemaphore::Wait System.Threading.Monitor::Enter_Slowpath System.Threading.WaitHandle::WaitOneNoCheck System.Threading.Tasks.Task::SpinWait System.Threading.ManualResetEventSlim::Wait System.Threading.Monitor::Wait [unknown]'
-
+need_realapp
 if ! command -v wrk >/dev/null; then
-	echo "$TEST_NAME: skipped: wrk is not installed (scripts/install-deps.sh installs it)"
-	exit 0
+	ok "SKIP: wrk is not installed (scripts/install-deps.sh installs it)"
+	finish
 fi
 
-PORT=$(free_port)
-start_fixture web --port "$PORT"
-PID=$FIX_PID
-wrk -t1 -c2 -d40s "http://127.0.0.1:$PORT/api/on-cpu" >/dev/null 2>&1 &
+QUOTE=RealApp.Pricing::Quote
+# the frames of a thread that waits: none of them may rank as CPU
+export WAITS='System.Threading.Monitor::Enter_Slowpath System.Threading.LowLevelLifoSemaphore::Wait System.Threading.PortableThreadPool+WorkerThread::WorkerThreadStart System.Threading.Thread::Sleep System.Threading.WaitHandle::WaitOneNoCheck [unknown]'
+# hottest NAME: Quote or the decimal math it calls
+hottest() {
+	case "$1" in
+	"$QUOTE" | System.Decimal+DecCalc::*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
+start_realapp
+PID=$REALAPP_PID
+wrk -t1 -c16 -d60s "$REALAPP_URL/api/quote?sku=SKU1&qty=2" >/dev/null 2>&1 &
 KILL_PIDS+=("$!")
-wrk -t1 -c16 -d40s "http://127.0.0.1:$PORT/api/off-cpu" >/dev/null 2>&1 &
+wrk -t1 -c8 -d60s "$REALAPP_URL/api/lock?ms=5" >/dev/null 2>&1 &
 KILL_PIDS+=("$!")
-sleep 1
+sleep 2 # Quote reaches tier 1
 
 # shares FILE.folded: "METHOD PCT" per leaf frame, largest first
 shares() {
@@ -46,6 +55,18 @@ for k, v in c.most_common():
     print("%s %.1f" % (k, 100.0 * v / t))
 EOF
 }
+# total_share FILE.folded FRAME: the share (%) of the samples with FRAME in their stack
+total_share() {
+	python3 - "$1" "$2" <<'EOF'
+import sys
+t = n = 0
+for line in open(sys.argv[1]):
+    st, c = line.rstrip("\n").rsplit(" ", 1)
+    t += int(c)
+    n += int(c) if sys.argv[2] in st.split(";") else 0
+print("%.1f" % (100.0 * n / t if t else 0))
+EOF
+}
 # waits_below FILE.shares MAX: every waiting frame's share is under MAX %
 waits_below() {
 	python3 - "$1" "$2" "$WAITS" <<'EOF'
@@ -58,34 +79,38 @@ EOF
 }
 
 # ---- the EventPipe engine, forced
-expect_exit "profile --engine eventpipe under load" 0 "$CLRTAP" profile -p "$PID" --engine eventpipe -d 2 -o "$WORK/ep.folded"
+expect_exit "profile --engine eventpipe under load" 0 "$CLRTAP" profile -p "$PID" --engine eventpipe -d 3 -o "$WORK/ep.folded"
 echo "$OUT" | sed 's/^/    | /'
 contains "EventPipe: the summary says on-CPU and how" "$OUT" "basis: on-CPU: "
 contains "EventPipe: thread CPU time from schedstat" "$OUT" "/proc/PID/task/TID/schedstat every "
 shares "$WORK/ep.folded" >"$WORK/ep.shares"
-head -5 "$WORK/ep.shares" | sed 's/^/    ep: /'
-equals "EventPipe: Burn is the top self frame" "$(head -1 "$WORK/ep.shares" | cut -d' ' -f1)" "$BURN"
-check "EventPipe: Burn has over half the samples" python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > 50 else 1)' "$(head -1 "$WORK/ep.shares" | cut -d' ' -f2)"
-check "EventPipe: every waiting frame under 10 %" waits_below "$WORK/ep.shares" 10
+TOP=$(head -1 "$WORK/ep.shares" | cut -d' ' -f1)
+check "EventPipe: the top self frame is Quote or its decimal math ($TOP)" hottest "$TOP"
+Q=$(total_share "$WORK/ep.folded" "$QUOTE")
+check "EventPipe: Quote in over a third of the samples ($Q %)" python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > 33 else 1)' "$Q"
+check "EventPipe: every waiting frame under 5 %" waits_below "$WORK/ep.shares" 5
 
 # ---- analyze hotpaths
-expect_exit "analyze hotpaths under load" 0 "$CLRTAP" analyze -p "$PID" hotpaths -d 2 --json
+expect_exit "analyze hotpaths under load" 0 "$CLRTAP" analyze -p "$PID" hotpaths -d 3 --json
 echo "$OUT" >"$WORK/hot.json"
-jcheck "hotpaths: on-CPU, Burn first with over half" "$WORK/hot.json" '
+jcheck "hotpaths: on-CPU, Quote or its decimal math first, Quote in over a third" "$WORK/hot.json" '
 r = d["result"]; m = r["methods"]
 assert r["basis"] == "on-CPU", r["basis"]
 assert r["thread_cpu_source"] == "schedstat" and r["samples_waiting"] > 0, r
-assert m[0]["method"] == "Clrtap.Fixtures.OnCpu::Burn" and m[0]["self_pct"] > 50, m[:3]
+assert m[0]["method"] == "RealApp.Pricing::Quote" or m[0]["method"].startswith("System.Decimal+DecCalc::"), m[:3]
+q = [x for x in m if x["method"] == "RealApp.Pricing::Quote"]
+assert q and q[0]["total_pct"] > 33, m
 print("ok")'
-jcheck "hotpaths: every waiting frame under 10 %" "$WORK/hot.json" '
+jcheck "hotpaths: every waiting frame under 5 %" "$WORK/hot.json" '
 m = d["result"]["methods"]; waits = set(env("WAITS").decode().split())
-bad = [(x["method"], x["self_pct"]) for x in m if x["method"] in waits and x["self_pct"] >= 10]
+bad = [(x["method"], x["self_pct"]) for x in m if x["method"] in waits and x["self_pct"] >= 5]
 assert not bad, bad
 print("ok")'
 
 # ---- doctor: the hottest named method
-expect_exit "doctor under load" 0 "$CLRTAP" doctor -p "$PID" -d 2
-contains "doctor: the CPU finding is on-CPU and names Burn hottest" "$OUT" "(on-CPU); hottest method $BURN ("
+expect_exit "doctor under load" 0 "$CLRTAP" doctor -p "$PID" -d 3
+HOT=$(echo "$OUT" | sed -n 's/.*(on-CPU); hottest method \(.*\) ([0-9]*% self).*/\1/p')
+check "doctor: the on-CPU finding names Quote or its decimal math hottest ($HOT)" hottest "$HOT"
 contains "doctor: says how much was unnamed" "$OUT" "of the samples in unnamed code"
 
 # ---- where running cannot be told: thread time, waiting included

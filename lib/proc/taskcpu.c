@@ -213,6 +213,24 @@ static void add_point(struct tthread *t, uint64_t now, uint64_t run)
 	t->pts[t->n++].run = run;
 }
 
+/* Drops threads that ended over the horizon ago (under mu): a long session
+ * (`top`) sees the pool's threads come and go. */
+static void prune(struct taskcpu *tc, uint64_t now)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < tc->nth; i++) {
+		struct tthread *t = &tc->ths[i];
+
+		if (t->fd < 0 && (!t->n || t->pts[t->n - 1].t + TASKCPU_HORIZON_S * 1000000000ull < now)) {
+			free(t->pts);
+			continue;
+		}
+		tc->ths[k++] = *t;
+	}
+	tc->nth = k;
+}
+
 /* Looks for new threads (under mu). */
 static void scan(struct taskcpu *tc)
 {
@@ -220,6 +238,8 @@ static void scan(struct taskcpu *tc)
 	struct dirent *d;
 	DIR *dir;
 
+	if (tc->nth >= TASKCPU_MAX_THREADS / 2)
+		prune(tc, mono_ns());
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)tc->pid);
 	dir = opendir(path);
 	if (!dir)

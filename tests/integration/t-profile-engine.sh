@@ -147,6 +147,7 @@ expect_exit "unknown engine" 2 "$CLRTAP" profile --engine bpf -p "$PID" -d 1 -o 
 expect_exit "top under the wrapper" 0 "$NOPERF" "$CLRTAP" top -p "$PID" -i 2
 echo "$OUT" | sed 's/^/    | /'
 contains "top states the engine" "$OUT" "EventPipe engine"
+contains "top states on-CPU" "$OUT" "managed-code samples in the last second, on-CPU (EventPipe engine"
 contains "top names HotA" "$OUT" "$HOTA"
 equals "top: two refreshes" "$(echo "$OUT" | grep -c '^clrtap top - pid ')" 2
 
@@ -353,6 +354,10 @@ expect_exit "ns: profile under the wrapper (EventPipe), --threads" 0 "$NOPERF" "
 contains "ns: the EventPipe engine" "$OUT" "engine: EventPipe"
 contains "ns: HotA named" "$(cat "$WORK/ns.folded")" ";$HOTA"
 contains "ns: thread named through NSpid" "$(cat "$WORK/ns.folded")" "[thread] workload;"
+# each sample's thread found through NSpid: (almost) none kept unpolled
+UNPOLLED=$(echo "$OUT" | sed -n 's/^basis: on-CPU: .*, \([0-9]*\) of threads not polled at their time kept$/\1/p')
+KEPT=$(echo "$OUT" | sed -n 's/^samples: \([0-9]*\) kept of .*/\1/p')
+check "ns: on-CPU through NSpid: $UNPOLLED of $KEPT samples of threads not polled" test "${UNPOLLED:-x}" -le $((${KEPT:-0} / 20))
 SHARE=$(folded_share "$WORK/ns.folded" "$HOTA" "$HOTB")
 check "ns: split 75 +- 5 ($SHARE %)" in_range "$SHARE" 70 80
 stop_fixture "$FIX_PID"

@@ -534,6 +534,7 @@ static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern
 	}
 	av[ac++] = (char *)pattern;
 	av[ac] = NULL;
+	agent_probe_shape(true);
 	return cmd_agent(ac, av);
 }
 

@@ -27,8 +27,6 @@
 
 /* Commands. */
 int cmd_agent(int argc, char **argv);
-/* `probe --via rejit`: cmd_agent prints in probe's shape (calls stdout, the rest stderr). */
-void agent_probe_shape(bool on);
 int cmd_analyze(int argc, char **argv);
 int cmd_counters(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

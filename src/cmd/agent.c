@@ -21,12 +21,7 @@
  * them ("Ns.Type::Method(args) = ret LATENCY [ReJIT]"); everything else on
  * stderr after "clrtap: ", the counts as probe's summary.
  */
-static bool g_probe_shape;
-
-void agent_probe_shape(bool on)
-{
-	g_probe_shape = on;
-}
+static bool g_probe_shape; /* set when cmd_probe calls cmd_agent with argv[0] "probe" */
 
 /* A status line: stdout for `agent`, stderr for `probe --via rejit`. */
 static void info(const char *fmt, ...) PRINTF(1, 2);
@@ -694,6 +689,7 @@ int cmd_agent(int argc, char **argv)
 	struct proc_target t;
 	int first, code;
 
+	g_probe_shape = argc > 0 && !strcmp(argv[0], "probe");
 	if (cli_parse(argc, argv,
 		      "clrtap agent run|status|probe (-p PID | -n NAME) [METHOD...] [options]", opts,
 		      &first, &code))

@@ -514,7 +514,7 @@ static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern
 
 	if (!pattern)
 		return cli_error(EXIT_USAGE, "say which method: clrtap probe -p PID 'Ns.Type::Method'");
-	av[ac++] = "agent";
+	av[ac++] = "probe"; /* argv[0] "probe": cmd_agent prints in probe's shape */
 	av[ac++] = "probe";
 	if (to->name) {
 		av[ac++] = "-n";
@@ -534,7 +534,6 @@ static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern
 	}
 	av[ac++] = (char *)pattern;
 	av[ac] = NULL;
-	agent_probe_shape(true);
 	return cmd_agent(ac, av);
 }
 

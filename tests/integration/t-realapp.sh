@@ -30,6 +30,18 @@ probe_start() {
 	PROBE=$!
 	wait_for_line "$WORK/$out.err" 'tracing|nothing to trace' 30 "$PROBE" >/dev/null
 }
+# probe_under_load OUT PATH STAT ARGS...: probe ARGS while wrk loads PATH for
+# 2 s; n = how much the app's /stats STAT grew meanwhile, E = probe's stderr
+probe_under_load() {
+	local out=$1 path=$2 stat=$3 s0
+	shift 3
+	probe_start "$out" -d 60 "$@"
+	s0=$(realapp_stats "d[\"$stat\"]")
+	realapp_load 2 "$path" 4
+	n=$(($(realapp_stats "d[\"$stat\"]") - s0))
+	probe_stop
+	E=$(cat "$WORK/$out.err")
+}
 # warm_until PATH METHOD TIER [stable]: load on PATH until METHOD has TIER
 # code, or with "stable" also until its code versions stop changing (at most 6 s)
 warm_until() {
@@ -79,12 +91,7 @@ lacks "FindByIdAsync (R2R): no false zero" "$E" ": 0 calls"
 
 # ---- under load, once tiered up (JIT code of UserManager`1[System.__Canon]) ----
 check "FindByIdAsync: tiered up under load (JIT code, versions stable)" warm_until /api/me "$FBI" OptimizedTier1 stable
-probe_start load -d 60 --count "$FBI"
-s0=$(realapp_stats 'd["find_by_id_calls"]')
-realapp_load 2 /api/me 4
-n=$(($(realapp_stats 'd["find_by_id_calls"]') - s0))
-probe_stop
-E=$(cat "$WORK/load.err")
+probe_under_load load /api/me find_by_id_calls --count "$FBI"
 check "FindByIdAsync under load: the app made calls" test "$n" -gt 50
 if [[ $HWBP == fires* ]]; then
 	contains "FindByIdAsync under load: calls == the app's count ($n)" "$E" "FindByIdAsync(string): $n calls"
@@ -97,12 +104,7 @@ lacks "FindByIdAsync under load: no false zero" "$E" ": 0 calls"
 Q="/api/quote?sku=SKU7&qty=3"
 check "Quote: tiered up to OptimizedTier1 under load" warm_until "$Q" 'RealApp.Pricing::Quote' OptimizedTier1
 WANT=$(curl -s "$REALAPP_URL$Q")
-probe_start quote -d 60 --args --ret --latency 'RealApp.Pricing::Quote'
-s0=$(realapp_stats 'd["quote_calls"]')
-realapp_load 2 "$Q" 4
-n=$(($(realapp_stats 'd["quote_calls"]') - s0))
-probe_stop
-E=$(cat "$WORK/quote.err")
+probe_under_load quote "$Q" quote_calls --args --ret --latency 'RealApp.Pricing::Quote'
 check "Quote: the app made calls" test "$n" -gt 50
 if [[ $HWBP == fires* ]]; then
 	contains "Quote: calls == the app's count ($n)" "$E" "RealApp.Pricing::Quote(string, int32): $n calls"

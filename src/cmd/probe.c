@@ -244,6 +244,12 @@ static void summary_no_code(const struct probe_method *m, bool listened)
 	}
 	if (any)
 		fputs("; its calls are counted only by probing those\n", stderr);
+	else if (strchr(m->name, '`'))
+		/* a generic type: an instantiation precompiled in another image is not searched */
+		fprintf(stderr, "clrtap: %s%s: calls NOT counted: no code of it that clrtap can find "
+				"ran (code of a generic type's instantiation precompiled into another "
+				"assembly is not searched); '--via rejit' sees every call\n",
+			cli_safe(m->name), cli_safe(m->sig));
 	else
 		fprintf(stderr, "clrtap: %s%s: no code of its own ran, so no call was seen%s\n", cli_safe(m->name),
 			cli_safe(m->sig), listened ? "; the JIT did not inline it while clrtap listened (not "

@@ -123,13 +123,17 @@ struct agent_event {
 /*
  * Formats a Call event as "(a1, a2, ...) -> ret": integers in decimal,
  * floats in the shortest form that reads back the same, bool true/false,
- * char as 'c', strings double-quoted (from ev->text), null, ? for values
- * not recorded (structs, classes other than string); for an instance method
+ * char as 'c', strings double-quoted (from ev->text), null, "?(not
+ * recorded: ...)" for values not recorded (structs, classes other than
+ * string); for an instance method
  * "this=<this_type>@0x<address>" first (the declared type: the method's
  * class; this_type may be NULL). -ENOSPC if len is short.
  */
 int agent_call_format(const struct agent_event *ev, const char *this_type, char *buf,
 		      size_t len);
+/* The same in two parts: "(a1, a2, ...)" into args, the return value into ret. */
+int agent_call_format_split(const struct agent_event *ev, const char *this_type, char *args,
+			    size_t alen, char *ret, size_t rlen);
 
 /* Decodes the payload of event id; -EBADMSG when too short or malformed. */
 int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event *ev);

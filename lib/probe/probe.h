@@ -48,6 +48,13 @@ int probe_pm_name_base(const char *name, struct strbuf *out);
  * matched against the method name alone ("Work", "Calc*").
  */
 bool probe_pattern_match(const char *pattern, const char *name, const char *sig);
+/*
+ * A pattern without "::" that looks like a type ("MyApp.*", "Ns.Type": a
+ * dot after its first byte) also matches every method of the types it
+ * matches: namepat (the pattern without its signature) against the type part
+ * of name "Ns.Type::Method".
+ */
+bool probe_pattern_type_match(const char *namepat, const char *name);
 
 /* Edit distance (Levenshtein, case-insensitive), stops counting at cap. */
 unsigned probe_edit_distance(const char *a, const char *b, unsigned cap);

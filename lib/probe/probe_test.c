@@ -353,6 +353,15 @@ static void test_pattern(void **state)
 	assert_false(probe_pattern_match("*::AddInt", n, sig));
 	assert_false(probe_pattern_match("Other::AddInts", n, sig));
 	assert_false(probe_pattern_match("ProbeTargets::AddInts", n, sig));
+	/* no "::" but a dotted name: a type pattern, every method of the types */
+	assert_true(probe_pattern_match("Clrtap.*", n, sig));
+	assert_true(probe_pattern_match("Clrtap.Fixtures.ProbeTargets", n, sig));
+	assert_true(probe_pattern_match("Clrtap.Fixtures.Probe*(int,int)", n, sig));
+	assert_false(probe_pattern_match("Clrtap.Fixtures.Probe", n, sig));
+	assert_false(probe_pattern_match("Other.*", n, sig));
+	assert_false(probe_pattern_match(".ctor", n, sig));
+	assert_true(probe_pattern_match(".ctor", "A.B::.ctor", "()"));
+	assert_false(probe_pattern_type_match("*::AddInts", n));
 	/* nested types use '+' */
 	assert_true(probe_pattern_match("Clrtap.Fixtures.Outer+Inner::Nested",
 					"Clrtap.Fixtures.Outer+Inner::Nested", "(int32)"));

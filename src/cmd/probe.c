@@ -150,8 +150,9 @@ static void print_method(const struct probe_method *m, const char *emit)
 		const struct probe_code *c = &m->code[i];
 
 		if (c->kind == PROBE_CODE_R2R)
-			printf("    R2R  %s+0x%" PRIx64 " size %" PRIu64 " addr 0x%" PRIx64 "\n",
-			       cli_safe(m->image), c->file_offset, c->size, c->addr);
+			printf("    R2R  %s+0x%" PRIx64 " size %" PRIu64 " addr 0x%" PRIx64 "%s%s\n",
+			       cli_safe(m->image), c->file_offset, c->size, c->addr,
+			       c->inst[0] ? " " : "", cli_safe(c->inst));
 		else
 			printf("    JIT  0x%" PRIx64 " size %" PRIu64 " %s%s%s\n", c->addr, c->size,
 			       cli_safe(c->tier), c->inst[0] ? " " : "", cli_safe(c->inst));
@@ -243,6 +244,12 @@ static void summary_no_code(const struct probe_method *m, bool listened)
 	}
 	if (any)
 		fputs("; its calls are counted only by probing those\n", stderr);
+	else if (strchr(m->name, '`'))
+		/* a generic type: an instantiation precompiled in another image is not searched */
+		fprintf(stderr, "clrtap: %s%s: calls NOT counted: no code of it that clrtap can find "
+				"ran (code of a generic type's instantiation precompiled into another "
+				"assembly is not searched); '--via rejit' sees every call\n",
+			cli_safe(m->name), cli_safe(m->sig));
 	else
 		fprintf(stderr, "clrtap: %s%s: no code of its own ran, so no call was seen%s\n", cli_safe(m->name),
 			cli_safe(m->sig), listened ? "; the JIT did not inline it while clrtap listened (not "
@@ -268,6 +275,35 @@ static uint64_t unwatched_since(struct probe_session *s, size_t i, const struct 
 	return since;
 }
 
+/*
+ * A method clrtap found no code for at start, whose first code it then
+ * learned is a tier that only replaces earlier code (instrumented, tier-1,
+ * OSR): that earlier code ran where clrtap did not look (e.g. precompiled
+ * code it could not find). Returns when that first version appeared (its
+ * index in *first_v), 0 when every call could have been seen.
+ */
+static uint64_t unfound_before(const struct probe_method *m, size_t *first_v)
+{
+	uint64_t first = 0;
+	size_t v;
+
+	for (v = 0; v < m->ncode; v++) {
+		if (!m->code[v].seen_ns)
+			return 0; /* code there from the start */
+		if (!first || m->code[v].seen_ns < first) {
+			first = m->code[v].seen_ns;
+			*first_v = v;
+		}
+	}
+	if (!first)
+		return 0;
+	{
+		const char *t = m->code[*first_v].tier;
+
+		return strstr(t, "Instrumented") || strstr(t, "Tier1") || strstr(t, "OSR") ? first : 0;
+	}
+}
+
 static void summary(struct probe_session *s, struct probe_method **ms, size_t n, bool listened)
 {
 	uint64_t start = probe_session_start_ns(s);
@@ -275,8 +311,8 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n,
 
 	for (i = 0; i < n; i++) {
 		uint64_t total = 0, rets = 0;
-		uint64_t prev_last = 0, lost_since;
-		size_t lost_v = 0;
+		uint64_t prev_last = 0, lost_since, unfound;
+		size_t lost_v = 0, unfound_v = 0;
 
 		for (v = 0; v < ms[i]->ncode; v++) {
 			const struct probe_version_stats *st = probe_session_stats(s, i, v);
@@ -303,8 +339,23 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n,
 						"be armed\n", cli_safe(ms[i]->name), cli_safe(ms[i]->sig));
 			continue;
 		}
+		unfound = unfound_before(ms[i], &unfound_v);
+		if (unfound && !total) {
+			/* a 0 here would be false: the calls ran on code clrtap never saw */
+			fprintf(stderr, "clrtap: %s%s: calls NOT counted: until +%.3fs it ran code "
+					"clrtap did not find (its first code seen, [%s], replaces earlier "
+					"code), and no call was seen after; '--via rejit' sees every call\n",
+				cli_safe(ms[i]->name), cli_safe(ms[i]->sig),
+				(double)(unfound - start) / 1e9, ms[i]->code[unfound_v].tier);
+			continue;
+		}
 		fprintf(stderr, "clrtap: %s%s: %" PRIu64 " calls", cli_safe(ms[i]->name),
 			cli_safe(ms[i]->sig), total);
+		if (unfound)
+			fprintf(stderr, " counted from +%.3fs; before that it ran code clrtap did not "
+					"find (its first code seen, [%s], replaces earlier code): those calls "
+					"are NOT counted", (double)(unfound - start) / 1e9,
+				ms[i]->code[unfound_v].tier);
 		if (rets)
 			fprintf(stderr, ", %" PRIu64 " returns seen", rets);
 		if (lost_since > 1)
@@ -469,7 +520,7 @@ static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern
 
 	if (!pattern)
 		return cli_error(EXIT_USAGE, "say which method: clrtap probe -p PID 'Ns.Type::Method'");
-	av[ac++] = "agent";
+	av[ac++] = "probe"; /* argv[0] "probe": cmd_agent prints in probe's shape */
 	av[ac++] = "probe";
 	if (to->name) {
 		av[ac++] = "-n";

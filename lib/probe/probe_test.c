@@ -294,6 +294,13 @@ static void test_mech_parse(void **state)
 	assert_int_equal(probe_mech_parse("b0 fires 1000", 13, "b0", &m), -EBADMSG);
 	assert_int_equal(probe_mech_parse("b0 fires 1000 99999 0", 21, "b0", &m), -EBADMSG);
 	assert_int_equal(probe_mech_parse("b0 fires x 1 0", 14, "b0", &m), -EBADMSG);
+	/* the measured cost of a hit: optional 6th field, bounded */
+	assert_int_equal(probe_mech_parse("b0 fires 1000 1000 0 9700", 25, "b0", &m), 0);
+	assert_int_equal(m.hit_ns, 9700);
+	assert_int_equal(probe_mech_parse(ok, strlen(ok), "b0", &m), 0);
+	assert_int_equal(m.hit_ns, 0);
+	assert_int_equal(probe_mech_parse("b0 fires 1000 1000 0 x", 22, "b0", &m), -EBADMSG);
+	assert_int_equal(probe_mech_parse("b0 fires 1000 1000 0 999999999", 30, "b0", &m), -EBADMSG);
 }
 
 static void test_mech_plan(void **state)

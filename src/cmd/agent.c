@@ -187,7 +187,7 @@ struct run_ctx {
 		uint64_t count;
 	} probe[PRF_MAX_PROBES];
 	struct timespec t_installed;
-	bool any_installed, args;
+	bool any_installed, args, progress;
 	uint64_t calls_seen;
 	int mode;
 	int32_t hr;
@@ -343,6 +343,12 @@ static int run_event(void *ctx, const struct agent_event *ev)
 			r->probe[ev->probe].spec = ev->spec;
 			r->probe[ev->probe].token = ev->token;
 			r->probe[ev->probe].count = ev->count;
+			/* the count as it grows (clrtap probe checks its budget with it) */
+			if (r->progress && !r->json) {
+				printf("count %s [0x%08x]: %" PRIu64 "\n",
+				       cli_safe(r->specs[ev->spec % r->nspecs]), ev->token, ev->count);
+				fflush(stdout);
+			}
 		}
 		break;
 	case PRF_EV_MODULE:
@@ -629,7 +635,7 @@ int cmd_agent(int argc, char **argv)
 	struct cli_target_opts to = { 0 };
 	struct run_ctx r = { 0 };
 	const char *libc_opt = NULL, *mode = "auto", *library = NULL, *action;
-	bool json = false, modules = false, args = false;
+	bool json = false, modules = false, args = false, progress = false;
 	int seconds = 0;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
@@ -643,6 +649,8 @@ int cmd_agent(int argc, char **argv)
 		{ 0, "modules", CLI_OPT_BOOL, &modules, NULL, "run: print each module loaded" },
 		{ 0, "args", CLI_OPT_BOOL, &args, NULL,
 		  "probe: record each call's arguments, return value and latency" },
+		{ 0, "progress", CLI_OPT_BOOL, &progress, NULL,
+		  "probe: print each method's count as the profiler reports it (every 250 ms)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the result as JSON" },
 		{ 0 },
 	};
@@ -691,7 +699,8 @@ int cmd_agent(int argc, char **argv)
 	r.json = json;
 	r.show_modules = modules;
 	r.args = args;
-	if (args && !r.nspecs)
-		return cli_error(EXIT_USAGE, "--args goes with 'probe'");
+	r.progress = progress;
+	if ((args || progress) && !r.nspecs)
+		return cli_error(EXIT_USAGE, "--args and --progress go with 'probe'");
 	return do_run(&t, &ep, &r, libc_opt, seconds);
 }

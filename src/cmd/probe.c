@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <time.h>
 
+#include "agent/agent.h"
 #include "cli.h"
 #include "perf/perf.h"
 #include "perfmap/perfmap.h"
@@ -320,6 +321,11 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n,
 			const struct probe_version_stats *st = probe_session_stats(s, i, v);
 			const struct probe_code *c = &ms[i]->code[v];
 
+			if (st->handed) {
+				fprintf(stderr, "clrtap:   [%s] ReJIT'd code: its calls are counted by "
+						"the profiler (below)\n", c->tier);
+				continue;
+			}
 			if (st->unwatchable && strcmp(g_where, "on this machine")) {
 				fprintf(stderr, "clrtap:   [%s] not watched %s; its calls are not counted\n",
 					c->tier, g_where);
@@ -492,12 +498,339 @@ static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern
 	return cmd_agent(ac, av);
 }
 
+/* ---- the cost budget (lib/probe/budget.c) ---- */
+
+enum bstate { B_NATIVE = 0, B_HANDING, B_REJIT };
+
+struct budget {
+	double pct;              /* share of one core the probe may take */
+	bool rejit_ok;           /* the hand-over to ReJIT is allowed */
+	bool args;               /* arguments asked (not --count) */
+	unsigned hw_ns, up_ns;   /* cost of one hit here */
+	bool hw_measured, up_measured;
+	enum bstate state;
+	uint64_t t0, last_ns, handed_ns, placed_ns;
+	uint64_t prev[MAX_METHODS][PROBE_MAX_VERSIONS];
+	uint64_t rj_prev, rj_prev_ns;
+	double native_cost_ns;   /* every hit so far x its mechanism's cost */
+	double peak_share;       /* the highest share a window had */
+	bool rejit_args;         /* the ReJIT probes record arguments */
+	bool over;               /* stopped: over the budget */
+	struct probe_rejit *rj;
+	char specs[MAX_METHODS][PROBE_PM_NAME_MAX + 256];
+	const char *specp[MAX_METHODS];
+	uint64_t rj_count[MAX_METHODS], rj_final[MAX_METHODS];
+	bool rj_final_seen[MAX_METHODS], rj_placed;
+	char action[512];        /* what the budget made clrtap do, for the summary and JSON */
+	int rj_status;
+	bool json;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void fmt_ns(double ns, char *buf, size_t len)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%.0f ns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, len, "%.1f us", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, len, "%.1f ms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", ns / 1e9);
+}
+
+static unsigned hit_cost(const struct budget *b, enum probe_code_kind k)
+{
+	return k == PROBE_CODE_R2R ? b->up_ns : b->hw_ns;
+}
+
+/* The agent spec of a method ("Ns.Type::M(int32,string)"), or -EINVAL when
+ * its parameter types are not ones the profiler can match. */
+static int rejit_spec(const struct probe_method *m, char *out, size_t len)
+{
+	char cfg[2048];
+	size_t cl = 0;
+
+	if (snprintf(out, len, "%s%s", m->name, m->nsig ? m->nsig : "") >= (int)len)
+		return -ENAMETOOLONG;
+	return agent_config_add_probe(cfg, sizeof(cfg), &cl, out);
+}
+
+static void rejit_line(void *vctx, const char *line)
+{
+	struct budget *b = vctx;
+	struct probe_rejit_line rl;
+	size_t i;
+
+	if (probe_rejit_parse_line(line, &rl))
+		return;
+	switch (rl.kind) {
+	case PROBE_RJ_PLACED:
+		if (!b->rj_placed)
+			b->placed_ns = mono_ns();
+		b->rj_placed = true;
+		fprintf(stderr, "clrtap: ReJIT: %s\n", cli_safe(line));
+		break;
+	case PROBE_RJ_COUNT:
+	case PROBE_RJ_FINAL:
+		for (i = 0; i < MAX_METHODS && b->specp[i]; i++) {
+			if (strcmp(b->specp[i], rl.spec))
+				continue;
+			if (rl.kind == PROBE_RJ_FINAL) {
+				/* overloads under one spec: one line each */
+				b->rj_final[i] = (b->rj_final_seen[i] ? b->rj_final[i] : 0) + rl.count;
+				b->rj_final_seen[i] = true;
+			} else {
+				b->rj_count[i] = rl.count;
+			}
+		}
+		break;
+	case PROBE_RJ_CALL:
+		if (b->rejit_args && !b->json) {
+			printf("%s\n", line); /* the child printed it through cli_safe */
+			fflush(stdout);
+		}
+		break;
+	default:
+		fprintf(stderr, "clrtap: ReJIT: %s\n", cli_safe(line));
+		break;
+	}
+}
+
+/* Starts the hand-over to ReJIT; false when it cannot (then the probe stops). */
+static bool hand_over(struct budget *b, struct probe_session *s, struct probe_method **ms,
+		      size_t n, pid_t pid, double share, double rate)
+{
+	char c1[32], why[256];
+	size_t i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		if (rejit_spec(ms[i], b->specs[i], sizeof(b->specs[i]))) {
+			snprintf(why, sizeof(why), "%s%s: its parameter types are not ones the ReJIT "
+				 "profiler can match", ms[i]->name, ms[i]->sig);
+			fprintf(stderr, "clrtap: cannot hand over to ReJIT: %s\n", cli_safe(why));
+			return false;
+		}
+		b->specp[i] = b->specs[i];
+	}
+	/* counting in place of argument decoding when the arguments would not fit either */
+	b->rejit_args = b->args && rate * PROBE_REJIT_ARGS_NS / 1e7 <= b->pct;
+	err = probe_rejit_start(pid, b->specp, n, b->rejit_args, &b->rj);
+	if (err) {
+		fprintf(stderr, "clrtap: cannot start the ReJIT profiler: %s\n", strerror(-err));
+		return false;
+	}
+	for (i = 0; i < n; i++)
+		probe_session_hand_over(s, i);
+	fmt_ns(PROBE_REJIT_COUNT_NS, c1, sizeof(c1));
+	snprintf(b->action, sizeof(b->action),
+		 "handed to ReJIT at +%.3fs: %.0f calls/s cost %.1f%% of a core, over the %g%% "
+		 "budget; ReJIT %s costs about %s a call (%.2f%% of a core)%s",
+		 (double)(mono_ns() - b->t0) / 1e9, rate, share, b->pct,
+		 b->rejit_args ? "with arguments" : "counting", b->rejit_args ? "2.5 us" : c1,
+		 rate * (b->rejit_args ? PROBE_REJIT_ARGS_NS : PROBE_REJIT_COUNT_NS) / 1e7,
+		 b->args && !b->rejit_args ? "; arguments are no longer shown (counting only: "
+					     "ReJIT with arguments would be over the budget too)" : "");
+	fprintf(stderr, "clrtap: budget: %s\n", b->action);
+	fprintf(stderr, "clrtap: budget: the ReJIT profiler stays loaded in the target afterwards, "
+			"dormant (the runtime never lets a profiler that used ReJIT detach); "
+			"--no-rejit refuses it. The breakpoints stay on the old code until it is no "
+			"longer called, so no call is missed meanwhile\n");
+	b->state = B_HANDING;
+	b->handed_ns = mono_ns();
+	return true;
+}
+
+/*
+ * Every 100 ms: the share of a core the probe took since the last check,
+ * from the hits of each code version and its mechanism's cost (ReJIT: its
+ * counts). Returns true when the probe must stop (over the budget, nothing
+ * cheaper).
+ */
+static bool budget_check(struct budget *b, struct probe_session *s, struct probe_method **ms,
+			 size_t n, pid_t pid)
+{
+	uint64_t now = mono_ns(), dt = now - b->last_ns, hits = 0, rj = 0;
+	double cost = 0, share, rate;
+	size_t i, v;
+
+	if (dt < (b->last_ns == b->t0 ? 50000000ull : 100000000ull))
+		return false;
+	for (i = 0; i < n; i++) {
+		for (v = 0; v < ms[i]->ncode && v < PROBE_MAX_VERSIONS; v++) {
+			const struct probe_version_stats *st = probe_session_stats(s, i, v);
+			uint64_t d = st->entries - b->prev[i][v];
+
+			b->prev[i][v] = st->entries;
+			hits += d;
+			cost += (double)d * hit_cost(b, ms[i]->code[v].kind);
+		}
+		rj += b->rj_count[i];
+	}
+	b->native_cost_ns += cost;
+	share = probe_budget_share(cost, dt);
+	rate = (double)hits * 1e9 / (double)dt;
+	if (rj > b->rj_prev) {
+		/* the profiler reports every 250 ms: its share over the time between reports */
+		uint64_t rdt = now - (b->rj_prev_ns ? b->rj_prev_ns : b->placed_ns ? b->placed_ns :
+								  b->handed_ns);
+		double rcost = (double)(rj - b->rj_prev) *
+			       (b->rejit_args ? PROBE_REJIT_ARGS_NS : PROBE_REJIT_COUNT_NS);
+
+		if (rdt) {
+			share += probe_budget_share(rcost, rdt);
+			rate += (double)(rj - b->rj_prev) * 1e9 / (double)rdt;
+		}
+		b->rj_prev = rj;
+		b->rj_prev_ns = now;
+	}
+	b->last_ns = now;
+	if (share > b->peak_share)
+		b->peak_share = share;
+	if (b->state == B_HANDING && b->rj) {
+		int st;
+
+		if (probe_rejit_exited(b->rj, &st)) {
+			b->rj_status = st;
+			snprintf(b->action, sizeof(b->action), "stopped at +%.3fs: over the %g%% budget "
+				 "and the ReJIT profiler could not take over (clrtap agent probe exit %d)",
+				 (double)(now - b->t0) / 1e9, b->pct, st);
+			return true;
+		}
+		if (b->rj_placed && now - b->placed_ns > 500000000ull)
+			b->state = B_REJIT;
+		else if (!b->rj_placed && now - b->handed_ns > 5000000000ull) {
+			snprintf(b->action, sizeof(b->action), "stopped at +%.3fs: over the %g%% budget "
+				 "and ReJIT was not in place within 5 s", (double)(now - b->t0) / 1e9,
+				 b->pct);
+			return true;
+		}
+		return false; /* the breakpoints stay while the profiler takes over */
+	}
+	if (share <= b->pct)
+		return false;
+	if (b->state == B_NATIVE && b->rejit_ok &&
+	    rate * PROBE_REJIT_COUNT_NS / 1e7 <= b->pct && hand_over(b, s, ms, n, pid, share, rate))
+		return false;
+	snprintf(b->action, sizeof(b->action), "stopped at +%.3fs: %.0f calls/s cost %.1f%% of a "
+		 "core, over the %g%% budget%s", (double)(now - b->t0) / 1e9, rate, share, b->pct,
+		 b->state != B_NATIVE ? " even under ReJIT" :
+		 !b->rejit_ok ? " (the ReJIT hand-over was refused: --no-rejit or --via)" :
+		 rate * PROBE_REJIT_COUNT_NS / 1e7 > b->pct ? " even under ReJIT's count" :
+		 " and ReJIT could not take over");
+	return true;
+}
+
+/* What the probe cost the target, per method and in all (stderr and JSON). */
+static void budget_summary(struct budget *b, struct probe_session *s, struct probe_method **ms,
+			   size_t n, pid_t pid, int rc)
+{
+	uint64_t now = mono_ns(), wall = now - b->t0, tn = 0, tr = 0;
+	double cost = 0;
+	char c1[32], c2[32], c3[32];
+	size_t i, v;
+
+	for (i = 0; i < n; i++) {
+		uint64_t nat = 0, rj = b->rj_final_seen[i] ? b->rj_final[i] : b->rj_count[i];
+		double mc = 0;
+
+		for (v = 0; v < ms[i]->ncode && v < PROBE_MAX_VERSIONS; v++) {
+			const struct probe_version_stats *st = probe_session_stats(s, i, v);
+
+			nat += st->entries;
+			mc += (double)st->entries * hit_cost(b, ms[i]->code[v].kind);
+		}
+		mc += (double)rj * (b->rejit_args ? PROBE_REJIT_ARGS_NS : PROBE_REJIT_COUNT_NS);
+		tn += nat;
+		tr += rj;
+		cost += mc;
+		if (b->rj)
+			fprintf(stderr, "clrtap: %s%s: %" PRIu64 " calls in all: %" PRIu64 " on the code "
+					"clrtap's breakpoint/uprobe watched, %" PRIu64 " counted by ReJIT%s\n",
+				cli_safe(ms[i]->name), cli_safe(ms[i]->sig), nat + rj, nat, rj,
+				b->rj_final_seen[i] ? "" : " (its last report: the final count did not come)");
+	}
+	fmt_ns(b->hw_ns, c1, sizeof(c1));
+	fmt_ns(b->up_ns, c2, sizeof(c2));
+	fmt_ns(cost, c3, sizeof(c3));
+	fprintf(stderr, "clrtap: cost to the target: %" PRIu64 " calls x (%s a breakpoint hit%s, %s "
+			"an uprobe hit%s", tn, c1, b->hw_measured ? ", measured here" : ", assumed",
+		c2, b->up_measured ? ", measured here" : ", assumed");
+	if (b->rj)
+		fprintf(stderr, ") + %" PRIu64 " ReJIT calls x ~%d ns", tr,
+			b->rejit_args ? PROBE_REJIT_ARGS_NS : PROBE_REJIT_COUNT_NS);
+	else
+		fputc(')', stderr);
+	fprintf(stderr, " = %s of CPU over %.1f s: %.2f%% of one core on average (peak %.1f%% in a "
+			"100 ms window; budget %g%%)\n", c3, (double)wall / 1e9,
+		probe_budget_share(cost, wall), b->peak_share, b->pct);
+	if (b->action[0])
+		fprintf(stderr, "clrtap: budget: %s\n", b->action);
+	if (!b->json)
+		return;
+	{
+		struct strbuf sb = STRBUF_INIT;
+		struct ct_json j;
+
+		ct_json_init(&j, &sb);
+		ct_json_obj_begin(&j);
+		ct_json_kv_u64(&j, "pid", (uint64_t)pid);
+		ct_json_kv_arr_begin(&j, "methods");
+		for (i = 0; i < n; i++) {
+			uint64_t nat = 0, rj = b->rj_final_seen[i] ? b->rj_final[i] : b->rj_count[i];
+
+			for (v = 0; v < ms[i]->ncode && v < PROBE_MAX_VERSIONS; v++)
+				nat += probe_session_stats(s, i, v)->entries;
+			ct_json_obj_begin(&j);
+			ct_json_kv_str(&j, "method", ms[i]->name);
+			ct_json_kv_str(&j, "signature", ms[i]->sig);
+			ct_json_kv_u64(&j, "calls", nat + rj);
+			ct_json_kv_u64(&j, "calls_native", nat);
+			ct_json_kv_u64(&j, "calls_rejit", rj);
+			ct_json_kv_bool(&j, "rejit_counts_final", !b->rj || b->rj_final_seen[i]);
+			ct_json_obj_end(&j);
+		}
+		ct_json_arr_end(&j);
+		ct_json_kv_obj_begin(&j, "budget");
+		ct_json_kv_double(&j, "percent_of_core", b->pct);
+		ct_json_kv_u64(&j, "breakpoint_hit_ns", b->hw_ns);
+		ct_json_kv_bool(&j, "breakpoint_hit_measured", b->hw_measured);
+		ct_json_kv_u64(&j, "uprobe_hit_ns", b->up_ns);
+		ct_json_kv_bool(&j, "uprobe_hit_measured", b->up_measured);
+		ct_json_kv_u64(&j, "rejit_call_ns", b->rejit_args ? PROBE_REJIT_ARGS_NS :
+								  PROBE_REJIT_COUNT_NS);
+		ct_json_kv_double(&j, "cost_ns", cost);
+		ct_json_kv_double(&j, "seconds", (double)wall / 1e9);
+		ct_json_kv_double(&j, "share_percent", probe_budget_share(cost, wall));
+		ct_json_kv_double(&j, "peak_share_percent", b->peak_share);
+		ct_json_kv_str(&j, "mechanism", b->rj ? (b->rejit_args ? "rejit-args" : "rejit-count") :
+							"native");
+		ct_json_kv_bool(&j, "handed_to_rejit", b->rj != NULL);
+		ct_json_kv_bool(&j, "stopped_over_budget", b->over);
+		ct_json_kv_str(&j, "action", b->action);
+		ct_json_obj_end(&j);
+		ct_json_kv_u64(&j, "exit_code", (uint64_t)rc);
+		ct_json_obj_end(&j);
+		(void)cli_json_out(&j, stdout);
+		strbuf_release(&sb);
+	}
+}
+
 int cmd_probe(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
 	bool list = false, args = false, ret = false, latency = false, stack = false,
-	     count = false, no_wait = false;
-	const char *emit = NULL, *hist = NULL, *via = NULL;
+	     count = false, no_wait = false, no_rejit = false, json = false;
+	const char *emit = NULL, *hist = NULL, *via = NULL, *budget_opt = NULL;
+	struct budget bg = { 0 };
 	int strlen_max = 64;
 	int64_t duration_ms = 0; /* 0: until Ctrl-C */
 	const struct cli_option opts[] = {
@@ -521,6 +854,14 @@ int cmd_probe(int argc, char **argv)
 		  "rejit: clrtap's in-process profiler (exact on every tier; it stays loaded, "
 		  "dormant, afterwards: docs/cmd/agent.md); native (default): uprobe on "
 		  "ReadyToRun code, breakpoint on JIT code; uprobe or breakpoint: only that one" },
+		{ 0, "budget", CLI_OPT_STRING, &budget_opt, "PCT",
+		  "the share of one core the probe may take from the target (default 2%); over it "
+		  "the probe is handed to ReJIT, or stopped (exit 11)" },
+		{ 0, "no-rejit", CLI_OPT_BOOL, &no_rejit, NULL,
+		  "never hand a probe over budget to the ReJIT profiler (it would stay loaded, "
+		  "dormant): stop it instead" },
+		{ 0, "json", CLI_OPT_BOOL, &json, NULL,
+		  "no line per call: one JSON object at the end (counts, cost, budget)" },
 		{ 0 },
 	};
 	struct probe_method *found[MAX_METHODS];
@@ -555,8 +896,16 @@ int cmd_probe(int argc, char **argv)
 	    strcmp(via, "breakpoint"))
 		return cli_error(EXIT_USAGE, "--via takes rejit, native, uprobe or breakpoint, not '%s'",
 				 via);
+	bg.pct = 2;
+	if (budget_opt && probe_budget_parse(budget_opt, &bg.pct))
+		return cli_error(EXIT_USAGE, "--budget takes a share of one core in percent, more "
+					     "than 0 and at most 1000 ('2%%', '0.5'), not '%s'", budget_opt);
 	if (via && !strcmp(via, "rejit"))
 		return probe_via_rejit(&to, pattern, count, duration_ms);
+	if (json && list)
+		return cli_error(EXIT_USAGE, "--json goes with a probe, not with --list or --emit");
+	if (json)
+		count = true;
 	if (emit && strcmp(emit, "perf") && strcmp(emit, "bpftrace"))
 		return cli_error(EXIT_USAGE, "--emit takes perf or bpftrace, not '%s'", emit);
 	if (emit)
@@ -679,6 +1028,11 @@ int cmd_probe(int argc, char **argv)
 		size_t k = 0;
 
 		run_mech_tests(found, n, &mt);
+		/* the budget's cost of a hit: measured by the self-test; else assumed */
+		bg.hw_measured = !mt.hw_err && mt.hw.hit_ns;
+		bg.hw_ns = bg.hw_measured ? mt.hw.hit_ns : 10000;
+		bg.up_measured = !mt.up_err && mt.up.hit_ns;
+		bg.up_ns = bg.up_measured ? mt.up.hit_ns : 3000;
 		hw = mt.hw;
 		up = mt.up;
 		any_r2r = mt.any_r2r;
@@ -798,6 +1152,23 @@ int cmd_probe(int argc, char **argv)
 			"clrtap priority: %s\n", attach_ms, probe_session_threads(sess),
 		probe_session_per_cpu(sess, true) ? "per CPU (filtered by pid)" : "per thread",
 		probe_session_per_cpu(sess, false) ? "per CPU (filtered by pid)" : "per thread", pdesc);
+	bg.args = so.args && !count;
+	bg.json = json;
+	bg.rejit_ok = !no_rejit && (!via || !strcmp(via, "native"));
+	bg.t0 = bg.last_ns = mono_ns();
+	{
+		char c1[32], c2[32];
+
+		fmt_ns(bg.hw_ns, c1, sizeof(c1));
+		fmt_ns(bg.up_ns, c2, sizeof(c2));
+		fprintf(stderr, "clrtap: budget: %g%% of one core; a hit costs the target %s under a "
+				"breakpoint (%s), %s under an uprobe (%s): at most %.0f and %.0f calls/s; "
+				"over it the probe %s\n", bg.pct, c1,
+			bg.hw_measured ? "measured here" : "assumed", c2,
+			bg.up_measured ? "measured here" : "assumed", bg.pct * 1e7 / bg.hw_ns,
+			bg.pct * 1e7 / bg.up_ns, bg.rejit_ok ? "is handed to the ReJIT profiler "
+			"(--no-rejit: stopped instead)" : "is stopped (exit 11)");
+	}
 	fprintf(stderr, "clrtap: tracing %zu method(s) in %d; Ctrl-C to stop\n", n, (int)t.pid);
 	while (!cli_stop_requested) {
 		err = probe_session_poll(sess, 2);
@@ -810,14 +1181,29 @@ int cmd_probe(int argc, char **argv)
 			break;
 		}
 		report_inlining(inl);
+		(void)probe_rejit_poll(bg.rj, rejit_line, &bg);
+		if (budget_check(&bg, sess, found, n, t.pid)) {
+			bg.over = true;
+			fprintf(stderr, "clrtap: budget: %s\n", bg.action);
+			break;
+		}
 		clock_gettime(CLOCK_MONOTONIC, &tn);
 		if (duration_ms && (int64_t)(tn.tv_sec - t0.tv_sec) * 1000 +
 					   (tn.tv_nsec - t0.tv_nsec) / 1000000 >= duration_ms)
 			break;
 	}
+	if (bg.rj) {
+		int st = probe_rejit_stop(bg.rj, 6000, rejit_line, &bg);
+
+		if (st && st != 130 && !bg.rj_status)
+			cli_warn("the ReJIT probe ended with exit code %d", st);
+	}
 	probe_session_flush(sess);
 	report_inlining(inl);
 	summary(sess, found, n, inl != NULL);
+	if (bg.over)
+		rc = EXIT_OVER_BUDGET;
+	budget_summary(&bg, sess, found, n, t.pid, rc);
 	if (hist) {
 		struct strbuf sb = STRBUF_INIT;
 
@@ -830,6 +1216,7 @@ int cmd_probe(int argc, char **argv)
 		strbuf_release(&sb);
 	}
 out:
+	probe_rejit_free(bg.rj);
 	probe_inl_stop(inl);
 	if (sess && attach_ms >= 0) {
 		clock_gettime(CLOCK_MONOTONIC, &ta);

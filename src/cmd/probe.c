@@ -514,6 +514,9 @@ struct budget {
 	uint64_t rj_prev, rj_prev_ns;
 	double native_cost_ns;   /* every hit so far x its mechanism's cost */
 	double peak_share;       /* the highest share a window had */
+	double win_cost[10];     /* the last ten windows: cost (ns), length (ns) */
+	uint64_t win_dt[10];
+	size_t win_i;
 	bool rejit_args;         /* the ReJIT probes record arguments */
 	bool over;               /* stopped: over the budget */
 	struct probe_rejit *rj;
@@ -659,7 +662,7 @@ static bool budget_check(struct budget *b, struct probe_session *s, struct probe
 			 size_t n, pid_t pid)
 {
 	uint64_t now = mono_ns(), dt = now - b->last_ns, hits = 0, rj = 0;
-	double cost = 0, share, rate;
+	double cost = 0, share, rate, avg;
 	size_t i, v;
 
 	if (dt < (b->last_ns == b->t0 ? 50000000ull : 100000000ull))
@@ -695,6 +698,24 @@ static bool budget_check(struct budget *b, struct probe_session *s, struct probe
 	b->last_ns = now;
 	if (share > b->peak_share)
 		b->peak_share = share;
+	/*
+	 * Over the budget: on average over the last second, or ten times over
+	 * it in one window (a hot method is found within 50 ms; a method near
+	 * the budget is not handed over on one busy window).
+	 */
+	b->win_cost[b->win_i % 10] = share * (double)dt / 100.0;
+	b->win_dt[b->win_i % 10] = dt;
+	b->win_i++;
+	{
+		double c = 0;
+		uint64_t d = 0;
+
+		for (i = 0; i < 10 && i < b->win_i; i++) {
+			c += b->win_cost[i];
+			d += b->win_dt[i];
+		}
+		avg = d >= 1000000000ull ? probe_budget_share(c, d) : 0;
+	}
 	if (b->state == B_HANDING && b->rj) {
 		int st;
 
@@ -715,8 +736,10 @@ static bool budget_check(struct budget *b, struct probe_session *s, struct probe
 		}
 		return false; /* the breakpoints stay while the profiler takes over */
 	}
-	if (share <= b->pct)
+	if (avg <= b->pct && share <= 10 * b->pct)
 		return false;
+	if (share <= 10 * b->pct)
+		share = avg; /* what the message says: the second's average */
 	if (b->state == B_NATIVE && b->rejit_ok &&
 	    rate * PROBE_REJIT_COUNT_NS / 1e7 <= b->pct && hand_over(b, s, ms, n, pid, share, rate))
 		return false;
@@ -761,8 +784,8 @@ static void budget_summary(struct budget *b, struct probe_session *s, struct pro
 	fmt_ns(b->hw_ns, c1, sizeof(c1));
 	fmt_ns(b->up_ns, c2, sizeof(c2));
 	fmt_ns(cost, c3, sizeof(c3));
-	fprintf(stderr, "clrtap: cost to the target: %" PRIu64 " calls x (%s a breakpoint hit%s, %s "
-			"an uprobe hit%s", tn, c1, b->hw_measured ? ", measured here" : ", assumed",
+	fprintf(stderr, "clrtap: cost to the target (estimated): %" PRIu64 " breakpoint/uprobe hits x "
+			"(%s a breakpoint hit%s, %s an uprobe hit%s", tn, c1, b->hw_measured ? ", measured here" : ", assumed",
 		c2, b->up_measured ? ", measured here" : ", assumed");
 	if (b->rj)
 		fprintf(stderr, ") + %" PRIu64 " ReJIT calls x ~%d ns", tr,
@@ -772,7 +795,7 @@ static void budget_summary(struct budget *b, struct probe_session *s, struct pro
 	fprintf(stderr, " = %s of CPU over %.1f s: %.2f%% of one core on average (peak %.1f%% in a "
 			"100 ms window; budget %g%%)\n", c3, (double)wall / 1e9,
 		probe_budget_share(cost, wall), b->peak_share, b->pct);
-	if (b->action[0])
+	if (b->action[0] && !b->over)
 		fprintf(stderr, "clrtap: budget: %s\n", b->action);
 	if (!b->json)
 		return;
@@ -1232,5 +1255,8 @@ out:
 		cli_warn("could not turn the perf map back off: %s", strerror(-err));
 	perf_prio_restore(&prio);
 	(void)base_name;
+	/* the last word (serve shows a session's last line) */
+	if (bg.over)
+		fprintf(stderr, "clrtap: probe stopped over its budget: %s\n", bg.action);
 	return rc;
 }

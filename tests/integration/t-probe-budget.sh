@@ -72,7 +72,7 @@ b_round() {
 		"under a breakpoint (measured here)"
 	contains "B$k: states the consequence" "$(cat "$WORK/b$k.err")" \
 		"the ReJIT profiler stays loaded in the target afterwards, dormant"
-	contains "B$k: says what it cost the target" "$(cat "$WORK/b$k.err")" "clrtap: cost to the target: "
+	contains "B$k: says what it cost the target" "$(cat "$WORK/b$k.err")" "clrtap: cost to the target (estimated): "
 }
 # per_call FROM TO: the fixture's CPU ns per call in ROUND lines FROM+1..TO
 per_call() {
@@ -124,7 +124,7 @@ expect_exit "--no-rejit, budget 0.01%: stopped over budget" 11 "$CLRTAP" probe -
 	--budget 0.01% --no-rejit "$M"
 contains "--no-rejit: says why it stopped" "$ERR" \
 	"over the 0.01% budget (the ReJIT hand-over was refused: --no-rejit or --via)"
-contains "--no-rejit: the cost it had" "$ERR" "clrtap: cost to the target: "
+contains "--no-rejit: the cost it had" "$ERR" "clrtap: cost to the target (estimated): "
 expect_exit "--via breakpoint --json, budget 0.01%: stopped, exit 11" 11 "$CLRTAP" probe -p "$P" \
 	--via breakpoint --budget 0.01% --json "$M"
 equals "JSON: stopped over budget" "$(json_get "$OUT" "d['budget']['stopped_over_budget']")" True

@@ -14,6 +14,7 @@
  */
 #include "common/compat.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -93,6 +94,31 @@ int probe_rejit_parse_line(const char *line, struct probe_rejit_line *out)
 		out->kind = PROBE_RJ_PLACED;
 		return 0;
 	}
+	if (!strncmp(line, "stack ", 6)) {
+		const char *q = line + 5;
+
+		out->kind = PROBE_RJ_STACK;
+		while (*q == ' ') {
+			char hex[20];
+			size_t k = 0;
+
+			q++;
+			if (q[0] != '0' || q[1] != 'x')
+				return -EBADMSG;
+			q += 2;
+			while (k < 16 && isxdigit((unsigned char)q[k]))
+				k++;
+			if (!k || (q[k] && q[k] != ' ') || out->nips == PROBE_RJ_STACK_MAX)
+				return -EBADMSG;
+			memcpy(hex, q, k);
+			hex[k] = '\0';
+			if (ct_parse_u64(hex, 16, &out->ips[out->nips]))
+				return -EBADMSG;
+			out->nips++;
+			q += k;
+		}
+		return *q ? -EBADMSG : 0;
+	}
 	if (!strncmp(line, "call ", 5)) {
 		out->kind = PROBE_RJ_CALL;
 		return 0;
@@ -113,12 +139,12 @@ struct probe_rejit {
 	bool exited;
 };
 
-int probe_rejit_start(pid_t target, const char *const *specs, size_t n, bool args,
+int probe_rejit_start(pid_t target, const char *const *specs, size_t n, bool args, bool stack,
 		      struct probe_rejit **out)
 {
 	struct probe_rejit *r;
 	char pidbuf[16];
-	const char *av[8 + 32];
+	const char *av[9 + 32];
 	size_t ac = 0, i;
 	int p[2];
 
@@ -140,6 +166,8 @@ int probe_rejit_start(pid_t target, const char *const *specs, size_t n, bool arg
 	av[ac++] = "--progress";
 	if (args)
 		av[ac++] = "--args";
+	if (stack)
+		av[ac++] = "--stack";
 	for (i = 0; i < n; i++)
 		av[ac++] = specs[i];
 	av[ac] = NULL;

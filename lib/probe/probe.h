@@ -331,9 +331,12 @@ int probe_budget_parse(const char *s, double *pct);
 /* cost_ns of the target's CPU spent in window_ns, as a percentage of one core. */
 double probe_budget_share(double cost_ns, uint64_t window_ns);
 
-/* Per-call cost of the ReJIT probes, from bench/bench-rejit.sh (not measured per run). */
-#define PROBE_REJIT_COUNT_NS 50
+/* Per-call cost of the ReJIT probes, from bench/bench-rejit.sh and t-probe-budget.sh
+ * on a loaded 2-CPU VM (22-48 ns counting in a tight loop, 70-190 ns in t-probe-budget's
+ * ABAB rounds: the calli's GC transition); not measured per run. */
+#define PROBE_REJIT_COUNT_NS 150
 #define PROBE_REJIT_ARGS_NS 2500
+#define PROBE_REJIT_STACK_NS 10000
 
 /* One line of `clrtap agent probe --progress`. */
 enum probe_rj_kind {
@@ -342,12 +345,16 @@ enum probe_rj_kind {
 	PROBE_RJ_COUNT,  /* "count SPEC [0xTOKEN]: N" */
 	PROBE_RJ_FINAL,  /* "calls SPEC [0xTOKEN]: N" */
 	PROBE_RJ_CALL,   /* "call SPEC (...) -> ..." */
+	PROBE_RJ_STACK,  /* "stack 0xIP 0xIP ..." (the call before it; leaf first) */
 };
+#define PROBE_RJ_STACK_MAX 32
 struct probe_rejit_line {
 	enum probe_rj_kind kind;
 	char spec[1024];
 	uint32_t token;
 	uint64_t count;
+	uint64_t ips[PROBE_RJ_STACK_MAX];
+	size_t nips;
 };
 /* Splits a line (NUL-terminated, no newline); -EBADMSG for a malformed count line. */
 int probe_rejit_parse_line(const char *line, struct probe_rejit_line *out);
@@ -355,11 +362,11 @@ int probe_rejit_parse_line(const char *line, struct probe_rejit_line *out);
 struct probe_rejit;
 typedef void (*probe_rejit_line_fn)(void *ctx, const char *line);
 /*
- * Starts `clrtap agent probe -p TARGET --progress [--args] SPEC...` (this
+ * Starts `clrtap agent probe -p TARGET --progress [--args] [--stack] SPEC...` (this
  * binary, /proc/self/exe) with its stdout read here; its stderr is clrtap's.
  * The child gets SIGINT when clrtap dies.
  */
-int probe_rejit_start(pid_t target, const char *const *specs, size_t n, bool args,
+int probe_rejit_start(pid_t target, const char *const *specs, size_t n, bool args, bool stack,
 		      struct probe_rejit **out);
 /* Hands each complete line read so far to fn; 1 once the child exited and its output ended. */
 int probe_rejit_poll(struct probe_rejit *r, probe_rejit_line_fn fn, void *ctx);

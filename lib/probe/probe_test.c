@@ -338,6 +338,13 @@ static void test_budget(void **state)
 	assert_int_equal(rl.kind, PROBE_RJ_OTHER);
 	assert_int_equal(probe_rejit_parse_line("call A.B::C (1) -> 2  30 ns", &rl), 0);
 	assert_int_equal(rl.kind, PROBE_RJ_CALL);
+	assert_int_equal(probe_rejit_parse_line("stack 0x7f00aa 0x1", &rl), 0);
+	assert_int_equal(rl.kind, PROBE_RJ_STACK);
+	assert_int_equal(rl.nips, 2);
+	assert_true(rl.ips[0] == 0x7f00aa && rl.ips[1] == 1);
+	assert_int_equal(probe_rejit_parse_line("stack 0x", &rl), -EBADMSG);
+	assert_int_equal(probe_rejit_parse_line("stack 0x12 zz", &rl), -EBADMSG);
+	assert_int_equal(probe_rejit_parse_line("stack 0x12345678901234567", &rl), -EBADMSG);
 	assert_int_equal(probe_rejit_parse_line("count A.B::C [0x]: 1", &rl), -EBADMSG);
 	assert_int_equal(probe_rejit_parse_line("count A.B::C [0x123456789]: 1", &rl), -EBADMSG);
 	assert_int_equal(probe_rejit_parse_line("count A.B::C [0x1]: x", &rl), -EBADMSG);

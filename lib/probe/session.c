@@ -964,9 +964,10 @@ static void describe_version(struct probe_session *s, size_t mi, size_t vi)
 	else
 		snprintf(where, sizeof(where), "0x%" PRIx64, c->addr);
 	if (v->st.handed) {
-		note(s, PROBE_NOTE_INFO, "%s%s [%s] at %s: code of the hand-over, counted by "
-		     "the in-process profiler (not by clrtap's breakpoint or uprobe)", m->name,
-		     m->sig, c->tier, where);
+		note(s, PROBE_NOTE_INFO, "%s%s [%s] at %s: new code after the hand-over, left to "
+		     "the in-process profiler (the re-JIT'd code; were it a tier-up of the old code "
+		     "just before ReJIT takes effect, its calls there would not be counted)",
+		     m->name, m->sig, c->tier, where);
 		return;
 	}
 	if (v->st.unwatchable && s->o.unwatched_where) {

@@ -521,12 +521,16 @@ struct budget {
 	bool over;               /* stopped: over the budget */
 	struct probe_rejit *rj;
 	char specs[MAX_METHODS][PROBE_PM_NAME_MAX + 256];
+	const char *names[MAX_METHODS];
 	const char *specp[MAX_METHODS];
 	uint64_t rj_count[MAX_METHODS], rj_final[MAX_METHODS];
 	bool rj_final_seen[MAX_METHODS], rj_placed;
 	char action[512];        /* what the budget made clrtap do, for the summary and JSON */
 	int rj_status;
 	bool json;
+	bool stack;              /* --stack: the ReJIT records carry the caller's stack */
+	struct probe_proc *pp;   /* names the stacks' IPs (perf map) */
+	const char *last_method; /* the method of the last call line (its own frame is dropped) */
 };
 
 static uint64_t mono_ns(void)
@@ -552,6 +556,12 @@ static void fmt_ns(double ns, char *buf, size_t len)
 static unsigned hit_cost(const struct budget *b, enum probe_code_kind k)
 {
 	return k == PROBE_CODE_R2R ? b->up_ns : b->hw_ns;
+}
+
+/* ReJIT's cost of a call: counting, recording (with the stack when asked) */
+static double rejit_ns(const struct budget *b, bool args)
+{
+	return !args ? PROBE_REJIT_COUNT_NS : b->stack ? PROBE_REJIT_STACK_NS : PROBE_REJIT_ARGS_NS;
 }
 
 /* The agent spec of a method ("Ns.Type::M(int32,string)"), or -EINVAL when
@@ -600,6 +610,33 @@ static void rejit_line(void *vctx, const char *line)
 			printf("%s\n", line); /* the child printed it through cli_safe */
 			fflush(stdout);
 		}
+		b->last_method = NULL;
+		for (i = 0; i < MAX_METHODS && b->specp[i]; i++) {
+			size_t l = strlen(b->specp[i]);
+
+			if (!strncmp(line + 5, b->specp[i], l) && line[5 + l] == ' ')
+				b->last_method = b->names[i];
+		}
+		break;
+	case PROBE_RJ_STACK:
+		if (b->rejit_args && !b->json && b->pp) {
+			struct strbuf sb = STRBUF_INIT_MAX(8192), fr = STRBUF_INIT_MAX(2048);
+			size_t k, shown = 0;
+
+			/* leaf first: the probed method's own code (it called the stub), then its callers */
+			for (k = 0; k < rl.nips; k++) {
+				strbuf_reset(&fr);
+				(void)probe_proc_symbolize(b->pp, rl.ips[k] - (k ? 1 : 0), &fr);
+				if (!k && b->last_method && !strncmp(fr.buf, b->last_method,
+								     strlen(b->last_method)))
+					continue;
+				(void)strbuf_addf(&sb, "%s%s", shown++ ? " <- " : "", fr.buf);
+			}
+			printf("    at %s\n", cli_safe(sb.buf));
+			fflush(stdout);
+			strbuf_release(&sb);
+			strbuf_release(&fr);
+		}
 		break;
 	default:
 		fprintf(stderr, "clrtap: ReJIT: %s\n", cli_safe(line));
@@ -608,10 +645,9 @@ static void rejit_line(void *vctx, const char *line)
 }
 
 /* Starts the hand-over to ReJIT; false when it cannot (then the probe stops). */
-static bool hand_over(struct budget *b, struct probe_session *s, struct probe_method **ms,
-		      size_t n, pid_t pid, double share, double rate)
+static bool start_rejit(struct budget *b, struct probe_method **ms, size_t n, pid_t pid)
 {
-	char c1[32], why[256];
+	char why[256];
 	size_t i;
 	int err;
 
@@ -623,23 +659,36 @@ static bool hand_over(struct budget *b, struct probe_session *s, struct probe_me
 			return false;
 		}
 		b->specp[i] = b->specs[i];
+		b->names[i] = ms[i]->name;
 	}
-	/* counting in place of argument decoding when the arguments would not fit either */
-	b->rejit_args = b->args && rate * PROBE_REJIT_ARGS_NS / 1e7 <= b->pct;
-	err = probe_rejit_start(pid, b->specp, n, b->rejit_args, &b->rj);
+	err = probe_rejit_start(pid, b->specp, n, b->rejit_args, b->rejit_args && b->stack, &b->rj);
 	if (err) {
 		fprintf(stderr, "clrtap: cannot start the ReJIT profiler: %s\n", strerror(-err));
 		return false;
 	}
-	for (i = 0; i < n; i++)
+	b->handed_ns = mono_ns();
+	return true;
+}
+
+static bool hand_over(struct budget *b, struct probe_session *s, struct probe_method **ms,
+		      size_t n, pid_t pid, double share, double rate)
+{
+	char c1[32];
+	size_t i;
+
+	/* counting in place of argument decoding when the arguments would not fit either */
+	b->rejit_args = b->args && rate * rejit_ns(b, true) / 1e7 <= b->pct;
+	if (!start_rejit(b, ms, n, pid))
+		return false;
+	for (i = 0; s && i < n; i++)
 		probe_session_hand_over(s, i);
-	fmt_ns(PROBE_REJIT_COUNT_NS, c1, sizeof(c1));
+	fmt_ns(rejit_ns(b, b->rejit_args), c1, sizeof(c1));
 	snprintf(b->action, sizeof(b->action),
 		 "handed to ReJIT at +%.3fs: %.0f calls/s cost %.1f%% of a core, over the %g%% "
 		 "budget; ReJIT %s costs about %s a call (%.2f%% of a core)%s",
 		 (double)(mono_ns() - b->t0) / 1e9, rate, share, b->pct,
-		 b->rejit_args ? "with arguments" : "counting", b->rejit_args ? "2.5 us" : c1,
-		 rate * (b->rejit_args ? PROBE_REJIT_ARGS_NS : PROBE_REJIT_COUNT_NS) / 1e7,
+		 b->rejit_args ? (b->stack ? "with arguments and stacks" : "with arguments") :
+				 "counting", c1, rate * rejit_ns(b, b->rejit_args) / 1e7,
 		 b->args && !b->rejit_args ? "; arguments are no longer shown (counting only: "
 					     "ReJIT with arguments would be over the budget too)" : "");
 	fprintf(stderr, "clrtap: budget: %s\n", b->action);
@@ -648,7 +697,6 @@ static bool hand_over(struct budget *b, struct probe_session *s, struct probe_me
 			"--no-rejit refuses it. The breakpoints stay on the old code until it is no "
 			"longer called, so no call is missed meanwhile\n");
 	b->state = B_HANDING;
-	b->handed_ns = mono_ns();
 	return true;
 }
 
@@ -668,7 +716,7 @@ static bool budget_check(struct budget *b, struct probe_session *s, struct probe
 	if (dt < (b->last_ns == b->t0 ? 50000000ull : 100000000ull))
 		return false;
 	for (i = 0; i < n; i++) {
-		for (v = 0; v < ms[i]->ncode && v < PROBE_MAX_VERSIONS; v++) {
+		for (v = 0; s && v < ms[i]->ncode && v < PROBE_MAX_VERSIONS; v++) {
 			const struct probe_version_stats *st = probe_session_stats(s, i, v);
 			uint64_t d = st->entries - b->prev[i][v];
 
@@ -681,19 +729,19 @@ static bool budget_check(struct budget *b, struct probe_session *s, struct probe
 	b->native_cost_ns += cost;
 	share = probe_budget_share(cost, dt);
 	rate = (double)hits * 1e9 / (double)dt;
-	if (rj > b->rj_prev) {
-		/* the profiler reports every 250 ms: its share over the time between reports */
-		uint64_t rdt = now - (b->rj_prev_ns ? b->rj_prev_ns : b->placed_ns ? b->placed_ns :
-								  b->handed_ns);
-		double rcost = (double)(rj - b->rj_prev) *
-			       (b->rejit_args ? PROBE_REJIT_ARGS_NS : PROBE_REJIT_COUNT_NS);
-
-		if (rdt) {
-			share += probe_budget_share(rcost, rdt);
-			rate += (double)(rj - b->rj_prev) * 1e9 / (double)rdt;
-		}
+	/*
+	 * The profiler reports its counts every 250 ms, and they reach clrtap
+	 * in bursts (EventPipe flushes): its share is the average since its
+	 * first report, once that is a second old.
+	 */
+	if (rj && !b->rj_prev_ns) {
 		b->rj_prev = rj;
 		b->rj_prev_ns = now;
+	} else if (rj > b->rj_prev && now - b->rj_prev_ns >= 1000000000ull) {
+		uint64_t rdt = now - b->rj_prev_ns;
+
+		share += probe_budget_share((double)(rj - b->rj_prev) * rejit_ns(b, b->rejit_args), rdt);
+		rate += (double)(rj - b->rj_prev) * 1e9 / (double)rdt;
 	}
 	b->last_ns = now;
 	if (share > b->peak_share)
@@ -721,13 +769,18 @@ static bool budget_check(struct budget *b, struct probe_session *s, struct probe
 
 		if (probe_rejit_exited(b->rj, &st)) {
 			b->rj_status = st;
-			snprintf(b->action, sizeof(b->action), "stopped at +%.3fs: over the %g%% budget "
-				 "and the ReJIT profiler could not take over (clrtap agent probe exit %d)",
-				 (double)(now - b->t0) / 1e9, b->pct, st);
+			snprintf(b->action, sizeof(b->action), "stopped at +%.3fs: the ReJIT profiler "
+				 "could not start (clrtap agent probe exit %d: its message above)",
+				 (double)(now - b->t0) / 1e9, st);
 			return true;
 		}
-		if (b->rj_placed && now - b->placed_ns > 500000000ull)
+		if (b->rj_placed && now - b->placed_ns > 500000000ull) {
+			/* from now on ReJIT's cost: the breakpoint's windows before are not its */
 			b->state = B_REJIT;
+			b->win_i = 0;
+			memset(b->win_cost, 0, sizeof(b->win_cost));
+			memset(b->win_dt, 0, sizeof(b->win_dt));
+		}
 		else if (!b->rj_placed && now - b->handed_ns > 5000000000ull) {
 			snprintf(b->action, sizeof(b->action), "stopped at +%.3fs: over the %g%% budget "
 				 "and ReJIT was not in place within 5 s", (double)(now - b->t0) / 1e9,
@@ -765,13 +818,13 @@ static void budget_summary(struct budget *b, struct probe_session *s, struct pro
 		uint64_t nat = 0, rj = b->rj_final_seen[i] ? b->rj_final[i] : b->rj_count[i];
 		double mc = 0;
 
-		for (v = 0; v < ms[i]->ncode && v < PROBE_MAX_VERSIONS; v++) {
+		for (v = 0; s && v < ms[i]->ncode && v < PROBE_MAX_VERSIONS; v++) {
 			const struct probe_version_stats *st = probe_session_stats(s, i, v);
 
 			nat += st->entries;
 			mc += (double)st->entries * hit_cost(b, ms[i]->code[v].kind);
 		}
-		mc += (double)rj * (b->rejit_args ? PROBE_REJIT_ARGS_NS : PROBE_REJIT_COUNT_NS);
+		mc += (double)rj * rejit_ns(b, b->rejit_args);
 		tn += nat;
 		tr += rj;
 		cost += mc;
@@ -784,14 +837,13 @@ static void budget_summary(struct budget *b, struct probe_session *s, struct pro
 	fmt_ns(b->hw_ns, c1, sizeof(c1));
 	fmt_ns(b->up_ns, c2, sizeof(c2));
 	fmt_ns(cost, c3, sizeof(c3));
-	fprintf(stderr, "clrtap: cost to the target (estimated): %" PRIu64 " breakpoint/uprobe hits x "
-			"(%s a breakpoint hit%s, %s an uprobe hit%s", tn, c1, b->hw_measured ? ", measured here" : ", assumed",
-		c2, b->up_measured ? ", measured here" : ", assumed");
+	fprintf(stderr, "clrtap: cost to the target (estimated): ");
+	if (s)
+		fprintf(stderr, "%" PRIu64 " breakpoint/uprobe hits x (%s a breakpoint hit%s, %s an "
+				"uprobe hit%s)%s", tn, c1, b->hw_measured ? ", measured here" : ", assumed",
+			c2, b->up_measured ? ", measured here" : ", assumed", b->rj ? " + " : "");
 	if (b->rj)
-		fprintf(stderr, ") + %" PRIu64 " ReJIT calls x ~%d ns", tr,
-			b->rejit_args ? PROBE_REJIT_ARGS_NS : PROBE_REJIT_COUNT_NS);
-	else
-		fputc(')', stderr);
+		fprintf(stderr, "%" PRIu64 " ReJIT calls x ~%.0f ns", tr, rejit_ns(b, b->rejit_args));
 	fprintf(stderr, " = %s of CPU over %.1f s: %.2f%% of one core on average (peak %.1f%% in a "
 			"100 ms window; budget %g%%)\n", c3, (double)wall / 1e9,
 		probe_budget_share(cost, wall), b->peak_share, b->pct);
@@ -810,7 +862,7 @@ static void budget_summary(struct budget *b, struct probe_session *s, struct pro
 		for (i = 0; i < n; i++) {
 			uint64_t nat = 0, rj = b->rj_final_seen[i] ? b->rj_final[i] : b->rj_count[i];
 
-			for (v = 0; v < ms[i]->ncode && v < PROBE_MAX_VERSIONS; v++)
+			for (v = 0; s && v < ms[i]->ncode && v < PROBE_MAX_VERSIONS; v++)
 				nat += probe_session_stats(s, i, v)->entries;
 			ct_json_obj_begin(&j);
 			ct_json_kv_str(&j, "method", ms[i]->name);
@@ -828,8 +880,7 @@ static void budget_summary(struct budget *b, struct probe_session *s, struct pro
 		ct_json_kv_bool(&j, "breakpoint_hit_measured", b->hw_measured);
 		ct_json_kv_u64(&j, "uprobe_hit_ns", b->up_ns);
 		ct_json_kv_bool(&j, "uprobe_hit_measured", b->up_measured);
-		ct_json_kv_u64(&j, "rejit_call_ns", b->rejit_args ? PROBE_REJIT_ARGS_NS :
-								  PROBE_REJIT_COUNT_NS);
+		ct_json_kv_u64(&j, "rejit_call_ns", (uint64_t)rejit_ns(b, b->rejit_args));
 		ct_json_kv_double(&j, "cost_ns", cost);
 		ct_json_kv_double(&j, "seconds", (double)wall / 1e9);
 		ct_json_kv_double(&j, "share_percent", probe_budget_share(cost, wall));
@@ -845,6 +896,48 @@ static void budget_summary(struct budget *b, struct probe_session *s, struct pro
 		(void)cli_json_out(&j, stdout);
 		strbuf_release(&sb);
 	}
+}
+
+/*
+ * --via rejit --stack: the ReJIT profiler from the start (no breakpoint),
+ * its records' stacks named here from the perf map. The budget still
+ * applies (stopped over it: exit 11).
+ */
+static int run_rejit_direct(struct budget *b, struct probe_method **ms, size_t n, pid_t pid,
+			    int64_t duration_ms)
+{
+	int rc = EXIT_OK, st;
+
+	b->rejit_args = true;
+	if (!start_rejit(b, ms, n, pid))
+		return EXIT_ERROR;
+	b->state = B_HANDING;
+	fprintf(stderr, "clrtap: --via rejit: the in-process profiler records every call with its "
+			"stack (about %.0f us a call: at most %.0f calls/s in the %g%% budget); it "
+			"stays loaded in the target afterwards, dormant\n",
+		rejit_ns(b, true) / 1e3, b->pct * 1e7 / rejit_ns(b, true), b->pct);
+	while (!cli_stop_requested) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		if (probe_rejit_poll(b->rj, rejit_line, b) == 1)
+			break;
+		(void)probe_proc_refresh(b->pp, NULL); /* the re-JIT'd code's perf map lines */
+		if (budget_check(b, NULL, ms, n, pid)) {
+			b->over = !b->rj_status; /* else: the profiler could not start */
+			fprintf(stderr, "clrtap: %s%s\n", b->over ? "budget: " : "", b->action);
+			break;
+		}
+		if (duration_ms && (int64_t)((mono_ns() - b->t0) / 1000000) >= duration_ms)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	st = probe_rejit_stop(b->rj, 6000, rejit_line, b);
+	if (st && st != 130)
+		rc = st; /* the agent's own exit code: 20-22 say why it could not attach */
+	if (b->over)
+		rc = EXIT_OVER_BUDGET;
+	budget_summary(b, NULL, ms, n, pid, rc);
+	return rc;
 }
 
 int cmd_probe(int argc, char **argv)
@@ -878,7 +971,7 @@ int cmd_probe(int argc, char **argv)
 		  "dormant, afterwards: docs/cmd/agent.md); native (default): uprobe on "
 		  "ReadyToRun code, breakpoint on JIT code; uprobe or breakpoint: only that one" },
 		{ 0, "budget", CLI_OPT_STRING, &budget_opt, "PCT",
-		  "the share of one core the probe may take from the target (default 2%); over it "
+		  "the share of one core the probe may take from the target (default 5%); over it "
 		  "the probe is handed to ReJIT, or stopped (exit 11)" },
 		{ 0, "no-rejit", CLI_OPT_BOOL, &no_rejit, NULL,
 		  "never hand a probe over budget to the ReJIT profiler (it would stay loaded, "
@@ -919,11 +1012,12 @@ int cmd_probe(int argc, char **argv)
 	    strcmp(via, "breakpoint"))
 		return cli_error(EXIT_USAGE, "--via takes rejit, native, uprobe or breakpoint, not '%s'",
 				 via);
-	bg.pct = 2;
+	bg.pct = 5;
 	if (budget_opt && probe_budget_parse(budget_opt, &bg.pct))
 		return cli_error(EXIT_USAGE, "--budget takes a share of one core in percent, more "
 					     "than 0 and at most 1000 ('2%%', '0.5'), not '%s'", budget_opt);
-	if (via && !strcmp(via, "rejit"))
+	/* with --stack the records' stacks are named here (perf map): the direct run below */
+	if (via && !strcmp(via, "rejit") && !(stack && !count))
 		return probe_via_rejit(&to, pattern, count, duration_ms);
 	if (json && list)
 		return cli_error(EXIT_USAGE, "--json goes with a probe, not with --list or --emit");
@@ -1042,6 +1136,15 @@ int cmd_probe(int argc, char **argv)
 		fprintf(stderr, "clrtap: '%s' matches %zu methods, tracing all: %s%s\n", cli_safe(pattern), n,
 			cli_safe(sb.buf), strchr(pattern, '(') ? "" : " (add '(signature)' to pick one)");
 		strbuf_release(&sb);
+	}
+	if (via && !strcmp(via, "rejit")) {
+		bg.args = bg.stack = true;
+		bg.json = json;
+		bg.pp = pp;
+		bg.t0 = bg.last_ns = mono_ns();
+		cli_catch_stop_signals();
+		rc = run_rejit_direct(&bg, found, n, t.pid, duration_ms);
+		goto out;
 	}
 	/* prove the mechanisms fire here before showing a count made with them */
 	{
@@ -1176,6 +1279,8 @@ int cmd_probe(int argc, char **argv)
 		probe_session_per_cpu(sess, true) ? "per CPU (filtered by pid)" : "per thread",
 		probe_session_per_cpu(sess, false) ? "per CPU (filtered by pid)" : "per thread", pdesc);
 	bg.args = so.args && !count;
+	bg.stack = stack;
+	bg.pp = pp;
 	bg.json = json;
 	bg.rejit_ok = !no_rejit && (!via || !strcmp(via, "native"));
 	bg.t0 = bg.last_ns = mono_ns();

@@ -12,8 +12,49 @@ M='Clrtap.Fixtures.HotCalls::Tick'
 HWBP=$("$TOOLS/hwbpcheck")
 echo "    this machine: hardware execute breakpoints: $HWBP"
 
+# --- --stack on ReJIT'd code: each record's stack names the caller --------
+# (no breakpoint involved: the same facts on every machine.) TierTarget::Work
+# is called only by SteadyDriver::Run, 2000 times.
+start_fixture steady --rate 2000 --calls 2000 --trigger "$WORK/go-s"
+SP=$FIX_PID
+SOUT=$FIX_OUT
+"$CLRTAP" probe -p "$SP" --via rejit --stack --budget 50% 'Clrtap.Fixtures.TierTarget::Work' \
+	>"$WORK/s.out" 2>"$WORK/s.err" &
+RUN=$!
+wait_for_line "$WORK/s.err" 'ReJIT requested' 30 "$RUN"
+touch "$WORK/go-s"
+wait_for_line "$SOUT" '^DONE ' 60 "$SP"
+wait_for_line "$WORK/s.out" '^call .*::Work\(int32\) \(1999\) -> 3999 ' 30 "$RUN"
+kill -INT "$RUN"
+wait "$RUN"
+equals "--via rejit --stack: exit code" "$?" 0
+CHECK=$(python3 - "$WORK/s.out" <<'PY'
+import re, sys
+lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+calls, bad = [], []
+for i, l in enumerate(lines):
+    m = re.match(r"call Clrtap\.Fixtures\.TierTarget::Work\(int32\) \((\d+)\) -> (\d+)  \d+ ns$", l)
+    if not m:
+        continue
+    calls.append((int(m.group(1)), int(m.group(2))))
+    nxt = lines[i + 1] if i + 1 < len(lines) else ""
+    if not nxt.startswith("    at Clrtap.Fixtures.SteadyDriver::Run <- "):
+        bad.append(f"call {m.group(1)}: {nxt!r}")
+want = [(i, 2 * i + 1) for i in range(2000)]
+if calls != want:
+    print(f"{len(calls)} calls recorded, not the 2000 made in order")
+elif bad:
+    print(f"{len(bad)} records whose stack does not start at the caller, first: {bad[0]}")
+else:
+    print("ok")
+PY
+)
+equals "--stack on ReJIT'd code: 2000 records, each stack's first frame the caller SteadyDriver::Run" "$CHECK" ok
+contains "--via rejit --stack: says the consequence" "$(cat "$WORK/s.err")" "stays loaded in the target afterwards, dormant"
+stop_fixture "$SP"
+
 G=$WORK/gate
-start_fixture hot-calls --gate "$G"
+start_fixture hot-calls --gate "$G" --spin 4000
 P=$FIX_PID
 wait_for_line "$FIX_OUT" '^PAUSED total=' 30 "$P"
 
@@ -112,11 +153,11 @@ b = statistics.median(float(x) for x in sys.stdin.read().split())
 print(f"{(b - a) / a * 100:.2f} {a:.0f} {b:.0f} {1e9 / a:.0f}")' "$A"
 })
 read -r LOSS_PCT A_NS B_NS A_RATE <<<"$LOSS"
-echo "    fixture CPU per call: A ${A_NS} ns, B (probed, ReJIT) ${B_NS} ns: loss ${LOSS_PCT}% (budget 2%); ${A_RATE} calls per CPU-second"
+echo "    fixture CPU per call: A ${A_NS} ns, B (probed, ReJIT) ${B_NS} ns: loss ${LOSS_PCT}% (default budget 5%); ${A_RATE} calls per CPU-second"
 check "the fixture's method is hot: >= 100,000 calls per CPU-second (${A_RATE})" \
 	python3 -c "import sys; sys.exit(0 if $A_RATE >= 100000 else 1)"
-check "throughput loss under the default probe (${LOSS_PCT}%) within its 2% budget (ABAB rounds)" \
-	python3 -c "import sys; sys.exit(0 if $LOSS_PCT <= 2 else 1)"
+check "throughput loss under the default probe (${LOSS_PCT}%) within its default 5% budget (ABAB rounds)" \
+	python3 -c "import sys; sys.exit(0 if $LOSS_PCT <= 5 else 1)"
 
 # --- forced low on a mechanism that cannot meet it: stopped, exit 11 ------
 touch "$G"

@@ -899,7 +899,7 @@ static void budget_summary(struct budget *b, struct probe_session *s, struct pro
 }
 
 /*
- * --via rejit --stack: the ReJIT profiler from the start (no breakpoint),
+ * --via rejit --stack (or --json): the ReJIT profiler from the start (no breakpoint),
  * its records' stacks named here from the perf map. The budget still
  * applies (stopped over it: exit 11).
  */
@@ -908,14 +908,15 @@ static int run_rejit_direct(struct budget *b, struct probe_method **ms, size_t n
 {
 	int rc = EXIT_OK, st;
 
-	b->rejit_args = true;
+	b->rejit_args = b->args;
 	if (!start_rejit(b, ms, n, pid))
 		return EXIT_ERROR;
 	b->state = B_HANDING;
-	fprintf(stderr, "clrtap: --via rejit: the in-process profiler records every call with its "
-			"stack (about %.0f us a call: at most %.0f calls/s in the %g%% budget); it "
-			"stays loaded in the target afterwards, dormant\n",
-		rejit_ns(b, true) / 1e3, b->pct * 1e7 / rejit_ns(b, true), b->pct);
+	fprintf(stderr, "clrtap: --via rejit: the in-process profiler %s (about %.0f ns a call: at "
+			"most %.0f calls/s in the %g%% budget); it stays loaded in the target "
+			"afterwards, dormant\n", !b->args ? "counts every call" : b->stack ?
+			"records every call with its stack" : "records every call",
+		rejit_ns(b, b->args), b->pct * 1e7 / rejit_ns(b, b->args), b->pct);
 	while (!cli_stop_requested) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 
@@ -1017,7 +1018,7 @@ int cmd_probe(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "--budget takes a share of one core in percent, more "
 					     "than 0 and at most 1000 ('2%%', '0.5'), not '%s'", budget_opt);
 	/* with --stack the records' stacks are named here (perf map): the direct run below */
-	if (via && !strcmp(via, "rejit") && !(stack && !count))
+	if (via && !strcmp(via, "rejit") && !(stack && !count) && !json)
 		return probe_via_rejit(&to, pattern, count, duration_ms);
 	if (json && list)
 		return cli_error(EXIT_USAGE, "--json goes with a probe, not with --list or --emit");
@@ -1138,7 +1139,8 @@ int cmd_probe(int argc, char **argv)
 		strbuf_release(&sb);
 	}
 	if (via && !strcmp(via, "rejit")) {
-		bg.args = bg.stack = true;
+		bg.args = !count;
+		bg.stack = stack && !count;
 		bg.json = json;
 		bg.pp = pp;
 		bg.t0 = bg.last_ns = mono_ns();

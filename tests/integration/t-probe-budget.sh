@@ -4,7 +4,9 @@
 # to ReJIT, says which mechanism and why, counts every call exactly (against
 # the fixture's own counter), and the fixture's throughput loss, measured by
 # the fixture in ABAB rounds, stays within the budget; forced low on a
-# mechanism that cannot meet it, the probe stops with exit 11.
+# mechanism that cannot meet it, the probe stops with exit 11. Also: --stack
+# on ReJIT'd code names the caller in every record; SIGKILL of clrtap probe
+# after a hand-over leaves the profiler reverted and dormant.
 # test-run: alone (the throughput rounds are CPU-time shares)
 . "$(dirname "$0")/lib.sh"
 
@@ -158,6 +160,20 @@ check "the fixture's method is hot: >= 100,000 calls per CPU-second (${A_RATE})"
 	python3 -c "import sys; sys.exit(0 if $A_RATE >= 100000 else 1)"
 check "throughput loss under the default probe (${LOSS_PCT}%) within its default 5% budget (ABAB rounds)" \
 	python3 -c "import sys; sys.exit(0 if $LOSS_PCT <= 5 else 1)"
+
+# --- SIGKILL of clrtap mid-probe: its ReJIT child ends too, the IL reverted --
+touch "$G"
+"$CLRTAP" probe -p "$P" --count "$M" >"$WORK/k.out" 2>"$WORK/k.err" &
+RUN=$!
+wait_for_line "$WORK/k.err" 'ReJIT requested' 30 "$RUN"
+expect_exit "status while handed over" 0 "$CLRTAP" agent status -p "$P" --json
+equals "the profiler active while the probe runs" "$(json_get "$OUT" "d['state']")" active
+kill -KILL "$RUN"
+wait "$RUN" 2>/dev/null
+sleep 3
+expect_exit "status 3 s after SIGKILL of clrtap probe" 0 "$CLRTAP" agent status -p "$P" --json
+equals "reverted and dormant 3 s after clrtap probe was killed" "$(json_get "$OUT" "d['state']")" dormant
+rm -f "$G"
 
 # --- forced low on a mechanism that cannot meet it: stopped, exit 11 ------
 touch "$G"

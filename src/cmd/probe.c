@@ -607,7 +607,7 @@ static void rejit_line(void *vctx, const char *line)
 		break;
 	case PROBE_RJ_CALL:
 		if (b->rejit_args && !b->json) {
-			printf("%s\n", line); /* the child printed it through cli_safe */
+			printf("%s\n", cli_safe(line)); /* the child's cli_safe'd line: unchanged */
 			fflush(stdout);
 		}
 		b->last_method = NULL;

@@ -348,6 +348,32 @@ int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event 
 	struct cursor c;
 	int err = 0;
 
+	if (id == PRF_EV_CALL_STACK) {
+		uint32_t clen;
+		size_t k, n;
+
+		if (len < 4)
+			return -EBADMSG;
+		clen = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+		       (uint32_t)p[3] << 24;
+		if (clen > len - 4 || (len - 4 - clen) % 8 ||
+		    (len - 4 - clen) / 8 > AGENT_STACK_MAX)
+			return -EBADMSG;
+		err = agent_event_decode(PRF_EV_CALL, p + 4, clen, ev);
+		if (err)
+			return err;
+		n = (len - 4 - clen) / 8;
+		for (k = 0; k < n; k++) {
+			const uint8_t *q = p + 4 + clen + 8 * k;
+			uint64_t v = 0;
+
+			for (int b = 7; b >= 0; b--)
+				v = v << 8 | q[b];
+			ev->stack[k] = v;
+		}
+		ev->nstack = (uint32_t)n;
+		return 0;
+	}
 	memset(ev, 0, sizeof(*ev));
 	ev->id = id;
 	cur_init(&c, p, len);

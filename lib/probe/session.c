@@ -184,6 +184,8 @@ struct probe_session {
 	bool cpuwide[2];
 	bool scope_said;
 	uint64_t foreign;        /* hits of per-CPU events in other processes (dropped) */
+	/* probe_session_hand_over: 1 + the versions method mi had then (0: not handed) */
+	size_t handed_from[64];
 };
 
 enum { SCOPE_HW = 0, SCOPE_UP = 1 };
@@ -446,6 +448,11 @@ static int make_sites(struct probe_session *s, size_t mi, size_t vi)
 	if (v->sites_made)
 		return 0;
 	v->sites_made = true;
+	if (mi < 64 && s->handed_from[mi] && vi + 1 >= s->handed_from[mi]) {
+		/* code that came after the hand-over: ReJIT'd code, counted there */
+		v->st.handed = true;
+		return 0;
+	}
 	if ((up && s->o.no_uprobe) || (!up && s->o.no_hwbp)) {
 		/* proven not to fire here: arming it would only show a false 0 */
 		v->st.unwatchable = true;
@@ -956,6 +963,13 @@ static void describe_version(struct probe_session *s, size_t mi, size_t vi)
 			 strrchr(m->image, '/') + 1 : m->image, c->file_offset);
 	else
 		snprintf(where, sizeof(where), "0x%" PRIx64, c->addr);
+	if (v->st.handed) {
+		note(s, PROBE_NOTE_INFO, "%s%s [%s] at %s: new code after the hand-over, left to "
+		     "the in-process profiler (the re-JIT'd code; were it a tier-up of the old code "
+		     "just before ReJIT takes effect, its calls there would not be counted)",
+		     m->name, m->sig, c->tier, where);
+		return;
+	}
 	if (v->st.unwatchable && s->o.unwatched_where) {
 		note(s, PROBE_NOTE_WARN, "%s%s [%s] at %s: NOT WATCHED %s, so calls to this code "
 		     "are not counted", m->name, m->sig, c->tier, where, s->o.unwatched_where);
@@ -2026,6 +2040,12 @@ const struct probe_version_stats *probe_session_stats(const struct probe_session
 	if (i >= s->n || v >= PROBE_MAX_VERSIONS)
 		return NULL;
 	return &s->vs[i][v].st;
+}
+
+void probe_session_hand_over(struct probe_session *s, size_t i)
+{
+	if (i < s->n && i < 64 && !s->handed_from[i])
+		s->handed_from[i] = s->m[i]->ncode + 1;
 }
 
 uint64_t probe_session_lost(const struct probe_session *s)

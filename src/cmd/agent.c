@@ -210,7 +210,7 @@ struct run_ctx {
 		uint64_t count;
 	} probe[PRF_MAX_PROBES];
 	struct timespec t_installed;
-	bool any_installed, args;
+	bool any_installed, args, progress, stack;
 	uint64_t calls_seen;
 	int mode;
 	int32_t hr;
@@ -363,6 +363,14 @@ static int run_event(void *ctx, const struct agent_event *ev)
 		} else if (!r->json && !agent_call_format(ev, NULL, line, sizeof(line))) {
 			printf("call #%u %s  %" PRIu64 " ns\n", ev->probe, cli_safe(line), ev->latency_ns);
 		}
+		/* the managed stack EventPipe took when the call returned: leaf first, as IPs
+		 * (clrtap probe names them from the perf map) */
+		if (!r->json && ev->nstack) {
+			printf("stack");
+			for (uint32_t k = 0; k < ev->nstack; k++)
+				printf(" 0x%" PRIx64, ev->stack[k]);
+			putchar('\n');
+		}
 		if (!r->json)
 			fflush(stdout); /* live: each call as it is seen, as probe does */
 		break;
@@ -373,6 +381,12 @@ static int run_event(void *ctx, const struct agent_event *ev)
 			r->probe[ev->probe].spec = ev->spec;
 			r->probe[ev->probe].token = ev->token;
 			r->probe[ev->probe].count = ev->count;
+			/* the count as it grows (clrtap probe checks its budget with it) */
+			if (r->progress && !r->json) {
+				printf("count %s [0x%08x]: %" PRIu64 "\n",
+				       cli_safe(r->specs[ev->spec % r->nspecs]), ev->token, ev->count);
+				fflush(stdout);
+			}
 		}
 		break;
 	case PRF_EV_MODULE:
@@ -527,12 +541,17 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		memcpy(r->config + r->config_len, ";args=1", 8);
 		r->config_len += 7;
 	}
+	if (!err && r->stack && r->config_len + 8 < sizeof(r->config)) {
+		memcpy(r->config + r->config_len, ";stack=1", 9);
+		r->config_len += 8;
+	}
 	if (err)
 		return cli_error(EXIT_USAGE, "too many or too long methods");
 
 	o.ep = ep;
 	o.keywords = PRF_KW_CONTROL | PRF_KW_STATUS | (r->show_modules ? PRF_KW_MODULES : 0) |
 		     (r->nspecs ? PRF_KW_PROBES : 0) | (r->args ? PRF_KW_CALLS : 0);
+	o.stackwalk = r->stack;
 	o.stop = &cli_stop_requested;
 	o.duration_ms = seconds > 0 ? (int64_t)seconds * 1000 : 0;
 	o.first_event_timeout_ms = 15000;
@@ -668,7 +687,7 @@ int cmd_agent(int argc, char **argv)
 	struct cli_target_opts to = { 0 };
 	struct run_ctx r = { 0 };
 	const char *libc_opt = NULL, *mode = "auto", *library = NULL, *action;
-	bool json = false, modules = false, args = false;
+	bool json = false, modules = false, args = false, progress = false, stack = false;
 	int seconds = 0;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
@@ -682,6 +701,10 @@ int cmd_agent(int argc, char **argv)
 		{ 0, "modules", CLI_OPT_BOOL, &modules, NULL, "run: print each module loaded" },
 		{ 0, "args", CLI_OPT_BOOL, &args, NULL,
 		  "probe: record each call's arguments, return value and latency" },
+		{ 0, "stack", CLI_OPT_BOOL, &stack, NULL,
+		  "probe: with --args, each call's managed stack (IPs, leaf first) on a 'stack' line" },
+		{ 0, "progress", CLI_OPT_BOOL, &progress, NULL,
+		  "probe: print each method's count as the profiler reports it (every 250 ms)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the result as JSON" },
 		{ 0 },
 	};
@@ -731,7 +754,11 @@ int cmd_agent(int argc, char **argv)
 	r.json = json;
 	r.show_modules = modules;
 	r.args = args;
-	if (args && !r.nspecs)
-		return cli_error(EXIT_USAGE, "--args goes with 'probe'");
+	r.progress = progress;
+	r.stack = stack;
+	if (stack)
+		r.args = args = true; /* a stack goes with a call's record */
+	if ((args || progress) && !r.nspecs)
+		return cli_error(EXIT_USAGE, "--args and --progress go with 'probe'");
 	return do_run(&t, &ep, &r, libc_opt, seconds);
 }

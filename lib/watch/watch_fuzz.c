@@ -24,9 +24,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] & 1) {
 		if (!watch_rule_parse(text, &r, err, sizeof(err))) {
 			(void)watch_rule_test(&r, 1e9, "MB");
-			(void)watch_state_feed(&r, &s, 0, true);
-			(void)watch_state_feed(&r, &s, r.for_ms, true);
-			(void)watch_state_feed(&r, &s, r.for_ms * 3, true);
+			(void)watch_state_feed(&r, &s, 0, true, false);
+			(void)watch_state_feed(&r, &s, r.for_ms, true, true);
+			(void)watch_window_add(&r, &s, 5);
+			(void)watch_window_add(&r, &s, r.win_ms);
+			(void)watch_state_feed(&r, &s, r.for_ms * 3, true, false);
+			watch_state_release(&s);
 		}
 	} else {
 		(void)watch_action_parse(text, &a, err, sizeof(err));

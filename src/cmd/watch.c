@@ -16,6 +16,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -29,12 +30,15 @@
 #include "live/live.h"
 #include "nettrace/nettrace.h"
 #include "proc/proc.h"
+#include "watch/events.h"
 #include "watch/watch.h"
 
 #define MAX_RULES 32
 #define MAX_ACTIONS 16
 #define MAX_TARGETS 64
 #define MAX_RUNNING 32
+#define DEFAULT_MAX_ACTIONS 4
+#define STACK_TEXT_MAX (64 * 1024)
 #define MAX_PENDING 256
 #define TICK_MS 250
 #define SCAN_MS 1000
@@ -43,12 +47,31 @@
 
 struct target;
 
+enum suppress_why { SUP_NONE, SUP_COOLDOWN, SUP_BUSY };
+
 struct pending {
 	int target, rule;
+	enum suppress_why why; /* a suppressed line: why */
 	double value;
 	bool have_value;
 	unsigned fired; /* the rule's firings for this target, this one included */
 	char detail[DETAIL_MAX];
+	/* exception firings: the names of the stack at the throw (malloc'd, leaf
+	 * first, one a line), or why there are none */
+	char *stack;
+	uint32_t stack_frames, stack_named;
+	int stack_err;
+	bool have_stack;
+	/* request and status firings */
+	bool have_req;
+	struct watch_request req;
+};
+
+/* What a firing carries beyond its value: an event's stack, a request. */
+struct fire_extra {
+	const uint64_t *ips;
+	uint32_t nips;
+	const struct watch_request *req;
 };
 
 struct target {
@@ -77,6 +100,7 @@ struct target {
 	bool session_done, session_reported;
 	int64_t qpc_freq;       /* from the trace header */
 	int64_t suspend_ts;     /* SuspendEEBegin for a GC, 0: none open */
+	int busy[MAX_RULES];    /* actions running for a rule's firing (main thread writes, atomics) */
 };
 
 struct running {
@@ -96,7 +120,8 @@ struct watch {
 	size_t nrules;
 	struct watch_action actions[MAX_ACTIONS];
 	size_t nactions;
-	bool need_session, need_exc, need_gc, need_cgroup, need_status;
+	bool need_session, need_exc, need_gc, need_cgroup, need_status, need_req;
+	int max_actions;        /* actions running at once, at most */
 	int evfd;               /* the process-events connector, -1: none */
 	bool ev_lost_said;
 	struct target targets[MAX_TARGETS];
@@ -256,36 +281,75 @@ static int scan_one(pid_t pid, void *ctx)
 
 /* ----- firings ----- */
 
-static void pending_push(struct watch *w, int target, int rule, double value, bool have_value,
-			 unsigned fired, const char *detail)
+/* Queues p (its stack, if any, is the queue's then, or freed). */
+static void pending_push(struct watch *w, struct pending *p)
 {
 	pthread_mutex_lock(&w->lock);
 	if (w->npend < MAX_PENDING) {
-		struct pending *p = &w->pend[w->npend++];
-
-		p->target = target;
-		p->rule = rule;
-		p->value = value;
-		p->have_value = have_value;
-		p->fired = fired;
-		snprintf(p->detail, sizeof(p->detail), "%s", detail ? detail : "");
+		w->pend[w->npend++] = *p;
 	} else {
 		w->dropped++;
+		free(p->stack);
 	}
 	pthread_mutex_unlock(&w->lock);
 }
 
-/* Feeds rule ri of target tg; queues a firing. Called from one thread per
- * rule kind (main: cpu, rss, exit; the session thread: counter, exception). */
+/* The names of the frames at the moment of the event (an exception's
+ * throw), from a rundown of the target's methods taken now. */
+static void name_stack(struct target *tg, const struct fire_extra *x, struct pending *p)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(STACK_TEXT_MAX);
+
+	p->have_stack = true;
+	p->stack_frames = x->nips;
+	if (!x->nips)
+		return;
+	p->stack_err = watch_stack_name(&tg->ep, x->ips, x->nips, &tg->stop, &sb, &p->stack_named);
+	if (!p->stack_err && sb.buf)
+		p->stack = strdup(sb.buf);
+	strbuf_release(&sb);
+}
+
+/*
+ * Feeds rule ri of target tg; queues a firing, or one suppressed line per
+ * firing period. Called from one thread per rule kind (main: cpu, rss,
+ * exit, cgroup; the session thread: counter, exception, gc-pause, request).
+ */
+static void feed_x(struct watch *w, struct target *tg, int ri, bool cond, double v, bool have_v,
+		   const char *detail, const struct fire_extra *x)
+{
+	struct watch_state *st = &tg->st[ri];
+	bool busy = __atomic_load_n(&tg->busy[ri], __ATOMIC_ACQUIRE) > 0;
+	enum watch_verdict vd = watch_state_feed(&w->rules[ri], st, now_ms(), cond, busy);
+	struct pending p;
+
+	if (vd != WATCH_FIRE && ((vd != WATCH_COOLDOWN && vd != WATCH_BUSY) || st->said))
+		return;
+	memset(&p, 0, sizeof(p));
+	p.target = tg->idx;
+	p.rule = ri;
+	p.value = v;
+	p.have_value = have_v;
+	p.fired = st->fired;
+	snprintf(p.detail, sizeof(p.detail), "%s", detail ? detail : "");
+	if (x && x->req) {
+		p.have_req = true;
+		p.req = *x->req;
+	}
+	if (vd != WATCH_FIRE) {
+		st->said = true;
+		p.rule = -1 - ri;
+		p.why = vd == WATCH_BUSY ? SUP_BUSY : SUP_COOLDOWN;
+	} else if (x && x->ips) {
+		name_stack(tg, x, &p);
+	}
+	pending_push(w, &p);
+}
+
 static void feed(struct watch *w, struct target *tg, int ri, bool cond, double v, bool have_v,
 		 const char *detail)
 {
-	enum watch_verdict vd = watch_state_feed(&w->rules[ri], &tg->st[ri], now_ms(), cond);
-
-	if (vd == WATCH_FIRE)
-		pending_push(w, tg->idx, ri, v, have_v, tg->st[ri].fired, detail);
-	else if (vd == WATCH_COOLDOWN && tg->st[ri].suppressed == 1)
-		pending_push(w, tg->idx, -1 - ri, v, have_v, tg->st[ri].fired, detail);
+	feed_x(w, tg, ri, cond, v, have_v, detail, NULL);
 }
 
 /* ----- the EventPipe session of one target ----- */
@@ -319,6 +383,8 @@ static int on_event(void *ctx, const struct nt_event *ev)
 	static const struct counters_handlers ch = { on_counter, on_notice };
 	struct target *tg = ctx;
 	struct watch *w = tg->w;
+	struct fire_extra x = { 0 };
+	struct watch_request q;
 
 	if (ev->meta->provider_kind == NT_PROV_RUNTIME && ev->meta->event_id == 80) {
 		struct nt_exception ex;
@@ -342,7 +408,28 @@ static int on_event(void *ctx, const struct nt_event *ev)
 			(void)nt_str16_utf8(&ex.type, &tg->tmp2);
 			(void)strbuf_addstr(&tg->tmp2, "\n");
 			(void)strbuf_addstr(&tg->tmp2, tg->tmp.buf ? tg->tmp.buf : "");
-			feed(w, tg, (int)i, true, 0, false, tg->tmp2.buf ? tg->tmp2.buf : "");
+			x.ips = ev->stack;
+			x.nips = ev->nframes;
+			feed_x(w, tg, (int)i, true, 0, false, tg->tmp2.buf ? tg->tmp2.buf : "", &x);
+		}
+		return 0;
+	}
+	if (w->need_req && !watch_request_decode(ev, &q)) {
+		int64_t at = tg->qpc_freq > 0 ? (int64_t)((double)ev->timestamp * 1000.0 / (double)tg->qpc_freq)
+					      : now_ms();
+		size_t i;
+
+		x.req = &q;
+		for (i = 0; i < w->nrules; i++) {
+			const struct watch_rule *r = &w->rules[i];
+			int hit;
+
+			if ((r->kind != WATCH_REQUEST && r->kind != WATCH_STATUS) || !watch_request_match(r, &q))
+				continue;
+			hit = watch_window_add(r, &tg->st[i], at);
+			if (hit > 0)
+				feed_x(w, tg, (int)i, true, r->kind == WATCH_REQUEST ? q.ms : q.status, true, "",
+				       &x);
 		}
 		return 0;
 	}
@@ -387,7 +474,7 @@ static void *session_main(void *arg)
 	struct watch *w = tg->w;
 	struct counters_spec spec = { 0 };
 	struct counters_session cs = { 0 };
-	struct ipc_provider prov[COUNTERS_MAX_SOURCES + 1];
+	struct ipc_provider prov[COUNTERS_MAX_SOURCES + 2];
 	struct ipc_trace_config cfg = { 0 };
 	struct live_session_opts live = { 0 };
 	struct live_session_result res = { 0 };
@@ -412,10 +499,13 @@ static void *session_main(void *arg)
 		prov[n++] = (struct ipc_provider){ "Microsoft-Windows-DotNETRuntime",
 						   (w->need_exc ? 0x8000u : 0) | (w->need_gc ? 0x1u : 0),
 						   4, NULL };
+	if (w->need_req)
+		prov[n++] = *watch_request_provider();
 	cfg.providers = prov;
 	cfg.nproviders = n;
 	cfg.buffer_mb = 16;
-	cfg.stackwalk = false;
+	/* the stack of each event is the session's: on only for the throws */
+	cfg.stackwalk = w->need_exc;
 	h.event = on_event;
 	live.ep = &tg->ep;
 	live.cfg = &cfg;
@@ -606,7 +696,40 @@ static void fmt_sec(char *buf, size_t len, int64_t ms)
 	snprintf(buf, len, "%g", (double)ms / 1000.0); /* "2", "1.5", "0.25" */
 }
 
-static void start_action(struct watch *w, unsigned fire, int ti, int ri, const struct watch_action *a)
+static size_t nrunning(const struct watch *w);
+
+/* exception.txt in an action's folder: the throw that fired it, .NET style. */
+static void write_throw_file(const char *dir, const struct pending *p)
+{
+	char path[PATH_MAX + 32];
+	const char *nl = strchr(p->detail, '\n');
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/exception.txt", dir);
+	f = fopen(path, "we");
+	if (!f)
+		return;
+	fprintf(f, "%.*s: %s\n", nl ? (int)(nl - p->detail) : (int)strlen(p->detail), p->detail,
+		nl ? nl + 1 : "");
+	if (p->stack) {
+		const char *l = p->stack, *e;
+
+		for (; *l; l = e + 1) {
+			e = strchr(l, '\n');
+			if (!e)
+				break;
+			fprintf(f, "   at %.*s\n", (int)(e - l), l);
+		}
+	} else if (p->stack_err) {
+		fprintf(f, "   (stack not named: %s)\n", strerror(-p->stack_err));
+	} else {
+		fprintf(f, "   (the event carried no stack)\n");
+	}
+	fclose(f);
+}
+
+static void start_action(struct watch *w, unsigned fire, int ti, int ri, const struct watch_action *a,
+			 const struct pending *pd)
 {
 	struct target *tg = &w->targets[ti];
 	struct running *rn = NULL;
@@ -627,9 +750,14 @@ static void start_action(struct watch *w, unsigned fire, int ti, int ri, const s
 	ct_json_kv_u64(&j, "fire", fire);
 	ct_json_kv_str(&j, "action", watch_action_name(a->kind));
 	log_target(&j, tg);
-	if (!rn) {
-		ct_json_kv_str(&j, "error", "too many actions running; skipped");
+	if (!rn || nrunning(w) >= (size_t)w->max_actions) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "skipped: %d actions run already (at most %d at once: --max-actions)",
+			 (int)nrunning(w), w->max_actions);
+		ct_json_kv_str(&j, "error", why);
 		log_end(w, &j, &sb);
+		cli_warn("pid %d: %s action %s", (int)tg->pid, watch_action_name(a->kind), why);
 		return;
 	}
 	if (tg->gone && a->kind != WATCH_ACT_EXEC) {
@@ -645,6 +773,8 @@ static void start_action(struct watch *w, unsigned fire, int ti, int ri, const s
 		log_end(w, &j, &sb);
 		return;
 	}
+	if (pd->have_stack)
+		write_throw_file(rn->dir, pd);
 	snprintf(pid, sizeof(pid), "%d", (int)tg->pid);
 	snprintf(rule, sizeof(rule), "%d", ri);
 	argv[n++] = "clrtap";
@@ -749,6 +879,7 @@ static void start_action(struct watch *w, unsigned fire, int ti, int ri, const s
 	rn->child = child;
 	rn->target = ti;
 	rn->rule = ri;
+	__atomic_add_fetch(&tg->busy[ri], 1, __ATOMIC_RELEASE);
 	rn->fire = fire;
 	rn->a = a;
 	rn->start_ms = now_ms();
@@ -810,6 +941,7 @@ static void finish_action(struct watch *w, struct running *rn, int status)
 	if (!alive)
 		cli_warn("pid %d exited while its %s action ran; see %s", (int)tg->pid,
 			 watch_action_name(rn->a->kind), rn->dir);
+	__atomic_sub_fetch(&tg->busy[rn->rule], 1, __ATOMIC_RELEASE);
 	rn->used = false;
 }
 
@@ -847,9 +979,74 @@ static size_t nrunning(const struct watch *w)
 	return n;
 }
 
+/* The request of a request or status firing, and its window. */
+static void log_request(struct ct_json *j, const struct watch_rule *r, const struct pending *p)
+{
+	const struct watch_request *q = &p->req;
+
+	ct_json_kv_obj_begin(j, "request");
+	ct_json_kv_str(j, "method", q->method);
+	ct_json_kv_str(j, "path", q->path);
+	ct_json_kv_str(j, "query", q->query);
+	if (q->status >= 0)
+		ct_json_kv_i64(j, "status", q->status);
+	if (!isnan(q->ms))
+		ct_json_kv_double(j, "ms", q->ms);
+	if (q->trace_id[0])
+		ct_json_kv_str(j, "trace_id", q->trace_id);
+	if (q->truncated)
+		ct_json_kv_bool(j, "truncated", true);
+	ct_json_obj_end(j);
+	if (r->win_n > 1) {
+		ct_json_kv_u64(j, "window_count", r->win_n);
+		ct_json_kv_u64(j, "window_ms", (uint64_t)r->win_ms);
+	}
+}
+
+/* The stderr line of a firing; the first of a rule and process says the
+ * cooldown in force. */
+static void fire_info(const struct watch *w, const struct target *tg, int ri, const struct pending *p)
+{
+	const struct watch_rule *r = &w->rules[ri];
+	char what[DETAIL_MAX + 64] = "", cool[96] = "";
+
+	if (r->kind == WATCH_EXCEPTION) {
+		const char *nl = strchr(p->detail, '\n');
+
+		snprintf(what, sizeof(what), " (%.*s%s%s)", nl ? (int)(nl - p->detail) : (int)strlen(p->detail),
+			 p->detail, nl ? ": " : "", nl ? nl + 1 : "");
+	} else if (p->have_req) {
+		snprintf(what, sizeof(what), " (%s %.200s -> %d in %.1f ms)", p->req.method, p->req.path,
+			 p->req.status, p->req.ms);
+	}
+	if (p->fired == 1)
+		snprintf(cool, sizeof(cool), "; cooldown %g s%s", (double)r->cooldown_ms / 1000.0,
+			 r->cooldown_default ? " (the default)" : "");
+	cli_info("pid %d: %s%s%s", (int)tg->pid, w->rule_text[ri], what, cool);
+}
+
+static void log_stack(struct ct_json *j, const struct pending *p)
+{
+	const char *l, *e;
+
+	if (p->stack) {
+		ct_json_kv_arr_begin(j, "stack");
+		for (l = p->stack; *l && (e = strchr(l, '\n')); l = e + 1) {
+			char frame[1024];
+
+			snprintf(frame, sizeof(frame), "%.*s", (int)(e - l), l);
+			ct_json_str(j, frame);
+		}
+		ct_json_arr_end(j);
+	} else {
+		ct_json_kv_str(j, "stack_note", p->stack_err ? strerror(-p->stack_err)
+				: "the event carried no stack");
+	}
+}
+
 static void handle_pending(struct watch *w)
 {
-	struct pending p[MAX_PENDING];
+	static struct pending p[MAX_PENDING];
 	size_t n, i, k;
 	unsigned dropped;
 
@@ -869,6 +1066,8 @@ static void handle_pending(struct watch *w)
 		struct ct_json j;
 		struct strbuf sb;
 		unsigned fire = 0;
+		const struct watch_action *acts;
+		size_t nacts;
 
 		if (p[i].rule >= 0)
 			fire = ++w->fires;
@@ -889,24 +1088,44 @@ static void handle_pending(struct watch *w)
 			ct_json_kv_str(&j, "type", nl ? p[i].detail : r->name);
 			ct_json_kv_str(&j, "message", nl ? nl + 1 : p[i].detail);
 			if (nl)
-				*nl = ' ';
+				*nl = '\n';
+			if (p[i].have_stack)
+				log_stack(&j, &p[i]);
+		} else if (p[i].have_req) {
+			log_request(&j, r, &p[i]);
 		} else if (r->kind == WATCH_COUNTER) {
 			ct_json_kv_str(&j, "units", p[i].detail);
 		} else if (p[i].detail[0]) {
 			ct_json_kv_str(&j, "detail", p[i].detail);
 		}
-		if (!fire)
-			ct_json_kv_str(&j, "why", "within the rule's cooldown (logged once per cooldown)");
+		if (p[i].why == SUP_COOLDOWN)
+			ct_json_kv_str(&j, "why", "within the rule's cooldown (logged once per firing)");
+		else if (p[i].why == SUP_BUSY)
+			ct_json_kv_str(&j, "why", "the actions of the rule's last firing for this process still run "
+				       "(logged once per firing)");
 		ct_json_kv_u64(&j, "fired", p[i].fired);
+		ct_json_kv_double(&j, "cooldown_s", (double)r->cooldown_ms / 1000.0);
+		ct_json_kv_bool(&j, "cooldown_default", r->cooldown_default);
+		if (fire && p[i].fired == 1) {
+			char note[200];
+
+			snprintf(note, sizeof(note), "the next firing of this rule for this process comes %g s "
+				 "after this one at the soonest (%s)", (double)r->cooldown_ms / 1000.0,
+				 r->cooldown_default ? "the default cooldown; 'cooldown DUR' in the rule changes it"
+						     : "the rule's cooldown");
+			ct_json_kv_str(&j, "note", note);
+		}
 		log_end(w, &j, &sb);
-		if (!fire)
+		if (!fire) {
+			free(p[i].stack);
 			continue;
-		if (r->kind == WATCH_EXCEPTION)
-			cli_info("pid %d: %s (%s)", (int)tg->pid, w->rule_text[ri], p[i].detail);
-		else
-			cli_info("pid %d: %s", (int)tg->pid, w->rule_text[ri]);
-		for (k = 0; k < w->nactions; k++)
-			start_action(w, fire, p[i].target, ri, &w->actions[k]);
+		}
+		fire_info(w, tg, ri, &p[i]);
+		acts = r->nactions ? r->actions : w->actions;
+		nacts = r->nactions ? r->nactions : w->nactions;
+		for (k = 0; k < nacts; k++)
+			start_action(w, fire, p[i].target, ri, &acts[k], &p[i]);
+		free(p[i].stack);
 	}
 }
 
@@ -1030,6 +1249,8 @@ static void target_release(struct watch *w, struct target *tg)
 		pthread_join(tg->th, NULL);
 		tg->session = false;
 	}
+	for (i = 0; i < MAX_RULES; i++)
+		watch_state_release(&tg->st[i]);
 	tg->used = false;
 }
 
@@ -1051,6 +1272,8 @@ static int add_rule(struct watch *w, const char *text, const char *where)
 	w->rule_text[w->nrules++] = text;
 	if (r->kind == WATCH_COUNTER || r->kind == WATCH_EXCEPTION)
 		w->need_session = true;
+	if (r->kind == WATCH_REQUEST || r->kind == WATCH_STATUS)
+		w->need_req = w->need_session = true;
 	if (r->kind == WATCH_EXCEPTION)
 		w->need_exc = true;
 	if (r->kind == WATCH_GC_PAUSE)
@@ -1140,12 +1363,14 @@ int cmd_watch(int argc, char **argv)
 		{ 0, "rules", CLI_OPT_STRING, &rules_file, "FILE", "more rules, one a line ('#' comments)" },
 		{ 0, "log", CLI_OPT_STRING, &logfile, "FILE", "JSON-lines log (default: stdout)" },
 		{ 0, "action-timeout", CLI_OPT_DURATION, &limit, "SEC", "time limit of one action (default 60)" },
+		{ 0, "max-actions", CLI_OPT_INT, &w.max_actions, "N", "actions running at once, at most (default 4, 1..32)" },
 		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SEC", "stop watching after this long (default and 0: until Ctrl-C)" },
 		{ 0 },
 	};
 	int64_t start, last_scan = 0, stop_at;
 	size_t k;
 
+	w.max_actions = DEFAULT_MAX_ACTIONS;
 	/* --action may repeat: take them out before cli_parse */
 	args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args)
@@ -1205,6 +1430,10 @@ int cmd_watch(int argc, char **argv)
 	if (limit <= 0) {
 		free(args);
 		return cli_error(EXIT_USAGE, "--action-timeout must be more than 0");
+	}
+	if (w.max_actions < 1 || w.max_actions > MAX_RUNNING) {
+		free(args);
+		return cli_error(EXIT_USAGE, "--max-actions is 1..%d", MAX_RUNNING);
 	}
 	w.action_limit_ms = limit;
 	w.timeout_ms = to.timeout_ms;

@@ -478,6 +478,17 @@ enum watch_verdict watch_state_feed(const struct watch_rule *r, struct watch_sta
 	return WATCH_FIRE;
 }
 
+bool watch_exception_match(const struct watch_rule *r, const char *type)
+{
+	size_t lt = strlen(type), ln = strlen(r->name);
+
+	if (!strcmp(r->name, "*") || !strcmp(r->name, type))
+		return true;
+	/* a nested type: the runtime's event names only the innermost one */
+	return lt && !strpbrk(type, ".+") && ln > lt + 1 && r->name[ln - lt - 1] == '+' &&
+	       !strcmp(r->name + ln - lt, type);
+}
+
 int watch_window_add(const struct watch_rule *r, struct watch_state *s, int64_t at_ms)
 {
 	int64_t oldest;

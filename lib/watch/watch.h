@@ -105,6 +105,14 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
  * size threshold. */
 bool watch_rule_test(const struct watch_rule *r, double v, const char *units);
 
+/*
+ * Whether an exception rule matches the type a first-chance exception event
+ * names: "*", the same name, or, for a rule naming a nested type
+ * (Outer+Inner), the innermost name alone, which is all the runtime's
+ * ExceptionThrown event carries for a nested type (measured on .NET 10).
+ */
+bool watch_exception_match(const struct watch_rule *r, const char *type);
+
 /* Per rule and target: where its condition stands and how often it fired. */
 struct watch_state {
 	bool holding;       /* the condition is true since since_ms */

@@ -185,6 +185,14 @@ static void test_requests(void **state)
 	assert_int_equal(watch_window_add(&r, &s, 50001), 0);
 	assert_int_equal(watch_window_add(&r, &s, 50002), 1);
 	watch_state_release(&s);
+	assert_int_equal(watch_rule_parse("exception RealApp.Ledger+ReconcileFault", &r, err, sizeof(err)), 0);
+	assert_true(watch_exception_match(&r, "ReconcileFault"));
+	assert_true(watch_exception_match(&r, "RealApp.Ledger+ReconcileFault"));
+	assert_false(watch_exception_match(&r, "Fault"));
+	assert_false(watch_exception_match(&r, "Other.ReconcileFault"));
+	assert_false(watch_exception_match(&r, ""));
+	assert_int_equal(watch_rule_parse("exception System.Exception", &r, err, sizeof(err)), 0);
+	assert_false(watch_exception_match(&r, "Exception"));
 	assert_int_equal(watch_rule_parse("status 503", &r, err, sizeof(err)), 0);
 	assert_int_equal(r.status_lo, 503);
 	assert_int_equal(r.status_hi, 503);

@@ -91,7 +91,7 @@ struct target {
 	struct watch *w;
 	int idx;
 	struct counters_decoder *dec;
-	struct strbuf tmp, tmp2;
+	struct strbuf tmp, tmp2, tmp3;
 	int session_err;
 	bool cg_said;           /* the cgroup-memory rules' "no limit" line was logged */
 	bool have_status;       /* the wait status, from the process-events connector */
@@ -393,11 +393,13 @@ static int on_event(void *ctx, const struct nt_event *ev)
 		if (nt_decode_exception(ev->payload, ev->payload_len, ev->meta->version,
 					ev->pointer_size, &ex))
 			return 0;
+		strbuf_reset(&tg->tmp3);
+		(void)nt_str16_utf8(&ex.type, &tg->tmp3);
 		for (i = 0; i < w->nrules; i++) {
 			const struct watch_rule *r = &w->rules[i];
 
 			if (r->kind != WATCH_EXCEPTION ||
-			    (strcmp(r->name, "*") && !nt_str16_eq(&ex.type, r->name)))
+			    !watch_exception_match(r, tg->tmp3.buf ? tg->tmp3.buf : ""))
 				continue;
 			strbuf_reset(&tg->tmp);
 			(void)nt_str16_utf8(&ex.message, &tg->tmp);
@@ -484,6 +486,7 @@ static void *session_main(void *arg)
 
 	strbuf_init(&tg->tmp, 4096);
 	strbuf_init(&tg->tmp2, 4096 + 2 * WATCH_MAX_NAME);
+	strbuf_init(&tg->tmp3, 4096);
 	for (i = 0; i < w->nrules && !err; i++)
 		if (w->rules[i].kind == WATCH_COUNTER)
 			err = counters_spec_add(&spec, w->rules[i].source, w->rules[i].meter);
@@ -540,6 +543,7 @@ out:
 	counters_spec_release(&spec);
 	strbuf_release(&tg->tmp);
 	strbuf_release(&tg->tmp2);
+	strbuf_release(&tg->tmp3);
 	__atomic_store_n(&tg->session_done, true, __ATOMIC_RELEASE);
 	return NULL;
 }

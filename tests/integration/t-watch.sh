@@ -57,7 +57,7 @@ stop_fixture "$LOW_PID"
 # 1c. GC pauses: the gc fixture induces exactly 3 blocking GCs.
 start_fixture gc --count 3 --trigger "$WORK/go-gc"
 GC_PID=$FIX_PID
-"$CLRTAP" watch -p "$GC_PID" 'gc-pause > 0ms' 'gc-pause > 10s' -o "$WORK/gc" -d 30 >"$WORK/gc.jsonl" 2>"$WORK/gc.err" &
+"$CLRTAP" watch -p "$GC_PID" 'gc-pause > 0ms cooldown 0' 'gc-pause > 10s' -o "$WORK/gc" -d 30 >"$WORK/gc.jsonl" 2>"$WORK/gc.err" &
 W=$!
 wait_for_line "$WORK/gc.jsonl" '"event":"watching"' 10 "$W" >/dev/null
 sleep 2

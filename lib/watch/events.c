@@ -178,8 +178,15 @@ int watch_stack_name(const struct ipc_endpoint *ep, const uint64_t *ips, uint32_
 	const struct ipc_provider prov = { "Microsoft-Windows-DotNETRuntime", 0x10, 5, NULL };
 	const struct nt_handlers h = { .event = on_method };
 	struct strbuf stream = STRBUF_INIT_MAX(RUNDOWN_STREAM_MAX);
-	struct ipc_trace_config cfg = { 0 };
-	struct ipc_session_opts so = { 0 };
+	const struct ipc_trace_config cfg = {
+		.providers = &prov, .nproviders = 1, .buffer_mb = 32,
+		.rundown = true, .rundown_keyword = RUNDOWN_KEYWORDS, .stackwalk = false,
+	};
+	/* stopped at once: what matters is the rundown */
+	const struct ipc_session_opts so = {
+		.sink = mem_sink, .ctx = &stream, .stop = stop, .duration_ms = 1,
+		.max_bytes = RUNDOWN_STREAM_MAX,
+	};
 	struct ipc_session_result res;
 	struct ipc_error rerr = { 0 };
 	struct nt_methods *m = NULL;
@@ -190,17 +197,6 @@ int watch_stack_name(const struct ipc_endpoint *ep, const uint64_t *ips, uint32_
 	int err;
 
 	*named = 0;
-	cfg.providers = &prov;
-	cfg.nproviders = 1;
-	cfg.buffer_mb = 32;
-	cfg.rundown = true;
-	cfg.rundown_keyword = RUNDOWN_KEYWORDS;
-	cfg.stackwalk = false;
-	so.sink = mem_sink;
-	so.ctx = &stream;
-	so.stop = stop;
-	so.duration_ms = 1; /* stop at once: what matters is the rundown */
-	so.max_bytes = RUNDOWN_STREAM_MAX;
 	err = ipc_session_run(ep, &cfg, &so, &res, &rerr);
 	if (!err)
 		err = nt_methods_new(&m, 0, 0);

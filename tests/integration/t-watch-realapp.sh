@@ -43,6 +43,7 @@ for i in $(seq 100); do
 done
 kill -INT "$W"
 wait "$W"
+equals "watch exits 0 on Ctrl-C" "$?" "0"
 check "the request rule fired once, for the slow request only, with its details" jl_true "$WORK/ra.jsonl" \
 	"[(l['request']['method'], l['request']['path'], l['request']['query'], l['request']['status'], l['value'] > 300, l['value'] == l['request']['ms']) for l in L if l['event'] == 'fired' and l['trigger'] == 'request'] == [('GET', '/api/slow', '?ms=600', 200, True, True)]"
 check "no fast request met it afterwards either (no suppressed line)" jl_true "$WORK/ra.jsonl" \

@@ -1564,6 +1564,13 @@ int cmd_watch(int argc, char **argv)
 	for (k = 0; k < MAX_TARGETS; k++)
 		if (w.targets[k].used && w.targets[k].session)
 			pthread_join(w.targets[k].th, NULL);
+	for (k = 0; k < MAX_TARGETS; k++)
+		for (i = 0; i < MAX_RULES; i++)
+			watch_state_release(&w.targets[k].st[i]);
+	/* firings queued after the last round are not acted on */
+	for (k = 0; k < w.npend; k++)
+		free(w.pend[k].stack);
+	w.npend = 0;
 	{
 		struct ct_json j;
 		struct strbuf sb;

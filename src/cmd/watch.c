@@ -62,6 +62,7 @@ struct pending {
 	uint32_t stack_frames, stack_named;
 	int stack_err;
 	bool have_stack;
+	bool stack_off; /* --no-stacks */
 	/* request and status firings */
 	bool have_req;
 	struct watch_request req;
@@ -69,6 +70,7 @@ struct pending {
 
 /* What a firing carries beyond its value: an event's stack, a request. */
 struct fire_extra {
+	bool stack; /* the event's stack is wanted (an exception's throw) */
 	const uint64_t *ips;
 	uint32_t nips;
 	const struct watch_request *req;
@@ -122,6 +124,7 @@ struct watch {
 	size_t nactions;
 	bool need_session, need_exc, need_gc, need_cgroup, need_status, need_req;
 	int max_actions;        /* actions running at once, at most */
+	bool no_stacks;         /* --no-stacks: the session walks no stacks */
 	int evfd;               /* the process-events connector, -1: none */
 	bool ev_lost_said;
 	struct target targets[MAX_TARGETS];
@@ -302,7 +305,7 @@ static void name_stack(struct target *tg, const struct fire_extra *x, struct pen
 
 	p->have_stack = true;
 	p->stack_frames = x->nips;
-	if (!x->nips)
+	if (!x->nips || !x->ips)
 		return;
 	p->stack_err = watch_stack_name(&tg->ep, x->ips, x->nips, &tg->stop, &sb, &p->stack_named);
 	if (!p->stack_err && sb.buf)
@@ -340,7 +343,9 @@ static void feed_x(struct watch *w, struct target *tg, int ri, bool cond, double
 		st->said = true;
 		p.rule = -1 - ri;
 		p.why = vd == WATCH_BUSY ? SUP_BUSY : SUP_COOLDOWN;
-	} else if (x && x->ips) {
+	} else if (x && x->stack && w->no_stacks) {
+		p.have_stack = p.stack_off = true;
+	} else if (x && x->stack) {
 		name_stack(tg, x, &p);
 	}
 	pending_push(w, &p);
@@ -410,6 +415,7 @@ static int on_event(void *ctx, const struct nt_event *ev)
 			(void)nt_str16_utf8(&ex.type, &tg->tmp2);
 			(void)strbuf_addstr(&tg->tmp2, "\n");
 			(void)strbuf_addstr(&tg->tmp2, tg->tmp.buf ? tg->tmp.buf : "");
+			x.stack = true;
 			x.ips = ev->stack;
 			x.nips = ev->nframes;
 			feed_x(w, tg, (int)i, true, 0, false, tg->tmp2.buf ? tg->tmp2.buf : "", &x);
@@ -508,7 +514,7 @@ static void *session_main(void *arg)
 	cfg.nproviders = n;
 	cfg.buffer_mb = 16;
 	/* the stack of each event is the session's: on only for the throws */
-	cfg.stackwalk = w->need_exc;
+	cfg.stackwalk = w->need_exc && !w->no_stacks;
 	h.event = on_event;
 	live.ep = &tg->ep;
 	live.cfg = &cfg;
@@ -724,6 +730,8 @@ static void write_throw_file(const char *dir, const struct pending *p)
 				break;
 			fprintf(f, "   at %.*s\n", (int)(e - l), l);
 		}
+	} else if (p->stack_off) {
+		fprintf(f, "   (no stack: --no-stacks)\n");
 	} else if (p->stack_err) {
 		fprintf(f, "   (stack not named: %s)\n", strerror(-p->stack_err));
 	} else {
@@ -1043,8 +1051,8 @@ static void log_stack(struct ct_json *j, const struct pending *p)
 		}
 		ct_json_arr_end(j);
 	} else {
-		ct_json_kv_str(j, "stack_note", p->stack_err ? strerror(-p->stack_err)
-				: "the event carried no stack");
+		ct_json_kv_str(j, "stack_note", p->stack_off ? "not collected (--no-stacks)" :
+				p->stack_err ? strerror(-p->stack_err) : "the event carried no stack");
 	}
 }
 
@@ -1368,6 +1376,7 @@ int cmd_watch(int argc, char **argv)
 		{ 0, "log", CLI_OPT_STRING, &logfile, "FILE", "JSON-lines log (default: stdout)" },
 		{ 0, "action-timeout", CLI_OPT_DURATION, &limit, "SEC", "time limit of one action (default 60)" },
 		{ 0, "max-actions", CLI_OPT_INT, &w.max_actions, "N", "actions running at once, at most (default 4, 1..32)" },
+		{ 0, "no-stacks", CLI_OPT_BOOL, &w.no_stacks, NULL, "exception firings without the stack of the throw (no stack walk per event in the target)" },
 		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SEC", "stop watching after this long (default and 0: until Ctrl-C)" },
 		{ 0 },
 	};

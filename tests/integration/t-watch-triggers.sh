@@ -41,10 +41,10 @@ stop_fixture "$HOLD_PID"
 #     as skipped. Two watches at once on one fixture.
 start_fixture cpu-split
 SPIN_PID=$FIX_PID
-"$CLRTAP" watch -p "$SPIN_PID" 'cpu > 30%' 'cpu > 30% cooldown 0 do "exec:sleep 2"' --action 'exec:true' \
+"$CLRTAP" watch -p "$SPIN_PID" 'cpu > 5%' 'cpu > 5% cooldown 0 do "exec:sleep 2"' --action 'exec:true' \
 	-o "$WORK/storm" -d 4 >"$WORK/storm.jsonl" 2>"$WORK/storm.err" &
 W1=$!
-"$CLRTAP" watch -p "$SPIN_PID" 'cpu > 30% do "exec:sleep 1" do "exec:sleep 1"' --max-actions 1 \
+"$CLRTAP" watch -p "$SPIN_PID" 'cpu > 5% do "exec:sleep 1" do "exec:sleep 1"' --max-actions 1 \
 	-o "$WORK/cap" -d 2 >"$WORK/cap.jsonl" 2>"$WORK/cap.err" &
 W2=$!
 wait "$W1" "$W2"
@@ -52,7 +52,7 @@ check "the rule without a cooldown fired once in 4 s, its first line says the de
 	"[(l['cooldown_s'], l['cooldown_default'], 'default cooldown' in l['note']) for l in L if l['event'] == 'fired' and l['rule'] == 0] == [(60, True, True)]"
 check "then one suppressed line saying why" jl_true "$WORK/storm.jsonl" \
 	"[l['why'].startswith('within the rule') for l in L if l['event'] == 'suppressed' and l['rule'] == 0] == [True]"
-contains "stderr says the cooldown in force" "$(cat "$WORK/storm.err")" "pid $SPIN_PID: cpu > 30%; cooldown 60 s (the default)"
+contains "stderr says the cooldown in force" "$(cat "$WORK/storm.err")" "pid $SPIN_PID: cpu > 5%; cooldown 60 s (the default)"
 check "'cooldown 0' with a 2 s action: exactly 2 firings in 4 s" jl_true "$WORK/storm.jsonl" \
 	"sum(l['event'] == 'fired' and l['rule'] == 1 for l in L) == 2"
 check "its own action only (per-rule actions), never two at once" jl_true "$WORK/storm.jsonl" \

@@ -1353,7 +1353,7 @@ static int load_rules(struct watch *w, const char *path, char **keep)
 }
 
 static const char usage_line[] =
-	"clrtap watch (-p PID | -n NAME | --all) RULE... [--action ACTION]... [-o DIR]";
+	"clrtap watch (-p PID | -n NAME | --all) RULE... [--action ACTION]... [-o DIR] [--max-actions N]";
 
 int cmd_watch(int argc, char **argv)
 {
@@ -1370,7 +1370,7 @@ int cmd_watch(int argc, char **argv)
 		CLI_TARGET_OPTIONS(&to),
 		{ 0, "all", CLI_OPT_BOOL, &all, NULL, "every .NET process, also those that start later (containers too)" },
 		{ 0, "match", CLI_OPT_STRING, &w.match, "TEXT", "with --all: only processes whose command line contains TEXT" },
-		{ 'a', "action", CLI_OPT_STRING, &action_help, "ACTION", "profile[:DUR], stacks, trace[:DUR], dump, gcdump, analyze:NAME[:DUR], exec:COMMAND (repeatable)" },
+		{ 'a', "action", CLI_OPT_STRING, &action_help, "ACTION", "profile[:DUR], stacks, trace[:DUR], dump, gcdump, analyze:NAME[:DUR], exec:COMMAND (repeatable; for rules without 'do')" },
 		{ 'o', "output", CLI_OPT_STRING, &outdir, "DIR", "folder for the actions' folders (default watch-TIMESTAMP)" },
 		{ 0, "rules", CLI_OPT_STRING, &rules_file, "FILE", "more rules, one a line ('#' comments)" },
 		{ 0, "log", CLI_OPT_STRING, &logfile, "FILE", "JSON-lines log (default: stdout)" },

@@ -47,6 +47,28 @@
 
 struct target;
 
+/*
+ * An EventPipe session of a target, on a thread of its own. With an
+ * exception rule (and stacks) beside other session rules there are two:
+ * the exceptions' own, which walks each event's stack, and one without
+ * stacks for counters, GC and requests, so that those events cost the
+ * target no stack walk.
+ */
+enum sess_kind { SESS_ALL, SESS_MAIN, SESS_EXC };
+
+struct sess {
+	struct target *tg;
+	enum sess_kind kind;
+	bool on;                /* its thread was started */
+	pthread_t th;
+	struct counters_decoder *dec;
+	struct strbuf tmp, tmp2, tmp3;
+	int err;
+	char why[512];          /* "" when it ended normally */
+	bool done, reported;
+	int64_t qpc_freq;       /* from the trace header */
+};
+
 enum suppress_why { SUP_NONE, SUP_COOLDOWN, SUP_BUSY };
 
 struct pending {
@@ -86,21 +108,14 @@ struct target {
 	uint64_t cpu_ticks;
 	int64_t cpu_ms;
 	bool have_cpu;
-	/* EventPipe session */
-	bool session;
-	pthread_t th;
+	/* EventPipe sessions */
+	struct sess sess[2];
 	volatile sig_atomic_t stop;
 	struct watch *w;
 	int idx;
-	struct counters_decoder *dec;
-	struct strbuf tmp, tmp2, tmp3;
-	int session_err;
 	bool cg_said;           /* the cgroup-memory rules' "no limit" line was logged */
 	bool have_status;       /* the wait status, from the process-events connector */
 	int status;
-	char session_why[512]; /* "" when it ended normally */
-	bool session_done, session_reported;
-	int64_t qpc_freq;       /* from the trace header */
 	int64_t suspend_ts;     /* SuspendEEBegin for a GC, 0: none open */
 	int busy[MAX_RULES];    /* actions running for a rule's firing (main thread writes, atomics) */
 };
@@ -122,7 +137,7 @@ struct watch {
 	size_t nrules;
 	struct watch_action actions[MAX_ACTIONS];
 	size_t nactions;
-	bool need_session, need_exc, need_gc, need_cgroup, need_status, need_req;
+	bool need_session, need_exc, need_gc, need_cgroup, need_status, need_req, need_counters;
 	int max_actions;        /* actions running at once, at most */
 	bool no_stacks;         /* --no-stacks: the session walks no stacks */
 	int evfd;               /* the process-events connector, -1: none */
@@ -229,10 +244,19 @@ static int target_add_found(struct watch *w, const struct proc_target *t, uint64
 	strbuf_release(&cmd);
 	log_end(w, &j, &sb);
 	if (w->need_session) {
-		tg->session = true;
-		if (pthread_create(&tg->th, NULL, session_main, tg)) {
-			tg->session = false;
-			cli_warn("pid %d: no thread for its EventPipe session", (int)t->pid);
+		bool split = w->need_exc && !w->no_stacks &&
+			     (w->need_counters || w->need_gc || w->need_req);
+		int k;
+
+		tg->sess[0].kind = split ? SESS_MAIN : SESS_ALL;
+		tg->sess[1].kind = SESS_EXC;
+		for (k = 0; k < (split ? 2 : 1); k++) {
+			struct sess *ss = &tg->sess[k];
+
+			ss->tg = tg;
+			ss->on = !pthread_create(&ss->th, NULL, session_main, ss);
+			if (!ss->on)
+				cli_warn("pid %d: no thread for its EventPipe session", (int)t->pid);
 		}
 	}
 	return 0;
@@ -386,7 +410,8 @@ static int on_notice(void *ctx, const char *msg)
 static int on_event(void *ctx, const struct nt_event *ev)
 {
 	static const struct counters_handlers ch = { on_counter, on_notice };
-	struct target *tg = ctx;
+	struct sess *ss = ctx;
+	struct target *tg = ss->tg;
 	struct watch *w = tg->w;
 	struct fire_extra x = { 0 };
 	struct watch_request q;
@@ -398,32 +423,32 @@ static int on_event(void *ctx, const struct nt_event *ev)
 		if (nt_decode_exception(ev->payload, ev->payload_len, ev->meta->version,
 					ev->pointer_size, &ex))
 			return 0;
-		strbuf_reset(&tg->tmp3);
-		(void)nt_str16_utf8(&ex.type, &tg->tmp3);
+		strbuf_reset(&ss->tmp3);
+		(void)nt_str16_utf8(&ex.type, &ss->tmp3);
 		for (i = 0; i < w->nrules; i++) {
 			const struct watch_rule *r = &w->rules[i];
 
 			if (r->kind != WATCH_EXCEPTION ||
-			    !watch_exception_match(r, tg->tmp3.buf ? tg->tmp3.buf : ""))
+			    !watch_exception_match(r, ss->tmp3.buf ? ss->tmp3.buf : ""))
 				continue;
-			strbuf_reset(&tg->tmp);
-			(void)nt_str16_utf8(&ex.message, &tg->tmp);
-			if (r->message[0] && !strstr(tg->tmp.buf ? tg->tmp.buf : "", r->message))
+			strbuf_reset(&ss->tmp);
+			(void)nt_str16_utf8(&ex.message, &ss->tmp);
+			if (r->message[0] && !strstr(ss->tmp.buf ? ss->tmp.buf : "", r->message))
 				continue;
 			/* the detail: "TYPE\nMESSAGE" (the type matters for "*") */
-			strbuf_reset(&tg->tmp2);
-			(void)nt_str16_utf8(&ex.type, &tg->tmp2);
-			(void)strbuf_addstr(&tg->tmp2, "\n");
-			(void)strbuf_addstr(&tg->tmp2, tg->tmp.buf ? tg->tmp.buf : "");
+			strbuf_reset(&ss->tmp2);
+			(void)nt_str16_utf8(&ex.type, &ss->tmp2);
+			(void)strbuf_addstr(&ss->tmp2, "\n");
+			(void)strbuf_addstr(&ss->tmp2, ss->tmp.buf ? ss->tmp.buf : "");
 			x.stack = true;
 			x.ips = ev->stack;
 			x.nips = ev->nframes;
-			feed_x(w, tg, (int)i, true, 0, false, tg->tmp2.buf ? tg->tmp2.buf : "", &x);
+			feed_x(w, tg, (int)i, true, 0, false, ss->tmp2.buf ? ss->tmp2.buf : "", &x);
 		}
 		return 0;
 	}
 	if (w->need_req && !watch_request_decode(ev, &q)) {
-		int64_t at = tg->qpc_freq > 0 ? (int64_t)((double)ev->timestamp * 1000.0 / (double)tg->qpc_freq)
+		int64_t at = ss->qpc_freq > 0 ? (int64_t)((double)ev->timestamp * 1000.0 / (double)ss->qpc_freq)
 					      : now_ms();
 		size_t i;
 
@@ -450,9 +475,9 @@ static int on_event(void *ctx, const struct nt_event *ev)
 					  ev->pointer_size, &se) &&
 		    (se.reason == 1 || se.reason == 6))
 			tg->suspend_ts = ev->timestamp;
-		if (ev->meta->event_id == 3 && tg->suspend_ts && tg->qpc_freq > 0 &&
+		if (ev->meta->event_id == 3 && tg->suspend_ts && ss->qpc_freq > 0 &&
 		    ev->timestamp >= tg->suspend_ts) {
-			double ms = (double)(ev->timestamp - tg->suspend_ts) * 1000.0 / (double)tg->qpc_freq;
+			double ms = (double)(ev->timestamp - tg->suspend_ts) * 1000.0 / (double)ss->qpc_freq;
 			char detail[64];
 			size_t i;
 
@@ -465,21 +490,24 @@ static int on_event(void *ctx, const struct nt_event *ev)
 		}
 		return 0;
 	}
-	(void)counters_decode(tg->dec, ev, &ch, tg);
+	if (ss->dec)
+		(void)counters_decode(ss->dec, ev, &ch, tg);
 	return 0;
 }
 
 static void on_opened(void *ctx, const struct nt_trace_info *ti)
 {
-	struct target *tg = ctx;
+	struct sess *ss = ctx;
 
-	tg->qpc_freq = ti->qpc_freq;
+	ss->qpc_freq = ti->qpc_freq;
 }
 
 static void *session_main(void *arg)
 {
-	struct target *tg = arg;
+	struct sess *ss = arg;
+	struct target *tg = ss->tg;
 	struct watch *w = tg->w;
+	bool exc = ss->kind != SESS_MAIN && w->need_exc, rest = ss->kind != SESS_EXC;
 	struct counters_spec spec = { 0 };
 	struct counters_session cs = { 0 };
 	struct ipc_provider prov[COUNTERS_MAX_SOURCES + 2];
@@ -490,67 +518,67 @@ static void *session_main(void *arg)
 	size_t i, n = 0;
 	int err = 0;
 
-	strbuf_init(&tg->tmp, 4096);
-	strbuf_init(&tg->tmp2, 4096 + 2 * WATCH_MAX_NAME);
-	strbuf_init(&tg->tmp3, 4096);
-	for (i = 0; i < w->nrules && !err; i++)
+	strbuf_init(&ss->tmp, 4096);
+	strbuf_init(&ss->tmp2, 4096 + 2 * WATCH_MAX_NAME);
+	strbuf_init(&ss->tmp3, 4096);
+	for (i = 0; i < w->nrules && !err && rest; i++)
 		if (w->rules[i].kind == WATCH_COUNTER)
 			err = counters_spec_add(&spec, w->rules[i].source, w->rules[i].meter);
 	if (!err && spec.n)
 		err = counters_session_init(&cs, &spec, 1, 1000, 10);
-	if (!err)
-		err = counters_decoder_new(&tg->dec, "");
+	if (!err && spec.n)
+		err = counters_decoder_new(&ss->dec, "");
 	if (err)
 		goto out;
 	for (i = 0; i < cs.nproviders && n < COUNTERS_MAX_SOURCES; i++)
 		prov[n++] = cs.providers[i];
-	if (w->need_exc || w->need_gc) /* Exception 0x8000, GC 0x1 */
+	if (exc || (rest && w->need_gc)) /* Exception 0x8000, GC 0x1 */
 		prov[n++] = (struct ipc_provider){ "Microsoft-Windows-DotNETRuntime",
-						   (w->need_exc ? 0x8000u : 0) | (w->need_gc ? 0x1u : 0),
+						   (exc ? 0x8000u : 0) | (rest && w->need_gc ? 0x1u : 0),
 						   4, NULL };
-	if (w->need_req)
+	if (rest && w->need_req)
 		prov[n++] = *watch_request_provider();
 	cfg.providers = prov;
 	cfg.nproviders = n;
 	cfg.buffer_mb = 16;
 	/* the stack of each event is the session's: on only for the throws */
-	cfg.stackwalk = w->need_exc && !w->no_stacks;
+	cfg.stackwalk = exc && !w->no_stacks;
 	h.event = on_event;
 	live.ep = &tg->ep;
 	live.cfg = &cfg;
 	live.stop = &tg->stop;
 	live.h = &h;
 	live.opened = on_opened;
-	live.ctx = tg;
+	live.ctx = ss;
 	err = live_session_run(&live, &res);
 	if (err) {
-		snprintf(tg->session_why, sizeof(tg->session_why), "cannot run the session: %s",
+		snprintf(ss->why, sizeof(ss->why), "cannot run the session: %s",
 			 strerror(-err));
 	} else if (res.session_err && (res.session.bytes == 0 || res.session.bad_prologue)) {
 		char why[400];
 
 		ipc_session_strerror(res.session_err, &res.session, &tg->ep, &res.rerr, why, sizeof(why));
-		snprintf(tg->session_why, sizeof(tg->session_why), "the session did not start: %s", why);
+		snprintf(ss->why, sizeof(ss->why), "the session did not start: %s", why);
 		err = res.session_err;
 	} else if (res.reader_err < 0 && !(res.session.target_ended && !res.session.complete)) {
-		snprintf(tg->session_why, sizeof(tg->session_why),
+		snprintf(ss->why, sizeof(ss->why),
 			 "the session stream broke at byte %" PRIu64 ": %s (%s)", res.reader_offset,
 			 res.reader_msg, strerror(-res.reader_err));
 		err = res.reader_err;
 	}
 out:
-	if (err && !tg->session_why[0])
-		snprintf(tg->session_why, sizeof(tg->session_why), "cannot set up the session: %s",
+	if (err && !ss->why[0])
+		snprintf(ss->why, sizeof(ss->why), "cannot set up the session: %s",
 			 strerror(-err));
-	tg->session_err = err;
-	counters_decoder_free(tg->dec);
-	tg->dec = NULL;
+	ss->err = err;
+	counters_decoder_free(ss->dec);
+	ss->dec = NULL;
 	counters_session_release(&cs);
 	counters_spec_release(&spec);
-	strbuf_release(&tg->tmp);
-	strbuf_release(&tg->tmp2);
-	strbuf_release(&tg->tmp3);
-	__atomic_store_n(&tg->session_done, true, __ATOMIC_RELEASE);
+	strbuf_release(&ss->tmp);
+	strbuf_release(&ss->tmp2);
+	strbuf_release(&ss->tmp3);
+	__atomic_store_n(&ss->done, true, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -1227,25 +1255,37 @@ static void target_gone(struct watch *w, struct target *tg)
 	}
 }
 
-/* Says once when a target's EventPipe session ended while it still runs, or
- * failed: its counter and exception rules are no longer evaluated. */
+/* Says once when one of a target's EventPipe sessions ended while it still
+ * runs, or failed: the rules it served are no longer evaluated. */
 static void session_report(struct watch *w, struct target *tg)
 {
+	static const char *const served[] = {
+		[SESS_ALL] = "its counter and exception rules",
+		[SESS_MAIN] = "its counter, gc-pause and request rules",
+		[SESS_EXC] = "its exception rules",
+	};
 	struct ct_json j;
 	struct strbuf sb;
+	char note[128];
+	int k;
 
-	if (!tg->session || tg->session_reported || !__atomic_load_n(&tg->session_done, __ATOMIC_ACQUIRE))
-		return;
-	if (tg->gone || !target_alive(tg))
-		return; /* ended with its target (the "gone" line says so), or by watch */
-	tg->session_reported = true;
-	log_begin(&j, &sb, "session-end");
-	log_target(&j, tg);
-	ct_json_kv_str(&j, "error", tg->session_why[0] ? tg->session_why : "the target ended the session");
-	ct_json_kv_str(&j, "note", "counter and exception rules are no longer evaluated for this process");
-	log_end(w, &j, &sb);
-	cli_warn("pid %d: EventPipe session ended: %s; its counter and exception rules are off",
-		 (int)tg->pid, tg->session_why[0] ? tg->session_why : "the target ended it");
+	for (k = 0; k < 2; k++) {
+		struct sess *ss = &tg->sess[k];
+
+		if (!ss->on || ss->reported || !__atomic_load_n(&ss->done, __ATOMIC_ACQUIRE))
+			continue;
+		if (tg->gone || !target_alive(tg))
+			return; /* ended with its target (the "gone" line says so), or by watch */
+		ss->reported = true;
+		log_begin(&j, &sb, "session-end");
+		log_target(&j, tg);
+		ct_json_kv_str(&j, "error", ss->why[0] ? ss->why : "the target ended the session");
+		snprintf(note, sizeof(note), "%s are no longer evaluated for this process", served[ss->kind]);
+		ct_json_kv_str(&j, "note", note + 4); /* without "its " */
+		log_end(w, &j, &sb);
+		cli_warn("pid %d: EventPipe session ended: %s; %s are off", (int)tg->pid,
+			 ss->why[0] ? ss->why : "the target ended it", served[ss->kind]);
+	}
 }
 
 static void target_release(struct watch *w, struct target *tg)
@@ -1255,12 +1295,14 @@ static void target_release(struct watch *w, struct target *tg)
 	for (i = 0; i < MAX_RUNNING; i++)
 		if (w->run[i].used && w->run[i].target == tg->idx)
 			return; /* still in use by an action */
-	if (tg->session) {
-		if (!__atomic_load_n(&tg->session_done, __ATOMIC_ACQUIRE))
+	for (i = 0; i < 2; i++)
+		if (tg->sess[i].on && !__atomic_load_n(&tg->sess[i].done, __ATOMIC_ACQUIRE))
 			return;
-		pthread_join(tg->th, NULL);
-		tg->session = false;
-	}
+	for (i = 0; i < 2; i++)
+		if (tg->sess[i].on) {
+			pthread_join(tg->sess[i].th, NULL);
+			tg->sess[i].on = false;
+		}
 	for (i = 0; i < MAX_RULES; i++)
 		watch_state_release(&tg->st[i]);
 	tg->used = false;
@@ -1284,6 +1326,8 @@ static int add_rule(struct watch *w, const char *text, const char *where)
 	w->rule_text[w->nrules++] = text;
 	if (r->kind == WATCH_COUNTER || r->kind == WATCH_EXCEPTION)
 		w->need_session = true;
+	if (r->kind == WATCH_COUNTER)
+		w->need_counters = true;
 	if (r->kind == WATCH_REQUEST || r->kind == WATCH_STATUS)
 		w->need_req = w->need_session = true;
 	if (r->kind == WATCH_EXCEPTION)
@@ -1571,8 +1615,9 @@ int cmd_watch(int argc, char **argv)
 		usleep(50 * 1000);
 	}
 	for (k = 0; k < MAX_TARGETS; k++)
-		if (w.targets[k].used && w.targets[k].session)
-			pthread_join(w.targets[k].th, NULL);
+		for (i = 0; i < 2; i++)
+			if (w.targets[k].used && w.targets[k].sess[i].on)
+				pthread_join(w.targets[k].sess[i].th, NULL);
 	for (k = 0; k < MAX_TARGETS; k++)
 		for (i = 0; i < MAX_RULES; i++)
 			watch_state_release(&w.targets[k].st[i]);

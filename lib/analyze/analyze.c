@@ -254,6 +254,7 @@ int analyze_session_live(struct an_session *s, const struct ipc_endpoint *ep,
 	struct ipc_trace_config cfg;
 	struct live_session_opts o = { 0 };
 	size_t n;
+	int err;
 
 	analyze_session_config(s->need, provs, &n, &cfg);
 	o.ep = ep;
@@ -263,7 +264,10 @@ int analyze_session_live(struct an_session *s, const struct ipc_endpoint *ep,
 	o.h = &h;
 	o.opened = on_open;
 	o.ctx = s;
-	return live_session_run(&o, res);
+	err = live_session_run(&o, res);
+	if (!err)
+		tracestats_set_reader_stats(s->ts, &res->stats);
+	return err;
 }
 
 int analyze_session_file(struct an_session *s, int fd)
@@ -277,8 +281,12 @@ int analyze_session_file(struct an_session *s, int fd)
 		return err;
 	err = nt_reader_open(r);
 	if (!err) {
+		struct nt_stats st;
+
 		tracestats_set_info(s->ts, nt_reader_info(r));
 		err = nt_reader_run(r, &h, s);
+		nt_reader_stats(r, &st);
+		tracestats_set_reader_stats(s->ts, &st);
 	}
 	nt_reader_free(r);
 	if (err < 0 && err != -ENOMEM)

@@ -346,6 +346,10 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 			snprintf(res->msg, sizeof(res->msg),
 				 "the runtime ended the session before the snapshot was complete (%" PRIu64
 				 " objects seen)", nodes);
+		if (!res->msg[0] && lr.stats.order_forced)
+			snprintf(res->msg, sizeof(res->msg),
+				 "the session ended without the snapshot's GC in time order (the reader's window was full: %" PRIu64
+				 " events went out before their order was known)", lr.stats.order_forced);
 		if (!res->msg[0])
 			snprintf(res->msg, sizeof(res->msg), "the session ended without the snapshot's GC");
 		return rerr < 0 ? rerr : -EPROTO;

@@ -233,6 +233,16 @@ int nt_reader_open(struct nt_reader *r);
  */
 int nt_reader_run(struct nt_reader *r, const struct nt_handlers *h, void *ctx);
 
+/*
+ * Lets every event held in the time-order window out now, to h, whatever the
+ * stream may still bring (see live.h, prompt): the order of what is then
+ * delivered against later events is not guaranteed. May be called from
+ * inside the read function (the reader is then between blocks or loading
+ * one). Returns 0, or what a handler returned to stop; then nothing more is
+ * delivered, ever.
+ */
+int nt_reader_release(struct nt_reader *r, const struct nt_handlers *h, void *ctx);
+
 /* Valid after nt_reader_open succeeded. */
 const struct nt_trace_info *nt_reader_info(const struct nt_reader *r);
 

@@ -1567,6 +1567,19 @@ static int drain(struct nt_reader *r, const struct nt_handlers *hd, void *ctx)
 	return 0;
 }
 
+int nt_reader_release(struct nt_reader *r, const struct nt_handlers *h, void *ctx)
+{
+	int ret;
+
+	if (r->quiet)
+		return 0;
+	r->rel_all = true;
+	ret = drain(r, h, ctx);
+	if (ret)
+		r->quiet = true;
+	return ret;
+}
+
 static int do_event_blob(struct nt_reader *r, const struct nt_handlers *hd, void *ctx)
 {
 	struct cursor *c = &r->bc;

@@ -118,11 +118,44 @@ struct kind_key {
 	uint32_t id;
 };
 
+/*
+ * First throw or rethrow: told apart by the throw's stack, named at the end
+ * (the rundown names the framework's code). A rethrow is the same exception
+ * passed on by ExceptionDispatchInfo.Throw, which every await of a faulted
+ * task runs: one failure going up N async frames raises N+1 events, and the
+ * runtime's flags do not say which (.NET 10 marks some of them "nested",
+ * others not). Flag 0x4 (rethrown) counts too where a runtime sets it. A
+ * throw site is the first EXC_SITE_FRAMES IPs of the stack (the runtime's
+ * dispatch frames and the throwing method among them).
+ */
+#define EXC_SITE_FRAMES 6
+#define MAX_EXC_SITES 1024
+#define EXC_SITES_PER 8
+#define EXC_FLAG_RETHROWN 0x4
+enum { SITE_UNKNOWN, SITE_FIRST, SITE_RETHROW };
+
+struct exc_site {
+	uint64_t ips[EXC_SITE_FRAMES];
+	uint32_t n;
+	uint64_t hash, count;
+	int kind;
+};
+
+/* How one group's (or type's) exceptions spread over throw sites. */
+struct exc_sites {
+	uint32_t idx[EXC_SITES_PER];
+	uint64_t n[EXC_SITES_PER];
+	uint32_t used;
+	uint64_t flagged;  /* rethrown by the event's flag */
+	uint64_t unknown;  /* no stack, or past the site caps */
+};
+
 struct exc_ent {
 	char *type, *msg;
 	uint64_t count, hash, eip;
 	uint64_t *ips;
 	uint32_t nips;
+	struct exc_sites sites;
 };
 
 /* Exceptions by type: counted for every exception, past the group cap too. */
@@ -131,6 +164,7 @@ struct exc_type_ent {
 	uint64_t count, hash;
 	uint32_t groups;     /* type+message groups of this type */
 	bool groups_capped;  /* some of its exceptions fell past the group cap */
+	struct exc_sites sites;
 };
 
 #define MAX_EXC_TYPES 256
@@ -215,6 +249,9 @@ struct tracestats {
 	struct exc_type_ent *etypes;
 	uint32_t netypes, etypes_cap, last_etype;
 	uint64_t etype_other;
+	struct exc_site *esites;
+	uint32_t nesites, esites_cap, last_esite;
+	uint64_t exc_flagged, exc_unsited; /* rethrown by flag; no site */
 
 	struct alloc_ent *allocs;
 	uint32_t nallocs, allocs_cap;
@@ -315,6 +352,7 @@ void tracestats_free(struct tracestats *ts)
 	if (!ts)
 		return;
 	nt_methods_free(ts->methods);
+	free(ts->esites);
 	for (i = 0; i < ts->nkinds; i++) {
 		free(ts->kinds[i].provider);
 		free(ts->kinds[i].name);
@@ -632,6 +670,79 @@ static int exc_type_count(struct tracestats *ts, const char *name, uint64_t h,
 	return 0;
 }
 
+/* SITE_NONE: no site (no stack, or the table is full); SITE_FLAGGED: rethrown by flag */
+#define SITE_NONE UINT32_MAX
+#define SITE_FLAGGED (UINT32_MAX - 1)
+
+static uint32_t exc_site_of(struct tracestats *ts, const struct nt_event *ev, uint16_t flags)
+{
+	struct exc_site *e;
+	uint32_t n = CT_MIN(ev->nframes, (uint32_t)EXC_SITE_FRAMES), i;
+	uint64_t h;
+
+	if (flags & EXC_FLAG_RETHROWN) {
+		ts->exc_flagged++;
+		return SITE_FLAGGED;
+	}
+	if (!n) {
+		ts->exc_unsited++;
+		return SITE_NONE;
+	}
+	h = fnv(FNV0, ev->stack, n * sizeof(uint64_t));
+	if (ts->last_esite && ts->esites[ts->last_esite - 1].hash == h &&
+	    ts->esites[ts->last_esite - 1].n == n &&
+	    !memcmp(ts->esites[ts->last_esite - 1].ips, ev->stack, n * sizeof(uint64_t))) {
+		ts->esites[ts->last_esite - 1].count++;
+		return ts->last_esite - 1;
+	}
+	for (i = 0; i < ts->nesites; i++) {
+		e = &ts->esites[i];
+		if (e->hash == h && e->n == n && !memcmp(e->ips, ev->stack, n * sizeof(uint64_t))) {
+			e->count++;
+			ts->last_esite = i + 1;
+			return i;
+		}
+	}
+	if (ts->nesites >= MAX_EXC_SITES ||
+	    grow((void **)&ts->esites, &ts->esites_cap, ts->nesites, sizeof(*ts->esites))) {
+		ts->exc_unsited++;
+		return SITE_NONE;
+	}
+	e = &ts->esites[ts->nesites];
+	memset(e, 0, sizeof(*e));
+	memcpy(e->ips, ev->stack, n * sizeof(uint64_t));
+	e->n = n;
+	e->hash = h;
+	e->count = 1;
+	ts->last_esite = ++ts->nesites;
+	return ts->nesites - 1;
+}
+
+static void exc_sites_add(struct exc_sites *s, uint32_t site)
+{
+	uint32_t i;
+
+	if (site == SITE_FLAGGED) {
+		s->flagged++;
+		return;
+	}
+	if (site == SITE_NONE) {
+		s->unknown++;
+		return;
+	}
+	for (i = 0; i < s->used; i++)
+		if (s->idx[i] == site) {
+			s->n[i]++;
+			return;
+		}
+	if (s->used == EXC_SITES_PER) {
+		s->unknown++;
+		return;
+	}
+	s->idx[s->used] = site;
+	s->n[s->used++] = 1;
+}
+
 static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 {
 	struct nt_exception ex;
@@ -642,11 +753,13 @@ static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 	int err;
 
 	struct exc_type_ent *t;
+	uint32_t site;
 
 	if (nt_decode_exception(ev->payload, ev->payload_len, ev->meta->version, ev->pointer_size,
 				&ex))
 		return 0;
 	ts->exc_total++;
+	site = exc_site_of(ts, ev, ex.flags);
 	str16_capped(&ex.type, &ts->sb);
 	str16_capped(&ex.message, &ts->sb2);
 	k.a = ts->sb.buf;
@@ -654,11 +767,14 @@ static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 	err = exc_type_count(ts, k.a, fnv(FNV0, k.a, ts->sb.len + 1), &t);
 	if (err)
 		return err;
+	if (t)
+		exc_sites_add(&t->sites, site);
 	h = fnv(fnv(FNV0, k.a, ts->sb.len + 1), k.b, ts->sb2.len);
 	if (ts->exc_tab.cap) {
 		slot = itab_find(&ts->exc_tab, h, exc_eq, ts, &k);
 		if (*slot) {
 			ts->excs[*slot - 1].count++;
+			exc_sites_add(&ts->excs[*slot - 1].sites, site);
 			return 0;
 		}
 	}
@@ -693,6 +809,7 @@ static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 	e->count = 1;
 	e->hash = h;
 	e->eip = ex.eip;
+	exc_sites_add(&e->sites, site);
 	slot = itab_find(&ts->exc_tab, h, exc_eq, ts, &k);
 	*slot = ++ts->nexcs;
 	ts->exc_tab.n++;
@@ -1157,6 +1274,13 @@ static int on_event_cb(void *ctx, const struct nt_event *ev)
 	return tracestats_add_event(ctx, ev);
 }
 
+void tracestats_set_reader_stats(struct tracestats *ts, const struct nt_stats *st)
+{
+	ts->res.dropped_events = st->dropped;
+	ts->res.order_forced = st->order_forced;
+	ts->res.order_late = st->order_late;
+}
+
 int tracestats_run(struct tracestats *ts, struct nt_reader *r)
 {
 	const struct nt_handlers h = { .event = on_event_cb };
@@ -1172,7 +1296,7 @@ int tracestats_run(struct tracestats *ts, struct nt_reader *r)
 		while (err == NT_STOPPED);
 	}
 	nt_reader_stats(r, &st);
-	ts->res.dropped_events = st.dropped;
+	tracestats_set_reader_stats(ts, &st);
 	ts->res.bytes = nt_reader_offset(r);
 	if (err < 0) {
 		ts->res.error.code = err;
@@ -1290,11 +1414,57 @@ static char *frame_dup(struct tracestats *ts, const uint64_t *ips, uint32_t i)
 	return strdup(n);
 }
 
+#define EDI_THROW "System.Runtime.ExceptionServices.ExceptionDispatchInfo::Throw"
+#define EH_DISPATCH "System.Runtime.EH::"
+
+/* The first named frame past the runtime's dispatch says which it was. */
+static void classify_sites(struct tracestats *ts)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < ts->nesites; i++) {
+		struct exc_site *e = &ts->esites[i];
+
+		e->kind = SITE_UNKNOWN;
+		for (j = 0; j < e->n; j++) {
+			const char *n = frame_name(ts, e->ips, j);
+
+			if (!n || !strncmp(n, EH_DISPATCH, strlen(EH_DISPATCH)))
+				continue;
+			e->kind = !strncmp(n, EDI_THROW, strlen(EDI_THROW)) ? SITE_RETHROW : SITE_FIRST;
+			break;
+		}
+		if (e->kind == SITE_FIRST)
+			ts->res.exceptions_first += e->count;
+		else if (e->kind == SITE_RETHROW)
+			ts->res.exceptions_rethrown += e->count;
+	}
+	ts->res.exceptions_rethrown += ts->exc_flagged;
+}
+
+static void sites_split(const struct tracestats *ts, const struct exc_sites *s, uint64_t *first,
+			uint64_t *rethrown)
+{
+	uint32_t i;
+
+	*first = 0;
+	*rethrown = s->flagged;
+	for (i = 0; i < s->used; i++) {
+		int kind = ts->esites[s->idx[i]].kind;
+
+		if (kind == SITE_FIRST)
+			*first += s->n[i];
+		else if (kind == SITE_RETHROW)
+			*rethrown += s->n[i];
+	}
+}
+
 static int finish_exceptions(struct tracestats *ts)
 {
 	size_t total = 0, k = 0;
 	uint32_t i, j;
 
+	classify_sites(ts);
 	if (!ts->nexcs)
 		return 0;
 	for (i = 0; i < ts->nexcs; i++)
@@ -1313,6 +1483,7 @@ static int finish_exceptions(struct tracestats *ts)
 		r->type = e->type;
 		r->message = e->msg;
 		r->count = e->count;
+		sites_split(ts, &e->sites, &r->first, &r->rethrown);
 		r->thrown_at = e->eip ? nt_methods_lookup(ts->methods, e->eip) : NULL;
 		for (j = 0; j < e->nips; j++) {
 			ts->frame_strs[k] = frame_dup(ts, e->ips, j);
@@ -1358,10 +1529,13 @@ static int finish_types_and_sites(struct tracestats *ts)
 		ts->retypes = calloc(ts->netypes, sizeof(*ts->retypes));
 		if (!ts->retypes)
 			return -ENOMEM;
-		for (i = 0; i < ts->netypes; i++)
+		for (i = 0; i < ts->netypes; i++) {
 			ts->retypes[i] = (struct ts_exc_type){ ts->etypes[i].type, ts->etypes[i].count,
 							       ts->etypes[i].groups,
-							       ts->etypes[i].groups_capped };
+							       ts->etypes[i].groups_capped, 0, 0 };
+			sites_split(ts, &ts->etypes[i].sites, &ts->retypes[i].first,
+				    &ts->retypes[i].rethrown);
+		}
 		qsort(ts->retypes, ts->netypes, sizeof(*ts->retypes), cmp_etype);
 	}
 	if (!ts->ncsites)

@@ -226,8 +226,8 @@ static void text_exceptions(const struct ts_result *r, unsigned top, struct strb
 			  r->exceptions_total, r->nexc_types, r->nexc_types == 1 ? "" : "s",
 			  r->nexceptions, r->exceptions_other ? " (and more past the cap)" : "");
 	add_split(sb, "  ", r->exceptions_total, r->exceptions_first, r->exceptions_rethrown);
-	(void)strbuf_addstr(sb, "  (a rethrow passes the same exception on: every await of a faulted task does, through\n"
-			    "  ExceptionDispatchInfo.Throw; one failure going up N async frames is thrown N+1 times)\n");
+	(void)strbuf_addstr(sb, "  (rethrown: passed on by ExceptionDispatchInfo.Throw, as every await of a faulted task does;\n"
+			    "  one failure going up N async frames is thrown N+1 times)\n");
 	(void)strbuf_addstr(sb, "    count  messages  type (top messages; one stack per throw site)\n");
 	for (i = 0; i < r->nexc_types && i < top; i++)
 		text_exc_type(r, &r->exc_types[i], sb);

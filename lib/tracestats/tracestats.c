@@ -128,9 +128,9 @@ struct kind_key {
  * throw site is the first EXC_SITE_FRAMES IPs of the stack (the runtime's
  * dispatch frames and the throwing method among them).
  */
-#define EXC_SITE_FRAMES 6
-#define MAX_EXC_SITES 1024
-#define EXC_SITES_PER 8
+#define EXC_SITE_FRAMES 4
+#define MAX_EXC_SITES 4096
+#define EXC_SITES_PER 16
 #define EXC_FLAG_RETHROWN 0x4
 enum { SITE_UNKNOWN, SITE_FIRST, SITE_RETHROW };
 
@@ -141,13 +141,11 @@ struct exc_site {
 	int kind;
 };
 
-/* How one group's (or type's) exceptions spread over throw sites. */
-struct exc_sites {
-	uint32_t idx[EXC_SITES_PER];
-	uint64_t n[EXC_SITES_PER];
-	uint32_t used;
-	uint64_t flagged;  /* rethrown by the event's flag */
-	uint64_t unknown;  /* no stack, or past the site caps */
+/* How groups' and types' exceptions spread over throw sites: (entity, site) -> count. */
+#define MAX_EXC_PAIRS (1u << 16)
+struct exc_pair {
+	uint64_t key; /* 0: free; else 1 + (type? 1 << 62) + entity << 32 + site */
+	uint64_t n;
 };
 
 struct exc_ent {
@@ -155,7 +153,7 @@ struct exc_ent {
 	uint64_t count, hash, eip;
 	uint64_t *ips;
 	uint32_t nips;
-	struct exc_sites sites;
+	uint64_t flagged; /* rethrown by the event's flag */
 };
 
 /* Exceptions by type: counted for every exception, past the group cap too. */
@@ -164,7 +162,7 @@ struct exc_type_ent {
 	uint64_t count, hash;
 	uint32_t groups;     /* type+message groups of this type */
 	bool groups_capped;  /* some of its exceptions fell past the group cap */
-	struct exc_sites sites;
+	uint64_t flagged;
 };
 
 #define MAX_EXC_TYPES 256
@@ -251,6 +249,8 @@ struct tracestats {
 	uint64_t etype_other;
 	struct exc_site *esites;
 	uint32_t nesites, esites_cap, last_esite;
+	struct exc_pair *epairs;
+	uint32_t nepairs, epairs_cap;
 	uint64_t exc_flagged, exc_unsited; /* rethrown by flag; no site */
 
 	struct alloc_ent *allocs;
@@ -353,6 +353,7 @@ void tracestats_free(struct tracestats *ts)
 		return;
 	nt_methods_free(ts->methods);
 	free(ts->esites);
+	free(ts->epairs);
 	for (i = 0; i < ts->nkinds; i++) {
 		free(ts->kinds[i].provider);
 		free(ts->kinds[i].name);
@@ -718,29 +719,58 @@ static uint32_t exc_site_of(struct tracestats *ts, const struct nt_event *ev, ui
 	return ts->nesites - 1;
 }
 
-static void exc_sites_add(struct exc_sites *s, uint32_t site)
+static uint64_t pair_key(bool type, uint32_t entity, uint32_t site)
 {
-	uint32_t i;
+	return 1 + ((uint64_t)type << 62) + ((uint64_t)entity << 32) + site;
+}
+
+static struct exc_pair *pair_slot(struct exc_pair *t, uint32_t cap, uint64_t key)
+{
+	uint32_t i = (uint32_t)(key * 0x9e3779b97f4a7c15ULL >> 40) & (cap - 1);
+
+	while (t[i].key && t[i].key != key)
+		i = (i + 1) & (cap - 1);
+	return &t[i];
+}
+
+/* Counts one exception of a group (type false) or type (true) at a site. */
+static void exc_pair_add(struct tracestats *ts, bool type, uint32_t entity, uint32_t site,
+			 uint64_t *flagged)
+{
+	struct exc_pair *p;
+	uint64_t key;
 
 	if (site == SITE_FLAGGED) {
-		s->flagged++;
+		(*flagged)++;
 		return;
 	}
-	if (site == SITE_NONE) {
-		s->unknown++;
-		return;
+	if (site == SITE_NONE)
+		return; /* not told apart */
+	key = pair_key(type, entity, site);
+	if ((ts->nepairs + 1) * 2 > ts->epairs_cap) {
+		uint32_t ncap = ts->epairs_cap ? ts->epairs_cap * 2 : 256, i;
+		struct exc_pair *nt;
+
+		if (ts->nepairs >= MAX_EXC_PAIRS || !(nt = calloc(ncap, sizeof(*nt))))
+			goto find; /* full: only pairs already there still count */
+		for (i = 0; i < ts->epairs_cap; i++)
+			if (ts->epairs[i].key)
+				*pair_slot(nt, ncap, ts->epairs[i].key) = ts->epairs[i];
+		free(ts->epairs);
+		ts->epairs = nt;
+		ts->epairs_cap = ncap;
 	}
-	for (i = 0; i < s->used; i++)
-		if (s->idx[i] == site) {
-			s->n[i]++;
+find:
+	if (!ts->epairs_cap)
+		return;
+	p = pair_slot(ts->epairs, ts->epairs_cap, key);
+	if (!p->key) {
+		if ((ts->nepairs + 1) * 2 > ts->epairs_cap)
 			return;
-		}
-	if (s->used == EXC_SITES_PER) {
-		s->unknown++;
-		return;
+		p->key = key;
+		ts->nepairs++;
 	}
-	s->idx[s->used] = site;
-	s->n[s->used++] = 1;
+	p->n++;
 }
 
 static int on_exception(struct tracestats *ts, const struct nt_event *ev)
@@ -768,13 +798,13 @@ static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 	if (err)
 		return err;
 	if (t)
-		exc_sites_add(&t->sites, site);
+		exc_pair_add(ts, true, (uint32_t)(t - ts->etypes), site, &t->flagged);
 	h = fnv(fnv(FNV0, k.a, ts->sb.len + 1), k.b, ts->sb2.len);
 	if (ts->exc_tab.cap) {
 		slot = itab_find(&ts->exc_tab, h, exc_eq, ts, &k);
 		if (*slot) {
 			ts->excs[*slot - 1].count++;
-			exc_sites_add(&ts->excs[*slot - 1].sites, site);
+			exc_pair_add(ts, false, *slot - 1, site, &ts->excs[*slot - 1].flagged);
 			return 0;
 		}
 	}
@@ -809,7 +839,7 @@ static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 	e->count = 1;
 	e->hash = h;
 	e->eip = ex.eip;
-	exc_sites_add(&e->sites, site);
+	exc_pair_add(ts, false, ts->nexcs, site, &e->flagged);
 	slot = itab_find(&ts->exc_tab, h, exc_eq, ts, &k);
 	*slot = ++ts->nexcs;
 	ts->exc_tab.n++;
@@ -1442,20 +1472,46 @@ static void classify_sites(struct tracestats *ts)
 	ts->res.exceptions_rethrown += ts->exc_flagged;
 }
 
-static void sites_split(const struct tracestats *ts, const struct exc_sites *s, uint64_t *first,
-			uint64_t *rethrown)
+/*
+ * Adds every (entity, site) count to the first or rethrown of the groups
+ * (rexcs, types false) or types (retypes), before they are sorted.
+ */
+static void split_pairs(struct tracestats *ts, bool types)
 {
 	uint32_t i;
 
-	*first = 0;
-	*rethrown = s->flagged;
-	for (i = 0; i < s->used; i++) {
-		int kind = ts->esites[s->idx[i]].kind;
+	if (types)
+		for (i = 0; i < ts->netypes; i++)
+			ts->retypes[i].rethrown = ts->etypes[i].flagged;
+	else
+		for (i = 0; i < ts->nexcs; i++)
+			ts->rexcs[i].rethrown = ts->excs[i].flagged;
+	for (i = 0; i < ts->epairs_cap; i++) {
+		const struct exc_pair *p = &ts->epairs[i];
+		uint64_t k = p->key - 1;
+		uint32_t ent = (uint32_t)(k >> 32) & 0x3fffffffu, site = (uint32_t)k;
+		bool type = k >> 62;
+		int kind;
+		uint64_t *first, *reth;
 
+		if (!p->key || site >= ts->nesites || type != types)
+			continue;
+		kind = ts->esites[site].kind;
+		if (type) {
+			if (ent >= ts->netypes)
+				continue;
+			first = &ts->retypes[ent].first;
+			reth = &ts->retypes[ent].rethrown;
+		} else {
+			if (ent >= ts->nexcs)
+				continue;
+			first = &ts->rexcs[ent].first;
+			reth = &ts->rexcs[ent].rethrown;
+		}
 		if (kind == SITE_FIRST)
-			*first += s->n[i];
+			*first += p->n;
 		else if (kind == SITE_RETHROW)
-			*rethrown += s->n[i];
+			*reth += p->n;
 	}
 }
 
@@ -1483,7 +1539,6 @@ static int finish_exceptions(struct tracestats *ts)
 		r->type = e->type;
 		r->message = e->msg;
 		r->count = e->count;
-		sites_split(ts, &e->sites, &r->first, &r->rethrown);
 		r->thrown_at = e->eip ? nt_methods_lookup(ts->methods, e->eip) : NULL;
 		for (j = 0; j < e->nips; j++) {
 			ts->frame_strs[k] = frame_dup(ts, e->ips, j);
@@ -1497,6 +1552,7 @@ static int finish_exceptions(struct tracestats *ts)
 		r->frames = frames;
 		r->nframes = e->nips;
 	}
+	split_pairs(ts, false);
 	qsort(ts->rexcs, ts->nexcs, sizeof(*ts->rexcs), cmp_exc);
 	return 0;
 }
@@ -1533,9 +1589,8 @@ static int finish_types_and_sites(struct tracestats *ts)
 			ts->retypes[i] = (struct ts_exc_type){ ts->etypes[i].type, ts->etypes[i].count,
 							       ts->etypes[i].groups,
 							       ts->etypes[i].groups_capped, 0, 0 };
-			sites_split(ts, &ts->etypes[i].sites, &ts->retypes[i].first,
-				    &ts->retypes[i].rethrown);
 		}
+		split_pairs(ts, true);
 		qsort(ts->retypes, ts->netypes, sizeof(*ts->retypes), cmp_etype);
 	}
 	if (!ts->ncsites)

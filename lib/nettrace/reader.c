@@ -132,16 +132,13 @@ struct nt_reader {
 	struct nt_stats st;
 };
 
-/* What an event keeps while it waits in the window (the payload follows it). */
+/* What an event keeps while it waits in the window (the payload follows it):
+ * the event with its pointers resolved again when it goes out. */
 struct held {
-	const struct nt_metadata *meta;
-	uint64_t offset, tid, ctid, tindex;
-	uint32_t seq, proc, stack_id, label_list;
+	struct nt_event ev;
 	uint32_t stk;     /* index into stk[] of the region, UINT32_MAX for none */
-	uint8_t sorted, has_act, has_rel;
 	uint8_t act[16], rel[16];
 };
-
 void nt_limits_default(struct nt_limits *l)
 {
 	l->max_block = 64u << 20;
@@ -1512,22 +1509,13 @@ static int deliver_one(struct nt_reader *r, const struct nt_handlers *hd, void *
 	if (!p || len < sizeof(hh))
 		return 0;
 	memcpy(&hh, p, sizeof(hh));
-	memset(&ev, 0, sizeof(ev));
-	ev.meta = hh.meta;
-	ev.offset = hh.offset;
-	ev.timestamp = ts;
-	ev.thread_id = hh.tid;
-	ev.capture_thread_id = hh.ctid;
-	ev.thread_index = hh.tindex;
-	ev.seq = hh.seq;
-	ev.proc = hh.proc;
-	ev.stack_id = hh.stack_id;
-	ev.label_list = hh.label_list;
-	ev.sorted = hh.sorted;
-	ev.activity_id = hh.has_act ? p + offsetof(struct held, act) : NULL;
-	ev.related_activity_id = hh.has_rel ? p + offsetof(struct held, rel) : NULL;
+	ev = hh.ev;
+	ev.activity_id = ev.activity_id ? p + offsetof(struct held, act) : NULL;
+	ev.related_activity_id = ev.related_activity_id ? p + offsetof(struct held, rel) : NULL;
 	ev.payload = p + sizeof(hh);
 	ev.payload_len = len - (uint32_t)sizeof(hh);
+	ev.stack = NULL;
+	ev.nframes = 0;
 	ev.pointer_size = r->info.pointer_size;
 	/* the region's stacks are kept until a sequence point, which empties the window first */
 	if (hh.stk != UINT32_MAX && hh.stk < r->nstk) {
@@ -1662,24 +1650,11 @@ static int do_event_blob(struct nt_reader *r, const struct nt_handlers *hd, void
 		return fail(r, err, boff, "thread table over its cap of %u", r->lim.max_threads);
 
 	/* into the window */
-	hh.meta = m;
-	hh.offset = boff;
-	hh.tid = ev.thread_id;
-	hh.ctid = ev.capture_thread_id;
-	hh.tindex = ev.thread_index;
-	hh.seq = ev.seq;
-	hh.proc = ev.proc;
-	hh.stack_id = ev.stack_id;
-	hh.label_list = ev.label_list;
-	hh.sorted = sorted;
-	if (ev.activity_id) {
-		hh.has_act = 1;
+	hh.ev = ev;
+	if (ev.activity_id)
 		memcpy(hh.act, ev.activity_id, 16);
-	}
-	if (ev.related_activity_id) {
-		hh.has_rel = 1;
+	if (ev.related_activity_id)
 		memcpy(hh.rel, ev.related_activity_id, 16);
-	}
 	if (!r->quiet) {
 		err = nt_order_add(&r->ord, ev.timestamp, &hh, (uint32_t)sizeof(hh), p, ev.payload_len);
 		if (err)

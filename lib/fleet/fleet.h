@@ -146,9 +146,13 @@ struct fleet_stats {
 /*
  * Runs until *o->stop: finds .NET processes, profiles each window by window,
  * hands windows to the exporters; at stop the last (partial) windows go out
- * within flush_ms. Returns 0 or a negative errno (why says what) for a
+ * within flush_ms; sum (may be NULL) then says what was sent and dropped. Returns 0 or a negative errno (why says what) for a
  * start-up failure (no exporter could start, /metrics could not listen).
  */
-int fleet_run(const struct fleet_opts *o, char *why, size_t wlen);
+struct fleet_summary {
+	struct fleet_stats st;
+	struct fleet_exp_stats ex[FLEET_EXP_N]; /* after the stop: nothing queued */
+};
+int fleet_run(const struct fleet_opts *o, struct fleet_summary *sum, char *why, size_t wlen);
 
 #endif

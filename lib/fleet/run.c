@@ -498,7 +498,7 @@ static int metrics_start(struct ctx *c, char *why, size_t wlen)
 
 /* ---- the loop ---- */
 
-int fleet_run(const struct fleet_opts *o, char *why, size_t wlen)
+int fleet_run(const struct fleet_opts *o, struct fleet_summary *sum, char *why, size_t wlen)
 {
 	struct ctx c = { 0 };
 	uint64_t next_scan = 0, t0 = perf_now_ns();
@@ -559,6 +559,13 @@ int fleet_run(const struct fleet_opts *o, char *why, size_t wlen)
 	fleet_exporters_stop(c.ex, o->flush_ms > 0 ? o->flush_ms : 3000);
 	if (c.d)
 		MHD_stop_daemon(c.d);
+	if (sum) {
+		int k;
+
+		sum->st = c.st;
+		for (k = 0; k < FLEET_EXP_N; k++)
+			fleet_exporter_stats(c.ex, (enum fleet_exp_kind)k, &sum->ex[k]);
+	}
 	fleet_exporters_free(c.ex);
 	free(c.procs);
 	pthread_mutex_destroy(&c.mu);

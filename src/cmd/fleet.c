@@ -80,6 +80,8 @@ int cmd_fleet(int argc, char **argv)
 	static pid_t pids[64];
 	static char bearer[4096], basic[4096], maddr[64];
 	char why[512] = "";
+	struct fleet_summary sum;
+	int k;
 	const struct cli_option opts[] = {
 		{ 0, "pyroscope", CLI_OPT_STRING, &o.pyroscope_url, "URL", "push to Grafana Pyroscope's /ingest (pprof)" },
 		{ 0, "otlp", CLI_OPT_STRING, &o.otlp_url, "URL", "push OTLP profiles to URL/v1development/profiles (HTTP/protobuf)" },
@@ -177,8 +179,18 @@ int cmd_fleet(int argc, char **argv)
 	cli_catch_stop_signals();
 	o.duration_ms = duration_ms;
 	o.stop = &cli_stop_requested;
-	err = fleet_run(&o, why, sizeof(why));
+	err = fleet_run(&o, &sum, why, sizeof(why));
 	if (err)
 		return cli_error(err == -EINVAL ? EXIT_USAGE : ct_exit_for(err), "%s", why[0] ? why : strerror(-err));
+	/* what happened, on stderr: a supervisor's log keeps it */
+	fprintf(stderr, "clrtap fleet: stopped: %" PRIu64 " processes profiled (%" PRIu64
+		" could not be), %" PRIu64 " windows, %" PRIu64 " samples",
+		sum.st.procs_seen, sum.st.procs_failed, sum.st.windows, sum.st.samples);
+	for (k = 0; k < FLEET_EXP_N; k++)
+		if (sum.ex[k].configured)
+			fprintf(stderr, "; %s: %" PRIu64 " sent, %" PRIu64 " failed attempts, %" PRIu64
+				" windows dropped", fleet_exp_name((enum fleet_exp_kind)k), sum.ex[k].sent,
+				sum.ex[k].failed, sum.ex[k].dropped);
+	fputc('\n', stderr);
 	return EXIT_OK;
 }

@@ -16,7 +16,8 @@ from urllib.parse import parse_qs, urlsplit
 
 port, out = int(sys.argv[1]), sys.argv[2]
 lock = threading.Lock()
-count = [0]
+# numbering goes on after what an earlier run of the receiver kept in DIR
+count = [max([int(f.split("-")[0]) for f in os.listdir(out) if f[:5].isdigit()] or [0])]
 MAX_BODY = 32 << 20
 
 

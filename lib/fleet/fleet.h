@@ -141,6 +141,8 @@ int fleet_curl_load(char *why, size_t len);
 struct fleet_stats {
 	uint64_t procs_seen, procs_active, procs_failed, windows, samples, empty_windows;
 	uint64_t encode_errors;
+	uint64_t inaccessible; /* processes the last scan could not inspect (-EACCES: not
+				* ours; whether they are .NET is unknown) */
 };
 
 /*

@@ -52,6 +52,9 @@ struct ctx {
 	pthread_mutex_t mu; /* st, read by /metrics */
 	struct fleet_stats st;
 	struct MHD_Daemon *d;
+	uint64_t denied_scan;   /* -EACCES during this scan */
+	uint64_t denied_warned; /* the count last warned about */
+	uid_t denied_uid;
 };
 
 static int64_t wall_ms(void)
@@ -312,7 +315,12 @@ static int scan_one(pid_t pid, void *arg)
 		p = &c->procs[c->nprocs++];
 	}
 	memset(p, 0, sizeof(*p));
-	if (proc_target_find(pid, &p->t))
+	err = proc_target_find(pid, &p->t);
+	if (err == -EACCES) {
+		c->denied_scan++;
+		c->denied_uid = p->t.uid;
+	}
+	if (err)
 		return 0; /* not .NET (no socket), gone, or not ours: looked at again next scan */
 	p->pid = pid;
 	p->starttime = st;
@@ -383,6 +391,9 @@ static void metrics_text(struct ctx *c, struct strbuf *b)
 	strbuf_addf(b, "clrtap_fleet_processes_started_total %" PRIu64 "\n", st.procs_seen);
 	metric(b, "clrtap_fleet_processes_failed_total", "counter", "Processes that could not be profiled.");
 	strbuf_addf(b, "clrtap_fleet_processes_failed_total %" PRIu64 "\n", st.procs_failed);
+	metric(b, "clrtap_fleet_processes_inaccessible", "gauge",
+	       "Processes the last scan could not inspect (not ours: .NET or not is unknown).");
+	strbuf_addf(b, "clrtap_fleet_processes_inaccessible %" PRIu64 "\n", st.inaccessible);
 	metric(b, "clrtap_fleet_windows_total", "counter", "Profile windows cut (all processes).");
 	strbuf_addf(b, "clrtap_fleet_windows_total %" PRIu64 "\n", st.windows);
 	metric(b, "clrtap_fleet_samples_total", "counter", "CPU samples in those windows.");
@@ -528,7 +539,19 @@ int fleet_run(const struct fleet_opts *o, struct fleet_summary *sum, char *why, 
 		if (o->duration_ms && now - t0 >= (uint64_t)o->duration_ms * 1000000ull)
 			break;
 		if (now >= next_scan) {
+			c.denied_scan = 0;
 			proc_scan(scan_one, &c);
+			pthread_mutex_lock(&c.mu);
+			c.st.inaccessible = c.denied_scan;
+			pthread_mutex_unlock(&c.mu);
+			if (c.denied_scan > c.denied_warned) {
+				char why2[256] = "";
+
+				proc_access_explain(c.denied_uid, why2, sizeof(why2));
+				ct_warn("fleet: %" PRIu64 " processes could not be inspected, so whether "
+					"they run .NET is unknown: %s", c.denied_scan, why2);
+			}
+			c.denied_warned = c.denied_scan;
 			next_scan = perf_now_ns() + (uint64_t)(o->scan_ms > 0 ? o->scan_ms : 2000) * 1000000ull;
 		}
 		for (i = 0; i < c.nprocs && !*o->stop; i++) {

@@ -181,7 +181,7 @@ int cmd_fleet(int argc, char **argv)
 	o.stop = &cli_stop_requested;
 	err = fleet_run(&o, &sum, why, sizeof(why));
 	if (err)
-		return cli_error(err == -EINVAL ? EXIT_USAGE : ct_exit_for(err), "%s", why[0] ? why : strerror(-err));
+		return cli_error(err == -EINVAL ? EXIT_USAGE : EXIT_ERROR, "%s", why[0] ? why : strerror(-err));
 	/* what happened, on stderr: a supervisor's log keeps it */
 	fprintf(stderr, "clrtap fleet: stopped: %" PRIu64 " processes profiled (%" PRIu64
 		" could not be), %" PRIu64 " windows, %" PRIu64 " samples",

@@ -328,6 +328,7 @@ static int scan_one(pid_t pid, void *arg)
 	so.target = &p->t;
 	so.engine = o->engine;
 	so.ep_samples = PROFILE_EP_MANAGED;
+	so.ep_prime = true; /* names from the first window (code compiled before attaching) */
 	so.timeout_ms = o->timeout_ms;
 	so.sampler.hz = o->hz;
 	so.sampler.cpu = true;
@@ -359,8 +360,13 @@ static int scan_one(pid_t pid, void *arg)
 	c->st.procs_seen++;
 	c->st.procs_active++;
 	pthread_mutex_unlock(&c->mu);
-	ct_info("fleet: pid %d (%s): profiling with the %s engine%s", (int)pid, p->l.service,
-		p->s.ep ? "EventPipe" : "perf_event", p->ch.fell_back ? " (perf_event denied)" : "");
+	if (p->ch.fell_back)
+		ct_warn("fleet: pid %d (%s): profiling with the EventPipe engine (perf_event denied: "
+			"%s): managed frames only, at the runtime's sampling interval",
+			(int)pid, p->l.service, profile_perf_cause_short(p->ch.diag.cause));
+	else
+		ct_info("fleet: pid %d (%s): profiling with the %s engine", (int)pid, p->l.service,
+			p->s.ep ? "EventPipe" : "perf_event");
 	return 0;
 }
 

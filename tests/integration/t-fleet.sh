@@ -170,6 +170,12 @@ metric() { curl -s "http://127.0.0.1:$MPORT/metrics" | awk -v m="$1" '$1 == m {p
 kill -TERM "$RECV_PID"
 wait "$RECV_PID" 2>/dev/null
 DOWN_AT=$(date +%s)
+# meanwhile, the EventPipe engine where perf_event_open is denied (a seccomp filter)
+mkdir -p "$WORK/ep"
+"$TOOLS/noperf" "$CLRTAP" fleet --pids "$NS_PID" --window 2 -d 6 --dir "$WORK/ep" \
+	>"$WORK/ep.out" 2>"$WORK/ep.err" &
+EP_FLEET=$!
+KILL_PIDS+=("$EP_FLEET")
 MAXRSS=0
 while [ $(($(date +%s) - DOWN_AT)) -lt 9 ]; do
 	r=$(awk '/^VmRSS/ {print $2}' "/proc/$FLEET/status" 2>/dev/null)
@@ -177,6 +183,15 @@ while [ $(($(date +%s) - DOWN_AT)) -lt 9 ]; do
 	sleep 1
 done
 check "fleet alive while the receiver is down" kill -0 "$FLEET"
+wait "$EP_FLEET"
+equals "EventPipe engine: fleet under the seccomp wrapper exits 0" "$?" 0
+contains "EventPipe engine: the fallback is said" "$(cat "$WORK/ep.err")" "profiling with the EventPipe engine (perf_event denied: a seccomp filter"
+mapfile -t EPF < <(ls "$WORK"/ep/clrtap-*.pb.gz)
+python3 "$CHECK" pprof "${EPF[@]}" >"$WORK/ep.json"
+jcheck "EventPipe engine: ${#EPF[@]} windows decode, HotA:HotB 75 +- 5" "$WORK/ep.json" "
+a = sum(w['cum'].get('$HOTA', 0) for w in d); b = sum(w['cum'].get('$HOTB', 0) for w in d)
+s = 100.0 * a / (a + b) if a + b else 0
+print('ok' if len(d) >= 2 and all(w['ok'] for w in d) and 70 <= s <= 80 else 'split %.1f of %d, %s' % (s, a + b, d))"
 check "fleet answers /metrics while the receiver is down (no stall)" \
 	curl -sf -m 2 -o /dev/null "http://127.0.0.1:$MPORT/metrics"
 echo "    fleet RSS peak while down: $((MAXRSS / 1024)) MiB"

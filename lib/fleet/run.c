@@ -377,6 +377,13 @@ static void metric(struct strbuf *b, const char *name, const char *type, const c
 	strbuf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+static void scalar(struct strbuf *b, const char *name, const char *type, const char *help,
+		   uint64_t v)
+{
+	metric(b, name, type, help);
+	strbuf_addf(b, "%s %" PRIu64 "\n", name, v);
+}
+
 static void metrics_text(struct ctx *c, struct strbuf *b)
 {
 	struct fleet_stats st;
@@ -391,21 +398,20 @@ static void metrics_text(struct ctx *c, struct strbuf *b)
 	pthread_mutex_unlock(&c->mu);
 	for (k = 0; k < FLEET_EXP_N; k++)
 		fleet_exporter_stats(c->ex, (enum fleet_exp_kind)k, &es[k]);
-	metric(b, "clrtap_fleet_processes", "gauge", ".NET processes being profiled now.");
-	strbuf_addf(b, "clrtap_fleet_processes %" PRIu64 "\n", st.procs_active);
-	metric(b, "clrtap_fleet_processes_started_total", "counter", "Processes profiling started for.");
-	strbuf_addf(b, "clrtap_fleet_processes_started_total %" PRIu64 "\n", st.procs_seen);
-	metric(b, "clrtap_fleet_processes_failed_total", "counter", "Processes that could not be profiled.");
-	strbuf_addf(b, "clrtap_fleet_processes_failed_total %" PRIu64 "\n", st.procs_failed);
-	metric(b, "clrtap_fleet_processes_inaccessible", "gauge",
-	       "Processes the last scan could not inspect (not ours: .NET or not is unknown).");
-	strbuf_addf(b, "clrtap_fleet_processes_inaccessible %" PRIu64 "\n", st.inaccessible);
-	metric(b, "clrtap_fleet_windows_total", "counter", "Profile windows cut (all processes).");
-	strbuf_addf(b, "clrtap_fleet_windows_total %" PRIu64 "\n", st.windows);
-	metric(b, "clrtap_fleet_samples_total", "counter", "CPU samples in those windows.");
-	strbuf_addf(b, "clrtap_fleet_samples_total %" PRIu64 "\n", st.samples);
-	metric(b, "clrtap_fleet_encode_errors_total", "counter", "Windows that could not be encoded.");
-	strbuf_addf(b, "clrtap_fleet_encode_errors_total %" PRIu64 "\n", st.encode_errors);
+	scalar(b, "clrtap_fleet_processes", "gauge",
+	       ".NET processes being profiled now.", st.procs_active);
+	scalar(b, "clrtap_fleet_processes_started_total", "counter",
+	       "Processes profiling started for.", st.procs_seen);
+	scalar(b, "clrtap_fleet_processes_failed_total", "counter",
+	       "Processes that could not be profiled.", st.procs_failed);
+	scalar(b, "clrtap_fleet_processes_inaccessible", "gauge",
+	       "Processes the last scan could not inspect (not ours: .NET or not is unknown).", st.inaccessible);
+	scalar(b, "clrtap_fleet_windows_total", "counter",
+	       "Profile windows cut (all processes).", st.windows);
+	scalar(b, "clrtap_fleet_samples_total", "counter",
+	       "CPU samples in those windows.", st.samples);
+	scalar(b, "clrtap_fleet_encode_errors_total", "counter",
+	       "Windows that could not be encoded.", st.encode_errors);
 	metric(b, "clrtap_fleet_pushes_total", "counter", "Windows pushed or written, by exporter and result.");
 	for (k = 0; k < FLEET_EXP_N; k++)
 		if (es[k].configured)

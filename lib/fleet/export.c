@@ -90,7 +90,8 @@ static void dir_rotate(struct exporter *x)
 		n++;
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), name_cmp);
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
 	sizes = calloc(n ? n : 1, sizeof(*sizes));
 	for (i = 0; sizes && i < n; i++) {
 		struct stat sb;

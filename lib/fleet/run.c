@@ -23,6 +23,9 @@
 #include "serve/dl.h"
 
 #define FLEET_MAX_PROCS 512
+#define FLEET_NOTNET_SLOTS 8192     /* remembered non-.NET processes (direct-mapped by pid) */
+#define FLEET_NOTNET_RECHECK_NS (60ull * 1000000000ull)
+#define FLEET_NOTNET_MIN_AGE_S 10   /* younger ones may not have made their socket yet */
 #define FLEET_WINDOW_MAX_BYTES ((size_t)8 << 20) /* one encoded window */
 
 struct fproc {
@@ -55,6 +58,14 @@ struct ctx {
 	uint64_t denied_scan;   /* -EACCES during this scan */
 	uint64_t denied_warned; /* the count last warned about */
 	uid_t denied_uid;
+	/* processes found not to be .NET (no diagnostics socket) at least
+	 * FLEET_NOTNET_MIN_AGE_S after they started: not looked at again for a minute */
+	struct {
+		pid_t pid;
+		uint64_t starttime, until_ns;
+	} notnet[FLEET_NOTNET_SLOTS];
+	uint64_t boot_ticks; /* now, in clock ticks since boot (for process ages) */
+	long tick_hz;
 };
 
 static int64_t wall_ms(void)
@@ -309,6 +320,13 @@ static int scan_one(pid_t pid, void *arg)
 	}
 	if (skipped(c, pid, st))
 		return 0;
+	{
+		size_t slot = (size_t)pid % FLEET_NOTNET_SLOTS;
+
+		if (c->notnet[slot].pid == pid && c->notnet[slot].starttime == st &&
+		    perf_now_ns() < c->notnet[slot].until_ns)
+			return 0;
+	}
 	if (!p) {
 		if (c->nprocs == FLEET_MAX_PROCS)
 			return 0;
@@ -320,8 +338,16 @@ static int scan_one(pid_t pid, void *arg)
 		c->denied_scan++;
 		c->denied_uid = p->t.uid;
 	}
+	if (err == -ENOENT && c->boot_ticks > st &&
+	    c->boot_ticks - st >= (uint64_t)FLEET_NOTNET_MIN_AGE_S * (uint64_t)c->tick_hz) {
+		size_t slot = (size_t)pid % FLEET_NOTNET_SLOTS;
+
+		c->notnet[slot].pid = pid;
+		c->notnet[slot].starttime = st;
+		c->notnet[slot].until_ns = perf_now_ns() + FLEET_NOTNET_RECHECK_NS;
+	}
 	if (err)
-		return 0; /* not .NET (no socket), gone, or not ours: looked at again next scan */
+		return 0; /* not .NET (no socket), gone, or not ours: looked at again later */
 	p->pid = pid;
 	p->starttime = st;
 	so.pid = pid;
@@ -523,12 +549,14 @@ static int metrics_start(struct ctx *c, char *why, size_t wlen)
 
 int fleet_run(const struct fleet_opts *o, struct fleet_summary *sum, char *why, size_t wlen)
 {
-	struct ctx c = { 0 };
+	static struct ctx c; /* ~220 KiB: not on the stack; fleet_run runs once per process */
 	uint64_t next_scan = 0, t0 = perf_now_ns();
 	size_t i;
 	int err;
 
+	memset(&c, 0, sizeof(c));
 	c.o = o;
+	c.tick_hz = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
 	pthread_mutex_init(&c.mu, NULL);
 	c.procs = calloc(FLEET_MAX_PROCS, sizeof(*c.procs));
 	if (!c.procs)
@@ -551,7 +579,12 @@ int fleet_run(const struct fleet_opts *o, struct fleet_summary *sum, char *why, 
 		if (o->duration_ms && now - t0 >= (uint64_t)o->duration_ms * 1000000ull)
 			break;
 		if (now >= next_scan) {
+			struct timespec bt;
+
 			c.denied_scan = 0;
+			clock_gettime(CLOCK_BOOTTIME, &bt);
+			c.boot_ticks = (uint64_t)bt.tv_sec * (uint64_t)c.tick_hz +
+				       (uint64_t)bt.tv_nsec * (uint64_t)c.tick_hz / 1000000000ull;
 			proc_scan(scan_one, &c);
 			pthread_mutex_lock(&c.mu);
 			c.st.inaccessible = c.denied_scan;

@@ -12,6 +12,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CLRTAP=${CLRTAP:-$ROOT/build/clrtap}
 TOOLS=${TOOLS:-$ROOT/build/tests/tools}
 FIXTURE_DLL=${FIXTURE_DLL:-$ROOT/build/fixtures/sample/sample.dll}
+REALAPP_DLL=${REALAPP_DLL:-$ROOT/build/fixtures/realapp/realapp.dll}
 TEST_NAME=$(basename "$0" .sh)
 WORK=$(mktemp -d "/tmp/clrtap-test.XXXXXX")
 chmod 755 "$WORK"
@@ -201,6 +202,86 @@ free_port() {
 	done
 }
 
+# need_realapp: ends the test with one stated SKIP when the realapp fixture
+# was not built (scripts/build-fixtures.sh needs NuGet for it).
+need_realapp() {
+	if [ ! -f "$REALAPP_DLL" ]; then
+		ok "SKIP: no realapp fixture ($REALAPP_DLL not built: see scripts/build-fixtures.sh's note)"
+		finish
+	fi
+}
+
+# start_realapp [ENV=VAL ...]: starts the realapp fixture (docs/fixtures.md)
+# on a free loopback port with its SQLite database in $WORK, waits until
+# GET /health answers. Sets REALAPP_PID, REALAPP_URL, REALAPP_OUT.
+start_realapp() {
+	local port i
+	port=$(free_port)
+	REALAPP_OUT=$WORK/realapp-$port.out
+	REALAPP_URL=http://127.0.0.1:$port
+	env "$@" DOTNET_CLI_TELEMETRY_OPTOUT=1 dotnet "$REALAPP_DLL" --port "$port" --db "$WORK/realapp-$port.db" \
+		>"$REALAPP_OUT" 2>&1 &
+	REALAPP_PID=$!
+	KILL_PIDS+=("$REALAPP_PID")
+	for ((i = 0; i < 1200; i++)); do
+		if [ "$(curl -s -m 2 "$REALAPP_URL/health" 2>/dev/null)" = ok ]; then
+			return 0
+		fi
+		if ! kill -0 "$REALAPP_PID" 2>/dev/null; then
+			break
+		fi
+		sleep 0.05
+	done
+	not_ok "realapp started" "$(tail -20 "$REALAPP_OUT")"
+	finish
+}
+
+# realapp_login: registers a user (once) and logs in; sets REALAPP_TOKEN (a
+# bearer token for GET /api/me). realapp_load sends it when set.
+realapp_login() {
+	local body='{"email":"probe@realapp.test","password":"Realapp-1"}'
+	curl -s -o /dev/null -X POST -H 'content-type: application/json' -d "$body" "$REALAPP_URL/register"
+	REALAPP_TOKEN=$(curl -s -X POST -H 'content-type: application/json' -d "$body" "$REALAPP_URL/login" |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["accessToken"])' 2>/dev/null)
+	[ -n "$REALAPP_TOKEN" ]
+}
+
+# realapp_load SECONDS PATH [CONNECTIONS]: bounded wrk load (1 thread, 4
+# connections unless given) on PATH (with its query); output in $WORK/wrk.out.
+# REALAPP_BODY=JSON makes the requests POSTs with that body. Returns once the
+# app answered every request (realapp_settle). Counts of what the app served:
+# realapp_stats, not wrk's (wrk leaves requests in flight uncounted).
+realapp_load() {
+	local secs=$1 path=$2 conns=${3:-4} args=()
+	if [ -n "${REALAPP_TOKEN:-}" ]; then
+		args+=(-H "Authorization: Bearer $REALAPP_TOKEN")
+	fi
+	if [ -n "${REALAPP_BODY:-}" ]; then
+		printf 'wrk.method = "POST"\nwrk.body = [[%s]]\nwrk.headers["Content-Type"] = "application/json"\n' \
+			"$REALAPP_BODY" >"$WORK/wrk-post.lua"
+		args+=(-s "$WORK/wrk-post.lua")
+	fi
+	wrk -t1 -c"$conns" -d"${secs}s" --timeout 10s "${args[@]}" "$REALAPP_URL$path" >"$WORK/wrk.out" 2>&1
+	realapp_settle
+}
+
+# realapp_settle: waits (at most 10 s) until the app has answered every request
+# it began (/stats "in_flight" 0), so its counts are final.
+realapp_settle() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		[ "$(realapp_stats 'd["in_flight"]' 2>/dev/null)" = 0 ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# realapp_stats EXPR: a value from the app's own GET /stats (d is the JSON),
+# e.g. realapp_stats 'd["quote_calls"]' or 'd["requests"]["/api/me"]'.
+realapp_stats() {
+	json_get "$(curl -s -m 5 "$REALAPP_URL/stats")" "$1"
+}
+
 # json_get JSON EXPR: python3 one-liner over the parsed JSON (d is the value).
 json_get() {
 	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"
@@ -258,4 +339,49 @@ term_clean() {
 	else
 		ok "$2"
 	fi
+}
+
+# The same heap session through dotnet-gcdump's own graph reader (the
+# TraceEvent-based DotNetHeapDumpGraphReader PerfView uses; TraceEvent's NuGet
+# package has no .gcdump reader): convert, then its type histogram. Its
+# "Object Bytes" column is the first instance's size (wave2-anchors 2.5), so
+# bytes are compared for the total and the single-instance types. Its "GC Heap
+# objects" headline counts the graph's nodes, its root and pseudo nodes too;
+# the objects are the sum of its histogram.
+DGC=${DOTNET_GCDUMP:-$ROOT/build/tools/dotnet-gcdump}
+[ -x "$DGC" ] || DGC=$HOME/.dotnet/tools/dotnet-gcdump
+# dgc_same LABEL NETTRACE CLRTAP_JSON TYPE COUNT: dotnet-gcdump reads the same
+# objects from NETTRACE as CLRTAP_JSON (gcdump report --json --top 0) holds,
+# and COUNT objects of TYPE. Needs $DGC (check -x "$DGC" first).
+dgc_same() {
+	local label=$1 nt=$2 js=$3 type=$4 n=$5
+	"$DGC" convert "$nt" -o "$WORK/dgc.gcdump" >"$WORK/dgc.out" 2>&1
+	"$DGC" report "$WORK/dgc.gcdump" >"$WORK/dgc.txt" 2>>"$WORK/dgc.out"
+	check "$label: dotnet-gcdump convert+report of the same session: same bytes, objects and count per type name" \
+		python3 - "$WORK/dgc.txt" "$js" "$type" "$n" <<'EOF'
+import collections, json, re, sys
+norm = lambda n: n.replace("[", "<").replace("]", ">")  # its rule turns [,] into <,>
+total, cnt, byt = None, collections.Counter(), collections.Counter()
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*([\d,]+)\s+GC Heap bytes", line)
+    if m:
+        total = int(m.group(1).replace(",", ""))
+    m = re.match(r"\s*([\d,]+)\s+([\d,]+)\s+(.*?)\s+\[.*\]$", line)
+    if m:
+        name = norm(re.sub(r" \(Bytes > [0-9]+[KM]\)$", "", m.group(3)))
+        cnt[name] += int(m.group(2).replace(",", ""))
+        byt[name] += int(m.group(1).replace(",", ""))
+d = json.load(open(sys.argv[2]))
+ours, ob = collections.Counter(), collections.Counter()
+for t in d["types"]:
+    ours[norm(t["type"])] += t["count"]
+    ob[norm(t["type"])] += t["shallow"]
+single = [k for k in ours if ours[k] == 1 and cnt[k] == 1]
+ok = (total == d["bytes"] and sum(cnt.values()) == d["objects"] and cnt == ours and len(cnt) > 50
+      and cnt[norm(sys.argv[3])] == int(sys.argv[4]) and all(byt[k] == ob[k] for k in single) and len(single) > 10)
+if not ok:
+    print("dotnet-gcdump", total, sum(cnt.values()), len(cnt), "clrtap", d["bytes"], d["objects"], len(ours), file=sys.stderr)
+    print(sorted(set(cnt.items()) ^ set(ours.items()))[:20], [k for k in single if byt[k] != ob[k]][:10], file=sys.stderr)
+sys.exit(0 if ok else 1)
+EOF
 }

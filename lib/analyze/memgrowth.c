@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * memgrowth.c - resident memory over time: the kinds of memory.c, sampled
+ * from smaps over a span, and how each moved (start, end, the least-squares
+ * rate). The series is bounded: when it is full every other point is
+ * dropped (the first stays), so a session of any length holds at most
+ * AN_MEM_SERIES_MAX points, denser towards its end.
+ */
+#include "common/compat.h"
+
+#include "analyze/analyze.h"
+
+#define GREW_MIN_KB (4u << 10) /* 4 MiB */
+
+int analyze_mem_series_add(struct an_mem_series *s, double now, const struct an_memory *m)
+{
+	struct an_mem_point *pt;
+	size_t i;
+
+	if (!s->n)
+		s->t0 = now;
+	if (s->n == AN_MEM_SERIES_MAX) {
+		for (i = 0; i < s->n / 2; i++)
+			s->p[i] = s->p[2 * i];
+		s->n /= 2;
+	}
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? CT_MIN(s->cap * 2, (size_t)AN_MEM_SERIES_MAX) : 16;
+		struct an_mem_point *np = realloc(s->p, nc * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		s->p = np;
+		s->cap = nc;
+	}
+	pt = &s->p[s->n++];
+	pt->t_s = now - s->t0;
+	memcpy(pt->rss_kb, m->rss_kb, sizeof(pt->rss_kb));
+	pt->total_kb = m->total_kb;
+	return 0;
+}
+
+void analyze_mem_series_release(struct an_mem_series *s)
+{
+	free(s->p);
+	memset(s, 0, sizeof(*s));
+}
+
+static uint64_t value(const struct an_mem_point *p, int k)
+{
+	if (k == AN_MEM_GREW_NATIVE)
+		return p->rss_kb[AN_MEM_NATIVE] + p->rss_kb[AN_MEM_OTHER_ANON];
+	if (k == AN_MEM_KINDS + 1)
+		return p->total_kb;
+	return p->rss_kb[k];
+}
+
+/* least-squares slope of kind k over the points, KiB/s */
+static double slope(const struct an_mem_series *s, int k)
+{
+	double st = 0, sv = 0, stt = 0, stv = 0, n = (double)s->n, den;
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		double t = s->p[i].t_s, v = (double)value(&s->p[i], k);
+
+		st += t;
+		sv += v;
+		stt += t * t;
+		stv += t * v;
+	}
+	den = n * stt - st * st;
+	return den > 1e-9 ? (n * stv - st * sv) / den : 0;
+}
+
+void analyze_mem_growth(const struct an_mem_series *s, struct an_mem_growth *g)
+{
+	const struct an_mem_point *a, *b;
+	int64_t best = 0, floor_kb;
+	int k;
+
+	memset(g, 0, sizeof(*g));
+	g->grew = -1;
+	g->points = s->n;
+	if (s->n < 2)
+		return;
+	a = &s->p[0];
+	b = &s->p[s->n - 1];
+	g->span_s = b->t_s - a->t_s;
+	for (k = 0; k <= AN_MEM_GREW_NATIVE; k++) {
+		g->start_kb[k] = value(a, k);
+		g->end_kb[k] = value(b, k);
+		g->delta_kb[k] = (int64_t)g->end_kb[k] - (int64_t)g->start_kb[k];
+		g->rate_kb_s[k] = slope(s, k);
+	}
+	g->total_delta_kb = (int64_t)b->total_kb - (int64_t)a->total_kb;
+	g->total_rate_kb_s = slope(s, AN_MEM_KINDS + 1);
+	floor_kb = CT_MAX((int64_t)GREW_MIN_KB, (int64_t)(a->total_kb / 50));
+	for (k = 0; k <= AN_MEM_GREW_NATIVE; k++) {
+		if (k == AN_MEM_NATIVE || k == AN_MEM_OTHER_ANON)
+			continue; /* judged together as native */
+		if (g->delta_kb[k] >= floor_kb && g->delta_kb[k] > best) {
+			best = g->delta_kb[k];
+			g->grew = k;
+		}
+	}
+}
+
+const char *analyze_mem_growth_name(int grew)
+{
+	if (grew == AN_MEM_GREW_NATIVE)
+		return "native";
+	return grew >= 0 && grew < AN_MEM_KINDS ? analyze_mem_kind_name((enum an_mem_kind)grew) : NULL;
+}
+
+const char *analyze_mem_growth_label(int grew)
+{
+	if (grew == AN_MEM_GREW_NATIVE)
+		return "native memory outside the GC heap (malloc heap and other anonymous memory)";
+	return grew >= 0 && grew < AN_MEM_KINDS ? analyze_mem_kind_label((enum an_mem_kind)grew) : NULL;
+}

@@ -222,7 +222,7 @@ struct an_mem_growth {
 int analyze_mem_series_add(struct an_mem_series *s, double now, const struct an_memory *m);
 void analyze_mem_series_release(struct an_mem_series *s);
 /* Growth of each kind over the series (needs 2 points; else points < 2
- * and grew -1). A kind "grew" when it gained at least 4 MiB and 2 % of the
+ * and grew -1). A kind "grew" when it gained at least 8 MiB and 2 % of the
  * first total; native memory is judged as one (malloc heap + other anon). */
 void analyze_mem_growth(const struct an_mem_series *s, struct an_mem_growth *g);
 /* "native" for AN_MEM_GREW_NATIVE, the kind's name otherwise, NULL for -1 */

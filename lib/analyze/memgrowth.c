@@ -10,7 +10,7 @@
 
 #include "analyze/analyze.h"
 
-#define GREW_MIN_KB (4u << 10) /* 4 MiB */
+#define GREW_MIN_KB (8u << 10) /* 8 MiB */
 
 int analyze_mem_series_add(struct an_mem_series *s, double now, const struct an_memory *m)
 {

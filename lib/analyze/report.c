@@ -52,6 +52,7 @@ struct an_report {
 	struct an_mem_series series; /* memory: the kinds over the duration */
 	struct an_mem_growth mgrowth;
 	double period_s;        /* memory: between two points of the series */
+	bool series_final;      /* memory: the series' last point is the final read */
 	enum an_fail fail;
 	int err;
 	char msg[640];
@@ -272,7 +273,7 @@ static void md_mem_growth(struct strbuf *f, const struct an_report *r)
 			    analyze_mem_growth_label(g->grew), (double)g->delta_kb[g->grew] / 1024.0, g->span_s,
 			    g->rate_kb_s[g->grew] / 1024.0);
 	else
-		strbuf_addf(f, "No kind grew by 4 MiB (and 2%% of the start) in %.1f s.\n", g->span_s);
+		strbuf_addf(f, "No kind grew by 8 MiB (and 2%% of the start) in %.1f s.\n", g->span_s);
 }
 
 /* What the runtime told about its memory: the code views, the generations. */
@@ -520,8 +521,7 @@ int analyze_report_md(struct an_report *r, struct strbuf *f)
 		strbuf_addf(f, "- target: pid %d\n", (int)r->pid);
 	strbuf_addf(f, "- measured: %s\n", measured(r));
 	if (r->have_mem)
-		strbuf_addf(f, "- for: %.1f s (smaps read %zu times, every %.2f s)\n", r->duration_s,
-			    r->mgrowth.points, r->period_s);
+		strbuf_addf(f, "- for: %.1f s (smaps read every %.2f s)\n", r->duration_s, r->period_s);
 	else if (res)
 		strbuf_addf(f, "- for: %.1f s (%" PRIu64 " events)\n", r->duration_s, res->events);
 	else
@@ -1171,9 +1171,10 @@ static int mem_read_fail(struct an_report *r, int err)
 /*
  * memory: smaps now and every period over the duration (0: until stopped),
  * the runtime's view (a short session) over its last 1.5 s, then smaps at
- * the end: the breakdown is that of the end, the series says how each kind
- * moved. Every point costs one read of smaps (the kernel walks the page
- * tables of the target's mappings).
+ * the end: the breakdown is that of the end, the series (up to the session,
+ * which maps and JITs a little of its own; to the end when the duration
+ * leaves no room before it) says how each kind moved. Every point costs one
+ * read of smaps (the kernel walks the page tables of the target's mappings).
  */
 static int run_memory(struct an_report *r, const struct ipc_endpoint *ep, int64_t duration_ms,
 		      volatile sig_atomic_t *stop)
@@ -1215,7 +1216,10 @@ static int run_memory(struct an_report *r, const struct ipc_endpoint *ep, int64_
 		err = analyze_memory_read(r->pid, &r->mem);
 		if (err)
 			return mem_read_fail(r, err);
-		if (analyze_mem_series_add(&r->series, mono_s(), &r->mem))
+		/* the series ends before the runtime's session (which maps and
+		 * JITs a little of its own) unless it would be one point */
+		r->series_final = r->series.n < 2;
+		if (r->series_final && analyze_mem_series_add(&r->series, mono_s(), &r->mem))
 			return fail(r, AN_FAIL_ERROR, -ENOMEM, "out of memory");
 		if (r->runtime_mem)
 			analyze_memory_runtime(&r->mem, r->s);
@@ -1224,7 +1228,8 @@ static int run_memory(struct an_report *r, const struct ipc_endpoint *ep, int64_
 		 * read while the GC was changing it; read it again. */
 		if (tries == 2 || !gc_unrecognized(&r->mem))
 			break;
-		r->series.n--;
+		if (r->series.n == 2 && r->series_final)
+			r->series.n--;
 		nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
 	}
 	/* A malloc'd block the kernel merged with the GC's range is moved out

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Native memory (issue 31): analyze memory over its duration names the kind
+# that grew and its rate (the sample's native-grow at 8 MiB/s through
+# Marshal.AllocHGlobal, docs/fixtures.md), in JSON, HTML and doctor.
+. "$(dirname "$0")/lib.sh"
+
+# jpy FILE EXPR: d is the JSON document in FILE; fails (and shows it) when EXPR is false
+jpy() {
+	python3 - "$1" "$2" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ok = eval(sys.argv[2])
+if not ok:
+    print(json.dumps(d)[:2000], file=sys.stderr)
+sys.exit(0 if ok else 1)
+PYEOF
+}
+
+MIB=1048576
+start_fixture native-grow --mb 4096 --mb-per-second 8
+expect_exit "analyze memory -d 8 on 8 MiB/s of AllocHGlobal" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -d 8 --json
+echo "$OUT" >"$WORK/grow.json"
+check "the kind that grew is native" jpy "$WORK/grow.json" 'd["result"]["growth"]["grew"] == "native"'
+check "native grew at 8 MiB/s +-15%" jpy "$WORK/grow.json" \
+	"[abs(k['rate_bytes_per_s'] - 8 * $MIB) <= 0.15 * 8 * $MIB for k in d['result']['growth']['kinds'] if k['kind'] == 'native'] == [True]"
+check "readings every 0.5 s over the 6.5 s before the runtime's session (>= 12), the GC heap flat (< 4 MiB)" jpy "$WORK/grow.json" \
+	"(g := d['result']['growth'])['readings'] >= 12 and g['period_s'] == 0.5 and all(abs(k['growth_bytes']) < 4 * $MIB for k in g['kinds'] if k['kind'] == 'gc_heap')"
+check "the series: one point a reading, the kinds of the breakdown" jpy "$WORK/grow.json" \
+	"len((g := d['result']['growth'])['series']) == g['readings'] and all(set(p) >= {'t_s', 'gc_heap', 'other_anon', 'native_heap', 'total'} for p in g['series'])"
+expect_exit "analyze memory -d 4 as HTML" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -d 4 -o "$WORK/grow.html"
+contains "HTML: the growth sentence names native memory" "$(cat "$WORK/grow.html")" \
+	"native memory outside the GC heap (malloc heap and other anonymous memory) grew by"
+expect_exit "doctor -d 3 on the growth" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 3 --json
+echo "$OUT" >"$WORK/doctor.json"
+check "doctor: the memory finding says native grew (a notice)" jpy "$WORK/doctor.json" \
+	"[(f['severity'], 'native grew' in f['title']) for f in d['findings'] if f['analyzer'] == 'memory'] == [('notice', True)]"
+stop_fixture "$FIX_PID"
+finish

@@ -194,6 +194,7 @@ enum an_mem_kind analyze_memory_dominant(const struct an_memory *m);
 
 #define AN_MEM_SERIES_MAX 512 /* points kept; when full every other one is dropped */
 #define AN_MEM_GREW_NATIVE AN_MEM_KINDS /* an_mem_growth.grew: native heap + other anonymous */
+#define AN_MEM_GREW_TOTAL (AN_MEM_KINDS + 1) /* all kinds (analyze_mem_window_rate) */
 
 struct an_mem_point {
 	double t_s; /* since the first point */
@@ -228,6 +229,23 @@ void analyze_mem_growth(const struct an_mem_series *s, struct an_mem_growth *g);
 /* "native" for AN_MEM_GREW_NATIVE, the kind's name otherwise, NULL for -1 */
 const char *analyze_mem_growth_name(int grew);
 const char *analyze_mem_growth_label(int grew);
+/* A kind by its name, "native" or "total" (AN_MEM_GREW_*); -1: unknown. */
+int analyze_mem_growth_kind(const char *name);
+
+/* The last AN_MEM_WINDOW readings (for a rate now, e.g. watch's rule on
+ * growth); no allocation. */
+#define AN_MEM_WINDOW 16
+struct an_mem_window {
+	struct an_mem_point p[AN_MEM_WINDOW]; /* oldest first; t_s: the caller's clock */
+	unsigned n;
+};
+
+void analyze_mem_window_add(struct an_mem_window *w, double now, const struct an_memory *m);
+/* Reads pid's smaps (analyze_memory_read) into the window at now. */
+int analyze_mem_window_read(pid_t pid, struct an_mem_window *w, double now);
+/* The least-squares rate (KiB/s) of kind k (a kind or AN_MEM_GREW_*) over
+ * the window: 0, -ENODATA (under 2 readings), -EINVAL (k). */
+int analyze_mem_window_rate(const struct an_mem_window *w, int k, double *kb_s);
 
 
 /* ----- doctor: findings from one session and the memory breakdown ----- */

@@ -50,19 +50,19 @@ static uint64_t value(const struct an_mem_point *p, int k)
 {
 	if (k == AN_MEM_GREW_NATIVE)
 		return p->rss_kb[AN_MEM_NATIVE] + p->rss_kb[AN_MEM_OTHER_ANON];
-	if (k == AN_MEM_KINDS + 1)
+	if (k == AN_MEM_GREW_TOTAL)
 		return p->total_kb;
 	return p->rss_kb[k];
 }
 
 /* least-squares slope of kind k over the points, KiB/s */
-static double slope(const struct an_mem_series *s, int k)
+static double slope(const struct an_mem_point *p, size_t np, int k)
 {
-	double st = 0, sv = 0, stt = 0, stv = 0, n = (double)s->n, den;
+	double st = 0, sv = 0, stt = 0, stv = 0, n = (double)np, den;
 	size_t i;
 
-	for (i = 0; i < s->n; i++) {
-		double t = s->p[i].t_s, v = (double)value(&s->p[i], k);
+	for (i = 0; i < np; i++) {
+		double t = p[i].t_s, v = (double)value(&p[i], k);
 
 		st += t;
 		sv += v;
@@ -91,10 +91,10 @@ void analyze_mem_growth(const struct an_mem_series *s, struct an_mem_growth *g)
 		g->start_kb[k] = value(a, k);
 		g->end_kb[k] = value(b, k);
 		g->delta_kb[k] = (int64_t)g->end_kb[k] - (int64_t)g->start_kb[k];
-		g->rate_kb_s[k] = slope(s, k);
+		g->rate_kb_s[k] = slope(s->p, s->n, k);
 	}
 	g->total_delta_kb = (int64_t)b->total_kb - (int64_t)a->total_kb;
-	g->total_rate_kb_s = slope(s, AN_MEM_KINDS + 1);
+	g->total_rate_kb_s = slope(s->p, s->n, AN_MEM_GREW_TOTAL);
 	floor_kb = CT_MAX((int64_t)GREW_MIN_KB, (int64_t)(a->total_kb / 50));
 	for (k = 0; k <= AN_MEM_GREW_NATIVE; k++) {
 		if (k == AN_MEM_NATIVE || k == AN_MEM_OTHER_ANON)
@@ -118,4 +118,56 @@ const char *analyze_mem_growth_label(int grew)
 	if (grew == AN_MEM_GREW_NATIVE)
 		return "native memory outside the GC heap (malloc heap and other anonymous memory)";
 	return grew >= 0 && grew < AN_MEM_KINDS ? analyze_mem_kind_label((enum an_mem_kind)grew) : NULL;
+}
+
+int analyze_mem_growth_kind(const char *name)
+{
+	int k;
+
+	if (!strcmp(name, "native"))
+		return AN_MEM_GREW_NATIVE;
+	if (!strcmp(name, "total"))
+		return AN_MEM_GREW_TOTAL;
+	for (k = 0; k < AN_MEM_KINDS; k++)
+		if (!strcmp(name, analyze_mem_kind_name((enum an_mem_kind)k)))
+			return k;
+	return -1;
+}
+
+void analyze_mem_window_add(struct an_mem_window *w, double now, const struct an_memory *m)
+{
+	struct an_mem_point *pt;
+
+	if (w->n == AN_MEM_WINDOW) {
+		memmove(&w->p[0], &w->p[1], (AN_MEM_WINDOW - 1) * sizeof(w->p[0]));
+		w->n--;
+	}
+	pt = &w->p[w->n++];
+	pt->t_s = now;
+	memcpy(pt->rss_kb, m->rss_kb, sizeof(pt->rss_kb));
+	pt->total_kb = m->total_kb;
+}
+
+int analyze_mem_window_rate(const struct an_mem_window *w, int k, double *kb_s)
+{
+	if (k < 0 || k > AN_MEM_GREW_TOTAL)
+		return -EINVAL;
+	if (w->n < 2 || w->p[w->n - 1].t_s - w->p[0].t_s < 1e-3)
+		return -ENODATA;
+	*kb_s = slope(w->p, w->n, k);
+	return 0;
+}
+
+int analyze_mem_window_read(pid_t pid, struct an_mem_window *w, double now)
+{
+	struct an_memory *m = malloc(sizeof(*m));
+	int err;
+
+	if (!m)
+		return -ENOMEM;
+	err = analyze_memory_read(pid, m);
+	if (!err)
+		analyze_mem_window_add(w, now, m);
+	free(m);
+	return err;
 }

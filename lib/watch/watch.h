@@ -13,6 +13,7 @@
  *            | "cgroup-memory" OP PERCENT
  *            | "exception" (TYPE | "*") [ "message" TEXT ] | "exit" | "crash"
  *            | "gc-pause" ">" DUR
+ *            | "memory-growth" KIND OP SIZE "/s"
  *   OP      := ">" | "<"
  * Tokens are separated by blanks; an operator also ends a token; "..." is
  * one token with its blanks (no escapes).
@@ -35,6 +36,7 @@ enum watch_kind {
 	WATCH_GC_PAUSE,  /* a GC suspension (SuspendEEBegin..RestartEEEnd), ms */
 	WATCH_CGROUP_MEM, /* memory.current of the target's cgroup v2, % of its limit */
 	WATCH_CRASH,     /* the process was killed by a signal other than SIGTERM, SIGINT, SIGHUP */
+	WATCH_MEM_GROWTH, /* growth of a kind of resident memory (name), bytes/s, from smaps */
 };
 
 struct watch_rule {
@@ -47,12 +49,12 @@ struct watch_rule {
 	int64_t cooldown_ms; /* no second firing within this time of the last */
 	unsigned count;      /* firings at most (0: no limit) */
 	char source[WATCH_MAX_NAME]; /* counter: the EventSource */
-	char name[WATCH_MAX_NAME];   /* counter: its name; exception: the type ("*": any) */
+	char name[WATCH_MAX_NAME];   /* counter: its name; exception: the type ("*": any); memory-growth: the kind */
 	char message[WATCH_MAX_NAME]; /* exception: a substring of the message ("" : any) */
 };
 
 /* The name of a kind: "cpu", "rss", "counter", "exception", "exit", "gc-pause",
- * "cgroup-memory", "crash". */
+ * "cgroup-memory", "crash", "memory-growth". */
 const char *watch_kind_name(enum watch_kind k);
 
 /*

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Native memory (issue 31): analyze memory over its duration names the kind
 # that grew and its rate (the sample's native-grow at 8 MiB/s through
-# Marshal.AllocHGlobal, docs/fixtures.md), in JSON, HTML and doctor.
+# Marshal.AllocHGlobal, docs/fixtures.md), in JSON, HTML, doctor and
+# watch's memory-growth rule.
 . "$(dirname "$0")/lib.sh"
 
 # jpy FILE EXPR: d is the JSON document in FILE; fails (and shows it) when EXPR is false
@@ -34,5 +35,15 @@ expect_exit "doctor -d 3 on the growth" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 3 --
 echo "$OUT" >"$WORK/doctor.json"
 check "doctor: the memory finding says native grew (a notice)" jpy "$WORK/doctor.json" \
 	"[(f['severity'], 'native grew' in f['title']) for f in d['findings'] if f['analyzer'] == 'memory'] == [('notice', True)]"
+expect_exit "watch: a growth rule per kind, 3 s" 0 "$CLRTAP" watch -p "$FIX_PID" -d 3 \
+	'memory-growth native > 4MB/s' 'memory-growth gc_heap > 4MB/s'
+check "watch: native growth fired (rule 0, 8 MiB/s +-15%), the flat GC heap never did" python3 -c '
+import json, sys
+ev = [json.loads(l) for l in sys.argv[1].splitlines()]
+f = [e for e in ev if e["event"] == "fired"]
+sys.exit(0 if f and all(e["rule"] == 0 and e["trigger"] == "memory-growth" and abs(e["value"] - 8 * 2**20) <= 0.15 * 8 * 2**20 for e in f) else 1)' "$OUT"
+expect_exit "watch: an unknown kind of memory is a usage error" 2 "$CLRTAP" watch -p "$FIX_PID" -d 1 'memory-growth heap > 1MB/s'
+contains "watch: the error names the kinds" "$ERR" "'heap': not a kind of memory (native, total, gc_heap"
+expect_exit "watch: a size without /s is a usage error" 2 "$CLRTAP" watch -p "$FIX_PID" -d 1 'memory-growth native > 1MB'
 stop_fixture "$FIX_PID"
 finish

@@ -229,6 +229,9 @@ void analyze_mem_growth(const struct an_mem_series *s, struct an_mem_growth *g);
 /* "native" for AN_MEM_GREW_NATIVE, the kind's name otherwise, NULL for -1 */
 const char *analyze_mem_growth_name(int grew);
 const char *analyze_mem_growth_label(int grew);
+/* The series as an inline SVG line chart (each kind holding >= 1 MiB, and
+ * native), appended to o; nothing with under 2 points. */
+int analyze_mem_svg(const struct an_mem_series *s, struct strbuf *o);
 /* A kind by its name, "native" or "total" (AN_MEM_GREW_*); -1: unknown. */
 int analyze_mem_growth_kind(const char *name);
 

@@ -995,6 +995,22 @@ int analyze_report_html(struct an_report *r, int fd)
 		err = flame_write(res->flame, FLAME_HTML, fd, &fo);
 	} else {
 		err = analyze_html_from_md(md.buf, md.len, title, &sb);
+		if (!err && r->have_mem && r->series.n >= 2) {
+			/* the chart before the end of the body */
+			static const char tail[] = "</body></html>\n";
+			struct strbuf chart = STRBUF_INIT;
+
+			if (sb.len >= sizeof(tail) - 1 && !memcmp(sb.buf + sb.len - (sizeof(tail) - 1), tail, sizeof(tail) - 1)) {
+				sb.len -= sizeof(tail) - 1;
+				sb.buf[sb.len] = 0;
+				err = analyze_mem_svg(&r->series, &chart);
+				if (!err)
+					strbuf_add(&sb, chart.buf, chart.len);
+				strbuf_addstr(&sb, tail);
+				err = err ? err : strbuf_error(&sb);
+			}
+			strbuf_release(&chart);
+		}
 		if (!err)
 			err = ct_write_all(fd, sb.buf, sb.len);
 	}

@@ -31,6 +31,8 @@ check "the series: one point a reading, the kinds of the breakdown" jpy "$WORK/g
 expect_exit "analyze memory -d 4 as HTML" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -d 4 -o "$WORK/grow.html"
 contains "HTML: the growth sentence names native memory" "$(cat "$WORK/grow.html")" \
 	"native memory outside the GC heap (malloc heap and other anonymous memory) grew by"
+check "HTML: offline (no URL, no script), with the SVG chart: a line for native" \
+	bash -c '! grep -Eqi "https?://|<script|src=|href=" "$1" && grep -q "<svg" "$1" && grep -q "native (malloc heap + other anon)</text>" "$1"' _ "$WORK/grow.html"
 expect_exit "doctor -d 3 on the growth" 0 "$CLRTAP" doctor -p "$FIX_PID" -d 3 --json
 echo "$OUT" >"$WORK/doctor.json"
 check "doctor: the memory finding says native grew (a notice)" jpy "$WORK/doctor.json" \

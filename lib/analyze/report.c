@@ -53,6 +53,8 @@ struct an_report {
 	struct an_mem_growth mgrowth;
 	double period_s;        /* memory: between two points of the series */
 	bool series_final;      /* memory: the series' last point is the final read */
+	double read_s;          /* memory: time spent reading smaps */
+	unsigned nread;         /* memory: readings of smaps */
 	enum an_fail fail;
 	int err;
 	char msg[640];
@@ -521,7 +523,8 @@ int analyze_report_md(struct an_report *r, struct strbuf *f)
 		strbuf_addf(f, "- target: pid %d\n", (int)r->pid);
 	strbuf_addf(f, "- measured: %s\n", measured(r));
 	if (r->have_mem)
-		strbuf_addf(f, "- for: %.1f s (smaps read every %.2f s)\n", r->duration_s, r->period_s);
+		strbuf_addf(f, "- for: %.1f s (smaps read every %.2f s or more: %u readings, %.1f ms each)\n",
+			    r->duration_s, r->period_s, r->nread, r->nread ? r->read_s * 1000 / r->nread : 0);
 	else if (res)
 		strbuf_addf(f, "- for: %.1f s (%" PRIu64 " events)\n", r->duration_s, res->events);
 	else
@@ -606,6 +609,8 @@ static void json_mem_growth(struct ct_json *j, const struct an_report *r)
 	ct_json_kv_double(j, "span_s", g->span_s);
 	ct_json_kv_u64(j, "readings", g->points);
 	ct_json_kv_double(j, "period_s", r->period_s);
+	ct_json_kv_u64(j, "smaps_reads", r->nread);
+	ct_json_kv_double(j, "smaps_read_ms_mean", r->nread ? r->read_s * 1000 / r->nread : 0);
 	if (g->grew >= 0)
 		ct_json_kv_str(j, "grew", analyze_mem_growth_name(g->grew));
 	else
@@ -1205,14 +1210,21 @@ static int run_memory(struct an_report *r, const struct ipc_endpoint *ep, int64_
 
 	r->period_s = duration_ms > 0 ? CT_MAX(0.25, CT_MIN(1.0, (double)duration_ms / 16000)) : 1.0;
 	for (;;) {
+		double a = mono_s(), b;
+
 		err = analyze_memory_read(r->pid, &r->mem);
 		if (err)
 			return mem_read_fail(r, err);
-		if (analyze_mem_series_add(&r->series, mono_s(), &r->mem))
+		b = mono_s();
+		r->read_s += b - a;
+		r->nread++;
+		if (analyze_mem_series_add(&r->series, a, &r->mem))
 			return fail(r, AN_FAIL_ERROR, -ENOMEM, "out of memory");
 		if (next >= until)
 			break;
-		next = CT_MIN(next + r->period_s, until);
+		/* the readings take at most 5 % of the time: the kernel's walk
+		 * of the page tables grows with the target's resident memory */
+		next = CT_MIN(CT_MAX(next + r->period_s, b + 19 * (b - a)), until);
 		if (!sleep_until(next, stop))
 			break;
 	}
@@ -1229,13 +1241,17 @@ static int run_memory(struct an_report *r, const struct ipc_endpoint *ep, int64_
 			 "the runtime's view (JIT'd code, generations): not taken, interrupted");
 	}
 	for (tries = 0;; tries++) {
+		double a = mono_s();
+
 		err = analyze_memory_read(r->pid, &r->mem);
 		if (err)
 			return mem_read_fail(r, err);
+		r->read_s += mono_s() - a;
+		r->nread++;
 		/* the series ends before the runtime's session (which maps and
 		 * JITs a little of its own) unless it would be one point */
 		r->series_final = r->series.n < 2;
-		if (r->series_final && analyze_mem_series_add(&r->series, mono_s(), &r->mem))
+		if (r->series_final && analyze_mem_series_add(&r->series, a, &r->mem))
 			return fail(r, AN_FAIL_ERROR, -ENOMEM, "out of memory");
 		if (r->runtime_mem)
 			analyze_memory_runtime(&r->mem, r->s);

@@ -79,7 +79,7 @@ struct target {
 	int64_t qpc_freq;       /* from the trace header */
 	int64_t suspend_ts;     /* SuspendEEBegin for a GC, 0: none open */
 	struct an_mem_window memw; /* memory-growth: the last smaps readings */
-	int64_t mem_ms;            /* when smaps was read last */
+	int64_t mem_ms;            /* when smaps may be read next */
 };
 
 struct running {
@@ -568,19 +568,21 @@ static void sample_cgroup(struct watch *w, struct target *tg)
 			feed(w, tg, (int)i, watch_rule_test(&w->rules[i], share, NULL), share, true, detail);
 }
 
-/* memory-growth rules: smaps at most once a second, the rate over the last
- * AN_MEM_WINDOW readings (lib/analyze memgrowth.c) */
+/* memory-growth rules: smaps at most once a second (and at most 5 % of the
+ * time), the rate over the last AN_MEM_WINDOW readings (lib/analyze
+ * memgrowth.c) */
 static void sample_memgrowth(struct watch *w, struct target *tg, int64_t t)
 {
 	char detail[160];
 	double kb_s;
 	size_t i;
 
-	if (tg->mem_ms && t - tg->mem_ms < 1000)
+	if (t < tg->mem_ms)
 		return;
-	tg->mem_ms = t;
 	if (analyze_mem_window_read(tg->pid, &tg->memw, (double)t / 1000))
 		return;
+	/* once a second, or less often: reading smaps at most 5 % of the time */
+	tg->mem_ms = t + CT_MAX((int64_t)1000, 20 * (now_ms() - t));
 	for (i = 0; i < w->nrules; i++) {
 		const struct watch_rule *r = &w->rules[i];
 

@@ -68,6 +68,7 @@ struct an_session {
 	size_t ncode, code_cap;
 	bool code_capped;                /* more methods than AN_CODE_MAX */
 	double gc_gen[5];                /* gen-0/1/2, loh, poh size counters, bytes (-1: none) */
+	double gc_gen_first[5];          /* the first value of each (-1: none) */
 	double gc_committed_mb;          /* gc-committed counter (-1: none) */
 	struct counters_table counters;  /* last value of each counter */
 	uint64_t counter_values;         /* values received */

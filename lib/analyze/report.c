@@ -13,6 +13,7 @@
 #include "common/compat.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <time.h>
 
@@ -97,7 +98,7 @@ static const char *measured(const struct an_report *r)
 		return "System.Runtime thread-pool counters (1 s) and the sample profiler's stacks of the pool's workers";
 	case AN_NEED_SAMPLES: return "the sample profiler's managed stacks (every thread, about every ms)";
 	case AN_NEED_SMAPS | AN_NEED_CODE | AN_NEED_COUNTERS:
-		return "/proc/PID/smaps (at the start, periodically and at the end), /proc/PID/status and the cgroup's memory files; a 1.5 s session at the end for the runtime's JIT'd code ranges (method rundown) and GC generation counters";
+		return "/proc/PID/smaps (at the start, periodically and at the end), /proc/PID/status and the cgroup's memory files; a session over the duration for the runtime's JIT'd code ranges (method rundown) and GC generation counters";
 	case AN_NEED_HEAPS: return "3 heap snapshots (each an induced blocking gen-2 GC and heap walk) spread over the duration, retained sizes by dominators";
 	case AN_NEED_HEAP: return "a heap snapshot (an induced blocking gen-2 GC and heap walk), string contents read with process_vm_readv";
 	default: return "the runtime's GC events (GCStart/End, SuspendEE/RestartEE)";
@@ -276,6 +277,14 @@ static void md_mem_growth(struct strbuf *f, const struct an_report *r)
 			    g->rate_kb_s[g->grew] / 1024.0);
 	else
 		strbuf_addf(f, "No kind grew by 8 MiB (and 2%% of the start) in %.1f s.\n", g->span_s);
+	if (r->runtime_mem && r->s->gc_gen_first[0] >= 0) {
+		strbuf_addf(f, "\nGC heap by generation over the session (the runtime's counters, first and last; logical sizes after a GC):");
+		for (k = 0; k < 5; k++)
+			if (r->s->gc_gen_first[k] >= 0 && r->s->gc_gen[k] >= 0)
+				strbuf_addf(f, " %s %.1f -> %.1f MiB%s", gen_names[k], r->s->gc_gen_first[k] / 1048576.0,
+					    r->s->gc_gen[k] / 1048576.0, k < 4 ? "," : ".");
+		strbuf_addf(f, "\n");
+	}
 }
 
 /* What the runtime told about its memory: the code views, the generations. */
@@ -626,6 +635,18 @@ static void json_mem_growth(struct ct_json *j, const struct an_report *r)
 		ct_json_obj_end(j);
 	}
 	ct_json_arr_end(j);
+	ct_json_kv_obj_begin(j, "gc_generations");
+	for (k = 0; k < 5; k++) {
+		if (!r->runtime_mem || r->s->gc_gen_first[k] < 0 || r->s->gc_gen[k] < 0) {
+			ct_json_kv_null(j, gen_names[k]);
+			continue;
+		}
+		ct_json_kv_obj_begin(j, gen_names[k]);
+		ct_json_kv_u64(j, "first_bytes", (uint64_t)r->s->gc_gen_first[k]);
+		ct_json_kv_u64(j, "last_bytes", (uint64_t)r->s->gc_gen[k]);
+		ct_json_obj_end(j);
+	}
+	ct_json_obj_end(j);
 	ct_json_kv_i64(j, "total_growth_bytes", g->total_delta_kb * 1024);
 	ct_json_kv_double(j, "total_rate_bytes_per_s", g->total_rate_kb_s * 1024);
 	ct_json_kv_arr_begin(j, "series");
@@ -1189,57 +1210,89 @@ static int mem_read_fail(struct an_report *r, int err)
 		    "cannot read the memory map of pid %d: %s", (int)r->pid, strerror(-err));
 }
 
+/* memory: the smaps readings, on a thread of their own while the session runs */
+struct mem_reader {
+	struct an_report *r;
+	volatile sig_atomic_t done; /* set by the session's thread: stop reading */
+	int err;
+};
+
+static void *mem_reader_main(void *arg)
+{
+	struct mem_reader *x = arg;
+	struct an_report *r = x->r;
+	struct an_memory *m = malloc(sizeof(*m));
+	double next = mono_s();
+
+	if (!m) {
+		x->err = -ENOMEM;
+		return NULL;
+	}
+	while (!x->done) {
+		double a = mono_s(), b;
+
+		x->err = analyze_memory_read(r->pid, m);
+		if (x->err)
+			break;
+		b = mono_s();
+		r->read_s += b - a;
+		r->nread++;
+		x->err = analyze_mem_series_add(&r->series, a, m);
+		if (x->err)
+			break;
+		/* the readings take at most 5 % of the time: the kernel's walk
+		 * of the page tables grows with the target's resident memory */
+		next = CT_MAX(next + r->period_s, b + 19 * (b - a));
+		if (!sleep_until(next, &x->done))
+			break;
+	}
+	free(m);
+	return NULL;
+}
+
 /*
- * memory: smaps now and every period over the duration (0: until stopped),
- * the runtime's view (a short session) over its last 1.5 s, then smaps at
- * the end: the breakdown is that of the end, the series (up to the session,
- * which maps and JITs a little of its own; to the end when the duration
- * leaves no room before it) says how each kind moved. Every point costs one
- * read of smaps (the kernel walks the page tables of the target's mappings).
+ * memory: smaps now and every period over the duration (0: until stopped)
+ * on a thread, while the runtime's session (JIT'd code ranges, the GC's
+ * counters every second) runs for the duration; then smaps at the end: the
+ * breakdown is that of the end, the series says how each kind moved, the
+ * counters' first and last values how each generation did.
  */
 static int run_memory(struct an_report *r, const struct ipc_endpoint *ep, int64_t duration_ms,
 		      volatile sig_atomic_t *stop)
 {
 	struct live_session_result res;
-	int64_t session_ms = duration_ms > 0 ? CT_MIN(duration_ms, (int64_t)1500) : 1500;
-	double t0 = mono_s(), until = duration_ms > 0 ? t0 + (double)(duration_ms - session_ms) / 1000 : 1e300;
-	double next = t0;
+	struct mem_reader x = { .r = r };
+	double t0 = mono_s();
+	pthread_t th;
 	char why[512];
 	size_t i;
 	int err, tries;
 
 	r->period_s = duration_ms > 0 ? CT_MAX(0.25, CT_MIN(1.0, (double)duration_ms / 16000)) : 1.0;
-	for (;;) {
-		double a = mono_s(), b;
-
-		err = analyze_memory_read(r->pid, &r->mem);
-		if (err)
-			return mem_read_fail(r, err);
-		b = mono_s();
-		r->read_s += b - a;
-		r->nread++;
-		if (analyze_mem_series_add(&r->series, a, &r->mem))
-			return fail(r, AN_FAIL_ERROR, -ENOMEM, "out of memory");
-		if (next >= until)
-			break;
-		/* the readings take at most 5 % of the time: the kernel's walk
-		 * of the page tables grows with the target's resident memory */
-		next = CT_MIN(CT_MAX(next + r->period_s, b + 19 * (b - a)), until);
-		if (!sleep_until(next, stop))
-			break;
-	}
-	if (r->s && !(stop && *stop)) {
-		err = analyze_session_live(r->s, ep, session_ms, stop, &res);
+	err = pthread_create(&th, NULL, mem_reader_main, &x);
+	if (err)
+		return fail(r, AN_FAIL_ERROR, -err, "cannot start the reader of smaps: %s", strerror(err));
+	if (r->s) {
+		err = analyze_session_live(r->s, ep, duration_ms, stop, &res);
 		if (!err && analyze_live_outcome(&res, ep, &err, why, sizeof(why)) == AN_OK &&
 		    !analyze_session_finish(r->s))
 			r->runtime_mem = true;
 		else
 			snprintf(r->partial_rt, sizeof(r->partial_rt),
 				 "the runtime's view (JIT'd code, generations): %s", err ? why : "no session");
-	} else if (r->s) {
-		snprintf(r->partial_rt, sizeof(r->partial_rt),
-			 "the runtime's view (JIT'd code, generations): not taken, interrupted");
 	}
+	/* without the session (it failed early), smaps is still read over -d */
+	if (duration_ms > 0)
+		sleep_until(t0 + (double)duration_ms / 1000, stop);
+	else
+		while (!(stop && *stop))
+			nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+	x.done = 1;
+	pthread_join(th, NULL);
+	if (x.err == -ENOMEM)
+		return fail(r, AN_FAIL_ERROR, -ENOMEM, "out of memory");
+	if (x.err)
+		return mem_read_fail(r, x.err);
 	for (tries = 0;; tries++) {
 		double a = mono_s();
 
@@ -1248,8 +1301,8 @@ static int run_memory(struct an_report *r, const struct ipc_endpoint *ep, int64_
 			return mem_read_fail(r, err);
 		r->read_s += mono_s() - a;
 		r->nread++;
-		/* the series ends before the runtime's session (which maps and
-		 * JITs a little of its own) unless it would be one point */
+		/* the series ends before the session's end (its rundown maps
+		 * and JITs a little of its own) unless it would be one point */
 		r->series_final = r->series.n < 2;
 		if (r->series_final && analyze_mem_series_add(&r->series, a, &r->mem))
 			return fail(r, AN_FAIL_ERROR, -ENOMEM, "out of memory");

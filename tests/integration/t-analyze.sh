@@ -231,6 +231,8 @@ check "memory: a growing GC heap is GC heap" py "$WORK/mem-gc.json" \
 	'r = d["result"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; r["mostly"] == "gc_heap" and k["gc_heap"] >= 100 << 20'
 check "memory: the kind that grew over the 1.5 s is the GC heap" py "$WORK/mem-gc.json" \
 	'd["result"]["growth"]["grew"] == "gc_heap"'
+check "memory: each generation's first and last counter value over the session, gen2 not shrinking under a leak" py "$WORK/mem-gc.json" \
+	'g = d["result"]["growth"]["gc_generations"]; all(g[x] is not None for x in ("gen0", "gen1", "gen2", "loh", "poh")) and g["gen2"]["last_bytes"] >= g["gen2"]["first_bytes"]'
 check "memory: the runtime's generations hold the growth (gen1 + gen2 >= 50 MiB, GC committed >= that)" py "$WORK/mem-gc.json" \
 	'g = d["result"]["gc_generations"]; g["gen1"] + g["gen2"] >= 50 << 20 and g["committed"] >= g["gen1"] + g["gen2"]'
 stop_fixture "$FIX_PID"

@@ -213,7 +213,7 @@ check "memory: 200 MiB of AllocHGlobal is native, not GC heap" py "$WORK/mem.jso
 check "memory: the code heaps split into executable and writable views; the executable views holding JIT'd methods are among them" py "$WORK/mem.json" \
 	'r = d["result"]; c = r["code_heaps"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; c["exec_bytes"] + c["writable_bytes"] == k["code_heaps"] and c["jit_methods"] >= 50 and 0 < c["jit_views_bytes"] <= c["exec_bytes"] and c["jit_code_bytes"] > 0'
 check "memory: 200 MiB allocated before the run and held: no kind grew over it" py "$WORK/mem.json" \
-	'g = d["result"]["growth"]; g["readings"] == 2 and g["grew"] is None'
+	'g = d["result"]["growth"]; g["readings"] >= 2 and g["grew"] is None'
 check "memory: the runtime told the generation sizes (all five counters)" py "$WORK/mem.json" \
 	'g = d["result"]["gc_generations"]; all(g[x] is not None for x in ("gen0", "gen1", "gen2", "loh", "poh", "committed"))'
 expect_exit "memory text" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -d 1.5 -o "$WORK/mem.md"

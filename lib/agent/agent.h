@@ -118,49 +118,34 @@ struct agent_event {
 	uint64_t rejit_errors;                  /* Status (0 from older builds) */
 	uint32_t kinds, retkind;                /* Call */
 	uint64_t latency_ns, a[PRF_MAX_ARGS], ret, self;
+	/* CallStack (decoded as a Call): the managed stack EventPipe took, leaf first */
+#define AGENT_STACK_MAX 32
+	uint64_t stack[AGENT_STACK_MAX];
+	uint32_t nstack;
 	char text[1024]; /* Version (Hello, Status), Path (ModuleLoad), spec (ProbeInstalled) */
 };
 /*
  * Formats a Call event as "(a1, a2, ...) -> ret": integers in decimal,
  * floats in the shortest form that reads back the same, bool true/false,
- * char as 'c', strings double-quoted (from ev->text), null, ? for values
- * not recorded (structs, classes other than string); for an instance method
+ * char as 'c', strings double-quoted (from ev->text), null, "?(not
+ * recorded: ...)" for values not recorded (structs, classes other than
+ * string); for an instance method
  * "this=<this_type>@0x<address>" first (the declared type: the method's
  * class; this_type may be NULL). -ENOSPC if len is short.
  */
 int agent_call_format(const struct agent_event *ev, const char *this_type, char *buf,
 		      size_t len);
+/* The same in two parts: "(a1, a2, ...)" into args, the return value into ret. */
+int agent_call_format_split(const struct agent_event *ev, const char *this_type, char *args,
+			    size_t alen, char *ret, size_t rlen);
 
-/* Decodes the payload of event id; -EBADMSG when too short or malformed. */
-int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event *ev);
-
-/* --- Time order ---------------------------------------------------------
- * EventPipe writes events of different threads out of time order (each
- * flush writes one thread's events, then the next thread's). Events wait in
- * a struct agent_order until the stream says nothing older can still come:
- * an event marked sorted (release up to its timestamp) or a sequence point
- * or the end (release all). At most 2^18 events or 32 MiB wait; past that
- * everything held goes out in order and `forced` counts it.
+/*
+ * Decodes the payload of event id; -EBADMSG when too short or malformed.
+ * PRF_EV_CALL_STACK's payload is as the session hands it on:
+ * u32 length of the Call payload, the Call payload, then u64 IPs (leaf
+ * first, at most AGENT_STACK_MAX); it decodes as a PRF_EV_CALL with stack.
  */
-struct agent_order_item;
-struct agent_order {
-	struct agent_order_item *items;
-	size_t n, cap;
-	uint8_t *arena;
-	size_t alen, acap;
-	uint64_t seq;
-	uint64_t forced; /* releases forced by the caps */
-};
-/* Called for each released event, oldest first. */
-typedef int (*agent_order_fn)(void *ctx, int id, const uint8_t *p, uint32_t len);
-void agent_order_init(struct agent_order *o);
-void agent_order_free(struct agent_order *o);
-/* Holds a copy of one event. -E2BIG for a payload over 8 MiB, -ENOMEM. */
-int agent_order_add(struct agent_order *o, int64_t ts, int id, const uint8_t *p, uint32_t len,
-		    agent_order_fn fn, void *ctx);
-/* Releases (oldest first, arrival order among equal times) every held event
- * with a timestamp <= upto; returns the first non-zero return of fn. */
-int agent_order_release(struct agent_order *o, int64_t upto, agent_order_fn fn, void *ctx);
+int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event *ev);
 
 /* --- Attach and session ----------------------------------------------- */
 struct agent_session_opts {
@@ -182,6 +167,8 @@ struct agent_session_opts {
 	 * 3 s): the counts then hold every call made before the stop request.
 	 */
 	bool flush_before_stop;
+	/* the session walks the stack of events that ask for it (CallStack) */
+	bool stackwalk;
 };
 struct agent_session_result {
 	uint64_t events;       /* events of ours decoded */

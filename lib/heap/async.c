@@ -23,11 +23,42 @@ static enum kind type_kind(const char *n)
 		return K_BOX;
 	if (!strncmp(n, "System.Threading.Tasks.TaskCompletionSource", 43))
 		return K_TCS;
-	if (!strncmp(n, "System.Threading.Tasks.", 23) && strstr(n, "Task"))
+	/* what an await can wait on: tasks, promises (DelayPromise, WhenAllPromise),
+	 * value-task sources and awaitable socket arguments */
+	if (strstr(n, "Task") || strstr(n, "Promise") || strstr(n, "Awaitable"))
 		return K_TASK;
 	if (!strcmp(n, "System.Collections.Generic.List<System.Object>") || !strcmp(n, "System.Object[]"))
 		return K_LIST;
 	return K_OTHER;
+}
+
+/*
+ * The heap snapshot's C#-like type name back to the runtime's form the
+ * naming rules know: a closure class "[]c" is "<>c", and a generic state
+ * machine's own arguments ("<M>d__3<T>") are dropped.
+ */
+static void normalize(char *s, size_t *len)
+{
+	char *p;
+
+	for (p = s; (p = strstr(p, "+[]c")); p += 4)
+		p[1] = '<', p[2] = '>';
+	if (*len && s[*len - 1] == '>') {
+		int depth = 0;
+		size_t i = *len;
+
+		while (i-- > 0) {
+			if (s[i] == '>')
+				depth++;
+			else if (s[i] == '<' && --depth == 0)
+				break;
+		}
+		/* only after a state machine's "d" or "d__N" */
+		if (i < *len && i > 0 && (s[i - 1] == 'd' || (s[i - 1] >= '0' && s[i - 1] <= '9'))) {
+			*len = i;
+			s[i] = '\0';
+		}
+	}
 }
 
 /* A box type's state machine (its last type argument), as the method it runs. */
@@ -53,6 +84,8 @@ static char *box_frame(const char *n)
 	if (len + sizeof("::MoveNext") > sizeof(raw))
 		return strdup(n);
 	memcpy(raw, arg, len);
+	raw[len] = '\0';
+	normalize(raw, &len);
 	memcpy(raw + len, "::MoveNext", sizeof("::MoveNext"));
 	if (ct_clrname_raw() || ct_clrname_pretty(raw, len + 10, shown, sizeof(shown)) != 1)
 		return strndup(arg, len);

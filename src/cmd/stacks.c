@@ -87,13 +87,18 @@ static void print_node(const struct names *nm, const struct stacks_node *n, cons
 	strbuf_release(&p2);
 }
 
-static void async_json(const struct heap_async *a, pid_t pid, struct ct_json *j)
+static void async_json(const struct heap_async *a, const struct heap_meta *m, pid_t pid,
+		       struct ct_json *j)
 {
 	uint32_t i, k;
 
 	ct_json_obj_begin(j);
 	ct_json_kv_i64(j, "pid", pid);
 	ct_json_kv_str(j, "source", "heap snapshot (one full, blocking gen-2 GC)");
+	if (m->pause_ns)
+		ct_json_kv_double(j, "pause_ms", (double)m->pause_ns / 1e6);
+	else
+		ct_json_kv_null(j, "pause_ms");
 	ct_json_kv_u64(j, "state_machines", a->boxes);
 	ct_json_kv_u64(j, "on_chains", a->chained);
 	ct_json_key(j, "chains");
@@ -130,14 +135,19 @@ static void async_json(const struct heap_async *a, pid_t pid, struct ct_json *j)
 	ct_json_obj_end(j);
 }
 
-static void async_text(const struct heap_async *a, pid_t pid)
+static void async_text(const struct heap_async *a, const struct heap_meta *m, pid_t pid)
 {
 	uint32_t i, k;
 
 	printf("pid %d: %" PRIu64 " async state machine%s on the heap, %" PRIu64
-	       " on %u kind%s of pending chain (heap snapshot: one full, blocking gen-2 GC)\n",
+	       " on %u kind%s of pending chain (heap snapshot: one full, blocking gen-2 GC",
 	       (int)pid, a->boxes, a->boxes == 1 ? "" : "s", a->chained, a->ngroups,
 	       a->ngroups == 1 ? "" : "s");
+	if (m->pause_ns)
+		printf("; the target paused %.1f ms", (double)m->pause_ns / 1e6);
+	else
+		printf("; pause not measured");
+	printf(")\n");
 	for (i = 0; i < a->ngroups; i++) {
 		const struct heap_async_group *g = &a->groups[i];
 
@@ -189,11 +199,11 @@ static int stacks_async(const struct ipc_endpoint *ep, pid_t pid, bool json)
 		struct ct_json j;
 
 		ct_json_init(&j, &sb);
-		async_json(a, pid, &j);
+		async_json(a, &g->meta, pid, &j);
 		code = cli_json_out(&j, stdout);
 		strbuf_release(&sb);
 	} else {
-		async_text(a, pid);
+		async_text(a, &g->meta, pid);
 		code = EXIT_OK;
 	}
 	heap_async_free(a);

@@ -209,6 +209,7 @@ void heap_async_free(struct heap_async *a)
 		for (j = 0; j < a->groups[i].nframes; j++)
 			free(a->groups[i].frames[j]);
 		free(a->groups[i].frames);
+		free(a->groups[i].raw_frames);
 	}
 	for (i = 0; i < a->nloose; i++)
 		free(a->loose[i].frame);
@@ -236,10 +237,14 @@ static int make_groups(struct ctx *c, struct chain *ch, uint32_t nch, struct hea
 		gr->awaited = g->types[g->type[ch[i].awaited]].name;
 		gr->source = ch[i].source == HEAP_NONE ? NULL : g->types[g->type[ch[i].source]].name;
 		gr->frames = calloc(ch[i].n, sizeof(*gr->frames));
-		if (!gr->frames)
+		gr->raw_frames = calloc(ch[i].n, sizeof(*gr->raw_frames));
+		if (!gr->frames || !gr->raw_frames)
 			return -ENOMEM;
 		for (k = 0; k < ch[i].n; k++) {
-			gr->frames[k] = strdup(c->tframe[g->type[ch[i].nodes[ch[i].n - 1 - k]]]);
+			uint32_t ty = g->type[ch[i].nodes[ch[i].n - 1 - k]];
+
+			gr->raw_frames[k] = g->types[ty].name;
+			gr->frames[k] = strdup(c->tframe[ty]);
 			if (!gr->frames[k])
 				return -ENOMEM;
 			gr->nframes++;

@@ -26,6 +26,7 @@ struct heap_async_group {
 	const char *awaited;   /* the awaited object's type */
 	const char *source;    /* the object that owns it (a TaskCompletionSource<T>), or NULL */
 	char **frames;         /* outermost first: "Type::Method [async]" (or the box's state machine type) */
+	const char **raw_frames; /* the same, the boxes' type names (in the graph: valid while it is) */
 	uint32_t nframes;
 	bool cut;              /* the outward walk stopped at a box tied to more than one */
 	uint64_t count;        /* chains of this shape */

@@ -375,6 +375,17 @@ const char *stacks_sampler_frame(struct stacks_sampler *s, const struct stacks_t
 	return nt_methods_lookup(s->methods, i == 0 || ip == 0 ? ip : ip - 1);
 }
 
+const char *stacks_sampler_frame_raw(struct stacks_sampler *s, const struct stacks_thread *th,
+				     uint32_t i)
+{
+	uint64_t ip;
+
+	if (i >= th->nframes)
+		return NULL;
+	ip = th->ips[i];
+	return nt_methods_lookup_raw(s->methods, i == 0 || ip == 0 ? ip : ip - 1);
+}
+
 static const char unresolved[] = STACKS_UNRESOLVED;
 
 int stacks_sampler_build(struct stacks_sampler *s, struct stacks_tree *t)

@@ -119,6 +119,11 @@ static void async_json(const struct heap_async *a, const struct heap_meta *m, pi
 		for (k = 0; k < g->nframes; k++)
 			ct_json_str(j, g->frames[k]);
 		ct_json_arr_end(j);
+		ct_json_key(j, "raw_frames");
+		ct_json_arr_begin(j);
+		for (k = 0; k < g->nframes; k++)
+			ct_json_str(j, g->raw_frames[k]);
+		ct_json_arr_end(j);
 		ct_json_kv_null(j, "waited_ms");
 		ct_json_obj_end(j);
 	}

@@ -46,6 +46,16 @@ F=$(cat "$WORK/raw.folded")
 contains "--raw-names: the runtime's state machine name" "$F" ";Clrtap.Fixtures.Shop+<Price>d__"
 contains "--raw-names: the runtime's local function name" "$F" ";Clrtap.Fixtures.Shop::<Price>g__Burn|"
 lacks "--raw-names: no source form" "$F" "[async]"
+"$CLRTAP" stacks -p "$PID" --json >"$WORK/stacks.json" 2>/dev/null
+jcheck "stacks --json: a thread in Price, source names in frames, the runtime's in raw_frames" "$WORK/stacks.json" '
+th = [t for t in d["threads"] if "Clrtap.Fixtures.Shop::Price [async]" in t["frames"]]
+assert th, [t["frames"] for t in d["threads"]]
+t = th[0]
+assert len(t["raw_frames"]) == len(t["frames"]), t
+i = t["frames"].index("Clrtap.Fixtures.Shop::Price [async]")
+assert t["raw_frames"][i].startswith("Clrtap.Fixtures.Shop+<Price>d__") and t["raw_frames"][i].endswith("::MoveNext"), t
+assert all(r == f for r, f in zip(t["raw_frames"], t["frames"]) if f == "Clrtap.Fixtures.Shop::Spin"), t
+print("ok")'
 stop_fixture "$PID"
 
 start_fixture async-stuck --requests 50
@@ -69,6 +79,9 @@ assert g["awaits"] == "System.Threading.Tasks.Task<System.Int32>", g
 assert g["awaits_owner"] == "System.Threading.Tasks.TaskCompletionSource<System.Int32>", g
 assert g["frames"] == ["Clrtap.Fixtures.OrderEndpoint::Handle [async]", "Clrtap.Fixtures.Orders::Get [async]",
                        "Clrtap.Fixtures.Inventory::Reserve [async]"], g
+assert g["raw_frames"] == ["AsyncStateMachineBox<System.Int32,Clrtap.Fixtures.OrderEndpoint+<Handle>d__0>",
+                           "AsyncStateMachineBox<System.Int32,Clrtap.Fixtures.Orders+<Get>d__0>",
+                           "AsyncStateMachineBox<System.Int32,Clrtap.Fixtures.Inventory+<Reserve>d__4>"], g
 assert g["cut"] is False and g["waited_ms"] is None
 assert d["state_machines"] >= 150 and d["on_chains"] >= 150, d
 print("ok")'

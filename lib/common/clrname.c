@@ -231,9 +231,14 @@ static int pretty_depth(const char *raw, size_t len, char *out, size_t cap, int 
 {
 	char tmp[1024];
 	struct out o = { out, cap, 0, false };
-	int rc = pretty_frame(raw, len, tmp, sizeof(tmp));
-	struct span s = rc == 1 ? (struct span){ tmp, strlen(tmp) } : (struct span){ raw, len };
+	struct span s;
+	int rc;
 
+	/* every compiler-generated name has a '<': most names end here */
+	if (!memchr(raw, '<', len))
+		return 0;
+	rc = pretty_frame(raw, len, tmp, sizeof(tmp));
+	s = rc == 1 ? (struct span){ tmp, strlen(tmp) } : (struct span){ raw, len };
 	if (rc < 0)
 		return rc;
 	if (!cap)

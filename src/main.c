@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "common/clrname.h"
 #include "common/log.h"
 
 #ifndef CLRTAP_VERSION
@@ -87,6 +88,8 @@ static void usage(FILE *f)
 	for (i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 	fprintf(f, "\n'clrtap <command> --help' shows a command's options.\n"
+		   "--raw-names (any command): managed frames as the runtime names them\n"
+		   "(Type+<M>d__2::MoveNext), not as the source wrote them (Type::M [async]).\n"
 		   "Exit codes: docs/cmd/exit-codes.md.\n");
 }
 
@@ -142,6 +145,15 @@ int main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	ct_log_set(log_to_stderr, getenv("CLRTAP_DEBUG") ? CT_LOG_DEBUG : CT_LOG_WARN);
+	/* --raw-names: one display choice for every frame the process prints */
+	for (i = 1; i < (size_t)argc && strcmp(argv[i], "--"); i++) {
+		if (strcmp(argv[i], "--raw-names"))
+			continue;
+		ct_clrname_set_raw(true);
+		memmove(argv + i, argv + i + 1, (size_t)(argc - (int)i) * sizeof(*argv));
+		argc--;
+		i--;
+	}
 
 	if (argc < 2) {
 		usage(stderr);

@@ -5,6 +5,7 @@
  */
 #include "common/compat.h"
 
+#include "common/clrname.h"
 #include "common/strbuf.h"
 #include "nettrace/nettrace.h"
 
@@ -16,7 +17,8 @@
 struct meth {
 	uint64_t start, end;
 	uint64_t seq; /* order of recording: later wins on overlap */
-	const char *name;
+	const char *name; /* as shown: the source's form unless --raw-names (common/clrname.h) */
+	const char *raw;  /* the runtime's */
 };
 
 struct chunk {
@@ -174,6 +176,14 @@ int nt_methods_add(struct nt_methods *m, uint64_t start, uint32_t size, const ch
 	err = intern(m, name, &n);
 	if (err)
 		return err;
+	m->v[m->n].raw = n;
+	{
+		char shown[1024];
+		const char *d = ct_clrname_display(n, shown, sizeof(shown));
+
+		if (d != n && (err = intern(m, d, &n)))
+			return err;
+	}
 	m->v[m->n].start = start;
 	m->v[m->n].end = start + size;
 	m->v[m->n].seq = m->seq++;
@@ -280,7 +290,23 @@ static int settle(struct nt_methods *m)
 	return 0;
 }
 
+static const struct meth *find(struct nt_methods *m, uint64_t ip);
+
 const char *nt_methods_lookup(struct nt_methods *m, uint64_t ip)
+{
+	const struct meth *e = find(m, ip);
+
+	return e ? e->name : NULL;
+}
+
+const char *nt_methods_lookup_raw(struct nt_methods *m, uint64_t ip)
+{
+	const struct meth *e = find(m, ip);
+
+	return e ? e->raw : NULL;
+}
+
+static const struct meth *find(struct nt_methods *m, uint64_t ip)
 {
 	size_t lo = 0, hi, i, tail = m->n - m->nsorted;
 	const struct meth *best = NULL;
@@ -312,7 +338,7 @@ const char *nt_methods_lookup(struct nt_methods *m, uint64_t ip)
 		if (e->start <= ip && ip < e->end && (!best || e->seq > best->seq))
 			best = e;
 	}
-	return best ? best->name : NULL;
+	return best;
 }
 
 size_t nt_methods_count(struct nt_methods *m)
@@ -334,14 +360,15 @@ size_t nt_methods_name_stack(struct nt_methods *m, const uint64_t *ips, uint32_t
 	/* root first: walk the leaf-first IPs backwards */
 	for (j = n; j-- > 0 && k < cap;) {
 		uint64_t ip = ips[j];
-		const char *nm = nt_methods_lookup(m, j && ip ? ip - 1 : ip);
+		const struct meth *e = find(m, j && ip ? ip - 1 : ip);
+		const char *nm = e ? e->name : NULL;
 
 		if (!nm)
 			nm = "[unknown]";
 		if (k && !strcmp(nm, "[unknown]") && !strcmp(names[k - 1], "[unknown]"))
 			continue;
 		/* a loop stopped at its GC poll for the sample: the time is the caller's */
-		if (j == 0 && k && !strncmp(nm, POLLGC_PREFIX, strlen(POLLGC_PREFIX)))
+		if (j == 0 && k && e && !strncmp(e->raw, POLLGC_PREFIX, strlen(POLLGC_PREFIX)))
 			continue;
 		names[k++] = nm;
 	}

@@ -542,6 +542,8 @@ int nt_methods_add(struct nt_methods *m, uint64_t start, uint32_t size, const ch
  * interleaving additions and lookups stays cheap.
  */
 const char *nt_methods_lookup(struct nt_methods *m, uint64_t ip);
+/* The runtime's own name of the method at ip (lookup gives the shown one, common/clrname.h). */
+const char *nt_methods_lookup_raw(struct nt_methods *m, uint64_t ip);
 /* Distinct ranges recorded (an exact duplicate counts once). */
 size_t nt_methods_count(struct nt_methods *m);
 

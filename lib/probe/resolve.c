@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "common/clrname.h"
 #include "common/log.h"
 #include "common/strparse.h"
 #include "probe/probe.h"
@@ -903,9 +904,11 @@ int probe_proc_symbolize(struct probe_proc *pp, uint64_t addr, struct strbuf *ou
 			pp->sym = NULL;
 	}
 	if (pp->sym && sym_lookup(pp->sym, addr, &f) == 0 && f.name) {
+		char shown[1024];
+
 		if (f.kind == SYM_NATIVE && f.module)
 			return strbuf_addf(out, "%s!%s", f.module, f.name);
-		return strbuf_addf(out, "%s", f.name);
+		return strbuf_addf(out, "%s", ct_clrname_display(f.name, shown, sizeof(shown)));
 	}
 	if (pp->sym && f.module)
 		return strbuf_addf(out, "%s@0x%" PRIx64, f.module, addr);

@@ -5,6 +5,7 @@
  */
 #include "common/compat.h"
 
+#include "common/clrname.h"
 #include "common/io.h"
 #include "common/strbuf.h"
 #include "profile/profile.h"
@@ -244,8 +245,9 @@ int profile_frame_name(struct sym_proc *sp, uint64_t addr, bool kernel, bool lea
 			else
 				snprintf(buf, len, "%s", f.name);
 			break;
-		default:
-			snprintf(buf, len, "%s", f.name);
+		default: /* managed: as the source wrote it (common/clrname.h) */
+			if (ct_clrname_raw() || ct_clrname_pretty(f.name, strlen(f.name), buf, len) != 1)
+				snprintf(buf, len, "%s", f.name);
 			break;
 		}
 		return 1;

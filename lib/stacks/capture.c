@@ -172,6 +172,19 @@ void stacks_capture_json(const struct stacks_capture *c, struct ct_json *j)
 			ct_json_str(j, f);
 		}
 		ct_json_arr_end(j);
+		/* the runtime's names, when the source form of any differs (common/clrname.h) */
+		for (k = 0; k < th->nframes; k++) {
+			const char *f = stacks_sampler_frame(c->sampler, th, k);
+
+			if (f && f != stacks_sampler_frame_raw(c->sampler, th, k))
+				break;
+		}
+		if (k < th->nframes) {
+			ct_json_kv_arr_begin(j, "raw_frames");
+			for (k = 0; k < th->nframes; k++)
+				ct_json_str(j, stacks_sampler_frame_raw(c->sampler, th, k));
+			ct_json_arr_end(j);
+		}
 		ct_json_obj_end(j);
 	}
 	ct_json_arr_end(j);

@@ -364,15 +364,29 @@ const struct stacks_thread *stacks_sampler_thread(const struct stacks_sampler *s
 	return i < s->n ? &s->v[i] : NULL;
 }
 
+/* The address to name frame i by (return addresses: ip - 1); false past the stack. */
+static bool frame_ip(const struct stacks_thread *th, uint32_t i, uint64_t *ip)
+{
+	if (i >= th->nframes)
+		return false;
+	*ip = i == 0 || th->ips[i] == 0 ? th->ips[i] : th->ips[i] - 1;
+	return true;
+}
+
 const char *stacks_sampler_frame(struct stacks_sampler *s, const struct stacks_thread *th,
 				 uint32_t i)
 {
 	uint64_t ip;
 
-	if (i >= th->nframes)
-		return NULL;
-	ip = th->ips[i];
-	return nt_methods_lookup(s->methods, i == 0 || ip == 0 ? ip : ip - 1);
+	return frame_ip(th, i, &ip) ? nt_methods_lookup(s->methods, ip) : NULL;
+}
+
+const char *stacks_sampler_frame_raw(struct stacks_sampler *s, const struct stacks_thread *th,
+				     uint32_t i)
+{
+	uint64_t ip;
+
+	return frame_ip(th, i, &ip) ? nt_methods_lookup_raw(s->methods, ip) : NULL;
 }
 
 static const char unresolved[] = STACKS_UNRESOLVED;

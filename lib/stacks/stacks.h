@@ -91,6 +91,9 @@ const struct stacks_thread *stacks_sampler_thread(const struct stacks_sampler *s
  */
 const char *stacks_sampler_frame(struct stacks_sampler *s, const struct stacks_thread *th,
 				 uint32_t i);
+/* The same frame as the runtime names it (common/clrname.h), or NULL. */
+const char *stacks_sampler_frame_raw(struct stacks_sampler *s, const struct stacks_thread *th,
+				     uint32_t i);
 
 /*
  * Adds every kept thread with at least one managed frame to t, frames

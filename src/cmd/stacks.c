@@ -10,6 +10,8 @@
 #include <signal.h>
 
 #include "cli.h"
+#include "heap/async.h"
+#include "heap/heap.h"
 #include "stacks/stacks.h"
 
 struct names {
@@ -85,16 +87,147 @@ static void print_node(const struct names *nm, const struct stacks_node *n, cons
 	strbuf_release(&p2);
 }
 
+static void async_json(const struct heap_async *a, const struct heap_meta *m, pid_t pid,
+		       struct ct_json *j)
+{
+	uint32_t i, k;
+
+	ct_json_obj_begin(j);
+	ct_json_kv_i64(j, "pid", pid);
+	ct_json_kv_str(j, "source", "heap snapshot (one full, blocking gen-2 GC)");
+	if (m->pause_ns)
+		ct_json_kv_double(j, "pause_ms", (double)m->pause_ns / 1e6);
+	else
+		ct_json_kv_null(j, "pause_ms");
+	ct_json_kv_u64(j, "state_machines", a->boxes);
+	ct_json_kv_u64(j, "on_chains", a->chained);
+	ct_json_key(j, "chains");
+	ct_json_arr_begin(j);
+	for (i = 0; i < a->ngroups; i++) {
+		const struct heap_async_group *g = &a->groups[i];
+
+		ct_json_obj_begin(j);
+		ct_json_kv_u64(j, "count", g->count);
+		ct_json_kv_str(j, "awaits", g->awaited);
+		if (g->source)
+			ct_json_kv_str(j, "awaits_owner", g->source);
+		else
+			ct_json_kv_null(j, "awaits_owner");
+		ct_json_kv_bool(j, "cut", g->cut);
+		ct_json_key(j, "frames");
+		ct_json_arr_begin(j);
+		for (k = 0; k < g->nframes; k++)
+			ct_json_str(j, g->frames[k]);
+		ct_json_arr_end(j);
+		ct_json_key(j, "raw_frames");
+		ct_json_arr_begin(j);
+		for (k = 0; k < g->nframes; k++)
+			ct_json_str(j, g->raw_frames[k]);
+		ct_json_arr_end(j);
+		ct_json_kv_null(j, "waited_ms");
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+	ct_json_key(j, "not_followed");
+	ct_json_arr_begin(j);
+	for (i = 0; i < a->nloose; i++) {
+		ct_json_obj_begin(j);
+		ct_json_kv_str(j, "frame", a->loose[i].frame);
+		ct_json_kv_u64(j, "count", a->loose[i].count);
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+	ct_json_obj_end(j);
+}
+
+static void async_text(const struct heap_async *a, const struct heap_meta *m, pid_t pid)
+{
+	uint32_t i, k;
+
+	printf("pid %d: %" PRIu64 " async state machine%s on the heap, %" PRIu64
+	       " on %u kind%s of pending chain (heap snapshot: one full, blocking gen-2 GC",
+	       (int)pid, a->boxes, a->boxes == 1 ? "" : "s", a->chained, a->ngroups,
+	       a->ngroups == 1 ? "" : "s");
+	if (m->pause_ns)
+		printf("; the target paused %.1f ms", (double)m->pause_ns / 1e6);
+	else
+		printf("; pause not measured");
+	printf(")\n");
+	for (i = 0; i < a->ngroups; i++) {
+		const struct heap_async_group *g = &a->groups[i];
+
+		printf("\n%" PRIu64 " chain%s awaiting %s", g->count, g->count == 1 ? "" : "s",
+		       cli_safe(g->awaited));
+		if (g->source)
+			printf(" (the task of a %s)", cli_safe(g->source));
+		printf("\n");
+		if (g->cut)
+			printf("  ... (the chain goes on: a state machine tied to more than one caller)\n");
+		for (k = 0; k < g->nframes; k++)
+			printf("  %s\n", cli_safe(g->frames[k]));
+		printf("  └─ awaits %s\n", cli_safe(g->awaited));
+	}
+	if (a->nloose) {
+		printf("\nstate machines on no followed chain (what they await was not identified; or "
+		       "finished and still referenced):\n");
+		for (i = 0; i < a->nloose; i++)
+			printf("  %6" PRIu64 "  %s\n", a->loose[i].count, cli_safe(a->loose[i].frame));
+	}
+	printf("\nhow long each has waited: not known (a heap snapshot does not say when a chain "
+	       "was suspended)\n");
+}
+
+/* stacks --async: pending async chains from a heap snapshot (lib/heap/async.c). */
+static int stacks_async(const struct ipc_endpoint *ep, pid_t pid, bool json)
+{
+	struct heap_collect_opts o = { 0 };
+	struct heap_collect_result res;
+	struct heap_graph *g = NULL;
+	struct heap_async *a = NULL;
+	int err, code;
+
+	cli_info("forcing a full, blocking gen-2 GC in pid %d to walk its heap (the process pauses for it)",
+		 (int)pid);
+	o.ep = ep;
+	o.stop = &cli_stop_requested;
+	err = heap_collect(&o, &g, &res);
+	if (err)
+		return cli_error(ct_exit_for(err), "no heap snapshot: %s",
+				 res.msg[0] ? res.msg : strerror(-err));
+	err = heap_async_chains(g, &a);
+	if (err) {
+		heap_graph_free(g);
+		return cli_error(EXIT_ERROR, "cannot follow the async chains: %s", strerror(-err));
+	}
+	if (json) {
+		struct strbuf sb = STRBUF_INIT;
+		struct ct_json j;
+
+		ct_json_init(&j, &sb);
+		async_json(a, &g->meta, pid, &j);
+		code = cli_json_out(&j, stdout);
+		strbuf_release(&sb);
+	} else {
+		async_text(a, &g->meta, pid);
+		code = EXIT_OK;
+	}
+	heap_async_free(a);
+	heap_graph_free(g);
+	return code;
+}
+
 int cmd_stacks(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
-	bool json = false, no_names = false;
+	bool json = false, no_names = false, async = false;
 	int sample_ms = 10;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "the tree and every thread's frames as JSON" },
 		{ 0, "sample-ms", CLI_OPT_INT, &sample_ms, "MS", "how long the sampler runs (default 10)" },
 		{ 0, "no-names", CLI_OPT_BOOL, &no_names, NULL, "do not read thread names from /proc" },
+		{ 0, "async", CLI_OPT_BOOL, &async, NULL,
+		  "pending async chains (on no thread) from a heap snapshot: one full, blocking gen-2 GC" },
 		{ 0 },
 	};
 	struct stacks_capture_opts co = { 0 };
@@ -106,7 +239,7 @@ int cmd_stacks(int argc, char **argv)
 	int first, code, err;
 	size_t i, nomanaged = 0;
 
-	if (cli_parse(argc, argv, "clrtap stacks (-p PID | -n NAME) [--json]", opts, &first, &code))
+	if (cli_parse(argc, argv, "clrtap stacks (-p PID | -n NAME) [--json] [--async]", opts, &first, &code))
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
@@ -117,6 +250,8 @@ int cmd_stacks(int argc, char **argv)
 		return code;
 
 	cli_catch_stop_signals();
+	if (async)
+		return stacks_async(&ep, t.pid, json);
 	co.sample_ms = sample_ms;
 	co.no_names = no_names;
 	co.stop = &cli_stop_requested;

@@ -55,7 +55,9 @@ FUZZ_BINS := $(patsubst %.c,$(O)/fuzz/%,$(FUZZ_SRCS))
 TOOL_SRCS := $(wildcard tests/tools/*.c)
 TOOL_BINS := $(TOOL_SRCS:%.c=$(O)/%)
 
-VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+# VERSION is the commit (git describe); SEMVER the release (the file VERSION).
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+SEMVER := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 .PHONY: all deps fixtures unit test-bins unit-san fuzz integration check demo bench clean tools lint
 .DEFAULT_GOAL := all
@@ -99,7 +101,7 @@ $(O)/profiler/musl/libclrtap-profiler.so: $(PROF_DEPS)
 $(O)/%.o: %.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) -DCLRTAP_VERSION='"$(VERSION)"' -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) -DCLRTAP_VERSION='"$(VERSION)"' -DCLRTAP_SEMVER='"$(SEMVER)"' -c -o $@ $<
 
 $(LIBA): $(LIB_OBJS)
 	@mkdir -p $(@D)

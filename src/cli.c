@@ -86,14 +86,20 @@ void cli_info(const char *fmt, ...)
 
 int cli_parse_duration(const char *s, int64_t *ms)
 {
-	int64_t whole = 0, frac = 0, scale = 100;
+	static const struct {
+		const char *unit;
+		int64_t ms;
+	} units[] = { { "", 1000 }, { "s", 1000 }, { "ms", 1 }, { "m", 60000 }, { "h", 3600000 } };
+	const int64_t max = (int64_t)30 * 86400 * 1000;
+	int64_t whole = 0, frac = 0, scale = 100000; /* frac in millionths */
 	const char *p = s;
+	size_t i;
 
 	if (!isdigit((unsigned char)*p))
-		return -EINVAL;
+		return -EINVAL; /* also a sign: no negative durations */
 	for (; isdigit((unsigned char)*p); p++) {
 		whole = whole * 10 + (*p - '0');
-		if (whole > 30 * 86400)
+		if (whole > max)
 			return -EINVAL;
 	}
 	if (*p == '.') {
@@ -102,14 +108,46 @@ int cli_parse_duration(const char *s, int64_t *ms)
 			return -EINVAL;
 		for (; isdigit((unsigned char)*p); p++) {
 			if (!scale)
-				return -EINVAL; /* finer than a millisecond */
+				return -EINVAL; /* more than 6 decimals */
 			frac += (*p - '0') * scale;
 			scale /= 10;
 		}
 	}
-	if (*p || (whole == 30 * 86400 && frac))
+	for (i = 0; i < ARRAY_SIZE(units); i++) {
+		int64_t v;
+
+		if (strcmp(p, units[i].unit))
+			continue;
+		if (whole > max / units[i].ms)
+			return -EINVAL;
+		v = whole * units[i].ms;
+		if (frac * units[i].ms % 1000000)
+			return -EINVAL; /* finer than a millisecond */
+		v += frac * units[i].ms / 1000000;
+		if (v > max)
+			return -EINVAL;
+		*ms = v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int cli_parse_timeout(const char *s, int *ms, bool *legacy_ms)
+{
+	int64_t v;
+	size_t n = strspn(s, "0123456789");
+
+	*legacy_ms = false;
+	if (cli_parse_duration(s, &v))
 		return -EINVAL;
-	*ms = whole * 1000 + frac;
+	/* Before 0.1 a bare --timeout was milliseconds: "5000" stays 5 s, with a warning. */
+	if (n && !s[n] && v >= 1000 * 1000) {
+		v /= 1000;
+		*legacy_ms = true;
+	}
+	if (v <= 0 || v > 3600 * 1000)
+		return -ERANGE;
+	*ms = (int)v;
 	return 0;
 }
 
@@ -238,6 +276,21 @@ void cli_outfile_drop(struct cli_outfile *f)
 	f->anon = false;
 }
 
+static const char *type_name(enum cli_opt_type t)
+{
+	switch (t) {
+	case CLI_OPT_BOOL: return "bool";
+	case CLI_OPT_STRING: return "string";
+	case CLI_OPT_INT: return "int";
+	case CLI_OPT_PID: return "pid";
+	case CLI_OPT_DURATION: return "duration";
+	case CLI_OPT_TIMEOUT: return "timeout";
+	case CLI_OPT_SIZE: return "size";
+	default: break;
+	}
+	return "?";
+}
+
 static void print_help(FILE *f, const char *usage, const struct cli_option *opts)
 {
 	const struct cli_option *o;
@@ -246,6 +299,8 @@ static void print_help(FILE *f, const char *usage, const struct cli_option *opts
 	for (o = opts; o->type != CLI_OPT_END; o++) {
 		char left[64];
 
+		if (o->type & CLI_DEPRECATED)
+			continue;
 		if (o->short_name)
 			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->long_name,
 				 o->argh ? " " : "", o->argh ? o->argh : "");
@@ -255,6 +310,33 @@ static void print_help(FILE *f, const char *usage, const struct cli_option *opts
 		fprintf(f, "  %-26s %s\n", left, o->help);
 	}
 	fprintf(f, "  %-26s %s\n", "-h, --help", "show this help");
+	for (o = opts; o->type != CLI_OPT_END; o++) {
+		enum cli_opt_type ty = o->type & CLI_OPT_TYPE_MASK;
+
+		if (ty == CLI_OPT_DURATION || ty == CLI_OPT_TIMEOUT) {
+			fprintf(f, "\nDUR: 5, 5s, 1.5, 500ms, 2m or 1h (a bare number is seconds).\n");
+			break;
+		}
+	}
+}
+
+/*
+ * The option table as tab-separated lines, for scripts/gen-docs.sh (man
+ * pages, completions) and t-cli.sh: "usage\tUSAGE", then one
+ * "opt\tSHORT|-\tLONG\tTYPE\tARGH|-\tHELP\tdeprecated|-" per option.
+ */
+static void print_table(FILE *f, const char *usage, const struct cli_option *opts)
+{
+	const struct cli_option *o;
+	char sh[2] = { 0 };
+
+	fprintf(f, "usage\t%s\n", usage);
+	for (o = opts; o->type != CLI_OPT_END; o++) {
+		sh[0] = (char)o->short_name;
+		fprintf(f, "opt\t%s\t%s\t%s\t%s\t%s\t%s\n", o->short_name ? sh : "-", o->long_name,
+			type_name(o->type & CLI_OPT_TYPE_MASK), o->argh ? o->argh : "-", o->help,
+			(o->type & CLI_DEPRECATED) ? "deprecated" : "-");
+	}
 }
 
 int cli_parse(int argc, char **argv, const char *usage, const struct cli_option *opts,
@@ -265,10 +347,15 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 	size_t n = 0, s = 0, i;
 	int c, ret = 0;
 
+	if (argc > 1 && !strcmp(argv[1], "--help-table")) {
+		print_table(stdout, usage, opts);
+		*code = EXIT_OK;
+		return 1;
+	}
 	/* GNU getopt permutes: options may come before or after positionals. */
 	sopts[s++] = ':';
 	for (i = 0; opts[i].type != CLI_OPT_END && n < ARRAY_SIZE(lopts) - 2; i++) {
-		bool arg = opts[i].type != CLI_OPT_BOOL;
+		bool arg = (opts[i].type & CLI_OPT_TYPE_MASK) != CLI_OPT_BOOL;
 
 		lopts[n].name = opts[i].long_name;
 		lopts[n].has_arg = arg ? required_argument : no_argument;
@@ -290,6 +377,7 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, sopts, lopts, NULL)) != -1) {
 		const struct cli_option *o = NULL;
+		bool legacy = false;
 
 		if (c == 'h') {
 			print_help(stdout, usage, opts);
@@ -297,13 +385,15 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 			return 1;
 		}
 		if (c == '?' || c == ':') {
+			/* one line; the options are one --help away */
 			if (optopt && optopt < 256)
-				cli_error(0, "%s option '-%c'", c == ':' ? "missing argument for" : "unknown",
-					  optopt);
+				cli_error(0, "%s option '-%c' (see 'clrtap %s --help')",
+					  c == ':' ? "missing argument for" : "unknown", optopt,
+					  cli_cmd_name);
 			else
-				cli_error(0, "%s option '%s'", c == ':' ? "missing argument for" : "unknown",
-					  argv[optind - 1]);
-			print_help(stderr, usage, opts);
+				cli_error(0, "%s option '%s' (see 'clrtap %s --help')",
+					  c == ':' ? "missing argument for" : "unknown", argv[optind - 1],
+					  cli_cmd_name);
 			*code = EXIT_USAGE;
 			return 1;
 		}
@@ -316,7 +406,11 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 		}
 		if (!o)
 			continue;
-		switch (o->type) {
+		if ((o->type & CLI_DEPRECATED) && c < 256)
+			cli_warn("-%c is deprecated here and will go: use %s", c, o->help);
+		else if (o->type & CLI_DEPRECATED)
+			cli_warn("--%s is deprecated and will go: use %s", o->long_name, o->help);
+		switch (o->type & CLI_OPT_TYPE_MASK) {
 		case CLI_OPT_BOOL:
 			*(bool *)o->value = true;
 			break;
@@ -332,6 +426,13 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 		case CLI_OPT_DURATION:
 			ret = cli_parse_duration(optarg, (int64_t *)o->value);
 			break;
+		case CLI_OPT_TIMEOUT:
+			ret = cli_parse_timeout(optarg, (int *)o->value, &legacy);
+			if (legacy)
+				cli_warn("--%s %s read as milliseconds (deprecated): write %sms, or "
+					 "seconds (a bare number is seconds below 1000)",
+					 o->long_name, optarg, optarg);
+			break;
 		case CLI_OPT_SIZE:
 			ret = cli_parse_size(optarg, (uint64_t *)o->value);
 			break;
@@ -339,7 +440,14 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 			break;
 		}
 		if (ret) {
-			cli_error(0, "invalid value '%s' for --%s", optarg, o->long_name);
+			enum cli_opt_type ty = o->type & CLI_OPT_TYPE_MASK;
+
+			if (ty == CLI_OPT_DURATION || ty == CLI_OPT_TIMEOUT)
+				cli_error(0, "invalid duration '%s' for --%s: say 5, 5s, 1.5, 500ms, 2m%s",
+					  optarg, o->long_name,
+					  ty == CLI_OPT_TIMEOUT ? " (more than 0, at most 1h)" : "");
+			else
+				cli_error(0, "invalid value '%s' for --%s", optarg, o->long_name);
 			*code = EXIT_USAGE;
 			return 1;
 		}

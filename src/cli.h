@@ -82,14 +82,29 @@ enum cli_opt_type {
 	CLI_OPT_PID,     /* pid_t *, decimal > 0 */
 	CLI_OPT_DURATION, /* int64_t * milliseconds; cli_parse_duration */
 	CLI_OPT_SIZE,    /* uint64_t * bytes; cli_parse_size */
+	CLI_OPT_TIMEOUT, /* int * milliseconds > 0; cli_parse_timeout */
+	CLI_OPT_TYPE_MASK = 0xff,
+	/*
+	 * Or'ed into a type: an old spelling, hidden from --help, warns when
+	 * used; its help names the new spelling.
+	 */
+	CLI_DEPRECATED = 0x100,
 };
 
 /*
- * Durations are seconds, with a fraction if wanted ("2", "1.5", "0.25"; at
- * most 3 decimals, at most 30 days). The one rule for -d/--duration of every
- * command: 0 means "until Ctrl-C". Returns 0 or -EINVAL.
+ * Durations, the one syntax of every option that takes one (-d/--duration,
+ * --timeout, --every, ...): a number with an optional unit, s (the default),
+ * ms, m or h; a fraction is fine down to a millisecond ("5", "5s", "1.5",
+ * "500ms", "2m"); no sign; at most 30 days. For -d/--duration of every
+ * command 0 means "until Ctrl-C". Returns 0 or -EINVAL.
  */
 int cli_parse_duration(const char *s, int64_t *ms);
+/*
+ * --timeout: a duration above 0 and at most an hour, in int milliseconds. A
+ * bare number of 1000 or more is read as milliseconds, as before 0.1 (sets
+ * *legacy_ms). Returns 0, -EINVAL or -ERANGE.
+ */
+int cli_parse_timeout(const char *s, int *ms, bool *legacy_ms);
 /* Byte sizes: a number with an optional unit K, M, G (also KiB, MiB, GiB;
  * powers of 1024). Returns 0 or -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *bytes);
@@ -120,10 +135,12 @@ struct cli_target_opts {
 	int timeout_ms;
 };
 
-#define CLI_TARGET_OPTIONS(t) \
+/* -p, -n and --timeout; timeout_help says what --timeout bounds and its default */
+#define CLI_TARGET_OPTIONS_T(t, timeout_help) \
 	{ 'p', "pid", CLI_OPT_PID, &(t)->pid, "PID", "target process id (as seen from here)" }, \
 	{ 'n', "name", CLI_OPT_STRING, &(t)->name, "NAME", "target process name or entry assembly" }, \
-	{ 0, "timeout", CLI_OPT_INT, &(t)->timeout_ms, "MS", "per-request IPC timeout (default 5000)" }
+	{ 0, "timeout", CLI_OPT_TIMEOUT, &(t)->timeout_ms, "DUR", timeout_help }
+#define CLI_TARGET_OPTIONS(t) CLI_TARGET_OPTIONS_T(t, "per-request IPC timeout (default 5s)")
 
 /*
  * Resolves -p/-n to a .NET process with a diagnostics socket and fills t and

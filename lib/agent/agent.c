@@ -450,7 +450,15 @@ int agent_library_host_path(enum agent_libc l, char *out, size_t len)
 		if (n <= 0)
 			return -ENOENT;
 		self[n] = '\0';
+		/* the build tree: <dir>/profiler/<libc>/ */
 		w = snprintf(out, len, "%s/profiler/%s/libclrtap-profiler.so", dirname(self),
+			     agent_libc_name(l));
+		if (w < 0 || (size_t)w >= len)
+			return -ENAMETOOLONG;
+		if (!access(out, R_OK))
+			return 0;
+		/* installed (make install, .deb, release archive): PREFIX/bin/../lib/clrtap/<libc>/ */
+		w = snprintf(out, len, "%s/../lib/clrtap/%s/libclrtap-profiler.so", self,
 			     agent_libc_name(l));
 	}
 	if (w < 0 || (size_t)w >= len)

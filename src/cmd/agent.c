@@ -399,7 +399,7 @@ static bool confirm_detached(const struct ipc_endpoint *ep, int64_t budget_ms, i
 }
 
 static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, struct run_ctx *r,
-		  const char *libc_opt, int seconds)
+		  const char *libc_opt, int64_t duration_ms)
 {
 	struct agent_session_opts o = { 0 };
 	struct agent_session_result res;
@@ -504,7 +504,7 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	o.keywords = PRF_KW_CONTROL | PRF_KW_STATUS | (r->show_modules ? PRF_KW_MODULES : 0) |
 		     (r->nspecs ? PRF_KW_PROBES : 0) | (r->args ? PRF_KW_CALLS : 0);
 	o.stop = &cli_stop_requested;
-	o.duration_ms = seconds > 0 ? (int64_t)seconds * 1000 : 0;
+	o.duration_ms = duration_ms;
 	o.first_event_timeout_ms = 15000;
 	o.on_event = run_event;
 	o.on_open = run_on_open;
@@ -630,10 +630,11 @@ int cmd_agent(int argc, char **argv)
 	struct run_ctx r = { 0 };
 	const char *libc_opt = NULL, *mode = "auto", *library = NULL, *action;
 	bool json = false, modules = false, args = false;
-	int seconds = 0;
+	int64_t duration_ms = 0;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
-		{ 's', "seconds", CLI_OPT_INT, &seconds, "S", "run: detach after S seconds (default: Ctrl-C)" },
+		{ 'd', "duration", CLI_OPT_DURATION, &duration_ms, "DUR", "run, probe: detach after DUR (default, or 0: Ctrl-C)" },
+		{ 's', "seconds", CLI_OPT_DURATION | CLI_DEPRECATED, &duration_ms, "S", "-d/--duration" },
 		{ 0, "mode", CLI_OPT_STRING, &mode, "MODE",
 		  "run: auto (default: main, or notification if the slot is taken), main, notification" },
 		{ 0, "libc", CLI_OPT_STRING, &libc_opt, "LIBC",
@@ -675,8 +676,6 @@ int cmd_agent(int argc, char **argv)
 	}
 	if (strcmp(mode, "auto") && strcmp(mode, "main") && strcmp(mode, "notification"))
 		return cli_error(EXIT_USAGE, "--mode takes auto, main or notification");
-	if (seconds < 0)
-		return cli_error(EXIT_USAGE, "--seconds must be >= 0");
 	if (library && library[0] != '/')
 		return cli_error(EXIT_USAGE, "--library needs an absolute path (as the target sees it)");
 	code = cli_resolve_target(&to, &t, &ep);
@@ -693,5 +692,5 @@ int cmd_agent(int argc, char **argv)
 	r.args = args;
 	if (args && !r.nspecs)
 		return cli_error(EXIT_USAGE, "--args goes with 'probe'");
-	return do_run(&t, &ep, &r, libc_opt, seconds);
+	return do_run(&t, &ep, &r, libc_opt, duration_ms);
 }

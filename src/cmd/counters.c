@@ -554,11 +554,13 @@ out:
 
 int cmd_counters(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+	if (argc < 2)
+		return cli_error(EXIT_USAGE, "say monitor or collect (see 'clrtap counters --help')");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		printf("usage: clrtap counters monitor (-p PID | -n NAME) [options]\n"
 		       "       clrtap counters collect (-p PID | -n NAME) --format csv|json -o FILE [options]\n\n"
 		       "'clrtap counters monitor --help' lists the options.\n");
-		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+		return EXIT_OK;
 	}
 	if (!strcmp(argv[1], "monitor"))
 		return run_counters(false, argc - 1, argv + 1);

@@ -72,7 +72,8 @@ static int collect_error(const struct heap_collect_result *res, int err)
 struct target_args {
 	struct cli_target_opts to;
 	const char *nettrace;
-	int timeout_s;
+	int64_t gc_timeout_ms;
+	int timeout_s; /* --timeout-s, deprecated */
 	int buffer_mb;
 	int max_objects;
 	bool no_strings;
@@ -97,7 +98,7 @@ static int take_snapshot(const struct target_args *ta, struct heap_graph **g)
 	o.ep = &ep;
 	o.pid = ta->no_strings ? 0 : t.pid;
 	o.buffer_mb = (uint32_t)ta->buffer_mb;
-	o.timeout_ms = ta->timeout_s * 1000;
+	o.timeout_ms = (int)ta->gc_timeout_ms;
 	o.limits.max_nodes = (uint32_t)ta->max_objects;
 	o.limits.max_edges = (uint64_t)ta->max_objects * 5 > HEAP_MAX_EDGES ? HEAP_MAX_EDGES :
 			     (uint32_t)ta->max_objects * 5;
@@ -594,15 +595,21 @@ out:
 /* ----- subcommands ----- */
 
 #define TARGET_EXTRA(ta) \
-	{ 0, "timeout-s", CLI_OPT_INT, &(ta)->timeout_s, "S", "give up on the snapshot after S seconds (default 30)" }, \
+	{ 0, "gc-timeout", CLI_OPT_DURATION, &(ta)->gc_timeout_ms, "DUR", "give up on the snapshot after DUR (default 30s)" }, \
+	{ 0, "timeout-s", CLI_OPT_INT | CLI_DEPRECATED, &(ta)->timeout_s, "S", "--gc-timeout" }, \
 	{ 0, "buffer", CLI_OPT_INT, &(ta)->buffer_mb, "MB", "the runtime's session buffer (default 256)" }, \
 	{ 0, "no-strings", CLI_OPT_BOOL, &(ta)->no_strings, NULL, "do not read string contents from the target" }, \
 	{ 0, "max-objects", CLI_OPT_INT, &(ta)->max_objects, "N", "refuse heaps with more objects (default 200000000; 5N references)" }
 
-static int check_target_args(const struct target_args *ta)
+static int check_target_args(struct target_args *ta)
 {
-	if (ta->timeout_s < 1 || ta->timeout_s > 86400)
-		return cli_error(EXIT_USAGE, "--timeout-s must be 1..86400");
+	if (ta->timeout_s) {
+		if (ta->timeout_s < 1 || ta->timeout_s > 86400)
+			return cli_error(EXIT_USAGE, "--timeout-s must be 1..86400");
+		ta->gc_timeout_ms = (int64_t)ta->timeout_s * 1000;
+	}
+	if (ta->gc_timeout_ms < 1 || ta->gc_timeout_ms > (int64_t)86400 * 1000)
+		return cli_error(EXIT_USAGE, "--gc-timeout must be more than 0 and at most 24h");
 	if (ta->buffer_mb < 1 || ta->buffer_mb > 4096)
 		return cli_error(EXIT_USAGE, "--buffer must be 1..4096");
 	if (ta->max_objects < 1 || (uint64_t)ta->max_objects > HEAP_MAX_NODES)
@@ -636,7 +643,7 @@ static int write_snapshot(const struct heap_graph *g, const char *path)
 
 static int cmd_collect(int argc, char **argv)
 {
-	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
+	struct target_args ta = { .gc_timeout_ms = 30000, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
 	const char *out = NULL;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&ta.to),
@@ -699,7 +706,7 @@ static int cmd_collect(int argc, char **argv)
 
 static int cmd_report(int argc, char **argv)
 {
-	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
+	struct target_args ta = { .gc_timeout_ms = 30000, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
 	const char *path_type = NULL, *html = NULL;
 	bool json = false;
 	int top = 30;
@@ -1120,7 +1127,7 @@ static int parse_interval(const char *s, int64_t *ms)
 
 static int gcdump_sub_watch(int argc, char **argv)
 {
-	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
+	struct target_args ta = { .gc_timeout_ms = 30000, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
 	const char *every = "30s", *prefix = NULL;
 	bool json = false;
 	int count = 3;
@@ -1255,8 +1262,11 @@ out:
 
 int cmd_gcdump(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		FILE *f = argc < 2 ? stderr : stdout;
+	if (argc < 2)
+		return cli_error(EXIT_USAGE,
+				 "say collect, report, diff or watch (see 'clrtap gcdump --help')");
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		FILE *f = stdout;
 
 		fprintf(f, "usage: " USAGE "\n\n"
 			   "  collect (-p PID | -n NAME) [-o FILE]    take a heap snapshot into FILE\n"
@@ -1266,7 +1276,7 @@ int cmd_gcdump(int argc, char **argv)
 			   "  watch (-p PID) [--every 30s] [--count N] snapshots in a row; what only grows\n\n"
 			   "Each snapshot forces a full, blocking gen-2 GC in the target.\n"
 			   "'clrtap gcdump SUBCOMMAND --help' lists the options.\n");
-		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+		return EXIT_OK;
 	}
 	if (!strcmp(argv[1], "collect"))
 		return cmd_collect(argc - 1, argv + 1);

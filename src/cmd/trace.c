@@ -504,13 +504,15 @@ done:
 
 int cmd_trace(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+	if (argc < 2)
+		return cli_error(EXIT_USAGE, "say collect, report or convert (see 'clrtap trace --help')");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		printf("usage: clrtap trace collect (-p PID | -n NAME) [options]\n"
 		       "       clrtap trace collect --list-profiles\n"
 		       "       clrtap trace report FILE [--json] [--top N] [--flame OUT]\n"
 		       "       clrtap trace convert FILE [--format FMT] [-o OUT]\n\n"
 		       "'clrtap trace SUBCOMMAND --help' lists the options.\n");
-		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+		return EXIT_OK;
 	}
 	if (!strcmp(argv[1], "collect"))
 		return collect(argc - 1, argv + 1);

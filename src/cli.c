@@ -291,6 +291,14 @@ static const char *type_name(enum cli_opt_type t)
 	return "?";
 }
 
+/* Every duration is written DUR (one syntax, given under the options). */
+static const char *arg_name(const struct cli_option *o)
+{
+	enum cli_opt_type ty = o->type & CLI_OPT_TYPE_MASK;
+
+	return ty == CLI_OPT_DURATION || ty == CLI_OPT_TIMEOUT ? "DUR" : o->argh;
+}
+
 static void print_help(FILE *f, const char *usage, const struct cli_option *opts)
 {
 	const struct cli_option *o;
@@ -299,14 +307,16 @@ static void print_help(FILE *f, const char *usage, const struct cli_option *opts
 	for (o = opts; o->type != CLI_OPT_END; o++) {
 		char left[64];
 
+		const char *argh = arg_name(o);
+
 		if (o->type & CLI_DEPRECATED)
 			continue;
 		if (o->short_name)
 			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->long_name,
-				 o->argh ? " " : "", o->argh ? o->argh : "");
+				 argh ? " " : "", argh ? argh : "");
 		else
 			snprintf(left, sizeof(left), "    --%s%s%s", o->long_name,
-				 o->argh ? " " : "", o->argh ? o->argh : "");
+				 argh ? " " : "", argh ? argh : "");
 		fprintf(f, "  %-26s %s\n", left, o->help);
 	}
 	fprintf(f, "  %-26s %s\n", "-h, --help", "show this help");
@@ -334,7 +344,7 @@ static void print_table(FILE *f, const char *usage, const struct cli_option *opt
 	for (o = opts; o->type != CLI_OPT_END; o++) {
 		sh[0] = (char)o->short_name;
 		fprintf(f, "opt\t%s\t%s\t%s\t%s\t%s\t%s\n", o->short_name ? sh : "-", o->long_name,
-			type_name(o->type & CLI_OPT_TYPE_MASK), o->argh ? o->argh : "-", o->help,
+			type_name(o->type & CLI_OPT_TYPE_MASK), arg_name(o) ? arg_name(o) : "-", o->help,
 			(o->type & CLI_DEPRECATED) ? "deprecated" : "-");
 	}
 }

@@ -103,12 +103,16 @@ static void usage(FILE *f)
 
 int cmd_help(int argc, char **argv)
 {
+	const struct cli_option opts[] = { { 0 } };
 	const struct cmd *c;
+	int first, code;
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
 		return EXIT_OK;
 	}
+	if (argv[1][0] == '-' && cli_parse(argc, argv, "clrtap help [COMMAND]", opts, &first, &code))
+		return code;
 	c = find_cmd(argv[1]);
 	if (!c)
 		return cli_error(EXIT_USAGE, "no command '%s'", argv[1]);

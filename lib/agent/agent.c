@@ -200,8 +200,9 @@ void agent_cause_text(enum agent_cause c, int32_t hr, char *buf, size_t len)
 		s = "attached";
 		break;
 	case AGENT_NO_LIBRARY:
-		s = "clrtap's copy of libclrtap-profiler.so is missing: build it (make) or set "
-		    "CLRTAP_PROFILER_DIR";
+		s = "clrtap's copy of libclrtap-profiler.so is missing (looked in profiler/<libc>/ "
+		    "and ../lib/clrtap/<libc>/ beside the binary): install clrtap whole (make "
+		    "install, the release archive or the .deb) or set CLRTAP_PROFILER_DIR";
 		break;
 	case AGENT_NOT_IN_TARGET:
 		s = "the profiler library was not found in the target's filesystem (its mount "

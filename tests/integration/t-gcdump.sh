@@ -14,7 +14,7 @@
 #    (convert + report; skipped when build/tools/dotnet-gcdump is missing);
 #  - lossless buffering where the runtime has it (.NET 11+), else lost
 #    events detected: a 1 MB buffer makes .NET 10 drop events (exit 6);
-#  - progress on a TTY (script(1)) and none otherwise; --timeout-s on a
+#  - progress on a TTY (script(1)) and none otherwise; --gc-timeout on a
 #    target stopped mid-walk (exit 6, clrtap not stuck);
 #  - the same leak facts in a namespaced fixture;
 #  - truncated / corrupt / foreign snapshot files, a process that exits during
@@ -286,8 +286,8 @@ else
 	check "--buffer 1: no file" test ! -e "$WORK/lossy.heap"
 fi
 # Timeout: the target stops (SIGSTOP) during its heap walk; clrtap gives up
-# after --timeout-s by itself (the target still stopped), exit 6, no file.
-"$CLRTAP" gcdump collect -p "$BIG" -o "$WORK/to.heap" --timeout-s 3 --nettrace "$WORK/to.nettrace" \
+# after --gc-timeout by itself (the target still stopped), exit 6, no file.
+"$CLRTAP" gcdump collect -p "$BIG" -o "$WORK/to.heap" --gc-timeout 3 --nettrace "$WORK/to.nettrace" \
 	>"$WORK/to.out" 2>"$WORK/to.err" &
 CPID=$!
 wait_bytes "$WORK/to.nettrace" 2000000
@@ -299,7 +299,7 @@ wait "$CPID"
 RC=$?
 equals "stalled target: clrtap gave up by itself within 30 s" "$STATE" exited
 equals "stalled target: exit 6" "$RC" 6
-check "stalled target: says no complete walk within --timeout-s" grep -q "no snapshot: no complete heap walk within 3000 ms" "$WORK/to.err"
+check "stalled target: says no complete walk within --gc-timeout" grep -q "no snapshot: no complete heap walk within 3000 ms" "$WORK/to.err"
 check "stalled target: no file" test ! -e "$WORK/to.heap"
 expect_exit "Ctrl-C: the next snapshot works" 0 "$CLRTAP" gcdump collect -p "$BIG" -o "$WORK/big.heap"
 check "Ctrl-C: the next snapshot has the 3,00x,xxx objects" bash -c 'grep -qE "^wrote .*: 3,00[0-9],[0-9]{3} objects" <<<"$1"' _ "$OUT"

@@ -248,7 +248,7 @@ assert f["message"] == EVIL, f
 print("ok")'
 contains "watch: the message shown escaped once" "$ERR" 'evil\n\x1b[31mred\x1b[0m"q"\\b\x07\u{009b}2J\u{202e}end'
 # The profiler library is placed inside the container (through lib/proc).
-run "agent run --json" 0 "$CLRTAP" agent run -p "$P" -s 1 --json
+run "agent run --json" 0 "$CLRTAP" agent run -p "$P" -d 1 --json
 jcheck "agent run --json: strict, attached, the library inside the container's TMPDIR" "$WORK/stdout" '
 assert d["attached"] is True and d["library"].startswith("/tmp/odd/clrtap-profiler-"), d
 print("ok")'

@@ -55,7 +55,7 @@ opts_roff() {
 	echo "5, 5s, 1.5, 500ms, 2m. For \\fB\\-d\\fR, 0 means until Ctrl\\-C. \\fB\\-\\-timeout\\fR is more than 0 and at most 1h."
 	echo ".SH OUTPUT FILES"
 	echo "An output path (\\fB\\-o\\fR) is checked before any work: a missing folder, a directory or a folder"
-	echo "clrtap may not write is an error (exit 2) before clrtap attaches. An existing file is replaced when the new"
+	echo "clrtap may not write is an error (exit 1) before clrtap attaches. An existing file is replaced when the new"
 	echo "one is complete, and clrtap says so on standard error."
 	echo ".SH EXIT STATUS"
 	# the rows of docs/cmd/exit-codes.md: | code | name | meaning | examples |

@@ -9,6 +9,7 @@
 #include <getopt.h>
 
 #include "cli.h"
+#include "common/io.h"
 #include "common/strparse.h"
 #include "common/term.h"
 
@@ -276,6 +277,27 @@ void cli_outfile_drop(struct cli_outfile *f)
 	f->anon = false;
 }
 
+int cli_write_file(const char *path, const char *buf, size_t len)
+{
+	struct cli_outfile of;
+	int code, err;
+
+	code = cli_outfile_open(&of, path);
+	if (code)
+		return code;
+	err = ct_write_all(of.fd, buf, len);
+	if (!err)
+		err = cli_outfile_keep(&of, path);
+	if (!err)
+		err = cli_outfile_close(&of);
+	if (err) {
+		cli_outfile_drop(&of);
+		return cli_error(EXIT_ERROR, "cannot write %s: %s", path, strerror(-err));
+	}
+	strbuf_release(&of.tmp);
+	return EXIT_OK;
+}
+
 static const char *type_name(enum cli_opt_type t)
 {
 	switch (t) {
@@ -286,9 +308,57 @@ static const char *type_name(enum cli_opt_type t)
 	case CLI_OPT_DURATION: return "duration";
 	case CLI_OPT_TIMEOUT: return "timeout";
 	case CLI_OPT_SIZE: return "size";
+	case CLI_OPT_OUTPUT: return "output";
 	default: break;
 	}
 	return "?";
+}
+
+int cli_check_output(const char *opt, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	struct strbuf dir = STRBUF_INIT;
+	struct stat st;
+	int e = 0;
+
+	if (!path[0])
+		return cli_error(EXIT_ERROR, "--%s: an empty file name", opt);
+	if (slash && !slash[1])
+		return cli_error(EXIT_ERROR, "cannot write %s: it names a directory, not a file", path);
+	if (!stat(path, &st)) {
+		if (S_ISDIR(st.st_mode))
+			return cli_error(EXIT_ERROR, "cannot write %s: it is a directory (name a file in it)",
+					 path);
+		if (!S_ISREG(st.st_mode))
+			return cli_error(EXIT_ERROR, "cannot write %s: it exists and is not a regular file",
+					 path);
+	}
+	if (strbuf_add(&dir, path, slash ? (size_t)(slash - path) + 1 : 0) ||
+	    strbuf_addch(&dir, '.'))
+		return cli_error(EXIT_ERROR, "out of memory");
+	if (stat(dir.buf, &st))
+		e = errno;
+	else if (!S_ISDIR(st.st_mode))
+		e = ENOTDIR;
+	else if (access(dir.buf, W_OK | X_OK))
+		e = errno;
+	strbuf_release(&dir);
+	if (e == ENOENT || e == ENOTDIR)
+		return cli_error(EXIT_ERROR, "cannot write %s: no folder %.*s", path,
+				 (int)(slash - path > 0 ? slash - path : 1), path);
+	if (e)
+		return cli_error(EXIT_ERROR, "cannot write %s: its folder: %s", path, strerror(e));
+	if (!access(path, F_OK))
+		cli_info("note: %s exists: it is replaced when the new one is complete", path);
+	return 0;
+}
+
+int cli_conflict(bool a, const char *aname, bool b, const char *bname, const char *why)
+{
+	if (!a || !b)
+		return 0;
+	return cli_error(EXIT_USAGE, "%s and %s do not go together%s%s", aname, bname,
+			 why ? ": " : "", why ? why : "");
 }
 
 /* Every duration is written DUR (one syntax, given under the options). */
@@ -427,6 +497,13 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 		case CLI_OPT_STRING:
 			*(const char **)o->value = optarg;
 			break;
+		case CLI_OPT_OUTPUT:
+			if (cli_check_output(o->long_name, optarg)) {
+				*code = EXIT_ERROR;
+				return 1;
+			}
+			*(const char **)o->value = optarg;
+			break;
 		case CLI_OPT_INT:
 			ret = ct_parse_int(optarg, (int *)o->value);
 			break;
@@ -472,6 +549,8 @@ int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 	pid_t pid = o->pid;
 	int err;
 
+	if (o->name && !o->name[0])
+		return cli_error(EXIT_USAGE, "-n: an empty name");
 	if (!o->pid && !o->name)
 		return cli_error(EXIT_USAGE, "no target: give -p PID or -n NAME");
 	if (o->pid && o->name)

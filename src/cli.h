@@ -83,6 +83,7 @@ enum cli_opt_type {
 	CLI_OPT_DURATION, /* int64_t * milliseconds; cli_parse_duration */
 	CLI_OPT_SIZE,    /* uint64_t * bytes; cli_parse_size */
 	CLI_OPT_TIMEOUT, /* int * milliseconds > 0; cli_parse_timeout */
+	CLI_OPT_OUTPUT,  /* const char **, an output file: cli_check_output() while parsing */
 	CLI_OPT_TYPE_MASK = 0xff,
 	/*
 	 * Or'ed into a type: an old spelling, hidden from --help, warns when
@@ -108,6 +109,22 @@ int cli_parse_timeout(const char *s, int *ms, bool *legacy_ms);
 /* Byte sizes: a number with an optional unit K, M, G (also KiB, MiB, GiB;
  * powers of 1024). Returns 0 or -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *bytes);
+
+/*
+ * An output file named on the command line, checked before any work (so
+ * before attaching, sampling or forcing a GC): its folder exists and clrtap
+ * may write there, and it is not a directory nor an existing non-regular file
+ * (a device, a FIFO). An existing regular file is announced on stderr: it is
+ * replaced once the new one is complete. Prints the error and returns
+ * EXIT_ERROR (docs/cmd/exit-codes.md), else 0.
+ */
+int cli_check_output(const char *opt, const char *path);
+
+/*
+ * Options that exclude each other: when both a and b are given, prints
+ * "A and B do not go together" (why, if given) and returns EXIT_USAGE; else 0.
+ */
+int cli_conflict(bool a, const char *aname, bool b, const char *bname, const char *why);
 
 struct cli_option {
 	int short_name; /* 0 for none */
@@ -168,6 +185,12 @@ int cli_outfile_open(struct cli_outfile *f, const char *out);
 int cli_outfile_keep(struct cli_outfile *f, const char *name);
 int cli_outfile_close(struct cli_outfile *f);
 void cli_outfile_drop(struct cli_outfile *f);
+
+/*
+ * Writes len bytes of buf to path through cli_outfile (it appears only when
+ * complete). Returns EXIT_OK or EXIT_ERROR, the error printed.
+ */
+int cli_write_file(const char *path, const char *buf, size_t len);
 
 /* Prints an IPC failure as one line and returns its exit code. */
 int cli_ipc_error(const char *what, int err, const struct ipc_error *rerr);

@@ -158,7 +158,7 @@ int cmd_analyze(int argc, char **argv)
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", "how long to watch (default 5; 0: until Ctrl-C)" },
-		{ 'o', "output", CLI_OPT_STRING, &out, "FILE", "write the report to FILE (.md, .json or .html)" },
+		{ 'o', "output", CLI_OPT_OUTPUT, &out, "FILE", "write the report to FILE (.md, .json or .html)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "JSON on standard output" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "rows per table (default 10)" },
 		{ 0, "list", CLI_OPT_BOOL, &list, NULL, "list the analyzers and exit" },

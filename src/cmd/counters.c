@@ -340,7 +340,7 @@ static int run_counters(bool collect, int argc, char **argv)
 	const struct cli_option collect_opts[] = {
 		COUNTERS_SOURCE_OPTIONS,
 		{ 0, "format", CLI_OPT_STRING, &format, "csv|json", "file format (default csv)" },
-		{ 'o', "output", CLI_OPT_STRING, &out_path, "FILE", "output file (default counters.csv/.json)" },
+		{ 'o', "output", CLI_OPT_OUTPUT, &out_path, "FILE", "output file (default counters.csv/.json)" },
 		{ 0, "max-size", CLI_OPT_SIZE, &max_size, "SIZE",
 		  "stop when the file reaches SIZE (default 1G, 0: no cap); kept as FILE.partial" },
 		COUNTERS_LIMIT_OPTIONS,

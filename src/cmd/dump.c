@@ -279,7 +279,7 @@ int cmd_dump(int argc, char **argv)
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS_T(&to, "how long to wait for the runtime to write the dump (default 300s)"),
 		{ 't', "type", CLI_OPT_STRING, &type_s, "TYPE", "mini, heap, triage or full (default)" },
-		{ 'o', "output", CLI_OPT_STRING, &out, "PATH",
+		{ 'o', "output", CLI_OPT_OUTPUT, &out, "PATH",
 		  "where to write the dump, as seen from here (default core_<pid>_<time>)" },
 		{ 0, "crash-report", CLI_OPT_BOOL, &crash_report, NULL,
 		  "also ask for createdump's JSON crash report" },

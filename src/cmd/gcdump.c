@@ -647,7 +647,7 @@ static int cmd_collect(int argc, char **argv)
 	const char *out = NULL;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&ta.to),
-		{ 'o', "output", CLI_OPT_STRING, &out, "FILE", "the snapshot file (default PID.heap)" },
+		{ 'o', "output", CLI_OPT_OUTPUT, &out, "FILE", "the snapshot file (default PID.heap)" },
 		{ 0, "nettrace", CLI_OPT_STRING, &ta.nettrace, "FILE", "also keep the heap session's events as a .nettrace" },
 		TARGET_EXTRA(&ta),
 		{ 0 },
@@ -715,7 +715,7 @@ static int cmd_report(int argc, char **argv)
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "the report as JSON" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "types shown (default 30; 0: all)" },
 		{ 0, "path", CLI_OPT_STRING, &path_type, "TYPE|0xADDR", "shortest retention paths of TYPE's objects, or of one object" },
-		{ 0, "html", CLI_OPT_STRING, &html, "FILE", "also write a self-contained HTML view" },
+		{ 0, "html", CLI_OPT_OUTPUT, &html, "FILE", "also write a self-contained HTML view" },
 		TARGET_EXTRA(&ta),
 		{ 0 },
 	};

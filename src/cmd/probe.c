@@ -551,6 +551,17 @@ int cmd_probe(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s' (quote the pattern)",
 				 argv[first + 1]);
 	pattern = first < argc ? argv[first] : NULL;
+	{
+		bool show = args || ret || latency || stack;
+
+		if ((code = cli_conflict(list, "--list", !!emit, "--emit", "choose one")) ||
+		    (code = cli_conflict(list || emit, list ? "--list" : "--emit",
+					 show || count || hist || duration_ms, "probing options",
+					 "it prints where the code is and exits")) ||
+		    (code = cli_conflict(count, "--count", show, "--args/--ret/--latency/--stack",
+					 "--count only counts calls")))
+			return code;
+	}
 	if (via && strcmp(via, "rejit") && strcmp(via, "native") && strcmp(via, "uprobe") &&
 	    strcmp(via, "breakpoint"))
 		return cli_error(EXIT_USAGE, "--via takes rejit, native, uprobe or breakpoint, not '%s'",

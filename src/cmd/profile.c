@@ -303,7 +303,7 @@ int cmd_profile(int argc, char **argv)
 		CLI_TARGET_OPTIONS(&a.to),
 		{ 'F', "frequency", CLI_OPT_INT, &a.hz, "HZ", "samples per second per thread (default 99, max 10000; perf engine only)" },
 		{ 'd', "duration", CLI_OPT_DURATION, &a.duration_ms, "SEC", "how long to sample (default 10; 0: until Ctrl-C, which also stops early)" },
-		{ 'o', "output", CLI_OPT_STRING, &a.out, "FILE",
+		{ 'o', "output", CLI_OPT_OUTPUT, &a.out, "FILE",
 		  "output; format from the name: .folded .html .svg .speedscope.json .pb.gz "
 		  "(default profile-PID-TIMESTAMP.html)" },
 		{ 0, "off-cpu", CLI_OPT_BOOL, &a.off_cpu, NULL, "blocked time instead of CPU time (weights in ns)" },

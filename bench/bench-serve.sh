@@ -45,7 +45,7 @@ list=$(IFS=,; echo "${fix[*]}")
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-# lat URL RUNS [HEADER]: p50 and p99 in ms over one keep-alive connection
+# lat URL RUNS [TOKEN]: p50 and p99 in ms over one keep-alive connection
 lat() {
 	python3 - "$@" <<'EOF'
 import http.client, sys, time, urllib.parse
@@ -54,7 +54,7 @@ c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
 t = []
 for i in range(n + 5):
     s = time.perf_counter()
-    c.request("GET", u.path)
+    c.request("GET", u.path, headers={"Authorization": "Bearer " + sys.argv[3]} if len(sys.argv) > 3 else {})
     r = c.getresponse(); r.read()
     if r.status != 200: print("status", r.status, file=sys.stderr); sys.exit(1)
     if i >= 5: t.append((time.perf_counter() - s) * 1000)
@@ -68,23 +68,28 @@ PORT=$((20000 + RANDOM % 20000))
 SP=$!
 pids+=($SP)
 wait_line "$out/serve.out" 'history in' 20
+# the token it printed (every TCP address needs one)
+TOKEN=$(sed -n 's/^clrtap serve: token \([0-9a-f]*\) .*/\1/p' "$out/serve.out")
+AUTH="Authorization: Bearer $TOKEN"
 sleep 2
 t0=$(cpu_ticks $SP)
 sleep 10
 t1=$(cpu_ticks $SP)
 hz=$(getconf CLK_TCK)
 echo "processes running: $N sample fixtures ($((N / 2)) namespaced)"
-seen=$(curl -s "http://127.0.0.1:$PORT/api/v1/processes" | python3 -c "
+seen=$(curl -s -H "$AUTH" "http://127.0.0.1:$PORT/api/v1/processes" | python3 -c "
 import json,sys; s=set(int(x) for x in '$list'.split(',')); print(len([p for p in json.load(sys.stdin)['processes'] if p['pid'] in s]))")
 echo "clrtap serve lists $seen of them"
 echo "clrtap serve idle: RSS $(rss_kb $SP) KB, CPU $(awk -v a="$t0" -v b="$t1" -v hz="$hz" 'BEGIN {printf "%.2f", (b - a) / hz / 10 * 100}') % of a core over 10 s"
-read -r p50 p99 < <(lat "http://127.0.0.1:$PORT/api/v1/processes" "$RUNS")
+read -r p50 p99 < <(lat "http://127.0.0.1:$PORT/api/v1/processes" "$RUNS" "$TOKEN")
 echo "clrtap serve GET /api/v1/processes: p50 $p50 ms, p99 $p99 ms ($RUNS requests)"
-# /metrics: the first scrape starts the collectors; values after ~2 s
-curl -s "http://127.0.0.1:$PORT/metrics" >/dev/null
-sleep 4
-series=$(curl -s "http://127.0.0.1:$PORT/metrics" | grep -c '^clrtap_dotnet_cpu_usage{')
-read -r m50 m99 < <(lat "http://127.0.0.1:$PORT/metrics" 100)
+# /metrics: the first scrape starts the collectors and waits for their first values
+T0=$(date +%s%N)
+series=$(curl -s -H "$AUTH" "http://127.0.0.1:$PORT/metrics" | grep -c '^clrtap_dotnet_cpu_usage{')
+T1=$(date +%s%N)
+echo "clrtap serve first GET /metrics ($N new collectors): $(((T1 - T0) / 1000000)) ms, $series processes with values"
+series=$(curl -s -H "$AUTH" "http://127.0.0.1:$PORT/metrics" | grep -c '^clrtap_dotnet_cpu_usage{')
+read -r m50 m99 < <(lat "http://127.0.0.1:$PORT/metrics" 100 "$TOKEN")
 echo "clrtap serve GET /metrics ($series processes with values): p50 $m50 ms, p99 $m99 ms (100 scrapes)"
 echo "clrtap serve with $N collectors: RSS $(rss_kb $SP) KB"
 kill -TERM $SP

@@ -7,6 +7,8 @@
  */
 #include "common/compat.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "serve/internal.h"
@@ -48,6 +50,25 @@ int srv_db_open(const char *path, sqlite3 **db)
 	*db = NULL;
 	if (srv_dl_load(NULL, 0))
 		return -ENOENT;
+	/* Created 0600, and one an older clrtap left 0644 made 0600: the history
+	 * names processes and holds what sessions found. SQLite gives its -wal and
+	 * -shm files the database file's mode. */
+	if (strcmp(path, ":memory:")) {
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600), e = 0;
+		struct stat st;
+
+		if (fd < 0)
+			return -errno;
+		if (fstat(fd, &st))
+			e = -errno;
+		else if (!S_ISREG(st.st_mode))
+			e = -EINVAL;
+		else if ((st.st_mode & 0077) && fchmod(fd, 0600))
+			e = -errno;
+		close(fd);
+		if (e)
+			return e;
+	}
 	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 				      SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
 		sqlite3_close(*db);

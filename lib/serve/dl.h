@@ -19,7 +19,7 @@
 #define SRV_DL_FUNCS(X)                                                                     \
 	X(MHD_add_response_header) X(MHD_lookup_connection_value) X(MHD_queue_response)      \
 	X(MHD_destroy_response) X(MHD_start_daemon) X(MHD_stop_daemon)                       \
-	X(MHD_get_daemon_info) X(MHD_create_response_from_callback)                          \
+	X(MHD_get_daemon_info) X(MHD_get_connection_info) X(MHD_create_response_from_callback)                          \
 	X(MHD_create_response_from_buffer) X(MHD_create_response_from_fd64) X(sqlite3_step) X(sqlite3_prepare_v2)             \
 	X(sqlite3_finalize) X(sqlite3_bind_text) X(sqlite3_column_type)                      \
 	X(sqlite3_column_int64) X(sqlite3_close) X(sqlite3_bind_int64) X(sqlite3_column_int) \
@@ -47,6 +47,7 @@ int srv_dl_load(char *why, size_t len);
 #define MHD_start_daemon (*srv_dl.MHD_start_daemon)
 #define MHD_stop_daemon (*srv_dl.MHD_stop_daemon)
 #define MHD_get_daemon_info (*srv_dl.MHD_get_daemon_info)
+#define MHD_get_connection_info (*srv_dl.MHD_get_connection_info)
 #define MHD_create_response_from_callback (*srv_dl.MHD_create_response_from_callback)
 #define MHD_create_response_from_buffer (*srv_dl.MHD_create_response_from_buffer)
 #define MHD_create_response_from_fd64 (*srv_dl.MHD_create_response_from_fd64)

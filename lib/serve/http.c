@@ -36,9 +36,23 @@ struct serve_server {
 struct conn {
 	struct strbuf body;
 	bool too_big;
+	unsigned refused;   /* HTTP status of a request refused on its headers, else 0 */
+	int refused_code;
+	char refused_msg[400];
 };
 
 /* ----- responses ----- */
+
+/* On every response: no page of another origin may frame it, and no address
+ * (which may hold ?token=) leaves in a Referer. No CORS header is ever sent. */
+static void secure_headers(struct MHD_Response *r)
+{
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	MHD_add_response_header(r, "Content-Security-Policy", "frame-ancestors 'none'");
+}
 
 static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status, const char *ctype,
 				const void *data, size_t len)
@@ -50,8 +64,7 @@ static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status, const
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, "Content-Type", ctype);
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	secure_headers(r);
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -230,7 +243,8 @@ static void sse_fill(struct sse *e)
 			e->finished = true;
 		}
 	} else if (e->kind == SSE_TOP) {
-		if (!e->last_top || now - e->last_top >= 2000) {
+		/* the first rows 1 s after the first sample (srv_top_new), then every 2 s */
+		if (now - e->last_top >= (e->last_top == e->t0 ? 1000 : 2000)) {
 			struct strbuf out = STRBUF_INIT;
 			struct ct_json j;
 
@@ -277,7 +291,7 @@ static enum MHD_Result send_sse(struct MHD_Connection *c, struct sse *e)
 	const char *max = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "max_s");
 
 	e->fd = -1;
-	e->t0 = e->last_send = srv_now_ms();
+	e->t0 = e->last_send = e->last_top = srv_now_ms();
 	strbuf_init(&e->pending, 1 << 20);
 	strbuf_init(&e->line, 1 << 17);
 	if (max) {
@@ -292,7 +306,7 @@ static enum MHD_Result send_sse(struct MHD_Connection *c, struct sse *e)
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "text/event-stream");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
+	secure_headers(r);
 	ret = MHD_queue_response(c, 200, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -321,8 +335,7 @@ static enum MHD_Result h_file(struct MHD_Connection *c, int dirfd, const char *n
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", ctype);
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	secure_headers(r);
 	if (attach) {
 		snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", name);
 		MHD_add_response_header(r, "Content-Disposition", disp);
@@ -431,6 +444,86 @@ static bool authorized(struct serve_server *s, struct MHD_Connection *c, const c
 	return false;
 }
 
+/* The address this connection arrived at, as a literal (IPv4-mapped as IPv4). */
+static void local_addr(struct MHD_Connection *c, char *buf, size_t len, bool *loopback)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	*buf = 0;
+	*loopback = false;
+	if (!ci || getsockname(ci->connect_fd, (struct sockaddr *)&ss, &sl))
+		return;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *in4 = (const struct sockaddr_in *)&ss;
+
+		inet_ntop(AF_INET, &in4->sin_addr, buf, (socklen_t)len);
+	} else if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+			inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], buf, (socklen_t)len);
+		else
+			inet_ntop(AF_INET6, &in6->sin6_addr, buf, (socklen_t)len);
+	}
+	*loopback = serve_host_is_loopback(buf);
+}
+
+static bool refuse(struct conn *cn, unsigned status, int code, const char *fmt, ...)
+	PRINTF(4, 5);
+static bool refuse(struct conn *cn, unsigned status, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cn->refused_msg, sizeof(cn->refused_msg), fmt, ap);
+	va_end(ap);
+	cn->refused = status;
+	cn->refused_code = code;
+	return true;
+}
+
+/*
+ * What a browser on this machine could send on a page's behalf, checked on
+ * the headers before any body is read (docs/SECURITY.md, "The web surface"):
+ * a Host that is not this server's (DNS rebinding), an Origin of another
+ * page, a cross-site fetch of the API, a POST without a JSON content type
+ * (a "simple" cross-origin request that needs no preflight).
+ */
+static bool refused(struct serve_server *s, struct MHD_Connection *c, const char *url,
+		    const char *method, struct conn *cn)
+{
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+	const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+	const char *site = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-Fetch-Site");
+	bool ui = !strcmp(url, "/") || !strcmp(url, "/ui") || !strncmp(url, "/ui/", 4);
+
+	if (!s->cfg.unix_path) {
+		char local[INET6_ADDRSTRLEN] = "";
+		const char *addrs[2] = { local, s->cfg.listen_host };
+		struct serve_host_rules rules = { addrs, 2, false, s->cfg.allow_hosts,
+						  s->cfg.nallow_hosts, s->port };
+
+		local_addr(c, local, sizeof(local), &rules.loopback);
+		if (!serve_host_ok(host, &rules))
+			return refuse(cn, 403, 5, "the Host header '%.100s' is not this server's "
+				      "address: refused (a DNS-rebinding page sends its own name; "
+				      "--allow-host NAME allows a name)", host ? host : "");
+	}
+	if (!serve_origin_ok(origin, host))
+		return refuse(cn, 403, 5, "a request of another origin (Origin: %.100s) is refused",
+			      origin);
+	if (!ui && site && strcmp(site, "same-origin") && strcmp(site, "none"))
+		return refuse(cn, 403, 5, "a %.20s request from a page of another origin is refused",
+			      site);
+	if (!strcmp(method, "POST") &&
+	    !serve_ctype_is_json(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type")))
+		return refuse(cn, 415, 2, "a POST needs 'Content-Type: application/json'");
+	return false;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
@@ -451,6 +544,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			return MHD_NO;
 		strbuf_init(&cn->body, SERVE_MAX_BODY);
 		*con_cls = cn;
+		if (refused(s, c, url, method, cn))
+			return send_error(c, cn->refused, cn->refused_code, "%s", cn->refused_msg);
 		if (cl && strtoull(cl, NULL, 10) > SERVE_MAX_BODY) {
 			cn->too_big = true;
 			return send_error(c, 413, 2, "the request body is over %d bytes",
@@ -459,11 +554,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
-		if (!cn->too_big && strbuf_add(&cn->body, upload_data, *upload_data_size))
+		if (!cn->too_big && !cn->refused &&
+		    strbuf_add(&cn->body, upload_data, *upload_data_size))
 			cn->too_big = true;
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	if (cn->refused)
+		return send_error(c, cn->refused, cn->refused_code, "%s", cn->refused_msg);
 	if (cn->too_big)
 		return send_error(c, 413, 2, "the request body is over %d bytes", SERVE_MAX_BODY);
 	/* The UI's own files are the same public bytes in every build (no data

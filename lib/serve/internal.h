@@ -63,7 +63,9 @@ int srv_procs_info_json(struct srv_procs *pc, pid_t pid, struct ct_json *j, stru
 int srv_procs_pids(pid_t *pids, size_t max, size_t *n);
 /* The process's short name (comm), for labels. */
 void srv_proc_name(pid_t pid, char *buf, size_t len);
-/* {"rows":[...]} : CPU % since the previous call on the same state. */
+/* {"rows":[...]} : CPU % since the previous call on the same state (the first
+ * call: since srv_top_new, which takes a first sample; null only for a process
+ * that was not there at the previous sample). */
 struct srv_top;
 int srv_top_new(struct srv_top **out);
 void srv_top_free(struct srv_top *t);

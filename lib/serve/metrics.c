@@ -6,14 +6,18 @@
  * interval and keeps the latest value of each counter; a scrape of /metrics
  * or a live view only reads the cache. At most METRICS_MAX collectors; one
  * not asked for in METRICS_IDLE_MS is stopped; one whose process ended is
- * dropped. The first scrape of a new process starts its collector and shows
- * what is there (nothing yet): values appear from the next scrape on.
+ * dropped. The first scrape of a new process starts its collector and waits
+ * (at most METRICS_FIRST_WAIT_MS) for its first interval of values, so that
+ * a scrape never shows a process without its families; one still not read
+ * then is marked clrtap_dotnet_pending 1 (and clrtap_dotnet_up 0): not yet
+ * measured, rather than absent.
  */
 #include "common/compat.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
 #include "counters/counters.h"
 #include "ipc/ipc.h"
@@ -24,6 +28,8 @@
 #define METRICS_MAX 64
 #define METRICS_IDLE_MS (10 * 60 * 1000)
 #define METRICS_MAX_VALUES 256
+#define METRICS_FIRST_WAIT_MS 5000 /* a new collector's first values (1 s interval) */
+#define METRICS_QUIET_MS 200       /* no new counter for this long: the interval is whole */
 
 struct mvalue {
 	char name[64];
@@ -49,6 +55,8 @@ struct collector {
 	struct mvalue v[METRICS_MAX_VALUES];
 	size_t nv;
 	uint64_t seq;
+	int64_t last_value_ms;   /* when a counter last came in (0: none yet) */
+	bool fresh;              /* started by the scrape that holds it */
 	struct srv_metrics *m;
 	struct counters_decoder *dec;
 };
@@ -121,6 +129,7 @@ static int on_value(void *ctx, const struct counters_value *cv)
 	if (mv) {
 		mv->value = cv->value;
 		mv->seq = ++c->seq;
+		c->last_value_ms = srv_now_ms();
 	}
 	pthread_mutex_unlock(&c->m->lock);
 	return 0;
@@ -256,6 +265,7 @@ static struct collector *get(struct srv_metrics *m, pid_t pid, int *errp)
 		return NULL;
 	}
 	c->running = true;
+	c->fresh = true;
 	m->c[slot] = c;
 	return c;
 }
@@ -321,6 +331,47 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Whether a collector's first interval is in (or it ended). Lock held. */
+static bool first_in(const struct collector *c, int64_t now)
+{
+	return c->ended || (c->last_value_ms && now - c->last_value_ms >= METRICS_QUIET_MS);
+}
+
+/*
+ * The collectors this scrape started: waits, the lock released, until each
+ * has its first whole interval, ended, or METRICS_FIRST_WAIT_MS passed. They
+ * stay valid meanwhile: sweep() drops only collectors unused for 5 s (ended)
+ * or 10 minutes, and last_used is renewed here. Called with the lock held.
+ */
+static void wait_first_values(struct srv_metrics *m, struct collector **cs, size_t nc)
+{
+	int64_t t0 = srv_now_ms();
+	size_t i;
+	bool any = false;
+
+	for (i = 0; i < nc; i++)
+		any |= cs[i]->fresh;
+	while (any) {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		int64_t now;
+
+		pthread_mutex_unlock(&m->lock);
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&m->lock);
+		now = srv_now_ms();
+		any = false;
+		for (i = 0; i < nc; i++) {
+			if (!cs[i]->fresh)
+				continue;
+			cs[i]->last_used = now;
+			if (first_in(cs[i], now) || now - t0 >= METRICS_FIRST_WAIT_MS)
+				cs[i]->fresh = false;
+			else
+				any = true;
+		}
+	}
+}
+
 int srv_metrics_prometheus(struct srv_metrics *m, const pid_t *only, size_t n_only,
 			   struct strbuf *out)
 {
@@ -348,12 +399,21 @@ int srv_metrics_prometheus(struct srv_metrics *m, const pid_t *only, size_t n_on
 		if (nc == METRICS_MAX)
 			break;
 	}
+	wait_first_values(m, cs, nc);
 	strbuf_addstr(out, "# HELP clrtap_dotnet_up 1 when clrtap reads the process's System.Runtime "
 			   "counters\n# TYPE clrtap_dotnet_up gauge\n");
 	for (i = 0; i < nc; i++) {
 		strbuf_addstr(out, "clrtap_dotnet_up");
 		labels(out, cs[i]);
-		strbuf_addf(out, " %d\n", cs[i]->ended ? 0 : 1);
+		strbuf_addf(out, " %d\n", !cs[i]->ended && cs[i]->nv ? 1 : 0);
+	}
+	strbuf_addstr(out, "# HELP clrtap_dotnet_pending 1 while clrtap's collector of the process has "
+			   "not read its first counters yet: its families are not measured yet, not "
+			   "absent\n# TYPE clrtap_dotnet_pending gauge\n");
+	for (i = 0; i < nc; i++) {
+		strbuf_addstr(out, "clrtap_dotnet_pending");
+		labels(out, cs[i]);
+		strbuf_addf(out, " %d\n", !cs[i]->ended && !cs[i]->nv ? 1 : 0);
 	}
 	/* every counter name seen, then one family each (Prometheus wants families together) */
 	for (i = 0; i < nc; i++) {

@@ -315,10 +315,26 @@ struct srv_top {
 	int64_t prev_ms;
 };
 
+static int cpu_ticks(pid_t pid, uint64_t *ticks);
+
+/* The first sample, so that the first rows carry a CPU share. */
 int srv_top_new(struct srv_top **out)
 {
-	*out = calloc(1, sizeof(**out));
-	return *out ? 0 : -ENOMEM;
+	struct srv_top *t = calloc(1, sizeof(*t));
+	pid_t pids[TOP_MAX];
+	size_t n = 0, i;
+
+	if (!t)
+		return -ENOMEM;
+	if (!srv_procs_pids(pids, ARRAY_SIZE(pids), &n)) {
+		for (i = 0; i < n; i++) {
+			if (!cpu_ticks(pids[i], &t->prev[t->nprev].ticks))
+				t->prev[t->nprev++].pid = pids[i];
+		}
+	}
+	t->prev_ms = srv_now_ms();
+	*out = t;
+	return 0;
 }
 
 void srv_top_free(struct srv_top *t)

@@ -6,6 +6,9 @@
  */
 #include "common/compat.h"
 
+#include <arpa/inet.h>
+#include <strings.h>
+
 #include "serve/serve.h"
 
 int serve_parse_pid(const char *s, size_t len, pid_t *pid)
@@ -307,3 +310,106 @@ const char *serve_content_type(const char *name)
 	return "application/octet-stream";
 }
 
+
+/* ----- the browser-facing checks ----- */
+
+/* Whether a and b (len bytes of a) are the same IP address. */
+static bool same_addr(const char *a, size_t alen, const char *b)
+{
+	unsigned char x[16], y[16];
+	char buf[64];
+
+	if (alen >= sizeof(buf))
+		return false;
+	memcpy(buf, a, alen);
+	buf[alen] = 0;
+	if (inet_pton(AF_INET, buf, x) == 1)
+		return inet_pton(AF_INET, b, y) == 1 && !memcmp(x, y, 4);
+	if (inet_pton(AF_INET6, buf, x) == 1)
+		return inet_pton(AF_INET6, b, y) == 1 && !memcmp(x, y, 16);
+	return false;
+}
+
+bool serve_host_ok(const char *host, const struct serve_host_rules *rules)
+{
+	const char *name, *port = NULL;
+	size_t nlen, i;
+	bool literal6 = false;
+
+	if (!host || !*host || strlen(host) > 300)
+		return false;
+	if (host[0] == '[') {
+		const char *close = strchr(host, ']');
+
+		if (!close || (close[1] && close[1] != ':'))
+			return false;
+		name = host + 1;
+		nlen = (size_t)(close - name);
+		port = close[1] ? close + 2 : NULL;
+		literal6 = true;
+	} else {
+		const char *colon = strchr(host, ':');
+
+		if (colon && strchr(colon + 1, ':'))
+			return false; /* an IPv6 literal must be bracketed */
+		name = host;
+		nlen = colon ? (size_t)(colon - host) : strlen(host);
+		port = colon ? colon + 1 : NULL;
+	}
+	if (!nlen)
+		return false;
+	if (port) {
+		unsigned long v = 0;
+		const char *p;
+
+		if (!*port || strlen(port) > 5)
+			return false;
+		for (p = port; *p; p++) {
+			if (*p < '0' || *p > '9')
+				return false;
+			v = v * 10 + (unsigned long)(*p - '0');
+		}
+		if (v != rules->port)
+			return false;
+	} else if (rules->port != 80) {
+		return false;
+	}
+	for (i = 0; i < rules->naddrs; i++) {
+		if (same_addr(name, nlen, rules->addrs[i]))
+			return true;
+	}
+	if (literal6)
+		return false;
+	if (rules->loopback && nlen == 9 && !strncasecmp(name, "localhost", 9))
+		return true;
+	for (i = 0; i < rules->nallow; i++) {
+		if (strlen(rules->allow[i]) == nlen && !strncasecmp(name, rules->allow[i], nlen))
+			return true;
+	}
+	return false;
+}
+
+bool serve_origin_ok(const char *origin, const char *host)
+{
+	if (!origin)
+		return true;
+	if (!host || strncasecmp(origin, "http://", 7))
+		return false;
+	return !strcasecmp(origin + 7, host);
+}
+
+bool serve_ctype_is_json(const char *ctype)
+{
+	size_t n = strlen("application/json");
+
+	if (!ctype)
+		return false;
+	while (*ctype == ' ' || *ctype == '\t')
+		ctype++;
+	if (strncasecmp(ctype, "application/json", n))
+		return false;
+	ctype += n;
+	while (*ctype == ' ' || *ctype == '\t')
+		ctype++;
+	return !*ctype || *ctype == ';';
+}

@@ -91,6 +91,13 @@ int srv_runner_new(sqlite3 *db, const char *exe, const char *root, unsigned max_
 		free(r);
 		return e;
 	}
+	/* a directory an older clrtap made 0755 is closed to others */
+	{
+		struct stat st;
+
+		if (!fstat(r->rootfd, &st) && (st.st_mode & 0077))
+			fchmod(r->rootfd, 0700);
+	}
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
 	*out = r;
@@ -183,6 +190,7 @@ static int run_step(struct rsession *s, size_t k)
 		int nfd = open("/dev/null", O_RDONLY);
 
 		setpgid(0, 0);
+		umask(077); /* every file the command makes is its owner's alone */
 		sigemptyset(&set);
 		sigprocmask(SIG_SETMASK, &set, NULL);
 		signal(SIGPIPE, SIG_DFL);

@@ -84,6 +84,32 @@ int serve_parse_listen(const char *s, char *host, size_t hostlen, unsigned *port
 /* Content type from a file name's extension. */
 const char *serve_content_type(const char *name);
 
+/*
+ * The browser-facing checks (docs/SECURITY.md, "The web surface").
+ *
+ * serve_host_ok: whether a request's Host header names this server: a
+ * literal address among addrs (the address the connection arrived at, the
+ * --listen address), "localhost" when loopback is true (the connection
+ * arrived on a loopback address), or one of the names in allow (--allow-host,
+ * case-insensitive); the port, when given, must be port (absent: port 80).
+ * A missing or malformed Host is refused. A DNS-rebinding page sends its own
+ * name, which is none of these.
+ */
+struct serve_host_rules {
+	const char *const *addrs;  /* IP literals, no brackets */
+	size_t naddrs;
+	bool loopback;
+	const char *const *allow;  /* host names */
+	size_t nallow;
+	unsigned port;
+};
+bool serve_host_ok(const char *host, const struct serve_host_rules *rules);
+/* Whether an Origin header is this server's own origin: "http://" + the
+ * (already checked) Host header, case-insensitive. NULL origin is true. */
+bool serve_origin_ok(const char *origin, const char *host);
+/* Whether a Content-Type header is application/json (parameters allowed). */
+bool serve_ctype_is_json(const char *ctype);
+
 /* ------------------------------------------------------------------------ */
 /* Session requests (body.c)                                                 */
 
@@ -179,7 +205,9 @@ struct serve_config {
 	const char *listen_host;   /* NULL with unix_path */
 	unsigned listen_port;
 	const char *unix_path;     /* a 0600 Unix socket instead of TCP */
-	const char *token;         /* NULL: no token asked (loopback / unix socket) */
+	const char *token;         /* NULL: no token asked (the unix socket) */
+	const char *const *allow_hosts; /* names a Host header may carry besides the address */
+	size_t nallow_hosts;
 	const char *db_path;       /* SQLite file; sessions live beside it */
 	const char *exe;           /* the clrtap binary run for sessions */
 	const pid_t *only_pids;    /* /metrics: only these (n_only_pids), else all */

@@ -3,7 +3,8 @@
  * libFuzzer harness for the request parsing of lib/serve: the first byte
  * picks what the rest is: a URL path for the router (and the name checks),
  * a POST /api/v1/sessions body (then the command lines are built from it),
- * folded stacks for the profile report, or a listen address / bearer header.
+ * folded stacks for the profile report, or a listen address / bearer header /
+ * Host, Origin and Content-Type headers (the browser-facing checks).
  * Seeds: tests/data/serve/.
  */
 #include "common/compat.h"
@@ -55,8 +56,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char host[64];
 		unsigned port;
 
+		const char *addrs[] = { "127.0.0.1", "::1" }, *allow[] = { "box.example" };
+		struct serve_host_rules rules = { addrs, 2, true, allow, 1, 8477 };
+
 		(void)serve_parse_listen(s, host, sizeof(host), &port);
 		(void)serve_auth_ok(s, "0123456789abcdef0123456789abcdef");
+		/* a Host the rules accept is one of the names they list */
+		if (serve_host_ok(s, &rules) && !strcasestr(s, "127.0.0.1") && !strchr(s, '[') &&
+		    !strcasestr(s, "localhost") && !strcasestr(s, "box.example"))
+			__builtin_trap();
+		(void)serve_origin_ok(s, "127.0.0.1:8477");
+		(void)serve_ctype_is_json(s);
 	}
 	free(s);
 	return 0;

@@ -95,6 +95,63 @@ static void test_auth(void **state)
 	assert_false(serve_host_is_loopback("::"));
 }
 
+static void test_browser_checks(void **state)
+{
+	const char *addrs[] = { "127.0.0.1" }, *addrs6[] = { "::1" }, *allow[] = { "box.example" };
+	struct serve_host_rules r = { addrs, 1, true, allow, 1, 8477 };
+	struct serve_host_rules r6 = { addrs6, 1, true, NULL, 0, 80 };
+
+	(void)state;
+	assert_true(serve_host_ok("127.0.0.1:8477", &r));
+	assert_true(serve_host_ok("localhost:8477", &r));
+	assert_true(serve_host_ok("LocalHost:8477", &r));
+	assert_true(serve_host_ok("box.example:8477", &r));
+	assert_true(serve_host_ok("BOX.example:8477", &r));
+	/* DNS rebinding: a foreign name for the right address */
+	assert_false(serve_host_ok("evil.example:8477", &r));
+	assert_false(serve_host_ok("evil.example", &r));
+	assert_false(serve_host_ok("localhost.evil.example:8477", &r));
+	assert_false(serve_host_ok("127.0.0.1.evil.example:8477", &r));
+	assert_false(serve_host_ok("box.example.evil:8477", &r));
+	/* wrong or missing port, malformed */
+	assert_false(serve_host_ok("127.0.0.1:8478", &r));
+	assert_false(serve_host_ok("127.0.0.1", &r));
+	assert_false(serve_host_ok("127.0.0.1:", &r));
+	assert_false(serve_host_ok("127.0.0.1:08477x", &r));
+	assert_false(serve_host_ok("127.0.0.2:8477", &r));
+	assert_false(serve_host_ok("", &r));
+	assert_false(serve_host_ok(NULL, &r));
+	assert_false(serve_host_ok(":8477", &r));
+	assert_false(serve_host_ok("::1:8477", &r));
+	assert_true(serve_host_ok("[::1]", &r6));
+	assert_true(serve_host_ok("[0:0::1]:80", &r6));
+	assert_true(serve_host_ok("localhost", &r6));
+	assert_false(serve_host_ok("[::1]:81", &r6));
+	assert_false(serve_host_ok("[::2]", &r6));
+	assert_false(serve_host_ok("[localhost]", &r6));
+	assert_false(serve_host_ok("[::1", &r6));
+	r.loopback = false;
+	assert_false(serve_host_ok("localhost:8477", &r));
+
+	assert_true(serve_origin_ok(NULL, "127.0.0.1:8477"));
+	assert_true(serve_origin_ok("http://127.0.0.1:8477", "127.0.0.1:8477"));
+	assert_true(serve_origin_ok("http://LOCALHOST:8477", "localhost:8477"));
+	assert_false(serve_origin_ok("http://127.0.0.1:9000", "127.0.0.1:8477"));
+	assert_false(serve_origin_ok("http://evil.example", "127.0.0.1:8477"));
+	assert_false(serve_origin_ok("https://127.0.0.1:8477", "127.0.0.1:8477"));
+	assert_false(serve_origin_ok("null", "127.0.0.1:8477"));
+	assert_false(serve_origin_ok("http://127.0.0.1:8477/", "127.0.0.1:8477"));
+
+	assert_true(serve_ctype_is_json("application/json"));
+	assert_true(serve_ctype_is_json("Application/JSON; charset=utf-8"));
+	assert_false(serve_ctype_is_json("text/plain"));
+	assert_false(serve_ctype_is_json("application/x-www-form-urlencoded"));
+	assert_false(serve_ctype_is_json("multipart/form-data; boundary=x"));
+	assert_false(serve_ctype_is_json("application/jsonx"));
+	assert_false(serve_ctype_is_json("text/plain; application/json"));
+	assert_false(serve_ctype_is_json(NULL));
+}
+
 static void test_listen(void **state)
 {
 	char host[64];
@@ -366,6 +423,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_routes), cmocka_unit_test(test_auth),
+		cmocka_unit_test(test_browser_checks),
 		cmocka_unit_test(test_listen), cmocka_unit_test(test_body),
 		cmocka_unit_test(test_plan),   cmocka_unit_test(test_folded),
 		cmocka_unit_test(test_names),  cmocka_unit_test(test_db),

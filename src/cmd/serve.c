@@ -21,6 +21,7 @@ extern const unsigned char clrtap_openapi_json[];
 extern const size_t clrtap_openapi_json_len;
 
 #define MAX_ONLY 64
+#define MAX_ALLOW 8
 
 static int read_token(const char *path, char *tok, size_t len)
 {
@@ -106,16 +107,36 @@ static int parse_pids(const char *s, pid_t *pids, size_t *n)
 	return 0;
 }
 
+/* --allow-host a,b: host names (letters, digits, '-', '.'), at most MAX_ALLOW. */
+static int parse_hosts(char *s, const char **names, size_t *n)
+{
+	char *save = NULL, *t;
+
+	for (t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		size_t l = strlen(t);
+
+		if (*n == MAX_ALLOW || l == 0 || l > 253 || t[0] == '-' || t[0] == '.' ||
+		    strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") != l)
+			return -EINVAL;
+		names[(*n)++] = t;
+	}
+	return *n ? 0 : -EINVAL;
+}
+
 int cmd_serve(int argc, char **argv)
 {
-	const char *listen = NULL, *unix_path = NULL, *token_file = NULL, *db = NULL, *pids_s = NULL;
+	const char *listen = NULL, *unix_path = NULL, *token_file = NULL, *db = NULL, *pids_s = NULL,
+		   *allow_s = NULL;
 	int max_sessions = 200, max_age = 30, max_running = 8;
 	const struct cli_option opts[] = {
 		{ 0, "listen", CLI_OPT_STRING, &listen, "HOST:PORT",
-		  "TCP address (default 127.0.0.1:8477); not loopback: a token is required" },
-		{ 0, "unix", CLI_OPT_STRING, &unix_path, "PATH", "a Unix socket (mode 0600) instead of TCP" },
+		  "TCP address (default 127.0.0.1:8477); a token is required on every TCP address" },
+		{ 0, "unix", CLI_OPT_STRING, &unix_path, "PATH",
+		  "a Unix socket (mode 0600) instead of TCP: no token" },
 		{ 0, "token-file", CLI_OPT_STRING, &token_file, "FILE",
-		  "the bearer token (one line, file mode 0600); else one is made when needed" },
+		  "the bearer token (one line, file mode 0600); else one is made at each start" },
+		{ 0, "allow-host", CLI_OPT_STRING, &allow_s, "NAME[,NAME...]",
+		  "host names a request's Host header may carry besides the address (a proxy's)" },
 		{ 0, "db", CLI_OPT_STRING, &db, "PATH",
 		  "session history (default /var/lib/clrtap/serve.db as root, else ~/.local/state/clrtap)" },
 		{ 0, "pid", CLI_OPT_STRING, &pids_s, "PID[,PID...]", "/metrics only for these processes" },
@@ -127,7 +148,9 @@ int cmd_serve(int argc, char **argv)
 	struct serve_config cfg = { 0 };
 	struct serve_server *srv = NULL;
 	pid_t only[MAX_ONLY];
-	size_t nonly = 0;
+	const char *allow[MAX_ALLOW];
+	size_t nonly = 0, nallow = 0;
+	char allow_buf[2048];
 	char host[256], token[256] = "", dbpath[PATH_MAX], exe[PATH_MAX], why[512];
 	unsigned port = 8477;
 	bool need_token;
@@ -147,10 +170,19 @@ int cmd_serve(int argc, char **argv)
 					     "--max-running 1..64");
 	if (pids_s && parse_pids(pids_s, only, &nonly))
 		return cli_error(EXIT_USAGE, "bad --pid '%s': PID[,PID...], at most %d", pids_s, MAX_ONLY);
+	if (allow_s) {
+		snprintf(allow_buf, sizeof(allow_buf), "%s", allow_s);
+		if (strlen(allow_s) >= sizeof(allow_buf) || parse_hosts(allow_buf, allow, &nallow))
+			return cli_error(EXIT_USAGE, "bad --allow-host '%s': NAME[,NAME...] of letters, "
+						     "digits, '-' and '.', at most %d", allow_s, MAX_ALLOW);
+	}
 	snprintf(host, sizeof(host), "127.0.0.1");
 	if (listen && serve_parse_listen(listen, host, sizeof(host), &port))
 		return cli_error(EXIT_USAGE, "bad --listen '%s': HOST:PORT or [IPv6]:PORT", listen);
-	need_token = !unix_path && !serve_host_is_loopback(host);
+	/* Every TCP address, loopback too: any local user and any page a local
+	 * browser opens can reach loopback (docs/SECURITY.md, "The web surface").
+	 * The 0600 Unix socket is the way without a token. */
+	need_token = !unix_path;
 	if (token_file) {
 		code = read_token(token_file, token, sizeof(token));
 		if (code)
@@ -175,6 +207,8 @@ int cmd_serve(int argc, char **argv)
 	cfg.listen_port = port;
 	cfg.unix_path = unix_path;
 	cfg.token = *token ? token : NULL;
+	cfg.allow_hosts = allow;
+	cfg.nallow_hosts = nallow;
 	cfg.db_path = db;
 	cfg.exe = exe;
 	cfg.only_pids = nonly ? only : NULL;
@@ -188,17 +222,25 @@ int cmd_serve(int argc, char **argv)
 	cfg.max_running = (unsigned)max_running;
 
 	signal(SIGPIPE, SIG_IGN);
+	umask(077); /* the history, the sessions' files: the owner's alone */
 	err = serve_server_start(&cfg, &srv, why, sizeof(why));
 	if (err)
 		return cli_error(EXIT_ERROR, "%s", why);
-	if (unix_path)
+	if (unix_path) {
 		printf("clrtap serve: listening on unix:%s (mode 0600)\n", unix_path);
-	else
-		printf("clrtap serve: listening on http://%s%s%s:%u/\n", strchr(host, ':') ? "[" : "",
-		       host, strchr(host, ':') ? "]" : "", serve_server_port(srv));
-	if (cfg.token && !token_file)
-		printf("clrtap serve: token %s (send 'Authorization: Bearer TOKEN'; the UI: /?token=TOKEN)\n",
-		       token);
+	} else {
+		char url[400];
+
+		snprintf(url, sizeof(url), "http://%s%s%s:%u/", strchr(host, ':') ? "[" : "", host,
+			 strchr(host, ':') ? "]" : "", serve_server_port(srv));
+		printf("clrtap serve: listening on %s\n", url);
+		if (!token_file)
+			printf("clrtap serve: token %s (send 'Authorization: Bearer TOKEN'); the UI: "
+			       "%s?token=%s\n", token, url, token);
+		else
+			printf("clrtap serve: the UI: %s?token=TOKEN (the token of %s)\n", url,
+			       token_file);
+	}
 	printf("clrtap serve: history in %s; the API can dump and probe processes: it is "
 	       "root-equivalent\n", db);
 	fflush(stdout);

@@ -7,7 +7,10 @@
 # live views (SSE), /metrics scraped by a real Prometheus and queried by PromQL,
 # the OpenAPI document against the routes, history across a restart, and the
 # hostile side: bad pids and params, path traversal in every id and name,
-# oversized bodies, a slow client, a non-loopback listen without a token.
+# oversized bodies, a slow client, a non-loopback listen without a token; the
+# web surface (a per-start token on loopback, Host, Origin, content type, no
+# CORS, DNS rebinding; the history's files 0600). The browser's side of it is
+# in t-ui.sh.
 . "$(dirname "$0")/lib.sh"
 
 DB=$WORK/db/serve.db
@@ -15,7 +18,8 @@ mkdir -p "$WORK/db"
 SERVER_PIDS=()
 CLEANUP_CMD='for p in "${SERVER_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done; [ -n "${PROM_PID:-}" ] && kill -KILL "$PROM_PID" 2>/dev/null'
 
-# start_server LOG ARGS...: clrtap serve in the background; SRV_PID, SRV_OUT.
+# start_server LOG ARGS...: clrtap serve in the background; SRV_PID, SRV_OUT,
+# TOKEN (the token it printed, else empty).
 start_server() {
 	local log=$1
 	shift
@@ -27,7 +31,10 @@ start_server() {
 		not_ok "server $log started" "$(cat "$SRV_OUT" "$WORK/$log.err")"
 		finish
 	}
+	TOKEN=$(sed -n 's/^clrtap serve: token \([0-9a-f]*\) .*/\1/p' "$SRV_OUT")
 }
+# acurl ARGS...: curl with the server's token.
+acurl() { curl ${TOKEN:+-H "Authorization: Bearer $TOKEN"} "$@"; }
 stop_server() {
 	kill -TERM "$1" 2>/dev/null
 	wait "$1" 2>/dev/null
@@ -38,10 +45,10 @@ api() {
 	local m=$1 p=$2
 	shift 2
 	if [ $# -gt 0 ]; then
-		CODE=$(curl -s --path-as-is -o "$WORK/body" -w '%{http_code}' -X "$m" \
+		CODE=$(acurl -s --path-as-is -o "$WORK/body" -w '%{http_code}' -X "$m" \
 			-H 'Content-Type: application/json' --data-binary "$1" "$BASE$p")
 	else
-		CODE=$(curl -s --path-as-is -o "$WORK/body" -w '%{http_code}' -X "$m" "$BASE$p")
+		CODE=$(acurl -s --path-as-is -o "$WORK/body" -w '%{http_code}' -X "$m" "$BASE$p")
 	fi
 	BODY=$(cat "$WORK/body")
 }
@@ -92,7 +99,8 @@ S1=$SRV_PID
 BASE=http://127.0.0.1:$PORT
 contains "prints where it listens" "$(cat "$SRV_OUT")" "listening on http://127.0.0.1:$PORT/"
 contains "says it is root-equivalent" "$(cat "$SRV_OUT")" "root-equivalent"
-lacks "loopback: no token" "$(cat "$SRV_OUT")" "token"
+check "loopback: a per-start token printed (48 hex)" bash -c "[[ '$TOKEN' =~ ^[0-9a-f]{48}$ ]]"
+contains "loopback: the UI's address with the token printed" "$(cat "$SRV_OUT")" "the UI: http://127.0.0.1:$PORT/?token=$TOKEN"
 
 # ---- processes ----
 # the runtime's version and assembly come from ProcessInfo: on a loaded machine
@@ -146,7 +154,7 @@ start_session "{\"kind\":\"profile\",\"pid\":$CPU,\"params\":{\"duration\":3}}"
 equals "profile: 201" "$CODE" 201
 PROF=$SID
 check "profile: id shape" bash -c "[[ '$PROF' =~ ^s-[0-9a-f]{16}$ ]]"
-equals "profile: listed at once" "$(curl -s "$BASE/api/v1/sessions" | python3 -c 'import json,sys; print(json.load(sys.stdin)["sessions"][0]["id"])')" "$PROF"
+equals "profile: listed at once" "$(acurl -s "$BASE/api/v1/sessions" | python3 -c 'import json,sys; print(json.load(sys.stdin)["sessions"][0]["id"])')" "$PROF"
 wait_session "$PROF"
 equals "profile: done" "$STATUS" done
 equals "profile: exit code 0" "$(jb 'd["exit_code"]')" 0
@@ -159,7 +167,7 @@ check "profile report: CpuSplit::HotA is a leaf with samples" python3 -c "
 import json,sys; d=json.loads(sys.argv[1])
 n=sum(s['count'] for s in d['stacks'] if s['frames'] and 'CpuSplit::HotA' in s['frames'][-1])
 sys.exit(0 if n > 0 and d['total'] >= n else 1)" "$BODY"
-curl -s -D "$WORK/hdr" -o "$WORK/folded" "$BASE/api/v1/sessions/$PROF/artifacts/profile.folded"
+acurl -s -D "$WORK/hdr" -o "$WORK/folded" "$BASE/api/v1/sessions/$PROF/artifacts/profile.folded"
 check "artifact: bytes as on disk" cmp "$WORK/folded" "$WORK/db/sessions/$PROF/profile.folded"
 contains "artifact: attachment" "$(cat "$WORK/hdr")" 'Content-Disposition: attachment; filename="profile.folded"'
 check "artifact: HotA in the folded file" grep -q 'CpuSplit::HotA' "$WORK/folded"
@@ -216,7 +224,7 @@ equals "exceptions analysis: report.json, .md and .html" \
 	"$(jb 'sorted(a["name"] for a in d["artifacts"] if a["name"].startswith("report."))')" \
 	"['report.html', 'report.json', 'report.md']"
 contains "exceptions analysis: the Markdown report names the type" \
-	"$(curl -s "$BASE/api/v1/sessions/$EXS/artifacts/report.md")" "FixtureException"
+	"$(acurl -s "$BASE/api/v1/sessions/$EXS/artifacts/report.md")" "FixtureException"
 
 # ---- hotpaths (another analyzer): HotA first; doctor: findings ----
 start_session "{\"kind\":\"analyze\",\"pid\":$CPU,\"params\":{\"analyzer\":\"hotpaths\",\"duration\":3}}"
@@ -241,14 +249,14 @@ start_session "{\"kind\":\"trace\",\"pid\":$CPU,\"params\":{\"duration\":2}}"
 TRS=$SID
 wait_session "$TRS"
 equals "trace: done" "$STATUS" done
-check "trace: the .nettrace artifact starts with the magic" bash -c "curl -sf '$BASE/api/v1/sessions/$TRS/artifacts/trace.nettrace' | head -c 8 | grep -q Nettrace"
+check "trace: the .nettrace artifact starts with the magic" bash -c "curl -sf -H 'Authorization: Bearer $TOKEN' '$BASE/api/v1/sessions/$TRS/artifacts/trace.nettrace' | head -c 8 | grep -q Nettrace"
 api GET "/api/v1/sessions/$TRS/report"
 equals "trace: report" "$CODE" 200
 start_session "{\"kind\":\"dump\",\"pid\":$CPU,\"params\":{\"type\":\"mini\"}}"
 DMP=$SID
 wait_session "$DMP"
 equals "dump: done" "$STATUS" done
-check "dump: core.dump is an ELF core" bash -c "curl -sf '$BASE/api/v1/sessions/$DMP/artifacts/core.dump' | head -c 4 | od -An -c | grep -q 'E   L   F'"
+check "dump: core.dump is an ELF core" bash -c "curl -sf -H 'Authorization: Bearer $TOKEN' '$BASE/api/v1/sessions/$DMP/artifacts/core.dump' | head -c 4 | od -An -c | grep -q 'E   L   F'"
 api GET "/api/v1/sessions/$DMP/report"
 equals "dump: the report names the file" "$(jb 'd["path"]')" "$WORK/db/sessions/$DMP/core.dump"
 start_fixture heap --shape leak --count 321
@@ -305,7 +313,7 @@ start_fixture probe-warm --calls "$N" --interval-ms 2 --trigger "$WORK/trig-prob
 PW=$FIX_PID
 start_session "{\"kind\":\"probe\",\"pid\":$PW,\"params\":{\"method\":\"System.Convert::ToString(int,int)\",\"duration\":6}}"
 PS=$SID
-curl -s -N --max-time 30 "$BASE/api/v1/sessions/$PS/events" >"$WORK/events" &
+acurl -s -N --max-time 30 "$BASE/api/v1/sessions/$PS/events" >"$WORK/events" &
 EVP=$!
 wait_armed "$PS" 'tracing|waiting' || true
 touch "$WORK/trig-probe"
@@ -314,16 +322,21 @@ wait $EVP
 equals "probe: done" "$STATUS" done
 equals "probe: one call event per call" "$(grep -c '^data: {"line":".*System.Convert::ToString(value=' "$WORK/events")" "$N"
 contains "probe: end event" "$(cat "$WORK/events")" 'event: end'
-check "probe: output artifact" bash -c "api() { :; }; curl -sf '$BASE/api/v1/sessions/$PS/artifacts/probe.txt' | grep -q 'ToString(value=4, toBase=16)'"
+check "probe: output artifact" bash -c "curl -sf -H 'Authorization: Bearer $TOKEN' '$BASE/api/v1/sessions/$PS/artifacts/probe.txt' | grep -q 'ToString(value=4, toBase=16)'"
 
 # ---- live views ----
-curl -s -N --max-time 20 "$BASE/api/v1/processes/$CPU/counters/live?max_s=4" >"$WORK/live" || true
+acurl -s -N --max-time 20 "$BASE/api/v1/processes/$CPU/counters/live?max_s=4" >"$WORK/live" || true
 contains "counters live: counter events" "$(cat "$WORK/live")" 'event: counter'
 check "counters live: cpu-usage of the fixture, > 0" python3 -c "
 import json,sys
 vals=[json.loads(l[6:]) for l in open(sys.argv[1]) if l.startswith('data: {')]
 sys.exit(0 if any(v['name']=='cpu-usage' and v['pid']==$CPU and v['value']>0 for v in vals) else 1)" "$WORK/live"
-curl -s -N --max-time 20 "$BASE/api/v1/top/live?max_s=3" >"$WORK/top" || true
+acurl -s -N --max-time 20 "$BASE/api/v1/top/live?max_s=3" >"$WORK/top" || true
+check "top live: the first event already has the fixture's CPU share (issue 33: it was null)" python3 -c "
+import json,sys
+ev=[json.loads(l[6:]) for l in open(sys.argv[1]) if l.startswith('data: {')]
+r=[r for r in ev[0]['rows'] if r['pid']==$CPU] if ev else []
+sys.exit(0 if r and r[0]['cpu'] is not None and r[0]['cpu']>1 else 1)" "$WORK/top"
 check "top live: the fixture, busy" python3 -c "
 import json,sys
 rows=[r for l in open(sys.argv[1]) if l.startswith('data: {') for r in json.loads(l[6:])['rows']]
@@ -332,11 +345,25 @@ expect_api "counters live: dead pid" 404 3 GET "/api/v1/processes/$DEAD/counters
 expect_api "events: unknown session" 404 2 GET /api/v1/sessions/s-0000000000000000/events
 
 # ---- /metrics and a real Prometheus ----
-curl -s "$BASE/metrics" >/dev/null
-sleep 3
-curl -s "$BASE/metrics" >"$WORK/metrics"
+# the first scrape of a process already carries its families (issue 33): it
+# waits for the new collector's first interval; the exceptions fixture was
+# never scraped nor viewed live before this
+acurl -s "$BASE/metrics" >"$WORK/metrics"
 contains "metrics: cpu-usage labelled" "$(cat "$WORK/metrics")" "clrtap_dotnet_cpu_usage{pid=\"$CPU\",process=\"dotnet\",container_id=\"\",pod_uid=\"\"}"
 contains "metrics: TYPE line" "$(cat "$WORK/metrics")" "# TYPE clrtap_dotnet_gc_heap_size gauge"
+check "metrics: the first scrape of a new process has all its families (as many as the second), up 1, pending 0" python3 - "$WORK/metrics" "$EXC" "$(acurl -s "$BASE/metrics")" <<'EOF'
+import re, sys
+def fams(text, pid):
+    return {m.group(1) for m in re.finditer(r'^(clrtap_dotnet_\w+)\{pid="%s",[^}]*\} (\S+)$' % pid, text, re.M)}
+first = open(sys.argv[1]).read(); pid = sys.argv[2]; second = sys.argv[3]
+a, b = fams(first, pid), fams(second, pid)
+up = re.search(r'^clrtap_dotnet_up\{pid="%s",.*\} (\d)$' % pid, first, re.M)
+pend = re.search(r'^clrtap_dotnet_pending\{pid="%s",.*\} (\d)$' % pid, first, re.M)
+ok = len(a) >= 20 and a == b and up and up.group(1) == '1' and pend and pend.group(1) == '0'
+if not ok:
+    print("    first:", len(a), "second:", len(b), "missing:", sorted(b - a)[:10], "up:", up and up.group(1), "pending:", pend and pend.group(1))
+sys.exit(0 if ok else 1)
+EOF
 if command -v prometheus >/dev/null; then
 	PPORT=$(free_port)
 	cat >"$WORK/prom.yml" <<EOF
@@ -344,6 +371,8 @@ global:
   scrape_interval: 1s
 scrape_configs:
   - job_name: clrtap
+    authorization:
+      credentials: $TOKEN
     static_configs:
       - targets: ['127.0.0.1:$PORT']
 EOF
@@ -373,7 +402,7 @@ fi
 # ---- OpenAPI: each route served is documented and each documented route is served ----
 api GET /api/v1/openapi.json
 equals "openapi: 200" "$CODE" 200
-check "openapi: routes match the server's (serve.h) both ways, and each answers" python3 - "$BODY" "$ROOT/lib/serve/serve.h" "$BASE" <<'EOF'
+check "openapi: routes match the server's (serve.h) both ways, and each answers" python3 - "$BODY" "$ROOT/lib/serve/serve.h" "$BASE" "$TOKEN" <<'EOF'
 import json, re, sys, urllib.request, urllib.error
 doc = json.loads(sys.argv[1]); base = sys.argv[3]
 assert doc["openapi"].startswith("3.0"), doc["openapi"]
@@ -402,7 +431,7 @@ for r in refs(doc):
 for meth, p in documented:
     if meth != "get" or "{" in p or p.endswith("/live"): continue
     try:
-        urllib.request.urlopen(base + p, timeout=10).read()
+        urllib.request.urlopen(urllib.request.Request(base + p, headers={"Authorization": "Bearer " + sys.argv[4]}), timeout=10).read()
     except urllib.error.HTTPError as e:
         print("GET", p, e.code); sys.exit(1)
 EOF
@@ -415,6 +444,94 @@ api GET /
 equals "ui: / 200" "$CODE" 200
 contains "ui: html" "$BODY" "<html"
 expect_api "ui: unknown file" 404 2 GET /ui/nope.js
+
+# ---- the web surface: what a page in a browser on this machine could send ----
+# (the browser itself, a page of another origin trying fetch and a form POST,
+# is in t-ui.sh). Each refused request must start nothing: the history's count
+# and the sessions directory are compared at the end.
+api GET /api/v1/sessions
+NSESS=$(jb 'len(d["sessions"])')
+NDIRS=$(find "$WORK/db/sessions" -mindepth 1 -maxdepth 1 | wc -l)
+START="{\"kind\":\"stacks\",\"pid\":$CPU}"
+# wcurl NAME STATUS CODE ARGS...: a raw request (token included) must get STATUS and exit code CODE
+wcurl() {
+	local name=$1 status=$2 code=$3
+	shift 3
+	CODE=$(acurl -s -D "$WORK/whdr" -o "$WORK/body" -w '%{http_code}' "$@")
+	BODY=$(cat "$WORK/body")
+	if [ "$CODE" = "$status" ] && [ "$(json_get "$BODY" 'd["error"]["code"]' 2>/dev/null)" = "$code" ]; then
+		ok "$name ($CODE, code $code)"
+	else
+		not_ok "$name" "want $status/code $code, got $CODE: ${BODY:0:300}"
+	fi
+}
+# the issue's request: a "simple" cross-origin POST (no preflight in a browser)
+wcurl "text/plain POST from another origin: 403" 403 5 -X POST -H 'Content-Type: text/plain' \
+	-H 'Origin: http://evil.example' --data "$START" "$BASE/api/v1/sessions"
+wcurl "text/plain POST without an Origin: 415" 415 2 -X POST -H 'Content-Type: text/plain' --data "$START" "$BASE/api/v1/sessions"
+wcurl "form POST (urlencoded): 415" 415 2 -X POST --data-urlencode "x=$START" "$BASE/api/v1/sessions"
+wcurl "form POST (multipart): 415" 415 2 -X POST -F "x=$START" "$BASE/api/v1/sessions"
+wcurl "POST without a content type: 415" 415 2 -X POST -H 'Content-Type:' --data-binary "$START" "$BASE/api/v1/sessions"
+wcurl "JSON POST from a page on another loopback port: 403" 403 5 -X POST -H 'Content-Type: application/json' \
+	-H "Origin: http://127.0.0.1:$((PORT == 65535 ? 1 : PORT + 1))" --data "$START" "$BASE/api/v1/sessions"
+wcurl "JSON POST from a sandboxed page (Origin: null): 403" 403 5 -X POST -H 'Content-Type: application/json' \
+	-H 'Origin: null' --data "$START" "$BASE/api/v1/sessions"
+wcurl "JSON POST fetched cross-site (Sec-Fetch-Site): 403" 403 5 -X POST -H 'Content-Type: application/json' \
+	-H 'Sec-Fetch-Site: same-site' --data "$START" "$BASE/api/v1/sessions"
+wcurl "DELETE from another origin: 403" 403 5 -X DELETE -H 'Origin: http://evil.example' "$BASE/api/v1/sessions/$PROF"
+wcurl "a CORS preflight from another origin: 403" 403 5 -X OPTIONS -H 'Origin: http://evil.example' \
+	-H 'Access-Control-Request-Method: POST' -H 'Access-Control-Request-Headers: content-type' "$BASE/api/v1/sessions"
+lacks "the preflight's answer allows nothing (no Access-Control-* header)" "$(cat "$WORK/whdr")" "ccess-Control-"
+wcurl "a same-origin preflight: 405, no CORS" 405 2 -X OPTIONS -H "Origin: http://127.0.0.1:$PORT" \
+	-H 'Access-Control-Request-Method: POST' "$BASE/api/v1/sessions"
+lacks "same-origin preflight: no Access-Control-* header" "$(cat "$WORK/whdr")" "ccess-Control-"
+wcurl "a cross-origin read of the API: 403" 403 5 -H 'Origin: http://evil.example' "$BASE/api/v1/processes"
+lacks "cross-origin read: no process in the answer" "$BODY" "\"pid\""
+lacks "cross-origin read: no Access-Control-* header" "$(cat "$WORK/whdr")" "ccess-Control-"
+# DNS rebinding: the right address, a foreign name in Host
+wcurl "Host: evil.example: 403" 403 5 -H 'Host: evil.example' "$BASE/api/v1/processes"
+wcurl "Host: evil.example:PORT: 403" 403 5 -H "Host: evil.example:$PORT" "$BASE/api/v1/processes"
+CODE=$(acurl -s -o "$WORK/body" -w '%{http_code}' --resolve "rebind.example:$PORT:127.0.0.1" "http://rebind.example:$PORT/api/v1/processes?token=$TOKEN")
+equals "DNS rebinding (a name resolved to 127.0.0.1, token and all): 403" "$CODE" 403
+lacks "DNS rebinding: reads nothing" "$(cat "$WORK/body")" "\"pid\""
+CODE=$(acurl -s -o "$WORK/body" -w '%{http_code}' --resolve "rebind.example:$PORT:127.0.0.1" "http://rebind.example:$PORT/metrics")
+equals "DNS rebinding: /metrics 403" "$CODE" 403
+lacks "DNS rebinding: /metrics reads nothing" "$(cat "$WORK/body")" "clrtap_dotnet"
+CODE=$(curl -s -o "$WORK/body" -w '%{http_code}' --resolve "rebind.example:$PORT:127.0.0.1" "http://rebind.example:$PORT/")
+equals "DNS rebinding: not even the UI's page (403)" "$CODE" 403
+wcurl "Host: evil.example on a valid session POST: 403" 403 5 -X POST -H 'Host: evil.example' \
+	-H 'Content-Type: application/json' --data "$START" "$BASE/api/v1/sessions"
+wcurl "Host: the right address, another port: 403" 403 5 -H "Host: 127.0.0.1:$((PORT == 65535 ? 1 : PORT + 1))" "$BASE/api/v1/processes"
+wcurl "Host: an IPv6 literal that is not this address: 403" 403 5 -H "Host: [::2]:$PORT" "$BASE/api/v1/processes"
+CODE=$(printf 'GET /api/v1/processes HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n' "$TOKEN" | timeout 10 python3 -c "
+import socket,sys; s=socket.create_connection(('127.0.0.1',$PORT)); s.sendall(sys.stdin.buffer.read()); print(s.recv(64).split()[1].decode())")
+equals "no Host at all (HTTP/1.0): 403" "$CODE" 403
+CODE=$(acurl -s -o /dev/null -w '%{http_code}' "http://localhost:$PORT/api/v1/processes")
+equals "Host: localhost:PORT (loopback) is this server: 200" "$CODE" 200
+# the token: every API call on loopback needs it; ?token= only on GET
+CODE=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/api/v1/processes")
+equals "loopback without the token: 401" "$CODE" 401
+CODE=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' --data "$START" "$BASE/api/v1/sessions?token=$TOKEN")
+equals "?token= does not authorize a POST: 401" "$CODE" 401
+CODE=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/metrics")
+equals "/metrics without the token: 401" "$CODE" 401
+# the same-origin request the UI makes is served
+wcurl "a same-origin JSON POST reaches the session checks (a dead pid: 404)" 404 3 -X POST -H 'Content-Type: application/json; charset=utf-8' \
+	-H "Origin: http://127.0.0.1:$PORT" -H 'Sec-Fetch-Site: same-origin' --data "{\"kind\":\"stacks\",\"pid\":$DEAD}" "$BASE/api/v1/sessions"
+api GET /api/v1/sessions
+equals "no refused request started a session (history)" "$(jb 'len(d["sessions"])')" "$NSESS"
+equals "no refused request started a session (directories)" "$(find "$WORK/db/sessions" -mindepth 1 -maxdepth 1 | wc -l)" "$NDIRS"
+curl -s -D "$WORK/whdr" -o /dev/null "$BASE/"
+contains "the UI may not be framed by another page" "$(cat "$WORK/whdr")" "X-Frame-Options: DENY"
+contains "no address (it may hold ?token=) leaves in a Referer" "$(cat "$WORK/whdr")" "Referrer-Policy: no-referrer"
+# the history's files: the owner's alone, and no secret in them
+equals "serve.db is 0600" "$(stat -c %a "$DB")" 600
+equals "serve.db-wal is 0600" "$(stat -c %a "$DB-wal")" 600
+equals "sessions/ is 0700" "$(stat -c %a "$WORK/db/sessions")" 700
+equals "no session file or directory open to group or others" "$(find "$WORK/db/sessions" -mindepth 1 \( -type d ! -perm 700 -o -type f ! -perm 600 \) -printf '%m %p\n' | head -5)" ""
+check "the session files checked include a child's (profile.folded, core.dump) and the server's (report.json)" \
+	test -f "$WORK/db/sessions/$PROF/profile.folded" -a -f "$WORK/db/sessions/$DMP/core.dump" -a -f "$WORK/db/sessions/$PROF/report.json"
+equals "the token is in no file of the history" "$(grep -rlF "$TOKEN" "$WORK/db" | head -3)" ""
 
 # ---- path traversal in every id, name and parameter ----
 for p in "/api/v1/sessions/../../../../etc/passwd" "/api/v1/sessions/$PROF/artifacts/../../../../etc/passwd" \
@@ -438,12 +555,12 @@ done
 
 # ---- oversized bodies ----
 head -c 200000 /dev/zero | tr '\0' 'a' >"$WORK/big"
-CODE=$(curl -s -o "$WORK/body" -w '%{http_code}' -X POST --data-binary @"$WORK/big" "$BASE/api/v1/sessions")
+CODE=$(acurl -s -o "$WORK/body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' --data-binary @"$WORK/big" "$BASE/api/v1/sessions")
 equals "oversized body: 413" "$CODE" 413
 equals "oversized body: code 2" "$(json_get "$(cat "$WORK/body")" 'd["error"]["code"]')" 2
-CODE=$(curl -s -o "$WORK/body" -w '%{http_code}' -X POST -H 'Transfer-Encoding: chunked' --data-binary @"$WORK/big" "$BASE/api/v1/sessions")
+CODE=$(acurl -s -o "$WORK/body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked' --data-binary @"$WORK/big" "$BASE/api/v1/sessions")
 equals "oversized chunked body (no length): 413" "$CODE" 413
-CODE=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Big: $(head -c 100000 /dev/zero | tr '\0' 'b')" "$BASE/api/v1/processes")
+CODE=$(acurl -s -o /dev/null -w '%{http_code}' -H "X-Big: $(head -c 100000 /dev/zero | tr '\0' 'b')" "$BASE/api/v1/processes")
 check "oversized headers refused ($CODE)" bash -c "[ '$CODE' = 413 ] || [ '$CODE' = 431 ] || [ '$CODE' = 400 ] || [ '$CODE' = 000 ]"
 
 # ---- a slow client does not block others ----
@@ -461,14 +578,23 @@ exec 7>&- 8>&-
 # ---- restart: the history is still there ----
 stop_server "$S1"
 check "server stopped on SIGTERM" bash -c "! kill -0 $S1 2>/dev/null"
-start_server srv2 --listen "127.0.0.1:$PORT" --db "$DB" --pid "$CPU"
+# as an older clrtap left them: 0644 and 0755
+chmod 644 "$DB"
+chmod 755 "$WORK/db/sessions"
+start_server srv2 --listen "127.0.0.1:$PORT" --db "$DB" --pid "$CPU" --allow-host box.example
+equals "restart: an older 0644 serve.db is made 0600" "$(stat -c %a "$DB")" 600
+equals "restart: an older 0755 sessions/ is made 0700" "$(stat -c %a "$WORK/db/sessions")" 700
+CODE=$(acurl -s -o /dev/null -w '%{http_code}' --resolve "box.example:$PORT:127.0.0.1" "http://box.example:$PORT/api/v1/processes")
+equals "--allow-host box.example: that name is served" "$CODE" 200
+CODE=$(acurl -s -o /dev/null -w '%{http_code}' --resolve "box2.example:$PORT:127.0.0.1" "http://box2.example:$PORT/api/v1/processes")
+equals "--allow-host box.example: another name is not (403)" "$CODE" 403
 api GET /api/v1/sessions
 check "restart: every session still listed" python3 -c "
 import json,sys; ids={s['id'] for s in json.loads(sys.argv[1])['sessions']}
 sys.exit(0 if {'$PROF','$A','$B','$EXS','$TR','$V','$PS','$GCD','$DMP'} <= ids else 1)" "$BODY"
 api GET "/api/v1/sessions/$PROF"
 equals "restart: status kept" "$(jb 'd["status"]')" done
-curl -s -o "$WORK/folded2" "$BASE/api/v1/sessions/$PROF/artifacts/profile.folded"
+acurl -s -o "$WORK/folded2" "$BASE/api/v1/sessions/$PROF/artifacts/profile.folded"
 check "restart: artifact still downloadable" cmp "$WORK/folded2" "$WORK/folded"
 api GET "/api/v1/sessions/$EXS/report"
 equals "restart: report kept" "$(jb 'd["result"]["total"]')" 7
@@ -493,9 +619,7 @@ start_session "{\"kind\":\"counters\",\"pid\":$NS,\"params\":{\"duration\":2}}"
 wait_session "$SID"
 equals "namespaced: counters session done" "$STATUS" done
 sleep 1
-curl -s "$BASE/metrics" >/dev/null
-sleep 3
-contains "namespaced: metrics" "$(curl -s "$BASE/metrics")" "clrtap_dotnet_cpu_usage{pid=\"$NS\""
+contains "namespaced: metrics (first scrape)" "$(acurl -s "$BASE/metrics")" "clrtap_dotnet_cpu_usage{pid=\"$NS\""
 stop_server "$SRV_PID"
 
 # ---- auth: non-loopback needs a token ----
@@ -504,14 +628,16 @@ start_server srv5 --listen "0.0.0.0:$P2" --db "$WORK/db/auth.db"
 TOKEN=$(sed -n 's/^clrtap serve: token \([0-9a-f]*\) .*/\1/p' "$SRV_OUT")
 check "non-loopback: token printed (48 hex)" bash -c "[[ '$TOKEN' =~ ^[0-9a-f]{48}$ ]]"
 BASE=http://127.0.0.1:$P2
+T5=$TOKEN
+TOKEN=
 expect_api "no token: 401" 401 5 GET /api/v1/processes
 expect_api "no token on /metrics: 401" 401 5 GET /metrics
 expect_api "no token on a POST: 401" 401 5 POST /api/v1/sessions "{\"kind\":\"stacks\",\"pid\":$CPU}"
-CODE=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer ${TOKEN}x" "$BASE/api/v1/processes")
+CODE=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer ${T5}x" "$BASE/api/v1/processes")
 equals "wrong token: 401" "$CODE" 401
-CODE=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" "$BASE/api/v1/processes")
+CODE=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $T5" "$BASE/api/v1/processes")
 equals "bearer token: 200" "$CODE" 200
-CODE=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/api/v1/processes?token=$TOKEN")
+CODE=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/api/v1/processes?token=$T5")
 equals "?token= on GET: 200" "$CODE" 200
 stop_server "$SRV_PID"
 printf 'abcdefabcdefabcdef0123\n' >"$WORK/tok"
@@ -534,6 +660,7 @@ stop_server "$SRV_PID"
 check "unix socket: removed at exit" test ! -e "$WORK/serve.sock"
 
 expect_exit "bad --listen" 2 "$CLRTAP" serve --listen nope
+expect_exit "bad --allow-host" 2 "$CLRTAP" serve --allow-host 'a b' --db "$WORK/db/x.db"
 expect_exit "--listen and --unix" 2 "$CLRTAP" serve --listen 127.0.0.1:1 --unix "$WORK/x.sock"
 expect_exit "unix socket cannot be made" 1 "$CLRTAP" serve --db "$WORK/db/x.db" --unix /dev/null/x
 

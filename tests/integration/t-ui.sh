@@ -6,7 +6,9 @@
 # 3 s profile whose flame graph names the hot method, a download checked
 # byte for byte, an exceptions analysis with the exact count, a doctor session
 # with its findings (every analyzer offered by the form), a live counter
-# that changes, the differential flame graph of two profiles.
+# that changes, the differential flame graph of two profiles; and in the same
+# browser, a page of another loopback port that tries fetch and form POSTs
+# against serve, and a DNS-rebinding name for its address (all refused).
 # Screenshots: build/test-output/t-ui/ (UI_OUT to change).
 . "$(dirname "$0")/lib.sh"
 
@@ -64,6 +66,8 @@ if ! wait_for_line "$WORK/serve.log" 'listening on' 30 "$SERVE_PID"; then
 	not_ok "clrtap serve started" "$(cat "$WORK/serve.log")"
 	finish
 fi
+# the per-start token it printed (loopback too): the UI is opened at .../?token=T
+SERVE_TOKEN=$(sed -n 's/^clrtap serve: token \([0-9a-f]*\) .*/\1/p' "$WORK/serve.log")
 
 # a second server with a token in force (loopback, --token-file)
 TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -79,7 +83,7 @@ fi
 
 rm -rf "$UI_OUT"
 mkdir -p "$UI_OUT"
-UI_NPM=$NPM_DIR BASE="http://127.0.0.1:$SPORT" OUT="$UI_OUT" CPU_PID=$CPU_PID WEB_PID=$WEB_PID WEB_PORT=$WEB_PORT \
+UI_NPM=$NPM_DIR BASE="http://127.0.0.1:$SPORT" SERVE_TOKEN=$SERVE_TOKEN OUT="$UI_OUT" CPU_PID=$CPU_PID WEB_PID=$WEB_PID WEB_PORT=$WEB_PORT \
 	NS_PID=$NS_PID HOSTILE_PID=$HOSTILE_PID HOSTILE_LABEL=$HOSTILE_LABEL BASE_TOK="http://127.0.0.1:$TPORT" TOKEN=$TOKEN timeout 600 node "$ROOT/tests/ui/ui.mjs" >"$WORK/ui.out" 2>&1
 rc=$?
 take_lines "$WORK/ui.out"

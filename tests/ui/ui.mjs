@@ -4,6 +4,7 @@
 // started by tests/integration/t-ui.sh, which passes:
 //   UI_NPM   directory holding node_modules/playwright-core (tests/ui/setup.sh)
 //   BASE     the server, http://127.0.0.1:PORT
+//   SERVE_TOKEN  the token it printed at start (the UI is opened at BASE/?token=T once)
 //   CPU_PID  a `sample cpu-split` fixture (hot method Clrtap.Fixtures.CpuSplit::HotA)
 //   WEB_PID, WEB_PORT  a `sample web --port WEB_PORT` fixture (/api/exception/N throws N)
 //   NS_PID   a fixture in its own PID + mount namespace (a container, seen from the host)
@@ -15,11 +16,13 @@ import { createRequire } from 'module';
 import fs from 'fs';
 import path from 'path';
 import crypto from 'crypto';
+import http from 'http';
 
 const env = process.env;
 const require = createRequire(path.join(env.UI_NPM, 'package.json'));
 const { chromium } = require('playwright-core');
-const BASE = env.BASE, OUT = env.OUT;
+const BASE = env.BASE, OUT = env.OUT, SERVE_TOKEN = env.SERVE_TOKEN;
+const AUTH = { Authorization: 'Bearer ' + SERVE_TOKEN };
 const CPU = env.CPU_PID, WEB = env.WEB_PID, WEB_PORT = env.WEB_PORT, NS = env.NS_PID;
 const HOT = 'Clrtap.Fixtures.CpuSplit::HotA';
 const SLOW = 120000; // generous: two shared cores, other jobs running
@@ -39,7 +42,9 @@ function report(good, name, details) {
 			console.log('    ' + line);
 }
 
-const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+// rebind.test resolves to 127.0.0.1 in this browser: a DNS-rebinding page's name for the server's address
+const browser = await chromium.launch({ executablePath: '/usr/bin/chromium',
+	args: ['--no-sandbox', '--disable-dev-shm-usage', '--host-resolver-rules=MAP rebind.test 127.0.0.1'] });
 const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
 const page = await context.newPage();
 page.setDefaultTimeout(60000);
@@ -77,7 +82,9 @@ function expect(cond, msg) {
 }
 
 async function api(p, opts) {
-	const r = await fetch(BASE + '/api/v1' + p, opts);
+	const o = Object.assign({}, opts || {});
+	o.headers = Object.assign({}, AUTH, o.headers || {});
+	const r = await fetch(BASE + '/api/v1' + p, o);
 	const t = await r.text();
 	if (!r.ok)
 		throw new Error(`${p}: HTTP ${r.status} ${t.slice(0, 300)}`);
@@ -112,8 +119,10 @@ await step('the UI loads from the server (index, script, style; no network beyon
 		if (!r.url().startsWith(BASE) && !r.url().startsWith('data:') && !r.url().startsWith('blob:'))
 			outside.push(r.url());
 	});
-	await page.goto(BASE + '/');
+	// the address serve printed: the token leaves the address bar for the tab's sessionStorage
+	await page.goto(BASE + '/?token=' + SERVE_TOKEN);
 	await page.waitForSelector('table.procs tbody tr');
+	expect(!page.url().includes('token='), 'token still in the address: ' + page.url());
 	const bg = await page.$eval('.topbar', e => getComputedStyle(e).backgroundColor);
 	expect(bg === 'rgb(17, 24, 39)', 'app.css not applied (top bar ' + bg + ')');
 	expect(!outside.length, 'requests outside the server: ' + outside.join(' '));
@@ -162,6 +171,119 @@ if (env.HOSTILE_PID) {
 }
 await shot('01-processes', false);
 
+// 1b. A page of another origin (another loopback port) in the same browser, the
+// real UI open beside it with its token: every attempt to start a session or
+// read the API fails, with the status the server answered; a DNS-rebinding
+// name for the server's address reads nothing. (t-serve.sh has the same with curl.)
+{
+	const serveUrl = new URL(BASE);
+	const START = JSON.stringify({ kind: 'stacks', pid: Number(CPU) });
+	const evil = http.createServer((req, res) => {
+		res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
+		// a text/plain form makes a body that is JSON: name + '=' + value
+		res.end(`<!doctype html><title>another origin</title>
+<form id="plain" method="POST" action="${BASE}/api/v1/sessions" enctype="text/plain" target="sink1">
+<input name='${START.slice(0, -1)},"x":"' value='"}'></form>
+<form id="urlenc" method="POST" action="${BASE}/api/v1/sessions?token=${SERVE_TOKEN}" target="sink2">
+<input name="body" value='${START}'></form>
+<iframe name="sink1"></iframe><iframe name="sink2"></iframe>`);
+	});
+	await new Promise(res => evil.listen(0, '127.0.0.1', res));
+	const EVIL = `http://127.0.0.1:${evil.address().port}`;
+	const before = (await api('/sessions')).sessions.length;
+	const ep = await context.newPage();
+	const seen = []; // [method, url, status] of every answer of serve that reached this page
+	ep.on('response', r => {
+		if (r.url().startsWith(BASE) || r.url().startsWith('http://rebind.test:'))
+			seen.push([r.request().method(), r.url().replace(SERVE_TOKEN, 'TOKEN'), r.status()]);
+	});
+	const statusOf = (method, re) => {
+		const hit = seen.filter(x => x[0] === method && re.test(x[1]));
+		return hit.length ? hit[hit.length - 1][2] : 'no answer seen';
+	};
+	try {
+		await ep.goto(EVIL + '/');
+		await step('another origin: fetch POST text/plain (no-cors, no preflight) is refused 403, its answer unreadable', async () => {
+			const r = await ep.evaluate(async ([u, b]) => {
+				const x = await fetch(u, { method: 'POST', mode: 'no-cors', headers: { 'Content-Type': 'text/plain' }, body: b });
+				return [x.type, x.status];
+			}, [BASE + '/api/v1/sessions', START]);
+			expect(r[0] === 'opaque' && r[1] === 0, 'the page read ' + r);
+			await ep.waitForTimeout(300);
+			const st = statusOf('POST', /\/api\/v1\/sessions$/);
+			expect(st === 403, 'serve answered ' + st + ' ' + JSON.stringify(seen));
+		});
+		await step('another origin: fetch POST application/json (preflighted) fails in the page, with the token too', async () => {
+			const r = await ep.evaluate(async ([u, b, t]) => {
+				const out = [];
+				for (const h of [{ 'Content-Type': 'application/json' }, { 'Content-Type': 'application/json', Authorization: 'Bearer ' + t }]) {
+					try {
+						const x = await fetch(u, { method: 'POST', headers: h, body: b });
+						out.push('read ' + x.status);
+					} catch (e) {
+						out.push('failed: ' + e.name);
+					}
+				}
+				return out;
+			}, [BASE + '/api/v1/sessions', START, SERVE_TOKEN]);
+			expect(r.every(x => x === 'failed: TypeError'), 'fetch: ' + r.join(', '));
+		});
+		await step('another origin: reading the API with fetch fails (no CORS header), with ?token= too; no-cors reads are refused 403 and opaque', async () => {
+			const urls = [BASE + '/api/v1/processes', BASE + '/api/v1/processes?token=' + SERVE_TOKEN];
+			const r = await ep.evaluate(async us => {
+				const out = [];
+				for (const u of us) {
+					try {
+						const x = await fetch(u);
+						out.push('read ' + x.status + ' ' + (await x.text()).slice(0, 80));
+					} catch (e) {
+						out.push('failed: ' + e.name);
+					}
+				}
+				return out;
+			}, urls);
+			expect(r.every(x => x === 'failed: TypeError'), 'fetch: ' + r.join(' | '));
+			// a CORS failure hides the status from the page and from the browser's
+			// events; a no-cors read shows it in the events (and nothing to the page)
+			for (const u of urls) {
+				seen.length = 0;
+				const o = await ep.evaluate(async u => {
+					const x = await fetch(u, { mode: 'no-cors' });
+					return [x.type, x.status, (await x.text()).length];
+				}, u);
+				expect(o[0] === 'opaque' && o[1] === 0 && o[2] === 0, 'the page read ' + o);
+				await ep.waitForTimeout(300);
+				const st = statusOf('GET', /\/api\/v1\/processes(\?token=TOKEN)?$/);
+				expect(st === 403, u.replace(SERVE_TOKEN, 'TOKEN') + ': serve answered ' + st + ' ' + JSON.stringify(seen));
+			}
+		});
+		await step('another origin: a text/plain form POST and an urlencoded one (token in its action) are refused 403', async () => {
+			await Promise.all([ep.waitForResponse(r => r.request().method() === 'POST' && /\/sessions$/.test(r.url())),
+				ep.evaluate(() => document.getElementById('plain').submit())]);
+			await Promise.all([ep.waitForResponse(r => r.request().method() === 'POST' && /\/sessions\?token=/.test(r.url())),
+				ep.evaluate(() => document.getElementById('urlenc').submit())]);
+			const a = statusOf('POST', /\/api\/v1\/sessions$/), b = statusOf('POST', /\/api\/v1\/sessions\?token=TOKEN$/);
+			expect(a === 403 && b === 403, `text/plain form: ${a}, urlencoded form: ${b}`);
+		});
+		await step('DNS rebinding: rebind.test (resolved to 127.0.0.1) gets 403 for the API, /metrics and the UI, token and all, and reads nothing', async () => {
+			const host = `http://rebind.test:${serveUrl.port}`;
+			for (const p of ['/api/v1/processes?token=' + SERVE_TOKEN, '/metrics?token=' + SERVE_TOKEN, '/?token=' + SERVE_TOKEN]) {
+				const r = await ep.goto(host + p);
+				const body = await r.text();
+				expect(r.status() === 403, p.replace(SERVE_TOKEN, 'TOKEN') + ': HTTP ' + r.status());
+				expect(!body.includes('"pid"') && !body.includes('clrtap_dotnet') && !body.includes('<script'), 'read: ' + body.slice(0, 200));
+			}
+		});
+		await step('no attempt of the other origin started a session', async () => {
+			const after = (await api('/sessions')).sessions.length;
+			expect(after === before, `sessions before ${before}, after ${after}`);
+		});
+	} finally {
+		await ep.close();
+		evil.close();
+	}
+}
+
 // 2. A 3 s profile from the process page; the hot method in the flame graph.
 let profileId = null;
 await step('a 3 s profile started from the process page shows its progress', async () => {
@@ -203,7 +325,7 @@ await step('downloading profile.folded gives the server\'s bytes: folded stacks 
 	const file = path.join(OUT, 'download-profile.folded');
 	await dl.saveAs(file);
 	const got = fs.readFileSync(file);
-	const r = await fetch(BASE + '/api/v1/sessions/' + encodeURIComponent(profileId) + '/artifacts/profile.folded');
+	const r = await fetch(BASE + '/api/v1/sessions/' + encodeURIComponent(profileId) + '/artifacts/profile.folded', { headers: AUTH });
 	const want = Buffer.from(await r.arrayBuffer());
 	expect(dl.suggestedFilename() === 'profile.folded', 'file name ' + dl.suggestedFilename());
 	expect(got.length === art.size && got.length > 0, `size ${got.length}, listed ${art.size}`);

@@ -59,7 +59,7 @@ opts_roff() {
 	echo "one is complete, and clrtap says so on standard error."
 	echo ".SH EXIT STATUS"
 	# the rows of docs/cmd/exit-codes.md: | code | name | meaning | examples |
-	awk -F'|' '/^\| *[0-9]+ *\|/ {
+	awk -F'|' '/^## Cases/ { exit } /^\| *[0-9]+ *\|/ {
 		gsub(/^ +| +$/, "", $2); gsub(/^ +| +$/, "", $3); gsub(/^ +| +$/, "", $4)
 		print ".TP"; print "\\fB" $2 "\\fR (" $3 ")"; print $4 }' "$ROOT/docs/cmd/exit-codes.md" |
 		sed -e 's/`//g' -e '/^\./!{/^\\fB/!s/\\/\\e/g}' -e '/^\./!{/^\\fB/!s/-/\\-/g}'

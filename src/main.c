@@ -196,7 +196,7 @@ int main(int argc, char **argv)
 		return check_stdout(EXIT_OK);
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))
-		return check_stdout(cmd_version(1, argv + 1));
+		return check_stdout(cmd_version(argc - 1, argv + 1));
 	if (!strcmp(argv[1], "--help-table")) {
 		print_table();
 		return check_stdout(EXIT_OK);

@@ -475,14 +475,13 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		}
 		r->library = placed;
 	}
+	/* progress, not the result: on stderr */
 	if (!r->json && rearm)
-		printf("reusing the dormant clrtap profiler (generation %u) for new probes\n",
-		       sc.st.generation);
-	else if (!r->json && library_given)
-		printf("library: %s (given; as the target sees it)\n", cli_safe(r->library));
-	else if (!r->json)
-		printf("library: %s (%s build%s)\n", cli_safe(r->library), agent_libc_name(r->lib_libc),
-		       reused ? ", already there" : "");
+		cli_info("reusing the dormant clrtap profiler (generation %u) for new probes",
+			 sc.st.generation);
+	else if (!r->json && !library_given)
+		cli_info("library: %s (%s build%s)", r->library, agent_libc_name(r->lib_libc),
+			 reused ? ", already there" : "");
 	if (!r->show_modules)
 		cfg.features &= ~PRF_FEAT_MODULES;
 	err = agent_config_encode(&cfg, r->config, sizeof(r->config), &r->config_len);
@@ -642,7 +641,7 @@ int cmd_agent(int argc, char **argv)
 		{ 0, "library", CLI_OPT_STRING, &library, "PATH",
 		  "run: use this library path as the target sees it (no copy)" },
 		{ 0, "modules", CLI_OPT_BOOL, &modules, NULL, "run: print each module loaded" },
-		{ 0, "args", CLI_OPT_BOOL, &args, NULL,
+		{ 'a', "args", CLI_OPT_BOOL, &args, NULL,
 		  "probe: record each call's arguments, return value and latency" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the result as JSON" },
 		{ 0 },

@@ -161,7 +161,7 @@ int cmd_analyze(int argc, char **argv)
 		{ 'o', "output", CLI_OPT_OUTPUT, &out, "FILE", "write the report to FILE (.md, .json or .html)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "JSON on standard output" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "rows per table (default 10)" },
-		{ 0, "list", CLI_OPT_BOOL, &list, NULL, "list the analyzers and exit" },
+		{ 'l', "list", CLI_OPT_BOOL, &list, NULL, "list the analyzers and exit" },
 		{ 0 },
 	};
 	const struct an_analyzer *a;

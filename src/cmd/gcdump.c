@@ -1097,45 +1097,19 @@ out:
 	return code;
 }
 
-static int parse_interval(const char *s, int64_t *ms)
-{
-	uint64_t v;
-	char num[32];
-	size_t n = strspn(s, "0123456789");
-	const char *unit = s + n;
-	uint64_t mul;
-
-	if (!n || n >= sizeof(num))
-		return -EINVAL;
-	memcpy(num, s, n);
-	num[n] = 0;
-	if (ct_parse_u64(num, 10, &v))
-		return -EINVAL;
-	if (!*unit || !strcmp(unit, "s"))
-		mul = 1000;
-	else if (!strcmp(unit, "ms"))
-		mul = 1;
-	else if (!strcmp(unit, "m"))
-		mul = 60000;
-	else
-		return -EINVAL;
-	if (v == 0 || v > 86400000ull / mul)
-		return -EINVAL;
-	*ms = (int64_t)(v * mul);
-	return 0;
-}
-
 static int gcdump_sub_watch(int argc, char **argv)
 {
 	struct target_args ta = { .gc_timeout_ms = 30000, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
-	const char *every = "30s", *prefix = NULL;
+	const char *prefix = NULL;
 	bool json = false;
 	int count = 3;
+	int64_t interval = 30000;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&ta.to),
-		{ 0, "every", CLI_OPT_STRING, &every, "INTERVAL", "time between snapshots: 30s, 500ms, 2m (default 30s)" },
-		{ 0, "count", CLI_OPT_INT, &count, "N", "snapshots to take (default 3, at least 2)" },
-		{ 'o', "output", CLI_OPT_STRING, &prefix, "PREFIX", "also write PREFIX-1.heap, PREFIX-2.heap, ..." },
+		{ 0, "every", CLI_OPT_DURATION, &interval, "DUR", "time between snapshots (default 30s)" },
+		{ 0, "snapshots", CLI_OPT_INT, &count, "N", "snapshots to take (default 3, at least 2)" },
+		{ 0, "count", CLI_OPT_INT | CLI_DEPRECATED, &count, "N", "--snapshots" },
+		{ 'o', "output", CLI_OPT_OUTPUT, &prefix, "PREFIX", "also write PREFIX-1.heap, PREFIX-2.heap, ..." },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "the result as JSON" },
 		TARGET_EXTRA(&ta),
 		{ 0 },
@@ -1144,18 +1118,17 @@ static int gcdump_sub_watch(int argc, char **argv)
 	size_t *nstats = NULL;
 	char **labels = NULL;
 	struct heap_graph *last = NULL, *firstg = NULL;
-	int64_t interval;
 	int first, code, i, taken = 0;
 
-	if (cli_parse(argc, argv, "clrtap gcdump watch (-p PID | -n NAME) [--every 30s] [--count N]", opts,
+	if (cli_parse(argc, argv, "clrtap gcdump watch (-p PID | -n NAME) [--every DUR] [--snapshots N]", opts,
 		      &first, &code))
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
-	if (parse_interval(every, &interval))
-		return cli_error(EXIT_USAGE, "--every wants a duration like 30s, 500ms or 2m");
+	if (interval < 1 || interval > (int64_t)86400 * 1000)
+		return cli_error(EXIT_USAGE, "--every must be more than 0 and at most 24h");
 	if (count < 2 || count > 1000)
-		return cli_error(EXIT_USAGE, "--count must be 2..1000");
+		return cli_error(EXIT_USAGE, "--snapshots must be 2..1000");
 	if ((code = check_target_args(&ta)))
 		return code;
 	stats = calloc((size_t)count, sizeof(*stats));

@@ -670,8 +670,8 @@ static void start_action(struct watch *w, unsigned fire, int ti, int ri, const s
 		break;
 	case WATCH_ACT_STACKS:
 		argv[n++] = "stacks";
-		argv[n++] = "--sample-ms";
-		argv[n++] = "200";
+		argv[n++] = "--sample";
+		argv[n++] = "200ms";
 		break;
 	case WATCH_ACT_DUMP:
 		snprintf(out, sizeof(out), "%s/core", rn->dir);

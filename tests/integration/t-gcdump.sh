@@ -377,7 +377,7 @@ stop_fixture "$FIX_PID"
 
 # 4. A leak at a known rate with churn: watch and diff report only the leak.
 start_fixture heap --shape leak --count 100 --per-second 2000
-expect_exit "watch" 0 "$CLRTAP" gcdump watch -p "$FIX_PID" --every 1s --count 3 --json -o "$WORK/w"
+expect_exit "watch" 0 "$CLRTAP" gcdump watch -p "$FIX_PID" --every 1s --snapshots 3 --json -o "$WORK/w"
 printf '%s\n' "$OUT" >"$WORK/watch.json"
 check "watch: the only growing type (not held by another) is $ITEM" pyj "$WORK/watch.json" \
 	"[g['type'] for g in d['growing'] if g['held_by'] is None] == ['$ITEM']"
@@ -392,7 +392,7 @@ check "watch: the leak's path holds more objects in the last snapshot than in th
 check "watch: the churned types are not reported" pyj "$WORK/watch.json" \
 	"not any('HeapChurn' in g['type'] for g in d['growing'])"
 # Ctrl-C during watch: the snapshots taken are compared, exit 9 (partial).
-"$CLRTAP" gcdump watch -p "$FIX_PID" --every 1s --count 20 --json >"$WORK/wi.json" 2>"$WORK/wi.err" &
+"$CLRTAP" gcdump watch -p "$FIX_PID" --every 1s --snapshots 20 --json >"$WORK/wi.json" 2>"$WORK/wi.err" &
 CPID=$!
 for ((i = 0; i < 600; i++)); do grep -q "snapshot 2 of 20" "$WORK/wi.err" 2>/dev/null && break; sleep 0.05; done
 kill -INT "$CPID"
@@ -442,7 +442,7 @@ expect_exit "diff needs two files" 2 "$CLRTAP" gcdump diff "$WORK/good.heap"
 expect_exit "report: unknown type for --path" 2 "$CLRTAP" gcdump report "$WORK/good.heap" --path No.Such.Type
 expect_exit "report: no object at that address" 2 "$CLRTAP" gcdump report "$WORK/good.heap" --path 0x10
 expect_exit "watch: bad --every" 2 "$CLRTAP" gcdump watch -p 1 --every 3x
-expect_exit "watch: --count 1" 2 "$CLRTAP" gcdump watch -p 1 --count 1
+expect_exit "watch: --snapshots 1" 2 "$CLRTAP" gcdump watch -p 1 --snapshots 1
 expect_exit "unknown subcommand" 2 "$CLRTAP" gcdump frobnicate
 expect_exit "collect: output not writable, before any GC" 1 "$CLRTAP" gcdump collect -p $$ -o /nonexistent-dir/x.heap
 contains "collect: output not writable: says so" "$ERR" "cannot write /nonexistent-dir/x.heap.tmp"

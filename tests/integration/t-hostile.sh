@@ -260,7 +260,7 @@ assert d["pid"] == int(os.environ["P"]), d
 print("ok")'
 # serve makes the same reachable over HTTP: its JSON about the container.
 SOCK=$WORK/serve.sock
-"$CLRTAP" serve --unix "$SOCK" --db "$WORK/serve.db" --pid "$P" >"$WORK/serve.out" 2>"$WORK/serve.err" &
+"$CLRTAP" serve --unix "$SOCK" --db "$WORK/serve.db" --pids "$P" >"$WORK/serve.out" 2>"$WORK/serve.err" &
 SERVE=$!
 KILL_PIDS+=("$SERVE")
 if wait_for_line "$WORK/serve.out" 'history in' 20 "$SERVE" >/dev/null; then

@@ -136,17 +136,17 @@ run_all "deb (Depends-only root)" in_root "$DR" /usr/bin/clrtap
 # the Recommends make serve work (the Dockerfile installs them)
 # shellcheck disable=SC2046
 copy_files "$DR" $(pkg_files $(pkg_closure $(echo "$RECOMMENDS" | tr ',' '\n')))
-PORT=$(free_port)
-in_root "$DR" /usr/bin/clrtap serve --listen "127.0.0.1:$PORT" --db /tmp/clrtap-install-$$.db \
+SOCK=/tmp/clrtap-install-$$.sock
+in_root "$DR" /usr/bin/clrtap serve --unix "$SOCK" --db /tmp/clrtap-install-$$.db \
 	>"$WORK/serve.out" 2>&1 &
 SERVE=$!
 KILL_PIDS+=("$SERVE")
-CLEANUP_CMD="rm -f /tmp/clrtap-install-$$.db*"
+CLEANUP_CMD="rm -f /tmp/clrtap-install-$$.db* $SOCK"
 for ((i = 0; i < 100; i++)); do
-	curl -sf "http://127.0.0.1:$PORT/metrics" >"$WORK/metrics" 2>/dev/null && break
+	curl -sf --unix-socket "$SOCK" "http://localhost/api/v1/processes" >"$WORK/procs" 2>/dev/null && break
 	sleep 0.1
 done
-check "deb + Recommends: serve answers /metrics" test -s "$WORK/metrics"
+contains "deb + Recommends: serve lists the fixture" "$(cat "$WORK/procs")" "\"pid\":$PID"
 kill -TERM "$SERVE" 2>/dev/null
 wait "$SERVE" 2>/dev/null
 

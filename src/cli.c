@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 
 #include <getopt.h>
+#include <pthread.h>
+#include <time.h>
 
 #include "cli.h"
 #include "common/io.h"
@@ -25,9 +27,82 @@ static void vmsg(const char *prefix, const char *fmt, va_list ap)
 	cli_print_line(stderr, prefix, buf);
 }
 
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t thr;
+	bool on, stop;
+	char what[160];
+	int64_t total_ms;
+	struct timespec t0;
+} cd = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
 void cli_print_line(FILE *f, const char *prefix, const char *msg)
 {
+	bool lock = cd.on;
+
+	if (lock) {
+		pthread_mutex_lock(&cd.mu);
+		if (f == stderr)
+			fputs("\r\033[K", stderr);
+	}
 	fprintf(f, "clrtap: %s%s\n", prefix, cli_safe(msg));
+	if (lock)
+		pthread_mutex_unlock(&cd.mu);
+}
+
+static void *countdown_main(void *arg)
+{
+	struct timespec now, until;
+
+	(void)arg;
+	pthread_mutex_lock(&cd.mu);
+	while (!cd.stop) {
+		double el;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		el = (double)(now.tv_sec - cd.t0.tv_sec) + (double)(now.tv_nsec - cd.t0.tv_nsec) / 1e9;
+		if (cd.total_ms)
+			fprintf(stderr, "\r\033[Kclrtap: %s: %.0f s of %.0f s (Ctrl-C stops)", cd.what,
+				el, (double)cd.total_ms / 1e3);
+		else
+			fprintf(stderr, "\r\033[Kclrtap: %s: %.0f s (Ctrl-C stops)", cd.what, el);
+		fflush(stderr);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 250000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&cd.cv, &cd.mu, &until);
+	}
+	pthread_mutex_unlock(&cd.mu);
+	return NULL;
+}
+
+void cli_countdown_start(const char *what, int64_t total_ms)
+{
+	if (cd.on || !isatty(STDERR_FILENO))
+		return;
+	snprintf(cd.what, sizeof(cd.what), "%s", cli_safe(what));
+	cd.total_ms = total_ms;
+	cd.stop = false;
+	clock_gettime(CLOCK_MONOTONIC, &cd.t0);
+	if (!pthread_create(&cd.thr, NULL, countdown_main, NULL))
+		cd.on = true;
+}
+
+void cli_countdown_stop(void)
+{
+	if (!cd.on)
+		return;
+	pthread_mutex_lock(&cd.mu);
+	cd.stop = true;
+	pthread_cond_signal(&cd.cv);
+	pthread_mutex_unlock(&cd.mu);
+	pthread_join(cd.thr, NULL);
+	cd.on = false;
+	fputs("\r\033[K", stderr);
 }
 
 const char *cli_safe(const char *s)
@@ -519,6 +594,10 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 				cli_warn("--%s %s read as milliseconds (deprecated): write %sms, or "
 					 "seconds (a bare number is seconds below 1000)",
 					 o->long_name, optarg, optarg);
+			else if (!ret && optarg[strspn(optarg, "0123456789")] == '\0' &&
+				 *(int *)o->value >= 60000)
+				cli_warn("--%s %s is %s seconds (a bare number is seconds; write %sms "
+					 "for milliseconds)", o->long_name, optarg, optarg, optarg);
 			break;
 		case CLI_OPT_SIZE:
 			ret = cli_parse_size(optarg, (uint64_t *)o->value);

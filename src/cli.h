@@ -73,6 +73,16 @@ extern const char *cli_cmd_name;
 extern volatile sig_atomic_t cli_stop_requested;
 void cli_catch_stop_signals(void);
 
+/*
+ * Progress on a terminal for work that takes longer than a second: while
+ * it runs, a thread redraws one line on stderr every 250 ms, "clrtap: WHAT:
+ * 3 s of 10 s (Ctrl-C stops)" (of 0: the time so far); messages printed
+ * meanwhile clear it first. Nothing when stderr is not a terminal. One at a
+ * time; stop clears the line.
+ */
+void cli_countdown_start(const char *what, int64_t total_ms);
+void cli_countdown_stop(void);
+
 /* ----- option parsing (one parser for every command) ----- */
 enum cli_opt_type {
 	CLI_OPT_END = 0,

@@ -141,7 +141,10 @@ static int run_live(struct an_report *r, const struct an_analyzer *a, const stru
 		cli_info("analyzing pid %d (%s) for %.1f s", (int)t.pid, a->name, (double)duration_ms / 1000);
 	else if (!(a->need & AN_NEED_SMAPS))
 		cli_info("analyzing pid %d (%s) until Ctrl-C", (int)t.pid, a->name);
-	if (analyze_report_live(r, &ep, t.pid, duration_ms, &cli_stop_requested))
+	cli_countdown_start(a->name, duration_ms);
+	code = analyze_report_live(r, &ep, t.pid, duration_ms, &cli_stop_requested);
+	cli_countdown_stop();
+	if (code)
 		return failed(r);
 	if (analyze_report_partial(r))
 		cli_warn("%s", analyze_report_partial(r));

@@ -75,7 +75,10 @@ int cmd_doctor(int argc, char **argv)
 		cli_info("examining pid %d for %.1f s", (int)t.pid, (double)duration / 1000);
 	else
 		cli_info("examining pid %d until Ctrl-C", (int)t.pid);
-	if (analyze_doctor_run(&ep, t.pid, duration, &cli_stop_requested, d)) {
+	cli_countdown_start("doctor", duration);
+	code = analyze_doctor_run(&ep, t.pid, duration, &cli_stop_requested, d);
+	cli_countdown_stop();
+	if (code) {
 		code = cli_error(d->fail == AN_FAIL_ERRNO ? ct_exit_for(d->err) :
 				 d->fail == AN_FAIL_PROTOCOL ? EXIT_PROTOCOL : EXIT_ERROR, "%s", d->msg);
 		free(d);

@@ -366,7 +366,9 @@ int cmd_dump(int argc, char **argv)
 	if (!json)
 		cli_info("writing a %s dump of pid %d ...", type_s, (int)t.pid);
 	arm_cleanup(&of, rootfd, t.tmpdir, target_path);
+	cli_countdown_start("the runtime writes the dump", 0);
 	err = ipc_dump(&ep, target_path, type, crash_report ? IPC_DUMP_CRASHREPORT : 0, &rerr);
+	cli_countdown_stop();
 	if (cleanup.stop) {
 		code = cli_error(130, "interrupted: no dump written, %s left as it was", host_path);
 		goto out;

@@ -101,6 +101,6 @@ wait "$FAKE_PID" 2>/dev/null
 
 # ps shows a server that does not answer as not responding, not live.
 fake hang
-expect_exit "ps with a hanging server" 0 timeout 20 "$CLRTAP" ps --json --timeout 500
+expect_exit "ps with a hanging server" 0 timeout 20 "$CLRTAP" ps --json --timeout 500ms
 equals "hanging server listed as not responding" "$(json_get "$OUT" "[r['status'] for r in d if r['pid']==$FAKE_PID][0]")" "not responding"
 finish

@@ -284,7 +284,8 @@ int cli_outfile_open(struct cli_outfile *f, const char *out)
 	if (f->fd < 0) {
 		e = errno;
 		strbuf_reset(&f->tmp);
-		return cli_error(e == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot write %s: %s",
+		/* an output clrtap cannot write is 1 (exit-codes.md), whatever the errno */
+		return cli_error(EXIT_ERROR, "cannot write %s: %s",
 				 out, strerror(e));
 	}
 	(void)fchmod(f->fd, 0666 & ~mask); /* on failure the file stays private */

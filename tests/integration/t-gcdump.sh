@@ -445,7 +445,7 @@ expect_exit "watch: bad --every" 2 "$CLRTAP" gcdump watch -p 1 --every 3x
 expect_exit "watch: --snapshots 1" 2 "$CLRTAP" gcdump watch -p 1 --snapshots 1
 expect_exit "unknown subcommand" 2 "$CLRTAP" gcdump frobnicate
 expect_exit "collect: output not writable, before any GC" 1 "$CLRTAP" gcdump collect -p $$ -o /nonexistent-dir/x.heap
-contains "collect: output not writable: says so" "$ERR" "cannot write /nonexistent-dir/x.heap.tmp"
+contains "collect: output not writable: says so" "$ERR" "cannot write /nonexistent-dir/x.heap: no folder /nonexistent-dir"
 expect_exit "collect: dead pid" 3 "$CLRTAP" gcdump collect -p 999999
 expect_exit "collect: not .NET" 4 "$CLRTAP" gcdump collect -p $$
 

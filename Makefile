@@ -200,8 +200,9 @@ bench: all fixtures
 
 # ----- shipping (docs/install.md) -----
 # Man pages and completions from the binary's own tables (scripts/gen-docs.sh).
-gendocs: $(O)/clrtap
-	$(Q)rm -rf $(O)/share && scripts/gen-docs.sh $(O)/clrtap $(O)/share
+gendocs: $(O)/share/.stamp
+$(O)/share/.stamp: $(O)/clrtap scripts/gen-docs.sh docs/cmd/exit-codes.md
+	$(Q)rm -rf $(O)/share && scripts/gen-docs.sh $(O)/clrtap $(O)/share && touch $@
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the profiler
 # libraries where it finds them (PREFIX/lib/clrtap/<libc>/, beside
@@ -262,7 +263,7 @@ deb: $(O)/clrtap profiler gendocs
 		" CPU profiles, method probes, EventPipe traces, counters, heap snapshots," \
 		" dumps and a web UI for .NET (CoreCLR) processes on Linux, host or container." \
 		>$(O)/deb/root/DEBIAN/control
-	$(Q)dpkg-deb --root-owner-group -Zxz --build $(O)/deb/root $(O)/dist/clrtap_$(SEMVER)_amd64.deb >/dev/null
+	$(Q)dpkg-deb --root-owner-group -Zgzip --build $(O)/deb/root $(O)/dist/clrtap_$(SEMVER)_amd64.deb >/dev/null
 	@echo "$(O)/dist/clrtap_$(SEMVER)_amd64.deb"
 
 clean:

@@ -45,15 +45,13 @@ in_root() {
 		exec chroot "$r" "$@"' _ "$r" "$@"
 }
 
-# copy_files ROOT PATH...: the files (and symlinks) into ROOT at their paths.
+# copy_files ROOT PATH...: the files (and symlinks) into ROOT at their paths
+# (through ROOT's lib -> usr/lib links).
 copy_files() {
 	local r=$1
 	shift
-	for f in "$@"; do
-		if [ -f "$f" ] || [ -L "$f" ]; then
-			mkdir -p "$r${f%/*}" && cp -a "$f" "$r$f" || return 1
-		fi
-	done
+	printf '%s\n' "$@" | while read -r f; do [ -f "$f" ] || [ -L "$f" ] && echo "${f#/}"; done |
+		tar -C / -cf - --no-recursion -T - | tar -C "$r" -xf - --keep-directory-symlink
 }
 
 # a root with the merged-/usr layout of Debian 12 and the files of PACKAGES
@@ -64,7 +62,7 @@ new_root() {
 	ln -s usr/lib64 "$r/lib64"
 	ln -s usr/bin "$r/bin"
 }
-pkg_files() { dpkg -L "$@" 2>/dev/null | grep -v -e '^/usr/share/' -e '^/etc/' | sort -u; }
+pkg_files() { dpkg -L "$@" 2>/dev/null | grep -v -e '^/usr/share/' -e '^/etc/' -e '/gconv/' | sort -u; }
 # the packages P depends on, recursively (what apt would install)
 pkg_closure() {
 	local todo=("$@") seen=" " p deps

@@ -511,13 +511,19 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 	/* GNU getopt permutes: options may come before or after positionals. */
 	sopts[s++] = ':';
 	for (i = 0; opts[i].type != CLI_OPT_END && n < ARRAY_SIZE(lopts) - 2; i++) {
-		bool arg = (opts[i].type & CLI_OPT_TYPE_MASK) != CLI_OPT_BOOL;
+		bool arg = (opts[i].type & CLI_OPT_TYPE_MASK) != CLI_OPT_BOOL, dup = false;
+		size_t k;
 
-		lopts[n].name = opts[i].long_name;
-		lopts[n].has_arg = arg ? required_argument : no_argument;
-		lopts[n].flag = NULL;
-		lopts[n].val = 256 + (int)i;
-		n++;
+		/* a deprecated short letter may share its long name with the new entry: one --NAME */
+		for (k = 0; k < i && !dup; k++)
+			dup = !strcmp(opts[k].long_name, opts[i].long_name);
+		if (!dup) {
+			lopts[n].name = opts[i].long_name;
+			lopts[n].has_arg = arg ? required_argument : no_argument;
+			lopts[n].flag = NULL;
+			lopts[n].val = 256 + (int)i;
+			n++;
+		}
 		if (opts[i].short_name && s < sizeof(sopts) - 3) {
 			sopts[s++] = (char)opts[i].short_name;
 			if (arg)

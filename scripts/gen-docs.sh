@@ -149,8 +149,10 @@ names=$(echo "$cmds" | cut -f2 | tr '\n' ' ')
 {
 	echo "#compdef clrtap"
 	echo "# zsh completion for clrtap $ver: the bash completion through bashcompinit"
+	echo "# (not tried here: no zsh on the build machine)"
 	echo "autoload -U +X bashcompinit && bashcompinit"
-	sed -e '1d' "$OUT/completion/clrtap.bash"
+	sed -e '1d' -e 's/_clrtap/_clrtap_bash/g' "$OUT/completion/clrtap.bash"
+	echo '_bash_complete -F _clrtap_bash "$@"'
 } >"$OUT/completion/_clrtap"
 
 {

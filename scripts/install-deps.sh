@@ -20,7 +20,7 @@ PKGS=(
 	python3                          # test helpers read clrtap's JSON output
 	musl-tools                       # musl-gcc: the profiler library for Alpine (musl) targets
 	libmicrohttpd-dev libsqlite3-dev prometheus # clrtap serve: HTTP server, session history; Prometheus for its test
-	man-db dpkg-dev                  # t-install/t-cli: man renders the generated pages; make deb (dpkg-deb)
+	man-db                           # t-install, t-cli: man renders the generated pages
 )
 
 missing=()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the C# test fixture app (tests/fixtures/sample) and the TraceEvent
-# checker (tests/fixtures/techeck) into
+# Builds the C# test fixture app (tests/fixtures/sample), the real-app fixture
+# (tests/fixtures/realapp -> build/fixtures/realapp/realapp.dll) and the
+# TraceEvent checker (tests/fixtures/techeck) into
 # build/fixtures/sample/sample.dll; run it with
 #   dotnet build/fixtures/sample/sample.dll MODE [options]
 # (modes: docs/fixtures.md). Safe to run again: MSBuild's incremental build
@@ -31,6 +32,14 @@ dotnet build tests/fixtures/sample -c Release -o build/fixtures/sample --nologo 
 # test says it skipped the check when this project could not be built.
 dotnet build tests/fixtures/techeck -c Release -o build/fixtures/techeck --nologo -v q ||
 	echo "build-fixtures: tests/fixtures/techeck not built (needs Microsoft.Diagnostics.Tracing.TraceEvent from NuGet); t-trace-report.sh skips its TraceEvent cross-check" >&2
+
+# The real-app fixture (tests/fixtures/realapp: ASP.NET Core + EF Core over
+# SQLite + Identity) needs NuGet packages (Microsoft.EntityFrameworkCore.Sqlite,
+# Microsoft.AspNetCore.Identity.EntityFrameworkCore and what they bring); its
+# tests say they skipped when it could not be built. MSBuild's incremental
+# build makes a second run with nothing changed take a few seconds.
+dotnet build tests/fixtures/realapp -c Release -o build/fixtures/realapp --nologo -v q ||
+	echo "build-fixtures: build/fixtures/realapp not built (needs Microsoft.EntityFrameworkCore.Sqlite and Microsoft.AspNetCore.Identity.EntityFrameworkCore 10.0.15 from NuGet); t-realapp.sh skips" >&2
 
 # The same app published self-contained for linux-musl-x64 (Alpine's
 # runtime) for t-agent-musl.sh; needs the musl runtime packs from NuGet, and

@@ -17,6 +17,7 @@ PKGS=(
 	util-linux                       # unshare, setpriv: namespaced fixtures, unprivileged runs
 	procps psmisc                    # ps, pkill, fuser in test scripts
 	curl                             # drives the sample app's routes
+	wrk                              # HTTP load on the realapp fixture (tests/integration/lib.sh: realapp_load)
 	python3                          # test helpers read clrtap's JSON output
 	musl-tools                       # musl-gcc: the profiler library for Alpine (musl) targets
 	libmicrohttpd-dev libsqlite3-dev prometheus # clrtap serve: HTTP server, session history; Prometheus for its test

@@ -29,7 +29,7 @@ static const struct an_analyzer analyzers[] = {
 	{ "exceptions", "exceptions thrown: type, count, messages and the throwing stack",
 	  AN_NEED_EXCEPTIONS, "clrtap trace collect -p %d --profile exceptions -d 30 (keep the raw events)" },
 	{ "hotpaths", "CPU: the methods the sampled managed stacks spend their time in",
-	  AN_NEED_SAMPLES, "clrtap profile -p %d -d 10 -o cpu.html (a flame graph)" },
+	  AN_NEED_SAMPLES | AN_NEED_ONCPU, "clrtap profile -p %d -d 10 -o cpu.html (a flame graph)" },
 	{ "leaks", "types whose count and retained bytes grow across 3 heap snapshots over -d",
 	  AN_NEED_HEAPS, "clrtap gcdump watch -p %d (more snapshots, with retention paths)" },
 	{ "memory", "resident memory by what holds it (smaps, the runtime's JIT code ranges and GC counters), with the cgroup limit",
@@ -62,6 +62,15 @@ const struct an_analyzer *analyze_analyzer_find(const char *name)
 	return NULL;
 }
 
+/* On-CPU (the filter ran): a stack caught switching out of managed code
+ * (a blocking wait, a P/Invoke's stub) is not managed code running. */
+static bool skip_not_running(void *ctx, const char *const *names, size_t n)
+{
+	const struct an_session *s = ctx;
+
+	return s->tc && nt_stack_waits(names, n);
+}
+
 int analyze_session_new(struct an_session **out, unsigned need)
 {
 	struct an_session *s = calloc(1, sizeof(*s));
@@ -77,6 +86,10 @@ int analyze_session_new(struct an_session **out, unsigned need)
 	s->gc_gen[0] = s->gc_gen[1] = s->gc_gen[2] = s->gc_gen[3] = s->gc_gen[4] = -1;
 	s->gc_committed_mb = -1;
 	ts_limits_default(&lim);
+	if (need & AN_NEED_ONCPU) {
+		lim.flame_skip = skip_not_running;
+		lim.flame_skip_ctx = s;
+	}
 	err = tracestats_new(&s->ts, &lim);
 	if (!err && (need & (AN_NEED_SAMPLES | AN_NEED_LOCKS)))
 		err = stacks_sampler_new(&s->ss); /* LOCKS: its method table names the wait stacks */
@@ -96,6 +109,7 @@ void analyze_session_free(struct an_session *s)
 {
 	if (!s)
 		return;
+	taskcpu_free(s->tc);
 	tracestats_free(s->ts);
 	stacks_sampler_free(s->ss);
 	counters_decoder_free(s->cd);
@@ -212,13 +226,34 @@ static int add_code(struct an_session *s, const struct nt_event *ev)
 	return 0;
 }
 
+/* Whether a sample goes to the flame: a managed sample of a thread that did
+ * not run around its time does not (the sampler samples every managed
+ * thread, blocked or not, and its "managed" type does not mean running). */
+static bool oncpu_keep(struct an_session *s, const struct nt_event *ev)
+{
+	const struct nt_metadata *m = ev->meta;
+	int64_t f = s->qpc_freq > 0 ? s->qpc_freq : 1000000000;
+	uint32_t type;
+	bool known;
+
+	if (!s->tc || !m || m->provider_kind != NT_PROV_SAMPLEPROFILER || m->event_id != 0 ||
+	    nt_decode_thread_sample(ev->payload, ev->payload_len, m->version, ev->pointer_size,
+				    &type) || type != NT_SAMPLE_MANAGED)
+		return true;
+	return taskcpu_keep(s->tc, (uint32_t)ev->thread_id,
+			    (uint64_t)((unsigned __int128)(uint64_t)ev->timestamp * 1000000000u /
+				       (uint64_t)f),
+			    150, &known);
+}
+
 static int on_event(void *ctx, const struct nt_event *ev)
 {
 	struct an_session *s = ctx;
 	static const struct counters_handlers ch = { on_value, NULL };
-	int err;
+	int err = 0;
 
-	err = tracestats_add_event(s->ts, ev);
+	if (oncpu_keep(s, ev))
+		err = tracestats_add_event(s->ts, ev);
 	if (!err && s->ss) {
 		err = stacks_sampler_event(s->ss, ev);
 		if (err == -EFBIG || err == -E2BIG)
@@ -242,6 +277,7 @@ static void on_open(void *ctx, const struct nt_trace_info *ti)
 {
 	struct an_session *s = ctx;
 
+	s->qpc_freq = ti->qpc_freq;
 	tracestats_set_info(s->ts, ti);
 }
 
@@ -254,6 +290,7 @@ int analyze_session_live(struct an_session *s, const struct ipc_endpoint *ep,
 	struct ipc_trace_config cfg;
 	struct live_session_opts o = { 0 };
 	size_t n;
+	int err;
 
 	analyze_session_config(s->need, provs, &n, &cfg);
 	o.ep = ep;
@@ -263,7 +300,41 @@ int analyze_session_live(struct an_session *s, const struct ipc_endpoint *ep,
 	o.h = &h;
 	o.opened = on_open;
 	o.ctx = s;
-	return live_session_run(&o, res);
+	if ((s->need & AN_NEED_ONCPU) && s->oncpu_pid > 0 && !s->tc)
+		s->oncpu_err = taskcpu_start(&s->tc, s->oncpu_pid);
+	err = live_session_run(&o, res);
+	if (s->tc) {
+		taskcpu_stop(s->tc);
+		taskcpu_stats(s->tc, &s->oncpu);
+	}
+	return err;
+}
+
+const char *analyze_cpu_basis(const struct an_session *s)
+{
+	return s->tc ? "on-CPU" : "thread time, waiting included";
+}
+
+void analyze_cpu_basis_why(const struct an_session *s, char *buf, size_t len)
+{
+	uint64_t known = s->oncpu.kept + s->oncpu.waiting;
+	uint64_t caught = s->finished ? tracestats_result(s->ts)->samples.left_out : 0;
+
+	if (s->tc)
+		snprintf(buf, len,
+			 "on-CPU: each thread's CPU time was read from /proc (%s) every %u ms; of %" PRIu64
+			 " managed samples, %" PRIu64 " found their thread not running and %" PRIu64
+			 " caught it switching out of managed code (a blocking wait of the runtime or "
+			 "a P/Invoke's stub at the leaf): both left out; %" PRIu64
+			 " of a thread not polled at their time were kept",
+			 taskcpu_source_name(s->oncpu.source), s->oncpu.interval_ms,
+			 known + s->oncpu.unknown, s->oncpu.waiting, caught, s->oncpu.unknown);
+	else if (!s->oncpu_pid)
+		snprintf(buf, len, "thread time, waiting included: a trace file cannot tell running "
+				   "threads from waiting ones (the sampler samples every managed thread)");
+	else
+		snprintf(buf, len, "thread time, waiting included: the threads' CPU times could not be "
+				   "read from /proc (%s)", strerror(-s->oncpu_err));
 }
 
 int analyze_session_file(struct an_session *s, int fd)

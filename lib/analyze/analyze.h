@@ -18,6 +18,7 @@
 #include "common/strbuf.h"
 #include "common/json.h"
 #include "counters/counters.h"
+#include "proc/taskcpu.h"
 #include "live/live.h"
 #include "ipc/ipc.h"
 #include "stacks/stacks.h"
@@ -35,7 +36,8 @@
 #define AN_NEED_HEAPS 0x100u  /* several heap snapshots over the duration: live only */
 #define AN_NEED_LIVE_ONLY (AN_NEED_SMAPS | AN_NEED_HEAP | AN_NEED_HEAPS)
 #define AN_NEED_LOCKS 0x200u
-#define AN_NEED_CODE 0x400u   /* JIT'd code ranges (method load and rundown events) */  /* contention events kept per thread and per lock (lib/analyze/locks.c) */
+#define AN_NEED_CODE 0x400u   /* JIT'd code ranges (method load and rundown events) */
+#define AN_NEED_ONCPU 0x800u  /* live: the flame keeps only samples of running threads (lib/proc/taskcpu) */  /* contention events kept per thread and per lock (lib/analyze/locks.c) */
 
 struct an_analyzer {
 	const char *name;
@@ -73,6 +75,13 @@ struct an_session {
 	double tp_queue_last, tp_completed;           /* last queue length; items completed in all */
 	double cpu_sum; uint64_t cpu_n; /* cpu-usage (percent of all cores) */
 	double working_set_mb, gc_heap_mb;
+	/* AN_NEED_ONCPU: set oncpu_pid before analyze_session_live; each managed
+	 * sample of a thread that was not running is left out of the flame */
+	pid_t oncpu_pid;
+	struct taskcpu *tc;              /* NULL: thread time, waiting included */
+	int oncpu_err;                   /* why there is no filter (negative errno), 0 */
+	struct taskcpu_stats oncpu;      /* the filter's figures, after the session */
+	int64_t qpc_freq;                /* the trace's timestamp frequency */
 	int add_err;                     /* first engine error (negative errno) */
 	int ts_read_err;                 /* offline: the reader's error */
 	bool finished;
@@ -89,6 +98,12 @@ int analyze_session_config(unsigned need, struct ipc_provider *provs, size_t *n,
 int analyze_session_live(struct an_session *s, const struct ipc_endpoint *ep,
 			 int64_t duration_ms, volatile sig_atomic_t *stop,
 			 struct live_session_result *res);
+
+/* The basis of the CPU views (hotpaths, doctor's CPU finding): "on-CPU"
+ * when the filter ran, else "thread time, waiting included". */
+const char *analyze_cpu_basis(const struct an_session *s);
+/* One sentence: how the basis was told (or why it could not be). */
+void analyze_cpu_basis_why(const struct an_session *s, char *buf, size_t len);
 
 /* Reads a .nettrace file from fd to its end (reader errors in ts_read_err). */
 int analyze_session_file(struct an_session *s, int fd);

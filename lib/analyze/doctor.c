@@ -82,36 +82,62 @@ static void cpu_rule(const struct an_session *s, const struct ts_result *r, doub
 	/*
 	 * Two views: the runtime's cpu-usage counter (percent of all cores,
 	 * what the process got), and the sample profiler's share of samples
-	 * that found a thread in managed code, times the threads sampled: how
-	 * many threads were running (or ready to run) managed code, which a
-	 * loaded machine does not hide.
+	 * that found a thread running managed code, times the threads sampled:
+	 * how many threads were running managed code. The sampler samples every
+	 * managed thread, running or not, and its "managed" type does not mean
+	 * running (a thread blocked in a lock or in epoll counts): the samples of
+	 * threads whose CPU time did not advance were left out of the flame
+	 * (s->oncpu.waiting) but count in all. Without that filter the figure is
+	 * thread time, waiting included, and the finding says so.
 	 */
-	uint64_t all = r->samples.managed + r->samples.external + r->samples.other;
+	uint64_t all = r->samples.managed + r->samples.external + r->samples.other + s->oncpu.waiting;
+	uint64_t running = r->samples.managed - CT_MIN(r->samples.managed, r->samples.left_out);
 	size_t nth = s->ss ? stacks_sampler_nthreads(s->ss) : 0;
-	double busy = all && nth ? (double)r->samples.managed * (double)nth / (double)all : 0;
+	double busy = all && nth ? (double)running * (double)nth / (double)all : 0;
 	double share = s->cpu_n ? s->cpu_sum / (double)s->cpu_n / 100.0 : 0;
 	double cores = share * (ncpus ? ncpus : 1);
+	bool oncpu = s->tc != NULL;
 	enum an_severity sev = busy >= 0.8 || cores >= 0.4 ? AN_WARNING :
 			       busy >= 0.3 || cores >= 0.2 ? AN_NOTICE : AN_INFO;
 	struct flame_top *ft = NULL;
 	struct an_finding *x;
-	size_t nt = 0, i, best = 0;
-	uint64_t total = r->flame ? flame_total(r->flame) : 0;
+	size_t nt = 0, i, best = SIZE_MAX;
+	uint64_t total = r->flame ? flame_total(r->flame) : 0, unnamed = 0;
 
+	if (!oncpu && cores < 0.05)
+		return; /* thread time alone does not tell a busy process */
 	if (busy < 0.1 && cores < 0.05)
 		return;
-	x = add(f, n, sev, busy / (nth ? (double)nth : 1.0) + share, "hotpaths", pid);
+	x = add(f, n, sev, (oncpu ? busy / (nth ? (double)nth : 1.0) : 0) + share, "hotpaths", pid);
 	if (!x)
 		return;
-	snprintf(x->title, sizeof(x->title), "CPU busy: %.1f threads running managed code, %.2f of %u cores used",
-		 busy, cores, ncpus);
+	if (oncpu)
+		snprintf(x->title, sizeof(x->title),
+			 "CPU busy: %.1f threads running managed code, %.2f of %u cores used", busy,
+			 cores, ncpus);
+	else
+		snprintf(x->title, sizeof(x->title), "CPU busy: %.2f of %u cores used", cores, ncpus);
 	if (total && !flame_top(r->flame, &ft, &nt) && nt) {
-		for (i = 1; i < nt; i++)
-			if (ft[i].self > ft[best].self)
+		/* the hottest named method: "[unknown]" and the like are code the
+		 * trace did not name, never a method */
+		for (i = 0; i < nt; i++) {
+			if (ft[i].name[0] == '[') {
+				unnamed += ft[i].self;
+				continue;
+			}
+			if (best == SIZE_MAX || ft[i].self > ft[best].self)
 				best = i;
-		snprintf(x->evidence, sizeof(x->evidence),
-			 "%" PRIu64 " managed samples in %.1f s; hottest method %s (%.0f%% self)",
-			 r->samples.managed, d, ft[best].name, 100.0 * (double)ft[best].self / (double)total);
+		}
+		if (best != SIZE_MAX)
+			snprintf(x->evidence, sizeof(x->evidence),
+				 "%" PRIu64 " managed samples in %.1f s (%s); hottest method %s "
+				 "(%.0f%% self); %.0f%% of the samples in unnamed code",
+				 running, d, analyze_cpu_basis(s), ft[best].name, 100.0 * (double)ft[best].self / (double)total,
+				 100.0 * (double)unnamed / (double)total);
+		else
+			snprintf(x->evidence, sizeof(x->evidence),
+				 "%" PRIu64 " managed samples in %.1f s (%s), all in unnamed code",
+				 running, d, analyze_cpu_basis(s));
 	}
 	free(ft);
 }
@@ -274,7 +300,7 @@ size_t analyze_findings(struct an_session *s, const struct an_memory *mem, pid_t
 /* ----- the doctor workflow: one session, the memory breakdown, the findings ----- */
 
 #define DOCTOR_NEED (AN_NEED_EXCEPTIONS | AN_NEED_GC | AN_NEED_CONTENTION | AN_NEED_LOCKS | AN_NEED_SAMPLES | \
-		     AN_NEED_COUNTERS)
+		     AN_NEED_COUNTERS | AN_NEED_ONCPU)
 
 static int doctor_fail(struct an_doctor *d, enum an_fail f, int err, const char *what, const char *why)
 {
@@ -300,6 +326,7 @@ int analyze_doctor_run(const struct ipc_endpoint *ep, pid_t pid, int64_t duratio
 	err = analyze_session_new(&s, DOCTOR_NEED);
 	if (err)
 		return doctor_fail(d, AN_FAIL_ERROR, err, "cannot start", strerror(-err));
+	s->oncpu_pid = pid;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	err = analyze_session_live(s, ep, duration_ms, stop, &res);
 	clock_gettime(CLOCK_MONOTONIC, &t1);

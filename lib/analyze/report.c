@@ -369,8 +369,11 @@ static void md_body(struct strbuf *f, struct an_report *r)
 		struct flame_top *ft = NULL;
 		size_t nt = 0;
 		uint64_t total = res->flame ? flame_total(res->flame) : 0;
+		char why[384];
 
-		strbuf_addf(f, "%" PRIu64 " samples in managed code.\n\n", total);
+		analyze_cpu_basis_why(r->s, why, sizeof(why));
+		strbuf_addf(f, "%" PRIu64 " samples in managed code (%s).\n\n%s.\n\n", total,
+			    analyze_cpu_basis(r->s), ct_term_safe(why));
 		if (total && !flame_top(res->flame, &ft, &nt)) {
 			strbuf_addf(f, "| self %% | self | total %% | method |\n|---:|---:|---:|---|\n");
 			for (i = 0; i < nt && i < r->top; i++) {
@@ -687,8 +690,19 @@ static void json_body(struct ct_json *j, struct an_report *r)
 		struct flame_top *ft = NULL;
 		size_t nt = 0;
 		uint64_t total = res->flame ? flame_total(res->flame) : 0;
+		char why[384];
 
+		analyze_cpu_basis_why(r->s, why, sizeof(why));
 		ct_json_kv_u64(j, "samples", total);
+		ct_json_kv_str(j, "basis", analyze_cpu_basis(r->s));
+		ct_json_kv_str(j, "basis_why", why);
+		if (r->s->tc) {
+			ct_json_kv_str(j, "thread_cpu_source", taskcpu_source_name(r->s->oncpu.source));
+			ct_json_kv_u64(j, "thread_cpu_interval_ms", r->s->oncpu.interval_ms);
+			ct_json_kv_u64(j, "samples_waiting", r->s->oncpu.waiting);
+			ct_json_kv_u64(j, "samples_leaving_managed_code", res->samples.left_out);
+			ct_json_kv_u64(j, "samples_state_unknown", r->s->oncpu.unknown);
+		}
 		ct_json_kv_arr_begin(j, "methods");
 		if (total && !flame_top(res->flame, &ft, &nt))
 			for (i = 0; i < nt && i < r->top && ft[i].self; i++) {
@@ -1091,6 +1105,7 @@ int analyze_report_live(struct an_report *r, const struct ipc_endpoint *ep, pid_
 	if (r->a->need & (AN_NEED_HEAP | AN_NEED_HEAPS))
 		return run_heap(r, ep, duration_ms, stop);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r->s->oncpu_pid = pid;
 	err = analyze_session_live(r->s, ep, duration_ms, stop, &res);
 	if (err)
 		return fail(r, AN_FAIL_ERROR, err, "cannot run the session: %s", strerror(-err));

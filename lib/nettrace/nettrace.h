@@ -612,4 +612,14 @@ int nt_gc_bulk_static_root_next(const struct nt_gc_bulk *b, size_t *off, uint32_
 size_t nt_methods_name_stack(struct nt_methods *m, const uint64_t *ips, uint32_t n,
 			     const char **names, size_t cap);
 
+/*
+ * Whether a named sampled stack (root first, as nt_methods_name_stack gives
+ * it) ends in one of the runtime's blocking waits or in an unnamed stub (a
+ * P/Invoke's transition out of managed code) (lib/nettrace/waits.c): the
+ * sampler suspends every managed thread each interval, and a thread
+ * switching out of managed code is caught in cooperative mode and typed
+ * "managed" although it was not running managed code there.
+ */
+bool nt_stack_waits(const char *const *names, size_t n);
+
 #endif

@@ -2,7 +2,10 @@
 /* Unit tests for lib/proc on this process and on processes it starts. */
 #include "common/compat.h"
 
+#include <pthread.h>
 #include <setjmp.h>
+#include <math.h>
+#include <time.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -12,6 +15,7 @@
 
 #include "common/strparse.h"
 #include "proc/proc.h"
+#include "proc/taskcpu.h"
 
 static void test_self_identity(void **state)
 {
@@ -175,6 +179,108 @@ static void test_cgroup_container(void **state)
 	assert_int_equal(proc_container(getpid(), &c), 0);
 }
 
+/* schedstat's first field; stat's utime+stime after the last ')' of the name */
+static void test_taskcpu_parse(void **state)
+{
+	static const char st[] = "123 (a) b) c) R 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1 0 99\n";
+	uint64_t run = 0;
+
+	(void)state;
+	assert_int_equal(taskcpu_parse_schedstat("193651243 36079270 428\n", 23, &run), 0);
+	assert_int_equal(run, 193651243ull);
+	assert_int_equal(taskcpu_parse_schedstat("x 1 2", 5, &run), -EBADMSG);
+	assert_int_equal(taskcpu_parse_schedstat("", 0, &run), -EBADMSG);
+	assert_int_equal(taskcpu_parse_stat(st, sizeof(st) - 1, 100, &run), 0);
+	assert_int_equal(run, 3000000000ull); /* (250 + 50) ticks at 100 Hz */
+	assert_int_equal(taskcpu_parse_stat("1 (a) R 1 2", 11, 100, &run), -EBADMSG);
+	assert_int_equal(taskcpu_parse_stat("no paren", 8, 100, &run), -EBADMSG);
+}
+
+static volatile int spin_stop;
+static volatile pid_t spin_tid, sleep_tid;
+
+static void *spinner(void *arg)
+{
+	(void)arg;
+	spin_tid = gettid();
+	while (!spin_stop)
+		;
+	return NULL;
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	sleep_tid = gettid();
+	while (!spin_stop)
+		nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
+	return NULL;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A spinning thread's samples are kept, a sleeping thread's are not. */
+static void test_taskcpu_live(void **state)
+{
+	struct taskcpu *tc = NULL;
+	struct taskcpu_stats st;
+	pthread_t a, b;
+	uint64_t t0, t;
+	unsigned kept_spin = 0, kept_sleep = 0, i;
+	bool known = false;
+	double f = -1, share;
+	struct timespec c0, c1;
+	clockid_t cid;
+
+	(void)state;
+	spin_stop = 0;
+	assert_int_equal(pthread_create(&a, NULL, spinner, NULL), 0);
+	assert_int_equal(pthread_create(&b, NULL, sleeper, NULL), 0);
+	while (!spin_tid || !sleep_tid)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	assert_int_equal(taskcpu_start(&tc, getpid()), 0);
+	assert_int_equal(pthread_getcpuclockid(a, &cid), 0);
+	clock_gettime(cid, &c0);
+	t0 = now_ns();
+	nanosleep(&(struct timespec){ 0, 400 * 1000 * 1000 }, NULL);
+	clock_gettime(cid, &c1);
+	share = ((double)(c1.tv_sec - c0.tv_sec) * 1e9 + (double)(c1.tv_nsec - c0.tv_nsec)) /
+		(double)(now_ns() - t0);
+	/* 100 samples of each over the 400 ms */
+	for (i = 0; i < 100; i++) {
+		t = t0 + 20000000ull + i * 3000000ull;
+		kept_spin += taskcpu_keep(tc, (uint32_t)spin_tid, t, 100, &known);
+		assert_true(known);
+		kept_sleep += taskcpu_keep(tc, (uint32_t)sleep_tid, t, 100, &known);
+		assert_true(known);
+	}
+	assert_int_equal(taskcpu_running(tc, (uint32_t)sleep_tid, t0 + 50000000ull, &f), 0);
+	assert_true(f < 0.05);
+	/* a moment not polled yet, a thread that does not exist */
+	assert_int_equal(taskcpu_running(tc, (uint32_t)spin_tid, now_ns() + 5000000000ull, &f), -EAGAIN);
+	assert_int_equal(taskcpu_running(tc, 0x7ffffff0u, t0 - 1000000000ull, &f), -ENOENT);
+	spin_stop = 1;
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	taskcpu_stop(tc);
+	taskcpu_stats(tc, &st);
+	assert_true(st.source != TASKCPU_NONE);
+	assert_true(st.threads >= 3);
+	assert_true(st.polls >= 10);
+	assert_int_equal(kept_sleep, 0);
+	/* the spinner's samples kept about as the share of the time it ran (on
+	 * a loaded machine, not all of it): within 25 of 100 */
+	assert_true(fabs((double)kept_spin - 100.0 * share) <= 25.0);
+	assert_int_equal(st.kept + st.waiting, 200);
+	taskcpu_free(tc);
+}
+
 int main(void)
 {
 	/* /proc/self/environ holds the environment at exec: re-exec with one set. */
@@ -191,6 +297,8 @@ int main(void)
 		cmocka_unit_test(test_comm_exact),
 		cmocka_unit_test(test_scan),
 		cmocka_unit_test(test_cgroup_container),
+		cmocka_unit_test(test_taskcpu_parse),
+		cmocka_unit_test(test_taskcpu_live),
 	};
 
 	return cmocka_run_group_tests_name("proc", tests, NULL, NULL);

@@ -152,8 +152,9 @@ int profile_engine_explain(const struct profile_engine_choice *c, pid_t pid, cha
 }
 
 int profile_engine_notes(const struct profile_engine_choice *c, unsigned hz, unsigned ep_samples,
-			 uint32_t sampling_ns, char *buf, size_t len)
+			 const struct profile_ep_stats *es, char *buf, size_t len)
 {
+	uint32_t sampling_ns = es ? es->sampling_ns : 0;
 	struct strbuf sb;
 	int rc = 0;
 
@@ -169,17 +170,32 @@ int profile_engine_notes(const struct profile_engine_choice *c, unsigned hz, uns
 			rc |= strbuf_addstr(&sb, "why: --engine eventpipe was asked for\n");
 		rc |= strbuf_addstr(&sb, "sees: managed frames only (no native, runtime or kernel "
 					 "frames); threads the runtime knows (managed threads) only\n");
-		if (ep_samples == PROFILE_EP_MANAGED)
-			rc |= strbuf_addstr(&sb, "samples: threads that were running managed code "
-						 "(the sampler also samples blocked and native-code "
-						 "threads; those samples are left out, so this "
-						 "approximates on-CPU time in managed code)\n");
+		if (ep_samples == PROFILE_EP_MANAGED && es && es->oncpu != TASKCPU_NONE)
+			rc |= strbuf_addf(&sb, "samples: on-CPU: the sampler samples every managed "
+					       "thread, running or blocked (its \"managed\" type does "
+					       "not mean running); a sample was kept only as far as its "
+					       "thread's CPU time (/proc/PID/task/TID/%s, read every "
+					       "%u ms) advanced around it: %llu samples of threads that "
+					       "were not running left out, %llu that caught their thread "
+					       "switching out of managed code (a blocking wait of the "
+					       "runtime or a P/Invoke's stub at the leaf) left out, %llu "
+					       "of threads not polled at their time kept\n",
+					  taskcpu_source_name(es->oncpu), es->oncpu_interval_ms,
+					  (unsigned long long)es->waiting,
+					  (unsigned long long)es->left_out,
+					  (unsigned long long)es->unknown);
+		else if (ep_samples == PROFILE_EP_MANAGED)
+			rc |= strbuf_addf(&sb, "samples: thread time, waiting included: samples the "
+					       "sampler typed \"managed\", which includes threads "
+					       "blocked in a lock or in the kernel (the threads' CPU "
+					       "times could not be read from /proc: %s)\n",
+					  strerror(es && es->oncpu_err ? -es->oncpu_err : ENOENT));
 		else if (ep_samples == PROFILE_EP_EXTERNAL)
 			rc |= strbuf_addstr(&sb, "samples: threads outside managed code only (blocked, "
 						 "waiting or in native code), counted in samples\n");
 		else
 			rc |= strbuf_addstr(&sb, "samples: every managed thread, running or blocked "
-						 "(thread time, not CPU time), counted in samples\n");
+						 "(thread time, waiting included), counted in samples\n");
 		rc |= strbuf_addf(&sb, "rate: the runtime's sampling interval (%.3g ms per thread), "
 				       "not -F\n",
 				  (double)(sampling_ns ? sampling_ns : 1000000) / 1e6);

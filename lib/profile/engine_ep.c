@@ -68,6 +68,8 @@ struct profile_ep {
 	struct comm_ent *comms;
 	size_t ncomms;
 	uint64_t comm_scan_ns;
+
+	struct taskcpu *tc; /* the on-CPU filter; NULL: thread time */
 };
 
 static uint64_t mono_ns(void)
@@ -106,46 +108,61 @@ static ssize_t read_sock(void *ctx, void *buf, size_t len)
 	}
 }
 
+static uint64_t sample_ns(const struct profile_ep *e, const struct nt_event *ev)
+{
+	int64_t f = e->qpc_freq > 0 ? e->qpc_freq : 1000000000;
+
+	return (uint64_t)((unsigned __int128)(uint64_t)ev->timestamp * 1000000000u / (uint64_t)f);
+}
+
 static int on_event(void *ctx, const struct nt_event *ev)
 {
 	struct profile_ep *e = ctx;
 	const struct nt_metadata *m = ev->meta;
+	bool sample, keep = true, known = true;
+	uint32_t type = NT_SAMPLE_ERROR;
+	unsigned want = 0;
 	int rc = 0;
 
 	if (!m)
 		return 0;
+	sample = m->provider_kind == NT_PROV_SAMPLEPROFILER && m->event_id == 0;
+	if (sample) {
+		if (nt_decode_thread_sample(ev->payload, ev->payload_len, m->version,
+					    ev->pointer_size, &type))
+			type = NT_SAMPLE_ERROR;
+		want = type == NT_SAMPLE_MANAGED ? PROFILE_EP_MANAGED :
+		       type == NT_SAMPLE_EXTERNAL ? PROFILE_EP_EXTERNAL : 0;
+		/* outside e->mu: it may wait (at most one polling interval) for the
+		 * poller to pass the sample's time */
+		if ((want & e->samples) && e->tc && e->prof)
+			keep = taskcpu_keep(e->tc, (uint32_t)ev->thread_id, sample_ns(e, ev), 150,
+					    &known);
+	}
 	pthread_mutex_lock(&e->mu);
 	if ((m->provider_kind == NT_PROV_RUNTIME && m->event_id == RT_METHOD_LOAD_VERBOSE) ||
 	    m->provider_kind == NT_PROV_RUNDOWN) {
 		rc = nt_methods_add_event(e->methods, ev);
 		if (rc == -EBADMSG || rc == -EFBIG || rc > 0)
 			rc = 0; /* a bad record or a full table: fewer names, not a failure */
-	} else if (m->provider_kind == NT_PROV_SAMPLEPROFILER && m->event_id == 0 && e->prof) {
-		uint32_t type;
-		unsigned want;
-
-		if (nt_decode_thread_sample(ev->payload, ev->payload_len, m->version,
-					    ev->pointer_size, &type))
-			type = NT_SAMPLE_ERROR;
-		if (type == NT_SAMPLE_MANAGED) {
+	} else if (sample && e->prof) {
+		if (type == NT_SAMPLE_MANAGED)
 			e->st.managed++;
-			want = PROFILE_EP_MANAGED;
-		} else if (type == NT_SAMPLE_EXTERNAL) {
+		else if (type == NT_SAMPLE_EXTERNAL)
 			e->st.external++;
-			want = PROFILE_EP_EXTERNAL;
-		} else {
+		else
 			e->st.other++;
-			want = 0;
-		}
-		if (want & e->samples) {
+		if ((want & e->samples) && !keep)
+			e->st.waiting++;
+		else if (want & e->samples) {
 			struct perf_stack s = { 0 };
-			int64_t f = e->qpc_freq > 0 ? e->qpc_freq : 1000000000;
 
+			if (!known)
+				e->st.unknown++;
 			s.kind = PERF_STACK_CPU;
 			s.pid = (uint32_t)e->pid;
 			s.tid = (uint32_t)ev->thread_id;
-			s.time = (uint64_t)((unsigned __int128)(uint64_t)ev->timestamp * 1000000000u /
-					    (uint64_t)f);
+			s.time = sample_ns(e, ev);
 			s.weight = 1; /* one sample, whatever the mode: blocked time is not measured */
 			s.nr = ev->nframes;
 			s.ips = ev->stack;
@@ -299,6 +316,12 @@ int profile_ep_start(struct profile_ep **out, const struct profile_ep_opts *o,
 			goto fail;
 		e->st.primed = rc == 0;
 	}
+	if (e->samples == PROFILE_EP_MANAGED && !o->thread_time) {
+		/* on-CPU: every sample of a thread that was not running is left out */
+		e->st.oncpu_err = taskcpu_start(&e->tc, e->pid);
+		if (e->st.oncpu_err)
+			ct_debug("profile: no thread CPU times: %s", strerror(-e->st.oncpu_err));
+	}
 	rc = start_session(e, true, rerr);
 	if (rc)
 		goto fail;
@@ -365,6 +388,7 @@ int profile_ep_stop(struct profile_ep *e, int grace_ms)
 	e->abort = 1;
 	pthread_join(e->th, NULL);
 	e->th_started = false;
+	taskcpu_stop(e->tc);
 	rc = e->reader_rc;
 	if (e->fd >= 0) {
 		close(e->fd);
@@ -395,14 +419,28 @@ void profile_ep_stats(struct profile_ep *e, struct profile_ep_stats *st)
 	*st = e->st;
 	st->methods = nt_methods_count(e->methods);
 	pthread_mutex_unlock(&e->mu);
+	if (e->tc) {
+		struct taskcpu_stats ts;
+
+		taskcpu_stats(e->tc, &ts);
+		st->oncpu = ts.source;
+		st->oncpu_interval_ms = ts.interval_ms;
+		st->running_share = ts.kept + ts.waiting ?
+			ts.running_sum / (double)(ts.kept + ts.waiting) : 0;
+	}
 }
 
 size_t profile_ep_name_stack(void *ctx, const uint64_t *ips, unsigned nr, const char **names,
 			     size_t cap)
 {
 	struct profile_ep *e = ctx;
+	size_t n = nt_methods_name_stack(e->methods, ips, nr, names, cap);
 
-	return nt_methods_name_stack(e->methods, ips, nr, names, cap);
+	/* on-CPU: a thread caught entering or leaving a blocking wait was not
+	 * running there (lib/nettrace/waits.c) */
+	if (e->tc && nt_stack_waits(names, n))
+		return PROFILE_NAMER_SKIP;
+	return n;
 }
 
 /* ---- thread names: the runtime reports the tid as the target sees it ---- */
@@ -519,6 +557,7 @@ void profile_ep_free(struct profile_ep *e)
 	}
 	if (e->fd >= 0)
 		close(e->fd);
+	taskcpu_free(e->tc);
 	nt_methods_free(e->methods);
 	free(e->comms);
 	pthread_mutex_destroy(&e->mu);

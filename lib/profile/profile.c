@@ -263,13 +263,16 @@ int profile_frame_name(struct sym_proc *sp, uint64_t addr, bool kernel, bool lea
 	return 0;
 }
 
-/* A stack named by the profile's namer: every named frame is managed code. */
-static void name_stack_namer(const struct profile *p, const struct stack_ent *e,
+/* A stack named by the profile's namer: every named frame is managed code.
+ * Returns false when the namer left it out. */
+static bool name_stack_namer(const struct profile *p, const struct stack_ent *e,
 			     const char **names, size_t *k, struct profile_summary *sum)
 {
 	size_t n = p->namer(p->namer_ctx, e->ips, e->nr, names + *k,
 			    (size_t)PERF_SAMPLER_MAX_STACK * 2 + 2 - *k), i;
 
+	if (n == PROFILE_NAMER_SKIP)
+		return false;
 	for (i = 0; sum && i < n; i++) {
 		bool named = strcmp(names[*k + i], "[unknown]") != 0;
 
@@ -285,9 +288,11 @@ static void name_stack_namer(const struct profile *p, const struct stack_ent *e,
 		}
 	}
 	*k += n;
+	return true;
 }
 
-/* Frames of one stack, root first, into names (pointers into store). */
+/* Frames of one stack, root first, into names (pointers into store);
+ * 1: the namer left it out. */
 static int name_stack(const struct profile *p, const struct stack_ent *e, struct sym_proc *sp,
 		      profile_comm_fn comm, void *comm_ctx, char (*store)[NAME_MAX_LEN],
 		      const char **names, size_t *n, struct profile_summary *sum, unsigned flags)
@@ -306,9 +311,10 @@ static int name_stack(const struct profile *p, const struct stack_ent *e, struct
 		k++;
 	}
 	if (p->namer) {
-		name_stack_namer(p, e, names, &k, sum);
+		bool in = name_stack_namer(p, e, names, &k, sum);
+
 		*n = k;
-		return 0;
+		return in ? 0 : 1;
 	}
 	for (j = (int)e->nr - 1; j >= 0; j--) {
 		bool kernel = (unsigned)j < e->nkernel;
@@ -385,6 +391,13 @@ int profile_build_ex(struct profile *p, struct sym_proc *sp, profile_comm_fn com
 				sum->partial = true;
 			break;
 		}
+		if (name_stack(p, e, sp, comm, comm_ctx, store, names, &n, sum, flags) == 1) {
+			if (sum) {
+				sum->stacks_named = i + 1;
+				sum->left_out += e->count;
+			}
+			continue;
+		}
 		if (sum) {
 			sum->stacks_named = i + 1;
 			if (e->kind == PERF_STACK_CPU)
@@ -394,7 +407,6 @@ int profile_build_ex(struct profile *p, struct sym_proc *sp, profile_comm_fn com
 				sum->offcpu_ns += e->weight;
 			}
 		}
-		name_stack(p, e, sp, comm, comm_ctx, store, names, &n, sum, flags);
 		if (!n) {
 			names[0] = "[unknown]";
 			n = 1;
@@ -448,6 +460,11 @@ int profile_write_raw(struct profile *p, struct sym_proc *sp, profile_comm_fn co
 		if (p->namer) {
 			const char *nm[PERF_SAMPLER_MAX_STACK * 2];
 			size_t k = p->namer(p->namer_ctx, e->ips, e->nr, nm, ARRAY_SIZE(nm));
+
+			if (k == PROFILE_NAMER_SKIP) { /* left out of the profile: said so */
+				k = 0;
+				rc = strbuf_addstr(&sb, "\t(left out: a blocking wait)\n");
+			}
 
 			/* leaf first, like the rest; addresses are the trace's, names its events' */
 			while (k-- > 0 && !rc)

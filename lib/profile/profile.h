@@ -26,6 +26,7 @@
 #include "perf/perf.h"
 #include "perfmap/perfmap.h"
 #include "proc/proc.h"
+#include "proc/taskcpu.h"
 #include "sym/sym.h"
 
 struct profile;
@@ -50,12 +51,14 @@ int profile_add_stack(void *ctx, const struct perf_stack *st);
 
 /*
  * Names a whole stack (ips leaf first) into names, root first, at most cap;
- * returns the count. Set one when the addresses are not the process's own
+ * returns the count, or PROFILE_NAMER_SKIP to leave the stack out of the
+ * profile (counted in profile_summary.left_out). Set one when the addresses are not the process's own
  * (the EventPipe engine names them from the trace's method events); without
  * one, frames are named through lib/sym.
  */
 typedef size_t (*profile_namer_fn)(void *ctx, const uint64_t *ips, unsigned nr,
 				   const char **names, size_t cap);
+#define PROFILE_NAMER_SKIP ((size_t)-1)
 void profile_set_namer(struct profile *p, profile_namer_fn fn, void *ctx);
 
 /* Thread name for a tid (NULL if unknown), for thread roots and raw output. */
@@ -63,6 +66,7 @@ typedef const char *(*profile_comm_fn)(void *ctx, uint32_t tid);
 
 struct profile_summary {
 	uint64_t cpu_samples;      /* on-CPU samples */
+	uint64_t left_out;         /* samples the namer left out (PROFILE_NAMER_SKIP) */
 	uint64_t offcpu_intervals; /* off-CPU intervals */
 	uint64_t offcpu_ns;        /* their total */
 	uint64_t frames;           /* frames over all samples (each sample counted) */
@@ -182,6 +186,7 @@ struct profile_ep_opts {
 	pid_t pid;          /* for thread names and liveness */
 	unsigned samples;   /* PROFILE_EP_* (0: managed only) */
 	bool prime;         /* a rundown-only session first (names for `top`) */
+	bool thread_time;   /* keep every sample of the kinds asked (no on-CPU filter) */
 };
 
 struct profile_ep_stats {
@@ -194,6 +199,15 @@ struct profile_ep_stats {
 	bool primed;                       /* the priming rundown worked */
 	bool complete;                     /* the stream ended with its end marker */
 	bool stream_ended;                 /* the runtime ended it (the process exited) */
+	/* the on-CPU filter (lib/proc/taskcpu): each thread's CPU time polled from /proc */
+	enum taskcpu_source oncpu;         /* TASKCPU_NONE: no filter, thread time */
+	int oncpu_err;                     /* why not (negative errno), 0 */
+	unsigned oncpu_interval_ms;        /* the polling interval */
+	uint64_t waiting;                  /* samples left out: the thread was not running */
+	uint64_t left_out;                 /* ... caught switching out of managed code (set
+					    * from profile_summary.left_out after a build) */
+	uint64_t unknown;                  /* samples kept without knowing (thread not polled) */
+	double running_share;              /* of the samples with a known state, the running share */
 };
 
 struct profile_ep;
@@ -308,7 +322,7 @@ int profile_engine_explain(const struct profile_engine_choice *c, pid_t pid, cha
 			   size_t len);
 /* The outputs' notes: engine, why, what it sees, rate, cost (lines). */
 int profile_engine_notes(const struct profile_engine_choice *c, unsigned hz, unsigned ep_samples,
-			 uint32_t sampling_ns, char *buf, size_t len);
+			 const struct profile_ep_stats *es, char *buf, size_t len);
 /* A few words naming a cause. */
 const char *profile_perf_cause_short(enum profile_perf_cause c);
 /* What was refused to the perf_event engine: "perf_event_open was denied", or

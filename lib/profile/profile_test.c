@@ -265,6 +265,7 @@ static void test_namer(void **state)
 static void test_engine_texts(void **state)
 {
 	struct profile_engine_choice c;
+	struct profile_ep_stats es;
 	char buf[2048];
 	int i;
 
@@ -280,14 +281,28 @@ static void test_engine_texts(void **state)
 	c.fell_back = true;
 	c.perf_err = -EPERM;
 	c.diag.cause = PROFILE_PERF_CAUSE_SECCOMP;
-	assert_int_equal(profile_engine_notes(&c, 99, PROFILE_EP_MANAGED, 1000000, buf, sizeof(buf)), 0);
+	memset(&es, 0, sizeof(es));
+	es.sampling_ns = 1000000;
+	es.oncpu_err = -EACCES;
+	assert_int_equal(profile_engine_notes(&c, 99, PROFILE_EP_MANAGED, &es, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "samples: thread time, waiting included: "));
+	assert_non_null(strstr(buf, "/proc: Permission denied)"));
+	es.oncpu = TASKCPU_SCHEDSTAT;
+	es.oncpu_interval_ms = 10;
+	es.waiting = 812;
+	es.left_out = 40;
+	es.unknown = 3;
+	assert_int_equal(profile_engine_notes(&c, 99, PROFILE_EP_MANAGED, &es, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "samples: on-CPU: "));
+	assert_non_null(strstr(buf, "(/proc/PID/task/TID/schedstat, read every 10 ms)"));
+	assert_non_null(strstr(buf, "812 samples of threads that were not running left out, 40 that caught"));
 	assert_non_null(strstr(buf, "engine: EventPipe"));
 	assert_non_null(strstr(buf, "why: --engine auto, and perf_event_open was denied (a seccomp"));
 	assert_non_null(strstr(buf, "no native, runtime or kernel frames"));
 	assert_non_null(strstr(buf, "(1 ms per thread), not -F"));
 	c.used = PROFILE_ENGINE_PERF;
 	c.fell_back = false;
-	assert_int_equal(profile_engine_notes(&c, 99, 0, 0, buf, sizeof(buf)), 0);
+	assert_int_equal(profile_engine_notes(&c, 99, 0, NULL, buf, sizeof(buf)), 0);
 	assert_non_null(strstr(buf, "engine: perf_event (the kernel samples each thread at 99 Hz)"));
 	/* both engines unavailable: one message with both causes */
 	c.ep_err = -ENOENT;

@@ -1418,6 +1418,11 @@ static int finish_flame(struct tracestats *ts)
 						     ts->lim.max_frames);
 		if (!n)
 			names[n++] = "[no stack]";
+		if (ts->lim.flame_skip && ts->lim.flame_skip(ts->lim.flame_skip_ctx, names, n)) {
+			ts->samples.left_out += e->count;
+			ts->samples.in_flame -= e->count;
+			continue;
+		}
 		err = flame_add(ts->flame, names, n, e->count);
 		if (err == -E2BIG) {
 			/* the flame's node cap: these samples are counted as not kept */

@@ -36,6 +36,10 @@ struct ts_limits {
 	uint32_t max_threads;     /* threads with an open ContentionStart (default 65536) */
 	uint32_t max_string;      /* bytes kept of a type name or message (default 1024) */
 	bool thread_time;         /* flame: also samples of threads outside managed code */
+	/* flame: a named stack (root first) it returns true for is left out
+	 * (counted in ts_samples.left_out); NULL: none is */
+	bool (*flame_skip)(void *ctx, const char *const *names, size_t n);
+	void *flame_skip_ctx;
 };
 
 void ts_limits_default(struct ts_limits *l);
@@ -116,6 +120,7 @@ struct ts_samples {
 	uint64_t dropped;                  /* not kept: distinct-stack cap reached */
 	uint32_t stacks;                   /* distinct stacks */
 	uint64_t truncated;                /* stacks cut to max_frames */
+	uint64_t left_out;                 /* samples lim.flame_skip left out of the flame */
 };
 
 struct ts_error {

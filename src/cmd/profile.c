@@ -176,11 +176,31 @@ static int write_bundle(struct profile_session *s, const struct flame *f,
 }
 
 /* The summary lines of the EventPipe engine. */
-static void print_ep_summary(struct profile_session *s, const struct profile_summary *sum)
+static void print_ep_summary(const struct prof_args *a, struct profile_session *s,
+			     const struct profile_summary *sum)
 {
 	struct profile_ep_stats es;
 
 	profile_ep_stats(s->ep, &es);
+	if (a->off_cpu)
+		printf("basis: samples of threads outside managed code (blocked, waiting or in native "
+		       "code)\n");
+	else if (a->wall)
+		printf("basis: thread time, waiting included (every managed thread, running or "
+		       "not)\n");
+	else if (es.oncpu != TASKCPU_NONE)
+		printf("basis: on-CPU: %llu samples of threads that were not running left out (each "
+		       "thread's CPU time read from /proc/PID/task/TID/%s every %u ms), %llu that "
+		       "caught their thread switching out of managed code (a blocking wait or a "
+		       "P/Invoke's stub at the leaf) left out, %llu of threads not polled at their "
+		       "time kept\n",
+		       (unsigned long long)es.waiting, taskcpu_source_name(es.oncpu),
+		       es.oncpu_interval_ms, (unsigned long long)sum->left_out,
+		       (unsigned long long)es.unknown);
+	else
+		printf("basis: thread time, waiting included (the threads' CPU times could not be "
+		       "read from /proc: %s)\n",
+		       strerror(es.oncpu_err ? -es.oncpu_err : ENOENT));
 	printf("samples: %llu kept of %llu ThreadSample events (%llu in managed code, %llu "
 	       "outside it) at the runtime's %.3g ms interval\n",
 	       (unsigned long long)sum->cpu_samples,
@@ -241,7 +261,7 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 	printf("duration: %.1f s%s\n", secs,
 	       s->target_gone ? " (the process exited)" : a->early ? " (stopped early)" : "");
 	if (s->ep) {
-		print_ep_summary(s, sum);
+		print_ep_summary(a, s, sum);
 		goto top;
 	}
 	perf_sampler_stats(s->smp, &st);
@@ -489,18 +509,19 @@ int cmd_profile(int argc, char **argv)
 		snprintf(title, sizeof(title), "clrtap profile: pid %d, %s (EventPipe engine)",
 			 (int)so.pid,
 			 a.off_cpu ? "samples outside managed code" :
-			 a.wall ? "thread time (all managed threads)" : "managed-code samples");
+			 a.wall || es.oncpu == TASKCPU_NONE ? "thread time, waiting included" :
+			 "on-CPU samples of managed code");
 		fo.unit = "samples";
 		fo.period = es.sampling_ns;
-		profile_engine_notes(&ch, (unsigned)a.hz, ep_samples, es.sampling_ns, notes,
-				     sizeof(notes));
+		es.left_out = sum.left_out;
+		profile_engine_notes(&ch, (unsigned)a.hz, ep_samples, &es, notes, sizeof(notes));
 	} else {
 		snprintf(title, sizeof(title), "clrtap profile: pid %d, %s (perf_event engine)",
 			 (int)so.pid,
 			 a.off_cpu ? "off-CPU time" : a.wall ? "wall time (on + off CPU)" : "CPU samples");
 		fo.unit = a.off_cpu || a.wall ? "nanoseconds" : "samples";
 		fo.period = a.off_cpu || a.wall ? 1 : 1000000000ull / (uint64_t)a.hz;
-		profile_engine_notes(&ch, (unsigned)a.hz, 0, 0, notes, sizeof(notes));
+		profile_engine_notes(&ch, (unsigned)a.hz, 0, NULL, notes, sizeof(notes));
 	}
 	fo.title = title;
 	fo.notes = notes;

@@ -86,9 +86,10 @@ static void show(struct profile_session *s, pid_t pid, int lines, bool tty, bool
 	if (tty)
 		fputs("\033[H\033[2J", stdout);
 	if (s->ep)
-		printf("clrtap top - pid %d - %s - %llu managed-code samples in the last second "
-		       "(EventPipe engine: managed frames only), %llu events lost in all\n",
+		printf("clrtap top - pid %d - %s - %llu managed-code samples in the last second, "
+		       "%s (EventPipe engine: managed frames only), %llu events lost in all\n",
 		       (int)pid, clock, (unsigned long long)total,
+		       es.oncpu != TASKCPU_NONE ? "on-CPU" : "thread time, waiting included",
 		       (unsigned long long)es.dropped_events);
 	else
 		printf("clrtap top - pid %d - %s - %llu samples in the last second, %u threads, %llu "

@@ -12,6 +12,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CLRTAP=${CLRTAP:-$ROOT/build/clrtap}
 TOOLS=${TOOLS:-$ROOT/build/tests/tools}
 FIXTURE_DLL=${FIXTURE_DLL:-$ROOT/build/fixtures/sample/sample.dll}
+REALAPP_DLL=${REALAPP_DLL:-$ROOT/build/fixtures/realapp/realapp.dll}
 TEST_NAME=$(basename "$0" .sh)
 WORK=$(mktemp -d "/tmp/clrtap-test.XXXXXX")
 chmod 755 "$WORK"
@@ -180,6 +181,86 @@ free_port() {
 			return
 		fi
 	done
+}
+
+# need_realapp: ends the test with one stated SKIP when the realapp fixture
+# was not built (scripts/build-fixtures.sh needs NuGet for it).
+need_realapp() {
+	if [ ! -f "$REALAPP_DLL" ]; then
+		ok "SKIP: no realapp fixture ($REALAPP_DLL not built: see scripts/build-fixtures.sh's note)"
+		finish
+	fi
+}
+
+# start_realapp [ENV=VAL ...]: starts the realapp fixture (docs/fixtures.md)
+# on a free loopback port with its SQLite database in $WORK, waits until
+# GET /health answers. Sets REALAPP_PID, REALAPP_URL, REALAPP_OUT.
+start_realapp() {
+	local port i
+	port=$(free_port)
+	REALAPP_OUT=$WORK/realapp-$port.out
+	REALAPP_URL=http://127.0.0.1:$port
+	env "$@" DOTNET_CLI_TELEMETRY_OPTOUT=1 dotnet "$REALAPP_DLL" --port "$port" --db "$WORK/realapp-$port.db" \
+		>"$REALAPP_OUT" 2>&1 &
+	REALAPP_PID=$!
+	KILL_PIDS+=("$REALAPP_PID")
+	for ((i = 0; i < 1200; i++)); do
+		if [ "$(curl -s -m 2 "$REALAPP_URL/health" 2>/dev/null)" = ok ]; then
+			return 0
+		fi
+		if ! kill -0 "$REALAPP_PID" 2>/dev/null; then
+			break
+		fi
+		sleep 0.05
+	done
+	not_ok "realapp started" "$(tail -20 "$REALAPP_OUT")"
+	finish
+}
+
+# realapp_login: registers a user (once) and logs in; sets REALAPP_TOKEN (a
+# bearer token for GET /api/me). realapp_load sends it when set.
+realapp_login() {
+	local body='{"email":"probe@realapp.test","password":"Realapp-1"}'
+	curl -s -o /dev/null -X POST -H 'content-type: application/json' -d "$body" "$REALAPP_URL/register"
+	REALAPP_TOKEN=$(curl -s -X POST -H 'content-type: application/json' -d "$body" "$REALAPP_URL/login" |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["accessToken"])' 2>/dev/null)
+	[ -n "$REALAPP_TOKEN" ]
+}
+
+# realapp_load SECONDS PATH [CONNECTIONS]: bounded wrk load (1 thread, 4
+# connections unless given) on PATH (with its query); output in $WORK/wrk.out.
+# REALAPP_BODY=JSON makes the requests POSTs with that body. Returns once the
+# app answered every request (realapp_settle). Counts of what the app served:
+# realapp_stats, not wrk's (wrk leaves requests in flight uncounted).
+realapp_load() {
+	local secs=$1 path=$2 conns=${3:-4} args=()
+	if [ -n "${REALAPP_TOKEN:-}" ]; then
+		args+=(-H "Authorization: Bearer $REALAPP_TOKEN")
+	fi
+	if [ -n "${REALAPP_BODY:-}" ]; then
+		printf 'wrk.method = "POST"\nwrk.body = [[%s]]\nwrk.headers["Content-Type"] = "application/json"\n' \
+			"$REALAPP_BODY" >"$WORK/wrk-post.lua"
+		args+=(-s "$WORK/wrk-post.lua")
+	fi
+	wrk -t1 -c"$conns" -d"${secs}s" --timeout 10s "${args[@]}" "$REALAPP_URL$path" >"$WORK/wrk.out" 2>&1
+	realapp_settle
+}
+
+# realapp_settle: waits (at most 10 s) until the app has answered every request
+# it began (/stats "in_flight" 0), so its counts are final.
+realapp_settle() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		[ "$(realapp_stats 'd["in_flight"]' 2>/dev/null)" = 0 ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# realapp_stats EXPR: a value from the app's own GET /stats (d is the JSON),
+# e.g. realapp_stats 'd["quote_calls"]' or 'd["requests"]["/api/me"]'.
+realapp_stats() {
+	json_get "$(curl -s -m 5 "$REALAPP_URL/stats")" "$1"
 }
 
 # json_get JSON EXPR: python3 one-liner over the parsed JSON (d is the value).

@@ -45,6 +45,7 @@ expect_exit "profile under the seccomp wrapper (auto)" 0 "$NOPERF" "$CLRTAP" pro
 echo "$OUT" | sed 's/^/    | /'
 contains "summary states the engine and why" "$OUT" "engine: EventPipe (--engine auto, and perf_event_open was denied: a seccomp filter denies the system call)"
 contains "summary states what it cannot see" "$OUT" "kernel stacks: no (EventPipe sees managed frames only)"
+contains "summary states the basis: on-CPU (issue 33)" "$OUT" "basis: on-CPU: "
 contains "warning names the seccomp cause" "$ERR" "perf_event_open was denied (a seccomp filter"
 contains "summary names HotA" "$OUT" "$HOTA"
 contains "HotA named exactly" "$(cat "$WORK/ep.folded")" ";$HOTA"
@@ -60,6 +61,8 @@ contains "HTML notes: engine" "$HTML" "engine: EventPipe (the runtime&#39;s samp
 contains "HTML notes: why" "$HTML" "why: --engine auto, and perf_event_open was denied (a seccomp filter"
 contains "HTML notes: what it cannot see" "$HTML" "no native, runtime or kernel frames"
 contains "HTML notes: -F" "$HTML" "not -F"
+contains "HTML notes: on-CPU and how" "$HTML" "samples: on-CPU: the sampler samples every managed thread"
+contains "HTML title: on-CPU" "$HTML" "on-CPU samples of managed code (EventPipe engine)</title>"
 contains "HTML names HotA" "$HTML" "$HOTA"
 
 # -F given, perf denied, --engine auto: EventPipe all the same, and the
@@ -70,6 +73,7 @@ SVG=$(cat "$WORK/ep.svg")
 contains "SVG title states the engine" "$SVG" "(EventPipe engine)</text>"
 contains "SVG desc: engine" "$SVG" "<desc>engine: EventPipe"
 contains "SVG desc: what it cannot see" "$SVG" "no native, runtime or kernel frames"
+contains "SVG desc: on-CPU" "$SVG" "samples: on-CPU: "
 contains "SVG names HotA" "$SVG" "<title>$HOTA ("
 
 expect_exit "profile -o .pb.gz under the wrapper" 0 "$NOPERF" "$CLRTAP" profile -p "$PID" -d 2 -o "$WORK/ep.pb.gz"
@@ -104,12 +108,14 @@ EOF
 contains "pprof comment states the engine" "$PB" "engine: EventPipe"
 contains "pprof comment: why" "$PB" "why: --engine auto, and perf_event_open was denied (a seccomp filter"
 contains "pprof comment: what it cannot see" "$PB" "no native, runtime or kernel frames"
+contains "pprof comment: on-CPU" "$PB" "samples: on-CPU: "
 
 expect_exit "profile -o .speedscope.json under the wrapper" 0 "$NOPERF" "$CLRTAP" profile -p "$PID" -d 2 -o "$WORK/ep.speedscope.json"
 SS=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("\n".join(d["clrtapNotes"])); print(d["name"])' "$WORK/ep.speedscope.json")
 contains "speedscope notes state the engine" "$SS" "engine: EventPipe"
 contains "speedscope notes: why" "$SS" "why: --engine auto, and perf_event_open was denied (a seccomp filter"
 contains "speedscope notes: what it cannot see" "$SS" "no native, runtime or kernel frames"
+contains "speedscope notes: on-CPU" "$SS" "samples: on-CPU: "
 contains "speedscope name states the engine" "$SS" "(EventPipe engine)"
 
 expect_exit "profile --threads --bundle under the wrapper" 0 "$NOPERF" "$CLRTAP" profile -p "$PID" -d 2 --threads -o "$WORK/ept.folded" --bundle "$WORK/bundle"
@@ -118,6 +124,7 @@ BDIR=$(echo "$OUT" | sed -n 's/^bundle: //p')
 contains "bundle metadata states the engine" "$(cat "$BDIR/metadata.txt")" "engine: EventPipe"
 contains "bundle metadata: why" "$(cat "$BDIR/metadata.txt")" "why: --engine auto, and perf_event_open was denied (a seccomp filter"
 contains "bundle metadata: what it cannot see" "$(cat "$BDIR/metadata.txt")" "no native, runtime or kernel frames"
+contains "bundle metadata: on-CPU" "$(cat "$BDIR/metadata.txt")" "samples: on-CPU: "
 check "bundle tar holds metadata.txt" bash -c 'tar tzf "$1"/*.tar.gz | grep -q metadata.txt' _ "$BDIR"
 contains "raw samples name HotA" "$(cat "$BDIR/samples.txt")" "$HOTA (managed)"
 
@@ -140,6 +147,7 @@ expect_exit "unknown engine" 2 "$CLRTAP" profile --engine bpf -p "$PID" -d 1 -o 
 expect_exit "top under the wrapper" 0 "$NOPERF" "$CLRTAP" top -p "$PID" -i 2
 echo "$OUT" | sed 's/^/    | /'
 contains "top states the engine" "$OUT" "EventPipe engine"
+contains "top states on-CPU" "$OUT" "managed-code samples in the last second, on-CPU (EventPipe engine"
 contains "top names HotA" "$OUT" "$HOTA"
 equals "top: two refreshes" "$(echo "$OUT" | grep -c '^clrtap top - pid ')" 2
 
@@ -346,6 +354,10 @@ expect_exit "ns: profile under the wrapper (EventPipe), --threads" 0 "$NOPERF" "
 contains "ns: the EventPipe engine" "$OUT" "engine: EventPipe"
 contains "ns: HotA named" "$(cat "$WORK/ns.folded")" ";$HOTA"
 contains "ns: thread named through NSpid" "$(cat "$WORK/ns.folded")" "[thread] workload;"
+# each sample's thread found through NSpid: (almost) none kept unpolled
+UNPOLLED=$(echo "$OUT" | sed -n 's/^basis: on-CPU: .*, \([0-9]*\) of threads not polled at their time kept$/\1/p')
+KEPT=$(echo "$OUT" | sed -n 's/^samples: \([0-9]*\) kept of .*/\1/p')
+check "ns: on-CPU through NSpid: $UNPOLLED of $KEPT samples of threads not polled" test "${UNPOLLED:-x}" -le $((${KEPT:-0} / 20))
 SHARE=$(folded_share "$WORK/ns.folded" "$HOTA" "$HOTB")
 check "ns: split 75 +- 5 ($SHARE %)" in_range "$SHARE" 70 80
 stop_fixture "$FIX_PID"

@@ -6,8 +6,11 @@
 #      and the JIT'd method after the profiler attached and detached again
 #   2. clrtap agent probe (ReJIT, count only)     both methods
 #   3. clrtap agent probe --args (ReJIT, args + return + latency, one event per call)
+#      and --args --stack (the same event with the managed stack EventPipe walks)
 #   4. clrtap probe --count (uprobe on R2R code)  the framework method
 #   5. clrtap probe --count (hw breakpoint)       the JIT'd method
+#      and clrtap probe --count with its defaults: the cost budget hands the
+#      hot method over to ReJIT (what a user who runs the README's example gets)
 #   6. perf probe + perf record (uprobe)          the R2R method's file offset
 # Then the added cost per call of each mechanism as ratios to ReJIT's, the
 # time from starting `clrtap agent probe` to the probe being in place (the
@@ -67,9 +70,20 @@ AGENT_ARGS=--args agent_probe "$JIT" "$WORK/r3.json"
 finish_run; RJA_JIT=$NS
 C4=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("calls_recorded","?"))' "$WORK/r3.json" 2>/dev/null)
 
+# 3b. ReJIT with arguments and stacks
+start jit
+AGENT_ARGS="--args --stack" agent_probe "$JIT" "$WORK/r4.json"
+finish_run; RJS_JIT=$NS
+C6=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("calls_recorded","?"))' "$WORK/r4.json" 2>/dev/null)
+
 # 4. clrtap's uprobe on the R2R code, 5. its hardware breakpoint on the JIT code
 start framework; clrtap_count "$R2R" 'ToString(int32, int32)' "$WORK/u"; UP_R2R=$NS; C3=$CALLS_SEEN
 start jit; clrtap_count "$JIT" 'AddInts(int32, int32)' "$WORK/h"; HW_JIT=$NS; C5=$CALLS_SEEN
+# 5b. clrtap probe --count with its defaults (budget 5%: handed to ReJIT)
+start jit
+PROBE_ARGS=" " clrtap_count "$JIT" 'AddInts(int32, int32)' "$WORK/d"; DEF_JIT=$NS
+C7=$(sed -n 's/.*AddInts(int32, int32): \([0-9]*\) calls in all.*/\1/p' "$WORK/d.err" | head -1)
+DEF_HOW=$(grep -q 'handed to ReJIT' "$WORK/d.err" && echo "handed to ReJIT" || echo "not handed over")
 
 # 6. perf probe + perf record, same offset
 start framework
@@ -84,15 +98,17 @@ row "AddInts after attach + detach (agent run)" "$AFTER_DETACH" "$(net "$AFTER_D
 row "ReJIT count-only, Convert.ToString (R2R)" "$RJ_R2R" "$(net "$RJ_R2R" "$BASE_R2R")" "${C1:-?}"
 row "ReJIT count-only, AddInts (JIT)" "$RJ_JIT" "$(net "$RJ_JIT" "$BASE_JIT")" "${C2:-?}"
 row "ReJIT with args+return+latency, AddInts (JIT)" "$RJA_JIT" "$(net "$RJA_JIT" "$BASE_JIT")" "${C4:-?} recorded"
+row "ReJIT with args+return+latency+stack, AddInts" "$RJS_JIT" "$(net "$RJS_JIT" "$BASE_JIT")" "${C6:-?} recorded"
 row "clrtap probe --count (uprobe), Convert.ToString" "$UP_R2R" "$(net "$UP_R2R" "$BASE_R2R")" "${C3:-?}"
 row "clrtap probe --count (hw breakpoint), AddInts" "$HW_JIT" "$(net "$HW_JIT" "$BASE_JIT")" "${C5:-?}"
+row "clrtap probe --count, defaults (budget), AddInts" "$DEF_JIT" "$(net "$DEF_JIT" "$BASE_JIT")" "${C7:-?} ($DEF_HOW)"
 row "perf probe + perf record (uprobe), same offset" "$PERF_R2R" "$(net "$PERF_R2R" "$BASE_R2R")" "${PC:-?}"
 # The ReJIT row on the R2R method compares fresh optimized JIT code with the
 # ReadyToRun code it replaces (it can even be faster), so ReJIT's own cost is
 # read on the JIT'd method, where the code is the same with and without.
 A1=$(net "$RJ_JIT" "$BASE_JIT"); A2=$(net "$UP_R2R" "$BASE_R2R"); A3=$(net "$PERF_R2R" "$BASE_R2R")
-A4=$(net "$HW_JIT" "$BASE_JIT"); A5=$(net "$RJA_JIT" "$BASE_JIT")
-echo "added cost per call: ReJIT count-only ${A1} ns, ReJIT with args ${A5} ns, clrtap uprobe ${A2} ns, clrtap hw breakpoint ${A4} ns, perf uprobe ${A3} ns"
+A4=$(net "$HW_JIT" "$BASE_JIT"); A5=$(net "$RJA_JIT" "$BASE_JIT"); A6=$(net "$RJS_JIT" "$BASE_JIT")
+echo "added cost per call: ReJIT count-only ${A1} ns, ReJIT with args ${A5} ns, ReJIT with args and stack ${A6} ns, clrtap uprobe ${A2} ns, clrtap hw breakpoint ${A4} ns, perf uprobe ${A3} ns"
 echo "ratios to ReJIT count-only: clrtap uprobe $(ratio "$A2" "$A1"), clrtap hw breakpoint $(ratio "$A4" "$A1"), perf uprobe $(ratio "$A3" "$A1"), ReJIT with args $(ratio "$A5" "$A1")"
 echo "note: the R2R ReJIT row runs freshly JIT-optimized code instead of ReadyToRun code"
 echo "time from 'clrtap agent probe' to the probe in place: ${READY1} ms (R2R), ${READY2} ms (JIT)"

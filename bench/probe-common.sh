@@ -50,9 +50,12 @@ finish_run() {
 }
 
 # clrtap_count METHOD NAME_IN_SUMMARY OUT: clrtap probe --count (uprobe on
-# R2R code, hardware breakpoint on JIT code) over one run; sets NS and CALLS_SEEN
+# R2R code, hardware breakpoint on JIT code) over one run; sets NS and CALLS_SEEN.
+# PROBE_ARGS: its options (default: the mechanism itself, never handed to
+# ReJIT by the cost budget: --no-rejit --budget 1000)
 clrtap_count() {
-	"$CLRTAP" probe -p "$FPID" --count "$1" >"$3.out" 2>"$3.err" &
+	# shellcheck disable=SC2086
+	"$CLRTAP" probe -p "$FPID" --count ${PROBE_ARGS:---no-rejit --budget 1000} "$1" >"$3.out" 2>"$3.err" &
 	TOOLPID=$!
 	wait_line "$3.err" 'tracing' 30
 	finish_run

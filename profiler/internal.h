@@ -18,6 +18,7 @@ void prf_ev_write(int id, struct prf_event_data *d, uint32_t n) HIDDEN;
 
 /* ReJIT probes (rejit.c). */
 void rejit_reset(void) HIDDEN;
+void rejit_set_stack(int on) HIDDEN;
 /* Adds a probe spec from the config ("Ns.Type::Method" [ "(int32,string)" ]). */
 int rejit_add_spec(const char *s, size_t n) HIDDEN;
 int rejit_nspecs(void) HIDDEN;

@@ -334,16 +334,18 @@ static HRESULT provider_create(void)
 		uint64_t kw;
 		struct prf_param_desc *p;
 		uint32_t n;
+		BOOL need_stack; /* EventPipe walks the writing thread's managed stack */
 	} defs[] = {
-		{ PRF_EV_HELLO, u"Hello", PRF_KW_CONTROL | PRF_KW_STATUS, p_hello, 9 },
-		{ PRF_EV_STATUS, u"Status", PRF_KW_CONTROL | PRF_KW_STATUS, p_status, 13 },
-		{ PRF_EV_MODULE, u"ModuleLoad", PRF_KW_MODULES, p_module, 3 },
-		{ PRF_EV_DETACHING, u"Detaching", PRF_KW_CONTROL | PRF_KW_STATUS, p_detaching, 2 },
+		{ PRF_EV_HELLO, u"Hello", PRF_KW_CONTROL | PRF_KW_STATUS, p_hello, 9, 0 },
+		{ PRF_EV_STATUS, u"Status", PRF_KW_CONTROL | PRF_KW_STATUS, p_status, 13, 0 },
+		{ PRF_EV_MODULE, u"ModuleLoad", PRF_KW_MODULES, p_module, 3, 0 },
+		{ PRF_EV_DETACHING, u"Detaching", PRF_KW_CONTROL | PRF_KW_STATUS, p_detaching, 2, 0 },
 		{ PRF_EV_PROBE_INSTALLED, u"ProbeInstalled", PRF_KW_CONTROL | PRF_KW_PROBES,
-		  p_installed, 4 },
-		{ PRF_EV_PROBE_COUNT, u"ProbeCount", PRF_KW_CONTROL | PRF_KW_PROBES, p_count, 5 },
-		{ PRF_EV_CALL, u"Call", PRF_KW_CALLS, p_call, 15 },
-		{ PRF_EV_FLUSHED, u"Flushed", PRF_KW_CONTROL | PRF_KW_STATUS, p_flushed, 2 },
+		  p_installed, 4, 0 },
+		{ PRF_EV_PROBE_COUNT, u"ProbeCount", PRF_KW_CONTROL | PRF_KW_PROBES, p_count, 5, 0 },
+		{ PRF_EV_CALL, u"Call", PRF_KW_CALLS, p_call, 15, 0 },
+		{ PRF_EV_CALL_STACK, u"CallStack", PRF_KW_CALLS, p_call, 15, 1 },
+		{ PRF_EV_FLUSHED, u"Flushed", PRF_KW_CONTROL | PRF_KW_STATUS, p_flushed, 2, 0 },
 	};
 	HRESULT hr;
 	size_t i;
@@ -359,7 +361,8 @@ static HRESULT provider_create(void)
 			continue;
 		hr = INFO_FN(g_info, INFO_EVENTPIPE_DEFINE_EVENT, info_ep_define_event_fn)(
 			g_info, g_provider, defs[i].name, (uint32_t)defs[i].id, defs[i].kw, 1,
-			4 /* informational */, 0, 0, defs[i].n, defs[i].p, &g_ev[defs[i].id]);
+			4 /* informational */, 0, defs[i].need_stack, defs[i].n, defs[i].p,
+			&g_ev[defs[i].id]);
 		if (hr != S_OK)
 			return hr;
 	}
@@ -555,6 +558,8 @@ static void config_parse(const char *s, size_t n)
 			rejit_add_spec(s + v0, vn);
 		else if (KEY("args") && x == 1)
 			rejit_set_args(1);
+		else if (KEY("stack") && x == 1)
+			rejit_set_stack(1);
 #undef KEY
 	}
 }

@@ -74,6 +74,12 @@ static struct probe g_probes[PRF_MAX_PROBES];
 static atomic_int g_nprobes;
 static atomic_uint_fast64_t g_rejit_errors;
 static int g_args; /* record arguments, return values, latency */
+static int g_stack; /* and the caller's stack (EventPipe walks it when writing the event) */
+
+void rejit_set_stack(int on)
+{
+	g_stack = on;
+}
 
 void rejit_set_args(int on)
 {
@@ -263,7 +269,7 @@ static void finish(int32_t id, uint64_t ret, const char *rs, int is_s)
 		};
 
 		if (g_info && prf_active())
-			prf_ev_write(PRF_EV_CALL, d, 15);
+			prf_ev_write(g_stack ? PRF_EV_CALL_STACK : PRF_EV_CALL, d, 15);
 	}
 }
 
@@ -381,6 +387,7 @@ void rejit_reset(void)
 {
 	g_nspecs = 0;
 	g_args = 0;
+	g_stack = 0;
 }
 
 int rejit_nspecs(void)

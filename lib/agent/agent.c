@@ -349,6 +349,32 @@ int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event 
 	struct cursor c;
 	int err = 0;
 
+	if (id == PRF_EV_CALL_STACK) {
+		uint32_t clen;
+		size_t k, n;
+
+		if (len < 4)
+			return -EBADMSG;
+		clen = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+		       (uint32_t)p[3] << 24;
+		if (clen > len - 4 || (len - 4 - clen) % 8 ||
+		    (len - 4 - clen) / 8 > AGENT_STACK_MAX)
+			return -EBADMSG;
+		err = agent_event_decode(PRF_EV_CALL, p + 4, clen, ev);
+		if (err)
+			return err;
+		n = (len - 4 - clen) / 8;
+		for (k = 0; k < n; k++) {
+			const uint8_t *q = p + 4 + clen + 8 * k;
+			uint64_t v = 0;
+
+			for (int b = 7; b >= 0; b--)
+				v = v << 8 | q[b];
+			ev->stack[k] = v;
+		}
+		ev->nstack = (uint32_t)n;
+		return 0;
+	}
 	memset(ev, 0, sizeof(*ev));
 	ev->id = id;
 	cur_init(&c, p, len);
@@ -529,13 +555,14 @@ static void fmt_value(struct strbuf *sb, unsigned kind, uint64_t v, const char *
 		(void)strbuf_addstr(sb, "void");
 		break;
 	default:
-		(void)strbuf_addch(sb, '?');
+		/* objects other than strings, structs; strings where marshalling is off */
+		(void)strbuf_addstr(sb, "?(not recorded by the ReJIT probe)");
 		break;
 	}
 }
 
-int agent_call_format(const struct agent_event *ev, const char *this_type, char *buf,
-		      size_t len)
+int agent_call_format_split(const struct agent_event *ev, const char *this_type, char *args,
+			    size_t alen, char *ret, size_t rlen)
 {
 	struct strbuf sb = STRBUF_INIT_MAX(8192);
 	const char *strs = ev->text, *rs;
@@ -551,11 +578,25 @@ int agent_call_format(const struct agent_event *ev, const char *this_type, char 
 			(void)strbuf_addstr(&sb, ", ");
 		fmt_value(&sb, (ev->kinds >> (4 * i)) & 0xf, ev->a[i], &strs);
 	}
-	(void)strbuf_addstr(&sb, ") -> ");
+	(void)strbuf_addch(&sb, ')');
+	err = snprintf(args, alen, "%s", sb.buf) >= (int)alen ? -ENOSPC : 0;
+	strbuf_reset(&sb);
 	rs = strchr(ev->text, 0x1E);
 	rs = rs ? rs + 1 : "";
 	fmt_value(&sb, ev->retkind & 0xf, ev->ret, &rs);
-	err = snprintf(buf, len, "%s", sb.buf) >= (int)len ? -ENOSPC : 0;
+	if (!err)
+		err = snprintf(ret, rlen, "%s", sb.buf) >= (int)rlen ? -ENOSPC : 0;
 	strbuf_release(&sb);
 	return err;
+}
+
+int agent_call_format(const struct agent_event *ev, const char *this_type, char *buf,
+		      size_t len)
+{
+	char args[4096], ret[2048];
+	int err = agent_call_format_split(ev, this_type, args, sizeof(args), ret, sizeof(ret));
+
+	if (err)
+		return err;
+	return snprintf(buf, len, "%s -> %s", args, ret) >= (int)len ? -ENOSPC : 0;
 }

@@ -119,20 +119,33 @@ struct agent_event {
 	uint64_t rejit_errors;                  /* Status (0 from older builds) */
 	uint32_t kinds, retkind;                /* Call */
 	uint64_t latency_ns, a[PRF_MAX_ARGS], ret, self;
+	/* CallStack (decoded as a Call): the managed stack EventPipe took, leaf first */
+#define AGENT_STACK_MAX 32
+	uint64_t stack[AGENT_STACK_MAX];
+	uint32_t nstack;
 	char text[1024]; /* Version (Hello, Status), Path (ModuleLoad), spec (ProbeInstalled) */
 };
 /*
  * Formats a Call event as "(a1, a2, ...) -> ret": integers in decimal,
  * floats in the shortest form that reads back the same, bool true/false,
- * char as 'c', strings double-quoted (from ev->text), null, ? for values
- * not recorded (structs, classes other than string); for an instance method
+ * char as 'c', strings double-quoted (from ev->text), null, "?(not
+ * recorded: ...)" for values not recorded (structs, classes other than
+ * string); for an instance method
  * "this=<this_type>@0x<address>" first (the declared type: the method's
  * class; this_type may be NULL). -ENOSPC if len is short.
  */
 int agent_call_format(const struct agent_event *ev, const char *this_type, char *buf,
 		      size_t len);
+/* The same in two parts: "(a1, a2, ...)" into args, the return value into ret. */
+int agent_call_format_split(const struct agent_event *ev, const char *this_type, char *args,
+			    size_t alen, char *ret, size_t rlen);
 
-/* Decodes the payload of event id; -EBADMSG when too short or malformed. */
+/*
+ * Decodes the payload of event id; -EBADMSG when too short or malformed.
+ * PRF_EV_CALL_STACK's payload is as the session hands it on:
+ * u32 length of the Call payload, the Call payload, then u64 IPs (leaf
+ * first, at most AGENT_STACK_MAX); it decodes as a PRF_EV_CALL with stack.
+ */
 int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event *ev);
 
 /* --- Time order ---------------------------------------------------------
@@ -183,6 +196,8 @@ struct agent_session_opts {
 	 * 3 s): the counts then hold every call made before the stop request.
 	 */
 	bool flush_before_stop;
+	/* the session walks the stack of events that ask for it (CallStack) */
+	bool stackwalk;
 };
 struct agent_session_result {
 	uint64_t events;       /* events of ours decoded */

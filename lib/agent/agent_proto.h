@@ -40,7 +40,8 @@
 #define PRF_EV_PROBE_COUNT 6
 #define PRF_EV_CALL 7
 #define PRF_EV_FLUSHED 8 /* everything before the flush request is written */
-#define PRF_EV_MAX 8
+#define PRF_EV_CALL_STACK 9 /* a Call whose event carries the thread's managed stack */
+#define PRF_EV_MAX 9
 
 /* Call event: kinds of the argument and return slots (4 bits each). */
 #define PRF_K_NONE 0   /* not recorded (this, structs, classes other than string) */

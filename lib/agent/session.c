@@ -181,8 +181,29 @@ static int on_nt_event(void *ctx, const struct nt_event *ev)
 		if (id == PRF_EV_FLUSHED && ev->payload_len >= 8 && s->flush_sent &&
 		    le64(ev->payload) == s->nonce)
 			s->flushed = s->res->flushed = true;
-		err = agent_order_add(&s->ord, ev->timestamp, id, ev->payload, ev->payload_len,
-				      deliver, s);
+		if (id == PRF_EV_CALL_STACK) {
+			/* the stack rides with the payload: u32 length, payload, IPs */
+			uint32_t nf = ev->nframes < AGENT_STACK_MAX ? ev->nframes : AGENT_STACK_MAX;
+			size_t blen = 4 + (size_t)ev->payload_len + 8 * (size_t)nf;
+			uint8_t *b = ev->payload_len < (1u << 20) ? malloc(blen) : NULL;
+
+			if (!b) {
+				s->res->bad_events++;
+				return 0;
+			}
+			for (int k = 0; k < 4; k++)
+				b[k] = (uint8_t)(ev->payload_len >> (8 * k));
+			memcpy(b + 4, ev->payload, ev->payload_len);
+			for (uint32_t f = 0; f < nf; f++)
+				for (int k = 0; k < 8; k++)
+					b[4 + ev->payload_len + 8 * f + k] =
+						(uint8_t)(ev->stack[f] >> (8 * k));
+			err = agent_order_add(&s->ord, ev->timestamp, id, b, (uint32_t)blen, deliver, s);
+			free(b);
+		} else {
+			err = agent_order_add(&s->ord, ev->timestamp, id, ev->payload,
+					      ev->payload_len, deliver, s);
+		}
 		if (err)
 			s->res->bad_events++;
 	}
@@ -212,6 +233,7 @@ int agent_session_run(const struct agent_session_opts *o, struct agent_session_r
 
 	memset(res, 0, sizeof(*res));
 	cfg.buffer_mb = 16;
+	cfg.stackwalk = o->stackwalk; /* CallStack events' stacks */
 	cfg.providers = &prov;
 	cfg.nproviders = 1;
 	err = ipc_collect_tracing(o->ep, &cfg, &s.fd, &s.session, rerr);

@@ -51,6 +51,7 @@ const char *ct_exit_name(int code)
 	case EXIT_BAD_INPUT: return "bad-input";
 	case EXIT_PARTIAL: return "partial";
 	case EXIT_NOT_TARGET: return "not-target";
+	case EXIT_OVER_BUDGET: return "over-budget";
 	case EXIT_AGENT_LIBRARY: return "agent-library";
 	case EXIT_AGENT_LIBC: return "agent-libc";
 	case EXIT_AGENT_SLOT: return "agent-slot";

@@ -19,6 +19,7 @@ enum exit_code {
 	EXIT_BAD_INPUT = 8,     /* corrupt or truncated input file */
 	EXIT_PARTIAL = 9,       /* interrupted: partial result written */
 	EXIT_NOT_TARGET = 10,   /* the target's socket or file is not its own: refused */
+	EXIT_OVER_BUDGET = 11,  /* a probe stopped: it would cost the target more than its budget */
 	EXIT_AGENT_LIBRARY = 20, /* profiler library missing here or in the target's filesystem */
 	EXIT_AGENT_LIBC = 21,   /* the target could not load it: wrong C library */
 	EXIT_AGENT_SLOT = 22,   /* profiler slot taken / a clrtap profiler already active */

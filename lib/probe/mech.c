@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -85,16 +86,19 @@ static int split(char *line, char **f, int max)
 
 int probe_mech_parse(const char *buf, size_t len, const char *boot, struct probe_mech *out)
 {
-	char line[CACHE_MAX], *f[6];
-	uint32_t calls, hits;
-	int err;
+	char line[CACHE_MAX], *f[7];
+	uint32_t calls, hits, ns = 0;
+	int err, nf;
 
 	if (len >= sizeof(line))
 		return -EBADMSG;
 	memcpy(line, buf, len);
 	line[len] = '\0';
-	if (split(line, f, 6) != 5 || ct_parse_u32(f[2], 10, &calls) ||
-	    ct_parse_u32(f[3], 10, &hits) || ct_parse_int(f[4], &err))
+	/* a 6th field: the measured cost of a hit in ns (older caches lack it) */
+	nf = split(line, f, 7);
+	if ((nf != 5 && nf != 6) || ct_parse_u32(f[2], 10, &calls) ||
+	    ct_parse_u32(f[3], 10, &hits) || ct_parse_int(f[4], &err) ||
+	    (nf == 6 && (ct_parse_u32(f[5], 10, &ns) || ns > 100000000)))
 		return -EBADMSG;
 	if (calls > 1000000 || hits > 4 * calls + 16 || err > 0 || err < -4095)
 		return -EBADMSG;
@@ -108,6 +112,7 @@ int probe_mech_parse(const char *buf, size_t len, const char *boot, struct probe
 	out->calls = calls;
 	out->hits = hits;
 	out->err = err;
+	out->hit_ns = ns;
 	out->cached = true;
 	return 0;
 }
@@ -144,8 +149,8 @@ static void cache_store(const char *dir, enum probe_mech_kind k, const char *boo
 		return;
 	snprintf(path, sizeof(path), "%s/mech-%s", dir, kind_names[k]);
 	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
-	len = snprintf(line, sizeof(line), "%s %s %u %u %d\n", boot,
-		       m->fires ? "fires" : "silent", m->calls, m->hits, m->err);
+	len = snprintf(line, sizeof(line), "%s %s %u %u %d %u\n", boot,
+		       m->fires ? "fires" : "silent", m->calls, m->hits, m->err, m->hit_ns);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
@@ -201,12 +206,23 @@ static int self_file_offset(uint64_t addr, char *path, size_t cap, uint64_t *off
 struct child_result {
 	int err;
 	uint64_t hits;
+	uint64_t cpu_ns;      /* the child's CPU time for the calls with the event armed */
+	uint64_t base_cpu_ns; /* the same calls without it */
 };
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void child(enum probe_mech_kind k, int wfd)
 {
 	int (*volatile fn)(int) = probe_mech_target;
-	struct child_result r = { 0, 0 };
+	struct child_result r = { 0, 0, 0, 0 };
+	uint64_t t0;
 	struct perf_event_attr a;
 	char path[1024];
 	uint64_t off = 0;
@@ -236,8 +252,16 @@ static void child(enum probe_mech_kind k, int wfd)
 			r.err = fd;
 	}
 	if (!r.err) {
+		/* the calls' CPU time (kernel time of the traps included) with and without */
+		t0 = thread_cpu_ns();
 		for (i = 0; i < PROBE_MECH_CALLS; i++)
 			acc += fn(i);
+		r.cpu_ns = thread_cpu_ns() - t0;
+		(void)ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+		t0 = thread_cpu_ns();
+		for (i = 0; i < PROBE_MECH_CALLS; i++)
+			acc += fn(i);
+		r.base_cpu_ns = thread_cpu_ns() - t0;
 		if (read(fd, &r.hits, sizeof(r.hits)) != (ssize_t)sizeof(r.hits))
 			r.err = -EIO;
 	}
@@ -286,6 +310,11 @@ static int run_child(enum probe_mech_kind k, struct probe_mech *m)
 	m->calls = PROBE_MECH_CALLS;
 	m->hits = r.hits > UINT32_MAX ? UINT32_MAX : (unsigned)r.hits;
 	m->err = r.err;
+	if (!r.err && r.hits && r.cpu_ns > r.base_cpu_ns) {
+		uint64_t ns = (r.cpu_ns - r.base_cpu_ns) / r.hits;
+
+		m->hit_ns = ns ? (ns > 100000000 ? 100000000 : (unsigned)ns) : 1;
+	}
 	/* every call seen (a breakpoint that fires on some calls is not a count) */
 	m->fires = !r.err && r.hits >= PROBE_MECH_CALLS;
 	return 0;
@@ -312,7 +341,8 @@ int probe_mech_check(enum probe_mech_kind k, struct probe_mech *m)
 	}
 	(void)boot_id(boot, sizeof(boot));
 	err = cache_dir(dir, sizeof(dir));
-	if (!err && boot[0] && !cache_load(dir, k, boot, m))
+	/* a cache line of an older clrtap has no measured cost: test again */
+	if (!err && boot[0] && !cache_load(dir, k, boot, m) && (m->hit_ns || !m->fires))
 		return 0;
 	err = run_child(k, m);
 	if (err)

@@ -295,6 +295,24 @@ static bool params_match_short(const char *user, const char *md)
 	}
 }
 
+bool probe_pattern_type_match(const char *namepat, const char *name)
+{
+	const char *colons = strstr(name, "::");
+	const char *dot = strchr(namepat, '.');
+	char type[1024];
+	size_t tl;
+
+	/* "MyApp.*", "Ns.Type": a dot after the first byte (".ctor" is a method name) */
+	if (strstr(namepat, "::") || !dot || dot == namepat || !colons)
+		return false;
+	tl = (size_t)(colons - name);
+	if (tl >= sizeof(type))
+		return false;
+	memcpy(type, name, tl);
+	type[tl] = '\0';
+	return pe_glob_match(namepat, type);
+}
+
 bool probe_pattern_match(const char *pattern, const char *name, const char *sig)
 {
 	const char *paren = strchr(pattern, '(');
@@ -313,7 +331,7 @@ bool probe_pattern_match(const char *pattern, const char *name, const char *sig)
 		colons = strstr(name, "::");
 		target = colons ? colons + 2 : name;
 	}
-	if (!pe_glob_match(namepat, target))
+	if (!pe_glob_match(namepat, target) && !probe_pattern_type_match(namepat, name))
 		return false;
 	if (!paren)
 		return true;

@@ -48,6 +48,13 @@ int probe_pm_name_base(const char *name, struct strbuf *out);
  * matched against the method name alone ("Work", "Calc*").
  */
 bool probe_pattern_match(const char *pattern, const char *name, const char *sig);
+/*
+ * A pattern without "::" that looks like a type ("MyApp.*", "Ns.Type": a
+ * dot after its first byte) also matches every method of the types it
+ * matches: namepat (the pattern without its signature) against the type part
+ * of name "Ns.Type::Method".
+ */
+bool probe_pattern_type_match(const char *namepat, const char *name);
 
 /* Edit distance (Levenshtein, case-insensitive), stops counting at cap. */
 unsigned probe_edit_distance(const char *a, const char *b, unsigned cap);
@@ -183,10 +190,11 @@ struct probe_mech {
 	bool cached;   /* from this boot's cache */
 	unsigned calls, hits;
 	int err;       /* perf_event_open's error (negative errno), 0 if it opened */
+	unsigned hit_ns; /* measured cost of one hit to the process hit (CPU ns; 0: not measured) */
 };
 /* Returns 0 with *m filled, or a negative errno when the test could not run. */
 int probe_mech_check(enum probe_mech_kind k, struct probe_mech *m);
-/* Parses one cache line "BOOTID fires|silent CALLS HITS ERR" (-ESTALE: other boot). */
+/* Parses one cache line "BOOTID fires|silent CALLS HITS ERR [HIT_NS]" (-ESTALE: other boot). */
 int probe_mech_parse(const char *buf, size_t len, const char *boot, struct probe_mech *m);
 
 /*
@@ -280,6 +288,7 @@ struct probe_version_stats {
 	unsigned ret_sites, ret_armed, tail_sites;
 	bool armed;
 	bool unwatchable;           /* its mechanism does not fire here: calls are not counted */
+	bool handed;                /* came after probe_session_hand_over: not armed here */
 	char how[24];               /* "uprobe", "hw-breakpoint", "" */
 };
 
@@ -298,6 +307,13 @@ void probe_session_flush(struct probe_session *s);
 /* Stats for method i, version v. */
 const struct probe_version_stats *probe_session_stats(const struct probe_session *s, size_t i,
 						     size_t v);
+/*
+ * Another mechanism (the in-process ReJIT profiler) takes method i over:
+ * the code versions it has now stay armed (calls that still run them are
+ * counted here, so none is lost while the other one starts), code versions
+ * that come later (the re-JIT'd code) are not armed (stats: handed).
+ */
+void probe_session_hand_over(struct probe_session *s, size_t i);
 uint64_t probe_session_lost(const struct probe_session *s);
 /*
  * Whether the uprobes (uprobe true) or the breakpoints are per-CPU events
@@ -311,6 +327,60 @@ unsigned probe_session_threads(const struct probe_session *s);
 uint64_t probe_session_start_ns(const struct probe_session *s);
 /* Closes every perf event (the kernel drops uprobes and breakpoints). */
 void probe_session_free(struct probe_session *s);
+
+/* ---- cost budget and the ReJIT hand-over (budget.c) ---- */
+
+/*
+ * "2%", "2", "0.5%": the share of one CPU core a probe may take from the
+ * target, in percent (0 < pct <= 1000). -EINVAL otherwise.
+ */
+int probe_budget_parse(const char *s, double *pct);
+/* cost_ns of the target's CPU spent in window_ns, as a percentage of one core. */
+double probe_budget_share(double cost_ns, uint64_t window_ns);
+
+/* Per-call cost of the ReJIT probes, from bench/bench-rejit.sh and t-probe-budget.sh
+ * on a loaded 2-CPU VM (22-48 ns counting in a tight loop, 70-190 ns in t-probe-budget's
+ * ABAB rounds: the calli's GC transition); not measured per run. */
+#define PROBE_REJIT_COUNT_NS 150
+#define PROBE_REJIT_ARGS_NS 2500
+#define PROBE_REJIT_STACK_NS 10000
+
+/* One line of `clrtap agent probe --progress`. */
+enum probe_rj_kind {
+	PROBE_RJ_OTHER = 0,
+	PROBE_RJ_PLACED, /* "probe SPEC: N method(s), ReJIT requested" */
+	PROBE_RJ_COUNT,  /* "count SPEC [0xTOKEN]: N" */
+	PROBE_RJ_FINAL,  /* "calls SPEC [0xTOKEN]: N" */
+	PROBE_RJ_CALL,   /* "call SPEC (...) -> ..." */
+	PROBE_RJ_STACK,  /* "stack 0xIP 0xIP ..." (the call before it; leaf first) */
+};
+#define PROBE_RJ_STACK_MAX 32
+struct probe_rejit_line {
+	enum probe_rj_kind kind;
+	char spec[1024];
+	uint32_t token;
+	uint64_t count;
+	uint64_t ips[PROBE_RJ_STACK_MAX];
+	size_t nips;
+};
+/* Splits a line (NUL-terminated, no newline); -EBADMSG for a malformed count line. */
+int probe_rejit_parse_line(const char *line, struct probe_rejit_line *out);
+
+struct probe_rejit;
+typedef void (*probe_rejit_line_fn)(void *ctx, const char *line);
+/*
+ * Starts `clrtap agent probe -p TARGET --progress [--args] [--stack] SPEC...` (this
+ * binary, /proc/self/exe) with its stdout read here; its stderr is clrtap's.
+ * The child gets SIGINT when clrtap dies.
+ */
+int probe_rejit_start(pid_t target, const char *const *specs, size_t n, bool args, bool stack,
+		      struct probe_rejit **out);
+/* Hands each complete line read so far to fn; 1 once the child exited and its output ended. */
+int probe_rejit_poll(struct probe_rejit *r, probe_rejit_line_fn fn, void *ctx);
+/* SIGINT (it flushes its counts, reverts, goes dormant), reads to the end; its exit status. */
+int probe_rejit_stop(struct probe_rejit *r, int timeout_ms, probe_rejit_line_fn fn, void *ctx);
+bool probe_rejit_exited(const struct probe_rejit *r, int *status);
+void probe_rejit_free(struct probe_rejit *r);
 
 /* ---- histograms ---- */
 

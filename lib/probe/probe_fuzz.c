@@ -45,6 +45,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)probe_inline_decode(data, size, false, &ev);
 		(void)probe_inline_decode(data, size, true, &ev);
 		(void)probe_mech_parse(s, size, "boot", &m);
+		{
+			/* a line of the ReJIT child (method names from the target in it) */
+			struct probe_rejit_line rl;
+			double pct;
+
+			(void)probe_rejit_parse_line(s, &rl);
+			(void)probe_budget_parse(s, &pct);
+		}
 		(void)probe_pm_name_base(s, &sb);
 		strbuf_release(&sb);
 	}

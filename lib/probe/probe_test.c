@@ -294,6 +294,65 @@ static void test_mech_parse(void **state)
 	assert_int_equal(probe_mech_parse("b0 fires 1000", 13, "b0", &m), -EBADMSG);
 	assert_int_equal(probe_mech_parse("b0 fires 1000 99999 0", 21, "b0", &m), -EBADMSG);
 	assert_int_equal(probe_mech_parse("b0 fires x 1 0", 14, "b0", &m), -EBADMSG);
+	/* the measured cost of a hit: optional 6th field, bounded */
+	assert_int_equal(probe_mech_parse("b0 fires 1000 1000 0 9700", 25, "b0", &m), 0);
+	assert_int_equal(m.hit_ns, 9700);
+	assert_int_equal(probe_mech_parse(ok, strlen(ok), "b0", &m), 0);
+	assert_int_equal(m.hit_ns, 0);
+	assert_int_equal(probe_mech_parse("b0 fires 1000 1000 0 x", 22, "b0", &m), -EBADMSG);
+	assert_int_equal(probe_mech_parse("b0 fires 1000 1000 0 999999999", 30, "b0", &m), -EBADMSG);
+}
+
+static void test_budget(void **state)
+{
+	struct probe_rejit_line rl;
+	char longspec[1200];
+	double pct = 0;
+
+	(void)state;
+	assert_int_equal(probe_budget_parse("2%", &pct), 0);
+	assert_true(pct == 2.0);
+	assert_int_equal(probe_budget_parse("0.5", &pct), 0);
+	assert_true(pct == 0.5);
+	assert_int_equal(probe_budget_parse("0", &pct), -EINVAL);
+	assert_int_equal(probe_budget_parse("-1%", &pct), -EINVAL);
+	assert_int_equal(probe_budget_parse("%", &pct), -EINVAL);
+	assert_int_equal(probe_budget_parse("2%%", &pct), -EINVAL);
+	assert_int_equal(probe_budget_parse("1001", &pct), -EINVAL);
+	assert_int_equal(probe_budget_parse("nan", &pct), -EINVAL);
+	assert_int_equal(probe_budget_parse("1e1", &pct), 0);
+	assert_true(probe_budget_share(20e6, 1000000000ull) == 2.0);
+	assert_true(probe_budget_share(1, 0) == 0);
+
+	assert_int_equal(probe_rejit_parse_line("count A.B::C(int32) [0x06000012]: 12345", &rl), 0);
+	assert_int_equal(rl.kind, PROBE_RJ_COUNT);
+	assert_string_equal(rl.spec, "A.B::C(int32)");
+	assert_int_equal(rl.token, 0x06000012);
+	assert_int_equal(rl.count, 12345);
+	assert_int_equal(probe_rejit_parse_line("calls A.B::C [0x06000001]: 7", &rl), 0);
+	assert_int_equal(rl.kind, PROBE_RJ_FINAL);
+	assert_int_equal(rl.count, 7);
+	assert_int_equal(probe_rejit_parse_line("probe A.B::C: 1 method, ReJIT requested", &rl), 0);
+	assert_int_equal(rl.kind, PROBE_RJ_PLACED);
+	assert_int_equal(probe_rejit_parse_line("probe A.B::C: ReJIT refused (HRESULT 0x80004005)", &rl), 0);
+	assert_int_equal(rl.kind, PROBE_RJ_OTHER);
+	assert_int_equal(probe_rejit_parse_line("call A.B::C (1) -> 2  30 ns", &rl), 0);
+	assert_int_equal(rl.kind, PROBE_RJ_CALL);
+	assert_int_equal(probe_rejit_parse_line("stack 0x7f00aa 0x1", &rl), 0);
+	assert_int_equal(rl.kind, PROBE_RJ_STACK);
+	assert_int_equal(rl.nips, 2);
+	assert_true(rl.ips[0] == 0x7f00aa && rl.ips[1] == 1);
+	assert_int_equal(probe_rejit_parse_line("stack 0x", &rl), -EBADMSG);
+	assert_int_equal(probe_rejit_parse_line("stack 0x12 zz", &rl), -EBADMSG);
+	assert_int_equal(probe_rejit_parse_line("stack 0x12345678901234567", &rl), -EBADMSG);
+	assert_int_equal(probe_rejit_parse_line("count A.B::C [0x]: 1", &rl), -EBADMSG);
+	assert_int_equal(probe_rejit_parse_line("count A.B::C [0x123456789]: 1", &rl), -EBADMSG);
+	assert_int_equal(probe_rejit_parse_line("count A.B::C [0x1]: x", &rl), -EBADMSG);
+	assert_int_equal(probe_rejit_parse_line("count A.B::C", &rl), -EBADMSG);
+	memset(longspec, 'a', sizeof(longspec));
+	memcpy(longspec, "count ", 6);
+	snprintf(longspec + 1100, 100, " [0x1]: 1");
+	assert_int_equal(probe_rejit_parse_line(longspec, &rl), -EBADMSG);
 }
 
 static void test_mech_plan(void **state)
@@ -353,6 +412,15 @@ static void test_pattern(void **state)
 	assert_false(probe_pattern_match("*::AddInt", n, sig));
 	assert_false(probe_pattern_match("Other::AddInts", n, sig));
 	assert_false(probe_pattern_match("ProbeTargets::AddInts", n, sig));
+	/* no "::" but a dotted name: a type pattern, every method of the types */
+	assert_true(probe_pattern_match("Clrtap.*", n, sig));
+	assert_true(probe_pattern_match("Clrtap.Fixtures.ProbeTargets", n, sig));
+	assert_true(probe_pattern_match("Clrtap.Fixtures.Probe*(int,int)", n, sig));
+	assert_false(probe_pattern_match("Clrtap.Fixtures.Probe", n, sig));
+	assert_false(probe_pattern_match("Other.*", n, sig));
+	assert_false(probe_pattern_match(".ctor", n, sig));
+	assert_true(probe_pattern_match(".ctor", "A.B::.ctor", "()"));
+	assert_false(probe_pattern_type_match("*::AddInts", n));
 	/* nested types use '+' */
 	assert_true(probe_pattern_match("Clrtap.Fixtures.Outer+Inner::Nested",
 					"Clrtap.Fixtures.Outer+Inner::Nested", "(int32)"));
@@ -514,6 +582,7 @@ int main(void)
 		cmocka_unit_test(test_perfmap_file),  cmocka_unit_test(test_hist),
 		cmocka_unit_test(test_name_base),     cmocka_unit_test(test_real_signatures),
 		cmocka_unit_test(test_real_map),      cmocka_unit_test(test_mech_parse), cmocka_unit_test(test_mech_plan),
+		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_newest),        cmocka_unit_test(test_inline_decode),
 	};
 

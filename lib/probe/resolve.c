@@ -40,6 +40,7 @@ struct image {
 	bool r2r;
 	uint32_t *rid_map; /* MethodDef RID -> R2R method index + 1 */
 	uint32_t nrid;
+	size_t ninst; /* InstanceMethodEntryPoints entries (generic code) */
 	bool rid_built;
 };
 
@@ -503,6 +504,8 @@ static int build_rid_map(struct image *im)
 	for (i = 0; i < n; i++) {
 		uint32_t rid = ms[i].token & 0xFFFFFF;
 
+		if (ms[i].flags & PE_METHOD_INSTANCE)
+			im->ninst++;
 		if ((ms[i].flags & (PE_METHOD_INSTANCE | PE_METHOD_MEMBERREF)) || ms[i].component ||
 		    (ms[i].token >> 24) != PE_MD_METHODDEF || rid >= im->nrid)
 			continue;
@@ -527,27 +530,24 @@ static uint64_t image_addr(const struct probe_proc *pp, const char *path, uint64
 	return 0;
 }
 
-static void add_r2r(struct probe_proc *pp, struct image *im, struct probe_method *m, uint32_t rid)
+static void add_r2r_code(struct probe_proc *pp, struct image *im, struct probe_method *m,
+			 const struct pe_method *pm, const struct pe_range *rs)
 {
-	const struct pe_method *ms;
-	const struct pe_range *rs;
-	size_t n, nr, k;
 	struct probe_code *c;
-	uint32_t idx;
+	size_t k;
 
-	if (build_rid_map(im) || !im->rid_map || rid >= im->nrid || !im->rid_map[rid])
+	if (m->ncode >= PROBE_MAX_VERSIONS) {
+		m->dropped_versions = true;
 		return;
-	if (pe_file_methods(im->pf, &ms, &n) || pe_file_ranges(im->pf, &rs, &nr))
-		return;
-	idx = im->rid_map[rid] - 1;
+	}
 	c = &m->code[m->ncode++];
 	memset(c, 0, sizeof(*c));
 	c->kind = PROBE_CODE_R2R;
 	ct_strlcpy(c->tier, "ReadyToRun", sizeof(c->tier));
-	c->file_offset = ms[idx].entry_offset;
-	c->size = ms[idx].code_size;
-	for (k = 0; k < ms[idx].nranges; k++) {
-		const struct pe_range *r = &rs[ms[idx].first_range + k];
+	c->file_offset = pm->entry_offset;
+	c->size = pm->code_size;
+	for (k = 0; k < pm->nranges; k++) {
+		const struct pe_range *r = &rs[pm->first_range + k];
 
 		if (r->kind == PE_RANGE_MAIN)
 			c->size = r->end_rva - r->begin_rva;
@@ -556,7 +556,49 @@ static void add_r2r(struct probe_proc *pp, struct image *im, struct probe_method
 			c->cold_size = r->end_rva - r->begin_rva;
 		}
 	}
+	if (pm->flags & PE_METHOD_INSTANCE) {
+		/* "Ns.Box`1[System.__Canon]::Get": the instantiation this code is for */
+		const char *b = strchr(pm->name, '[');
+		const char *e = strstr(pm->name, "]::");
+
+		if (b && e && e > b)
+			snprintf(c->inst, sizeof(c->inst), "%.*s", (int)(e - b + 1), b);
+	}
 	c->addr = image_addr(pp, im->path, c->file_offset);
+}
+
+/*
+ * The method's ReadyToRun code: its MethodDefEntryPoints body, and for a
+ * method of a generic type (or a generic method) each precompiled
+ * instantiation of it in InstanceMethodEntryPoints, e.g. UserManager`1's
+ * methods over System.__Canon: the shared code every reference-type
+ * instantiation runs until it tiers up.
+ */
+static void add_r2r(struct probe_proc *pp, struct image *im, struct probe_method *m, uint32_t rid)
+{
+	const struct pe_info *inf = pe_file_info(im->pf);
+	const struct pe_method *ms;
+	const struct pe_range *rs;
+	uint32_t token = ((uint32_t)PE_MD_METHODDEF << 24) | rid;
+	size_t n, nr, i;
+
+	if (build_rid_map(im) || !im->rid_map || rid >= im->nrid)
+		return;
+	if (pe_file_methods(im->pf, &ms, &n) || pe_file_ranges(im->pf, &rs, &nr))
+		return;
+	if (im->rid_map[rid])
+		add_r2r_code(pp, im, m, &ms[im->rid_map[rid] - 1], rs);
+	if (!im->ninst)
+		return;
+	for (i = 0; i < n; i++) {
+		const struct pe_method *pm = &ms[i];
+
+		if (!(pm->flags & PE_METHOD_INSTANCE) || pm->token != token || pm->component ||
+		    (pm->flags & (PE_METHOD_UNBOXING | PE_METHOD_MEMBERREF | PE_METHOD_UNRESOLVED)) ||
+		    !pm->module || !inf->assembly_name || strcmp(pm->module, inf->assembly_name))
+			continue;
+		add_r2r_code(pp, im, m, pm, rs);
+	}
 }
 
 /* ---- find ---- */
@@ -642,7 +684,8 @@ static int find_one(void *vctx, struct image *im, uint32_t rid, const char *name
 
 		target = c ? c + 2 : name;
 	}
-	if (!pe_glob_match(fc->namepat, target))
+	if (!pe_glob_match(fc->namepat, target) &&
+	    !(fc->method_only && probe_pattern_type_match(fc->namepat, name)))
 		return 0;
 	if (pe_md_method_sig(im->pf, (PE_MD_METHODDEF << 24) | rid, &sig))
 		return 0;

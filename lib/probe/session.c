@@ -184,6 +184,8 @@ struct probe_session {
 	bool cpuwide[2];
 	bool scope_said;
 	uint64_t foreign;        /* hits of per-CPU events in other processes (dropped) */
+	/* probe_session_hand_over: 1 + the versions method mi had then (0: not handed) */
+	size_t handed_from[64];
 };
 
 enum { SCOPE_HW = 0, SCOPE_UP = 1 };
@@ -446,6 +448,11 @@ static int make_sites(struct probe_session *s, size_t mi, size_t vi)
 	if (v->sites_made)
 		return 0;
 	v->sites_made = true;
+	if (mi < 64 && s->handed_from[mi] && vi + 1 >= s->handed_from[mi]) {
+		/* code that came after the hand-over: ReJIT'd code, counted there */
+		v->st.handed = true;
+		return 0;
+	}
 	if ((up && s->o.no_uprobe) || (!up && s->o.no_hwbp)) {
 		/* proven not to fire here: arming it would only show a false 0 */
 		v->st.unwatchable = true;
@@ -956,6 +963,13 @@ static void describe_version(struct probe_session *s, size_t mi, size_t vi)
 			 strrchr(m->image, '/') + 1 : m->image, c->file_offset);
 	else
 		snprintf(where, sizeof(where), "0x%" PRIx64, c->addr);
+	if (v->st.handed) {
+		note(s, PROBE_NOTE_INFO, "%s%s [%s] at %s: new code after the hand-over, left to "
+		     "the in-process profiler (the re-JIT'd code; were it a tier-up of the old code "
+		     "just before ReJIT takes effect, its calls there would not be counted)",
+		     m->name, m->sig, c->tier, where);
+		return;
+	}
 	if (v->st.unwatchable && s->o.unwatched_where) {
 		note(s, PROBE_NOTE_WARN, "%s%s [%s] at %s: NOT WATCHED %s, so calls to this code "
 		     "are not counted", m->name, m->sig, c->tier, where, s->o.unwatched_where);
@@ -1266,7 +1280,113 @@ static void fmt_value(struct probe_session *s, struct strbuf *sb, const struct p
 	(void)strbuf_addf(sb, "%" PRId64, *num);
 }
 
-enum aclass { A_GPR, A_FLOAT, A_UNKNOWN };
+/*
+ * Value types whose layout clrtap knows (the metadata of another assembly is
+ * not read for a layout): size and that every 8-byte part is integer class,
+ * so the SysV ABI passes each part in a general register (a struct of at
+ * most 16 bytes) and returns it in rax (and rdx), with no return buffer.
+ */
+struct known_vt {
+	const char *name;
+	unsigned size;
+};
+static const struct known_vt known_vts[] = {
+	{ "System.Decimal", 16 },          /* int flags, uint hi32, ulong lo64 */
+	{ "System.Guid", 16 },
+	{ "System.DateTime", 8 },          /* ulong ticks | kind << 62 */
+	{ "System.TimeSpan", 8 },          /* long ticks */
+	{ "System.DateTimeOffset", 16 },   /* DateTime, short offset minutes */
+	{ "System.Threading.CancellationToken", 8 }, /* source reference */
+	{ "System.Threading.Tasks.ValueTask", 16 },  /* object, short token, bool */
+};
+
+static const struct known_vt *known_vt(const struct pe_type *t)
+{
+	size_t i;
+
+	if (!t->name || t->byref)
+		return NULL;
+	for (i = 0; i < sizeof(known_vts) / sizeof(known_vts[0]); i++)
+		if (!strcmp(t->name, known_vts[i].name))
+			return &known_vts[i];
+	return NULL;
+}
+
+/* Formats a known value type from its 8-byte parts (in the ABI's order). */
+static void fmt_known_vt(struct strbuf *sb, const struct known_vt *k, const uint64_t *p)
+{
+	if (!strcmp(k->name, "System.Decimal")) {
+		uint32_t flags = (uint32_t)p[0], scale = (flags >> 16) & 0xff;
+		unsigned __int128 mag = ((unsigned __int128)(p[0] >> 32) << 64) | p[1];
+		char dig[64];
+		int n = 0, i;
+
+		if (scale > 28) {
+			(void)strbuf_addf(sb, "?(not a valid decimal: scale %u)", scale);
+			return;
+		}
+		do {
+			dig[n++] = (char)('0' + (int)(mag % 10));
+			mag /= 10;
+		} while (mag && n < 40);
+		while (n <= (int)scale)
+			dig[n++] = '0';
+		if (flags & 0x80000000u)
+			(void)strbuf_addch(sb, '-');
+		for (i = n - 1; i >= 0; i--) {
+			(void)strbuf_addch(sb, dig[i]);
+			if (i == (int)scale && scale)
+				(void)strbuf_addch(sb, '.');
+		}
+		return;
+	}
+	if (!strcmp(k->name, "System.Guid")) {
+		const uint8_t *b = (const uint8_t *)p;
+
+		(void)strbuf_addf(sb, "%08x-%04x-%04x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+				  (uint32_t)p[0], (unsigned)(uint16_t)(p[0] >> 32),
+				  (unsigned)(uint16_t)(p[0] >> 48), b[8], b[9], b[10], b[11], b[12], b[13],
+				  b[14], b[15]);
+		return;
+	}
+	if (!strcmp(k->name, "System.TimeSpan")) {
+		int64_t t = (int64_t)p[0];
+
+		(void)strbuf_addf(sb, "%s%" PRIu64 ".%07" PRIu64 "s", t < 0 ? "-" : "",
+				  (t < 0 ? -(uint64_t)t : (uint64_t)t) / 10000000,
+				  (t < 0 ? -(uint64_t)t : (uint64_t)t) % 10000000);
+		return;
+	}
+	if (!strcmp(k->name, "System.DateTime")) {
+		uint64_t ticks = p[0] & 0x3fffffffffffffffull;
+		/* 0001-01-01 to 1970-01-01 in 100 ns ticks */
+		int64_t secs = (int64_t)(ticks / 10000000) - 62135596800ll;
+		time_t tt = (time_t)secs;
+		struct tm tm;
+
+		if (gmtime_r(&tt, &tm))
+			(void)strbuf_addf(sb, "%04d-%02d-%02dT%02d:%02d:%02d.%07" PRIu64 "%s",
+					  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+					  tm.tm_min, tm.tm_sec, ticks % 10000000,
+					  (p[0] >> 62) == 1 ? "Z" : "");
+		else
+			(void)strbuf_addf(sb, "DateTime(ticks=%" PRIu64 ")", ticks);
+		return;
+	}
+	if (!strcmp(k->name, "System.Threading.CancellationToken")) {
+		if (!p[0])
+			(void)strbuf_addstr(sb, "CancellationToken.None");
+		else
+			(void)strbuf_addf(sb, "CancellationToken(source=0x%" PRIx64 ")", p[0]);
+		return;
+	}
+	if (k->size > 8)
+		(void)strbuf_addf(sb, "%s{0x%" PRIx64 ", 0x%" PRIx64 "}", k->name, p[0], p[1]);
+	else
+		(void)strbuf_addf(sb, "%s{0x%" PRIx64 "}", k->name, p[0]);
+}
+
+enum aclass { A_GPR, A_FLOAT, A_KNOWN_VT, A_UNKNOWN };
 
 static enum aclass classify(const struct pe_type *t)
 {
@@ -1274,6 +1394,9 @@ static enum aclass classify(const struct pe_type *t)
 		return A_GPR;
 	if (t->et == PE_ET_R4 || t->et == PE_ET_R8)
 		return A_FLOAT;
+	if (((t->valuetype && !t->enum_et) || (t->et == PE_ET_VALUETYPE && !t->enum_et)) &&
+	    known_vt(t))
+		return A_KNOWN_VT;
 	if (t->valuetype && !t->enum_et)
 		return A_UNKNOWN;
 	if (t->et == PE_ET_VALUETYPE && !t->enum_et)
@@ -1289,15 +1412,22 @@ static char *decode_args(struct probe_session *s, const struct probe_method *m,
 	struct strbuf sb = STRBUF_INIT_MAX(1 << 16);
 	const struct pe_sig *sig = m->psig;
 	unsigned g = 0, stack_slot = 0, i;
-	bool lost = false;
+	const char *lost_why = NULL;
 
 	if (sig->has_this && !sig->explicit_this) {
 		uint64_t v = ps->regs[gpr_args[g++]];
 
 		(void)strbuf_addf(&sb, "this=0x%" PRIx64, v);
 	}
-	if (sig->ret.valuetype && !sig->ret.enum_et && !sig->ret.byref)
-		lost = true; /* a return buffer may take a register: positions unknown */
+	if (sig->ret.valuetype && !sig->ret.enum_et && !sig->ret.byref) {
+		const struct known_vt *k = known_vt(&sig->ret);
+
+		if (!k)
+			lost_why = "the return type's layout is not known to clrtap: a return buffer "
+				   "may take an argument register";
+		else if (k->size > 16)
+			g++; /* the return buffer, right after `this` */
+	}
 	for (i = 0; i < sig->nparams; i++) {
 		const struct pe_type *t = &sig->params[i];
 		const char *pn = sig->param_names && sig->param_names[i] && sig->param_names[i][0] ?
@@ -1312,10 +1442,46 @@ static char *decode_args(struct probe_session *s, const struct probe_method *m,
 			(void)strbuf_addf(&sb, "%s=", pn);
 		else
 			(void)strbuf_addf(&sb, "arg%u=", i);
-		if (c == A_UNKNOWN)
-			lost = true;
-		if (lost) {
-			(void)strbuf_addstr(&sb, "?");
+		if (lost_why) {
+			(void)strbuf_addf(&sb, "?(%s)", lost_why);
+			continue;
+		}
+		if (c == A_UNKNOWN) {
+			/* this one and every later one: its register use depends on its layout */
+			(void)strbuf_addf(&sb, "?(%s: layout not known to clrtap)",
+					  t->name ? t->name : "value type");
+			lost_why = "after an argument whose registers clrtap cannot place";
+			continue;
+		}
+		if (c == A_KNOWN_VT) {
+			const struct known_vt *k = known_vt(t);
+			unsigned parts = k->size > 8 ? 2 : 1, j;
+			uint64_t pv[2] = { 0, 0 };
+			bool ok = true;
+
+			if (k->size > 16) {
+				(void)strbuf_addf(&sb, "?(%s: passed in memory)", k->name);
+				lost_why = "after an argument whose registers clrtap cannot place";
+				continue;
+			}
+			if (g + parts <= 6) {
+				for (j = 0; j < parts; j++)
+					pv[j] = ps->regs[gpr_args[g++]];
+			} else {
+				/* all of it on the stack (SysV: never split) */
+				for (j = 0; j < parts && ok; j++) {
+					uint64_t off = 8 + 8ull * stack_slot++;
+
+					ok = ps->stack && off + 8 <= ps->stack_dyn_size &&
+					     off + 8 <= ps->stack_size;
+					if (ok)
+						memcpy(&pv[j], ps->stack + off, 8);
+				}
+			}
+			if (ok)
+				fmt_known_vt(&sb, k, pv);
+			else
+				(void)strbuf_addstr(&sb, "?(stack argument beyond the sampled stack)");
 			continue;
 		}
 		if (c == A_FLOAT) {
@@ -1337,7 +1503,7 @@ static char *decode_args(struct probe_session *s, const struct probe_method *m,
 			}
 		}
 		if (!have) {
-			(void)strbuf_addstr(&sb, "?");
+			(void)strbuf_addstr(&sb, "?(stack argument beyond the sampled stack)");
 			continue;
 		}
 		if (i < PROBE_MAX_ARGS)
@@ -1358,10 +1524,19 @@ static char *decode_ret(struct probe_session *s, const struct probe_method *m,
 	struct strbuf sb = STRBUF_INIT_MAX(1 << 16);
 	const struct pe_type *t = &m->psig->ret;
 
+	enum aclass c = classify(t);
+
 	if (t->et == PE_ET_VOID && !t->byref)
 		(void)strbuf_addstr(&sb, "void");
-	else if (classify(t) != A_GPR)
-		(void)strbuf_addstr(&sb, "?");
+	else if (c == A_KNOWN_VT && known_vt(t)->size <= 16) {
+		uint64_t pv[2] = { ps->regs[R_AX], ps->regs[R_DX] };
+
+		fmt_known_vt(&sb, known_vt(t), pv);
+	} else if (c == A_FLOAT)
+		(void)strbuf_addstr(&sb, "?(floating-point return: xmm0 is not sampled)");
+	else if (c != A_GPR)
+		(void)strbuf_addf(&sb, "?(%s returned by value: layout not known to clrtap)",
+				  t->name ? t->name : "value type");
 	else
 		fmt_value(s, &sb, t, ps->regs[R_AX], &e->num[0], &e->valid[0]);
 	return strbuf_detach(&sb, NULL);
@@ -1551,6 +1726,7 @@ static void emit(struct probe_session *s, const struct ev *entry, const struct e
 {
 	const struct ev *first = entry ? entry : ret;
 	const struct site *st = &s->sites[first->site];
+	struct strbuf fl = STRBUF_INIT_MAX(1 << 17);
 	struct probe_call c;
 
 	memset(&c, 0, sizeof(c));
@@ -1561,8 +1737,21 @@ static void emit(struct probe_session *s, const struct ev *entry, const struct e
 	c.version = (int)st->vi;
 	c.has_entry = entry != NULL;
 	c.has_ret = ret != NULL;
+	if (entry && entry->nfloat > 0 && entry->text) {
+		/* float placeholders no stored copy filled: say why they are unknown */
+		size_t from = 0;
+		int k;
+
+		for (k = 0; k < entry->nfloat; k++) {
+			(void)strbuf_add(&fl, entry->text + from, entry->fpos[k] - from);
+			(void)strbuf_addstr(&fl, "?(floating-point argument: xmm registers are not "
+						 "sampled and no stored copy was read)");
+			from = entry->fpos[k] + 1;
+		}
+		(void)strbuf_addstr(&fl, entry->text + from);
+	}
 	if (entry) {
-		c.args = entry->text;
+		c.args = fl.len ? fl.buf : entry->text;
 		c.stack = entry->stack;
 		memcpy(c.arg_num, entry->num, sizeof(c.arg_num));
 		memcpy(c.arg_valid, entry->valid, sizeof(c.arg_valid));
@@ -1574,6 +1763,7 @@ static void emit(struct probe_session *s, const struct ev *entry, const struct e
 	}
 	if (s->on_call)
 		s->on_call(s->ctx, &c);
+	strbuf_release(&fl);
 }
 
 static void ev_free(struct ev *e)
@@ -1850,6 +2040,12 @@ const struct probe_version_stats *probe_session_stats(const struct probe_session
 	if (i >= s->n || v >= PROBE_MAX_VERSIONS)
 		return NULL;
 	return &s->vs[i][v].st;
+}
+
+void probe_session_hand_over(struct probe_session *s, size_t i)
+{
+	if (i < s->n && i < 64 && !s->handed_from[i])
+		s->handed_from[i] = s->m[i]->ncode + 1;
 }
 
 uint64_t probe_session_lost(const struct probe_session *s)

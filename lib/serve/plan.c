@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "analyze/analyze.h"
+#include "probe/probe.h"
 #include "serve/serve.h"
 
 struct kind_def {
@@ -23,7 +24,7 @@ static const struct kind_def kinds[] = {
 	{ "doctor", "duration", 10 },
 	{ "dump", "type", 0 },
 	{ "gcdump", "", 0 },
-	{ "probe", "method duration args ret latency count", 5 },
+	{ "probe", "method duration args ret latency count budget no_rejit", 5 },
 	{ "profile", "duration engine frequency", 3 },
 	{ "stacks", "", 0 },
 	{ "trace", "duration profile providers", 3 },
@@ -285,6 +286,8 @@ int serve_plan_build(struct serve_plan *p, const char *exe, const char *dir,
 		p->nsteps = 0;
 		snprintf(p->report, sizeof(p->report), "report.json");
 	} else if (!strcmp(k->kind, "probe")) {
+		const char *b;
+
 		v = serve_param_get(req, "method");
 		if (!v)
 			return WHY("probe needs params.method ('Ns.Type::Method')");
@@ -303,6 +306,17 @@ int serve_plan_build(struct serve_plan *p, const char *exe, const char *dir,
 			if (truthy(serve_param_get(req, "latency")))
 				A("--latency");
 		}
+		if ((b = serve_param_get(req, "budget"))) {
+			double pct;
+
+			if (probe_budget_parse(b, &pct))
+				return WHY("budget must be a share of one core in percent, more than 0 "
+					   "and at most 1000 (\"2%%\", \"0.5\")");
+			A("--budget");
+			A("%s", b);
+		}
+		if (truthy(serve_param_get(req, "no_rejit")))
+			A("--no-rejit");
 		A("--");
 		A("%s", v);
 		snprintf(st->stdout_name, sizeof(st->stdout_name), "probe.txt");

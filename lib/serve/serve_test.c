@@ -279,6 +279,13 @@ static void test_plan(void **state)
 	assert_string_equal(p.steps[0].argv[p.steps[0].argc - 2], "--");
 	assert_true(p.stream_events);
 	serve_plan_release(&p);
+	/* the probe's cost budget and the refusal of the ReJIT hand-over */
+	assert_int_equal(plan("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C\","
+			      "\"budget\":\"0.5%\",\"no_rejit\":true}}", &p, why, sizeof(why)), 0);
+	assert_string_equal(p.steps[0].argv[p.steps[0].argc - 3], "--no-rejit");
+	assert_string_equal(p.steps[0].argv[p.steps[0].argc - 4], "0.5%");
+	assert_string_equal(p.steps[0].argv[p.steps[0].argc - 5], "--budget");
+	serve_plan_release(&p);
 
 #define BADP(b) do { assert_int_equal(plan(b, &p, why, sizeof(why)), -EINVAL); serve_plan_release(&p); } while (0)
 	BADP("{\"kind\":\"nope\",\"pid\":7}");
@@ -295,6 +302,8 @@ static void test_plan(void **state)
 	BADP("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"--list\"}}");
 	BADP("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C/../x\"}}");
 	BADP("{\"kind\":\"probe\",\"pid\":7}");
+	BADP("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C\",\"budget\":\"--json\"}}");
+	BADP("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C\",\"budget\":\"0\"}}");
 	BADP("{\"kind\":\"trace\",\"pid\":7,\"params\":{\"providers\":\"a;b\"}}");
 	BADP("{\"kind\":\"dump\",\"pid\":7,\"params\":{\"type\":\"../../x\"}}");
 	BADP("{\"kind\":\"analyze\",\"pid\":7,\"params\":{\"analyzer\":\"x\"}}");

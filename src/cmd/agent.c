@@ -7,6 +7,7 @@
 #include "common/compat.h"
 
 #include <poll.h>
+#include <stdarg.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -14,6 +15,28 @@
 #include "cli.h"
 
 /* Agent exit codes (docs/cmd/exit-codes.md). */
+
+/*
+ * `clrtap probe --via rejit`: probe's shape. Calls on stdout as probe prints
+ * them ("Ns.Type::Method(args) = ret LATENCY [ReJIT]"); everything else on
+ * stderr after "clrtap: ", the counts as probe's summary.
+ */
+static bool g_probe_shape; /* set when cmd_probe calls cmd_agent with argv[0] "probe" */
+
+/* A status line: stdout for `agent`, stderr for `probe --via rejit`. */
+static void info(const char *fmt, ...) PRINTF(1, 2);
+static void info(const char *fmt, ...)
+{
+	FILE *f = g_probe_shape ? stderr : stdout;
+	va_list ap;
+
+	if (g_probe_shape)
+		fputs("clrtap: ", f);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fflush(f);
+}
 
 static int exit_for_cause(enum agent_cause c)
 {
@@ -187,7 +210,7 @@ struct run_ctx {
 		uint64_t count;
 	} probe[PRF_MAX_PROBES];
 	struct timespec t_installed;
-	bool any_installed, args;
+	bool any_installed, args, progress, stack;
 	uint64_t calls_seen;
 	int mode;
 	int32_t hr;
@@ -288,7 +311,7 @@ static int run_event(void *ctx, const struct agent_event *ev)
 		r->hello_ev = *ev;
 		features_text(ev->features, feat, sizeof(feat));
 		if (!r->json) {
-			printf("attached: pid %d, mode %s, profiler %s, runtime %u.%u.%u, features %s\n",
+			info("attached: pid %d, mode %s, profiler %s, runtime %u.%u.%u, features %s\n",
 			       (int)r->pid, mode_name(ev->mode), cli_safe(ev->text), ev->rt_major, ev->rt_minor,
 			       ev->rt_build, feat);
 			fflush(stdout);
@@ -309,10 +332,10 @@ static int run_event(void *ctx, const struct agent_event *ev)
 		r->any_installed = true;
 		if (!r->json) {
 			if (ev->methods && !ev->hresult)
-				printf("probe %s: %u method%s, ReJIT requested\n", cli_safe(ev->text), ev->methods,
+				info("probe %s: %u method%s, ReJIT requested\n", cli_safe(ev->text), ev->methods,
 				       ev->methods == 1 ? "" : "s");
 			else
-				printf("probe %s: %s (HRESULT 0x%08x)\n", cli_safe(ev->text),
+				info("probe %s: %s (HRESULT 0x%08x)\n", cli_safe(ev->text),
 				       ev->methods ? "ReJIT refused" : "no such method loaded",
 				       (unsigned)ev->hresult);
 			fflush(stdout);
@@ -328,10 +351,25 @@ static int run_event(void *ctx, const struct agent_event *ev)
 
 			/* the declared type of this: the method's class, from the spec */
 			snprintf(type, sizeof(type), "%.*s", sep ? (int)(sep - spec) : 0, spec);
-			if (!agent_call_format(ev, type[0] ? type : NULL, line, sizeof(line)))
+			if (g_probe_shape) {
+				char ret[2048];
+
+				if (!agent_call_format_split(ev, type[0] ? type : NULL, line, sizeof(line),
+							     ret, sizeof(ret)))
+					printf("%s%s = %s %.1fus [ReJIT]\n", cli_safe(spec), cli_safe(line),
+					       cli_safe(ret), (double)ev->latency_ns / 1e3);
+			} else if (!agent_call_format(ev, type[0] ? type : NULL, line, sizeof(line)))
 				printf("call %s %s  %" PRIu64 " ns\n", cli_safe(spec), cli_safe(line), ev->latency_ns);
 		} else if (!r->json && !agent_call_format(ev, NULL, line, sizeof(line))) {
 			printf("call #%u %s  %" PRIu64 " ns\n", ev->probe, cli_safe(line), ev->latency_ns);
+		}
+		/* the managed stack EventPipe took when the call returned: leaf first, as IPs
+		 * (clrtap probe names them from the perf map) */
+		if (!r->json && ev->nstack) {
+			printf("stack");
+			for (uint32_t k = 0; k < ev->nstack; k++)
+				printf(" 0x%" PRIx64, ev->stack[k]);
+			putchar('\n');
 		}
 		if (!r->json)
 			fflush(stdout); /* live: each call as it is seen, as probe does */
@@ -343,12 +381,18 @@ static int run_event(void *ctx, const struct agent_event *ev)
 			r->probe[ev->probe].spec = ev->spec;
 			r->probe[ev->probe].token = ev->token;
 			r->probe[ev->probe].count = ev->count;
+			/* the count as it grows (clrtap probe checks its budget with it) */
+			if (r->progress && !r->json) {
+				printf("count %s [0x%08x]: %" PRIu64 "\n",
+				       cli_safe(r->specs[ev->spec % r->nspecs]), ev->token, ev->count);
+				fflush(stdout);
+			}
 		}
 		break;
 	case PRF_EV_MODULE:
 		r->modules++;
 		if (r->show_modules && !r->json) {
-			printf("module 0x%" PRIx64 " %s\n", ev->module_id, cli_safe(ev->text));
+			info("module 0x%" PRIx64 " %s\n", ev->module_id, cli_safe(ev->text));
 			fflush(stdout);
 		}
 		break;
@@ -475,13 +519,12 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		}
 		r->library = placed;
 	}
-	/* progress, not the result: on stderr */
 	if (!r->json && rearm)
-		cli_info("reusing the dormant clrtap profiler (generation %u) for new probes",
-			 sc.st.generation);
-	else if (!r->json && !library_given)
-		cli_info("library: %s (%s build%s)", r->library, agent_libc_name(r->lib_libc),
-			 reused ? ", already there" : "");
+		info("reusing the dormant clrtap profiler (generation %u) for new probes\n",
+		       sc.st.generation);
+	else if (!r->json && !library_given) /* a given library is the user's own words */
+		info("library: %s (%s build%s)\n", cli_safe(r->library), agent_libc_name(r->lib_libc),
+		       reused ? ", already there" : "");
 	if (!r->show_modules)
 		cfg.features &= ~PRF_FEAT_MODULES;
 	err = agent_config_encode(&cfg, r->config, sizeof(r->config), &r->config_len);
@@ -496,12 +539,17 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		memcpy(r->config + r->config_len, ";args=1", 8);
 		r->config_len += 7;
 	}
+	if (!err && r->stack && r->config_len + 8 < sizeof(r->config)) {
+		memcpy(r->config + r->config_len, ";stack=1", 9);
+		r->config_len += 8;
+	}
 	if (err)
 		return cli_error(EXIT_USAGE, "too many or too long methods");
 
 	o.ep = ep;
 	o.keywords = PRF_KW_CONTROL | PRF_KW_STATUS | (r->show_modules ? PRF_KW_MODULES : 0) |
 		     (r->nspecs ? PRF_KW_PROBES : 0) | (r->args ? PRF_KW_CALLS : 0);
+	o.stackwalk = r->stack;
 	o.stop = &cli_stop_requested;
 	o.duration_ms = duration_ms;
 	o.first_event_timeout_ms = 15000;
@@ -586,37 +634,46 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		strbuf_release(&sb);
 	} else {
 		if (r->have_status)
-			printf("counted: %" PRIu64 " JIT compilations, %" PRIu64 " exceptions, %" PRIu64
+			info("counted: %" PRIu64 " JIT compilations, %" PRIu64 " exceptions, %" PRIu64
 			       " threads created, %" PRIu64 " modules; %" PRIu64
 			       " events written, %" PRIu64 " write errors\n",
 			       r->last_status.jit, r->last_status.exceptions,
 			       r->last_status.threads, r->last_status.modules,
 			       r->last_status.written, r->last_status.write_errors);
 		if (res.dropped)
-			printf("events lost on the way: %" PRIu64 "\n", res.dropped);
+			info("events lost on the way: %" PRIu64 "\n", res.dropped);
 		if (r->have_status && r->last_status.rejit_errors)
-			printf("ReJIT failed for %" PRIu64 " method version(s): they run their "
+			info("ReJIT failed for %" PRIu64 " method version(s): they run their "
 			       "original code, uncounted\n", r->last_status.rejit_errors);
 		if (r->nspecs && !res.flushed)
-			printf("the counts below are from the profiler's last report before the "
+			info("the counts below are from the profiler's last report before the "
 			       "stop (it did not confirm a final flush): calls after it are missing\n");
-		for (int i = 0; i < PRF_MAX_PROBES; i++)
-			if (r->probe[i].seen)
+		for (int i = 0; i < PRF_MAX_PROBES; i++) {
+			if (!r->probe[i].seen)
+				continue;
+			if (g_probe_shape) {
+				/* probe's summary: the method, then the count per code kind */
+				info("%s [0x%08x]: %" PRIu64 " calls\n",
+				     cli_safe(r->specs[r->probe[i].spec % r->nspecs]), r->probe[i].token,
+				     r->probe[i].count);
+				info("  [every tier] %" PRIu64 " calls (rejit)\n", r->probe[i].count);
+			} else
 				printf("calls %s [0x%08x]: %" PRIu64 "\n",
 				       cli_safe(r->specs[r->probe[i].spec % r->nspecs]), r->probe[i].token,
 				       r->probe[i].count);
+		}
 		if (res.target_ended)
-			printf("the target ended the session (process exited?)\n");
+			info("the target ended the session (process exited?)\n");
 		else if (r->nspecs)
-			printf("%s\n", dormant ? "probes reverted (original IL back); the profiler "
+			info("%s\n", dormant ? "probes reverted (original IL back); the profiler "
 						  "stays loaded but dormant: the runtime never lets a "
 						  "profiler that enabled ReJIT detach"
 						: "revert not confirmed");
 		else if (detached)
-			printf("detached: the profiler left within %" PRId64 " ms (its library stays "
+			info("detached: the profiler left within %" PRId64 " ms (its library stays "
 			       "mapped)\n", detach_ms);
 		else
-			printf("detach not confirmed: a clrtap profiler still answers\n");
+			info("detach not confirmed: a clrtap profiler still answers\n");
 	}
 	if (!res.target_ended && !detached && !dormant)
 		return EXIT_ERROR;
@@ -628,12 +685,12 @@ int cmd_agent(int argc, char **argv)
 	struct cli_target_opts to = { 0 };
 	struct run_ctx r = { 0 };
 	const char *libc_opt = NULL, *mode = "auto", *library = NULL, *action;
-	bool json = false, modules = false, args = false;
+	bool json = false, modules = false, args = false, progress = false, stack = false;
 	int64_t duration_ms = 0;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 'd', "duration", CLI_OPT_DURATION, &duration_ms, "DUR", "run, probe: detach after DUR (default, or 0: Ctrl-C)" },
-		{ 's', "seconds", CLI_OPT_DURATION | CLI_DEPRECATED, &duration_ms, "S", "-d/--duration" },
+		{ 0, "seconds", CLI_OPT_DURATION | CLI_DEPRECATED, &duration_ms, "S", "-d/--duration" },
 		{ 0, "mode", CLI_OPT_STRING, &mode, "MODE",
 		  "run: auto (default: main, or notification if the slot is taken), main, notification" },
 		{ 0, "libc", CLI_OPT_STRING, &libc_opt, "LIBC",
@@ -643,6 +700,10 @@ int cmd_agent(int argc, char **argv)
 		{ 0, "modules", CLI_OPT_BOOL, &modules, NULL, "run: print each module loaded" },
 		{ 'a', "args", CLI_OPT_BOOL, &args, NULL,
 		  "probe: record each call's arguments, return value and latency" },
+		{ 's', "stack", CLI_OPT_BOOL, &stack, NULL,
+		  "probe: with --args, each call's managed stack (IPs, leaf first) on a 'stack' line" },
+		{ 0, "progress", CLI_OPT_BOOL, &progress, NULL,
+		  "probe: print each method's count as the profiler reports it (every 250 ms)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the result as JSON" },
 		{ 0 },
 	};
@@ -650,6 +711,7 @@ int cmd_agent(int argc, char **argv)
 	struct proc_target t;
 	int first, code;
 
+	g_probe_shape = argc > 0 && !strcmp(argv[0], "probe");
 	if (cli_parse(argc, argv,
 		      "clrtap agent run|status|probe (-p PID | -n NAME) [METHOD...] [options]", opts,
 		      &first, &code))
@@ -689,7 +751,11 @@ int cmd_agent(int argc, char **argv)
 	r.json = json;
 	r.show_modules = modules;
 	r.args = args;
-	if (args && !r.nspecs)
-		return cli_error(EXIT_USAGE, "--args goes with 'probe'");
+	r.progress = progress;
+	r.stack = stack;
+	if (stack)
+		r.args = args = true; /* a stack goes with a call's record */
+	if ((args || progress) && !r.nspecs)
+		return cli_error(EXIT_USAGE, "--args and --progress go with 'probe'");
 	return do_run(&t, &ep, &r, libc_opt, duration_ms);
 }

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <time.h>
 
+#include "agent/agent.h"
 #include "cli.h"
 #include "perf/perf.h"
 #include "perfmap/perfmap.h"
@@ -150,8 +151,9 @@ static void print_method(const struct probe_method *m, const char *emit)
 		const struct probe_code *c = &m->code[i];
 
 		if (c->kind == PROBE_CODE_R2R)
-			printf("    R2R  %s+0x%" PRIx64 " size %" PRIu64 " addr 0x%" PRIx64 "\n",
-			       cli_safe(m->image), c->file_offset, c->size, c->addr);
+			printf("    R2R  %s+0x%" PRIx64 " size %" PRIu64 " addr 0x%" PRIx64 "%s%s\n",
+			       cli_safe(m->image), c->file_offset, c->size, c->addr,
+			       c->inst[0] ? " " : "", cli_safe(c->inst));
 		else
 			printf("    JIT  0x%" PRIx64 " size %" PRIu64 " %s%s%s\n", c->addr, c->size,
 			       cli_safe(c->tier), c->inst[0] ? " " : "", cli_safe(c->inst));
@@ -243,6 +245,12 @@ static void summary_no_code(const struct probe_method *m, bool listened)
 	}
 	if (any)
 		fputs("; its calls are counted only by probing those\n", stderr);
+	else if (strchr(m->name, '`'))
+		/* a generic type: an instantiation precompiled in another image is not searched */
+		fprintf(stderr, "clrtap: %s%s: calls NOT counted: no code of it that clrtap can find "
+				"ran (code of a generic type's instantiation precompiled into another "
+				"assembly is not searched); '--via rejit' sees every call\n",
+			cli_safe(m->name), cli_safe(m->sig));
 	else
 		fprintf(stderr, "clrtap: %s%s: no code of its own ran, so no call was seen%s\n", cli_safe(m->name),
 			cli_safe(m->sig), listened ? "; the JIT did not inline it while clrtap listened (not "
@@ -268,6 +276,35 @@ static uint64_t unwatched_since(struct probe_session *s, size_t i, const struct 
 	return since;
 }
 
+/*
+ * A method clrtap found no code for at start, whose first code it then
+ * learned is a tier that only replaces earlier code (instrumented, tier-1,
+ * OSR): that earlier code ran where clrtap did not look (e.g. precompiled
+ * code it could not find). Returns when that first version appeared (its
+ * index in *first_v), 0 when every call could have been seen.
+ */
+static uint64_t unfound_before(const struct probe_method *m, size_t *first_v)
+{
+	uint64_t first = 0;
+	size_t v;
+
+	for (v = 0; v < m->ncode; v++) {
+		if (!m->code[v].seen_ns)
+			return 0; /* code there from the start */
+		if (!first || m->code[v].seen_ns < first) {
+			first = m->code[v].seen_ns;
+			*first_v = v;
+		}
+	}
+	if (!first)
+		return 0;
+	{
+		const char *t = m->code[*first_v].tier;
+
+		return strstr(t, "Instrumented") || strstr(t, "Tier1") || strstr(t, "OSR") ? first : 0;
+	}
+}
+
 static void summary(struct probe_session *s, struct probe_method **ms, size_t n, bool listened)
 {
 	uint64_t start = probe_session_start_ns(s);
@@ -275,8 +312,8 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n,
 
 	for (i = 0; i < n; i++) {
 		uint64_t total = 0, rets = 0;
-		uint64_t prev_last = 0, lost_since;
-		size_t lost_v = 0;
+		uint64_t prev_last = 0, lost_since, unfound;
+		size_t lost_v = 0, unfound_v = 0;
 
 		for (v = 0; v < ms[i]->ncode; v++) {
 			const struct probe_version_stats *st = probe_session_stats(s, i, v);
@@ -303,8 +340,23 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n,
 						"be armed\n", cli_safe(ms[i]->name), cli_safe(ms[i]->sig));
 			continue;
 		}
+		unfound = unfound_before(ms[i], &unfound_v);
+		if (unfound && !total) {
+			/* a 0 here would be false: the calls ran on code clrtap never saw */
+			fprintf(stderr, "clrtap: %s%s: calls NOT counted: until +%.3fs it ran code "
+					"clrtap did not find (its first code seen, [%s], replaces earlier "
+					"code), and no call was seen after; '--via rejit' sees every call\n",
+				cli_safe(ms[i]->name), cli_safe(ms[i]->sig),
+				(double)(unfound - start) / 1e9, ms[i]->code[unfound_v].tier);
+			continue;
+		}
 		fprintf(stderr, "clrtap: %s%s: %" PRIu64 " calls", cli_safe(ms[i]->name),
 			cli_safe(ms[i]->sig), total);
+		if (unfound)
+			fprintf(stderr, " counted from +%.3fs; before that it ran code clrtap did not "
+					"find (its first code seen, [%s], replaces earlier code): those calls "
+					"are NOT counted", (double)(unfound - start) / 1e9,
+				ms[i]->code[unfound_v].tier);
 		if (rets)
 			fprintf(stderr, ", %" PRIu64 " returns seen", rets);
 		if (lost_since > 1)
@@ -320,6 +372,11 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n,
 			const struct probe_version_stats *st = probe_session_stats(s, i, v);
 			const struct probe_code *c = &ms[i]->code[v];
 
+			if (st->handed) {
+				fprintf(stderr, "clrtap:   [%s] ReJIT'd code: its calls are counted by "
+						"the profiler (below)\n", c->tier);
+				continue;
+			}
 			if (st->unwatchable && strcmp(g_where, "on this machine")) {
 				fprintf(stderr, "clrtap:   [%s] not watched %s; its calls are not counted\n",
 					c->tier, g_where);
@@ -463,13 +520,13 @@ static void print_plan(FILE *f, const char *prefix, bool named, const struct pro
 static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern, bool count,
 			   int64_t duration_ms)
 {
-	char pid[16], secs[16];
+	char pid[16], secs[32];
 	char *av[12];
 	int ac = 0;
 
 	if (!pattern)
 		return cli_error(EXIT_USAGE, "say which method: clrtap probe -p PID 'Ns.Type::Method'");
-	av[ac++] = "agent";
+	av[ac++] = "probe"; /* argv[0] "probe": cmd_agent prints in probe's shape */
 	av[ac++] = "probe";
 	if (to->name) {
 		av[ac++] = "-n";
@@ -482,9 +539,9 @@ static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern
 	if (!count)
 		av[ac++] = "--args";
 	if (duration_ms > 0) {
-		/* agent takes whole seconds */
-		snprintf(secs, sizeof(secs), "%d", (int)((duration_ms + 999) / 1000));
-		av[ac++] = "--seconds";
+		/* the same duration syntax: exact milliseconds */
+		snprintf(secs, sizeof(secs), "%lldms", (long long)duration_ms);
+		av[ac++] = "-d";
 		av[ac++] = secs;
 	}
 	av[ac++] = (char *)pattern;
@@ -492,12 +549,456 @@ static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern
 	return cmd_agent(ac, av);
 }
 
+/* ---- the cost budget (lib/probe/budget.c) ---- */
+
+enum bstate { B_NATIVE = 0, B_HANDING, B_REJIT };
+
+struct budget {
+	double pct;              /* share of one core the probe may take */
+	bool rejit_ok;           /* the hand-over to ReJIT is allowed */
+	bool args;               /* arguments asked (not --count) */
+	unsigned hw_ns, up_ns;   /* cost of one hit here */
+	bool hw_measured, up_measured;
+	enum bstate state;
+	uint64_t t0, last_ns, handed_ns, placed_ns;
+	uint64_t prev[MAX_METHODS][PROBE_MAX_VERSIONS];
+	uint64_t rj_prev, rj_prev_ns;
+	double native_cost_ns;   /* every hit so far x its mechanism's cost */
+	double peak_share;       /* the highest share a window had */
+	double win_cost[10];     /* the last ten windows: cost (ns), length (ns) */
+	uint64_t win_dt[10];
+	size_t win_i;
+	bool rejit_args;         /* the ReJIT probes record arguments */
+	bool over;               /* stopped: over the budget */
+	struct probe_rejit *rj;
+	char specs[MAX_METHODS][PROBE_PM_NAME_MAX + 256];
+	const char *names[MAX_METHODS];
+	const char *specp[MAX_METHODS];
+	uint64_t rj_count[MAX_METHODS], rj_final[MAX_METHODS];
+	bool rj_final_seen[MAX_METHODS], rj_placed;
+	char action[512];        /* what the budget made clrtap do, for the summary and JSON */
+	int rj_status;
+	bool json;
+	bool stack;              /* --stack: the ReJIT records carry the caller's stack */
+	struct probe_proc *pp;   /* names the stacks' IPs (perf map) */
+	const char *last_method; /* the method of the last call line (its own frame is dropped) */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void fmt_ns(double ns, char *buf, size_t len)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%.0f ns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, len, "%.1f us", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, len, "%.1f ms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", ns / 1e9);
+}
+
+static unsigned hit_cost(const struct budget *b, enum probe_code_kind k)
+{
+	return k == PROBE_CODE_R2R ? b->up_ns : b->hw_ns;
+}
+
+/* ReJIT's cost of a call: counting, recording (with the stack when asked) */
+static double rejit_ns(const struct budget *b, bool args)
+{
+	return !args ? PROBE_REJIT_COUNT_NS : b->stack ? PROBE_REJIT_STACK_NS : PROBE_REJIT_ARGS_NS;
+}
+
+/* The agent spec of a method ("Ns.Type::M(int32,string)"), or -EINVAL when
+ * its parameter types are not ones the profiler can match. */
+static int rejit_spec(const struct probe_method *m, char *out, size_t len)
+{
+	char cfg[2048];
+	size_t cl = 0;
+
+	if (snprintf(out, len, "%s%s", m->name, m->nsig ? m->nsig : "") >= (int)len)
+		return -ENAMETOOLONG;
+	return agent_config_add_probe(cfg, sizeof(cfg), &cl, out);
+}
+
+static void rejit_line(void *vctx, const char *line)
+{
+	struct budget *b = vctx;
+	struct probe_rejit_line rl;
+	size_t i;
+
+	if (probe_rejit_parse_line(line, &rl))
+		return;
+	switch (rl.kind) {
+	case PROBE_RJ_PLACED:
+		if (!b->rj_placed)
+			b->placed_ns = mono_ns();
+		b->rj_placed = true;
+		fprintf(stderr, "clrtap: ReJIT: %s\n", cli_safe(line));
+		break;
+	case PROBE_RJ_COUNT:
+	case PROBE_RJ_FINAL:
+		for (i = 0; i < MAX_METHODS && b->specp[i]; i++) {
+			if (strcmp(b->specp[i], rl.spec))
+				continue;
+			if (rl.kind == PROBE_RJ_FINAL) {
+				/* overloads under one spec: one line each */
+				b->rj_final[i] = (b->rj_final_seen[i] ? b->rj_final[i] : 0) + rl.count;
+				b->rj_final_seen[i] = true;
+			} else {
+				b->rj_count[i] = rl.count;
+			}
+		}
+		break;
+	case PROBE_RJ_CALL:
+		if (b->rejit_args && !b->json) {
+			printf("%s\n", cli_safe(line)); /* the child's cli_safe'd line: unchanged */
+			fflush(stdout);
+		}
+		b->last_method = NULL;
+		for (i = 0; i < MAX_METHODS && b->specp[i]; i++) {
+			size_t l = strlen(b->specp[i]);
+
+			if (!strncmp(line + 5, b->specp[i], l) && line[5 + l] == ' ')
+				b->last_method = b->names[i];
+		}
+		break;
+	case PROBE_RJ_STACK:
+		if (b->rejit_args && !b->json && b->pp) {
+			struct strbuf sb = STRBUF_INIT_MAX(8192), fr = STRBUF_INIT_MAX(2048);
+			size_t k, shown = 0;
+
+			/* leaf first: the probed method's own code (it called the stub), then its callers */
+			for (k = 0; k < rl.nips; k++) {
+				strbuf_reset(&fr);
+				(void)probe_proc_symbolize(b->pp, rl.ips[k] - (k ? 1 : 0), &fr);
+				if (!k && b->last_method && !strncmp(fr.buf, b->last_method,
+								     strlen(b->last_method)))
+					continue;
+				(void)strbuf_addf(&sb, "%s%s", shown++ ? " <- " : "", fr.buf);
+			}
+			printf("    at %s\n", cli_safe(sb.buf));
+			fflush(stdout);
+			strbuf_release(&sb);
+			strbuf_release(&fr);
+		}
+		break;
+	default:
+		fprintf(stderr, "clrtap: ReJIT: %s\n", cli_safe(line));
+		break;
+	}
+}
+
+/* Starts the hand-over to ReJIT; false when it cannot (then the probe stops). */
+static bool start_rejit(struct budget *b, struct probe_method **ms, size_t n, pid_t pid)
+{
+	char why[256];
+	size_t i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		if (rejit_spec(ms[i], b->specs[i], sizeof(b->specs[i]))) {
+			snprintf(why, sizeof(why), "%s%s: its parameter types are not ones the ReJIT "
+				 "profiler can match", ms[i]->name, ms[i]->sig);
+			fprintf(stderr, "clrtap: cannot hand over to ReJIT: %s\n", cli_safe(why));
+			return false;
+		}
+		b->specp[i] = b->specs[i];
+		b->names[i] = ms[i]->name;
+	}
+	err = probe_rejit_start(pid, b->specp, n, b->rejit_args, b->rejit_args && b->stack, &b->rj);
+	if (err) {
+		fprintf(stderr, "clrtap: cannot start the ReJIT profiler: %s\n", strerror(-err));
+		return false;
+	}
+	b->handed_ns = mono_ns();
+	return true;
+}
+
+static bool hand_over(struct budget *b, struct probe_session *s, struct probe_method **ms,
+		      size_t n, pid_t pid, double share, double rate)
+{
+	char c1[32];
+	size_t i;
+
+	/* counting in place of argument decoding when the arguments would not fit either */
+	b->rejit_args = b->args && rate * rejit_ns(b, true) / 1e7 <= b->pct;
+	if (!start_rejit(b, ms, n, pid))
+		return false;
+	for (i = 0; s && i < n; i++)
+		probe_session_hand_over(s, i);
+	fmt_ns(rejit_ns(b, b->rejit_args), c1, sizeof(c1));
+	snprintf(b->action, sizeof(b->action),
+		 "handed to ReJIT at +%.3fs: %.0f calls/s cost %.1f%% of a core, over the %g%% "
+		 "budget; ReJIT %s costs about %s a call (%.2f%% of a core)%s",
+		 (double)(mono_ns() - b->t0) / 1e9, rate, share, b->pct,
+		 b->rejit_args ? (b->stack ? "with arguments and stacks" : "with arguments") :
+				 "counting", c1, rate * rejit_ns(b, b->rejit_args) / 1e7,
+		 b->args && !b->rejit_args ? "; arguments are no longer shown (counting only: "
+					     "ReJIT with arguments would be over the budget too)" : "");
+	fprintf(stderr, "clrtap: budget: %s\n", b->action);
+	fprintf(stderr, "clrtap: budget: the ReJIT profiler stays loaded in the target afterwards, "
+			"dormant (the runtime never lets a profiler that used ReJIT detach); "
+			"--no-rejit refuses it. The breakpoints stay on the old code until it is no "
+			"longer called, so no call is missed meanwhile\n");
+	b->state = B_HANDING;
+	return true;
+}
+
+/*
+ * Every 100 ms: the share of a core the probe took since the last check,
+ * from the hits of each code version and its mechanism's cost (ReJIT: its
+ * counts). Returns true when the probe must stop (over the budget, nothing
+ * cheaper).
+ */
+static bool budget_check(struct budget *b, struct probe_session *s, struct probe_method **ms,
+			 size_t n, pid_t pid)
+{
+	uint64_t now = mono_ns(), dt = now - b->last_ns, hits = 0, rj = 0;
+	double cost = 0, share, rate, avg;
+	size_t i, v;
+
+	if (dt < (b->last_ns == b->t0 ? 50000000ull : 100000000ull))
+		return false;
+	for (i = 0; i < n; i++) {
+		for (v = 0; s && v < ms[i]->ncode && v < PROBE_MAX_VERSIONS; v++) {
+			const struct probe_version_stats *st = probe_session_stats(s, i, v);
+			uint64_t d = st->entries - b->prev[i][v];
+
+			b->prev[i][v] = st->entries;
+			hits += d;
+			cost += (double)d * hit_cost(b, ms[i]->code[v].kind);
+		}
+		rj += b->rj_count[i];
+	}
+	b->native_cost_ns += cost;
+	share = probe_budget_share(cost, dt);
+	rate = (double)hits * 1e9 / (double)dt;
+	/*
+	 * The profiler reports its counts every 250 ms, and they reach clrtap
+	 * in bursts (EventPipe flushes): its share is the average since its
+	 * first report, once that is a second old.
+	 */
+	if (rj && !b->rj_prev_ns) {
+		b->rj_prev = rj;
+		b->rj_prev_ns = now;
+	} else if (rj > b->rj_prev && now - b->rj_prev_ns >= 1000000000ull) {
+		uint64_t rdt = now - b->rj_prev_ns;
+
+		share += probe_budget_share((double)(rj - b->rj_prev) * rejit_ns(b, b->rejit_args), rdt);
+		rate += (double)(rj - b->rj_prev) * 1e9 / (double)rdt;
+	}
+	b->last_ns = now;
+	if (share > b->peak_share)
+		b->peak_share = share;
+	/*
+	 * Over the budget: on average over the last second, or ten times over
+	 * it in one window (a hot method is found within 50 ms; a method near
+	 * the budget is not handed over on one busy window).
+	 */
+	b->win_cost[b->win_i % 10] = share * (double)dt / 100.0;
+	b->win_dt[b->win_i % 10] = dt;
+	b->win_i++;
+	{
+		double c = 0;
+		uint64_t d = 0;
+
+		for (i = 0; i < 10 && i < b->win_i; i++) {
+			c += b->win_cost[i];
+			d += b->win_dt[i];
+		}
+		avg = d >= 1000000000ull ? probe_budget_share(c, d) : 0;
+	}
+	if (b->state == B_HANDING && b->rj) {
+		int st;
+
+		if (probe_rejit_exited(b->rj, &st)) {
+			b->rj_status = st;
+			snprintf(b->action, sizeof(b->action), "stopped at +%.3fs: the ReJIT profiler "
+				 "could not start (clrtap agent probe exit %d: its message above)",
+				 (double)(now - b->t0) / 1e9, st);
+			return true;
+		}
+		if (b->rj_placed && now - b->placed_ns > 500000000ull) {
+			/* from now on ReJIT's cost: the breakpoint's windows before are not its */
+			b->state = B_REJIT;
+			b->win_i = 0;
+			memset(b->win_cost, 0, sizeof(b->win_cost));
+			memset(b->win_dt, 0, sizeof(b->win_dt));
+		}
+		else if (!b->rj_placed && now - b->handed_ns > 5000000000ull) {
+			snprintf(b->action, sizeof(b->action), "stopped at +%.3fs: over the %g%% budget "
+				 "and ReJIT was not in place within 5 s", (double)(now - b->t0) / 1e9,
+				 b->pct);
+			return true;
+		}
+		return false; /* the breakpoints stay while the profiler takes over */
+	}
+	if (avg <= b->pct && share <= 10 * b->pct)
+		return false;
+	if (share <= 10 * b->pct)
+		share = avg; /* what the message says: the second's average */
+	if (b->state == B_NATIVE && b->rejit_ok &&
+	    rate * PROBE_REJIT_COUNT_NS / 1e7 <= b->pct && hand_over(b, s, ms, n, pid, share, rate))
+		return false;
+	snprintf(b->action, sizeof(b->action), "stopped at +%.3fs: %.0f calls/s cost %.1f%% of a "
+		 "core, over the %g%% budget%s", (double)(now - b->t0) / 1e9, rate, share, b->pct,
+		 b->state != B_NATIVE ? " even under ReJIT" :
+		 !b->rejit_ok ? " (the ReJIT hand-over was refused: --no-rejit or --via)" :
+		 rate * PROBE_REJIT_COUNT_NS / 1e7 > b->pct ? " even under ReJIT's count" :
+		 " and ReJIT could not take over");
+	return true;
+}
+
+/* What the probe cost the target, per method and in all (stderr and JSON). */
+static void budget_summary(struct budget *b, struct probe_session *s, struct probe_method **ms,
+			   size_t n, pid_t pid, int rc)
+{
+	uint64_t now = mono_ns(), wall = now - b->t0, tn = 0, tr = 0;
+	double cost = 0;
+	char c1[32], c2[32], c3[32];
+	size_t i, v;
+
+	for (i = 0; i < n; i++) {
+		uint64_t nat = 0, rj = b->rj_final_seen[i] ? b->rj_final[i] : b->rj_count[i];
+		double mc = 0;
+
+		for (v = 0; s && v < ms[i]->ncode && v < PROBE_MAX_VERSIONS; v++) {
+			const struct probe_version_stats *st = probe_session_stats(s, i, v);
+
+			nat += st->entries;
+			mc += (double)st->entries * hit_cost(b, ms[i]->code[v].kind);
+		}
+		mc += (double)rj * rejit_ns(b, b->rejit_args);
+		tn += nat;
+		tr += rj;
+		cost += mc;
+		if (b->rj)
+			fprintf(stderr, "clrtap: %s%s: %" PRIu64 " calls in all: %" PRIu64 " on the code "
+					"clrtap's breakpoint/uprobe watched, %" PRIu64 " counted by ReJIT%s\n",
+				cli_safe(ms[i]->name), cli_safe(ms[i]->sig), nat + rj, nat, rj,
+				b->rj_final_seen[i] ? "" : " (its last report: the final count did not come)");
+	}
+	fmt_ns(b->hw_ns, c1, sizeof(c1));
+	fmt_ns(b->up_ns, c2, sizeof(c2));
+	fmt_ns(cost, c3, sizeof(c3));
+	fprintf(stderr, "clrtap: cost to the target (estimated): ");
+	if (s)
+		fprintf(stderr, "%" PRIu64 " breakpoint/uprobe hits x (%s a breakpoint hit%s, %s an "
+				"uprobe hit%s)%s", tn, c1, b->hw_measured ? ", measured here" : ", assumed",
+			c2, b->up_measured ? ", measured here" : ", assumed", b->rj ? " + " : "");
+	if (b->rj)
+		fprintf(stderr, "%" PRIu64 " ReJIT calls x ~%.0f ns", tr, rejit_ns(b, b->rejit_args));
+	fprintf(stderr, " = %s of CPU over %.1f s: %.2f%% of one core on average (peak %.1f%% in a "
+			"100 ms window; budget %g%%)\n", c3, (double)wall / 1e9,
+		probe_budget_share(cost, wall), b->peak_share, b->pct);
+	if (b->action[0] && !b->over)
+		fprintf(stderr, "clrtap: budget: %s\n", b->action);
+	if (!b->json)
+		return;
+	{
+		struct strbuf sb = STRBUF_INIT;
+		struct ct_json j;
+
+		ct_json_init(&j, &sb);
+		ct_json_obj_begin(&j);
+		ct_json_kv_u64(&j, "pid", (uint64_t)pid);
+		ct_json_kv_arr_begin(&j, "methods");
+		for (i = 0; i < n; i++) {
+			uint64_t nat = 0, rj = b->rj_final_seen[i] ? b->rj_final[i] : b->rj_count[i];
+
+			for (v = 0; s && v < ms[i]->ncode && v < PROBE_MAX_VERSIONS; v++)
+				nat += probe_session_stats(s, i, v)->entries;
+			ct_json_obj_begin(&j);
+			ct_json_kv_str(&j, "method", ms[i]->name);
+			ct_json_kv_str(&j, "signature", ms[i]->sig);
+			ct_json_kv_u64(&j, "calls", nat + rj);
+			ct_json_kv_u64(&j, "calls_native", nat);
+			ct_json_kv_u64(&j, "calls_rejit", rj);
+			ct_json_kv_bool(&j, "rejit_counts_final", !b->rj || b->rj_final_seen[i]);
+			ct_json_obj_end(&j);
+		}
+		ct_json_arr_end(&j);
+		ct_json_kv_obj_begin(&j, "budget");
+		ct_json_kv_double(&j, "percent_of_core", b->pct);
+		ct_json_kv_u64(&j, "breakpoint_hit_ns", b->hw_ns);
+		ct_json_kv_bool(&j, "breakpoint_hit_measured", b->hw_measured);
+		ct_json_kv_u64(&j, "uprobe_hit_ns", b->up_ns);
+		ct_json_kv_bool(&j, "uprobe_hit_measured", b->up_measured);
+		ct_json_kv_u64(&j, "rejit_call_ns", (uint64_t)rejit_ns(b, b->rejit_args));
+		ct_json_kv_double(&j, "cost_ns", cost);
+		ct_json_kv_double(&j, "seconds", (double)wall / 1e9);
+		ct_json_kv_double(&j, "share_percent", probe_budget_share(cost, wall));
+		ct_json_kv_double(&j, "peak_share_percent", b->peak_share);
+		ct_json_kv_str(&j, "mechanism", b->rj ? (b->rejit_args ? "rejit-args" : "rejit-count") :
+							"native");
+		ct_json_kv_bool(&j, "handed_to_rejit", b->rj != NULL);
+		ct_json_kv_bool(&j, "stopped_over_budget", b->over);
+		ct_json_kv_str(&j, "action", b->action);
+		ct_json_obj_end(&j);
+		ct_json_kv_u64(&j, "exit_code", (uint64_t)rc);
+		ct_json_obj_end(&j);
+		(void)cli_json_out(&j, stdout);
+		strbuf_release(&sb);
+	}
+}
+
+/*
+ * --via rejit --stack (or --json): the ReJIT profiler from the start (no breakpoint),
+ * its records' stacks named here from the perf map. The budget still
+ * applies (stopped over it: exit 11).
+ */
+static int run_rejit_direct(struct budget *b, struct probe_method **ms, size_t n, pid_t pid,
+			    int64_t duration_ms)
+{
+	int rc = EXIT_OK, st;
+
+	b->rejit_args = b->args;
+	if (!start_rejit(b, ms, n, pid))
+		return EXIT_ERROR;
+	b->state = B_HANDING;
+	fprintf(stderr, "clrtap: --via rejit: the in-process profiler %s (about %.0f ns a call: at "
+			"most %.0f calls/s in the %g%% budget); it stays loaded in the target "
+			"afterwards, dormant\n", !b->args ? "counts every call" : b->stack ?
+			"records every call with its stack" : "records every call",
+		rejit_ns(b, b->args), b->pct * 1e7 / rejit_ns(b, b->args), b->pct);
+	while (!cli_stop_requested) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		if (probe_rejit_poll(b->rj, rejit_line, b) == 1)
+			break;
+		(void)probe_proc_refresh(b->pp, NULL); /* the re-JIT'd code's perf map lines */
+		if (budget_check(b, NULL, ms, n, pid)) {
+			b->over = !b->rj_status; /* else: the profiler could not start */
+			fprintf(stderr, "clrtap: %s%s\n", b->over ? "budget: " : "", b->action);
+			break;
+		}
+		if (duration_ms && (int64_t)((mono_ns() - b->t0) / 1000000) >= duration_ms)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	st = probe_rejit_stop(b->rj, 6000, rejit_line, b);
+	if (st && st != 130)
+		rc = st; /* the agent's own exit code: 20-22 say why it could not attach */
+	if (b->over)
+		rc = EXIT_OVER_BUDGET;
+	budget_summary(b, NULL, ms, n, pid, rc);
+	return rc;
+}
+
 int cmd_probe(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
 	bool list = false, args = false, ret = false, latency = false, stack = false,
-	     count = false, no_wait = false;
-	const char *emit = NULL, *hist = NULL, *via = NULL;
+	     count = false, no_wait = false, no_rejit = false, json = false;
+	const char *emit = NULL, *hist = NULL, *via = NULL, *budget_opt = NULL;
+	struct budget bg = { 0 };
 	int strlen_max = 64;
 	int64_t duration_ms = 0; /* 0: until Ctrl-C */
 	const struct cli_option opts[] = {
@@ -521,6 +1022,14 @@ int cmd_probe(int argc, char **argv)
 		  "rejit: clrtap's in-process profiler (exact on every tier; it stays loaded, "
 		  "dormant, afterwards: docs/cmd/agent.md); native (default): uprobe on "
 		  "ReadyToRun code, breakpoint on JIT code; uprobe or breakpoint: only that one" },
+		{ 0, "budget", CLI_OPT_STRING, &budget_opt, "PCT",
+		  "the share of one core the probe may take from the target (default 5%); over it "
+		  "the probe is handed to ReJIT, or stopped (exit 11)" },
+		{ 0, "no-rejit", CLI_OPT_BOOL, &no_rejit, NULL,
+		  "never hand a probe over budget to the ReJIT profiler (it would stay loaded, "
+		  "dormant): stop it instead" },
+		{ 0, "json", CLI_OPT_BOOL, &json, NULL,
+		  "no line per call: one JSON object at the end (counts, cost, budget)" },
 		{ 0 },
 	};
 	struct probe_method *found[MAX_METHODS];
@@ -566,8 +1075,17 @@ int cmd_probe(int argc, char **argv)
 	    strcmp(via, "breakpoint"))
 		return cli_error(EXIT_USAGE, "--via takes rejit, native, uprobe or breakpoint, not '%s'",
 				 via);
-	if (via && !strcmp(via, "rejit"))
+	bg.pct = 5;
+	if (budget_opt && probe_budget_parse(budget_opt, &bg.pct))
+		return cli_error(EXIT_USAGE, "--budget takes a share of one core in percent, more "
+					     "than 0 and at most 1000 ('2%%', '0.5'), not '%s'", budget_opt);
+	/* with --stack the records' stacks are named here (perf map): the direct run below */
+	if (via && !strcmp(via, "rejit") && !(stack && !count) && !json)
 		return probe_via_rejit(&to, pattern, count, duration_ms);
+	if (json && list)
+		return cli_error(EXIT_USAGE, "--json goes with a probe, not with --list or --emit");
+	if (json)
+		count = true;
 	if (emit && strcmp(emit, "perf") && strcmp(emit, "bpftrace"))
 		return cli_error(EXIT_USAGE, "--emit takes perf or bpftrace, not '%s'", emit);
 	if (emit)
@@ -682,6 +1200,16 @@ int cmd_probe(int argc, char **argv)
 			cli_safe(sb.buf), strchr(pattern, '(') ? "" : " (add '(signature)' to pick one)");
 		strbuf_release(&sb);
 	}
+	if (via && !strcmp(via, "rejit")) {
+		bg.args = !count;
+		bg.stack = stack && !count;
+		bg.json = json;
+		bg.pp = pp;
+		bg.t0 = bg.last_ns = mono_ns();
+		cli_catch_stop_signals();
+		rc = run_rejit_direct(&bg, found, n, t.pid, duration_ms);
+		goto out;
+	}
 	/* prove the mechanisms fire here before showing a count made with them */
 	{
 		struct mech_tests mt;
@@ -690,6 +1218,11 @@ int cmd_probe(int argc, char **argv)
 		size_t k = 0;
 
 		run_mech_tests(found, n, &mt);
+		/* the budget's cost of a hit: measured by the self-test; else assumed */
+		bg.hw_measured = !mt.hw_err && mt.hw.hit_ns;
+		bg.hw_ns = bg.hw_measured ? mt.hw.hit_ns : 10000;
+		bg.up_measured = !mt.up_err && mt.up.hit_ns;
+		bg.up_ns = bg.up_measured ? mt.up.hit_ns : 3000;
 		hw = mt.hw;
 		up = mt.up;
 		any_r2r = mt.any_r2r;
@@ -809,6 +1342,25 @@ int cmd_probe(int argc, char **argv)
 			"clrtap priority: %s\n", attach_ms, probe_session_threads(sess),
 		probe_session_per_cpu(sess, true) ? "per CPU (filtered by pid)" : "per thread",
 		probe_session_per_cpu(sess, false) ? "per CPU (filtered by pid)" : "per thread", pdesc);
+	bg.args = so.args && !count;
+	bg.stack = stack;
+	bg.pp = pp;
+	bg.json = json;
+	bg.rejit_ok = !no_rejit && (!via || !strcmp(via, "native"));
+	bg.t0 = bg.last_ns = mono_ns();
+	{
+		char c1[32], c2[32];
+
+		fmt_ns(bg.hw_ns, c1, sizeof(c1));
+		fmt_ns(bg.up_ns, c2, sizeof(c2));
+		fprintf(stderr, "clrtap: budget: %g%% of one core; a hit costs the target %s under a "
+				"breakpoint (%s), %s under an uprobe (%s): at most %.0f and %.0f calls/s; "
+				"over it the probe %s\n", bg.pct, c1,
+			bg.hw_measured ? "measured here" : "assumed", c2,
+			bg.up_measured ? "measured here" : "assumed", bg.pct * 1e7 / bg.hw_ns,
+			bg.pct * 1e7 / bg.up_ns, bg.rejit_ok ? "is handed to the ReJIT profiler "
+			"(--no-rejit: stopped instead)" : "is stopped (exit 11)");
+	}
 	fprintf(stderr, "clrtap: tracing %zu method(s) in %d; Ctrl-C to stop\n", n, (int)t.pid);
 	while (!cli_stop_requested) {
 		err = probe_session_poll(sess, 2);
@@ -821,14 +1373,29 @@ int cmd_probe(int argc, char **argv)
 			break;
 		}
 		report_inlining(inl);
+		(void)probe_rejit_poll(bg.rj, rejit_line, &bg);
+		if (budget_check(&bg, sess, found, n, t.pid)) {
+			bg.over = true;
+			fprintf(stderr, "clrtap: budget: %s\n", bg.action);
+			break;
+		}
 		clock_gettime(CLOCK_MONOTONIC, &tn);
 		if (duration_ms && (int64_t)(tn.tv_sec - t0.tv_sec) * 1000 +
 					   (tn.tv_nsec - t0.tv_nsec) / 1000000 >= duration_ms)
 			break;
 	}
+	if (bg.rj) {
+		int st = probe_rejit_stop(bg.rj, 6000, rejit_line, &bg);
+
+		if (st && st != 130 && !bg.rj_status)
+			cli_warn("the ReJIT probe ended with exit code %d", st);
+	}
 	probe_session_flush(sess);
 	report_inlining(inl);
 	summary(sess, found, n, inl != NULL);
+	if (bg.over)
+		rc = EXIT_OVER_BUDGET;
+	budget_summary(&bg, sess, found, n, t.pid, rc);
 	if (hist) {
 		struct strbuf sb = STRBUF_INIT;
 
@@ -841,6 +1408,7 @@ int cmd_probe(int argc, char **argv)
 		strbuf_release(&sb);
 	}
 out:
+	probe_rejit_free(bg.rj);
 	probe_inl_stop(inl);
 	if (sess && attach_ms >= 0) {
 		clock_gettime(CLOCK_MONOTONIC, &ta);
@@ -856,5 +1424,8 @@ out:
 		cli_warn("could not turn the perf map back off: %s", strerror(-err));
 	perf_prio_restore(&prio);
 	(void)base_name;
+	/* the last word (serve shows a session's last line) */
+	if (bg.over)
+		fprintf(stderr, "clrtap: probe stopped over its budget: %s\n", bg.action);
 	return rc;
 }

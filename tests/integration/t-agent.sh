@@ -70,7 +70,7 @@ equals "target answers after detach" "$(fib10)" 89
 before=$(stat -c %i:%Y "$LIBPATH")
 expect_exit "second attach after detach" 0 "$CLRTAP" agent run -p "$HOST_PID" -d 1 --modules
 contains "second attach: attached line" "$OUT" "attached: pid $HOST_PID, mode main"
-contains "second attach: existing file reused" "$ERR" "already there"
+contains "second attach: existing file reused" "$OUT" "already there"
 equals "mapped library file not rewritten" "$(stat -c %i:%Y "$LIBPATH")" "$before"
 
 # --- Ctrl-C ends the run and detaches ------------------------------------
@@ -165,6 +165,6 @@ NSLIB=$(json_get "$OUT" "d['library']")
 check "namespaced: library inside the target's private /tmp" test -s "/proc/$NS_PID/root$NSLIB"
 check "namespaced: target maps it" grep -q "$NSLIB" "/proc/$NS_PID/maps"
 expect_exit "namespaced: again (reuse)" 0 "$CLRTAP" agent run -p "$NS_PID" -d 1
-contains "namespaced: reused" "$ERR" "already there"
+contains "namespaced: reused" "$OUT" "already there"
 stop_fixture "$NS_PID"
 finish

@@ -231,7 +231,7 @@ assert d["pid"] == int(os.environ["P"]) and d["objects"] > 0, d
 print("ok")'
 run "gcdump report (text)" 0 "$CLRTAP" gcdump report -p "$P"
 contains "gcdump report: the process named" "$OUT" "Heap snapshot of pid $P"
-run "gcdump watch --json" 0 "$CLRTAP" gcdump watch -p "$P" --every 500ms --count 2 -o "$WORK/hw" --json
+run "gcdump watch --json" 0 "$CLRTAP" gcdump watch -p "$P" --every 500ms --snapshots 2 -o "$WORK/hw" --json
 jcheck "gcdump watch --json: strict" "$WORK/stdout" '
 assert isinstance(d, dict), d
 print("ok")'

@@ -148,7 +148,7 @@ WANT=1
 [[ $HWBP == fires* ]] && WANT=0
 expect_exit "corrupt cache: probe answers as before" "$WANT" "$CLRTAP" probe -p "$FIX_PID" -d 1 --count '*::AddInts'
 check "corrupt cache replaced by a new self-test" \
-	grep -qE "^$(cat /proc/sys/kernel/random/boot_id) (fires|silent) 1000 [0-9]+ -?[0-9]+$" "$CLRTAP_CACHE_DIR/mech-hwbp"
+	grep -qE "^$(cat /proc/sys/kernel/random/boot_id) (fires|silent) 1000 [0-9]+ -?[0-9]+( [0-9]+)?$" "$CLRTAP_CACHE_DIR/mech-hwbp"
 stop_fixture "$FIX_PID"
 
 finish

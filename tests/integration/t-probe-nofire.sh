@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The probe tests' "hardware breakpoints do not fire here" branches, run on
-# every machine. t-probe, t-probe-sigs and t-probe-tier ask tests/tools/
+# every machine. t-probe, t-probe-sigs, t-probe-tier and t-probe-budget ask tests/tools/
 # hwbpcheck which kind of machine they are on and assert the matching facts;
 # where breakpoints fire, their other branch never runs, and a mistake in it
 # would show only on a machine of the other kind. Here they run as on such a
@@ -18,7 +18,7 @@ printf '#!/bin/sh\necho "silent 0/1000"\n' >"$WORK/tools/hwbpcheck"
 chmod 755 "$WORK/tools/hwbpcheck"
 echo "$(cat /proc/sys/kernel/random/boot_id) silent 1000 0 0" >"$WORK/cache/mech-hwbp"
 
-for t in t-probe t-probe-sigs t-probe-tier; do
+for t in t-probe t-probe-sigs t-probe-tier t-probe-budget; do
 	env TOOLS="$WORK/tools" CLRTAP_CACHE_DIR="$WORK/cache" bash "$DIR/$t.sh" >"$WORK/$t.out" 2>&1
 	rc=$?
 	contains "$t: ran as on a machine where breakpoints do not fire" "$(cat "$WORK/$t.out")" \

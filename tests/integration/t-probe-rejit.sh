@@ -141,8 +141,8 @@ want = {
     "Clrtap.Fixtures.ProbeTargets::StaticEcho": ['("héllo wörld ✓") -> "héllo wörld ✓"'] * N,
     "Clrtap.Fixtures.ProbeTargets::Greet": ['("Zoë") -> "Hello, Zoë"'] * N,
     "Clrtap.Fixtures.Counter::Increment": [f"(7) -> {7 * (i + 1)}" for i in range(N)],
-    # CoreLib disables runtime marshalling: its string return is not recorded
-    "System.Convert::ToString(int32,int32)": [f"({i}, 16) -> ?" for i in range(N)],
+    # CoreLib disables runtime marshalling: its string return is not recorded (and says so)
+    "System.Convert::ToString(int32,int32)": [f"({i}, 16) -> ?(not recorded by the ReJIT probe)" for i in range(N)],
 }
 bad = []
 for k, v in want.items():
@@ -182,14 +182,17 @@ stop_fixture "$P"
 start_fixture steady --rate 20000 --calls 3000 --trigger "$WORK/go5"
 P=$FIX_PID
 "$CLRTAP" probe -p "$P" --via rejit --count -d 5 'Clrtap.Fixtures.TierTarget::Work' \
-	>"$WORK/p5.out" 2>&1 &
+	>"$WORK/p5.out" 2>"$WORK/p5.err" &
 RUN=$!
-wait_for_line "$WORK/p5.out" '^probe .*ReJIT requested' 30 "$RUN"
+wait_for_line "$WORK/p5.err" '^clrtap: probe .*ReJIT requested' 30 "$RUN"
 touch "$WORK/go5"
 wait_for_line "$FIX_OUT" '^DONE ' 60 "$P"
 wait "$RUN"
-check "probe --via rejit: 3000 calls counted" \
-	grep -qE '^calls Clrtap.Fixtures.TierTarget::Work \[0x06[0-9a-f]{6}\]: 3000$' "$WORK/p5.out"
+# probe's shape: the summary on stderr as the other mechanisms print it, nothing on stdout with --count
+check "probe --via rejit: 3000 calls counted (probe's summary, stderr)" \
+	grep -qE '^clrtap: Clrtap.Fixtures.TierTarget::Work \[0x06[0-9a-f]{6}\]: 3000 calls$' "$WORK/p5.err"
+check "probe --via rejit: per-kind line" grep -qxF 'clrtap:   [every tier] 3000 calls (rejit)' "$WORK/p5.err"
+equals "probe --via rejit --count: stdout empty" "$(wc -c <"$WORK/p5.out")" 0
 expect_exit "probe --via bogus" 2 "$CLRTAP" probe -p "$P" --via bogus 'A.B::C'
 stop_fixture "$P"
 

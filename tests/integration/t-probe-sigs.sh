@@ -37,8 +37,9 @@ expect_exit "(Span<byte>) narrows" 0 "$CLRTAP" probe -p "$FIX_PID" --list 'Clrta
 equals "(Span<byte>) matches WithSpan only" "$(grep -c '^Clrtap' <<<"$OUT")" 1
 contains "(Span<byte>) found" "$OUT" "WithSpan(System.Span\`1[uint8])"
 
-# calls counted on that code (where breakpoints fire; elsewhere: said, not 0)
-"$CLRTAP" probe -p "$FIX_PID" -d 4 --count 'Clrtap.Fixtures.SigTargets::With*' \
+# calls counted on that code (where breakpoints fire; elsewhere: said, not 0),
+# value-type arguments of known layout decoded (decimal, DateTime, CancellationToken)
+"$CLRTAP" probe -p "$FIX_PID" -d 4 --args 'Clrtap.Fixtures.SigTargets::With*' \
 	>"$WORK/c.out" 2>"$WORK/c.err" &
 P=$!
 wait_for_line "$WORK/c.err" 'tracing|nothing to trace' 20 "$P" >/dev/null
@@ -54,6 +55,11 @@ if [[ $HWBP == fires* ]]; then
 		contains "counted: $m" "$C" "SigTargets::$m: $N calls"
 	done
 	contains "slots said" "$C" "not armed (no hardware breakpoint slot left)"
+	A=$(cat "$WORK/c.out")
+	contains "decimal argument decoded (SysV: two registers)" "$A" "SigTargets::WithDecimal(amount=1.5, times=0) [QuickJitted]"
+	contains "DateTime argument decoded" "$A" "SigTargets::WithDate(when=2024-01-02T03:04:05.0000000Z) [QuickJitted]"
+	contains "CancellationToken argument decoded" "$A" "SigTargets::WithToken(x=0, ct=CancellationToken.None) [QuickJitted]"
+	lacks "no unexplained ?" "$A" "?"
 	equals "the 2 unarmed methods: not counted, no 0" "$(grep -c ': calls NOT counted: none of its code could be armed' "$WORK/c.err")" 2
 	lacks "no silent zero" "$C" ": 0 calls"
 else

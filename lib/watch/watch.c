@@ -11,7 +11,7 @@
 #include "common/strparse.h"
 #include "watch/watch.h"
 
-#define MAX_TOKENS 16
+#define MAX_TOKENS 32
 
 const char *watch_kind_name(enum watch_kind k)
 {
@@ -24,6 +24,8 @@ const char *watch_kind_name(enum watch_kind k)
 	case WATCH_GC_PAUSE: return "gc-pause";
 	case WATCH_CGROUP_MEM: return "cgroup-memory";
 	case WATCH_CRASH: return "crash";
+	case WATCH_REQUEST: return "request";
+	case WATCH_STATUS: return "status";
 	}
 	return "?";
 }
@@ -186,6 +188,59 @@ static int copy_name(char *dst, const char *src, const char *what, char *err, si
 	return 0;
 }
 
+/*
+ * "request > DUR" or "status CLASS", then [ "path" PREFIX ] [ "times" N "in"
+ * DUR ]. *next is the first word after them.
+ */
+static int parse_request(char **tok, size_t n, struct watch_rule *r, size_t *next, char *err,
+			 size_t errlen)
+{
+	size_t i;
+	int64_t ms;
+
+	if (!strcmp(tok[0], "request")) {
+		r->kind = WATCH_REQUEST;
+		r->above = true;
+		if (n < 3 || strcmp(tok[1], ">") || watch_parse_duration(tok[2], &ms))
+			return fail(err, errlen, "'request' needs '>' and a duration, e.g. request > 500ms");
+		r->threshold = (double)ms;
+		i = 3;
+	} else {
+		const char *c = n > 1 ? tok[1] : "";
+		uint32_t code;
+
+		r->kind = WATCH_STATUS;
+		if (strlen(c) == 3 && c[0] >= '1' && c[0] <= '5' && !strcmp(c + 1, "xx")) {
+			r->status_lo = (c[0] - '0') * 100;
+			r->status_hi = r->status_lo + 99;
+		} else if (strlen(c) == 3 && !ct_parse_u32(c, 10, &code) && code >= 100 && code <= 599) {
+			r->status_lo = r->status_hi = (int)code;
+		} else {
+			return fail(err, errlen, "'status' needs a class or a code: 5xx, 4xx, ..., or e.g. 503");
+		}
+		i = 2;
+	}
+	if (i + 1 < n && !strcmp(tok[i], "path")) {
+		if (tok[i + 1][0] != '/')
+			return fail(err, errlen, "'%s': a path starts with '/', e.g. path /api/", tok[i + 1]);
+		if (copy_name(r->path, tok[i + 1], "path", err, errlen))
+			return -EINVAL;
+		i += 2;
+	}
+	if (i < n && !strcmp(tok[i], "times")) {
+		uint32_t c;
+
+		if (i + 3 >= n || ct_parse_u32(tok[i + 1], 10, &c) || !c || c > WATCH_WINDOW_MAX ||
+		    strcmp(tok[i + 2], "in") || watch_parse_duration(tok[i + 3], &r->win_ms) || !r->win_ms)
+			return fail(err, errlen, "'times' needs N (1..%d), 'in' and a duration, e.g. times 5 in 10s",
+				    WATCH_WINDOW_MAX);
+		r->win_n = c;
+		i += 4;
+	}
+	*next = i;
+	return 0;
+}
+
 int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t errlen)
 {
 	char buf[WATCH_MAX_TEXT * 2 + MAX_TOKENS * 2];
@@ -242,6 +297,23 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 		if (n < 3 || strcmp(tok[1], ">") || watch_parse_duration(tok[2], &ms))
 			return fail(err, errlen, "'gc-pause' needs '>' and a duration, e.g. gc-pause > 50ms");
 		r->threshold = (double)ms;
+		i = 3;
+	} else if (!strcmp(tok[0], "request") || !strcmp(tok[0], "status")) {
+		rc = parse_request(tok, n, r, &i, err, errlen);
+		if (rc)
+			return rc;
+	} else if (!strcmp(tok[0], "request-rate")) {
+		/* the hosting layer's own EventCounter: requests in the last 1 s */
+		double v;
+		const char *u;
+
+		r->kind = WATCH_COUNTER;
+		memcpy(r->source, "Microsoft.AspNetCore.Hosting", sizeof("Microsoft.AspNetCore.Hosting"));
+		memcpy(r->name, "requests-per-second", sizeof("requests-per-second"));
+		if (n < 3 || (strcmp(tok[1], ">") && strcmp(tok[1], "<")) || parse_number(tok[2], &v, &u) || *u)
+			return fail(err, errlen, "'request-rate' needs '>' or '<' and requests per second, e.g. request-rate > 1000");
+		r->above = tok[1][0] == '>';
+		r->threshold = v;
 		i = 3;
 	} else if (!strcmp(tok[0], "cpu") || !strcmp(tok[0], "rss") || slash ||
 		   !strcmp(tok[0], "threadpool-queue") || !strcmp(tok[0], "exception-rate") ||
@@ -311,22 +383,33 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 		}
 		i = 3;
 	} else {
-		return fail(err, errlen, "'%s': unknown trigger (cpu, rss, SOURCE/COUNTER, meter, threadpool-queue, exception-rate, cgroup-memory, exception, gc-pause, exit, crash)", tok[0]);
+		return fail(err, errlen, "'%s': unknown trigger (cpu, rss, SOURCE/COUNTER, meter, threadpool-queue, exception-rate, cgroup-memory, exception, gc-pause, exit, crash, request, status, request-rate)", tok[0]);
 	}
+	r->cooldown_ms = WATCH_DEFAULT_COOLDOWN_MS;
+	r->cooldown_default = true;
 	while (i < n) {
 		const char *w = tok[i];
 
 		if (i + 1 >= n)
-			return fail(err, errlen, "'%s': expected 'for DUR', 'cooldown DUR' or 'count N'", w);
-		if (!strcmp(w, "for")) {
+			return fail(err, errlen, "'%s': expected 'for DUR', 'cooldown DUR', 'count N' or 'do ACTION'", w);
+		if (!strcmp(w, "do")) {
+			char aerr[200];
+
+			if (r->nactions == WATCH_RULE_ACTIONS)
+				return fail(err, errlen, "at most %d 'do' actions in a rule", WATCH_RULE_ACTIONS);
+			if (watch_action_parse(tok[i + 1], &r->actions[r->nactions], aerr, sizeof(aerr)))
+				return fail(err, errlen, "'do %s': %s", tok[i + 1], aerr);
+			r->nactions++;
+		} else if (!strcmp(w, "for")) {
 			if (r->kind == WATCH_EXCEPTION || r->kind == WATCH_EXIT || r->kind == WATCH_GC_PAUSE ||
-			    r->kind == WATCH_CRASH)
+			    r->kind == WATCH_CRASH || r->kind == WATCH_REQUEST || r->kind == WATCH_STATUS)
 				return fail(err, errlen, "'for' does not apply to '%s' (it is an instant)", watch_kind_name(r->kind));
 			if (watch_parse_duration(tok[i + 1], &r->for_ms))
 				return fail(err, errlen, "'%s': not a duration (e.g. 500ms, 2s, 1m)", tok[i + 1]);
 		} else if (!strcmp(w, "cooldown")) {
 			if (watch_parse_duration(tok[i + 1], &r->cooldown_ms))
 				return fail(err, errlen, "'%s': not a duration (e.g. 500ms, 2s, 1m)", tok[i + 1]);
+			r->cooldown_default = false;
 		} else if (!strcmp(w, "count")) {
 			uint32_t c;
 
@@ -334,7 +417,7 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 				return fail(err, errlen, "'%s': count is 1..1000000", tok[i + 1]);
 			r->count = c;
 		} else {
-			return fail(err, errlen, "'%s': expected 'for', 'cooldown' or 'count'", w);
+			return fail(err, errlen, "'%s': expected 'for', 'cooldown', 'count' or 'do'", w);
 		}
 		i += 2;
 	}
@@ -361,7 +444,7 @@ bool watch_rule_test(const struct watch_rule *r, double v, const char *units)
 }
 
 enum watch_verdict watch_state_feed(const struct watch_rule *r, struct watch_state *s,
-				    int64_t now_ms, bool cond)
+				    int64_t now_ms, bool cond, bool busy)
 {
 	if (!cond) {
 		s->holding = false;
@@ -382,11 +465,60 @@ enum watch_verdict watch_state_feed(const struct watch_rule *r, struct watch_sta
 		s->since_ms = now_ms;
 		return WATCH_COOLDOWN;
 	}
+	if (busy) {
+		s->busy++;
+		s->since_ms = now_ms;
+		return WATCH_BUSY;
+	}
+	s->said = false;
 	s->fired_ever = true;
 	s->last_fire_ms = now_ms;
 	s->fired++;
 	s->since_ms = now_ms; /* must hold for_ms again */
 	return WATCH_FIRE;
+}
+
+bool watch_exception_match(const struct watch_rule *r, const char *type)
+{
+	size_t lt = strlen(type), ln = strlen(r->name);
+
+	if (!strcmp(r->name, "*") || !strcmp(r->name, type))
+		return true;
+	/* a nested type: the runtime's event names only the innermost one */
+	return lt && !strpbrk(type, ".+") && ln > lt + 1 && r->name[ln - lt - 1] == '+' &&
+	       !strcmp(r->name + ln - lt, type);
+}
+
+int watch_window_add(const struct watch_rule *r, struct watch_state *s, int64_t at_ms)
+{
+	int64_t oldest;
+
+	if (r->win_n <= 1)
+		return 1;
+	if (!s->win) {
+		s->win = calloc(r->win_n, sizeof(*s->win));
+		if (!s->win)
+			return -ENOMEM;
+	}
+	/* a ring of the last win_n times; win_head is the next slot */
+	s->win[s->win_head] = at_ms;
+	s->win_head = (s->win_head + 1) % r->win_n;
+	if (s->win_len < r->win_n)
+		s->win_len++;
+	if (s->win_len < r->win_n)
+		return 0;
+	oldest = s->win[s->win_head]; /* the full ring: the next slot holds the oldest */
+	if (at_ms - oldest > r->win_ms)
+		return 0;
+	s->win_len = 0;
+	return 1;
+}
+
+void watch_state_release(struct watch_state *s)
+{
+	free(s->win);
+	s->win = NULL;
+	s->win_len = s->win_head = 0;
 }
 
 int watch_action_parse(const char *text, struct watch_action *a, char *err, size_t errlen)

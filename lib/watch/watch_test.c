@@ -91,6 +91,11 @@ static void test_bad_rules(void **state)
 		"gc-pause > 5ms for 1s", "exception *", "crash for 1s", "crash x", "exception X message", "exception X message \"open",
 		"cgroup-memory > 5", "cgroup-memory > 101%", "cgroup-memory > 5MB", "meter > 5", "meter x > 5",
 		"threadpool-queue > 5MB x", "exception * message \"a\x01\"",
+		"request", "request < 5ms", "request > 5x", "request > 5MB", "request > 5ms for 1s",
+		"status", "status 6xx", "status 5x", "status 99", "status 5xx path api",
+		"status 5xx times 0 in 1s", "status 5xx times 3", "status 5xx times 3 in 0",
+		"status 5xx times 10001 in 1s", "request-rate > 5MB", "cpu > 5 do", "cpu > 5 do reboot",
+		"cpu > 5 do stacks do stacks do stacks do stacks do stacks",
 	};
 	struct watch_rule r;
 	char err[256];
@@ -114,16 +119,87 @@ static void test_state(void **state)
 
 	(void)state;
 	assert_int_equal(watch_rule_parse("cpu > 50 for 1s cooldown 10s count 2", &r, err, sizeof(err)), 0);
-	assert_int_equal(watch_state_feed(&r, &s, 0, true), WATCH_QUIET);
-	assert_int_equal(watch_state_feed(&r, &s, 500, false), WATCH_QUIET);
-	assert_int_equal(watch_state_feed(&r, &s, 600, true), WATCH_QUIET);
-	assert_int_equal(watch_state_feed(&r, &s, 1599, true), WATCH_QUIET);
-	assert_int_equal(watch_state_feed(&r, &s, 1600, true), WATCH_FIRE);
-	assert_int_equal(watch_state_feed(&r, &s, 2600, true), WATCH_COOLDOWN);
+	assert_int_equal(watch_state_feed(&r, &s, 0, true, false), WATCH_QUIET);
+	assert_int_equal(watch_state_feed(&r, &s, 500, false, false), WATCH_QUIET);
+	assert_int_equal(watch_state_feed(&r, &s, 600, true, false), WATCH_QUIET);
+	assert_int_equal(watch_state_feed(&r, &s, 1599, true, false), WATCH_QUIET);
+	assert_int_equal(watch_state_feed(&r, &s, 1600, true, false), WATCH_FIRE);
+	assert_int_equal(watch_state_feed(&r, &s, 2600, true, false), WATCH_COOLDOWN);
 	assert_int_equal(s.suppressed, 1u);
-	assert_int_equal(watch_state_feed(&r, &s, 11600, true), WATCH_FIRE);
-	assert_int_equal(watch_state_feed(&r, &s, 30000, true), WATCH_EXHAUSTED);
+	assert_int_equal(watch_state_feed(&r, &s, 11600, true, false), WATCH_FIRE);
+	assert_int_equal(watch_state_feed(&r, &s, 30000, true, false), WATCH_EXHAUSTED);
 	assert_int_equal(s.fired, 2u);
+	/* the default cooldown; busy: the last firing's actions still run */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(watch_rule_parse("cpu > 50", &r, err, sizeof(err)), 0);
+	assert_true(r.cooldown_default);
+	assert_int_equal(r.cooldown_ms, WATCH_DEFAULT_COOLDOWN_MS);
+	assert_int_equal(watch_state_feed(&r, &s, 0, true, false), WATCH_FIRE);
+	assert_int_equal(watch_state_feed(&r, &s, 250, true, false), WATCH_COOLDOWN);
+	assert_int_equal(watch_state_feed(&r, &s, 59999, true, false), WATCH_COOLDOWN);
+	assert_int_equal(watch_state_feed(&r, &s, 60000, true, true), WATCH_BUSY);
+	assert_int_equal(watch_state_feed(&r, &s, 60250, true, false), WATCH_FIRE);
+	assert_int_equal(watch_rule_parse("cpu > 50 cooldown 0", &r, err, sizeof(err)), 0);
+	assert_false(r.cooldown_default);
+	assert_int_equal(r.cooldown_ms, 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(watch_state_feed(&r, &s, 0, true, false), WATCH_FIRE);
+	assert_int_equal(watch_state_feed(&r, &s, 250, true, true), WATCH_BUSY);
+	assert_int_equal(s.busy, 1u);
+	assert_int_equal(watch_state_feed(&r, &s, 500, true, false), WATCH_FIRE);
+}
+
+static void test_requests(void **state)
+{
+	struct watch_rule r;
+	struct watch_state s = { 0 };
+	char err[256];
+
+	(void)state;
+	assert_int_equal(watch_rule_parse("request > 500ms", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_REQUEST);
+	assert_true(r.threshold == 500);
+	assert_int_equal(r.win_n, 0);
+	assert_int_equal(watch_window_add(&r, &s, 0), 1);
+	assert_int_equal(watch_rule_parse("status 5xx path /api/ times 3 in 10s cooldown 1s do stacks do \"exec:echo a b\"",
+					  &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_STATUS);
+	assert_int_equal(r.status_lo, 500);
+	assert_int_equal(r.status_hi, 599);
+	assert_string_equal(r.path, "/api/");
+	assert_int_equal(r.win_n, 3);
+	assert_int_equal(r.win_ms, 10000);
+	assert_int_equal(r.cooldown_ms, 1000);
+	assert_int_equal(r.nactions, 2);
+	assert_int_equal(r.actions[0].kind, WATCH_ACT_STACKS);
+	assert_int_equal(r.actions[1].kind, WATCH_ACT_EXEC);
+	assert_string_equal(r.actions[1].cmd, "echo a b");
+	/* three within 10 s: the third fires, the window starts over */
+	assert_int_equal(watch_window_add(&r, &s, 0), 0);
+	assert_int_equal(watch_window_add(&r, &s, 20000), 0);
+	assert_int_equal(watch_window_add(&r, &s, 25000), 0);
+	assert_int_equal(watch_window_add(&r, &s, 30000), 1);
+	assert_int_equal(watch_window_add(&r, &s, 30001), 0);
+	assert_int_equal(watch_window_add(&r, &s, 30002), 0);
+	assert_int_equal(watch_window_add(&r, &s, 50000), 0);
+	assert_int_equal(watch_window_add(&r, &s, 50001), 0);
+	assert_int_equal(watch_window_add(&r, &s, 50002), 1);
+	watch_state_release(&s);
+	assert_int_equal(watch_rule_parse("exception RealApp.Ledger+ReconcileFault", &r, err, sizeof(err)), 0);
+	assert_true(watch_exception_match(&r, "ReconcileFault"));
+	assert_true(watch_exception_match(&r, "RealApp.Ledger+ReconcileFault"));
+	assert_false(watch_exception_match(&r, "Fault"));
+	assert_false(watch_exception_match(&r, "Other.ReconcileFault"));
+	assert_false(watch_exception_match(&r, ""));
+	assert_int_equal(watch_rule_parse("exception System.Exception", &r, err, sizeof(err)), 0);
+	assert_false(watch_exception_match(&r, "Exception"));
+	assert_int_equal(watch_rule_parse("status 503", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.status_lo, 503);
+	assert_int_equal(r.status_hi, 503);
+	assert_int_equal(watch_rule_parse("request-rate > 1000 for 5s", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.kind, WATCH_COUNTER);
+	assert_string_equal(r.source, "Microsoft.AspNetCore.Hosting");
+	assert_string_equal(r.name, "requests-per-second");
 }
 
 static void test_actions(void **state)
@@ -164,6 +240,7 @@ int main(void)
 		cmocka_unit_test(test_rules),
 		cmocka_unit_test(test_bad_rules),
 		cmocka_unit_test(test_state),
+		cmocka_unit_test(test_requests),
 		cmocka_unit_test(test_actions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

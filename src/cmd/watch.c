@@ -16,6 +16,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -29,12 +30,15 @@
 #include "live/live.h"
 #include "nettrace/nettrace.h"
 #include "proc/proc.h"
+#include "watch/events.h"
 #include "watch/watch.h"
 
 #define MAX_RULES 32
 #define MAX_ACTIONS 16
 #define MAX_TARGETS 64
 #define MAX_RUNNING 32
+#define DEFAULT_MAX_ACTIONS 4
+#define STACK_TEXT_MAX (64 * 1024)
 #define MAX_PENDING 256
 #define TICK_MS 250
 #define SCAN_MS 1000
@@ -43,12 +47,55 @@
 
 struct target;
 
+/*
+ * An EventPipe session of a target, on a thread of its own. With an
+ * exception rule (and stacks) beside other session rules there are two:
+ * the exceptions' own, which walks each event's stack, and one without
+ * stacks for counters, GC and requests, so that those events cost the
+ * target no stack walk.
+ */
+enum sess_kind { SESS_ALL, SESS_MAIN, SESS_EXC };
+
+struct sess {
+	struct target *tg;
+	enum sess_kind kind;
+	bool on;                /* its thread was started */
+	pthread_t th;
+	struct counters_decoder *dec;
+	struct strbuf tmp, tmp2, tmp3;
+	int err;
+	char why[512];          /* "" when it ended normally */
+	bool done, reported;
+	int64_t qpc_freq;       /* from the trace header */
+};
+
+enum suppress_why { SUP_NONE, SUP_COOLDOWN, SUP_BUSY };
+
 struct pending {
 	int target, rule;
+	enum suppress_why why; /* a suppressed line: why */
 	double value;
 	bool have_value;
 	unsigned fired; /* the rule's firings for this target, this one included */
 	char detail[DETAIL_MAX];
+	/* exception firings: the names of the stack at the throw (malloc'd, leaf
+	 * first, one a line), or why there are none */
+	char *stack;
+	uint32_t stack_frames, stack_named;
+	int stack_err;
+	bool have_stack;
+	bool stack_off; /* --no-stacks */
+	/* request and status firings */
+	bool have_req;
+	struct watch_request req;
+};
+
+/* What a firing carries beyond its value: an event's stack, a request. */
+struct fire_extra {
+	bool stack; /* the event's stack is wanted (an exception's throw) */
+	const uint64_t *ips;
+	uint32_t nips;
+	const struct watch_request *req;
 };
 
 struct target {
@@ -61,22 +108,16 @@ struct target {
 	uint64_t cpu_ticks;
 	int64_t cpu_ms;
 	bool have_cpu;
-	/* EventPipe session */
-	bool session;
-	pthread_t th;
+	/* EventPipe sessions */
+	struct sess sess[2];
 	volatile sig_atomic_t stop;
 	struct watch *w;
 	int idx;
-	struct counters_decoder *dec;
-	struct strbuf tmp, tmp2;
-	int session_err;
 	bool cg_said;           /* the cgroup-memory rules' "no limit" line was logged */
 	bool have_status;       /* the wait status, from the process-events connector */
 	int status;
-	char session_why[512]; /* "" when it ended normally */
-	bool session_done, session_reported;
-	int64_t qpc_freq;       /* from the trace header */
 	int64_t suspend_ts;     /* SuspendEEBegin for a GC, 0: none open */
+	int busy[MAX_RULES];    /* actions running for a rule's firing (main thread writes, atomics) */
 };
 
 struct running {
@@ -96,7 +137,9 @@ struct watch {
 	size_t nrules;
 	struct watch_action actions[MAX_ACTIONS];
 	size_t nactions;
-	bool need_session, need_exc, need_gc, need_cgroup, need_status;
+	bool need_session, need_exc, need_gc, need_cgroup, need_status, need_req, need_counters;
+	int max_actions;        /* actions running at once, at most */
+	bool no_stacks;         /* --no-stacks: the session walks no stacks */
 	int evfd;               /* the process-events connector, -1: none */
 	bool ev_lost_said;
 	struct target targets[MAX_TARGETS];
@@ -201,10 +244,19 @@ static int target_add_found(struct watch *w, const struct proc_target *t, uint64
 	strbuf_release(&cmd);
 	log_end(w, &j, &sb);
 	if (w->need_session) {
-		tg->session = true;
-		if (pthread_create(&tg->th, NULL, session_main, tg)) {
-			tg->session = false;
-			cli_warn("pid %d: no thread for its EventPipe session", (int)t->pid);
+		bool split = w->need_exc && !w->no_stacks &&
+			     (w->need_counters || w->need_gc || w->need_req);
+		int k;
+
+		tg->sess[0].kind = split ? SESS_MAIN : SESS_ALL;
+		tg->sess[1].kind = SESS_EXC;
+		for (k = 0; k < (split ? 2 : 1); k++) {
+			struct sess *ss = &tg->sess[k];
+
+			ss->tg = tg;
+			ss->on = !pthread_create(&ss->th, NULL, session_main, ss);
+			if (!ss->on)
+				cli_warn("pid %d: no thread for its EventPipe session", (int)t->pid);
 		}
 	}
 	return 0;
@@ -256,36 +308,77 @@ static int scan_one(pid_t pid, void *ctx)
 
 /* ----- firings ----- */
 
-static void pending_push(struct watch *w, int target, int rule, double value, bool have_value,
-			 unsigned fired, const char *detail)
+/* Queues p (its stack, if any, is the queue's then, or freed). */
+static void pending_push(struct watch *w, struct pending *p)
 {
 	pthread_mutex_lock(&w->lock);
 	if (w->npend < MAX_PENDING) {
-		struct pending *p = &w->pend[w->npend++];
-
-		p->target = target;
-		p->rule = rule;
-		p->value = value;
-		p->have_value = have_value;
-		p->fired = fired;
-		snprintf(p->detail, sizeof(p->detail), "%s", detail ? detail : "");
+		w->pend[w->npend++] = *p;
 	} else {
 		w->dropped++;
+		free(p->stack);
 	}
 	pthread_mutex_unlock(&w->lock);
 }
 
-/* Feeds rule ri of target tg; queues a firing. Called from one thread per
- * rule kind (main: cpu, rss, exit; the session thread: counter, exception). */
+/* The names of the frames at the moment of the event (an exception's
+ * throw), from a rundown of the target's methods taken now. */
+static void name_stack(struct target *tg, const struct fire_extra *x, struct pending *p)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(STACK_TEXT_MAX);
+
+	p->have_stack = true;
+	p->stack_frames = x->nips;
+	if (!x->nips || !x->ips)
+		return;
+	p->stack_err = watch_stack_name(&tg->ep, x->ips, x->nips, &tg->stop, &sb, &p->stack_named);
+	if (!p->stack_err && sb.buf)
+		p->stack = strdup(sb.buf);
+	strbuf_release(&sb);
+}
+
+/*
+ * Feeds rule ri of target tg; queues a firing, or one suppressed line per
+ * firing period. Called from one thread per rule kind (main: cpu, rss,
+ * exit, cgroup; the session thread: counter, exception, gc-pause, request).
+ */
+static void feed_x(struct watch *w, struct target *tg, int ri, bool cond, double v, bool have_v,
+		   const char *detail, const struct fire_extra *x)
+{
+	struct watch_state *st = &tg->st[ri];
+	bool busy = __atomic_load_n(&tg->busy[ri], __ATOMIC_ACQUIRE) > 0;
+	enum watch_verdict vd = watch_state_feed(&w->rules[ri], st, now_ms(), cond, busy);
+	struct pending p;
+
+	if (vd != WATCH_FIRE && ((vd != WATCH_COOLDOWN && vd != WATCH_BUSY) || st->said))
+		return;
+	memset(&p, 0, sizeof(p));
+	p.target = tg->idx;
+	p.rule = ri;
+	p.value = v;
+	p.have_value = have_v;
+	p.fired = st->fired;
+	snprintf(p.detail, sizeof(p.detail), "%s", detail ? detail : "");
+	if (x && x->req) {
+		p.have_req = true;
+		p.req = *x->req;
+	}
+	if (vd != WATCH_FIRE) {
+		st->said = true;
+		p.rule = -1 - ri;
+		p.why = vd == WATCH_BUSY ? SUP_BUSY : SUP_COOLDOWN;
+	} else if (x && x->stack && w->no_stacks) {
+		p.have_stack = p.stack_off = true;
+	} else if (x && x->stack) {
+		name_stack(tg, x, &p);
+	}
+	pending_push(w, &p);
+}
+
 static void feed(struct watch *w, struct target *tg, int ri, bool cond, double v, bool have_v,
 		 const char *detail)
 {
-	enum watch_verdict vd = watch_state_feed(&w->rules[ri], &tg->st[ri], now_ms(), cond);
-
-	if (vd == WATCH_FIRE)
-		pending_push(w, tg->idx, ri, v, have_v, tg->st[ri].fired, detail);
-	else if (vd == WATCH_COOLDOWN && tg->st[ri].suppressed == 1)
-		pending_push(w, tg->idx, -1 - ri, v, have_v, tg->st[ri].fired, detail);
+	feed_x(w, tg, ri, cond, v, have_v, detail, NULL);
 }
 
 /* ----- the EventPipe session of one target ----- */
@@ -317,8 +410,11 @@ static int on_notice(void *ctx, const char *msg)
 static int on_event(void *ctx, const struct nt_event *ev)
 {
 	static const struct counters_handlers ch = { on_counter, on_notice };
-	struct target *tg = ctx;
+	struct sess *ss = ctx;
+	struct target *tg = ss->tg;
 	struct watch *w = tg->w;
+	struct fire_extra x = { 0 };
+	struct watch_request q;
 
 	if (ev->meta->provider_kind == NT_PROV_RUNTIME && ev->meta->event_id == 80) {
 		struct nt_exception ex;
@@ -327,22 +423,46 @@ static int on_event(void *ctx, const struct nt_event *ev)
 		if (nt_decode_exception(ev->payload, ev->payload_len, ev->meta->version,
 					ev->pointer_size, &ex))
 			return 0;
+		strbuf_reset(&ss->tmp3);
+		(void)nt_str16_utf8(&ex.type, &ss->tmp3);
 		for (i = 0; i < w->nrules; i++) {
 			const struct watch_rule *r = &w->rules[i];
 
 			if (r->kind != WATCH_EXCEPTION ||
-			    (strcmp(r->name, "*") && !nt_str16_eq(&ex.type, r->name)))
+			    !watch_exception_match(r, ss->tmp3.buf ? ss->tmp3.buf : ""))
 				continue;
-			strbuf_reset(&tg->tmp);
-			(void)nt_str16_utf8(&ex.message, &tg->tmp);
-			if (r->message[0] && !strstr(tg->tmp.buf ? tg->tmp.buf : "", r->message))
+			strbuf_reset(&ss->tmp);
+			(void)nt_str16_utf8(&ex.message, &ss->tmp);
+			if (r->message[0] && !strstr(ss->tmp.buf ? ss->tmp.buf : "", r->message))
 				continue;
 			/* the detail: "TYPE\nMESSAGE" (the type matters for "*") */
-			strbuf_reset(&tg->tmp2);
-			(void)nt_str16_utf8(&ex.type, &tg->tmp2);
-			(void)strbuf_addstr(&tg->tmp2, "\n");
-			(void)strbuf_addstr(&tg->tmp2, tg->tmp.buf ? tg->tmp.buf : "");
-			feed(w, tg, (int)i, true, 0, false, tg->tmp2.buf ? tg->tmp2.buf : "");
+			strbuf_reset(&ss->tmp2);
+			(void)nt_str16_utf8(&ex.type, &ss->tmp2);
+			(void)strbuf_addstr(&ss->tmp2, "\n");
+			(void)strbuf_addstr(&ss->tmp2, ss->tmp.buf ? ss->tmp.buf : "");
+			x.stack = true;
+			x.ips = ev->stack;
+			x.nips = ev->nframes;
+			feed_x(w, tg, (int)i, true, 0, false, ss->tmp2.buf ? ss->tmp2.buf : "", &x);
+		}
+		return 0;
+	}
+	if (w->need_req && !watch_request_decode(ev, &q)) {
+		int64_t at = ss->qpc_freq > 0 ? (int64_t)((double)ev->timestamp * 1000.0 / (double)ss->qpc_freq)
+					      : now_ms();
+		size_t i;
+
+		x.req = &q;
+		for (i = 0; i < w->nrules; i++) {
+			const struct watch_rule *r = &w->rules[i];
+			int hit;
+
+			if ((r->kind != WATCH_REQUEST && r->kind != WATCH_STATUS) || !watch_request_match(r, &q))
+				continue;
+			hit = watch_window_add(r, &tg->st[i], at);
+			if (hit > 0)
+				feed_x(w, tg, (int)i, true, r->kind == WATCH_REQUEST ? q.ms : q.status, true, "",
+				       &x);
 		}
 		return 0;
 	}
@@ -355,9 +475,9 @@ static int on_event(void *ctx, const struct nt_event *ev)
 					  ev->pointer_size, &se) &&
 		    (se.reason == 1 || se.reason == 6))
 			tg->suspend_ts = ev->timestamp;
-		if (ev->meta->event_id == 3 && tg->suspend_ts && tg->qpc_freq > 0 &&
+		if (ev->meta->event_id == 3 && tg->suspend_ts && ss->qpc_freq > 0 &&
 		    ev->timestamp >= tg->suspend_ts) {
-			double ms = (double)(ev->timestamp - tg->suspend_ts) * 1000.0 / (double)tg->qpc_freq;
+			double ms = (double)(ev->timestamp - tg->suspend_ts) * 1000.0 / (double)ss->qpc_freq;
 			char detail[64];
 			size_t i;
 
@@ -370,24 +490,27 @@ static int on_event(void *ctx, const struct nt_event *ev)
 		}
 		return 0;
 	}
-	(void)counters_decode(tg->dec, ev, &ch, tg);
+	if (ss->dec)
+		(void)counters_decode(ss->dec, ev, &ch, tg);
 	return 0;
 }
 
 static void on_opened(void *ctx, const struct nt_trace_info *ti)
 {
-	struct target *tg = ctx;
+	struct sess *ss = ctx;
 
-	tg->qpc_freq = ti->qpc_freq;
+	ss->qpc_freq = ti->qpc_freq;
 }
 
 static void *session_main(void *arg)
 {
-	struct target *tg = arg;
+	struct sess *ss = arg;
+	struct target *tg = ss->tg;
 	struct watch *w = tg->w;
+	bool exc = ss->kind != SESS_MAIN && w->need_exc, rest = ss->kind != SESS_EXC;
 	struct counters_spec spec = { 0 };
 	struct counters_session cs = { 0 };
-	struct ipc_provider prov[COUNTERS_MAX_SOURCES + 1];
+	struct ipc_provider prov[COUNTERS_MAX_SOURCES + 2];
 	struct ipc_trace_config cfg = { 0 };
 	struct live_session_opts live = { 0 };
 	struct live_session_result res = { 0 };
@@ -395,62 +518,67 @@ static void *session_main(void *arg)
 	size_t i, n = 0;
 	int err = 0;
 
-	strbuf_init(&tg->tmp, 4096);
-	strbuf_init(&tg->tmp2, 4096 + 2 * WATCH_MAX_NAME);
-	for (i = 0; i < w->nrules && !err; i++)
+	strbuf_init(&ss->tmp, 4096);
+	strbuf_init(&ss->tmp2, 4096 + 2 * WATCH_MAX_NAME);
+	strbuf_init(&ss->tmp3, 4096);
+	for (i = 0; i < w->nrules && !err && rest; i++)
 		if (w->rules[i].kind == WATCH_COUNTER)
 			err = counters_spec_add(&spec, w->rules[i].source, w->rules[i].meter);
 	if (!err && spec.n)
 		err = counters_session_init(&cs, &spec, 1, 1000, 10);
-	if (!err)
-		err = counters_decoder_new(&tg->dec, "");
+	if (!err && spec.n)
+		err = counters_decoder_new(&ss->dec, "");
 	if (err)
 		goto out;
 	for (i = 0; i < cs.nproviders && n < COUNTERS_MAX_SOURCES; i++)
 		prov[n++] = cs.providers[i];
-	if (w->need_exc || w->need_gc) /* Exception 0x8000, GC 0x1 */
+	if (exc || (rest && w->need_gc)) /* Exception 0x8000, GC 0x1 */
 		prov[n++] = (struct ipc_provider){ "Microsoft-Windows-DotNETRuntime",
-						   (w->need_exc ? 0x8000u : 0) | (w->need_gc ? 0x1u : 0),
+						   (exc ? 0x8000u : 0) | (rest && w->need_gc ? 0x1u : 0),
 						   4, NULL };
+	if (rest && w->need_req)
+		prov[n++] = *watch_request_provider();
 	cfg.providers = prov;
 	cfg.nproviders = n;
 	cfg.buffer_mb = 16;
-	cfg.stackwalk = false;
+	/* the stack of each event is the session's: on only for the throws */
+	cfg.stackwalk = exc && !w->no_stacks;
 	h.event = on_event;
 	live.ep = &tg->ep;
 	live.cfg = &cfg;
 	live.stop = &tg->stop;
 	live.h = &h;
 	live.opened = on_opened;
-	live.ctx = tg;
+	live.ctx = ss;
 	err = live_session_run(&live, &res);
 	if (err) {
-		snprintf(tg->session_why, sizeof(tg->session_why), "cannot run the session: %s",
+		snprintf(ss->why, sizeof(ss->why), "cannot run the session: %s",
 			 strerror(-err));
 	} else if (res.session_err && (res.session.bytes == 0 || res.session.bad_prologue)) {
 		char why[400];
 
 		ipc_session_strerror(res.session_err, &res.session, &tg->ep, &res.rerr, why, sizeof(why));
-		snprintf(tg->session_why, sizeof(tg->session_why), "the session did not start: %s", why);
+		snprintf(ss->why, sizeof(ss->why), "the session did not start: %s", why);
 		err = res.session_err;
 	} else if (res.reader_err < 0 && !(res.session.target_ended && !res.session.complete)) {
-		snprintf(tg->session_why, sizeof(tg->session_why),
+		snprintf(ss->why, sizeof(ss->why),
 			 "the session stream broke at byte %" PRIu64 ": %s (%s)", res.reader_offset,
 			 res.reader_msg, strerror(-res.reader_err));
 		err = res.reader_err;
 	}
 out:
-	if (err && !tg->session_why[0])
-		snprintf(tg->session_why, sizeof(tg->session_why), "cannot set up the session: %s",
+	if (err && !ss->why[0])
+		snprintf(ss->why, sizeof(ss->why), "cannot set up the session: %s",
 			 strerror(-err));
-	tg->session_err = err;
-	counters_decoder_free(tg->dec);
-	tg->dec = NULL;
+	ss->err = err;
+	counters_decoder_free(ss->dec);
+	ss->dec = NULL;
 	counters_session_release(&cs);
 	counters_spec_release(&spec);
-	strbuf_release(&tg->tmp);
-	strbuf_release(&tg->tmp2);
-	__atomic_store_n(&tg->session_done, true, __ATOMIC_RELEASE);
+	strbuf_release(&ss->tmp);
+	strbuf_release(&ss->tmp2);
+	strbuf_release(&ss->tmp3);
+	__atomic_store_n(&ss->done, true, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -606,7 +734,42 @@ static void fmt_sec(char *buf, size_t len, int64_t ms)
 	snprintf(buf, len, "%g", (double)ms / 1000.0); /* "2", "1.5", "0.25" */
 }
 
-static void start_action(struct watch *w, unsigned fire, int ti, int ri, const struct watch_action *a)
+static size_t nrunning(const struct watch *w);
+
+/* exception.txt in an action's folder: the throw that fired it, .NET style. */
+static void write_throw_file(const char *dir, const struct pending *p)
+{
+	char path[PATH_MAX + 32];
+	const char *nl = strchr(p->detail, '\n');
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/exception.txt", dir);
+	f = fopen(path, "we");
+	if (!f)
+		return;
+	fprintf(f, "%.*s: %s\n", nl ? (int)(nl - p->detail) : (int)strlen(p->detail), p->detail,
+		nl ? nl + 1 : "");
+	if (p->stack) {
+		const char *l = p->stack, *e;
+
+		for (; *l; l = e + 1) {
+			e = strchr(l, '\n');
+			if (!e)
+				break;
+			fprintf(f, "   at %.*s\n", (int)(e - l), l);
+		}
+	} else if (p->stack_off) {
+		fprintf(f, "   (no stack: --no-stacks)\n");
+	} else if (p->stack_err) {
+		fprintf(f, "   (stack not named: %s)\n", strerror(-p->stack_err));
+	} else {
+		fprintf(f, "   (the event carried no stack)\n");
+	}
+	fclose(f);
+}
+
+static void start_action(struct watch *w, unsigned fire, int ti, int ri, const struct watch_action *a,
+			 const struct pending *pd)
 {
 	struct target *tg = &w->targets[ti];
 	struct running *rn = NULL;
@@ -627,9 +790,14 @@ static void start_action(struct watch *w, unsigned fire, int ti, int ri, const s
 	ct_json_kv_u64(&j, "fire", fire);
 	ct_json_kv_str(&j, "action", watch_action_name(a->kind));
 	log_target(&j, tg);
-	if (!rn) {
-		ct_json_kv_str(&j, "error", "too many actions running; skipped");
+	if (!rn || nrunning(w) >= (size_t)w->max_actions) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "skipped: %d actions run already (at most %d at once: --max-actions)",
+			 (int)nrunning(w), w->max_actions);
+		ct_json_kv_str(&j, "error", why);
 		log_end(w, &j, &sb);
+		cli_warn("pid %d: %s action %s", (int)tg->pid, watch_action_name(a->kind), why);
 		return;
 	}
 	if (tg->gone && a->kind != WATCH_ACT_EXEC) {
@@ -645,6 +813,8 @@ static void start_action(struct watch *w, unsigned fire, int ti, int ri, const s
 		log_end(w, &j, &sb);
 		return;
 	}
+	if (pd->have_stack)
+		write_throw_file(rn->dir, pd);
 	snprintf(pid, sizeof(pid), "%d", (int)tg->pid);
 	snprintf(rule, sizeof(rule), "%d", ri);
 	argv[n++] = "clrtap";
@@ -749,6 +919,7 @@ static void start_action(struct watch *w, unsigned fire, int ti, int ri, const s
 	rn->child = child;
 	rn->target = ti;
 	rn->rule = ri;
+	__atomic_add_fetch(&tg->busy[ri], 1, __ATOMIC_RELEASE);
 	rn->fire = fire;
 	rn->a = a;
 	rn->start_ms = now_ms();
@@ -810,6 +981,7 @@ static void finish_action(struct watch *w, struct running *rn, int status)
 	if (!alive)
 		cli_warn("pid %d exited while its %s action ran; see %s", (int)tg->pid,
 			 watch_action_name(rn->a->kind), rn->dir);
+	__atomic_sub_fetch(&tg->busy[rn->rule], 1, __ATOMIC_RELEASE);
 	rn->used = false;
 }
 
@@ -847,9 +1019,74 @@ static size_t nrunning(const struct watch *w)
 	return n;
 }
 
+/* The request of a request or status firing, and its window. */
+static void log_request(struct ct_json *j, const struct watch_rule *r, const struct pending *p)
+{
+	const struct watch_request *q = &p->req;
+
+	ct_json_kv_obj_begin(j, "request");
+	ct_json_kv_str(j, "method", q->method);
+	ct_json_kv_str(j, "path", q->path);
+	ct_json_kv_str(j, "query", q->query);
+	if (q->status >= 0)
+		ct_json_kv_i64(j, "status", q->status);
+	if (!isnan(q->ms))
+		ct_json_kv_double(j, "ms", q->ms);
+	if (q->trace_id[0])
+		ct_json_kv_str(j, "trace_id", q->trace_id);
+	if (q->truncated)
+		ct_json_kv_bool(j, "truncated", true);
+	ct_json_obj_end(j);
+	if (r->win_n > 1) {
+		ct_json_kv_u64(j, "window_count", r->win_n);
+		ct_json_kv_u64(j, "window_ms", (uint64_t)r->win_ms);
+	}
+}
+
+/* The stderr line of a firing; the first of a rule and process says the
+ * cooldown in force. */
+static void fire_info(const struct watch *w, const struct target *tg, int ri, const struct pending *p)
+{
+	const struct watch_rule *r = &w->rules[ri];
+	char what[DETAIL_MAX + 64] = "", cool[96] = "";
+
+	if (r->kind == WATCH_EXCEPTION) {
+		const char *nl = strchr(p->detail, '\n');
+
+		snprintf(what, sizeof(what), " (%.*s%s%s)", nl ? (int)(nl - p->detail) : (int)strlen(p->detail),
+			 p->detail, nl ? ": " : "", nl ? nl + 1 : "");
+	} else if (p->have_req) {
+		snprintf(what, sizeof(what), " (%s %.200s -> %d in %.1f ms)", p->req.method, p->req.path,
+			 p->req.status, p->req.ms);
+	}
+	if (p->fired == 1)
+		snprintf(cool, sizeof(cool), "; cooldown %g s%s", (double)r->cooldown_ms / 1000.0,
+			 r->cooldown_default ? " (the default)" : "");
+	cli_info("pid %d: %s%s%s", (int)tg->pid, w->rule_text[ri], what, cool);
+}
+
+static void log_stack(struct ct_json *j, const struct pending *p)
+{
+	const char *l, *e;
+
+	if (p->stack) {
+		ct_json_kv_arr_begin(j, "stack");
+		for (l = p->stack; *l && (e = strchr(l, '\n')); l = e + 1) {
+			char frame[1024];
+
+			snprintf(frame, sizeof(frame), "%.*s", (int)(e - l), l);
+			ct_json_str(j, frame);
+		}
+		ct_json_arr_end(j);
+	} else {
+		ct_json_kv_str(j, "stack_note", p->stack_off ? "not collected (--no-stacks)" :
+				p->stack_err ? strerror(-p->stack_err) : "the event carried no stack");
+	}
+}
+
 static void handle_pending(struct watch *w)
 {
-	struct pending p[MAX_PENDING];
+	static struct pending p[MAX_PENDING];
 	size_t n, i, k;
 	unsigned dropped;
 
@@ -869,6 +1106,8 @@ static void handle_pending(struct watch *w)
 		struct ct_json j;
 		struct strbuf sb;
 		unsigned fire = 0;
+		const struct watch_action *acts;
+		size_t nacts;
 
 		if (p[i].rule >= 0)
 			fire = ++w->fires;
@@ -889,24 +1128,44 @@ static void handle_pending(struct watch *w)
 			ct_json_kv_str(&j, "type", nl ? p[i].detail : r->name);
 			ct_json_kv_str(&j, "message", nl ? nl + 1 : p[i].detail);
 			if (nl)
-				*nl = ' ';
+				*nl = '\n';
+			if (p[i].have_stack)
+				log_stack(&j, &p[i]);
+		} else if (p[i].have_req) {
+			log_request(&j, r, &p[i]);
 		} else if (r->kind == WATCH_COUNTER) {
 			ct_json_kv_str(&j, "units", p[i].detail);
 		} else if (p[i].detail[0]) {
 			ct_json_kv_str(&j, "detail", p[i].detail);
 		}
-		if (!fire)
-			ct_json_kv_str(&j, "why", "within the rule's cooldown (logged once per cooldown)");
+		if (p[i].why == SUP_COOLDOWN)
+			ct_json_kv_str(&j, "why", "within the rule's cooldown (logged once per firing)");
+		else if (p[i].why == SUP_BUSY)
+			ct_json_kv_str(&j, "why", "the actions of the rule's last firing for this process still run "
+				       "(logged once per firing)");
 		ct_json_kv_u64(&j, "fired", p[i].fired);
+		ct_json_kv_double(&j, "cooldown_s", (double)r->cooldown_ms / 1000.0);
+		ct_json_kv_bool(&j, "cooldown_default", r->cooldown_default);
+		if (fire && p[i].fired == 1) {
+			char note[200];
+
+			snprintf(note, sizeof(note), "the next firing of this rule for this process comes %g s "
+				 "after this one at the soonest (%s)", (double)r->cooldown_ms / 1000.0,
+				 r->cooldown_default ? "the default cooldown; 'cooldown DUR' in the rule changes it"
+						     : "the rule's cooldown");
+			ct_json_kv_str(&j, "note", note);
+		}
 		log_end(w, &j, &sb);
-		if (!fire)
+		if (!fire) {
+			free(p[i].stack);
 			continue;
-		if (r->kind == WATCH_EXCEPTION)
-			cli_info("pid %d: %s (%s)", (int)tg->pid, w->rule_text[ri], p[i].detail);
-		else
-			cli_info("pid %d: %s", (int)tg->pid, w->rule_text[ri]);
-		for (k = 0; k < w->nactions; k++)
-			start_action(w, fire, p[i].target, ri, &w->actions[k]);
+		}
+		fire_info(w, tg, ri, &p[i]);
+		acts = r->nactions ? r->actions : w->actions;
+		nacts = r->nactions ? r->nactions : w->nactions;
+		for (k = 0; k < nacts; k++)
+			start_action(w, fire, p[i].target, ri, &acts[k], &p[i]);
+		free(p[i].stack);
 	}
 }
 
@@ -996,25 +1255,37 @@ static void target_gone(struct watch *w, struct target *tg)
 	}
 }
 
-/* Says once when a target's EventPipe session ended while it still runs, or
- * failed: its counter and exception rules are no longer evaluated. */
+/* Says once when one of a target's EventPipe sessions ended while it still
+ * runs, or failed: the rules it served are no longer evaluated. */
 static void session_report(struct watch *w, struct target *tg)
 {
+	static const char *const served[] = {
+		[SESS_ALL] = "its counter and exception rules",
+		[SESS_MAIN] = "its counter, gc-pause and request rules",
+		[SESS_EXC] = "its exception rules",
+	};
 	struct ct_json j;
 	struct strbuf sb;
+	char note[128];
+	int k;
 
-	if (!tg->session || tg->session_reported || !__atomic_load_n(&tg->session_done, __ATOMIC_ACQUIRE))
-		return;
-	if (tg->gone || !target_alive(tg))
-		return; /* ended with its target (the "gone" line says so), or by watch */
-	tg->session_reported = true;
-	log_begin(&j, &sb, "session-end");
-	log_target(&j, tg);
-	ct_json_kv_str(&j, "error", tg->session_why[0] ? tg->session_why : "the target ended the session");
-	ct_json_kv_str(&j, "note", "counter and exception rules are no longer evaluated for this process");
-	log_end(w, &j, &sb);
-	cli_warn("pid %d: EventPipe session ended: %s; its counter and exception rules are off",
-		 (int)tg->pid, tg->session_why[0] ? tg->session_why : "the target ended it");
+	for (k = 0; k < 2; k++) {
+		struct sess *ss = &tg->sess[k];
+
+		if (!ss->on || ss->reported || !__atomic_load_n(&ss->done, __ATOMIC_ACQUIRE))
+			continue;
+		if (tg->gone || !target_alive(tg))
+			return; /* ended with its target (the "gone" line says so), or by watch */
+		ss->reported = true;
+		log_begin(&j, &sb, "session-end");
+		log_target(&j, tg);
+		ct_json_kv_str(&j, "error", ss->why[0] ? ss->why : "the target ended the session");
+		snprintf(note, sizeof(note), "%s are no longer evaluated for this process", served[ss->kind]);
+		ct_json_kv_str(&j, "note", note + 4); /* without "its " */
+		log_end(w, &j, &sb);
+		cli_warn("pid %d: EventPipe session ended: %s; %s are off", (int)tg->pid,
+			 ss->why[0] ? ss->why : "the target ended it", served[ss->kind]);
+	}
 }
 
 static void target_release(struct watch *w, struct target *tg)
@@ -1024,12 +1295,16 @@ static void target_release(struct watch *w, struct target *tg)
 	for (i = 0; i < MAX_RUNNING; i++)
 		if (w->run[i].used && w->run[i].target == tg->idx)
 			return; /* still in use by an action */
-	if (tg->session) {
-		if (!__atomic_load_n(&tg->session_done, __ATOMIC_ACQUIRE))
+	for (i = 0; i < 2; i++)
+		if (tg->sess[i].on && !__atomic_load_n(&tg->sess[i].done, __ATOMIC_ACQUIRE))
 			return;
-		pthread_join(tg->th, NULL);
-		tg->session = false;
-	}
+	for (i = 0; i < 2; i++)
+		if (tg->sess[i].on) {
+			pthread_join(tg->sess[i].th, NULL);
+			tg->sess[i].on = false;
+		}
+	for (i = 0; i < MAX_RULES; i++)
+		watch_state_release(&tg->st[i]);
 	tg->used = false;
 }
 
@@ -1051,6 +1326,10 @@ static int add_rule(struct watch *w, const char *text, const char *where)
 	w->rule_text[w->nrules++] = text;
 	if (r->kind == WATCH_COUNTER || r->kind == WATCH_EXCEPTION)
 		w->need_session = true;
+	if (r->kind == WATCH_COUNTER)
+		w->need_counters = true;
+	if (r->kind == WATCH_REQUEST || r->kind == WATCH_STATUS)
+		w->need_req = w->need_session = true;
 	if (r->kind == WATCH_EXCEPTION)
 		w->need_exc = true;
 	if (r->kind == WATCH_GC_PAUSE)
@@ -1118,7 +1397,7 @@ static int load_rules(struct watch *w, const char *path, char **keep)
 }
 
 static const char usage_line[] =
-	"clrtap watch (-p PID | -n NAME | --all) RULE... [--action ACTION]... [-o DIR]";
+	"clrtap watch (-p PID | -n NAME | --all) RULE... [--action ACTION]... [-o DIR] [--max-actions N]";
 
 int cmd_watch(int argc, char **argv)
 {
@@ -1135,17 +1414,20 @@ int cmd_watch(int argc, char **argv)
 		CLI_TARGET_OPTIONS(&to),
 		{ 0, "all", CLI_OPT_BOOL, &all, NULL, "every .NET process, also those that start later (containers too)" },
 		{ 0, "match", CLI_OPT_STRING, &w.match, "TEXT", "with --all: only processes whose command line contains TEXT" },
-		{ 0, "action", CLI_OPT_STRING, &action_help, "ACTION", "profile[:DUR], stacks, trace[:DUR], dump, gcdump, analyze:NAME[:DUR], exec:COMMAND (repeatable)" },
+		{ 0, "action", CLI_OPT_STRING, &action_help, "ACTION", "profile[:DUR], stacks, trace[:DUR], dump, gcdump, analyze:NAME[:DUR], exec:COMMAND (repeatable; for rules without 'do')" },
 		{ 'o', "output", CLI_OPT_STRING, &outdir, "DIR", "folder for the actions' folders (default watch-TIMESTAMP)" },
 		{ 0, "rules", CLI_OPT_STRING, &rules_file, "FILE", "more rules, one a line ('#' comments)" },
 		{ 0, "log", CLI_OPT_STRING, &logfile, "FILE", "JSON-lines log (default: stdout)" },
 		{ 0, "action-timeout", CLI_OPT_DURATION, &limit, "SEC", "time limit of one action (default 60)" },
+		{ 0, "max-actions", CLI_OPT_INT, &w.max_actions, "N", "actions running at once, at most (default 4, 1..32)" },
+		{ 0, "no-stacks", CLI_OPT_BOOL, &w.no_stacks, NULL, "exception firings without the stack of the throw (no stack walk per event in the target)" },
 		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SEC", "stop watching after this long (default and 0: until Ctrl-C)" },
 		{ 0 },
 	};
 	int64_t start, last_scan = 0, stop_at;
 	size_t k;
 
+	w.max_actions = DEFAULT_MAX_ACTIONS;
 	/* --action may repeat: take them out before cli_parse */
 	args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args)
@@ -1208,6 +1490,10 @@ int cmd_watch(int argc, char **argv)
 	if (limit <= 0) {
 		free(args);
 		return cli_error(EXIT_USAGE, "--action-timeout must be more than 0");
+	}
+	if (w.max_actions < 1 || w.max_actions > MAX_RUNNING) {
+		free(args);
+		return cli_error(EXIT_USAGE, "--max-actions is 1..%d", MAX_RUNNING);
 	}
 	w.action_limit_ms = limit;
 	w.timeout_ms = to.timeout_ms;
@@ -1332,8 +1618,16 @@ int cmd_watch(int argc, char **argv)
 		usleep(50 * 1000);
 	}
 	for (k = 0; k < MAX_TARGETS; k++)
-		if (w.targets[k].used && w.targets[k].session)
-			pthread_join(w.targets[k].th, NULL);
+		for (i = 0; i < 2; i++)
+			if (w.targets[k].used && w.targets[k].sess[i].on)
+				pthread_join(w.targets[k].sess[i].th, NULL);
+	for (k = 0; k < MAX_TARGETS; k++)
+		for (i = 0; i < MAX_RULES; i++)
+			watch_state_release(&w.targets[k].st[i]);
+	/* firings queued after the last round are not acted on */
+	for (k = 0; k < w.npend; k++)
+		free(w.pend[k].stack);
+	w.npend = 0;
 	{
 		struct ct_json j;
 		struct strbuf sb;

@@ -25,7 +25,45 @@ check "one firing, the first of its rule, with the type and message" jl_true "$W
 	"[(l['fired'], l['type'], l['message']) for l in L if l['event'] == 'fired'] == [(1, 'Clrtap.Fixtures.FixtureException', 'clrtap fixture exception')]"
 check "the stacks name the throwing method" grep -q 'Clrtap.Fixtures.ThrowHolder::ThrowAndHold' \
 	"$WORK/hold/1-stacks-$HOLD_PID/stacks.txt"
+check "the fired line's stack is the throw's: the throwing method, then its caller" jl_true "$WORK/hold.jsonl" \
+	"[l['stack'][:2] for l in L if l['event'] == 'fired'] == [['Clrtap.Fixtures.ThrowHolder::ThrowAndHold', 'Clrtap.Fixtures.ThrowHoldMode::Run']]"
+check "exception.txt in the action's folder: type, message, the frames of the throw" python3 -c '
+import sys; l = open(sys.argv[1]).read().splitlines()
+sys.exit(0 if l[:3] == ["Clrtap.Fixtures.FixtureException: clrtap fixture exception", "   at Clrtap.Fixtures.ThrowHolder::ThrowAndHold", "   at Clrtap.Fixtures.ThrowHoldMode::Run"] else 1)' \
+	"$WORK/hold/1-stacks-$HOLD_PID/exception.txt"
 stop_fixture "$HOLD_PID"
+
+# 0b. No storm by default (issue 33): on a spinning fixture, a rule without
+#     a cooldown fires once (the default 60 s) and says so; with 'cooldown 0'
+#     a rule still never fires while its last firing's action runs (a 2 s
+#     sleep: exactly 2 firings in 4 s, never two of its actions at once); a
+#     firing of 2 actions under --max-actions 1 runs one and logs the other
+#     as skipped. Two watches at once on one fixture.
+start_fixture cpu-split
+SPIN_PID=$FIX_PID
+"$CLRTAP" watch -p "$SPIN_PID" 'cpu > 5%' 'cpu > 5% cooldown 0 do "exec:sleep 2"' --action 'exec:true' \
+	-o "$WORK/storm" -d 4 >"$WORK/storm.jsonl" 2>"$WORK/storm.err" &
+W1=$!
+"$CLRTAP" watch -p "$SPIN_PID" 'cpu > 5% do "exec:sleep 1" do "exec:sleep 1"' --max-actions 1 \
+	-o "$WORK/cap" -d 2 >"$WORK/cap.jsonl" 2>"$WORK/cap.err" &
+W2=$!
+wait "$W1" "$W2"
+check "the rule without a cooldown fired once in 4 s, its first line says the default cooldown" jl_true "$WORK/storm.jsonl" \
+	"[(l['cooldown_s'], l['cooldown_default'], 'default cooldown' in l['note']) for l in L if l['event'] == 'fired' and l['rule'] == 0] == [(60, True, True)]"
+check "then one suppressed line saying why" jl_true "$WORK/storm.jsonl" \
+	"[l['why'].startswith('within the rule') for l in L if l['event'] == 'suppressed' and l['rule'] == 0] == [True]"
+contains "stderr says the cooldown in force" "$(cat "$WORK/storm.err")" "pid $SPIN_PID: cpu > 5%; cooldown 60 s (the default)"
+check "'cooldown 0' with a 2 s action: exactly 2 firings in 4 s" jl_true "$WORK/storm.jsonl" \
+	"sum(l['event'] == 'fired' and l['rule'] == 1 for l in L) == 2"
+check "its own action only (per-rule actions), never two at once" jl_true "$WORK/storm.jsonl" \
+	"[(l['event'], l['argv'][2] if l['event'] == 'action-start' else '') for l in L if l['event'] in ('action-start', 'action-end') and l['fire'] != 1] == [('action-start', 'sleep 2'), ('action-end', ''), ('action-start', 'sleep 2'), ('action-end', '')]"
+check "the firings in between were suppressed because its action ran" jl_true "$WORK/storm.jsonl" \
+	"len([l for l in L if l['event'] == 'suppressed' and l['rule'] == 1]) >= 1 and all(l['why'].startswith('the actions of the rule') for l in L if l['event'] == 'suppressed' and l['rule'] == 1)"
+check "the rule without 'do' ran the --action" jl_true "$WORK/storm.jsonl" \
+	"[l['argv'][2] for l in L if l['event'] == 'action-start' and l['fire'] == 1] == ['true']"
+check "--max-actions 1: one of the firing's 2 actions ran, the other was skipped" jl_true "$WORK/cap.jsonl" \
+	"[('child' in l, l.get('error', '').startswith('skipped: 1 actions run already')) for l in L if l['event'] == 'action-start'] == [(True, False), (False, True)]"
+stop_fixture "$SPIN_PID"
 
 # 1. exception by message, any type; a message rule that matches nothing
 #    stays quiet; the analyze action's report names the throwing method.
@@ -251,5 +289,9 @@ expect_exit "cgroup-memory without %" 2 "$CLRTAP" watch -p 1 'cgroup-memory > 5'
 expect_exit "an unterminated quote" 2 "$CLRTAP" watch -p 1 'exception * message "abc'
 expect_exit "analyze without a name" 2 "$CLRTAP" watch -p 1 'exit' --action analyze
 expect_exit "an analyzer name with odd bytes" 2 "$CLRTAP" watch -p 1 'exit' --action 'analyze:../x'
+expect_exit "a bad per-rule action" 2 "$CLRTAP" watch -p 1 'exit do reboot'
+contains "names it" "$ERR" "'do reboot': unknown action"
+expect_exit "status of no class" 2 "$CLRTAP" watch -p 1 'status 6xx'
+expect_exit "--max-actions 0" 2 "$CLRTAP" watch -p 1 'exit' --max-actions 0
 
 finish

@@ -57,7 +57,7 @@ stop_fixture "$LOW_PID"
 # 1c. GC pauses: the gc fixture induces exactly 3 blocking GCs.
 start_fixture gc --count 3 --trigger "$WORK/go-gc"
 GC_PID=$FIX_PID
-"$CLRTAP" watch -p "$GC_PID" 'gc-pause > 0ms' 'gc-pause > 10s' -o "$WORK/gc" -d 30 >"$WORK/gc.jsonl" 2>"$WORK/gc.err" &
+"$CLRTAP" watch -p "$GC_PID" 'gc-pause > 0ms cooldown 0' 'gc-pause > 10s' -o "$WORK/gc" -d 30 >"$WORK/gc.jsonl" 2>"$WORK/gc.err" &
 W=$!
 wait_for_line "$WORK/gc.jsonl" '"event":"watching"' 10 "$W" >/dev/null
 sleep 2
@@ -74,7 +74,7 @@ stop_fixture "$GC_PID"
 start_fixture exceptions --count 1 --trigger "$WORK/go-one"
 ONE_PID=$FIX_PID
 printf '# a rules file\n\n  exception Clrtap.Fixtures.FixtureException\r\n' >"$WORK/rules.txt"
-"$CLRTAP" watch -p "$ONE_PID" 'exception System.InvalidOperationException' --rules "$WORK/rules.txt" \
+"$CLRTAP" watch -p "$ONE_PID" 'exception System.InvalidOperationException' --rules "$WORK/rules.txt" --no-stacks \
 	--action 'exec:echo fired-for-$CLRTAP_WATCH_PID' -o "$WORK/one" -d 20 >"$WORK/one.jsonl" 2>"$WORK/one.err" &
 W=$!
 wait_for_line "$WORK/one.jsonl" '"event":"watching"' 10 "$W" >/dev/null
@@ -87,6 +87,12 @@ wait "$W"
 check "one firing, of rule 1 (from the rules file), with the exception's type and message" jl_true "$WORK/one.jsonl" \
 	"[(l['rule'], l['rule_text'], l['type'], l['message']) for l in L if l['event'] == 'fired'] == [(1, 'exception Clrtap.Fixtures.FixtureException', 'Clrtap.Fixtures.FixtureException', 'clrtap fixture exception')]"
 check "the exec action ran with CLRTAP_WATCH_PID" grep -qx "fired-for-$ONE_PID" "$WORK"/one/1-exec-"$ONE_PID"/stdout.txt
+check "--no-stacks: no stack, and the line says why" jl_true "$WORK/one.jsonl" \
+	"[('stack' in l, l['stack_note']) for l in L if l['event'] == 'fired'] == [(False, 'not collected (--no-stacks)')]"
+check "and so does exception.txt" python3 -c '
+import sys; l = open(sys.argv[1]).read().splitlines()
+sys.exit(0 if l == ["Clrtap.Fixtures.FixtureException: clrtap fixture exception", "   (no stack: --no-stacks)"] else 1)' \
+	"$WORK/one/1-exec-$ONE_PID/exception.txt"
 stop_fixture "$ONE_PID"
 
 # 3. A throwing fixture (many throws): the trace shows the throwing method;

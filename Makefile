@@ -229,11 +229,11 @@ install: $(O)/clrtap profiler gendocs
 
 # make dist: build/dist/clrtap-VERSION-linux-x64.tar.gz, one folder to unpack
 # anywhere. It bundles the shared libraries clrtap links and the ones it
-# loads when needed (capstone, libmicrohttpd, SQLite, libcrypto, and what
+# loads when needed (capstone, libmicrohttpd, SQLite, libcrypto, libcurl, and what
 # they link), found through an RPATH of $ORIGIN/../lib/clrtap/deps; only the
 # C library (glibc 2.36 or newer) must be on the machine.
 DIST_NAME := clrtap-$(SEMVER)-linux-x64
-DIST_DLOPEN := libcapstone.so.4 libmicrohttpd.so.12 libsqlite3.so.0 libcrypto.so.3
+DIST_DLOPEN := libcapstone.so.4 libmicrohttpd.so.12 libsqlite3.so.0 libcrypto.so.3 libcurl.so.4
 $(O)/dist/clrtap-rpath: $(CLI_OBJS) $(O)/gen/webassets.o $(LIBA)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_LDFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib/clrtap/deps' -o $@ \
@@ -246,10 +246,10 @@ dist: $(O)/dist/clrtap-rpath profiler gendocs
 	@echo "$(O)/dist/$(DIST_NAME).tar.gz"
 
 # make deb: build/dist/clrtap_VERSION_amd64.deb (dpkg-deb), installed in /usr.
-# Depends: what clrtap links; Recommends: what probe, serve and the symbol
+# Depends: what clrtap links; Recommends: what probe, serve, fleet and the symbol
 # cache load when used.
 DEB_DEPENDS := libc6 (>= 2.36), libelf1, libdw1, zlib1g
-DEB_RECOMMENDS := libcapstone4, libmicrohttpd12, libsqlite3-0, libssl3
+DEB_RECOMMENDS := libcapstone4, libmicrohttpd12, libsqlite3-0, libssl3, libcurl4
 deb: $(O)/clrtap profiler gendocs
 	$(Q)rm -rf $(O)/deb && mkdir -p $(O)/deb/root/DEBIAN $(O)/dist
 	$(Q)$(call install_tree,$(O)/deb/root/usr,$(O)/clrtap)

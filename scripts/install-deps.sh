@@ -21,6 +21,8 @@ PKGS=(
 	python3                          # test helpers read clrtap's JSON output
 	musl-tools                       # musl-gcc: the profiler library for Alpine (musl) targets
 	libmicrohttpd-dev libsqlite3-dev prometheus # clrtap serve: HTTP server, session history; Prometheus for its test
+	libcurl4-openssl-dev             # clrtap fleet: HTTP(S) pushes (loaded with dlopen; headers to build)
+	golang-go protobuf-compiler      # t-fleet: third-party decoders (go tool pprof, protoc --decode)
 	man-db                           # t-install, t-cli: man renders the generated pages
 )
 

@@ -303,6 +303,8 @@ int analyze_session_live(struct an_session *s, const struct ipc_endpoint *ep,
 	if ((s->need & AN_NEED_ONCPU) && s->oncpu_pid > 0 && !s->tc)
 		s->oncpu_err = taskcpu_start(&s->tc, s->oncpu_pid);
 	err = live_session_run(&o, res);
+	if (!err)
+		tracestats_set_reader_stats(s->ts, &res->stats);
 	if (s->tc) {
 		taskcpu_stop(s->tc);
 		taskcpu_stats(s->tc, &s->oncpu);
@@ -348,8 +350,12 @@ int analyze_session_file(struct an_session *s, int fd)
 		return err;
 	err = nt_reader_open(r);
 	if (!err) {
+		struct nt_stats st;
+
 		tracestats_set_info(s->ts, nt_reader_info(r));
 		err = nt_reader_run(r, &h, s);
+		nt_reader_stats(r, &st);
+		tracestats_set_reader_stats(s->ts, &st);
 	}
 	nt_reader_free(r);
 	if (err < 0 && err != -ENOMEM)

@@ -70,7 +70,9 @@ static void exceptions_rule(const struct ts_result *r, double d, pid_t pid, stru
 		const struct ts_exception *e = r->nexceptions ? &r->exceptions[0] : NULL;
 
 		snprintf(x->evidence, sizeof(x->evidence),
-			 "%" PRIu64 " thrown in %.1f s; most: %s x%" PRIu64 "%s%s", r->exceptions_total, d,
+			 "%" PRIu64 " thrown in %.1f s (%" PRIu64 " first throws, %" PRIu64
+			 " rethrown by awaits); most: %s x%" PRIu64 "%s%s", r->exceptions_total, d,
+			 r->exceptions_first, r->exceptions_rethrown,
 			 t->type, t->count, e && e->thrown_at ? ", thrown in " : "",
 			 e && e->thrown_at ? e->thrown_at : "");
 	}

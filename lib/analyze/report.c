@@ -113,6 +113,8 @@ static void limits(struct an_report *r)
 
 	if (res && res->dropped_events)
 		note(r, "the runtime lost events (its buffer was full): every count is a floor");
+	if (res && res->order_forced)
+		note(r, "the time order of events across threads (the reader's window was full)");
 	if (r->partial[0])
 		note(r, r->partial);
 	if (!strcmp(n, "exceptions")) {
@@ -274,11 +276,18 @@ static void md_body(struct strbuf *f, struct an_report *r)
 	size_t i;
 
 	if (!strcmp(n, "exceptions")) {
-		strbuf_addf(f, "%" PRIu64 " exceptions thrown.\n\n", res->exceptions_total);
+		strbuf_addf(f, "%" PRIu64 " exceptions thrown: %" PRIu64 " first throws, %" PRIu64
+			    " rethrown (the same exception passed on by an await, through ExceptionDispatchInfo.Throw)",
+			    res->exceptions_total, res->exceptions_first, res->exceptions_rethrown);
+		if (res->exceptions_total > res->exceptions_first + res->exceptions_rethrown)
+			strbuf_addf(f, ", %" PRIu64 " not told apart (no stack or names)",
+				    res->exceptions_total - res->exceptions_first - res->exceptions_rethrown);
+		strbuf_addf(f, ".\n\n");
 		if (res->nexc_types)
-			strbuf_addf(f, "| count | type | distinct messages |\n|---:|---|---:|\n");
+			strbuf_addf(f, "| count | first throws | rethrown | type | distinct messages |\n|---:|---:|---:|---|---:|\n");
 		for (i = 0; i < res->nexc_types && i < r->top; i++)
-			strbuf_addf(f, "| %" PRIu64 " | %s | %u%s |\n", res->exc_types[i].count,
+			strbuf_addf(f, "| %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %s | %u%s |\n",
+				res->exc_types[i].count, res->exc_types[i].first, res->exc_types[i].rethrown,
 				ct_term_safe(res->exc_types[i].type), res->exc_types[i].messages,
 				res->exc_types[i].messages_capped ? "+" : "");
 		for (i = 0; i < res->nexceptions && i < r->top; i++) {
@@ -570,11 +579,16 @@ static void json_body(struct ct_json *j, struct an_report *r)
 	ct_json_kv_obj_begin(j, "result");
 	if (!strcmp(n, "exceptions")) {
 		ct_json_kv_u64(j, "total", res->exceptions_total);
+		/* first throws and rethrows (an await passing the same exception on) apart */
+		ct_json_kv_u64(j, "first", res->exceptions_first);
+		ct_json_kv_u64(j, "rethrown", res->exceptions_rethrown);
 		ct_json_kv_arr_begin(j, "types");
 		for (i = 0; i < res->nexc_types && i < r->top; i++) {
 			ct_json_obj_begin(j);
 			ct_json_kv_str(j, "type", res->exc_types[i].type);
 			ct_json_kv_u64(j, "count", res->exc_types[i].count);
+			ct_json_kv_u64(j, "first", res->exc_types[i].first);
+			ct_json_kv_u64(j, "rethrown", res->exc_types[i].rethrown);
 			ct_json_kv_u64(j, "messages", res->exc_types[i].messages);
 			ct_json_obj_end(j);
 		}
@@ -587,6 +601,8 @@ static void json_body(struct ct_json *j, struct an_report *r)
 			ct_json_kv_str(j, "type", e->type);
 			ct_json_kv_str(j, "message", e->message);
 			ct_json_kv_u64(j, "count", e->count);
+			ct_json_kv_u64(j, "first", e->first);
+			ct_json_kv_u64(j, "rethrown", e->rethrown);
 			if (e->thrown_at)
 				ct_json_kv_str(j, "thrown_at", e->thrown_at);
 			else
@@ -883,6 +899,7 @@ int analyze_report_json(struct an_report *r, struct ct_json *j)
 	if (res) {
 		ct_json_kv_u64(j, "events", res->events);
 		ct_json_kv_u64(j, "dropped_events", res->dropped_events);
+		ct_json_kv_bool(j, "time_ordered", !res->order_forced);
 	}
 	ct_json_kv_bool(j, "partial", r->partial[0] != 0);
 	json_body(j, r);

@@ -548,6 +548,7 @@ static void *session_main(void *arg)
 	live.cfg = &cfg;
 	live.stop = &tg->stop;
 	live.h = &h;
+	live.prompt = true; /* the latest values, not one flush late */
 	live.opened = on_opened;
 	live.ctx = ss;
 	err = live_session_run(&live, &res);

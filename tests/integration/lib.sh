@@ -321,3 +321,48 @@ term_clean() {
 		ok "$2"
 	fi
 }
+
+# The same heap session through dotnet-gcdump's own graph reader (the
+# TraceEvent-based DotNetHeapDumpGraphReader PerfView uses; TraceEvent's NuGet
+# package has no .gcdump reader): convert, then its type histogram. Its
+# "Object Bytes" column is the first instance's size (wave2-anchors 2.5), so
+# bytes are compared for the total and the single-instance types. Its "GC Heap
+# objects" headline counts the graph's nodes, its root and pseudo nodes too;
+# the objects are the sum of its histogram.
+DGC=${DOTNET_GCDUMP:-$ROOT/build/tools/dotnet-gcdump}
+[ -x "$DGC" ] || DGC=$HOME/.dotnet/tools/dotnet-gcdump
+# dgc_same LABEL NETTRACE CLRTAP_JSON TYPE COUNT: dotnet-gcdump reads the same
+# objects from NETTRACE as CLRTAP_JSON (gcdump report --json --top 0) holds,
+# and COUNT objects of TYPE. Needs $DGC (check -x "$DGC" first).
+dgc_same() {
+	local label=$1 nt=$2 js=$3 type=$4 n=$5
+	"$DGC" convert "$nt" -o "$WORK/dgc.gcdump" >"$WORK/dgc.out" 2>&1
+	"$DGC" report "$WORK/dgc.gcdump" >"$WORK/dgc.txt" 2>>"$WORK/dgc.out"
+	check "$label: dotnet-gcdump convert+report of the same session: same bytes, objects and count per type name" \
+		python3 - "$WORK/dgc.txt" "$js" "$type" "$n" <<'EOF'
+import collections, json, re, sys
+norm = lambda n: n.replace("[", "<").replace("]", ">")  # its rule turns [,] into <,>
+total, cnt, byt = None, collections.Counter(), collections.Counter()
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*([\d,]+)\s+GC Heap bytes", line)
+    if m:
+        total = int(m.group(1).replace(",", ""))
+    m = re.match(r"\s*([\d,]+)\s+([\d,]+)\s+(.*?)\s+\[.*\]$", line)
+    if m:
+        name = norm(re.sub(r" \(Bytes > [0-9]+[KM]\)$", "", m.group(3)))
+        cnt[name] += int(m.group(2).replace(",", ""))
+        byt[name] += int(m.group(1).replace(",", ""))
+d = json.load(open(sys.argv[2]))
+ours, ob = collections.Counter(), collections.Counter()
+for t in d["types"]:
+    ours[norm(t["type"])] += t["count"]
+    ob[norm(t["type"])] += t["shallow"]
+single = [k for k in ours if ours[k] == 1 and cnt[k] == 1]
+ok = (total == d["bytes"] and sum(cnt.values()) == d["objects"] and cnt == ours and len(cnt) > 50
+      and cnt[norm(sys.argv[3])] == int(sys.argv[4]) and all(byt[k] == ob[k] for k in single) and len(single) > 10)
+if not ok:
+    print("dotnet-gcdump", total, sum(cnt.values()), len(cnt), "clrtap", d["bytes"], d["objects"], len(ours), file=sys.stderr)
+    print(sorted(set(cnt.items()) ^ set(ours.items()))[:20], [k for k in single if byt[k] != ob[k]][:10], file=sys.stderr)
+sys.exit(0 if ok else 1)
+EOF
+}

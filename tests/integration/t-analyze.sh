@@ -43,28 +43,34 @@ in_background_then_trigger() {
 }
 
 # --- exceptions: exact type and count, live and offline ---
+# 137 failures, each thrown in Thrower::ThrowOneAsync and awaited through 2
+# async frames before it is caught: 137 first throws and exactly 274 rethrows
+# (each await passes the same exception on), counted apart.
 TRIG=$WORK/trig-exc
-start_fixture exceptions --count 137 --trigger "$TRIG"
+start_fixture exceptions --count 137 --rethrows 2 --trigger "$TRIG"
 P=$FIX_PID
 "$CLRTAP" trace collect -p "$P" --profile exceptions -d 4 -o "$WORK/exc.nettrace" >/dev/null 2>&1 &
 TC=$!
 in_background_then_trigger "$TRIG" "$CLRTAP" analyze -p "$P" exceptions -d 3 -o "$WORK/exc.json"
 equals "exceptions exit" "$RC" 0
-check "exceptions: 137 Clrtap.Fixtures.FixtureException, one message" py "$WORK/exc.json" \
-	'd["result"]["total"] == 137 and d["result"]["types"] == [{"type": "Clrtap.Fixtures.FixtureException", "count": 137, "messages": 1}]'
-check "exceptions: the stack names Thrower::ThrowOne" py "$WORK/exc.json" \
-	'"Clrtap.Fixtures.Thrower::ThrowOne" in d["result"]["groups"][0]["stack"] and d["result"]["groups"][0]["message"] == "clrtap fixture exception"'
+check "exceptions: 137 first throws of Clrtap.Fixtures.FixtureException, 274 rethrown apart, one message" py "$WORK/exc.json" \
+	'd["result"]["total"] == 411 and d["result"]["first"] == 137 and d["result"]["rethrown"] == 274 and d["result"]["types"] == [{"type": "Clrtap.Fixtures.FixtureException", "count": 411, "first": 137, "rethrown": 274, "messages": 1}]'
+check "exceptions: the stack names Thrower::ThrowOneAsync" py "$WORK/exc.json" \
+	'any("Clrtap.Fixtures.Thrower+<ThrowOneAsync>" in f for f in d["result"]["groups"][0]["stack"]) and d["result"]["groups"][0]["message"] == "clrtap fixture exception"'
 check "exceptions: says what it cannot see and what next" py "$WORK/exc.json" \
 	'len(d["not_seen"]) >= 1 and d["next"][0].startswith("clrtap ") and d["duration_s"] > 2'
 wait "$TC"
 expect_exit "offline analyze of the collected trace" 0 "$CLRTAP" analyze "$WORK/exc.nettrace" exceptions --json
 echo "$OUT" >"$WORK/exc-off.json"
-check "offline: the same 137 exceptions" py "$WORK/exc-off.json" \
-	'd["file"].endswith("exc.nettrace") and d["result"]["types"][0]["count"] == 137'
+check "offline: the same 137 first throws and 274 rethrows" py "$WORK/exc-off.json" \
+	'd["file"].endswith("exc.nettrace") and [d["result"]["types"][0][k] for k in ("count", "first", "rethrown")] == [411, 137, 274]'
 expect_exit "memory cannot run on a file" 2 "$CLRTAP" analyze "$WORK/exc.nettrace" memory
 expect_exit "exceptions HTML report" 0 "$CLRTAP" analyze "$WORK/exc.nettrace" exceptions -o "$WORK/exc.html"
 check "exceptions HTML: offline, the type and count in a table row" offline_html "$WORK/exc.html"
-contains "exceptions HTML: 137 FixtureException" "$(cat "$WORK/exc.html")" "<tr><td>137</td><td>Clrtap.Fixtures.FixtureException</td><td>1</td></tr>"
+contains "exceptions HTML: 411 FixtureException, 137 first throws, 274 rethrown" "$(cat "$WORK/exc.html")" "<tr><td>411</td><td>137</td><td>274</td><td>Clrtap.Fixtures.FixtureException</td><td>1</td></tr>"
+expect_exit "trace report of the same trace" 0 "$CLRTAP" trace report "$WORK/exc.nettrace"
+contains "trace report: the split, in words" "$OUT" "137 first throws, 274 rethrown"
+contains "trace report: the throw site counts the throws only" "$OUT" "(137 thrown here)"
 stop_fixture "$P"
 
 # --- doctor ranks exceptions first on a throwing process ---

@@ -116,6 +116,25 @@ wait_for_line() {
 	return 1
 }
 
+# musl_cxx DIR: the C++ runtime a musl libcoreclr.so needs, in DIR (for
+# LD_LIBRARY_PATH): this Debian machine has musl's loader and libc
+# (musl-tools) but no musl libstdc++/libgcc_s, so DIR gets copies of
+# Debian's with their loader dependency renamed to a small musl-built shim
+# (tests/tools/musl/glibcshim.c says what it supplies). Fails when
+# musl-gcc or the copies cannot be made.
+musl_cxx() {
+	local dir=$1
+	mkdir -p "$dir" &&
+		musl-gcc -std=c11 -O2 -fPIC -shared -o "$dir/ctshim-x86-64-0.so.2" "$ROOT/tests/tools/musl/glibcshim.c" &&
+		python3 - "$dir" <<'PY'
+import sys
+for src in ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/lib/x86_64-linux-gnu/libgcc_s.so.1"):
+    b = open(src, "rb").read()
+    open(sys.argv[1] + "/" + src.rsplit("/", 1)[1], "wb").write(
+        b.replace(b"ld-linux-x86-64.so.2", b"ctshim-x86-64-0.so.2"))
+PY
+}
+
 # start_fixture MODE [ARGS...]: starts the sample app on the host.
 # Sets FIX_PID (host pid), FIX_OUT (its stdout file).
 # Extra environment for the fixture: FIX_ENV="A=1 B=2".

@@ -55,9 +55,12 @@ FUZZ_BINS := $(patsubst %.c,$(O)/fuzz/%,$(FUZZ_SRCS))
 TOOL_SRCS := $(wildcard tests/tools/*.c)
 TOOL_BINS := $(TOOL_SRCS:%.c=$(O)/%)
 
-VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+# VERSION is the commit (git describe); SEMVER the release (the file VERSION).
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+SEMVER := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
-.PHONY: all deps fixtures unit test-bins unit-san fuzz integration check demo bench clean tools lint
+.PHONY: all deps fixtures unit test-bins unit-san fuzz integration check demo bench clean tools lint \
+	gendocs install dist deb
 .DEFAULT_GOAL := all
 
 all: $(O)/clrtap tools profiler
@@ -99,7 +102,7 @@ $(O)/profiler/musl/libclrtap-profiler.so: $(PROF_DEPS)
 $(O)/%.o: %.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) -DCLRTAP_VERSION='"$(VERSION)"' -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) -DCLRTAP_VERSION='"$(VERSION)"' -DCLRTAP_SEMVER='"$(SEMVER)"' -c -o $@ $<
 
 $(LIBA): $(LIB_OBJS)
 	@mkdir -p $(@D)
@@ -195,7 +198,75 @@ demo: deps
 bench: all fixtures
 	$(Q)CLRTAP=$(CURDIR)/$(O)/clrtap bench/run.sh
 
+# ----- shipping (docs/install.md) -----
+# Man pages and completions from the binary's own tables (scripts/gen-docs.sh).
+gendocs: $(O)/share/.stamp
+$(O)/share/.stamp: $(O)/clrtap scripts/gen-docs.sh docs/cmd/exit-codes.md
+	$(Q)rm -rf $(O)/share && scripts/gen-docs.sh $(O)/clrtap $(O)/share && touch $@
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the profiler
+# libraries where it finds them (PREFIX/lib/clrtap/<libc>/, beside
+# PREFIX/bin), man pages, bash/zsh/fish completions.
+PREFIX ?= /usr/local
+DESTDIR ?=
+# where: a root directory (DESTDIR + PREFIX); used by install, dist, deb
+define install_tree
+	install -d $(1)/bin $(1)/lib/clrtap/glibc $(1)/share/man/man1 \
+		$(1)/share/bash-completion/completions $(1)/share/zsh/site-functions \
+		$(1)/share/fish/vendor_completions.d $(1)/share/doc/clrtap
+	install -m 755 $(2) $(1)/bin/clrtap
+	install -m 644 $(O)/profiler/glibc/libclrtap-profiler.so $(1)/lib/clrtap/glibc/
+	if [ -f $(O)/profiler/musl/libclrtap-profiler.so ]; then install -d $(1)/lib/clrtap/musl && \
+		install -m 644 $(O)/profiler/musl/libclrtap-profiler.so $(1)/lib/clrtap/musl/; fi
+	install -m 644 $(O)/share/man/man1/*.1 $(1)/share/man/man1/
+	install -m 644 $(O)/share/completion/clrtap.bash $(1)/share/bash-completion/completions/clrtap
+	install -m 644 $(O)/share/completion/_clrtap $(1)/share/zsh/site-functions/_clrtap
+	install -m 644 $(O)/share/completion/clrtap.fish $(1)/share/fish/vendor_completions.d/clrtap.fish
+	install -m 644 README.md docs/install.md $(1)/share/doc/clrtap/
+endef
+install: $(O)/clrtap profiler gendocs
+	$(call install_tree,$(DESTDIR)$(PREFIX),$(O)/clrtap)
+
+# make dist: build/dist/clrtap-VERSION-linux-x64.tar.gz, one folder to unpack
+# anywhere. It bundles the shared libraries clrtap links and the ones it
+# loads when needed (capstone, libmicrohttpd, SQLite, libcrypto, libcurl, and what
+# they link), found through an RPATH of $ORIGIN/../lib/clrtap/deps; only the
+# C library (glibc 2.36 or newer) must be on the machine.
+DIST_NAME := clrtap-$(SEMVER)-linux-x64
+DIST_DLOPEN := libcapstone.so.4 libmicrohttpd.so.12 libsqlite3.so.0 libcrypto.so.3 libcurl.so.4
+$(O)/dist/clrtap-rpath: $(CLI_OBJS) $(O)/gen/webassets.o $(LIBA)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_LDFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib/clrtap/deps' -o $@ \
+		$(CLI_OBJS) $(O)/gen/webassets.o $(LIBA) $(LDLIBS)
+dist: $(O)/dist/clrtap-rpath profiler gendocs
+	$(Q)rm -rf $(O)/dist/$(DIST_NAME) && mkdir -p $(O)/dist/$(DIST_NAME)/lib/clrtap/deps
+	$(Q)$(call install_tree,$(O)/dist/$(DIST_NAME),$(O)/dist/clrtap-rpath)
+	$(Q)scripts/bundle-libs.sh $(O)/dist/$(DIST_NAME)/lib/clrtap/deps $(O)/clrtap $(DIST_DLOPEN)
+	$(Q)tar -C $(O)/dist -czf $(O)/dist/$(DIST_NAME).tar.gz --owner=0 --group=0 $(DIST_NAME)
+	@echo "$(O)/dist/$(DIST_NAME).tar.gz"
+
+# make deb: build/dist/clrtap_VERSION_amd64.deb (dpkg-deb), installed in /usr.
+# Depends: what clrtap links; Recommends: what probe, serve, fleet and the symbol
+# cache load when used.
+DEB_DEPENDS := libc6 (>= 2.36), libelf1, libdw1, zlib1g
+DEB_RECOMMENDS := libcapstone4, libmicrohttpd12, libsqlite3-0, libssl3, libcurl4
+deb: $(O)/clrtap profiler gendocs
+	$(Q)rm -rf $(O)/deb && mkdir -p $(O)/deb/root/DEBIAN $(O)/dist
+	$(Q)$(call install_tree,$(O)/deb/root/usr,$(O)/clrtap)
+	$(Q)mv $(O)/deb/root/usr/share/man/man1 $(O)/deb/man1 && mkdir $(O)/deb/root/usr/share/man/man1 && \
+		for f in $(O)/deb/man1/*.1; do gzip -9n <$$f >$(O)/deb/root/usr/share/man/man1/$${f##*/}.gz; done
+	$(Q)printf '%s\n' "Package: clrtap" "Version: $(SEMVER)" "Architecture: amd64" \
+		"Maintainer: clrtap developers <clrtap@localhost>" "Section: devel" "Priority: optional" \
+		"Depends: $(DEB_DEPENDS)" "Recommends: $(DEB_RECOMMENDS)" \
+		"Installed-Size: $$(du -sk $(O)/deb/root/usr | cut -f1)" \
+		"Description: diagnostics for running .NET processes, no restart" \
+		" CPU profiles, method probes, EventPipe traces, counters, heap snapshots," \
+		" dumps and a web UI for .NET (CoreCLR) processes on Linux, host or container." \
+		>$(O)/deb/root/DEBIAN/control
+	$(Q)dpkg-deb --root-owner-group -Zgzip --build $(O)/deb/root $(O)/dist/clrtap_$(SEMVER)_amd64.deb >/dev/null
+	@echo "$(O)/dist/clrtap_$(SEMVER)_amd64.deb"
+
 clean:
 	rm -rf $(O)
 
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+-include $(shell find $(O) -name '*.d' -type f 2>/dev/null)

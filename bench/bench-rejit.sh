@@ -48,7 +48,7 @@ start jit; finish_run; BASE_JIT=$NS
 
 # 1b. the same after the profiler attached and detached (agent run, no probe)
 start jit
-"$CLRTAP" agent run -p "$FPID" --seconds 1 >"$WORK/det.out" 2>&1
+"$CLRTAP" agent run -p "$FPID" -d 1 >"$WORK/det.out" 2>&1
 DETACHED=$(grep -c '^detached:' "$WORK/det.out")
 finish_run; AFTER_DETACH=$NS
 

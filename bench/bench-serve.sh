@@ -64,7 +64,7 @@ EOF
 }
 
 PORT=$((20000 + RANDOM % 20000))
-"$CLRTAP" serve --listen "127.0.0.1:$PORT" --db "$out/serve.db" --pid "$list" >"$out/serve.out" 2>&1 &
+"$CLRTAP" serve --listen "127.0.0.1:$PORT" --db "$out/serve.db" --pids "$list" >"$out/serve.out" 2>&1 &
 SP=$!
 pids+=($SP)
 wait_line "$out/serve.out" 'history in' 20

@@ -163,7 +163,7 @@ run() {
 	probe) "${pre[@]}" "$CLRTAP" probe -p "$PP" 'Clrtap.Fixtures.ProbeTargets::AddInts' -c -d 1.5 >"$out" 2>"$err" ;;
 	dump) "${pre[@]}" "$CLRTAP" dump -p "$pid" --type mini -o "$d/core" >"$out" 2>"$err" ;;
 	gcdump) "${pre[@]}" "$CLRTAP" gcdump collect -p "$pid" -o "$d/h.gcdump" >"$out" 2>"$err" ;;
-	agent) "${pre[@]}" "$CLRTAP" agent run -p "$pid" -s 1 >"$out" 2>"$err" ;;
+	agent) "${pre[@]}" "$CLRTAP" agent run -p "$pid" -d 1 >"$out" 2>"$err" ;;
 	analyze) "${pre[@]}" "$CLRTAP" analyze -p "$pid" hotpaths -d 1 >"$out" 2>"$err" ;;
 	doctor) "${pre[@]}" "$CLRTAP" doctor -p "$pid" -d 2 >"$out" 2>"$err" ;;
 	watch) "${pre[@]}" "$CLRTAP" watch -p "$pid" 'cpu > 5% count 1' --action stacks -d 4 -o "$d/w" \

@@ -23,6 +23,7 @@ PKGS=(
 	libmicrohttpd-dev libsqlite3-dev prometheus # clrtap serve: HTTP server, session history; Prometheus for its test
 	libcurl4-openssl-dev             # clrtap fleet: HTTP(S) pushes (loaded with dlopen; headers to build)
 	golang-go protobuf-compiler      # t-fleet: third-party decoders (go tool pprof, protoc --decode)
+	man-db                           # t-install, t-cli: man renders the generated pages
 )
 
 missing=()

@@ -7,8 +7,11 @@
 #include <sys/stat.h>
 
 #include <getopt.h>
+#include <pthread.h>
+#include <time.h>
 
 #include "cli.h"
+#include "common/io.h"
 #include "common/strparse.h"
 #include "common/term.h"
 
@@ -24,9 +27,82 @@ static void vmsg(const char *prefix, const char *fmt, va_list ap)
 	cli_print_line(stderr, prefix, buf);
 }
 
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t thr;
+	bool on, stop;
+	char what[160];
+	int64_t total_ms;
+	struct timespec t0;
+} cd = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
 void cli_print_line(FILE *f, const char *prefix, const char *msg)
 {
+	bool lock = cd.on;
+
+	if (lock) {
+		pthread_mutex_lock(&cd.mu);
+		if (f == stderr)
+			fputs("\r\033[K", stderr);
+	}
 	fprintf(f, "clrtap: %s%s\n", prefix, cli_safe(msg));
+	if (lock)
+		pthread_mutex_unlock(&cd.mu);
+}
+
+static void *countdown_main(void *arg)
+{
+	struct timespec now, until;
+
+	(void)arg;
+	pthread_mutex_lock(&cd.mu);
+	while (!cd.stop) {
+		double el;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		el = (double)(now.tv_sec - cd.t0.tv_sec) + (double)(now.tv_nsec - cd.t0.tv_nsec) / 1e9;
+		if (cd.total_ms)
+			fprintf(stderr, "\r\033[Kclrtap: %s: %.0f s of %.0f s (Ctrl-C stops)", cd.what,
+				el, (double)cd.total_ms / 1e3);
+		else
+			fprintf(stderr, "\r\033[Kclrtap: %s: %.0f s (Ctrl-C stops)", cd.what, el);
+		fflush(stderr);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 250000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&cd.cv, &cd.mu, &until);
+	}
+	pthread_mutex_unlock(&cd.mu);
+	return NULL;
+}
+
+void cli_countdown_start(const char *what, int64_t total_ms)
+{
+	if (cd.on || !isatty(STDERR_FILENO))
+		return;
+	snprintf(cd.what, sizeof(cd.what), "%s", cli_safe(what));
+	cd.total_ms = total_ms;
+	cd.stop = false;
+	clock_gettime(CLOCK_MONOTONIC, &cd.t0);
+	if (!pthread_create(&cd.thr, NULL, countdown_main, NULL))
+		cd.on = true;
+}
+
+void cli_countdown_stop(void)
+{
+	if (!cd.on)
+		return;
+	pthread_mutex_lock(&cd.mu);
+	cd.stop = true;
+	pthread_cond_signal(&cd.cv);
+	pthread_mutex_unlock(&cd.mu);
+	pthread_join(cd.thr, NULL);
+	cd.on = false;
+	fputs("\r\033[K", stderr);
 }
 
 const char *cli_safe(const char *s)
@@ -86,14 +162,20 @@ void cli_info(const char *fmt, ...)
 
 int cli_parse_duration(const char *s, int64_t *ms)
 {
-	int64_t whole = 0, frac = 0, scale = 100;
+	static const struct {
+		const char *unit;
+		int64_t ms;
+	} units[] = { { "", 1000 }, { "s", 1000 }, { "ms", 1 }, { "m", 60000 }, { "h", 3600000 } };
+	const int64_t max = (int64_t)30 * 86400 * 1000;
+	int64_t whole = 0, frac = 0, scale = 100000; /* frac in millionths */
 	const char *p = s;
+	size_t i;
 
 	if (!isdigit((unsigned char)*p))
-		return -EINVAL;
+		return -EINVAL; /* also a sign: no negative durations */
 	for (; isdigit((unsigned char)*p); p++) {
 		whole = whole * 10 + (*p - '0');
-		if (whole > 30 * 86400)
+		if (whole > max)
 			return -EINVAL;
 	}
 	if (*p == '.') {
@@ -102,14 +184,46 @@ int cli_parse_duration(const char *s, int64_t *ms)
 			return -EINVAL;
 		for (; isdigit((unsigned char)*p); p++) {
 			if (!scale)
-				return -EINVAL; /* finer than a millisecond */
+				return -EINVAL; /* more than 6 decimals */
 			frac += (*p - '0') * scale;
 			scale /= 10;
 		}
 	}
-	if (*p || (whole == 30 * 86400 && frac))
+	for (i = 0; i < ARRAY_SIZE(units); i++) {
+		int64_t v;
+
+		if (strcmp(p, units[i].unit))
+			continue;
+		if (whole > max / units[i].ms)
+			return -EINVAL;
+		v = whole * units[i].ms;
+		if (frac * units[i].ms % 1000000)
+			return -EINVAL; /* finer than a millisecond */
+		v += frac * units[i].ms / 1000000;
+		if (v > max)
+			return -EINVAL;
+		*ms = v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int cli_parse_timeout(const char *s, int *ms, bool *legacy_ms)
+{
+	int64_t v;
+	size_t n = strspn(s, "0123456789");
+
+	*legacy_ms = false;
+	if (cli_parse_duration(s, &v))
 		return -EINVAL;
-	*ms = whole * 1000 + frac;
+	/* Before 0.1 a bare --timeout was milliseconds: "5000" stays 5 s, with a warning. */
+	if (n && !s[n] && v >= 1000 * 1000) {
+		v /= 1000;
+		*legacy_ms = true;
+	}
+	if (v <= 0 || v > 3600 * 1000)
+		return -ERANGE;
+	*ms = (int)v;
 	return 0;
 }
 
@@ -170,7 +284,8 @@ int cli_outfile_open(struct cli_outfile *f, const char *out)
 	if (f->fd < 0) {
 		e = errno;
 		strbuf_reset(&f->tmp);
-		return cli_error(e == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot write %s: %s",
+		/* an output clrtap cannot write is 1 (exit-codes.md), whatever the errno */
+		return cli_error(EXIT_ERROR, "cannot write %s: %s",
 				 out, strerror(e));
 	}
 	(void)fchmod(f->fd, 0666 & ~mask); /* on failure the file stays private */
@@ -238,6 +353,98 @@ void cli_outfile_drop(struct cli_outfile *f)
 	f->anon = false;
 }
 
+int cli_write_file(const char *path, const char *buf, size_t len)
+{
+	struct cli_outfile of;
+	int code, err;
+
+	code = cli_outfile_open(&of, path);
+	if (code)
+		return code;
+	err = ct_write_all(of.fd, buf, len);
+	if (!err)
+		err = cli_outfile_keep(&of, path);
+	if (!err)
+		err = cli_outfile_close(&of);
+	if (err) {
+		cli_outfile_drop(&of);
+		return cli_error(EXIT_ERROR, "cannot write %s: %s", path, strerror(-err));
+	}
+	strbuf_release(&of.tmp);
+	return EXIT_OK;
+}
+
+static const char *type_name(enum cli_opt_type t)
+{
+	switch (t) {
+	case CLI_OPT_BOOL: return "bool";
+	case CLI_OPT_STRING: return "string";
+	case CLI_OPT_INT: return "int";
+	case CLI_OPT_PID: return "pid";
+	case CLI_OPT_DURATION: return "duration";
+	case CLI_OPT_TIMEOUT: return "timeout";
+	case CLI_OPT_SIZE: return "size";
+	case CLI_OPT_OUTPUT: return "output";
+	default: break;
+	}
+	return "?";
+}
+
+int cli_check_output(const char *opt, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	struct strbuf dir = STRBUF_INIT;
+	struct stat st;
+	int e = 0;
+
+	if (!path[0])
+		return cli_error(EXIT_ERROR, "--%s: an empty file name", opt);
+	if (slash && !slash[1])
+		return cli_error(EXIT_ERROR, "cannot write %s: it names a directory, not a file", path);
+	if (!stat(path, &st)) {
+		if (S_ISDIR(st.st_mode))
+			return cli_error(EXIT_ERROR, "cannot write %s: it is a directory (name a file in it)",
+					 path);
+		if (!S_ISREG(st.st_mode))
+			return cli_error(EXIT_ERROR, "cannot write %s: it exists and is not a regular file",
+					 path);
+	}
+	if (strbuf_add(&dir, path, slash ? (size_t)(slash - path) + 1 : 0) ||
+	    strbuf_addch(&dir, '.'))
+		return cli_error(EXIT_ERROR, "out of memory");
+	if (stat(dir.buf, &st))
+		e = errno;
+	else if (!S_ISDIR(st.st_mode))
+		e = ENOTDIR;
+	else if (access(dir.buf, W_OK | X_OK))
+		e = errno;
+	strbuf_release(&dir);
+	if (e == ENOENT || e == ENOTDIR)
+		return cli_error(EXIT_ERROR, "cannot write %s: no folder %.*s", path,
+				 (int)(slash - path > 0 ? slash - path : 1), path);
+	if (e)
+		return cli_error(EXIT_ERROR, "cannot write %s: its folder: %s", path, strerror(e));
+	if (!access(path, F_OK))
+		cli_info("note: %s exists: it is replaced when the new one is complete", path);
+	return 0;
+}
+
+int cli_conflict(bool a, const char *aname, bool b, const char *bname, const char *why)
+{
+	if (!a || !b)
+		return 0;
+	return cli_error(EXIT_USAGE, "%s and %s do not go together%s%s", aname, bname,
+			 why ? ": " : "", why ? why : "");
+}
+
+/* Every duration is written DUR (one syntax, given under the options). */
+static const char *arg_name(const struct cli_option *o)
+{
+	enum cli_opt_type ty = o->type & CLI_OPT_TYPE_MASK;
+
+	return ty == CLI_OPT_DURATION || ty == CLI_OPT_TIMEOUT ? "DUR" : o->argh;
+}
+
 static void print_help(FILE *f, const char *usage, const struct cli_option *opts)
 {
 	const struct cli_option *o;
@@ -246,15 +453,46 @@ static void print_help(FILE *f, const char *usage, const struct cli_option *opts
 	for (o = opts; o->type != CLI_OPT_END; o++) {
 		char left[64];
 
+		const char *argh = arg_name(o);
+
+		if (o->type & CLI_DEPRECATED)
+			continue;
 		if (o->short_name)
 			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->long_name,
-				 o->argh ? " " : "", o->argh ? o->argh : "");
+				 argh ? " " : "", argh ? argh : "");
 		else
 			snprintf(left, sizeof(left), "    --%s%s%s", o->long_name,
-				 o->argh ? " " : "", o->argh ? o->argh : "");
+				 argh ? " " : "", argh ? argh : "");
 		fprintf(f, "  %-26s %s\n", left, o->help);
 	}
 	fprintf(f, "  %-26s %s\n", "-h, --help", "show this help");
+	for (o = opts; o->type != CLI_OPT_END; o++) {
+		enum cli_opt_type ty = o->type & CLI_OPT_TYPE_MASK;
+
+		if (ty == CLI_OPT_DURATION || ty == CLI_OPT_TIMEOUT) {
+			fprintf(f, "\nDUR: 5, 5s, 1.5, 500ms, 2m or 1h (a bare number is seconds).\n");
+			break;
+		}
+	}
+}
+
+/*
+ * The option table as tab-separated lines, for scripts/gen-docs.sh (man
+ * pages, completions) and t-cli.sh: "usage\tUSAGE", then one
+ * "opt\tSHORT|-\tLONG\tTYPE\tARGH|-\tHELP\tdeprecated|-" per option.
+ */
+static void print_table(FILE *f, const char *usage, const struct cli_option *opts)
+{
+	const struct cli_option *o;
+	char sh[2] = { 0 };
+
+	fprintf(f, "usage\t%s\n", usage);
+	for (o = opts; o->type != CLI_OPT_END; o++) {
+		sh[0] = (char)o->short_name;
+		fprintf(f, "opt\t%s\t%s\t%s\t%s\t%s\t%s\n", o->short_name ? sh : "-", o->long_name,
+			type_name(o->type & CLI_OPT_TYPE_MASK), arg_name(o) ? arg_name(o) : "-", o->help,
+			(o->type & CLI_DEPRECATED) ? "deprecated" : "-");
+	}
 }
 
 int cli_parse(int argc, char **argv, const char *usage, const struct cli_option *opts,
@@ -265,16 +503,27 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 	size_t n = 0, s = 0, i;
 	int c, ret = 0;
 
+	if (argc > 1 && !strcmp(argv[1], "--help-table")) {
+		print_table(stdout, usage, opts);
+		*code = EXIT_OK;
+		return 1;
+	}
 	/* GNU getopt permutes: options may come before or after positionals. */
 	sopts[s++] = ':';
 	for (i = 0; opts[i].type != CLI_OPT_END && n < ARRAY_SIZE(lopts) - 2; i++) {
-		bool arg = opts[i].type != CLI_OPT_BOOL;
+		bool arg = (opts[i].type & CLI_OPT_TYPE_MASK) != CLI_OPT_BOOL, dup = false;
+		size_t k;
 
-		lopts[n].name = opts[i].long_name;
-		lopts[n].has_arg = arg ? required_argument : no_argument;
-		lopts[n].flag = NULL;
-		lopts[n].val = 256 + (int)i;
-		n++;
+		/* a deprecated short letter may share its long name with the new entry: one --NAME */
+		for (k = 0; k < i && !dup; k++)
+			dup = !strcmp(opts[k].long_name, opts[i].long_name);
+		if (!dup) {
+			lopts[n].name = opts[i].long_name;
+			lopts[n].has_arg = arg ? required_argument : no_argument;
+			lopts[n].flag = NULL;
+			lopts[n].val = 256 + (int)i;
+			n++;
+		}
 		if (opts[i].short_name && s < sizeof(sopts) - 3) {
 			sopts[s++] = (char)opts[i].short_name;
 			if (arg)
@@ -290,6 +539,7 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, sopts, lopts, NULL)) != -1) {
 		const struct cli_option *o = NULL;
+		bool legacy = false;
 
 		if (c == 'h') {
 			print_help(stdout, usage, opts);
@@ -297,13 +547,15 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 			return 1;
 		}
 		if (c == '?' || c == ':') {
+			/* one line; the options are one --help away */
 			if (optopt && optopt < 256)
-				cli_error(0, "%s option '-%c'", c == ':' ? "missing argument for" : "unknown",
-					  optopt);
+				cli_error(0, "%s option '-%c' (see 'clrtap %s --help')",
+					  c == ':' ? "missing argument for" : "unknown", optopt,
+					  cli_cmd_name);
 			else
-				cli_error(0, "%s option '%s'", c == ':' ? "missing argument for" : "unknown",
-					  argv[optind - 1]);
-			print_help(stderr, usage, opts);
+				cli_error(0, "%s option '%s' (see 'clrtap %s --help')",
+					  c == ':' ? "missing argument for" : "unknown", argv[optind - 1],
+					  cli_cmd_name);
 			*code = EXIT_USAGE;
 			return 1;
 		}
@@ -316,11 +568,22 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 		}
 		if (!o)
 			continue;
-		switch (o->type) {
+		if ((o->type & CLI_DEPRECATED) && c < 256)
+			cli_warn("-%c is deprecated here and will go: use %s", c, o->help);
+		else if (o->type & CLI_DEPRECATED)
+			cli_warn("--%s is deprecated and will go: use %s", o->long_name, o->help);
+		switch (o->type & CLI_OPT_TYPE_MASK) {
 		case CLI_OPT_BOOL:
 			*(bool *)o->value = true;
 			break;
 		case CLI_OPT_STRING:
+			*(const char **)o->value = optarg;
+			break;
+		case CLI_OPT_OUTPUT:
+			if (cli_check_output(o->long_name, optarg)) {
+				*code = EXIT_ERROR;
+				return 1;
+			}
 			*(const char **)o->value = optarg;
 			break;
 		case CLI_OPT_INT:
@@ -332,6 +595,17 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 		case CLI_OPT_DURATION:
 			ret = cli_parse_duration(optarg, (int64_t *)o->value);
 			break;
+		case CLI_OPT_TIMEOUT:
+			ret = cli_parse_timeout(optarg, (int *)o->value, &legacy);
+			if (legacy)
+				cli_warn("--%s %s read as milliseconds (deprecated): write %sms, or "
+					 "seconds (a bare number is seconds below 1000)",
+					 o->long_name, optarg, optarg);
+			else if (!ret && optarg[strspn(optarg, "0123456789")] == '\0' &&
+				 *(int *)o->value >= 60000)
+				cli_warn("--%s %s is %s seconds (a bare number is seconds; write %sms "
+					 "for milliseconds)", o->long_name, optarg, optarg, optarg);
+			break;
 		case CLI_OPT_SIZE:
 			ret = cli_parse_size(optarg, (uint64_t *)o->value);
 			break;
@@ -339,7 +613,14 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 			break;
 		}
 		if (ret) {
-			cli_error(0, "invalid value '%s' for --%s", optarg, o->long_name);
+			enum cli_opt_type ty = o->type & CLI_OPT_TYPE_MASK;
+
+			if (ty == CLI_OPT_DURATION || ty == CLI_OPT_TIMEOUT)
+				cli_error(0, "invalid duration '%s' for --%s: say 5, 5s, 1.5, 500ms, 2m%s",
+					  optarg, o->long_name,
+					  ty == CLI_OPT_TIMEOUT ? " (more than 0, at most 1h)" : "");
+			else
+				cli_error(0, "invalid value '%s' for --%s", optarg, o->long_name);
 			*code = EXIT_USAGE;
 			return 1;
 		}
@@ -354,6 +635,8 @@ int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 	pid_t pid = o->pid;
 	int err;
 
+	if (o->name && !o->name[0])
+		return cli_error(EXIT_USAGE, "-n: an empty name");
 	if (!o->pid && !o->name)
 		return cli_error(EXIT_USAGE, "no target: give -p PID or -n NAME");
 	if (o->pid && o->name)

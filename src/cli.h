@@ -74,6 +74,16 @@ extern const char *cli_cmd_name;
 extern volatile sig_atomic_t cli_stop_requested;
 void cli_catch_stop_signals(void);
 
+/*
+ * Progress on a terminal for work that takes longer than a second: while
+ * it runs, a thread redraws one line on stderr every 250 ms, "clrtap: WHAT:
+ * 3 s of 10 s (Ctrl-C stops)" (of 0: the time so far); messages printed
+ * meanwhile clear it first. Nothing when stderr is not a terminal. One at a
+ * time; stop clears the line.
+ */
+void cli_countdown_start(const char *what, int64_t total_ms);
+void cli_countdown_stop(void);
+
 /* ----- option parsing (one parser for every command) ----- */
 enum cli_opt_type {
 	CLI_OPT_END = 0,
@@ -83,17 +93,49 @@ enum cli_opt_type {
 	CLI_OPT_PID,     /* pid_t *, decimal > 0 */
 	CLI_OPT_DURATION, /* int64_t * milliseconds; cli_parse_duration */
 	CLI_OPT_SIZE,    /* uint64_t * bytes; cli_parse_size */
+	CLI_OPT_TIMEOUT, /* int * milliseconds > 0; cli_parse_timeout */
+	CLI_OPT_OUTPUT,  /* const char **, an output file: cli_check_output() while parsing */
+	CLI_OPT_TYPE_MASK = 0xff,
+	/*
+	 * Or'ed into a type: an old spelling, hidden from --help, warns when
+	 * used; its help names the new spelling.
+	 */
+	CLI_DEPRECATED = 0x100,
 };
 
 /*
- * Durations are seconds, with a fraction if wanted ("2", "1.5", "0.25"; at
- * most 3 decimals, at most 30 days). The one rule for -d/--duration of every
- * command: 0 means "until Ctrl-C". Returns 0 or -EINVAL.
+ * Durations, the one syntax of every option that takes one (-d/--duration,
+ * --timeout, --every, ...): a number with an optional unit, s (the default),
+ * ms, m or h; a fraction is fine down to a millisecond ("5", "5s", "1.5",
+ * "500ms", "2m"); no sign; at most 30 days. For -d/--duration of every
+ * command 0 means "until Ctrl-C". Returns 0 or -EINVAL.
  */
 int cli_parse_duration(const char *s, int64_t *ms);
+/*
+ * --timeout: a duration above 0 and at most an hour, in int milliseconds. A
+ * bare number of 1000 or more is read as milliseconds, as before 0.1 (sets
+ * *legacy_ms). Returns 0, -EINVAL or -ERANGE.
+ */
+int cli_parse_timeout(const char *s, int *ms, bool *legacy_ms);
 /* Byte sizes: a number with an optional unit K, M, G (also KiB, MiB, GiB;
  * powers of 1024). Returns 0 or -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *bytes);
+
+/*
+ * An output file named on the command line, checked before any work (so
+ * before attaching, sampling or forcing a GC): its folder exists and clrtap
+ * may write there, and it is not a directory nor an existing non-regular file
+ * (a device, a FIFO). An existing regular file is announced on stderr: it is
+ * replaced once the new one is complete. Prints the error and returns
+ * EXIT_ERROR (docs/cmd/exit-codes.md), else 0.
+ */
+int cli_check_output(const char *opt, const char *path);
+
+/*
+ * Options that exclude each other: when both a and b are given, prints
+ * "A and B do not go together" (why, if given) and returns EXIT_USAGE; else 0.
+ */
+int cli_conflict(bool a, const char *aname, bool b, const char *bname, const char *why);
 
 struct cli_option {
 	int short_name; /* 0 for none */
@@ -121,10 +163,12 @@ struct cli_target_opts {
 	int timeout_ms;
 };
 
-#define CLI_TARGET_OPTIONS(t) \
+/* -p, -n and --timeout; timeout_help says what --timeout bounds and its default */
+#define CLI_TARGET_OPTIONS_T(t, timeout_help) \
 	{ 'p', "pid", CLI_OPT_PID, &(t)->pid, "PID", "target process id (as seen from here)" }, \
 	{ 'n', "name", CLI_OPT_STRING, &(t)->name, "NAME", "target process name or entry assembly" }, \
-	{ 0, "timeout", CLI_OPT_INT, &(t)->timeout_ms, "MS", "per-request IPC timeout (default 5000)" }
+	{ 0, "timeout", CLI_OPT_TIMEOUT, &(t)->timeout_ms, "DUR", timeout_help }
+#define CLI_TARGET_OPTIONS(t) CLI_TARGET_OPTIONS_T(t, "per-request IPC timeout (default 5s)")
 
 /*
  * Resolves -p/-n to a .NET process with a diagnostics socket and fills t and
@@ -152,6 +196,12 @@ int cli_outfile_open(struct cli_outfile *f, const char *out);
 int cli_outfile_keep(struct cli_outfile *f, const char *name);
 int cli_outfile_close(struct cli_outfile *f);
 void cli_outfile_drop(struct cli_outfile *f);
+
+/*
+ * Writes len bytes of buf to path through cli_outfile (it appears only when
+ * complete). Returns EXIT_OK or EXIT_ERROR, the error printed.
+ */
+int cli_write_file(const char *path, const char *buf, size_t len);
 
 /* Prints an IPC failure as one line and returns its exit code. */
 int cli_ipc_error(const char *what, int err, const struct ipc_error *rerr);

@@ -14,34 +14,46 @@
 #ifndef CLRTAP_VERSION
 #define CLRTAP_VERSION "unknown"
 #endif
+#ifndef CLRTAP_SEMVER
+#define CLRTAP_SEMVER "0.0.0"
+#endif
+/* The .NET major versions clrtap is tested against (README, clrtap(1)). */
+#define CLRTAP_RUNTIMES "8, 9, 10, 11"
 
 struct cmd {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 	const char *help;
+	/*
+	 * For man pages and completions (scripts/gen-docs.sh, through
+	 * --help-table): subcommands with an option table of their own, and
+	 * the words the command takes as its first argument.
+	 */
+	const char *subs;
+	const char *words;
 };
 
 /* Sorted by name (checked at startup in debug builds and by a test). */
 static const struct cmd commands[] = {
-	{ "agent", cmd_agent, "attach clrtap's in-process profiler, stream its events, detach; or show it" },
-	{ "analyze", cmd_analyze, "one question, one report: exceptions, allocations, pauses, memory, ..." },
-	{ "counters", cmd_counters, "live runtime counters (System.Runtime, any EventSource or Meter)" },
-	{ "doctor", cmd_doctor, "a short battery over one session: findings ranked, with the next command" },
-	{ "dump", cmd_dump, "write a core dump of a .NET process (mini, heap, triage, full)" },
-	{ "fleet", cmd_fleet, "continuous CPU profiles of every .NET process, pushed to Pyroscope, OTLP or pprof files" },
-	{ "gcdump", cmd_gcdump, "heap snapshots: retained sizes, retention paths, duplicated strings, leaks" },
-	{ "help", cmd_help, "show help for clrtap or a command" },
-	{ "info", cmd_info, "runtime version, command line, socket, environment of a process" },
-	{ "perfmap", cmd_perfmap, "turn the runtime's perf map / jitdump on or off, no restart" },
-	{ "probe", cmd_probe, "trace calls of a .NET method by name: args, return value, latency, stacks" },
-	{ "profile", cmd_profile, "CPU profile (perf_event) with JIT, R2R, native and kernel frames named" },
-	{ "ps", cmd_ps, "list .NET processes on this host, containers included" },
-	{ "serve", cmd_serve, "REST API, Prometheus /metrics, live views and web UI (root-equivalent)" },
-	{ "stacks", cmd_stacks, "the managed stack of every thread, merged" },
-	{ "top", cmd_top, "live view of the hottest methods of a process" },
-	{ "trace", cmd_trace, "collect an EventPipe trace (.nettrace) over the diagnostics socket" },
-	{ "version", cmd_version, "print clrtap's version" },
-	{ "watch", cmd_watch, "rules (cpu, rss, counters, exceptions, gc pauses, exit) that run profile, stacks, trace, dump... when they fire" },
+	{ "agent", cmd_agent, "attach clrtap's in-process profiler, stream its events, detach; or show it", NULL, "run status probe" },
+	{ "analyze", cmd_analyze, "one question, one report: exceptions, allocations, pauses, memory, ...", NULL, NULL },
+	{ "counters", cmd_counters, "live runtime counters (System.Runtime, any EventSource or Meter)", "monitor collect", NULL },
+	{ "doctor", cmd_doctor, "a short battery over one session: findings ranked, with the next command", NULL, NULL },
+	{ "dump", cmd_dump, "write a core dump of a .NET process (mini, heap, triage, full)", NULL, NULL },
+	{ "fleet", cmd_fleet, "continuous CPU profiles of every .NET process, pushed to Pyroscope, OTLP or pprof files", NULL, NULL },
+	{ "gcdump", cmd_gcdump, "heap snapshots: retained sizes, retention paths, duplicated strings, leaks", "collect report diff watch", NULL },
+	{ "help", cmd_help, "show help for clrtap or a command", NULL, NULL },
+	{ "info", cmd_info, "runtime version, command line, socket, environment of a process", NULL, NULL },
+	{ "perfmap", cmd_perfmap, "turn the runtime's perf map / jitdump on or off, no restart", NULL, "on off status" },
+	{ "probe", cmd_probe, "trace calls of a .NET method by name: args, return value, latency, stacks", NULL, NULL },
+	{ "profile", cmd_profile, "CPU profile (perf_event) with JIT, R2R, native and kernel frames named", NULL, NULL },
+	{ "ps", cmd_ps, "list .NET processes on this host, containers included", NULL, NULL },
+	{ "serve", cmd_serve, "REST API, Prometheus /metrics, live views and web UI (root-equivalent)", NULL, NULL },
+	{ "stacks", cmd_stacks, "the managed stack of every thread, merged", NULL, NULL },
+	{ "top", cmd_top, "live view of the hottest methods of a process", NULL, NULL },
+	{ "trace", cmd_trace, "collect an EventPipe trace (.nettrace) over the diagnostics socket", "collect report convert", NULL },
+	{ "version", cmd_version, "print clrtap's version", NULL, NULL },
+	{ "watch", cmd_watch, "rules (cpu, rss, counters, exceptions, gc pauses, exit) that run profile, stacks, trace, dump... when they fire", NULL, NULL },
 };
 
 static const struct cmd *find_cmd(const char *name)
@@ -87,20 +99,24 @@ static void usage(FILE *f)
 		   "commands:\n");
 	for (i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
-	fprintf(f, "\n'clrtap <command> --help' shows a command's options.\n"
+	fprintf(f, "\n'clrtap <command> --help' shows a command's options; 'man clrtap' and\n"
+		   "'man clrtap-<command>' the manual (exit codes: EXIT STATUS in clrtap(1)).\n"
 		   "--raw-names (any command): managed frames as the runtime names them\n"
-		   "(Type+<M>d__2::MoveNext), not as the source wrote them (Type::M [async]).\n"
-		   "Exit codes: docs/cmd/exit-codes.md.\n");
+		   "(Type+<M>d__2::MoveNext), not as the source wrote them (Type::M [async]).\n");
 }
 
 int cmd_help(int argc, char **argv)
 {
+	const struct cli_option opts[] = { { 0 } };
 	const struct cmd *c;
+	int first, code;
 
-	if (argc < 2) {
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
 		return EXIT_OK;
 	}
+	if (argv[1][0] == '-' && cli_parse(argc, argv, "clrtap help [COMMAND]", opts, &first, &code))
+		return code;
 	c = find_cmd(argv[1]);
 	if (!c)
 		return cli_error(EXIT_USAGE, "no command '%s'", argv[1]);
@@ -113,8 +129,37 @@ int cmd_help(int argc, char **argv)
 
 int cmd_version(int argc, char **argv)
 {
-	printf("clrtap %s\n", CLRTAP_VERSION);
+	bool json = false;
+	const struct cli_option opts[] = {
+		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the version as JSON" },
+		{ 0 },
+	};
+	int first, code;
+
+	if (cli_parse(argc, argv, "clrtap version [--json]", opts, &first, &code))
+		return code;
+	if (first < argc)
+		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
+	if (json) {
+		printf("{\"version\":\"%s\",\"commit\":\"%s\",\"runtimes\":\"%s\"}\n",
+		       CLRTAP_SEMVER, CLRTAP_VERSION, CLRTAP_RUNTIMES);
+		return EXIT_OK;
+	}
+	printf("clrtap %s (commit %s)\n"
+	       "supported runtimes: .NET %s (CoreCLR on Linux x64, glibc and musl)\n",
+	       CLRTAP_SEMVER, CLRTAP_VERSION, CLRTAP_RUNTIMES);
 	return EXIT_OK;
+}
+
+/* The command table for scripts/gen-docs.sh: "cmd\tNAME\tSUBS|-\tWORDS|-\tHELP". */
+static void print_table(void)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(commands); i++)
+		printf("cmd\t%s\t%s\t%s\t%s\n", commands[i].name,
+		       commands[i].subs ? commands[i].subs : "-",
+		       commands[i].words ? commands[i].words : "-", commands[i].help);
 }
 
 static void log_to_stderr(enum ct_log_level level, const char *msg)
@@ -163,8 +208,12 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return check_stdout(EXIT_OK);
 	}
-	if (!strcmp(argv[1], "--version"))
-		return check_stdout(cmd_version(1, argv + 1));
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))
+		return check_stdout(cmd_version(argc - 1, argv + 1));
+	if (!strcmp(argv[1], "--help-table")) {
+		print_table();
+		return check_stdout(EXIT_OK);
+	}
 	if (!strcmp(argv[1], "--list-cmds")) {
 		for (i = 0; i < ARRAY_SIZE(commands); i++)
 			printf("%s\n", commands[i].name);
@@ -172,11 +221,20 @@ int main(int argc, char **argv)
 	}
 	c = find_cmd(argv[1]);
 	if (!c) {
-		cli_error(0, "'%s' is not a clrtap command", argv[1]);
-		for (i = 0; i < ARRAY_SIZE(commands); i++)
+		const char *near = NULL;
+
+		if (argv[1][0] == '-')
+			return cli_error(EXIT_USAGE, "unknown option '%s' (see 'clrtap --help')",
+					 argv[1]);
+		for (i = 0; i < ARRAY_SIZE(commands) && !near; i++)
 			if (levenshtein(argv[1], commands[i].name) <= 2)
-				fprintf(stderr, "did you mean '%s'?\n", commands[i].name);
-		return EXIT_USAGE;
+				near = commands[i].name;
+		/* one line: the suggestion goes with the error */
+		if (near)
+			return cli_error(EXIT_USAGE, "'%s' is not a clrtap command; did you mean '%s'?",
+					 argv[1], near);
+		return cli_error(EXIT_USAGE, "'%s' is not a clrtap command (see 'clrtap --help')",
+				 argv[1]);
 	}
 	cli_cmd_name = c->name;
 	return check_stdout(c->fn(argc - 1, argv + 1));

@@ -200,8 +200,9 @@ void agent_cause_text(enum agent_cause c, int32_t hr, char *buf, size_t len)
 		s = "attached";
 		break;
 	case AGENT_NO_LIBRARY:
-		s = "clrtap's copy of libclrtap-profiler.so is missing: build it (make) or set "
-		    "CLRTAP_PROFILER_DIR";
+		s = "clrtap's copy of libclrtap-profiler.so is missing (looked in profiler/<libc>/ "
+		    "and ../lib/clrtap/<libc>/ beside the binary): install clrtap whole (make "
+		    "install, the release archive or the .deb) or set CLRTAP_PROFILER_DIR";
 		break;
 	case AGENT_NOT_IN_TARGET:
 		s = "the profiler library was not found in the target's filesystem (its mount "
@@ -476,7 +477,15 @@ int agent_library_host_path(enum agent_libc l, char *out, size_t len)
 		if (n <= 0)
 			return -ENOENT;
 		self[n] = '\0';
+		/* the build tree: <dir>/profiler/<libc>/ */
 		w = snprintf(out, len, "%s/profiler/%s/libclrtap-profiler.so", dirname(self),
+			     agent_libc_name(l));
+		if (w < 0 || (size_t)w >= len)
+			return -ENAMETOOLONG;
+		if (!access(out, R_OK))
+			return 0;
+		/* installed (make install, .deb, release archive): PREFIX/bin/../lib/clrtap/<libc>/ */
+		w = snprintf(out, len, "%s/../lib/clrtap/%s/libclrtap-profiler.so", self,
 			     agent_libc_name(l));
 	}
 	if (w < 0 || (size_t)w >= len)

@@ -86,7 +86,8 @@ int agent_config_add_probe(char *buf, size_t len, size_t *outlen, const char *sp
 /* --- The library ------------------------------------------------------- */
 /*
  * clrtap's copy of the library for a libc: $CLRTAP_PROFILER_DIR/<libc>/,
- * else <directory of clrtap>/profiler/<libc>/libclrtap-profiler.so.
+ * else <directory of clrtap>/profiler/<libc>/libclrtap-profiler.so (the build
+ * tree), else <directory of clrtap>/../lib/clrtap/<libc>/ (installed).
  */
 int agent_library_host_path(enum agent_libc l, char *out, size_t len);
 

@@ -443,7 +443,7 @@ static bool confirm_detached(const struct ipc_endpoint *ep, int64_t budget_ms, i
 }
 
 static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, struct run_ctx *r,
-		  const char *libc_opt, int seconds)
+		  const char *libc_opt, int64_t duration_ms)
 {
 	struct agent_session_opts o = { 0 };
 	struct agent_session_result res;
@@ -522,9 +522,7 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	if (!r->json && rearm)
 		info("reusing the dormant clrtap profiler (generation %u) for new probes\n",
 		       sc.st.generation);
-	else if (!r->json && library_given)
-		info("library: %s (given; as the target sees it)\n", cli_safe(r->library));
-	else if (!r->json)
+	else if (!r->json && !library_given) /* a given library is the user's own words */
 		info("library: %s (%s build%s)\n", cli_safe(r->library), agent_libc_name(r->lib_libc),
 		       reused ? ", already there" : "");
 	if (!r->show_modules)
@@ -553,7 +551,7 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		     (r->nspecs ? PRF_KW_PROBES : 0) | (r->args ? PRF_KW_CALLS : 0);
 	o.stackwalk = r->stack;
 	o.stop = &cli_stop_requested;
-	o.duration_ms = seconds > 0 ? (int64_t)seconds * 1000 : 0;
+	o.duration_ms = duration_ms;
 	o.first_event_timeout_ms = 15000;
 	o.on_event = run_event;
 	o.on_open = run_on_open;
@@ -688,10 +686,11 @@ int cmd_agent(int argc, char **argv)
 	struct run_ctx r = { 0 };
 	const char *libc_opt = NULL, *mode = "auto", *library = NULL, *action;
 	bool json = false, modules = false, args = false, progress = false, stack = false;
-	int seconds = 0;
+	int64_t duration_ms = 0;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
-		{ 's', "seconds", CLI_OPT_INT, &seconds, "S", "run: detach after S seconds (default: Ctrl-C)" },
+		{ 'd', "duration", CLI_OPT_DURATION, &duration_ms, "DUR", "run, probe: detach after DUR (default, or 0: Ctrl-C)" },
+		{ 0, "seconds", CLI_OPT_DURATION | CLI_DEPRECATED, &duration_ms, "S", "-d/--duration" },
 		{ 0, "mode", CLI_OPT_STRING, &mode, "MODE",
 		  "run: auto (default: main, or notification if the slot is taken), main, notification" },
 		{ 0, "libc", CLI_OPT_STRING, &libc_opt, "LIBC",
@@ -699,9 +698,9 @@ int cmd_agent(int argc, char **argv)
 		{ 0, "library", CLI_OPT_STRING, &library, "PATH",
 		  "run: use this library path as the target sees it (no copy)" },
 		{ 0, "modules", CLI_OPT_BOOL, &modules, NULL, "run: print each module loaded" },
-		{ 0, "args", CLI_OPT_BOOL, &args, NULL,
+		{ 'a', "args", CLI_OPT_BOOL, &args, NULL,
 		  "probe: record each call's arguments, return value and latency" },
-		{ 0, "stack", CLI_OPT_BOOL, &stack, NULL,
+		{ 's', "stack", CLI_OPT_BOOL, &stack, NULL,
 		  "probe: with --args, each call's managed stack (IPs, leaf first) on a 'stack' line" },
 		{ 0, "progress", CLI_OPT_BOOL, &progress, NULL,
 		  "probe: print each method's count as the profiler reports it (every 250 ms)" },
@@ -738,8 +737,6 @@ int cmd_agent(int argc, char **argv)
 	}
 	if (strcmp(mode, "auto") && strcmp(mode, "main") && strcmp(mode, "notification"))
 		return cli_error(EXIT_USAGE, "--mode takes auto, main or notification");
-	if (seconds < 0)
-		return cli_error(EXIT_USAGE, "--seconds must be >= 0");
 	if (library && library[0] != '/')
 		return cli_error(EXIT_USAGE, "--library needs an absolute path (as the target sees it)");
 	code = cli_resolve_target(&to, &t, &ep);
@@ -760,5 +757,5 @@ int cmd_agent(int argc, char **argv)
 		r.args = args = true; /* a stack goes with a call's record */
 	if ((args || progress) && !r.nspecs)
 		return cli_error(EXIT_USAGE, "--args and --progress go with 'probe'");
-	return do_run(&t, &ep, &r, libc_opt, seconds);
+	return do_run(&t, &ep, &r, libc_opt, duration_ms);
 }

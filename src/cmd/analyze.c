@@ -141,7 +141,10 @@ static int run_live(struct an_report *r, const struct an_analyzer *a, const stru
 		cli_info("analyzing pid %d (%s) for %.1f s", (int)t.pid, a->name, (double)duration_ms / 1000);
 	else if (!(a->need & AN_NEED_SMAPS))
 		cli_info("analyzing pid %d (%s) until Ctrl-C", (int)t.pid, a->name);
-	if (analyze_report_live(r, &ep, t.pid, duration_ms, &cli_stop_requested))
+	cli_countdown_start(a->name, duration_ms);
+	code = analyze_report_live(r, &ep, t.pid, duration_ms, &cli_stop_requested);
+	cli_countdown_stop();
+	if (code)
 		return failed(r);
 	if (analyze_report_partial(r))
 		cli_warn("%s", analyze_report_partial(r));
@@ -158,10 +161,10 @@ int cmd_analyze(int argc, char **argv)
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", "how long to watch (default 5; 0: until Ctrl-C)" },
-		{ 'o', "output", CLI_OPT_STRING, &out, "FILE", "write the report to FILE (.md, .json or .html)" },
+		{ 'o', "output", CLI_OPT_OUTPUT, &out, "FILE", "write the report to FILE (.md, .json or .html)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "JSON on standard output" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "rows per table (default 10)" },
-		{ 0, "list", CLI_OPT_BOOL, &list, NULL, "list the analyzers and exit" },
+		{ 'l', "list", CLI_OPT_BOOL, &list, NULL, "list the analyzers and exit" },
 		{ 0 },
 	};
 	const struct an_analyzer *a;

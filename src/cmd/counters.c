@@ -313,7 +313,8 @@ static int run_counters(bool collect, int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
 	const char *counters_s = NULL, *meters_s = NULL, *format = NULL, *out_path = NULL;
-	int interval = 1, max_ts = 1000, max_hist = 20;
+	int interval, max_ts = 1000, max_hist = 20;
+	int64_t interval_ms = 1000;
 	int64_t duration = 0;
 	uint64_t max_size = 1ull << 30;
 	struct cli_outfile of = { .fd = -1 };
@@ -325,7 +326,7 @@ static int run_counters(bool collect, int argc, char **argv)
 	{ 0, "counters", CLI_OPT_STRING, &counters_s, "LIST", \
 	  "EventSources, e.g. System.Runtime[cpu-usage,alloc-rate] (default System.Runtime)" }, \
 	{ 0, "meters", CLI_OPT_STRING, &meters_s, "LIST", "Meters by name, same syntax" }, \
-	{ 0, "interval", CLI_OPT_INT, &interval, "SECONDS", "publishing interval (default 1)" }, \
+	{ 0, "interval", CLI_OPT_DURATION, &interval_ms, "DUR", "publishing interval, whole seconds (default 1s)" }, \
 	{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", \
 	  "stop after this long, e.g. 1.5 (default and 0: until Ctrl-C)" }
 #define COUNTERS_LIMIT_OPTIONS \
@@ -339,8 +340,8 @@ static int run_counters(bool collect, int argc, char **argv)
 	};
 	const struct cli_option collect_opts[] = {
 		COUNTERS_SOURCE_OPTIONS,
-		{ 0, "format", CLI_OPT_STRING, &format, "csv|json", "file format (default csv)" },
-		{ 'o', "output", CLI_OPT_STRING, &out_path, "FILE", "output file (default counters.csv/.json)" },
+		{ 'f', "format", CLI_OPT_STRING, &format, "csv|json", "file format (default csv)" },
+		{ 'o', "output", CLI_OPT_OUTPUT, &out_path, "FILE", "output file (default counters.csv/.json)" },
 		{ 0, "max-size", CLI_OPT_SIZE, &max_size, "SIZE",
 		  "stop when the file reaches SIZE (default 1G, 0: no cap); kept as FILE.partial" },
 		COUNTERS_LIMIT_OPTIONS,
@@ -359,15 +360,16 @@ static int run_counters(bool collect, int argc, char **argv)
 
 	if (cli_parse(argc, argv,
 		      collect ? "clrtap counters collect (-p PID | -n NAME) [--counters LIST] [--meters LIST] "
-				"[--format csv|json] [-o FILE] [-d SECONDS] [--interval SECONDS] [--max-size SIZE]"
+				"[--format csv|json] [-o FILE] [-d DUR] [--interval DUR] [--max-size SIZE]"
 			      : "clrtap counters monitor (-p PID | -n NAME) [--counters LIST] [--meters LIST] "
-				"[--interval SECONDS] [-d SECONDS]",
+				"[--interval DUR] [-d DUR]",
 		      collect ? collect_opts : monitor_opts, &first, &code))
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
-	if (interval < 1 || interval > 86400)
-		return cli_error(EXIT_USAGE, "--interval must be 1..86400 seconds");
+	if (interval_ms < 1000 || interval_ms > 86400 * 1000 || interval_ms % 1000)
+		return cli_error(EXIT_USAGE, "--interval must be whole seconds, 1s..24h (the runtime's unit)");
+	interval = (int)(interval_ms / 1000);
 	if (max_ts < 1 || max_hist < 1)
 		return cli_error(EXIT_USAGE, "--max-time-series and --max-histograms must be at least 1");
 	if (collect) {
@@ -555,11 +557,13 @@ out:
 
 int cmd_counters(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+	if (argc < 2)
+		return cli_error(EXIT_USAGE, "say monitor or collect (see 'clrtap counters --help')");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		printf("usage: clrtap counters monitor (-p PID | -n NAME) [options]\n"
 		       "       clrtap counters collect (-p PID | -n NAME) --format csv|json -o FILE [options]\n\n"
 		       "'clrtap counters monitor --help' lists the options.\n");
-		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+		return EXIT_OK;
 	}
 	if (!strcmp(argv[1], "monitor"))
 		return run_counters(false, argc - 1, argv + 1);

@@ -13,40 +13,43 @@
 #include "cli.h"
 #include "common/json.h"
 
-static int print_json(const struct an_doctor *d)
+/* The findings as JSON or text into sb, then to out (a file) or stdout. */
+static int print(const struct an_doctor *d, bool json, const char *out)
 {
 	struct strbuf sb = STRBUF_INIT;
-	struct ct_json j;
-	int err;
+	int err, code = EXIT_OK;
 
-	ct_json_init(&j, &sb);
-	analyze_doctor_json(d, &j);
-	err = cli_json_out(&j, stdout);
+	if (json) {
+		struct ct_json j;
+
+		ct_json_init(&j, &sb);
+		analyze_doctor_json(d, &j);
+		err = ct_json_finish(&j);
+		if (!err)
+			err = strbuf_addch(&sb, '\n');
+	} else {
+		err = analyze_doctor_text(d, !out, &sb);
+	}
+	if (err)
+		code = cli_error(EXIT_ERROR, "cannot format the findings: %s", strerror(-err));
+	else if (out)
+		code = cli_write_file(out, sb.buf, sb.len);
+	else if (strbuf_fwrite(&sb, stdout) || fflush(stdout) || ferror(stdout))
+		code = cli_error(EXIT_ERROR, "cannot write to standard output");
 	strbuf_release(&sb);
-	return err ? cli_error(EXIT_ERROR, "cannot write to standard output") : EXIT_OK;
-}
-
-static int print_text(const struct an_doctor *d)
-{
-	struct strbuf sb = STRBUF_INIT;
-	int err;
-
-	(void)analyze_doctor_text(d, true, &sb);
-	err = strbuf_fwrite(&sb, stdout);
-	strbuf_release(&sb);
-	if (err || fflush(stdout) || ferror(stdout))
-		return cli_error(EXIT_ERROR, "cannot write to standard output");
-	return EXIT_OK;
+	return code;
 }
 
 int cmd_doctor(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
 	int64_t duration = 10000;
+	const char *out = NULL;
 	bool json = false;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", "how long to watch (default 10; 0: until Ctrl-C)" },
+		{ 'o', "output", CLI_OPT_OUTPUT, &out, "FILE", "write the findings to FILE (.json: JSON, else text)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "JSON on standard output" },
 		{ 0 },
 	};
@@ -55,7 +58,7 @@ int cmd_doctor(int argc, char **argv)
 	struct ipc_endpoint ep;
 	int first, code;
 
-	if (cli_parse(argc, argv, "clrtap doctor (-p PID | -n NAME) [-d SECONDS] [--json]", opts, &first,
+	if (cli_parse(argc, argv, "clrtap doctor (-p PID | -n NAME) [-d DUR] [-o FILE] [--json]", opts, &first,
 		      &code))
 		return code;
 	if (first < argc)
@@ -72,7 +75,10 @@ int cmd_doctor(int argc, char **argv)
 		cli_info("examining pid %d for %.1f s", (int)t.pid, (double)duration / 1000);
 	else
 		cli_info("examining pid %d until Ctrl-C", (int)t.pid);
-	if (analyze_doctor_run(&ep, t.pid, duration, &cli_stop_requested, d)) {
+	cli_countdown_start("doctor", duration);
+	code = analyze_doctor_run(&ep, t.pid, duration, &cli_stop_requested, d);
+	cli_countdown_stop();
+	if (code) {
 		code = cli_error(d->fail == AN_FAIL_ERRNO ? ct_exit_for(d->err) :
 				 d->fail == AN_FAIL_PROTOCOL ? EXIT_PROTOCOL : EXIT_ERROR, "%s", d->msg);
 		free(d);
@@ -80,7 +86,11 @@ int cmd_doctor(int argc, char **argv)
 	}
 	if (d->partial[0])
 		cli_warn("%s; the findings cover what came before", d->partial);
-	code = json ? print_json(d) : print_text(d);
+	if (out)
+		json = strlen(out) > 5 && !strcmp(out + strlen(out) - 5, ".json");
+	code = print(d, json, out);
+	if (!code && out)
+		cli_info("wrote %s", out);
 	if (!code && d->partial[0])
 		code = EXIT_PARTIAL;
 	free(d);

@@ -277,9 +277,9 @@ int cmd_dump(int argc, char **argv)
 	const char *type_s = "full", *out = NULL;
 	bool json = false, crash_report = false;
 	const struct cli_option opts[] = {
-		CLI_TARGET_OPTIONS(&to),
+		CLI_TARGET_OPTIONS_T(&to, "how long to wait for the runtime to write the dump (default 300s)"),
 		{ 't', "type", CLI_OPT_STRING, &type_s, "TYPE", "mini, heap, triage or full (default)" },
-		{ 'o', "output", CLI_OPT_STRING, &out, "PATH",
+		{ 'o', "output", CLI_OPT_OUTPUT, &out, "PATH",
 		  "where to write the dump, as seen from here (default core_<pid>_<time>)" },
 		{ 0, "crash-report", CLI_OPT_BOOL, &crash_report, NULL,
 		  "also ask for createdump's JSON crash report" },
@@ -366,7 +366,9 @@ int cmd_dump(int argc, char **argv)
 	if (!json)
 		cli_info("writing a %s dump of pid %d ...", type_s, (int)t.pid);
 	arm_cleanup(&of, rootfd, t.tmpdir, target_path);
+	cli_countdown_start("the runtime writes the dump", 0);
 	err = ipc_dump(&ep, target_path, type, crash_report ? IPC_DUMP_CRASHREPORT : 0, &rerr);
+	cli_countdown_stop();
 	if (cleanup.stop) {
 		code = cli_error(130, "interrupted: no dump written, %s left as it was", host_path);
 		goto out;

@@ -72,7 +72,8 @@ static int collect_error(const struct heap_collect_result *res, int err)
 struct target_args {
 	struct cli_target_opts to;
 	const char *nettrace;
-	int timeout_s;
+	int64_t gc_timeout_ms;
+	int timeout_s; /* --timeout-s, deprecated */
 	int buffer_mb;
 	int max_objects;
 	bool no_strings;
@@ -97,7 +98,7 @@ static int take_snapshot(const struct target_args *ta, struct heap_graph **g)
 	o.ep = &ep;
 	o.pid = ta->no_strings ? 0 : t.pid;
 	o.buffer_mb = (uint32_t)ta->buffer_mb;
-	o.timeout_ms = ta->timeout_s * 1000;
+	o.timeout_ms = (int)ta->gc_timeout_ms;
 	o.limits.max_nodes = (uint32_t)ta->max_objects;
 	o.limits.max_edges = (uint64_t)ta->max_objects * 5 > HEAP_MAX_EDGES ? HEAP_MAX_EDGES :
 			     (uint32_t)ta->max_objects * 5;
@@ -594,15 +595,21 @@ out:
 /* ----- subcommands ----- */
 
 #define TARGET_EXTRA(ta) \
-	{ 0, "timeout-s", CLI_OPT_INT, &(ta)->timeout_s, "S", "give up on the snapshot after S seconds (default 30)" }, \
+	{ 0, "gc-timeout", CLI_OPT_DURATION, &(ta)->gc_timeout_ms, "DUR", "give up on the snapshot after DUR (default 30s)" }, \
+	{ 0, "timeout-s", CLI_OPT_INT | CLI_DEPRECATED, &(ta)->timeout_s, "S", "--gc-timeout" }, \
 	{ 0, "buffer", CLI_OPT_INT, &(ta)->buffer_mb, "MB", "the runtime's session buffer (default 256)" }, \
 	{ 0, "no-strings", CLI_OPT_BOOL, &(ta)->no_strings, NULL, "do not read string contents from the target" }, \
 	{ 0, "max-objects", CLI_OPT_INT, &(ta)->max_objects, "N", "refuse heaps with more objects (default 200000000; 5N references)" }
 
-static int check_target_args(const struct target_args *ta)
+static int check_target_args(struct target_args *ta)
 {
-	if (ta->timeout_s < 1 || ta->timeout_s > 86400)
-		return cli_error(EXIT_USAGE, "--timeout-s must be 1..86400");
+	if (ta->timeout_s) {
+		if (ta->timeout_s < 1 || ta->timeout_s > 86400)
+			return cli_error(EXIT_USAGE, "--timeout-s must be 1..86400");
+		ta->gc_timeout_ms = (int64_t)ta->timeout_s * 1000;
+	}
+	if (ta->gc_timeout_ms < 1 || ta->gc_timeout_ms > (int64_t)86400 * 1000)
+		return cli_error(EXIT_USAGE, "--gc-timeout must be more than 0 and at most 24h");
 	if (ta->buffer_mb < 1 || ta->buffer_mb > 4096)
 		return cli_error(EXIT_USAGE, "--buffer must be 1..4096");
 	if (ta->max_objects < 1 || (uint64_t)ta->max_objects > HEAP_MAX_NODES)
@@ -636,11 +643,11 @@ static int write_snapshot(const struct heap_graph *g, const char *path)
 
 static int cmd_collect(int argc, char **argv)
 {
-	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
+	struct target_args ta = { .gc_timeout_ms = 30000, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
 	const char *out = NULL;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&ta.to),
-		{ 'o', "output", CLI_OPT_STRING, &out, "FILE", "the snapshot file (default PID.heap)" },
+		{ 'o', "output", CLI_OPT_OUTPUT, &out, "FILE", "the snapshot file (default PID.heap)" },
 		{ 0, "nettrace", CLI_OPT_STRING, &ta.nettrace, "FILE", "also keep the heap session's events as a .nettrace" },
 		TARGET_EXTRA(&ta),
 		{ 0 },
@@ -699,7 +706,7 @@ static int cmd_collect(int argc, char **argv)
 
 static int cmd_report(int argc, char **argv)
 {
-	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
+	struct target_args ta = { .gc_timeout_ms = 30000, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
 	const char *path_type = NULL, *html = NULL;
 	bool json = false;
 	int top = 30;
@@ -708,7 +715,7 @@ static int cmd_report(int argc, char **argv)
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "the report as JSON" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "types shown (default 30; 0: all)" },
 		{ 0, "path", CLI_OPT_STRING, &path_type, "TYPE|0xADDR", "shortest retention paths of TYPE's objects, or of one object" },
-		{ 0, "html", CLI_OPT_STRING, &html, "FILE", "also write a self-contained HTML view" },
+		{ 0, "html", CLI_OPT_OUTPUT, &html, "FILE", "also write a self-contained HTML view" },
 		TARGET_EXTRA(&ta),
 		{ 0 },
 	};
@@ -1090,45 +1097,19 @@ out:
 	return code;
 }
 
-static int parse_interval(const char *s, int64_t *ms)
-{
-	uint64_t v;
-	char num[32];
-	size_t n = strspn(s, "0123456789");
-	const char *unit = s + n;
-	uint64_t mul;
-
-	if (!n || n >= sizeof(num))
-		return -EINVAL;
-	memcpy(num, s, n);
-	num[n] = 0;
-	if (ct_parse_u64(num, 10, &v))
-		return -EINVAL;
-	if (!*unit || !strcmp(unit, "s"))
-		mul = 1000;
-	else if (!strcmp(unit, "ms"))
-		mul = 1;
-	else if (!strcmp(unit, "m"))
-		mul = 60000;
-	else
-		return -EINVAL;
-	if (v == 0 || v > 86400000ull / mul)
-		return -EINVAL;
-	*ms = (int64_t)(v * mul);
-	return 0;
-}
-
 static int gcdump_sub_watch(int argc, char **argv)
 {
-	struct target_args ta = { .timeout_s = 30, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
-	const char *every = "30s", *prefix = NULL;
+	struct target_args ta = { .gc_timeout_ms = 30000, .buffer_mb = 256, .max_objects = HEAP_MAX_NODES };
+	const char *prefix = NULL;
 	bool json = false;
 	int count = 3;
+	int64_t interval = 30000;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&ta.to),
-		{ 0, "every", CLI_OPT_STRING, &every, "INTERVAL", "time between snapshots: 30s, 500ms, 2m (default 30s)" },
-		{ 0, "count", CLI_OPT_INT, &count, "N", "snapshots to take (default 3, at least 2)" },
-		{ 'o', "output", CLI_OPT_STRING, &prefix, "PREFIX", "also write PREFIX-1.heap, PREFIX-2.heap, ..." },
+		{ 0, "every", CLI_OPT_DURATION, &interval, "DUR", "time between snapshots (default 30s)" },
+		{ 0, "snapshots", CLI_OPT_INT, &count, "N", "snapshots to take (default 3, at least 2)" },
+		{ 0, "count", CLI_OPT_INT | CLI_DEPRECATED, &count, "N", "--snapshots" },
+		{ 'o', "output", CLI_OPT_OUTPUT, &prefix, "PREFIX", "also write PREFIX-1.heap, PREFIX-2.heap, ..." },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "the result as JSON" },
 		TARGET_EXTRA(&ta),
 		{ 0 },
@@ -1137,18 +1118,17 @@ static int gcdump_sub_watch(int argc, char **argv)
 	size_t *nstats = NULL;
 	char **labels = NULL;
 	struct heap_graph *last = NULL, *firstg = NULL;
-	int64_t interval;
 	int first, code, i, taken = 0;
 
-	if (cli_parse(argc, argv, "clrtap gcdump watch (-p PID | -n NAME) [--every 30s] [--count N]", opts,
+	if (cli_parse(argc, argv, "clrtap gcdump watch (-p PID | -n NAME) [--every DUR] [--snapshots N]", opts,
 		      &first, &code))
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
-	if (parse_interval(every, &interval))
-		return cli_error(EXIT_USAGE, "--every wants a duration like 30s, 500ms or 2m");
+	if (interval < 1 || interval > (int64_t)86400 * 1000)
+		return cli_error(EXIT_USAGE, "--every must be more than 0 and at most 24h");
 	if (count < 2 || count > 1000)
-		return cli_error(EXIT_USAGE, "--count must be 2..1000");
+		return cli_error(EXIT_USAGE, "--snapshots must be 2..1000");
 	if ((code = check_target_args(&ta)))
 		return code;
 	stats = calloc((size_t)count, sizeof(*stats));
@@ -1255,8 +1235,11 @@ out:
 
 int cmd_gcdump(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		FILE *f = argc < 2 ? stderr : stdout;
+	if (argc < 2)
+		return cli_error(EXIT_USAGE,
+				 "say collect, report, diff or watch (see 'clrtap gcdump --help')");
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		FILE *f = stdout;
 
 		fprintf(f, "usage: " USAGE "\n\n"
 			   "  collect (-p PID | -n NAME) [-o FILE]    take a heap snapshot into FILE\n"
@@ -1266,7 +1249,7 @@ int cmd_gcdump(int argc, char **argv)
 			   "  watch (-p PID) [--every 30s] [--count N] snapshots in a row; what only grows\n\n"
 			   "Each snapshot forces a full, blocking gen-2 GC in the target.\n"
 			   "'clrtap gcdump SUBCOMMAND --help' lists the options.\n");
-		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+		return EXIT_OK;
 	}
 	if (!strcmp(argv[1], "collect"))
 		return cmd_collect(argc - 1, argv + 1);

@@ -525,7 +525,7 @@ static void print_plan(FILE *f, const char *prefix, bool named, const struct pro
 static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern, bool count,
 			   int64_t duration_ms)
 {
-	char pid[16], secs[16];
+	char pid[16], secs[32];
 	char *av[12];
 	int ac = 0;
 
@@ -544,9 +544,9 @@ static int probe_via_rejit(const struct cli_target_opts *to, const char *pattern
 	if (!count)
 		av[ac++] = "--args";
 	if (duration_ms > 0) {
-		/* agent takes whole seconds */
-		snprintf(secs, sizeof(secs), "%d", (int)((duration_ms + 999) / 1000));
-		av[ac++] = "--seconds";
+		/* the same duration syntax: exact milliseconds */
+		snprintf(secs, sizeof(secs), "%lldms", (long long)duration_ms);
+		av[ac++] = "-d";
 		av[ac++] = secs;
 	}
 	av[ac++] = (char *)pattern;
@@ -1065,6 +1065,17 @@ int cmd_probe(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s' (quote the pattern)",
 				 argv[first + 1]);
 	pattern = first < argc ? argv[first] : NULL;
+	{
+		bool show = args || ret || latency || stack;
+
+		if ((code = cli_conflict(list, "--list", !!emit, "--emit", "choose one")) ||
+		    (code = cli_conflict(list || emit, list ? "--list" : "--emit",
+					 show || count || hist || duration_ms, "probing options",
+					 "it prints where the code is and exits")) ||
+		    (code = cli_conflict(count, "--count", show, "--args/--ret/--latency/--stack",
+					 "--count only counts calls")))
+			return code;
+	}
 	if (via && strcmp(via, "rejit") && strcmp(via, "native") && strcmp(via, "uprobe") &&
 	    strcmp(via, "breakpoint"))
 		return cli_error(EXIT_USAGE, "--via takes rejit, native, uprobe or breakpoint, not '%s'",

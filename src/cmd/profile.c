@@ -335,7 +335,7 @@ int cmd_profile(int argc, char **argv)
 		CLI_TARGET_OPTIONS(&a.to),
 		{ 'F', "frequency", CLI_OPT_INT, &a.hz, "HZ", "samples per second per thread (default 99, max 10000; perf engine only)" },
 		{ 'd', "duration", CLI_OPT_DURATION, &a.duration_ms, "SEC", "how long to sample (default 10; 0: until Ctrl-C, which also stops early)" },
-		{ 'o', "output", CLI_OPT_STRING, &a.out, "FILE",
+		{ 'o', "output", CLI_OPT_OUTPUT, &a.out, "FILE",
 		  "output; format from the name: .folded .html .svg .speedscope.json .pb.gz "
 		  "(default profile-PID-TIMESTAMP.html)" },
 		{ 0, "off-cpu", CLI_OPT_BOOL, &a.off_cpu, NULL, "blocked time instead of CPU time (weights in ns)" },
@@ -485,6 +485,7 @@ int cmd_profile(int argc, char **argv)
 	ct_debug("profile: setup (target, perf map, events, symbols) %.0f ms",
 		 (double)(s.start_ns - t_begin) / 1e6);
 	deadline = a.duration_ms ? s.start_ns + (uint64_t)a.duration_ms * 1000000ull : UINT64_MAX;
+	cli_countdown_start("sampling", a.duration_ms);
 	while (!cli_stop_requested && perf_now_ns() < deadline) {
 		uint64_t left = (deadline - perf_now_ns()) / 1000000ull;
 
@@ -497,6 +498,7 @@ int cmd_profile(int argc, char **argv)
 		}
 	}
 	t_stop = perf_now_ns();
+	cli_countdown_stop();
 	/* The signal that ended the recording is spent: another one stops the processing. */
 	a.early = cli_stop_requested;
 	cli_stop_requested = 0;
@@ -571,6 +573,12 @@ int cmd_profile(int argc, char **argv)
 		uf = NULL;
 	}
 	print_summary(&a, &s, f, uf ? uf : f, &sum, "wrote", out, engine_line);
+	if (!flame_total(f) && !s.target_gone)
+		/* an empty profile says why and what to do */
+		cli_warn("no samples: pid %d %s in %.1f s (idle?); profile while it works, with a "
+			 "longer -d, or use %s to see where its threads wait",
+			 (int)so.pid, a.off_cpu ? "never blocked" : "never ran on a CPU",
+			 (double)(s.end_ns - s.start_ns) / 1e9, a.off_cpu ? "--wall" : "--wall or --off-cpu");
 	printf("processing: %.0f ms (symbols, aggregation, output)\n",
 	       (double)(t_done - t_stop) / 1e6);
 	if (a.bundle && !sum.partial)
@@ -579,6 +587,7 @@ int cmd_profile(int argc, char **argv)
 		printf("perf map: the target did not answer within 100 ms; the watcher turns it off\n");
 	code = sum.partial ? EXIT_PARTIAL : EXIT_OK;
 out:
+	cli_countdown_stop();
 	flame_free(f);
 	flame_free(uf);
 	profile_session_close(&s);

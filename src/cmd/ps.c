@@ -265,18 +265,19 @@ int cmd_ps(int argc, char **argv)
 	bool json = false, wide = false;
 	struct ps_state s = { .timeout_ms = 1000 };
 	const struct cli_option opts[] = {
-		{ 'a', "all", CLI_OPT_BOOL, &s.all, NULL,
+		{ 0, "all", CLI_OPT_BOOL, &s.all, NULL,
 		  "also list stale sockets in /tmp whose process is gone" },
+		{ 'a', "all", CLI_OPT_BOOL | CLI_DEPRECATED, &s.all, NULL, "--all" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print a JSON array" },
 		{ 'w', "wide", CLI_OPT_BOOL, &wide, NULL, "do not shorten command lines" },
-		{ 0, "timeout", CLI_OPT_INT, &s.timeout_ms, "MS",
-		  "how long to wait for each process to answer (default 1000)" },
+		{ 0, "timeout", CLI_OPT_TIMEOUT, &s.timeout_ms, "DUR",
+		  "how long to wait for each process to answer (default 1s)" },
 		{ 0 },
 	};
 	int first, code, err;
 	size_t i;
 
-	if (cli_parse(argc, argv, "clrtap ps [-a] [--json] [-w]", opts, &first, &code))
+	if (cli_parse(argc, argv, "clrtap ps [--all] [--json] [-w]", opts, &first, &code))
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "ps takes no arguments");
@@ -286,7 +287,7 @@ int cmd_ps(int argc, char **argv)
 	if (err && err != -ENOENT)
 		cli_warn("scan incomplete: %s", strerror(-err));
 	if (s.nstale && !s.all)
-		cli_info("%zu stale diagnostics socket%s in /tmp (processes gone): 'clrtap ps -a' "
+		cli_info("%zu stale diagnostics socket%s in /tmp (processes gone): 'clrtap ps --all' "
 			 "lists them",
 			 s.nstale, s.nstale == 1 ? "" : "s");
 	if (json)

@@ -139,7 +139,8 @@ int cmd_serve(int argc, char **argv)
 		  "host names a request's Host header may carry besides the address (a proxy's)" },
 		{ 0, "db", CLI_OPT_STRING, &db, "PATH",
 		  "session history (default /var/lib/clrtap/serve.db as root, else ~/.local/state/clrtap)" },
-		{ 0, "pid", CLI_OPT_STRING, &pids_s, "PID[,PID...]", "/metrics only for these processes" },
+		{ 0, "pids", CLI_OPT_STRING, &pids_s, "PID[,PID...]", "/metrics only for these processes" },
+		{ 0, "pid", CLI_OPT_STRING | CLI_DEPRECATED, &pids_s, "PID[,PID...]", "--pids" },
 		{ 0, "max-sessions", CLI_OPT_INT, &max_sessions, "N", "sessions kept in the history (default 200)" },
 		{ 0, "max-age", CLI_OPT_INT, &max_age, "DAYS", "days a session is kept (default 30)" },
 		{ 0, "max-running", CLI_OPT_INT, &max_running, "N", "sessions running at once (default 8)" },
@@ -169,7 +170,7 @@ int cmd_serve(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "--max-sessions and --max-age must be at least 1, "
 					     "--max-running 1..64");
 	if (pids_s && parse_pids(pids_s, only, &nonly))
-		return cli_error(EXIT_USAGE, "bad --pid '%s': PID[,PID...], at most %d", pids_s, MAX_ONLY);
+		return cli_error(EXIT_USAGE, "bad --pids '%s': PID[,PID...], at most %d", pids_s, MAX_ONLY);
 	if (allow_s) {
 		snprintf(allow_buf, sizeof(allow_buf), "%s", allow_s);
 		if (strlen(allow_s) >= sizeof(allow_buf) || parse_hosts(allow_buf, allow, &nallow))

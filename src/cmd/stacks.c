@@ -220,11 +220,13 @@ int cmd_stacks(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
 	bool json = false, no_names = false, async = false;
-	int sample_ms = 10;
+	int sample_ms = 0; /* --sample-ms, deprecated */
+	int64_t sample = 10;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "the tree and every thread's frames as JSON" },
-		{ 0, "sample-ms", CLI_OPT_INT, &sample_ms, "MS", "how long the sampler runs (default 10)" },
+		{ 0, "sample", CLI_OPT_DURATION, &sample, "DUR", "how long the sampler runs (default 10ms)" },
+		{ 0, "sample-ms", CLI_OPT_INT | CLI_DEPRECATED, &sample_ms, "MS", "--sample" },
 		{ 0, "no-names", CLI_OPT_BOOL, &no_names, NULL, "do not read thread names from /proc" },
 		{ 0, "async", CLI_OPT_BOOL, &async, NULL,
 		  "pending async chains (on no thread) from a heap snapshot: one full, blocking gen-2 GC" },
@@ -243,8 +245,10 @@ int cmd_stacks(int argc, char **argv)
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
-	if (sample_ms < 1 || sample_ms > 60000)
-		return cli_error(EXIT_USAGE, "--sample-ms must be 1..60000");
+	if (sample_ms)
+		sample = sample_ms;
+	if (sample < 1 || sample > 60000)
+		return cli_error(EXIT_USAGE, "--sample must be 1ms..60s");
 	code = cli_resolve_target(&to, &t, &ep);
 	if (code)
 		return code;
@@ -252,7 +256,7 @@ int cmd_stacks(int argc, char **argv)
 	cli_catch_stop_signals();
 	if (async)
 		return stacks_async(&ep, t.pid, json);
-	co.sample_ms = sample_ms;
+	co.sample_ms = (int)sample;
 	co.no_names = no_names;
 	co.stop = &cli_stop_requested;
 	err = stacks_capture_run(&ep, t.pid, &co, &cap);

@@ -128,7 +128,8 @@ int cmd_top(int argc, char **argv)
 		{ 'F', "frequency", CLI_OPT_INT, &hz, "HZ", "samples per second per thread (default 99)" },
 		{ 'd', "duration", CLI_OPT_DURATION, &duration_ms, "SEC", "stop after SEC seconds (default, or 0: Ctrl-C)" },
 		{ 'i', "iterations", CLI_OPT_INT, &iterations, "N", "stop after N refreshes" },
-		{ 0, "lines", CLI_OPT_INT, &lines, "N", "frames shown (default 20)" },
+		{ 0, "top", CLI_OPT_INT, &lines, "N", "rows shown (default 20)" },
+		{ 0, "lines", CLI_OPT_INT | CLI_DEPRECATED, &lines, "N", "--top" },
 		{ 0, "kernel", CLI_OPT_BOOL, &kernel, NULL, "rank kernel frames too (default: user frames)" },
 		{ 0, "engine", CLI_OPT_STRING, &engine_s, "ENGINE",
 		  "auto (default: perf_event, else EventPipe when perf_event_open is denied), perf or "
@@ -146,7 +147,7 @@ int cmd_top(int argc, char **argv)
 	/* -n is the target's name everywhere; iterations are -i/--iterations (and -n N as a count
 	 * is accepted when it is a number, like top(1)) */
 	if (cli_parse(argc, argv,
-		      "clrtap top (-p PID | -n NAME) [-F HZ] [-d SEC] [-i ITER] [--lines N] "
+		      "clrtap top (-p PID | -n NAME) [-F HZ] [-d SEC] [-i ITER] [--top N] "
 		      "[--engine auto|perf|eventpipe]", opts,
 		      &first, &code))
 		return code;
@@ -171,7 +172,7 @@ int cmd_top(int argc, char **argv)
 	if (hz < 1 || hz > 10000)
 		return cli_error(EXIT_USAGE, "-F must be 1..10000");
 	if (iterations < 0 || lines < 1)
-		return cli_error(EXIT_USAGE, "-i and --lines must be positive");
+		return cli_error(EXIT_USAGE, "-i and --top must be positive");
 	code = resolve(&to, &t, &dotnet, engine, &no_access);
 	if (code)
 		return code;

@@ -67,7 +67,7 @@ static int collect(int argc, char **argv)
 		{ 0, "profile", CLI_OPT_STRING, &profile, "NAME", "a named set of providers (--list-profiles)" },
 		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS",
 		  "stop after this long, e.g. 1.5 (default and 0: until Ctrl-C)" },
-		{ 'o', "output", CLI_OPT_STRING, &out, "FILE", "the .nettrace file (default trace.nettrace)" },
+		{ 'o', "output", CLI_OPT_OUTPUT, &out, "FILE", "the .nettrace file (default trace.nettrace)" },
 		{ 0, "max-size", CLI_OPT_SIZE, &max_size, "SIZE",
 		  "stop at this file size, e.g. 200M (default 1G; 0: no cap)" },
 		{ 0, "buffer", CLI_OPT_INT, &buffer_mb, "MB", "the runtime's circular buffer (default 256)" },
@@ -266,6 +266,14 @@ static int load(const char *path, bool thread_time, struct loaded *l)
 	return EXIT_OK;
 }
 
+/* Not a nettrace file at all (no magic): nothing to report, only an error. */
+static bool not_nettrace(const struct loaded *l)
+{
+	const struct ts_result *res = tracestats_result(l->ts);
+
+	return l->read_err == -EBADMSG && !res->events && res->error.offset == 0;
+}
+
 /* The exit code and message for a damaged or unreadable stream. */
 static int read_failure(const char *path, const struct loaded *l)
 {
@@ -273,7 +281,7 @@ static int read_failure(const char *path, const struct loaded *l)
 	int e = l->read_err;
 	bool bad = e == -EBADMSG || e == -EFBIG || e == -ENOTSUP;
 
-	if (!res->events && res->error.offset == 0 && e == -EBADMSG)
+	if (not_nettrace(l))
 		return cli_error(EXIT_BAD_INPUT, "%s is not a nettrace file (%s at byte offset 0)",
 				 path, res->error.msg);
 	return cli_error(bad ? EXIT_BAD_INPUT : EXIT_ERROR,
@@ -361,7 +369,7 @@ static int report(int argc, char **argv)
 	const struct cli_option opts[] = {
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "machine-readable output" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "rows per table (default 10)" },
-		{ 0, "flame", CLI_OPT_STRING, &flame_out, "OUT",
+		{ 0, "flame", CLI_OPT_OUTPUT, &flame_out, "OUT",
 		  "also write the sampled stacks; format from the name: .folded .html .svg "
 		  ".speedscope.json .pb.gz" },
 		{ 0, "thread-time", CLI_OPT_BOOL, &thread_time, NULL,
@@ -391,6 +399,12 @@ static int report(int argc, char **argv)
 	code = load(argv[first], thread_time, &l);
 	if (code)
 		return code;
+	if (not_nettrace(&l)) {
+		/* one error line, no empty report on stdout */
+		code = read_failure(argv[first], &l);
+		tracestats_free(l.ts);
+		return code;
+	}
 	if (json)
 		err = tracestats_format_json(l.ts, (unsigned)top, argv[first], &sb);
 	else
@@ -436,7 +450,7 @@ static int convert(int argc, char **argv)
 	const struct cli_option opts[] = {
 		{ 'f', "format", CLI_OPT_STRING, &format, "FMT",
 		  "speedscope (default), folded, html, svg or pprof" },
-		{ 'o', "output", CLI_OPT_STRING, &out, "OUT",
+		{ 'o', "output", CLI_OPT_OUTPUT, &out, "OUT",
 		  "output file (default: FILE without .nettrace, plus the format's extension)" },
 		{ 0, "thread-time", CLI_OPT_BOOL, &thread_time, NULL,
 		  "also samples of threads outside managed code (waiting, native)" },
@@ -463,6 +477,11 @@ static int convert(int argc, char **argv)
 			return cli_error(EXIT_USAGE,
 					 "unknown format '%s' (speedscope, folded, html, svg, pprof)",
 					 format);
+		/* an output named for another format would hold what its name denies */
+		if (out && flame_format_from_path(out) >= 0 &&
+		    flame_format_from_path(out) != (int)formats[i].fmt)
+			return cli_error(EXIT_USAGE, "-f %s with -o %s: the name says another format; "
+					 "name it *%s or drop -f", format, out, formats[i].ext);
 	} else if (out) {
 		int f = flame_format_from_path(out);
 
@@ -504,13 +523,15 @@ done:
 
 int cmd_trace(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+	if (argc < 2)
+		return cli_error(EXIT_USAGE, "say collect, report or convert (see 'clrtap trace --help')");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		printf("usage: clrtap trace collect (-p PID | -n NAME) [options]\n"
 		       "       clrtap trace collect --list-profiles\n"
 		       "       clrtap trace report FILE [--json] [--top N] [--flame OUT]\n"
 		       "       clrtap trace convert FILE [--format FMT] [-o OUT]\n\n"
 		       "'clrtap trace SUBCOMMAND --help' lists the options.\n");
-		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+		return EXIT_OK;
 	}
 	if (!strcmp(argv[1], "collect"))
 		return collect(argc - 1, argv + 1);

@@ -876,8 +876,8 @@ static void start_action(struct watch *w, unsigned fire, int ti, int ri, const s
 		break;
 	case WATCH_ACT_STACKS:
 		argv[n++] = "stacks";
-		argv[n++] = "--sample-ms";
-		argv[n++] = "200";
+		argv[n++] = "--sample";
+		argv[n++] = "200ms";
 		break;
 	case WATCH_ACT_DUMP:
 		snprintf(out, sizeof(out), "%s/core", rn->dir);
@@ -1453,7 +1453,7 @@ int cmd_watch(int argc, char **argv)
 		CLI_TARGET_OPTIONS(&to),
 		{ 0, "all", CLI_OPT_BOOL, &all, NULL, "every .NET process, also those that start later (containers too)" },
 		{ 0, "match", CLI_OPT_STRING, &w.match, "TEXT", "with --all: only processes whose command line contains TEXT" },
-		{ 'a', "action", CLI_OPT_STRING, &action_help, "ACTION", "profile[:DUR], stacks, trace[:DUR], dump, gcdump, analyze:NAME[:DUR], exec:COMMAND (repeatable; for rules without 'do')" },
+		{ 0, "action", CLI_OPT_STRING, &action_help, "ACTION", "profile[:DUR], stacks, trace[:DUR], dump, gcdump, analyze:NAME[:DUR], exec:COMMAND (repeatable; for rules without 'do')" },
 		{ 'o', "output", CLI_OPT_STRING, &outdir, "DIR", "folder for the actions' folders (default watch-TIMESTAMP)" },
 		{ 0, "rules", CLI_OPT_STRING, &rules_file, "FILE", "more rules, one a line ('#' comments)" },
 		{ 0, "log", CLI_OPT_STRING, &logfile, "FILE", "JSON-lines log (default: stdout)" },
@@ -1474,8 +1474,11 @@ int cmd_watch(int argc, char **argv)
 	for (i = 0; i < argc; i++) {
 		const char *a = NULL;
 
-		if ((!strcmp(argv[i], "--action") || !strcmp(argv[i], "-a")) && i + 1 < argc)
+		if ((!strcmp(argv[i], "--action") || !strcmp(argv[i], "-a")) && i + 1 < argc) {
+			if (argv[i][1] == 'a')
+				cli_warn("-a is deprecated here (it means --args in probe): use --action");
 			a = argv[++i];
+		}
 		else if (!strncmp(argv[i], "--action=", 9))
 			a = argv[i] + 9;
 		if (!a) {

@@ -52,11 +52,11 @@ contains "the runtime mapped is the musl build" "$MAPS" "/build/fixtures/sample-
 
 # wrong libc first: the target must be unharmed by it
 expect_exit "glibc build into the musl process: wrong libc" 21 \
-	"$CLRTAP" agent run -p "$P" --seconds 1 --libc glibc
+	"$CLRTAP" agent run -p "$P" -d 1 --libc glibc
 contains "wrong libc: said plainly" "$ERR" "it was built for another C library than the one the target uses (glibc vs musl)"
 
 # the right one, chosen from the maps
-expect_exit "attach the musl build, detach" 0 "$CLRTAP" agent run -p "$P" --seconds 1
+expect_exit "attach the musl build, detach" 0 "$CLRTAP" agent run -p "$P" -d 1
 contains "musl build chosen from the target's maps" "$OUT" "(musl build"
 contains "attached to the musl runtime" "$OUT" "attached: pid $P, mode main"
 contains "detached" "$OUT" "detached: the profiler left within"

@@ -43,7 +43,7 @@ HOST_PID=$FIX_PID
 equals "target answers before" "$(fib10)" 89
 
 # --- attach, events, detach ---------------------------------------------
-"$CLRTAP" agent run -p "$HOST_PID" --seconds 4 --json >"$WORK/run1.json" 2>"$WORK/run1.err" &
+"$CLRTAP" agent run -p "$HOST_PID" -d 4 --json >"$WORK/run1.json" 2>"$WORK/run1.err" &
 RUN=$!
 sleep 2
 curl -sf "http://127.0.0.1:$PORT/api/exception/7" >/dev/null
@@ -68,7 +68,7 @@ equals "target answers after detach" "$(fib10)" 89
 
 # --- attach again: same file reused, never rewritten ----------------------
 before=$(stat -c %i:%Y "$LIBPATH")
-expect_exit "second attach after detach" 0 "$CLRTAP" agent run -p "$HOST_PID" --seconds 1 --modules
+expect_exit "second attach after detach" 0 "$CLRTAP" agent run -p "$HOST_PID" -d 1 --modules
 contains "second attach: attached line" "$OUT" "attached: pid $HOST_PID, mode main"
 contains "second attach: existing file reused" "$OUT" "already there"
 equals "mapped library file not rewritten" "$(stat -c %i:%Y "$LIBPATH")" "$before"
@@ -86,10 +86,10 @@ equals "Ctrl-C: exit 0" "$?" 0
 equals "Ctrl-C: detach confirmed" "$(json_get "$(cat "$WORK/runc.json")" "d['detach_confirmed']")" True
 
 # --- slot taken by our own running profiler ------------------------------
-"$CLRTAP" agent run -p "$HOST_PID" --seconds 4 >"$WORK/run2.out" 2>&1 &
+"$CLRTAP" agent run -p "$HOST_PID" -d 4 >"$WORK/run2.out" 2>&1 &
 RUN=$!
 wait_for_line "$WORK/run2.out" '^attached:' 20 "$RUN"
-expect_exit "second clrtap profiler refused" 22 "$CLRTAP" agent run -p "$HOST_PID" --seconds 1
+expect_exit "second clrtap profiler refused" 22 "$CLRTAP" agent run -p "$HOST_PID" -d 1
 contains "already-active message" "$ERR" "already active"
 wait "$RUN"
 
@@ -103,18 +103,18 @@ sleep 3
 expect_exit "status 3 s after SIGKILL" 0 "$CLRTAP" agent status -p "$HOST_PID" --json
 equals "profiler gone 3 s after clrtap was killed" "$(json_get "$OUT" "d['attached']")" False
 equals "target answers after SIGKILL" "$(fib10)" 89
-expect_exit "attach works after the self-detach" 0 "$CLRTAP" agent run -p "$HOST_PID" --seconds 1 --mode main
+expect_exit "attach works after the self-detach" 0 "$CLRTAP" agent run -p "$HOST_PID" -d 1 --mode main
 contains "main slot free again" "$OUT" "mode main"
 
 # --- bad input ------------------------------------------------------------
 expect_exit "missing library in the target's filesystem" 20 \
-	"$CLRTAP" agent run -p "$HOST_PID" --seconds 1 --library /nonexistent/libx.so
+	"$CLRTAP" agent run -p "$HOST_PID" -d 1 --library /nonexistent/libx.so
 contains "missing library message" "$ERR" "not found in the target's filesystem"
 CLRTAP_PROFILER_DIR=$WORK/none expect_exit "missing host copy" 20 \
-	"$CLRTAP" agent run -p "$HOST_PID" --seconds 1
+	"$CLRTAP" agent run -p "$HOST_PID" -d 1
 contains "missing host copy message" "$ERR" "copy of libclrtap-profiler.so is missing"
 expect_exit "wrong libc (musl build into a glibc process)" 21 \
-	"$CLRTAP" agent run -p "$HOST_PID" --seconds 1 --libc musl
+	"$CLRTAP" agent run -p "$HOST_PID" -d 1 --libc musl
 contains "wrong libc message" "$ERR" "another C library"
 # a runtime too old for the profiler (a fake .NET 6 diagnostics server: only
 # .NET 10 is installed here)
@@ -122,7 +122,7 @@ contains "wrong libc message" "$ERR" "another C library"
 OLD=$!
 KILL_PIDS+=("$OLD")
 wait_for_line "$WORK/old.out" '^READY' 10 "$OLD"
-expect_exit "runtime too old" 7 "$CLRTAP" agent run -p "$OLD" --seconds 1
+expect_exit "runtime too old" 7 "$CLRTAP" agent run -p "$OLD" -d 1
 contains "too-old message" "$ERR" "needs .NET 8 or later"
 contains "too-old message names the version" "$ERR" "this one is 6"
 kill -TERM "$OLD"
@@ -140,10 +140,10 @@ FIX_ENV="CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER={c1a7a9e0-7a11-4c1b-9e11-c1
 	start_fixture idle
 APM_PID=$FIX_PID
 check "foreign profiler loaded at startup" grep -q "$WORK/apm.so" "/proc/$APM_PID/maps"
-expect_exit "slot taken: --mode main refused" 22 "$CLRTAP" agent run -p "$APM_PID" --seconds 1 --mode main
+expect_exit "slot taken: --mode main refused" 22 "$CLRTAP" agent run -p "$APM_PID" -d 1 --mode main
 contains "slot-taken message" "$ERR" "holds the main profiler slot"
 expect_exit "slot taken: auto falls back to notification" 0 \
-	"$CLRTAP" agent run -p "$APM_PID" --seconds 2 --json
+	"$CLRTAP" agent run -p "$APM_PID" -d 2 --json
 equals "notification mode" "$(json_get "$OUT" "d['mode']")" notification
 equals "notification: detach confirmed" "$(json_get "$OUT" "d['detach_confirmed']")" True
 stop_fixture "$APM_PID"
@@ -154,17 +154,17 @@ NS_PID=$FIX_PID
 # The target controls its /tmp: a symlink planted under the library's name
 # is neither followed nor replaced.
 ln -s /etc/hostname "/proc/$NS_PID/root/tmp/$(basename "$LIBPATH")"
-expect_exit "namespaced: planted symlink refused" 20 "$CLRTAP" agent run -p "$NS_PID" --seconds 1
+expect_exit "namespaced: planted symlink refused" 20 "$CLRTAP" agent run -p "$NS_PID" -d 1
 contains "planted symlink message" "$ERR" "neither follows nor replaces it"
 check "planted symlink left as it was" test -L "/proc/$NS_PID/root/tmp/$(basename "$LIBPATH")"
 rm -f "/proc/$NS_PID/root/tmp/$(basename "$LIBPATH")"
-expect_exit "namespaced: attach, stream, detach" 0 "$CLRTAP" agent run -p "$NS_PID" --seconds 2 --json
+expect_exit "namespaced: attach, stream, detach" 0 "$CLRTAP" agent run -p "$NS_PID" -d 2 --json
 equals "namespaced: attached" "$(json_get "$OUT" "d['attached']")" True
 equals "namespaced: detach confirmed" "$(json_get "$OUT" "d['detach_confirmed']")" True
 NSLIB=$(json_get "$OUT" "d['library']")
 check "namespaced: library inside the target's private /tmp" test -s "/proc/$NS_PID/root$NSLIB"
 check "namespaced: target maps it" grep -q "$NSLIB" "/proc/$NS_PID/maps"
-expect_exit "namespaced: again (reuse)" 0 "$CLRTAP" agent run -p "$NS_PID" --seconds 1
+expect_exit "namespaced: again (reuse)" 0 "$CLRTAP" agent run -p "$NS_PID" -d 1
 contains "namespaced: reused" "$OUT" "already there"
 stop_fixture "$NS_PID"
 finish

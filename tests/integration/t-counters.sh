@@ -157,7 +157,7 @@ KILL_PIDS+=("$NOTNET")
 expect_exit "not a .NET process" 4 "$CLRTAP" counters collect -p "$NOTNET" -d 1 -o "$WORK/x.csv"
 expect_exit "bad --counters" 2 "$CLRTAP" counters monitor -p "$FIX_PID" --counters "System.Runtime[cpu-usage"
 expect_exit "bad --interval" 2 "$CLRTAP" counters monitor -p "$FIX_PID" --interval 0
-expect_exit "bad --duration" 2 "$CLRTAP" counters monitor -p "$FIX_PID" -d 1.5s
+expect_exit "bad --duration" 2 "$CLRTAP" counters monitor -p "$FIX_PID" -d 1.5x
 expect_exit "bad --format" 2 "$CLRTAP" counters collect -p "$FIX_PID" --format xml
 expect_exit "unknown subcommand" 2 "$CLRTAP" counters watch -p "$FIX_PID"
 expect_exit "unwritable output" 1 "$CLRTAP" counters collect -p "$FIX_PID" -d 1 -o /proc/none/x.csv

@@ -73,7 +73,7 @@ for spec in "garbage:$E_PROTO" "truncated:$E_PROTO" "oversize:$E_PROTO" "hang:$E
 	want=${spec##*:}
 	fake "$mode"
 	start=$(date +%s)
-	expect_exit "fake server '$mode'" "$want" timeout 20 "$CLRTAP" info -p "$FAKE_PID" --timeout 1000
+	expect_exit "fake server '$mode'" "$want" timeout 20 "$CLRTAP" info -p "$FAKE_PID" --timeout 1s
 	one_line "fake server '$mode'"
 	took=$(($(date +%s) - start))
 	[ "$took" -le 5 ] && ok "fake server '$mode' answered within the timeout" || not_ok "fake server '$mode' took ${took}s"
@@ -85,22 +85,22 @@ contains "unknown HRESULT is shown in hex" "$(fake error; "$CLRTAP" info -p "$FA
 # A runtime whose ProcessInfo names another pid is not the target (exit 10):
 # both pids named, nothing of it shown.
 fake wrongpid
-expect_exit "ProcessInfo naming another pid" 10 "$CLRTAP" info -p "$FAKE_PID" --timeout 1000
+expect_exit "ProcessInfo naming another pid" 10 "$CLRTAP" info -p "$FAKE_PID" --timeout 1s
 one_line "ProcessInfo naming another pid"
 contains "names both pids" "$ERR" "says it is pid 424242, the target is pid $FAKE_PID"
 lacks "shows nothing of it" "$OUT" "fake"
-expect_exit "ps lists it as refused" 0 "$CLRTAP" ps --json --timeout 1000
+expect_exit "ps lists it as refused" 0 "$CLRTAP" ps --json --timeout 1s
 equals "ps: not the target's socket" "$(json_get "$OUT" "[r['status'] for r in d if r['pid']==$FAKE_PID][0]")" "refused: not the target's socket"
 kill -TERM "$FAKE_PID"
 wait "$FAKE_PID" 2>/dev/null
 
 fake hugeenv
-expect_exit "oversized environment block refused" $E_PROTO "$CLRTAP" info -p "$FAKE_PID" --env --timeout 1000
+expect_exit "oversized environment block refused" $E_PROTO "$CLRTAP" info -p "$FAKE_PID" --env --timeout 1s
 kill -TERM "$FAKE_PID"
 wait "$FAKE_PID" 2>/dev/null
 
 # ps shows a server that does not answer as not responding, not live.
 fake hang
-expect_exit "ps with a hanging server" 0 timeout 20 "$CLRTAP" ps --json --timeout 500
+expect_exit "ps with a hanging server" 0 timeout 20 "$CLRTAP" ps --json --timeout 500ms
 equals "hanging server listed as not responding" "$(json_get "$OUT" "[r['status'] for r in d if r['pid']==$FAKE_PID][0]")" "not responding"
 finish

@@ -18,7 +18,7 @@
 #    its 74,800 objects, the same per type as dotnet-gcdump;
 #  - lossless buffering where the runtime has it (.NET 11+), else lost
 #    events detected: a 1 MB buffer makes .NET 10 drop events (exit 6);
-#  - progress on a TTY (script(1)) and none otherwise; --timeout-s on a
+#  - progress on a TTY (script(1)) and none otherwise; --gc-timeout on a
 #    target stopped mid-walk (exit 6, clrtap not stuck);
 #  - the same leak facts in a namespaced fixture;
 #  - truncated / corrupt / foreign snapshot files, a process that exits during
@@ -255,8 +255,8 @@ else
 	check "--buffer 1: no file" test ! -e "$WORK/lossy.heap"
 fi
 # Timeout: the target stops (SIGSTOP) during its heap walk; clrtap gives up
-# after --timeout-s by itself (the target still stopped), exit 6, no file.
-"$CLRTAP" gcdump collect -p "$BIG" -o "$WORK/to.heap" --timeout-s 3 --nettrace "$WORK/to.nettrace" \
+# after --gc-timeout by itself (the target still stopped), exit 6, no file.
+"$CLRTAP" gcdump collect -p "$BIG" -o "$WORK/to.heap" --gc-timeout 3 --nettrace "$WORK/to.nettrace" \
 	>"$WORK/to.out" 2>"$WORK/to.err" &
 CPID=$!
 wait_bytes "$WORK/to.nettrace" 2000000
@@ -268,7 +268,7 @@ wait "$CPID"
 RC=$?
 equals "stalled target: clrtap gave up by itself within 30 s" "$STATE" exited
 equals "stalled target: exit 6" "$RC" 6
-check "stalled target: says no complete walk within --timeout-s" grep -q "no snapshot: no complete heap walk within 3000 ms" "$WORK/to.err"
+check "stalled target: says no complete walk within --gc-timeout" grep -q "no snapshot: no complete heap walk within 3000 ms" "$WORK/to.err"
 check "stalled target: no file" test ! -e "$WORK/to.heap"
 expect_exit "Ctrl-C: the next snapshot works" 0 "$CLRTAP" gcdump collect -p "$BIG" -o "$WORK/big.heap"
 check "Ctrl-C: the next snapshot has the 3,00x,xxx objects" bash -c 'grep -qE "^wrote .*: 3,00[0-9],[0-9]{3} objects" <<<"$1"' _ "$OUT"
@@ -346,7 +346,7 @@ stop_fixture "$FIX_PID"
 
 # 4. A leak at a known rate with churn: watch and diff report only the leak.
 start_fixture heap --shape leak --count 100 --per-second 2000
-expect_exit "watch" 0 "$CLRTAP" gcdump watch -p "$FIX_PID" --every 1s --count 3 --json -o "$WORK/w"
+expect_exit "watch" 0 "$CLRTAP" gcdump watch -p "$FIX_PID" --every 1s --snapshots 3 --json -o "$WORK/w"
 printf '%s\n' "$OUT" >"$WORK/watch.json"
 check "watch: the only growing type (not held by another) is $ITEM" pyj "$WORK/watch.json" \
 	"[g['type'] for g in d['growing'] if g['held_by'] is None] == ['$ITEM']"
@@ -361,7 +361,7 @@ check "watch: the leak's path holds more objects in the last snapshot than in th
 check "watch: the churned types are not reported" pyj "$WORK/watch.json" \
 	"not any('HeapChurn' in g['type'] for g in d['growing'])"
 # Ctrl-C during watch: the snapshots taken are compared, exit 9 (partial).
-"$CLRTAP" gcdump watch -p "$FIX_PID" --every 1s --count 20 --json >"$WORK/wi.json" 2>"$WORK/wi.err" &
+"$CLRTAP" gcdump watch -p "$FIX_PID" --every 1s --snapshots 20 --json >"$WORK/wi.json" 2>"$WORK/wi.err" &
 CPID=$!
 for ((i = 0; i < 600; i++)); do grep -q "snapshot 2 of 20" "$WORK/wi.err" 2>/dev/null && break; sleep 0.05; done
 kill -INT "$CPID"
@@ -444,10 +444,10 @@ expect_exit "diff needs two files" 2 "$CLRTAP" gcdump diff "$WORK/good.heap"
 expect_exit "report: unknown type for --path" 2 "$CLRTAP" gcdump report "$WORK/good.heap" --path No.Such.Type
 expect_exit "report: no object at that address" 2 "$CLRTAP" gcdump report "$WORK/good.heap" --path 0x10
 expect_exit "watch: bad --every" 2 "$CLRTAP" gcdump watch -p 1 --every 3x
-expect_exit "watch: --count 1" 2 "$CLRTAP" gcdump watch -p 1 --count 1
+expect_exit "watch: --snapshots 1" 2 "$CLRTAP" gcdump watch -p 1 --snapshots 1
 expect_exit "unknown subcommand" 2 "$CLRTAP" gcdump frobnicate
 expect_exit "collect: output not writable, before any GC" 1 "$CLRTAP" gcdump collect -p $$ -o /nonexistent-dir/x.heap
-contains "collect: output not writable: says so" "$ERR" "cannot write /nonexistent-dir/x.heap.tmp"
+contains "collect: output not writable: says so" "$ERR" "cannot write /nonexistent-dir/x.heap: no folder /nonexistent-dir"
 expect_exit "collect: dead pid" 3 "$CLRTAP" gcdump collect -p 999999
 expect_exit "collect: not .NET" 4 "$CLRTAP" gcdump collect -p $$
 

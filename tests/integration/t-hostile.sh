@@ -231,7 +231,7 @@ assert d["pid"] == int(os.environ["P"]) and d["objects"] > 0, d
 print("ok")'
 run "gcdump report (text)" 0 "$CLRTAP" gcdump report -p "$P"
 contains "gcdump report: the process named" "$OUT" "Heap snapshot of pid $P"
-run "gcdump watch --json" 0 "$CLRTAP" gcdump watch -p "$P" --every 500ms --count 2 -o "$WORK/hw" --json
+run "gcdump watch --json" 0 "$CLRTAP" gcdump watch -p "$P" --every 500ms --snapshots 2 -o "$WORK/hw" --json
 jcheck "gcdump watch --json: strict" "$WORK/stdout" '
 assert isinstance(d, dict), d
 print("ok")'
@@ -248,7 +248,7 @@ assert f["message"] == EVIL, f
 print("ok")'
 contains "watch: the message shown escaped once" "$ERR" 'evil\n\x1b[31mred\x1b[0m"q"\\b\x07\u{009b}2J\u{202e}end'
 # The profiler library is placed inside the container (through lib/proc).
-run "agent run --json" 0 "$CLRTAP" agent run -p "$P" -s 1 --json
+run "agent run --json" 0 "$CLRTAP" agent run -p "$P" -d 1 --json
 jcheck "agent run --json: strict, attached, the library inside the container's TMPDIR" "$WORK/stdout" '
 assert d["attached"] is True and d["library"].startswith("/tmp/odd/clrtap-profiler-"), d
 print("ok")'
@@ -260,7 +260,7 @@ assert d["pid"] == int(os.environ["P"]), d
 print("ok")'
 # serve makes the same reachable over HTTP: its JSON about the container.
 SOCK=$WORK/serve.sock
-"$CLRTAP" serve --unix "$SOCK" --db "$WORK/serve.db" --pid "$P" >"$WORK/serve.out" 2>"$WORK/serve.err" &
+"$CLRTAP" serve --unix "$SOCK" --db "$WORK/serve.db" --pids "$P" >"$WORK/serve.out" 2>"$WORK/serve.err" &
 SERVE=$!
 KILL_PIDS+=("$SERVE")
 if wait_for_line "$WORK/serve.out" 'history in' 20 "$SERVE" >/dev/null; then

@@ -33,7 +33,7 @@ equals "reverted, profiler dormant" "$(json_get "$J" "d['reverted_dormant']")" T
 equals "counts final: the profiler flushed before the stop" "$(json_get "$J" "d['counts_final']")" True
 expect_exit "status: dormant" 0 "$CLRTAP" agent status -p "$P" --json
 equals "status says dormant" "$(json_get "$OUT" "d['state']")" dormant
-expect_exit "a new attach is refused with the reason" 22 "$CLRTAP" agent run -p "$P" --seconds 1
+expect_exit "a new attach is refused with the reason" 22 "$CLRTAP" agent run -p "$P" -d 1
 contains "dormant message" "$ERR" "left dormant by earlier ReJIT probes"
 stop_fixture "$P"
 

@@ -72,7 +72,7 @@ check "killed fixture left a stale socket" test -S "$STALE"
 expect_exit "ps with a stale socket" 0 "$CLRTAP" ps --json
 equals "stale socket not listed by default" "$(json_get "$OUT" "len([r for r in d if r['nspid']==$DEAD_PID])")" 0
 contains "stale sockets counted on stderr" "$ERR" "stale diagnostics socket"
-expect_exit "ps -a with a stale socket" 0 "$CLRTAP" ps -a --json
+expect_exit "ps --all with a stale socket" 0 "$CLRTAP" ps --all --json
 JSON=$OUT
 equals "dead process not shown as live" "$(json_get "$JSON" "len([r for r in d if r['nspid']==$DEAD_PID and r['live']])")" 0
 equals "stale socket reported as stale" "$(json_get "$JSON" "[r['status'] for r in d if r['socket']=='$STALE'][0]")" "stale socket (process gone)"

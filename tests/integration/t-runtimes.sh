@@ -216,7 +216,7 @@ print(" ".join(str(p[k]) for p in e for k in ("status", "runtime", "assembly")))
 	contains "$rt: doctor: the exceptions found" "$(cat "$W/dr.out")" "evidence: 120 thrown in"
 
 	# ---- stacks ----
-	OUT=$("$CLRTAP" stacks -p "$P" --sample-ms 200 2>&1) # a busy machine: more than one sampler round
+	OUT=$("$CLRTAP" stacks -p "$P" --sample 200ms 2>&1) # a busy machine: more than one sampler round
 	contains "$rt: stacks: the parked thread's method" "$OUT" "Clrtap.Matrix.Parked::Wait"
 	contains "$rt: stacks: the parked thread" "$OUT" "(parked)"
 	contains "$rt: stacks: the main thread in Main" "$OUT" "Clrtap.Matrix.Program::Main"

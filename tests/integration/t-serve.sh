@@ -94,7 +94,7 @@ CPU=$FIX_PID
 start_fixture exceptions --count 7 --trigger "$WORK/trig-exc"
 EXC=$FIX_PID
 PORT=$(free_port)
-start_server srv1 --listen "127.0.0.1:$PORT" --db "$DB" --pid "$CPU,$EXC"
+start_server srv1 --listen "127.0.0.1:$PORT" --db "$DB" --pids "$CPU,$EXC"
 S1=$SRV_PID
 BASE=http://127.0.0.1:$PORT
 contains "prints where it listens" "$(cat "$SRV_OUT")" "listening on http://127.0.0.1:$PORT/"
@@ -581,7 +581,7 @@ check "server stopped on SIGTERM" bash -c "! kill -0 $S1 2>/dev/null"
 # as an older clrtap left them: 0644 and 0755
 chmod 644 "$DB"
 chmod 755 "$WORK/db/sessions"
-start_server srv2 --listen "127.0.0.1:$PORT" --db "$DB" --pid "$CPU" --allow-host box.example
+start_server srv2 --listen "127.0.0.1:$PORT" --db "$DB" --pids "$CPU" --allow-host box.example
 equals "restart: an older 0644 serve.db is made 0600" "$(stat -c %a "$DB")" 600
 equals "restart: an older 0755 sessions/ is made 0700" "$(stat -c %a "$WORK/db/sessions")" 700
 CODE=$(acurl -s -o /dev/null -w '%{http_code}' --resolve "box.example:$PORT:127.0.0.1" "http://box.example:$PORT/api/v1/processes")
@@ -610,7 +610,7 @@ stop_server "$SRV_PID"
 # ---- a namespaced fixture ----
 start_fixture_ns cpu-split
 NS=$FIX_PID
-start_server srv4 --listen "127.0.0.1:$PORT" --db "$WORK/db/ns.db" --pid "$NS"
+start_server srv4 --listen "127.0.0.1:$PORT" --db "$WORK/db/ns.db" --pids "$NS"
 api GET "/api/v1/processes/$NS"
 equals "namespaced: found" "$CODE" 200
 equals "namespaced: marked" "$(jb 'd["container"]["namespaced"]')" True

@@ -88,6 +88,6 @@ sleep 30 &
 NOTNET=$!
 KILL_PIDS+=("$NOTNET")
 expect_exit "not a .NET process" 4 "$CLRTAP" stacks -p "$NOTNET"
-expect_exit "bad --sample-ms" 2 "$CLRTAP" stacks -p "$FIX_PID" --sample-ms 0
+expect_exit "bad --sample" 2 "$CLRTAP" stacks -p "$FIX_PID" --sample 0
 expect_exit "stray argument" 2 "$CLRTAP" stacks -p "$FIX_PID" extra
 finish

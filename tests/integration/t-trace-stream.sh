@@ -43,7 +43,7 @@ no_files() {
 OUTDIR=$WORK/out
 mkdir -p "$OUTDIR"
 
-# trace collect -d 2 --timeout 5000 ends within 8 s (the issue's bound) and keeps nothing.
+# trace collect -d 2 --timeout 5s ends within 8 s (the issue's bound) and keeps nothing.
 for spec in "stream-random:not a nettrace stream" "stream-huge:not a nettrace stream" \
 	"stream-silent:sent no trace within the timeout (5000 ms)" \
 	"stream-half:did not answer in time" "hang:did not answer in time" \
@@ -52,7 +52,7 @@ for spec in "stream-random:not a nettrace stream" "stream-huge:not a nettrace st
 	msg=${spec#*:}
 	fake "$mode"
 	timed "trace collect, $mode" 8000 $E_PROTO "$CLRTAP" trace collect -p "$FAKE_PID" -d 2 \
-		--timeout 5000 -o "$OUTDIR/t.nettrace"
+		--timeout 5s -o "$OUTDIR/t.nettrace"
 	contains "trace collect, $mode: says why" "$ERR" "$msg"
 	if [ "$mode" == hang ]; then
 		# The target check (ProcessInfo before anything else) already fails: no file was begun.
@@ -68,7 +68,7 @@ done
 echo "an older trace" >"$OUTDIR/old.nettrace"
 fake stream-random
 expect_exit "trace collect over an existing file, random stream" $E_PROTO "$CLRTAP" trace collect \
-	-p "$FAKE_PID" -d 2 --timeout 5000 -o "$OUTDIR/old.nettrace"
+	-p "$FAKE_PID" -d 2 --timeout 5s -o "$OUTDIR/old.nettrace"
 equals "the existing file is untouched" "$(cat "$OUTDIR/old.nettrace")" "an older trace"
 rm -f "$OUTDIR/old.nettrace"
 unfake
@@ -76,7 +76,7 @@ unfake
 # A valid prologue, then endless random bytes: stopped at --max-size, marked partial.
 fake stream-flood
 timed "trace collect, stream-flood, --max-size 1M" 8000 $E_PARTIAL "$CLRTAP" trace collect \
-	-p "$FAKE_PID" -d 2 --timeout 5000 --max-size 1M -o "$OUTDIR/t.nettrace"
+	-p "$FAKE_PID" -d 2 --timeout 5s --max-size 1M -o "$OUTDIR/t.nettrace"
 contains "stream-flood: says it stopped at --max-size" "$ERR" "stopped at --max-size (1048576 bytes)"
 contains "stream-flood: names the partial file" "$ERR" "kept $OUTDIR/t.nettrace.partial, incomplete"
 check "stream-flood: no t.nettrace" test ! -e "$OUTDIR/t.nettrace"
@@ -89,7 +89,7 @@ unfake
 # A valid prologue, then silence, also after StopTracing: duration + timeout.
 fake stream-stall
 timed "trace collect, stream-stall" 8000 $E_PARTIAL "$CLRTAP" trace collect -p "$FAKE_PID" -d 2 \
-	--timeout 5000 -o "$OUTDIR/t.nettrace"
+	--timeout 5s -o "$OUTDIR/t.nettrace"
 contains "stream-stall: says the stop timed out" "$ERR" "did not end the stream within the timeout (5000 ms) after StopTracing"
 check "stream-stall: no t.nettrace" test ! -e "$OUTDIR/t.nettrace"
 size=$(stat -c %s "$OUTDIR/t.nettrace.partial" 2>/dev/null || echo missing)
@@ -129,22 +129,22 @@ for spec in "stream-random:not a nettrace stream" "stream-huge:not a nettrace st
 	fake_ns "$mode"
 	# shellcheck disable=SC2059
 	timed "namespaced fake: trace collect, $mode" 8000 $E_PROTO "$CLRTAP" trace collect -p "$FAKE_PID" \
-		-d 2 --timeout 5000 -o "$OUTDIR/t.nettrace"
+		-d 2 --timeout 5s -o "$OUTDIR/t.nettrace"
 	# shellcheck disable=SC2059
 	contains "namespaced fake: $mode: says why" "$ERR" "$(printf "$msg" 5000)"
 	no_files "namespaced fake: trace collect, $mode"
 	if [ "$mode" != stream-close ]; then
 		timed "namespaced fake: counters collect, $mode" 5000 $E_PROTO "$CLRTAP" counters collect \
-			-p "$FAKE_PID" -d 2 --timeout 2000 -o "$OUTDIR/c.csv"
+			-p "$FAKE_PID" -d 2 --timeout 2s -o "$OUTDIR/c.csv"
 		# shellcheck disable=SC2059
 		contains "namespaced fake: counters, $mode: says why" "$ERR" "$(printf "$msg" 2000)"
 		no_files "namespaced fake: counters collect, $mode"
-		timed "namespaced fake: stacks, $mode" 3000 $E_PROTO "$CLRTAP" stacks -p "$FAKE_PID" --timeout 2000
+		timed "namespaced fake: stacks, $mode" 3000 $E_PROTO "$CLRTAP" stacks -p "$FAKE_PID" --timeout 2s
 		# shellcheck disable=SC2059
 		contains "namespaced fake: stacks, $mode: says why" "$ERR" "$(printf "$msg" 2000)"
 	fi
 	if [ "$mode" == hang ]; then
-		timed "namespaced fake: info, $mode" 3000 $E_PROTO "$CLRTAP" info -p "$FAKE_PID" --timeout 2000
+		timed "namespaced fake: info, $mode" 3000 $E_PROTO "$CLRTAP" info -p "$FAKE_PID" --timeout 2s
 		contains "namespaced fake: info, $mode: says why" "$ERR" "did not answer in time"
 	fi
 	# unshare ignores SIGTERM while it waits for its child: stop the fake itself
@@ -176,7 +176,7 @@ for spec in "stream-random:not a nettrace stream" "stream-huge:not a nettrace st
 	msg=${spec#*:}
 	fake "$mode"
 	timed "counters collect, $mode" 5000 $E_PROTO "$CLRTAP" counters collect -p "$FAKE_PID" -d 2 \
-		--timeout 2000 -o "$OUTDIR/c.csv"
+		--timeout 2s -o "$OUTDIR/c.csv"
 	contains "counters collect, $mode: says why" "$ERR" "$msg"
 	if [ "$mode" == hang ]; then
 		contains "counters collect, $mode: fails at the target check" "$ERR" "cannot use the diagnostics socket"
@@ -184,17 +184,17 @@ for spec in "stream-random:not a nettrace stream" "stream-huge:not a nettrace st
 		contains "counters collect, $mode: says no file was written" "$ERR" "no file written"
 	fi
 	no_files "counters collect, $mode"
-	timed "stacks, $mode" 3000 $E_PROTO "$CLRTAP" stacks -p "$FAKE_PID" --timeout 2000
+	timed "stacks, $mode" 3000 $E_PROTO "$CLRTAP" stacks -p "$FAKE_PID" --timeout 2s
 	contains "stacks, $mode: says why" "$ERR" "$msg"
 	unfake
 done
 for mode in stream-flood stream-stall; do
 	fake "$mode"
 	timed "counters collect, $mode" 5000 $E_PROTO "$CLRTAP" counters collect -p "$FAKE_PID" -d 2 \
-		--timeout 2000 -o "$OUTDIR/c.csv"
+		--timeout 2s -o "$OUTDIR/c.csv"
 	contains "counters collect, $mode: says where the stream broke" "$ERR" "the session stream broke at byte 32"
 	no_files "counters collect, $mode"
-	timed "stacks, $mode" 3000 $E_PROTO "$CLRTAP" stacks -p "$FAKE_PID" --timeout 2000
+	timed "stacks, $mode" 3000 $E_PROTO "$CLRTAP" stacks -p "$FAKE_PID" --timeout 2s
 	unfake
 done
 contains "stacks, stream-stall: says the stop timed out" "$ERR" "did not end the stream within the timeout (2000 ms)"

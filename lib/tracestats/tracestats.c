@@ -7,6 +7,7 @@
 #include "common/compat.h"
 
 #include "common/log.h"
+#include "srcline/srcline.h"
 #include "tracestats/tracestats.h"
 
 #define RT_GC_START 1
@@ -200,6 +201,7 @@ struct tracestats {
 	uint64_t rng;
 
 	struct nt_methods *methods;
+	struct srcline *lines; /* ts_limits.lines: source lines of exception frames */
 
 	struct kind_ent *kinds;
 	uint32_t nkinds, kinds_cap;
@@ -302,6 +304,15 @@ int tracestats_new(struct tracestats **out, const struct ts_limits *limits)
 	if (err) {
 		free(ts);
 		return err;
+	}
+	if (ts->lim.lines) {
+		err = srcline_new(NULL, &ts->lines);
+		if (err) {
+			nt_methods_free(ts->methods);
+	srcline_free(ts->lines);
+			free(ts);
+			return err;
+		}
 	}
 	*out = ts;
 	return 0;
@@ -1116,6 +1127,11 @@ int tracestats_add_event(struct tracestats *ts, const struct nt_event *ev)
 	}
 	if (!m)
 		return 0;
+	if (ts->lines) {
+		err = srcline_add_event(ts->lines, ev);
+		if (err == -ENOMEM)
+			return err; /* a damaged record or a full table: fewer lines */
+	}
 	err = count_kind(ts, m);
 	if (err)
 		return err;
@@ -1277,17 +1293,34 @@ static const char *frame_name(struct tracestats *ts, const uint64_t *ips, uint32
 	return nt_methods_lookup(ts->methods, i && ip ? ip - 1 : ip);
 }
 
-/* A malloc'd name for frame i: the method, or the address in hex. */
+/*
+ * A malloc'd name for frame i: the method, or the address in hex. With
+ * ts_limits.lines a managed frame gets " in FILE:line N", or says why not
+ * " (no line: REASON)".
+ */
 static char *frame_dup(struct tracestats *ts, const uint64_t *ips, uint32_t i)
 {
 	const char *n = frame_name(ts, ips, i);
-	char hex[24];
+	struct pe_srcline l;
+	enum srcline_why why;
+	uint32_t il;
+	char hex[24], *s = NULL;
+	int r;
 
 	if (!n) {
 		snprintf(hex, sizeof(hex), "0x%" PRIx64, ips[i]);
-		n = hex;
+		return strdup(hex);
 	}
-	return strdup(n);
+	if (!ts->lines)
+		return strdup(n);
+	r = srcline_lookup(ts->lines, ips[i], i > 0, &l, &il, &why);
+	if (r == -ENOMEM)
+		return NULL;
+	if (r == 0)
+		r = asprintf(&s, "%s in %s:line %u", n, l.file, l.line);
+	else
+		r = asprintf(&s, "%s (no line: %s)", n, srcline_why_str(why));
+	return r < 0 ? NULL : s;
 }
 
 static int finish_exceptions(struct tracestats *ts)

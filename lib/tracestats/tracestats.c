@@ -1426,10 +1426,45 @@ static int finish_types_and_sites(struct tracestats *ts)
 	return 0;
 }
 
+/*
+ * With ts_limits.lines: names[first..n) that have a line become
+ * "NAME in FILE:line N" (malloc'd into owned[], freed by the caller; the
+ * flame copies names). Frames without a line keep their name.
+ */
+static int add_stack_lines(struct tracestats *ts, const uint64_t *ips, const uint32_t *idx,
+			   const char **names, uint32_t first, uint32_t n, char **owned)
+{
+	uint32_t k;
+
+	for (k = first; k < n; k++) {
+		struct pe_srcline l;
+		enum srcline_why why;
+		uint32_t il;
+		int r;
+
+		owned[k] = NULL;
+		if (names[k][0] == '[')
+			continue;
+		r = srcline_lookup(ts->lines, ips[idx[k - first]], idx[k - first] > 0, &l, &il, &why);
+		if (r == -ENOMEM)
+			return r;
+		if (r)
+			continue; /* the name without a line: nothing guessed */
+		if (asprintf(&owned[k], "%s in %s:line %u", names[k], l.file, l.line) < 0) {
+			owned[k] = NULL;
+			return -ENOMEM;
+		}
+		names[k] = owned[k];
+	}
+	return 0;
+}
+
 static int finish_flame(struct tracestats *ts)
 {
 	const char **names = NULL;
-	uint32_t i, n;
+	uint32_t *idx = NULL;
+	char **owned = NULL;
+	uint32_t i, n, k, first;
 	int err;
 
 	err = flame_new(&ts->flame);
@@ -1438,8 +1473,14 @@ static int finish_flame(struct tracestats *ts)
 	if (!ts->nstacks)
 		return 0;
 	names = malloc(((size_t)ts->lim.max_frames + 1) * sizeof(*names));
-	if (!names)
+	idx = malloc(((size_t)ts->lim.max_frames + 1) * sizeof(*idx));
+	owned = calloc((size_t)ts->lim.max_frames + 1, sizeof(*owned));
+	if (!names || !idx || !owned) {
+		free(names);
+		free(idx);
+		free(owned);
 		return -ENOMEM;
+	}
 	for (i = 0; i < ts->nstacks; i++) {
 		const struct stack_ent *e = &ts->stacks[i];
 		const uint64_t *ips = e->n ? ts->ips + e->off : NULL;
@@ -1447,16 +1488,30 @@ static int finish_flame(struct tracestats *ts)
 		n = 0;
 		if (e->truncated)
 			names[n++] = "[truncated]";
-		n += (uint32_t)nt_methods_name_stack(ts->methods, ips, e->n, names + n,
-						     ts->lim.max_frames);
+		first = n;
+		n += (uint32_t)nt_methods_name_stack_idx(ts->methods, ips, e->n, names + n, idx,
+							 ts->lim.max_frames);
+		if (ts->lines && n > first) {
+			err = add_stack_lines(ts, ips, idx, names, first, n, owned);
+			if (err) {
+				for (k = first; k < n; k++)
+					free(owned[k]);
+				break;
+			}
+		}
 		if (!n)
 			names[n++] = "[no stack]";
 		if (ts->lim.flame_skip && ts->lim.flame_skip(ts->lim.flame_skip_ctx, names, n)) {
 			ts->samples.left_out += e->count;
 			ts->samples.in_flame -= e->count;
-			continue;
+			err = 0;
+		} else {
+			err = flame_add(ts->flame, names, n, e->count);
 		}
-		err = flame_add(ts->flame, names, n, e->count);
+		for (k = first; ts->lines && k < n; k++) {
+			free(owned[k]);
+			owned[k] = NULL;
+		}
 		if (err == -E2BIG) {
 			/* the flame's node cap: these samples are counted as not kept */
 			ts->samples.dropped += e->count;
@@ -1467,6 +1522,8 @@ static int finish_flame(struct tracestats *ts)
 			break;
 	}
 	free(names);
+	free(idx);
+	free(owned);
 	return err;
 }
 

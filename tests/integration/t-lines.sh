@@ -8,7 +8,8 @@
 
 FX=$WORK/fx
 mkdir -p "$FX"
-cp "$(dirname "$FIXTURE_DLL")"/sample.* "$FX"/
+ORIG_DIR=$(dirname "$FIXTURE_DLL")
+cp "$ORIG_DIR"/sample.* "$FX"/
 [ -f "$FX/sample.pdb" ] || { not_ok "fixture has its portable PDB" "no $FX/sample.pdb"; finish; }
 FIXTURE_DLL=$FX/sample.dll
 FIX_ENV="CLRTAP_FIXTURE_STACK=1" start_fixture exceptions --count 20 --trigger "$WORK/go"
@@ -53,5 +54,28 @@ lacks "mismatch: no line shown" "$OUT" ":line "
 rm -f "$FX/sample.pdb"
 expect_exit "report --lines, no PDB" 0 "$CLRTAP" trace report "$WORK/ex.nettrace" --lines
 contains "no PDB said" "$OUT" "Clrtap.Fixtures.Thrower::ThrowOne (no line: no PDB)"
+
+# Sampled stacks with lines: pprof decoded by Go's own pprof shows the
+# call sites' lines inside CpuSplit::Run (the source's "HotA();" and
+# "HotB();" lines), speedscope carries file and line.
+cp "$ORIG_DIR/sample.pdb" "$FX/sample.pdb"
+start_fixture cpu-split --seconds 5
+expect_exit "collect cpu-sampling" 0 "$CLRTAP" trace collect -p "$FIX_PID" --profile cpu-sampling -d 2 -o "$WORK/cs.nettrace"
+stop_fixture "$FIX_PID"
+expect_exit "report --lines --flame pprof" 0 "$CLRTAP" trace report "$WORK/cs.nettrace" --lines --flame "$WORK/cs.pb.gz"
+expect_exit "report --lines --flame speedscope" 0 "$CLRTAP" trace report "$WORK/cs.nettrace" --lines --flame "$WORK/cs.speedscope.json"
+SRCF=$(sed -n 's/.*"file":"\([^"]*Workloads\.cs\)".*/\1/p' "$WORK/cs.speedscope.json" | head -1)
+check "speedscope names the fixture's source file" test -f "$SRCF"
+LA=$(grep -n '^ *HotA();' "$SRCF" | head -1 | cut -d: -f1)
+LB=$(grep -n '^ *HotB();' "$SRCF" | head -1 | cut -d: -f1)
+if command -v go >/dev/null; then
+	go tool pprof -lines -top "$WORK/cs.pb.gz" >"$WORK/pp.txt" 2>&1
+	contains "go tool pprof -lines: HotA's call site" "$(cat "$WORK/pp.txt")" "Clrtap.Fixtures.CpuSplit::Run $SRCF:$LA"
+	contains "go tool pprof -lines: HotB's call site" "$(cat "$WORK/pp.txt")" "Clrtap.Fixtures.CpuSplit::Run $SRCF:$LB"
+else
+	ok "# SKIP go tool pprof: golang-go not installed (scripts/install-deps.sh)"
+fi
+contains "speedscope frame with file and line" "$(cat "$WORK/cs.speedscope.json")" \
+	"\"name\":\"Clrtap.Fixtures.CpuSplit::Run in $SRCF:line $LA\",\"file\":\"$SRCF\",\"line\":$LA}"
 
 finish

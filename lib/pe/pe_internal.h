@@ -117,6 +117,8 @@ struct pe_file {
 };
 
 /* pe.c */
+/* Opens path read-only through opts->open_fn when set, else open(2). */
+int pe_open_fd(const struct pe_open_opts *opts, const char *path, int *fd);
 const uint8_t *pe_rva_ptr(const struct pe_file *pf, uint32_t rva, uint32_t size);
 int pe_find_r2r_sec(const uint8_t *secs, uint32_t nsecs, uint32_t type, uint32_t *rva,
 		    uint32_t *size);

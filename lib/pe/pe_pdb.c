@@ -6,12 +6,12 @@
  */
 #include "common/compat.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "common/cursor.h"
+#include "common/io.h"
 #include "pe/pdb.h"
 #include "pe/pe_internal.h"
 
@@ -495,18 +495,13 @@ static int read_pdb_file(const char *path, const struct pe_open_opts *opts, stru
 {
 	struct stat st;
 	uint8_t *buf;
-	size_t got = 0;
+	size_t got;
+	ssize_t r;
 	int fd, err;
 
-	if (opts && opts->open_fn) {
-		err = opts->open_fn(opts->open_ctx, path, &fd);
-		if (err)
-			return err;
-	} else {
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0)
-			return -errno;
-	}
+	err = pe_open_fd(opts, path, &fd);
+	if (err)
+		return err;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return -ENOENT;
@@ -520,16 +515,9 @@ static int read_pdb_file(const char *path, const struct pe_open_opts *opts, stru
 		close(fd);
 		return -ENOMEM;
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
+	r = ct_read_full(fd, buf, (size_t)st.st_size);
 	close(fd);
+	got = r > 0 ? (size_t)r : 0;
 	if (got != (size_t)st.st_size) {
 		free(buf);
 		return -EIO;

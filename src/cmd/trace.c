@@ -439,7 +439,7 @@ static const struct {
 static int convert(int argc, char **argv)
 {
 	const char *format = NULL, *out = NULL;
-	bool thread_time = false;
+	bool thread_time = false, lines = false;
 	const struct cli_option opts[] = {
 		{ 'f', "format", CLI_OPT_STRING, &format, "FMT",
 		  "speedscope (default), folded, html, svg or pprof" },
@@ -447,6 +447,8 @@ static int convert(int argc, char **argv)
 		  "output file (default: FILE without .nettrace, plus the format's extension)" },
 		{ 0, "thread-time", CLI_OPT_BOOL, &thread_time, NULL,
 		  "also samples of threads outside managed code (waiting, native)" },
+		{ 0, "lines", CLI_OPT_BOOL, &lines, NULL,
+		  "frames with their source file and line (as trace report --lines)" },
 		{ 0 },
 	};
 	const struct ts_result *res;
@@ -488,7 +490,7 @@ static int convert(int argc, char **argv)
 			return cli_error(EXIT_ERROR, "out of memory");
 		out = name.buf;
 	}
-	code = load(argv[first], thread_time, false, &l);
+	code = load(argv[first], thread_time, lines, &l);
 	if (code)
 		goto done;
 	code = write_flame(&l, argv[first], out, formats[i].fmt, &written);

@@ -25,8 +25,8 @@ bool flame_name_line(const char *s, size_t len, size_t *name_len, const char **f
 	t = s + i - (sizeof(tag) - 1);
 	if (memcmp(t, tag, sizeof(tag) - 1))
 		return false;
-	/* the last " in " before the tag */
-	for (p = s; p + 4 <= t; p++)
+	/* the first " in " (a managed method name has no spaces, a path may) */
+	for (p = s; p + 4 <= t && !in; p++)
 		if (!memcmp(p, " in ", 4))
 			in = p;
 	if (!in || in == s || in + 4 == t)

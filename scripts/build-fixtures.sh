@@ -56,3 +56,95 @@ if [ ! -f build/fixtures/sample/sample.dll ]; then
 	echo "build-fixtures: build/fixtures/sample/sample.dll missing after the build" >&2
 	exit 1
 fi
+
+# ---- runtime matrix (tests/integration/t-runtimes.sh) ----
+# tests/fixtures/matrix published self-contained for each runtime the matrix
+# covers, from NuGet's runtime packs: build/fixtures/matrix/<rt>/matrix.
+#   net8, net9, net10   dotnet publish of net8.0/net9.0/net10.0 for linux-x64
+#                       (the SDK picks each runtime pack's version)
+#   net11               the net10 publish with the runtime files of
+#                       Microsoft.NETCore.App.Runtime.linux-x64 11.0.0
+#                       (native/* and lib/net11.0/*.dll; the .NET 10 SDK
+#                       cannot target net11.0)
+#   musl-net10          dotnet publish of net10.0 for linux-musl-x64 (10.0.12)
+#   musl-net11          musl-net10 with the linux-musl-x64 11.0.0 pack's files
+#   musl-net8           the net8 publish with the linux-musl-x64 8.0.34 pack's
+#                       files and musl-net10's launcher (NuGet serves no musl
+#                       apphost pack for 8.0: the launcher only starts the
+#                       app's own hostfxr, of any version)
+# Each one is built from its own copy of the sources (own obj/). A stamp (the
+# sources and this block hashed) makes a run with nothing changed a no-op
+# (first build: about a minute, mostly NuGet downloads).
+# A runtime whose packs could not be had is left out with a note; the test
+# says which it skipped.
+MX=build/fixtures/matrix
+NET11=11.0.0
+MUSL8=8.0.34
+mx_stamp=$(cat tests/fixtures/matrix/Matrix.csproj tests/fixtures/matrix/Program.cs \
+	<(sed -n '/^# ---- runtime matrix/,$p' "$0") | sha256sum | cut -c1-32)
+if [ "$(cat "$MX/stamp" 2>/dev/null)" != "$mx_stamp" ]; then
+	rm -rf "$MX" && mkdir -p "$MX"
+	# mx_publish RT TFM [msbuild args...]: one self-contained publish into $MX/RT.
+	mx_publish() {
+		local rt=$1 tfm=$2 rid=linux-x64
+		shift 2
+		case $rt in musl-*) rid=linux-musl-x64 ;; esac
+		mkdir -p "$MX/src-$rt" &&
+			cp tests/fixtures/matrix/Program.cs "$MX/src-$rt/" &&
+			sed "s|<TargetFramework>net10.0</TargetFramework>|<TargetFramework>$tfm</TargetFramework>|" \
+				tests/fixtures/matrix/Matrix.csproj >"$MX/src-$rt/Matrix.csproj" &&
+			dotnet publish "$MX/src-$rt/Matrix.csproj" -c Release -r "$rid" --self-contained \
+				"$@" -o "$MX/$rt" --nologo -v q >"$MX/$rt.log" 2>&1 ||
+			{
+				echo "build-fixtures: $MX/$rt not built (needs the $tfm runtime pack from NuGet); t-runtimes.sh skips it:" >&2
+				tail -5 "$MX/$rt.log" >&2
+				rm -rf "${MX:?}/$rt"
+			}
+	}
+	# the runtime packs of .NET 11 and musl 8.0, downloaded by a project that only restores
+	mkdir -p "$MX/pack11"
+	cat >"$MX/pack11/pack11.csproj" <<PROJ
+<Project Sdk="Microsoft.NET.Sdk">
+  <PropertyGroup><TargetFramework>net10.0</TargetFramework></PropertyGroup>
+  <ItemGroup>
+    <PackageDownload Include="Microsoft.NETCore.App.Runtime.linux-x64" Version="[$NET11]" />
+    <PackageDownload Include="Microsoft.NETCore.App.Runtime.linux-musl-x64" Version="[$MUSL8];[$NET11]" />
+  </ItemGroup>
+</Project>
+PROJ
+	# Restores mostly wait on the network: the four publishes and the download run at once.
+	mx_publish net8 net8.0 &
+	mx_publish net9 net9.0 &
+	mx_publish net10 net10.0 &
+	mx_publish musl-net10 net10.0 -p:RuntimeFrameworkVersion=10.0.12 &
+	dotnet restore "$MX/pack11/pack11.csproj" --nologo -v q >"$MX/pack11.log" 2>&1 &
+	wait
+	pkgs=$(dotnet nuget locals global-packages --list 2>/dev/null | sed -n 's/^global-packages: //p')
+	# mx_swap RT FROM RID VERSION TFM: RT is FROM with that runtime pack's files.
+	mx_swap() {
+		local pack="${pkgs%/}/microsoft.netcore.app.runtime.$3/$4/runtimes/$3"
+		if [ -d "$MX/$2" ] && [ -f "$pack/native/libcoreclr.so" ]; then
+			# hard links to FROM's files; each file replaced is unlinked first
+			cp -al "$MX/$2" "$MX/$1" && rm -f "$MX/$1"/*.so &&
+				cp --remove-destination "$pack"/native/* "$pack"/lib/"$5"/*.dll "$MX/$1/"
+		else
+			echo "build-fixtures: $MX/$1 not built (needs $MX/$2 and Microsoft.NETCore.App.Runtime.$3 $4 from NuGet); t-runtimes.sh skips it" >&2
+		fi
+	}
+	mx_swap net11 net10 linux-x64 "$NET11" net11.0
+	mx_swap musl-net11 musl-net10 linux-musl-x64 "$NET11" net11.0
+	mx_swap musl-net8 net8 linux-musl-x64 "$MUSL8" net8.0
+	if [ -x "$MX/musl-net8/matrix" ] && [ -x "$MX/musl-net10/matrix" ]; then
+		cp --remove-destination "$MX/musl-net10/matrix" "$MX/musl-net8/matrix"
+	fi
+	rm -rf "$MX"/src-* "$MX/pack11"
+	# stamped only when whole: a runtime left out is tried again next time
+	mx_all=1
+	for rt in net8 net9 net10 net11 musl-net8 musl-net10 musl-net11; do
+		[ -x "$MX/$rt/matrix" ] || mx_all=0
+	done
+	if [ $mx_all = 1 ]; then
+		rm -f "$MX"/*.log
+		echo "$mx_stamp" >"$MX/stamp"
+	fi
+fi

@@ -22,6 +22,8 @@ PKGS=(
 	golang-go                        # go tool pprof decodes clrtap's pprof (t-lines.sh: source lines)
 	musl-tools                       # musl-gcc: the profiler library for Alpine (musl) targets
 	libmicrohttpd-dev libsqlite3-dev prometheus # clrtap serve: HTTP server, session history; Prometheus for its test
+	libcurl4-openssl-dev             # clrtap fleet: HTTP(S) pushes (loaded with dlopen; headers to build)
+	golang-go protobuf-compiler      # t-fleet: third-party decoders (go tool pprof, protoc --decode)
 )
 
 missing=()

@@ -401,7 +401,7 @@ int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 	{
 		struct ipc_error rerr;
 
-		err = ipc_peer_verify(ep, &rerr);
+		err = ipc_peer_verify_major(ep, &t->runtime_major, &rerr);
 		if (err == -EACCES || err == -EPERM) {
 			char why[400];
 

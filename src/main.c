@@ -27,6 +27,7 @@ static const struct cmd commands[] = {
 	{ "counters", cmd_counters, "live runtime counters (System.Runtime, any EventSource or Meter)" },
 	{ "doctor", cmd_doctor, "a short battery over one session: findings ranked, with the next command" },
 	{ "dump", cmd_dump, "write a core dump of a .NET process (mini, heap, triage, full)" },
+	{ "fleet", cmd_fleet, "continuous CPU profiles of every .NET process, pushed to Pyroscope, OTLP or pprof files" },
 	{ "gcdump", cmd_gcdump, "heap snapshots: retained sizes, retention paths, duplicated strings, leaks" },
 	{ "help", cmd_help, "show help for clrtap or a command" },
 	{ "info", cmd_info, "runtime version, command line, socket, environment of a process" },

@@ -147,34 +147,6 @@ int agent_call_format_split(const struct agent_event *ev, const char *this_type,
  */
 int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event *ev);
 
-/* --- Time order ---------------------------------------------------------
- * EventPipe writes events of different threads out of time order (each
- * flush writes one thread's events, then the next thread's). Events wait in
- * a struct agent_order until the stream says nothing older can still come:
- * an event marked sorted (release up to its timestamp) or a sequence point
- * or the end (release all). At most 2^18 events or 32 MiB wait; past that
- * everything held goes out in order and `forced` counts it.
- */
-struct agent_order_item;
-struct agent_order {
-	struct agent_order_item *items;
-	size_t n, cap;
-	uint8_t *arena;
-	size_t alen, acap;
-	uint64_t seq;
-	uint64_t forced; /* releases forced by the caps */
-};
-/* Called for each released event, oldest first. */
-typedef int (*agent_order_fn)(void *ctx, int id, const uint8_t *p, uint32_t len);
-void agent_order_init(struct agent_order *o);
-void agent_order_free(struct agent_order *o);
-/* Holds a copy of one event. -E2BIG for a payload over 8 MiB, -ENOMEM. */
-int agent_order_add(struct agent_order *o, int64_t ts, int id, const uint8_t *p, uint32_t len,
-		    agent_order_fn fn, void *ctx);
-/* Releases (oldest first, arrival order among equal times) every held event
- * with a timestamp <= upto; returns the first non-zero return of fn. */
-int agent_order_release(struct agent_order *o, int64_t upto, agent_order_fn fn, void *ctx);
-
 /* --- Attach and session ----------------------------------------------- */
 struct agent_session_opts {
 	const struct ipc_endpoint *ep;

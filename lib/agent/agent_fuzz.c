@@ -11,16 +11,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int order_sink(void *ctx, int id, const uint8_t *p, uint32_t len)
-{
-	volatile uint8_t x = 0;
-
-	for (uint32_t i = 0; i < len; i++)
-		x ^= p[i];
-	(void)x;
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct agent_event ev;
@@ -47,28 +37,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 		if (!ilrw_rewrite(data, size, &e, out, sizeof(out), &n) && n > sizeof(out))
 			__builtin_trap();
-	}
-	{ /* time order: timestamps and sizes from the input, held and released */
-		struct agent_order o;
-		size_t i = 0;
-
-		agent_order_init(&o);
-		while (i + 3 <= size) {
-			uint32_t len = data[i + 2] % 32;
-
-			if (i + 3 + len > size)
-				break;
-			if (agent_order_add(&o, (int8_t)data[i], data[i + 1], data + i + 3, len,
-					    order_sink, NULL))
-				break;
-			if (data[i + 1] & 1)
-				agent_order_release(&o, (int8_t)data[i], order_sink, NULL);
-			i += 3 + len;
-		}
-		agent_order_release(&o, INT64_MAX, order_sink, NULL);
-		if (o.n)
-			__builtin_trap();
-		agent_order_free(&o);
 	}
 	l = agent_libc_from_maps((const char *)data, size);
 	if (l != AGENT_LIBC_UNKNOWN && l != AGENT_LIBC_GLIBC && l != AGENT_LIBC_MUSL)

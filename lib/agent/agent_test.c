@@ -241,74 +241,6 @@ static void test_ilrw_rewrite(void **state)
 	assert_int_equal(ilrw_rewrite(bad, sizeof(bad), &e, out, sizeof(out), &n), -EINVAL);
 }
 
-struct order_seen {
-	int n;
-	int id[64];
-	int64_t v[64];
-};
-
-static int order_cb(void *ctx, int id, const uint8_t *p, uint32_t len)
-{
-	struct order_seen *o = ctx;
-	int64_t v = 0;
-
-	assert_int_equal(len, 8);
-	memcpy(&v, p, 8);
-	o->id[o->n] = id;
-	o->v[o->n++] = v;
-	return 0;
-}
-
-static void order_add(struct agent_order *o, int64_t ts, int id, struct order_seen *seen)
-{
-	assert_int_equal(agent_order_add(o, ts, id, (const uint8_t *)&ts, 8, order_cb, seen), 0);
-}
-
-/* The runtime's flush writes thread A's events, then thread B's: a reader
- * gets them out of time order and a sorted mark says what may go. */
-static void test_order(void **state)
-{
-	struct agent_order o;
-	struct order_seen seen = { 0 };
-
-	agent_order_init(&o);
-	/* flush 1: A (ProbeCount at 10, 40), then B (Calls at 20, 30, 50) */
-	order_add(&o, 10, PRF_EV_PROBE_COUNT, &seen); /* A's first: sorted */
-	assert_int_equal(agent_order_release(&o, 10, order_cb, &seen), 0);
-	order_add(&o, 40, PRF_EV_PROBE_COUNT, &seen);
-	order_add(&o, 20, PRF_EV_CALL, &seen); /* B's first: sorted */
-	agent_order_release(&o, 20, order_cb, &seen);
-	order_add(&o, 30, PRF_EV_CALL, &seen);
-	order_add(&o, 50, PRF_EV_CALL, &seen);
-	assert_int_equal(seen.n, 2);
-	assert_int_equal(seen.v[0], 10);
-	assert_int_equal(seen.v[1], 20);
-	/* equal timestamps keep their arrival order */
-	order_add(&o, 50, PRF_EV_STATUS, &seen);
-	/* flush 2: the first event at 60 is sorted: all older ones go */
-	order_add(&o, 60, PRF_EV_STATUS, &seen);
-	agent_order_release(&o, 60, order_cb, &seen);
-	assert_int_equal(seen.n, 7);
-	assert_int_equal(seen.v[2], 30);
-	assert_int_equal(seen.v[3], 40);
-	assert_int_equal(seen.v[4], 50);
-	assert_int_equal(seen.id[4], PRF_EV_CALL);
-	assert_int_equal(seen.id[5], PRF_EV_STATUS);
-	assert_int_equal(seen.v[6], 60);
-	/* the end releases everything held */
-	order_add(&o, 80, PRF_EV_CALL, &seen);
-	order_add(&o, 70, PRF_EV_CALL, &seen);
-	assert_int_equal(seen.n, 7);
-	agent_order_release(&o, INT64_MAX, order_cb, &seen);
-	assert_int_equal(seen.n, 9);
-	assert_int_equal(seen.v[7], 70);
-	assert_int_equal(seen.v[8], 80);
-	assert_int_equal(o.forced, 0);
-	/* an oversized payload is refused, nothing held */
-	assert_int_equal(agent_order_add(&o, 1, 1, (const uint8_t *)"", 9u << 20, order_cb, &seen),
-			 -E2BIG);
-	agent_order_free(&o);
-}
 
 int main(void)
 {
@@ -322,7 +254,6 @@ int main(void)
 		cmocka_unit_test(test_call_format),
 		cmocka_unit_test(test_ilrw_prepend),
 		cmocka_unit_test(test_ilrw_rewrite),
-		cmocka_unit_test(test_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -32,7 +32,6 @@ struct sess {
 	uint64_t session;
 	int64_t start, stop_at, flush_at;
 	bool stop_sent, want_stop, seen;
-	struct agent_order ord;
 	uint32_t peer_protocol;  /* from the Hello as it arrives */
 	bool flush_sent, flushed;
 	int flush_fd;
@@ -141,22 +140,6 @@ static ssize_t sess_read(void *ctx, void *buf, size_t len)
 	}
 }
 
-/* An event released in time order. */
-static int deliver(void *ctx, int id, const uint8_t *p, uint32_t len)
-{
-	struct sess *s = ctx;
-	struct agent_event ae;
-
-	if (agent_event_decode(id, p, len, &ae)) {
-		s->res->bad_events++;
-		return 0;
-	}
-	s->res->events++;
-	if (s->o->on_event && !s->want_stop && s->o->on_event(s->o->ctx, &ae))
-		s->want_stop = true;
-	return 0;
-}
-
 static uint64_t le64(const uint8_t *p)
 {
 	uint64_t v = 0;
@@ -166,57 +149,68 @@ static uint64_t le64(const uint8_t *p)
 	return v;
 }
 
-static int on_nt_event(void *ctx, const struct nt_event *ev)
+static bool ours(const struct nt_event *ev)
+{
+	return ev->meta && ev->meta->provider && !strcmp(ev->meta->provider, PRF_PROVIDER_NAME);
+}
+
+/* As it arrives: what the stop handshake needs cannot wait for time order. */
+static int on_arrival(void *ctx, const struct nt_event *ev)
 {
 	struct sess *s = ctx;
-	int id, err;
+	int id;
 
-	if (ev->meta && ev->meta->provider && !strcmp(ev->meta->provider, PRF_PROVIDER_NAME)) {
-		id = (int)ev->meta->event_id;
-		s->seen = true;
-		/* What the stop handshake needs is taken as it arrives. */
-		if (id == PRF_EV_HELLO && ev->payload_len >= 4)
-			s->peer_protocol = (uint32_t)ev->payload[0] | (uint32_t)ev->payload[1] << 8 |
-					   (uint32_t)ev->payload[2] << 16 | (uint32_t)ev->payload[3] << 24;
-		if (id == PRF_EV_FLUSHED && ev->payload_len >= 8 && s->flush_sent &&
-		    le64(ev->payload) == s->nonce)
-			s->flushed = s->res->flushed = true;
-		if (id == PRF_EV_CALL_STACK) {
-			/* the stack rides with the payload: u32 length, payload, IPs */
-			uint32_t nf = ev->nframes < AGENT_STACK_MAX ? ev->nframes : AGENT_STACK_MAX;
-			size_t blen = 4 + (size_t)ev->payload_len + 8 * (size_t)nf;
-			uint8_t *b = ev->payload_len < (1u << 20) ? malloc(blen) : NULL;
-
-			if (!b) {
-				s->res->bad_events++;
-				return 0;
-			}
-			for (int k = 0; k < 4; k++)
-				b[k] = (uint8_t)(ev->payload_len >> (8 * k));
-			memcpy(b + 4, ev->payload, ev->payload_len);
-			for (uint32_t f = 0; f < nf; f++)
-				for (int k = 0; k < 8; k++)
-					b[4 + ev->payload_len + 8 * f + k] =
-						(uint8_t)(ev->stack[f] >> (8 * k));
-			err = agent_order_add(&s->ord, ev->timestamp, id, b, (uint32_t)blen, deliver, s);
-			free(b);
-		} else {
-			err = agent_order_add(&s->ord, ev->timestamp, id, ev->payload,
-					      ev->payload_len, deliver, s);
-		}
-		if (err)
-			s->res->bad_events++;
-	}
-	if (ev->sorted)
-		agent_order_release(&s->ord, ev->timestamp, deliver, s);
+	if (!ours(ev))
+		return 0;
+	id = (int)ev->meta->event_id;
+	s->seen = true;
+	if (id == PRF_EV_HELLO && ev->payload_len >= 4)
+		s->peer_protocol = (uint32_t)ev->payload[0] | (uint32_t)ev->payload[1] << 8 |
+				   (uint32_t)ev->payload[2] << 16 | (uint32_t)ev->payload[3] << 24;
+	if (id == PRF_EV_FLUSHED && ev->payload_len >= 8 && s->flush_sent &&
+	    le64(ev->payload) == s->nonce)
+		s->flushed = s->res->flushed = true;
 	return 0;
 }
 
-static int on_seqpoint(void *ctx, int64_t ts)
+/* In time order (the reader's window puts the threads' events back in order). */
+static int on_nt_event(void *ctx, const struct nt_event *ev)
 {
 	struct sess *s = ctx;
+	struct agent_event ae;
+	int id, err;
 
-	agent_order_release(&s->ord, INT64_MAX, deliver, s);
+	if (!ours(ev))
+		return 0;
+	id = (int)ev->meta->event_id;
+	if (id == PRF_EV_CALL_STACK) {
+		/* the stack rides with the payload: u32 length, payload, IPs */
+		uint32_t nf = ev->nframes < AGENT_STACK_MAX ? ev->nframes : AGENT_STACK_MAX;
+		size_t blen = 4 + (size_t)ev->payload_len + 8 * (size_t)nf;
+		uint8_t *b = ev->payload_len < (1u << 20) ? malloc(blen) : NULL;
+
+		if (!b) {
+			s->res->bad_events++;
+			return 0;
+		}
+		for (int k = 0; k < 4; k++)
+			b[k] = (uint8_t)(ev->payload_len >> (8 * k));
+		memcpy(b + 4, ev->payload, ev->payload_len);
+		for (uint32_t f = 0; f < nf; f++)
+			for (int k = 0; k < 8; k++)
+				b[4 + ev->payload_len + 8 * f + k] = (uint8_t)(ev->stack[f] >> (8 * k));
+		err = agent_event_decode(id, b, blen, &ae);
+		free(b);
+	} else {
+		err = agent_event_decode(id, ev->payload, ev->payload_len, &ae);
+	}
+	if (err) {
+		s->res->bad_events++;
+		return 0;
+	}
+	s->res->events++;
+	if (s->o->on_event && !s->want_stop && s->o->on_event(s->o->ctx, &ae))
+		s->want_stop = true;
 	return 0;
 }
 
@@ -225,7 +219,7 @@ int agent_session_run(const struct agent_session_opts *o, struct agent_session_r
 {
 	struct ipc_provider prov = { PRF_PROVIDER_NAME, o->keywords, 5, o->arguments };
 	struct ipc_trace_config cfg = { 0 };
-	struct nt_handlers h = { .event = on_nt_event, .seqpoint = on_seqpoint };
+	struct nt_handlers h = { .event = on_nt_event, .arrival = on_arrival };
 	struct sess s = { .o = o, .res = res, .fd = -1, .flush_fd = -1 };
 	struct nt_reader *r = NULL;
 	struct nt_stats st;
@@ -239,7 +233,6 @@ int agent_session_run(const struct agent_session_opts *o, struct agent_session_r
 	err = ipc_collect_tracing(o->ep, &cfg, &s.fd, &s.session, rerr);
 	if (err)
 		return err;
-	agent_order_init(&s.ord);
 	s.start = now_ms();
 	if (o->on_open) {
 		res->open_error = o->on_open(o->ctx);
@@ -250,14 +243,11 @@ int agent_session_run(const struct agent_session_opts *o, struct agent_session_r
 	err = nt_reader_new(&r, sess_read, &s, NULL);
 	if (!err)
 		err = nt_reader_run(r, &h, &s);
-	/* The end (or the damage): nothing older can come; all goes out. */
-	agent_order_release(&s.ord, INT64_MAX, deliver, &s);
-	res->order_forced = s.ord.forced;
-	agent_order_free(&s.ord);
 	end_flush(&s);
 	if (r) {
 		nt_reader_stats(r, &st);
 		res->dropped = st.dropped;
+		res->order_forced = st.order_forced;
 		nt_reader_free(r);
 	}
 	/* A session cut before its header came (stopped at once) is no error. */

@@ -75,7 +75,7 @@ int analyze_session_new(struct an_session **out, unsigned need)
 {
 	struct an_session *s = calloc(1, sizeof(*s));
 	struct ts_limits lim;
-	int err;
+	int err, k;
 
 	*out = NULL;
 	if (!s)
@@ -84,6 +84,8 @@ int analyze_session_new(struct an_session **out, unsigned need)
 	s->cpu_max = s->tp_queue_max = s->tp_threads_max = -1;
 	s->working_set_mb = s->gc_heap_mb = -1;
 	s->gc_gen[0] = s->gc_gen[1] = s->gc_gen[2] = s->gc_gen[3] = s->gc_gen[4] = -1;
+	for (k = 0; k < 5; k++)
+		s->gc_gen_first[k] = -1;
 	s->gc_committed_mb = -1;
 	ts_limits_default(&lim);
 	if (need & AN_NEED_ONCPU) {
@@ -154,10 +156,22 @@ static void max_of(double *m, double v)
 		*m = v;
 }
 
+/* 0..4 for gen-0/1/2-size, loh-size, poh-size; -1 for any other counter */
+static int gen_index(const char *name)
+{
+	static const char *const gens[5] = { "gen-0-size", "gen-1-size", "gen-2-size", "loh-size", "poh-size" };
+	int k;
+
+	for (k = 0; k < 5; k++)
+		if (!strcmp(name, gens[k]))
+			return k;
+	return -1;
+}
+
 static int on_value(void *ctx, const struct counters_value *v)
 {
 	struct an_session *s = ctx;
-	int err;
+	int err, g;
 
 	s->counter_values++;
 	err = counters_table_update(&s->counters, v);
@@ -181,17 +195,11 @@ static int on_value(void *ctx, const struct counters_value *v)
 		s->working_set_mb = v->value;
 	else if (!strcmp(v->name, "gc-heap-size"))
 		s->gc_heap_mb = v->value;
-	else if (!strcmp(v->name, "gen-0-size"))
-		s->gc_gen[0] = v->value;
-	else if (!strcmp(v->name, "gen-1-size"))
-		s->gc_gen[1] = v->value;
-	else if (!strcmp(v->name, "gen-2-size"))
-		s->gc_gen[2] = v->value;
-	else if (!strcmp(v->name, "loh-size"))
-		s->gc_gen[3] = v->value;
-	else if (!strcmp(v->name, "poh-size"))
-		s->gc_gen[4] = v->value;
-	else if (!strcmp(v->name, "gc-committed"))
+	else if ((g = gen_index(v->name)) >= 0) {
+		s->gc_gen[g] = v->value;
+		if (s->gc_gen_first[g] < 0)
+			s->gc_gen_first[g] = v->value;
+	} else if (!strcmp(v->name, "gc-committed"))
 		s->gc_committed_mb = v->value;
 	return 0;
 }
@@ -303,6 +311,8 @@ int analyze_session_live(struct an_session *s, const struct ipc_endpoint *ep,
 	if ((s->need & AN_NEED_ONCPU) && s->oncpu_pid > 0 && !s->tc)
 		s->oncpu_err = taskcpu_start(&s->tc, s->oncpu_pid);
 	err = live_session_run(&o, res);
+	if (!err)
+		tracestats_set_reader_stats(s->ts, &res->stats);
 	if (s->tc) {
 		taskcpu_stop(s->tc);
 		taskcpu_stats(s->tc, &s->oncpu);
@@ -348,8 +358,12 @@ int analyze_session_file(struct an_session *s, int fd)
 		return err;
 	err = nt_reader_open(r);
 	if (!err) {
+		struct nt_stats st;
+
 		tracestats_set_info(s->ts, nt_reader_info(r));
 		err = nt_reader_run(r, &h, s);
+		nt_reader_stats(r, &st);
+		tracestats_set_reader_stats(s->ts, &st);
 	}
 	nt_reader_free(r);
 	if (err < 0 && err != -ENOMEM)

@@ -68,6 +68,7 @@ struct an_session {
 	size_t ncode, code_cap;
 	bool code_capped;                /* more methods than AN_CODE_MAX */
 	double gc_gen[5];                /* gen-0/1/2, loh, poh size counters, bytes (-1: none) */
+	double gc_gen_first[5];          /* the first value of each (-1: none) */
 	double gc_committed_mb;          /* gc-committed counter (-1: none) */
 	struct counters_table counters;  /* last value of each counter */
 	uint64_t counter_values;         /* values received */
@@ -135,6 +136,8 @@ enum an_mem_kind {
 	AN_MEM_KINDS
 };
 
+struct an_mem_growth;
+
 #define AN_MEM_CODE_MAPS 1024 /* executable code views kept for the JIT split */
 
 struct an_memory {
@@ -159,6 +162,9 @@ struct an_memory {
 	/* anonymous memory in the GC's range beyond what the GC committed,
 	 * moved to other_anon (analyze_memory_runtime) */
 	uint64_t gc_excess_kb;
+	/* set by the caller when the memory was also measured earlier: how
+	 * each kind moved over that span (NULL: one snapshot) */
+	const struct an_mem_growth *growth;
 };
 
 #define AN_SMAPS_MAX (64u << 20)
@@ -177,9 +183,73 @@ int analyze_memory_read(pid_t pid, struct an_memory *m);
  * s->code) and takes the GC generation sizes of s's counters. */
 void analyze_memory_runtime(struct an_memory *m, struct an_session *s);
 
+/* Moves GC-heap KiB beyond what the GC committed (bytes; < 0: unknown),
+ * with slack, to other anonymous memory; returns the KiB moved. */
+uint64_t analyze_memory_gc_excess(uint64_t rss_kb[AN_MEM_KINDS], double committed);
+
 /* The kind holding the most, counting native + other anonymous together as
  * "native" (returns AN_MEM_NATIVE then). */
 enum an_mem_kind analyze_memory_dominant(const struct an_memory *m);
+
+/* ----- memory over time (memgrowth.c): smaps kinds sampled over a span ----- */
+
+#define AN_MEM_SERIES_MAX 512 /* points kept; when full every other one is dropped */
+#define AN_MEM_GREW_NATIVE AN_MEM_KINDS /* an_mem_growth.grew: native heap + other anonymous */
+#define AN_MEM_GREW_TOTAL (AN_MEM_KINDS + 1) /* all kinds (analyze_mem_window_rate) */
+
+struct an_mem_point {
+	double t_s; /* since the first point */
+	uint64_t rss_kb[AN_MEM_KINDS];
+	uint64_t total_kb;
+};
+
+struct an_mem_series {
+	struct an_mem_point *p;
+	size_t n, cap;
+	double t0; /* CLOCK_MONOTONIC seconds of the first point */
+};
+
+struct an_mem_growth {
+	double span_s;  /* first to last point */
+	size_t points;
+	int64_t delta_kb[AN_MEM_KINDS + 1];   /* last - first; [AN_MEM_GREW_NATIVE]: native + other anon */
+	double rate_kb_s[AN_MEM_KINDS + 1];   /* least-squares slope over the points */
+	uint64_t start_kb[AN_MEM_KINDS + 1], end_kb[AN_MEM_KINDS + 1];
+	int64_t total_delta_kb;
+	double total_rate_kb_s;
+	int grew; /* the kind that grew most (AN_MEM_GREW_NATIVE for native), -1: none grew */
+};
+
+/* A point of m's kinds at now (CLOCK_MONOTONIC seconds); 0 or -ENOMEM. */
+int analyze_mem_series_add(struct an_mem_series *s, double now, const struct an_memory *m);
+void analyze_mem_series_release(struct an_mem_series *s);
+/* Growth of each kind over the series (needs 2 points; else points < 2
+ * and grew -1). A kind "grew" when it gained at least 8 MiB and 2 % of the
+ * first total; native memory is judged as one (malloc heap + other anon). */
+void analyze_mem_growth(const struct an_mem_series *s, struct an_mem_growth *g);
+/* "native" for AN_MEM_GREW_NATIVE, the kind's name otherwise, NULL for -1 */
+const char *analyze_mem_growth_name(int grew);
+const char *analyze_mem_growth_label(int grew);
+/* The series as an inline SVG line chart (each kind holding >= 1 MiB, and
+ * native), appended to o; nothing with under 2 points. */
+int analyze_mem_svg(const struct an_mem_series *s, struct strbuf *o);
+/* A kind by its name, "native" or "total" (AN_MEM_GREW_*); -1: unknown. */
+int analyze_mem_growth_kind(const char *name);
+
+/* The last AN_MEM_WINDOW readings (for a rate now, e.g. watch's rule on
+ * growth); no allocation. */
+#define AN_MEM_WINDOW 16
+struct an_mem_window {
+	struct an_mem_point p[AN_MEM_WINDOW]; /* oldest first; t_s: the caller's clock */
+	unsigned n;
+};
+
+void analyze_mem_window_add(struct an_mem_window *w, double now, const struct an_memory *m);
+/* Reads pid's smaps (analyze_memory_read) into the window at now. */
+int analyze_mem_window_read(pid_t pid, struct an_mem_window *w, double now);
+/* The least-squares rate (KiB/s) of kind k (a kind or AN_MEM_GREW_*) over
+ * the window: 0, -ENODATA (under 2 readings), -EINVAL (k). */
+int analyze_mem_window_rate(const struct an_mem_window *w, int k, double *kb_s);
 
 
 /* ----- doctor: findings from one session and the memory breakdown ----- */

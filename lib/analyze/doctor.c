@@ -70,7 +70,9 @@ static void exceptions_rule(const struct ts_result *r, double d, pid_t pid, stru
 		const struct ts_exception *e = r->nexceptions ? &r->exceptions[0] : NULL;
 
 		snprintf(x->evidence, sizeof(x->evidence),
-			 "%" PRIu64 " thrown in %.1f s; most: %s x%" PRIu64 "%s%s", r->exceptions_total, d,
+			 "%" PRIu64 " thrown in %.1f s (%" PRIu64 " first throws, %" PRIu64
+			 " rethrown by awaits); most: %s x%" PRIu64 "%s%s", r->exceptions_total, d,
+			 r->exceptions_first, r->exceptions_rethrown,
 			 t->type, t->count, e && e->thrown_at ? ", thrown in " : "",
 			 e && e->thrown_at ? e->thrown_at : "");
 	}
@@ -216,12 +218,23 @@ static void memory_rule(const struct an_memory *m, pid_t pid, struct an_finding 
 	double used = m->cgroup_max > 0 && m->cgroup_current >= 0 ?
 		      (double)m->cgroup_current / (double)m->cgroup_max : 0;
 	enum an_severity sev = used >= 0.9 ? AN_CRITICAL : used >= 0.75 ? AN_WARNING : AN_INFO;
-	struct an_finding *x = add(f, n, sev, used, "memory", pid);
+	const struct an_mem_growth *g = m->growth;
+	struct an_finding *x;
 
+	if (g && g->grew >= 0 && sev < AN_NOTICE)
+		sev = AN_NOTICE;
+	x = add(f, n, sev, used, "memory", pid);
 	if (!x)
 		return;
-	snprintf(x->title, sizeof(x->title), "resident memory %.1f MiB, most of it %s", mib(m->total_kb),
-		 k == AN_MEM_NATIVE ? "native (outside the GC heap)" : analyze_mem_kind_label(k));
+	if (g && g->grew >= 0)
+		snprintf(x->title, sizeof(x->title),
+			 "resident memory %.1f MiB, grew %.1f MiB in %.1f s: %s grew %.1f MiB (%.2f MiB/s)",
+			 mib(m->total_kb), (double)g->total_delta_kb / 1024.0, g->span_s,
+			 analyze_mem_growth_name(g->grew), (double)g->delta_kb[g->grew] / 1024.0,
+			 g->rate_kb_s[g->grew] / 1024.0);
+	else
+		snprintf(x->title, sizeof(x->title), "resident memory %.1f MiB, most of it %s", mib(m->total_kb),
+			 k == AN_MEM_NATIVE ? "native (outside the GC heap)" : analyze_mem_kind_label(k));
 	if (m->cgroup_max > 0)
 		snprintf(x->evidence, sizeof(x->evidence),
 			 "%.1f MiB %s; cgroup uses %.1f of %.1f MiB (%.0f%%)", mib(kb),
@@ -316,6 +329,8 @@ int analyze_doctor_run(const struct ipc_endpoint *ep, pid_t pid, int64_t duratio
 	struct live_session_result res;
 	struct an_session *s = NULL;
 	struct an_memory mem;
+	struct an_mem_series series = { 0 };
+	struct an_mem_growth growth;
 	struct timespec t0, t1;
 	char why[512];
 	long ncpu;
@@ -327,6 +342,9 @@ int analyze_doctor_run(const struct ipc_endpoint *ep, pid_t pid, int64_t duratio
 	if (err)
 		return doctor_fail(d, AN_FAIL_ERROR, err, "cannot start", strerror(-err));
 	s->oncpu_pid = pid;
+	/* memory at the start too: its growth over the session */
+	if (!analyze_memory_read(pid, &mem))
+		(void)analyze_mem_series_add(&series, 0, &mem);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	err = analyze_session_live(s, ep, duration_ms, stop, &res);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -358,10 +376,15 @@ int analyze_doctor_run(const struct ipc_endpoint *ep, pid_t pid, int64_t duratio
 	d->dropped_events = tracestats_result(s->ts)->dropped_events;
 	d->counter_values = s->counter_values;
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	d->n = analyze_findings(s, analyze_memory_read(pid, &mem) ? NULL : &mem, pid, d->duration_s,
-				ncpu > 0 ? (unsigned)ncpu : 1, d->f);
+	err = analyze_memory_read(pid, &mem);
+	if (!err && series.n && !analyze_mem_series_add(&series, d->duration_s, &mem)) {
+		analyze_mem_growth(&series, &growth);
+		mem.growth = &growth;
+	}
+	d->n = analyze_findings(s, err ? NULL : &mem, pid, d->duration_s, ncpu > 0 ? (unsigned)ncpu : 1, d->f);
 	err = 0;
 out:
+	analyze_mem_series_release(&series);
 	analyze_session_free(s);
 	return err ? d->err : 0;
 }

@@ -351,6 +351,21 @@ static int by_start(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+uint64_t analyze_memory_gc_excess(uint64_t rss_kb[AN_MEM_KINDS], double committed)
+{
+	uint64_t committed_kb, gc_kb = rss_kb[AN_MEM_GC_HEAP], excess;
+
+	if (committed < 0)
+		return 0;
+	committed_kb = (uint64_t)(committed / 1024);
+	if (gc_kb <= committed_kb + committed_kb / 4 + (16u << 10))
+		return 0;
+	excess = gc_kb - committed_kb;
+	rss_kb[AN_MEM_GC_HEAP] -= excess;
+	rss_kb[AN_MEM_OTHER_ANON] += excess;
+	return excess;
+}
+
 void analyze_memory_runtime(struct an_memory *m, struct an_session *s)
 {
 	size_t i, k;
@@ -366,16 +381,7 @@ void analyze_memory_runtime(struct an_memory *m, struct an_session *s)
 	 * is counted as other anonymous memory. The slack (a quarter, plus
 	 * 16 MiB) covers the GC's bookkeeping and a counter that lags smaps.
 	 */
-	if (m->gc_committed >= 0) {
-		uint64_t committed_kb = (uint64_t)(m->gc_committed / 1024);
-		uint64_t gc_kb = m->rss_kb[AN_MEM_GC_HEAP];
-
-		if (gc_kb > committed_kb + committed_kb / 4 + (16u << 10)) {
-			m->gc_excess_kb = gc_kb - committed_kb;
-			m->rss_kb[AN_MEM_GC_HEAP] -= m->gc_excess_kb;
-			m->rss_kb[AN_MEM_OTHER_ANON] += m->gc_excess_kb;
-		}
-	}
+	m->gc_excess_kb = analyze_memory_gc_excess(m->rss_kb, m->gc_committed);
 	if (!s->ncode)
 		return;
 	qsort(s->code, s->ncode, sizeof(*s->code), by_start);

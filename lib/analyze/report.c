@@ -13,6 +13,7 @@
 #include "common/compat.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <time.h>
 
@@ -49,6 +50,12 @@ struct an_report {
 	bool runtime_mem;       /* memory: the session for the runtime's view ran */
 	char partial_rt[640];   /* memory: why it did not */
 	char excess[256];       /* memory: the GC range's excess over its committed bytes */
+	struct an_mem_series series; /* memory: the kinds over the duration */
+	struct an_mem_growth mgrowth;
+	double period_s;        /* memory: between two points of the series */
+	bool series_final;      /* memory: the series' last point is the final read */
+	double read_s;          /* memory: time spent reading smaps */
+	unsigned nread;         /* memory: readings of smaps */
 	enum an_fail fail;
 	int err;
 	char msg[640];
@@ -91,7 +98,7 @@ static const char *measured(const struct an_report *r)
 		return "System.Runtime thread-pool counters (1 s) and the sample profiler's stacks of the pool's workers";
 	case AN_NEED_SAMPLES: return "the sample profiler's managed stacks (every thread, about every ms)";
 	case AN_NEED_SMAPS | AN_NEED_CODE | AN_NEED_COUNTERS:
-		return "/proc/PID/smaps, /proc/PID/status and the cgroup's memory files; a 1.5 s session for the runtime's JIT'd code ranges (method rundown) and GC generation counters";
+		return "/proc/PID/smaps (at the start, periodically and at the end), /proc/PID/status and the cgroup's memory files; a session over the duration for the runtime's JIT'd code ranges (method rundown) and GC generation counters";
 	case AN_NEED_HEAPS: return "3 heap snapshots (each an induced blocking gen-2 GC and heap walk) spread over the duration, retained sizes by dominators";
 	case AN_NEED_HEAP: return "a heap snapshot (an induced blocking gen-2 GC and heap walk), string contents read with process_vm_readv";
 	default: return "the runtime's GC events (GCStart/End, SuspendEE/RestartEE)";
@@ -113,6 +120,8 @@ static void limits(struct an_report *r)
 
 	if (res && res->dropped_events)
 		note(r, "the runtime lost events (its buffer was full): every count is a floor");
+	if (res && res->order_forced)
+		note(r, "the time order of events across threads (the reader's window was full)");
 	if (r->partial[0])
 		note(r, r->partial);
 	if (!strcmp(n, "exceptions")) {
@@ -244,6 +253,42 @@ static void md_locks(struct strbuf *f, struct an_report *r)
 
 static const char *const gen_names[5] = { "gen0", "gen1", "gen2", "loh", "poh" };
 
+/* memory: how each kind moved over the duration, and the one that grew */
+static void md_mem_growth(struct strbuf *f, const struct an_report *r)
+{
+	const struct an_mem_growth *g = &r->mgrowth;
+	int k;
+
+	if (g->points < 2) {
+		strbuf_addf(f, "\nGrowth: not measured (one reading of smaps).\n");
+		return;
+	}
+	strbuf_addf(f, "\n### Growth over %.1f s (%zu readings)\n\n", g->span_s, g->points);
+	strbuf_addf(f, "| kind | start MiB | end MiB | growth MiB | rate MiB/s |\n|---|---:|---:|---:|---:|\n");
+	for (k = 0; k <= AN_MEM_GREW_NATIVE; k++)
+		strbuf_addf(f, "| %s | %.1f | %.1f | %+.1f | %+.2f |\n",
+			    k == AN_MEM_GREW_NATIVE ? "native (malloc heap + other anonymous)" :
+			    analyze_mem_kind_label((enum an_mem_kind)k),
+			    (double)g->start_kb[k] / 1024.0, (double)g->end_kb[k] / 1024.0,
+			    (double)g->delta_kb[k] / 1024.0, g->rate_kb_s[k] / 1024.0);
+	strbuf_addf(f, "| **total** | | | %+.1f | %+.2f |\n\n", (double)g->total_delta_kb / 1024.0,
+		    g->total_rate_kb_s / 1024.0);
+	if (g->grew >= 0)
+		strbuf_addf(f, "**Growth: %s grew by %.1f MiB in %.1f s, %.2f MiB/s.**\n",
+			    analyze_mem_growth_label(g->grew), (double)g->delta_kb[g->grew] / 1024.0, g->span_s,
+			    g->rate_kb_s[g->grew] / 1024.0);
+	else
+		strbuf_addf(f, "No kind grew by 8 MiB (and 2%% of the start) in %.1f s.\n", g->span_s);
+	if (r->runtime_mem && r->s->gc_gen_first[0] >= 0) {
+		strbuf_addf(f, "\nGC heap by generation over the session (the runtime's counters, first and last; logical sizes after a GC):");
+		for (k = 0; k < 5; k++)
+			if (r->s->gc_gen_first[k] >= 0 && r->s->gc_gen[k] >= 0)
+				strbuf_addf(f, " %s %.1f -> %.1f MiB%s", gen_names[k], r->s->gc_gen_first[k] / 1048576.0,
+					    r->s->gc_gen[k] / 1048576.0, k < 4 ? "," : ".");
+		strbuf_addf(f, "\n");
+	}
+}
+
 /* What the runtime told about its memory: the code views, the generations. */
 static void md_runtime_memory(struct strbuf *f, struct an_report *r)
 {
@@ -274,11 +319,18 @@ static void md_body(struct strbuf *f, struct an_report *r)
 	size_t i;
 
 	if (!strcmp(n, "exceptions")) {
-		strbuf_addf(f, "%" PRIu64 " exceptions thrown.\n\n", res->exceptions_total);
+		strbuf_addf(f, "%" PRIu64 " exceptions thrown: %" PRIu64 " first throws, %" PRIu64
+			    " rethrown (the same exception passed on by an await, through ExceptionDispatchInfo.Throw)",
+			    res->exceptions_total, res->exceptions_first, res->exceptions_rethrown);
+		if (res->exceptions_total > res->exceptions_first + res->exceptions_rethrown)
+			strbuf_addf(f, ", %" PRIu64 " not told apart (no stack or names)",
+				    res->exceptions_total - res->exceptions_first - res->exceptions_rethrown);
+		strbuf_addf(f, ".\n\n");
 		if (res->nexc_types)
-			strbuf_addf(f, "| count | type | distinct messages |\n|---:|---|---:|\n");
+			strbuf_addf(f, "| count | first throws | rethrown | type | distinct messages |\n|---:|---:|---:|---|---:|\n");
 		for (i = 0; i < res->nexc_types && i < r->top; i++)
-			strbuf_addf(f, "| %" PRIu64 " | %s | %u%s |\n", res->exc_types[i].count,
+			strbuf_addf(f, "| %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %s | %u%s |\n",
+				res->exc_types[i].count, res->exc_types[i].first, res->exc_types[i].rethrown,
 				ct_term_safe(res->exc_types[i].type), res->exc_types[i].messages,
 				res->exc_types[i].messages_capped ? "+" : "");
 		for (i = 0; i < res->nexceptions && i < r->top; i++) {
@@ -467,6 +519,7 @@ static void md_body(struct strbuf *f, struct an_report *r)
 		else if (m->cgroup_max == -1)
 			strbuf_addf(f, "cgroup: %.1f MiB used, no memory limit.\n",
 				(double)m->cgroup_current / 1048576.0);
+		md_mem_growth(f, r);
 		strbuf_addf(f, "\nMost resident memory is %s: %.1f of %.1f MiB.\n",
 			d == AN_MEM_NATIVE ? "native, outside the GC heap (malloc heap and other anonymous memory)" :
 			analyze_mem_kind_label(d),
@@ -487,7 +540,10 @@ int analyze_report_md(struct an_report *r, struct strbuf *f)
 	else
 		strbuf_addf(f, "- target: pid %d\n", (int)r->pid);
 	strbuf_addf(f, "- measured: %s\n", measured(r));
-	if (res)
+	if (r->have_mem)
+		strbuf_addf(f, "- for: %.1f s (smaps read every %.2f s or more: %u readings, %.1f ms each)\n",
+			    r->duration_s, r->period_s, r->nread, r->nread ? r->read_s * 1000 / r->nread : 0);
+	else if (res)
 		strbuf_addf(f, "- for: %.1f s (%" PRIu64 " events)\n", r->duration_s, res->events);
 	else
 		strbuf_addf(f, "- for: %s\n", r->growth || r->nsnap ? "3 snapshots over the duration" :
@@ -561,6 +617,62 @@ static void json_locks(struct ct_json *j, struct an_report *r)
 	ct_json_arr_end(j);
 }
 
+static void json_mem_growth(struct ct_json *j, const struct an_report *r)
+{
+	const struct an_mem_growth *g = &r->mgrowth;
+	size_t i;
+	int k;
+
+	ct_json_kv_obj_begin(j, "growth");
+	ct_json_kv_double(j, "span_s", g->span_s);
+	ct_json_kv_u64(j, "readings", g->points);
+	ct_json_kv_double(j, "period_s", r->period_s);
+	ct_json_kv_u64(j, "smaps_reads", r->nread);
+	ct_json_kv_double(j, "smaps_read_ms_mean", r->nread ? r->read_s * 1000 / r->nread : 0);
+	if (g->grew >= 0)
+		ct_json_kv_str(j, "grew", analyze_mem_growth_name(g->grew));
+	else
+		ct_json_kv_null(j, "grew");
+	ct_json_kv_arr_begin(j, "kinds");
+	for (k = 0; g->points >= 2 && k <= AN_MEM_GREW_NATIVE; k++) {
+		ct_json_obj_begin(j);
+		ct_json_kv_str(j, "kind", k == AN_MEM_GREW_NATIVE ? "native" : analyze_mem_kind_name((enum an_mem_kind)k));
+		ct_json_kv_u64(j, "start_bytes", g->start_kb[k] * 1024);
+		ct_json_kv_u64(j, "end_bytes", g->end_kb[k] * 1024);
+		ct_json_kv_i64(j, "growth_bytes", g->delta_kb[k] * 1024);
+		ct_json_kv_double(j, "rate_bytes_per_s", g->rate_kb_s[k] * 1024);
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+	ct_json_kv_obj_begin(j, "gc_generations");
+	for (k = 0; k < 5; k++) {
+		if (!r->runtime_mem || r->s->gc_gen_first[k] < 0 || r->s->gc_gen[k] < 0) {
+			ct_json_kv_null(j, gen_names[k]);
+			continue;
+		}
+		ct_json_kv_obj_begin(j, gen_names[k]);
+		ct_json_kv_u64(j, "first_bytes", (uint64_t)r->s->gc_gen_first[k]);
+		ct_json_kv_u64(j, "last_bytes", (uint64_t)r->s->gc_gen[k]);
+		ct_json_obj_end(j);
+	}
+	ct_json_obj_end(j);
+	ct_json_kv_i64(j, "total_growth_bytes", g->total_delta_kb * 1024);
+	ct_json_kv_double(j, "total_rate_bytes_per_s", g->total_rate_kb_s * 1024);
+	ct_json_kv_arr_begin(j, "series");
+	for (i = 0; i < r->series.n; i++) {
+		const struct an_mem_point *p = &r->series.p[i];
+
+		ct_json_obj_begin(j);
+		ct_json_kv_double(j, "t_s", p->t_s);
+		for (k = 0; k < AN_MEM_KINDS; k++)
+			ct_json_kv_u64(j, analyze_mem_kind_name((enum an_mem_kind)k), p->rss_kb[k] * 1024);
+		ct_json_kv_u64(j, "total", p->total_kb * 1024);
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+	ct_json_obj_end(j);
+}
+
 static void json_body(struct ct_json *j, struct an_report *r)
 {
 	const struct ts_result *res = r->s ? tracestats_result(r->s->ts) : NULL;
@@ -570,11 +682,16 @@ static void json_body(struct ct_json *j, struct an_report *r)
 	ct_json_kv_obj_begin(j, "result");
 	if (!strcmp(n, "exceptions")) {
 		ct_json_kv_u64(j, "total", res->exceptions_total);
+		/* first throws and rethrows (an await passing the same exception on) apart */
+		ct_json_kv_u64(j, "first", res->exceptions_first);
+		ct_json_kv_u64(j, "rethrown", res->exceptions_rethrown);
 		ct_json_kv_arr_begin(j, "types");
 		for (i = 0; i < res->nexc_types && i < r->top; i++) {
 			ct_json_obj_begin(j);
 			ct_json_kv_str(j, "type", res->exc_types[i].type);
 			ct_json_kv_u64(j, "count", res->exc_types[i].count);
+			ct_json_kv_u64(j, "first", res->exc_types[i].first);
+			ct_json_kv_u64(j, "rethrown", res->exc_types[i].rethrown);
 			ct_json_kv_u64(j, "messages", res->exc_types[i].messages);
 			ct_json_obj_end(j);
 		}
@@ -587,6 +704,8 @@ static void json_body(struct ct_json *j, struct an_report *r)
 			ct_json_kv_str(j, "type", e->type);
 			ct_json_kv_str(j, "message", e->message);
 			ct_json_kv_u64(j, "count", e->count);
+			ct_json_kv_u64(j, "first", e->first);
+			ct_json_kv_u64(j, "rethrown", e->rethrown);
 			if (e->thrown_at)
 				ct_json_kv_str(j, "thrown_at", e->thrown_at);
 			else
@@ -862,6 +981,7 @@ static void json_body(struct ct_json *j, struct an_report *r)
 		else
 			ct_json_kv_null(j, "cgroup_current_bytes");
 		ct_json_kv_str(j, "mostly", d == AN_MEM_NATIVE ? "native" : analyze_mem_kind_name(d));
+		json_mem_growth(j, r);
 	}
 	ct_json_obj_end(j);
 }
@@ -883,6 +1003,7 @@ int analyze_report_json(struct an_report *r, struct ct_json *j)
 	if (res) {
 		ct_json_kv_u64(j, "events", res->events);
 		ct_json_kv_u64(j, "dropped_events", res->dropped_events);
+		ct_json_kv_bool(j, "time_ordered", !res->order_forced);
 	}
 	ct_json_kv_bool(j, "partial", r->partial[0] != 0);
 	json_body(j, r);
@@ -917,6 +1038,22 @@ int analyze_report_html(struct an_report *r, int fd)
 		err = flame_write(res->flame, FLAME_HTML, fd, &fo);
 	} else {
 		err = analyze_html_from_md(md.buf, md.len, title, &sb);
+		if (!err && r->have_mem && r->series.n >= 2) {
+			/* the chart before the end of the body */
+			static const char tail[] = "</body></html>\n";
+			struct strbuf chart = STRBUF_INIT;
+
+			if (sb.len >= sizeof(tail) - 1 && !memcmp(sb.buf + sb.len - (sizeof(tail) - 1), tail, sizeof(tail) - 1)) {
+				sb.len -= sizeof(tail) - 1;
+				sb.buf[sb.len] = 0;
+				err = analyze_mem_svg(&r->series, &chart);
+				if (!err)
+					strbuf_add(&sb, chart.buf, chart.len);
+				strbuf_addstr(&sb, tail);
+				err = err ? err : strbuf_error(&sb);
+			}
+			strbuf_release(&chart);
+		}
 		if (!err)
 			err = ct_write_all(fd, sb.buf, sb.len);
 	}
@@ -967,6 +1104,7 @@ void analyze_report_free(struct an_report *r)
 	heap_analysis_free(r->ha);
 	heap_graph_free(r->heap);
 	heap_growth_free(r->growth, r->ngrowth);
+	analyze_mem_series_release(&r->series);
 	free(r->dl);
 	free(r);
 }
@@ -1062,46 +1200,165 @@ static int run_heap(struct an_report *r, const struct ipc_endpoint *ep, int64_t 
 	return 0;
 }
 
+static double mono_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Sleeps until the monotonic time until (or a stop); false when stopped. */
+static bool sleep_until(double until, volatile sig_atomic_t *stop)
+{
+	double left;
+
+	while (!(stop && *stop) && (left = until - mono_s()) > 0) {
+		long ns = (long)(CT_MIN(left, 0.1) * 1e9);
+
+		nanosleep(&(struct timespec){ 0, ns }, NULL);
+	}
+	return !(stop && *stop);
+}
+
+static int mem_read_fail(struct an_report *r, int err)
+{
+	return fail(r, err == -ENOENT || err == -ESRCH ? AN_FAIL_NO_PROCESS : AN_FAIL_ERRNO, err,
+		    "cannot read the memory map of pid %d: %s", (int)r->pid, strerror(-err));
+}
+
+/* memory: the smaps readings, on a thread of their own while the session runs */
+struct mem_reader {
+	struct an_report *r;
+	volatile sig_atomic_t done; /* set by the session's thread: stop reading */
+	int err;
+};
+
+static void *mem_reader_main(void *arg)
+{
+	struct mem_reader *x = arg;
+	struct an_report *r = x->r;
+	struct an_memory *m = malloc(sizeof(*m));
+	double next = mono_s();
+
+	if (!m) {
+		x->err = -ENOMEM;
+		return NULL;
+	}
+	while (!x->done) {
+		double a = mono_s(), b;
+
+		x->err = analyze_memory_read(r->pid, m);
+		if (x->err)
+			break;
+		b = mono_s();
+		r->read_s += b - a;
+		r->nread++;
+		x->err = analyze_mem_series_add(&r->series, a, m);
+		if (x->err)
+			break;
+		/* the readings take at most 5 % of the time: the kernel's walk
+		 * of the page tables grows with the target's resident memory */
+		next = CT_MAX(next + r->period_s, b + 19 * (b - a));
+		if (!sleep_until(next, &x->done))
+			break;
+	}
+	free(m);
+	return NULL;
+}
+
+/*
+ * memory: smaps now and every period over the duration (0: until stopped)
+ * on a thread, while the runtime's session (JIT'd code ranges, the GC's
+ * counters every second) runs for the duration; then smaps at the end: the
+ * breakdown is that of the end, the series says how each kind moved, the
+ * counters' first and last values how each generation did.
+ */
+static int run_memory(struct an_report *r, const struct ipc_endpoint *ep, int64_t duration_ms,
+		      volatile sig_atomic_t *stop)
+{
+	struct live_session_result res;
+	struct mem_reader x = { .r = r };
+	double t0 = mono_s();
+	pthread_t th;
+	char why[512];
+	size_t i;
+	int err, tries;
+
+	r->period_s = duration_ms > 0 ? CT_MAX(0.25, CT_MIN(1.0, (double)duration_ms / 16000)) : 1.0;
+	err = pthread_create(&th, NULL, mem_reader_main, &x);
+	if (err)
+		return fail(r, AN_FAIL_ERROR, -err, "cannot start the reader of smaps: %s", strerror(err));
+	if (r->s) {
+		err = analyze_session_live(r->s, ep, duration_ms, stop, &res);
+		if (!err && analyze_live_outcome(&res, ep, &err, why, sizeof(why)) == AN_OK &&
+		    !analyze_session_finish(r->s))
+			r->runtime_mem = true;
+		else
+			snprintf(r->partial_rt, sizeof(r->partial_rt),
+				 "the runtime's view (JIT'd code, generations): %s", err ? why : "no session");
+	}
+	/* without the session (it failed early), smaps is still read over -d */
+	if (duration_ms > 0)
+		sleep_until(t0 + (double)duration_ms / 1000, stop);
+	else
+		while (!(stop && *stop))
+			nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+	x.done = 1;
+	pthread_join(th, NULL);
+	if (x.err == -ENOMEM)
+		return fail(r, AN_FAIL_ERROR, -ENOMEM, "out of memory");
+	if (x.err)
+		return mem_read_fail(r, x.err);
+	for (tries = 0;; tries++) {
+		double a = mono_s();
+
+		err = analyze_memory_read(r->pid, &r->mem);
+		if (err)
+			return mem_read_fail(r, err);
+		r->read_s += mono_s() - a;
+		r->nread++;
+		/* the series ends before the session's end (its rundown maps
+		 * and JITs a little of its own) unless it would be one point */
+		r->series_final = r->series.n < 2;
+		if (r->series_final && analyze_mem_series_add(&r->series, a, &r->mem))
+			return fail(r, AN_FAIL_ERROR, -ENOMEM, "out of memory");
+		if (r->runtime_mem)
+			analyze_memory_runtime(&r->mem, r->s);
+		/* The runtime's own figure checks the layout inference: a GC
+		 * heap under half of what the GC says it committed is a map
+		 * read while the GC was changing it; read it again. */
+		if (tries == 2 || !gc_unrecognized(&r->mem))
+			break;
+		if (r->series.n == 2 && r->series_final)
+			r->series.n--;
+		nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+	}
+	/* A malloc'd block the kernel merged with the GC's range is moved out
+	 * of the GC heap at every point, by the committed bytes of the end
+	 * (the GC's commit grows, never below what a point then held). */
+	if (r->runtime_mem)
+		for (i = 0; i < r->series.n; i++)
+			analyze_memory_gc_excess(r->series.p[i].rss_kb, r->mem.gc_committed);
+	analyze_mem_growth(&r->series, &r->mgrowth);
+	r->mem.growth = &r->mgrowth;
+	r->duration_s = mono_s() - t0;
+	r->have_mem = true;
+	limits(r);
+	return 0;
+}
+
 int analyze_report_live(struct an_report *r, const struct ipc_endpoint *ep, pid_t pid, int64_t duration_ms,
 			volatile sig_atomic_t *stop)
 {
 	struct live_session_result res;
 	struct timespec t0;
 	char why[512];
-	int err, tries;
+	int err;
 
 	r->pid = pid;
-	if (r->a->need & AN_NEED_SMAPS) {
-		/* the runtime's view first (a short session), then smaps: the
-		 * numbers are those of the moment the report is made */
-		if (r->s) {
-			err = analyze_session_live(r->s, ep, duration_ms > 0 ? CT_MIN(duration_ms, (int64_t)1500) : 1500,
-						   stop, &res);
-			if (!err && analyze_live_outcome(&res, ep, &err, why, sizeof(why)) == AN_OK &&
-			    !analyze_session_finish(r->s))
-				r->runtime_mem = true;
-			else
-				snprintf(r->partial_rt, sizeof(r->partial_rt),
-					 "the runtime's view (JIT'd code, generations): %s", err ? why : "no session");
-		}
-		for (tries = 0;; tries++) {
-			err = analyze_memory_read(pid, &r->mem);
-			if (err)
-				return fail(r, err == -ENOENT || err == -ESRCH ? AN_FAIL_NO_PROCESS : AN_FAIL_ERRNO, err,
-					    "cannot read the memory map of pid %d: %s", (int)pid, strerror(-err));
-			if (r->runtime_mem)
-				analyze_memory_runtime(&r->mem, r->s);
-			/* The runtime's own figure checks the layout inference: a GC
-			 * heap under half of what the GC says it committed is a map
-			 * read while the GC was changing it; read it again. */
-			if (tries == 2 || !gc_unrecognized(&r->mem))
-				break;
-			nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
-		}
-		r->have_mem = true;
-		limits(r);
-		return 0;
-	}
+	if (r->a->need & AN_NEED_SMAPS)
+		return run_memory(r, ep, duration_ms, stop);
 	if (r->a->need & (AN_NEED_HEAP | AN_NEED_HEAPS))
 		return run_heap(r, ep, duration_ms, stop);
 	clock_gettime(CLOCK_MONOTONIC, &t0);

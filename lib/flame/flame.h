@@ -93,4 +93,22 @@ struct flame_top {
  * then total, descending. */
 int flame_top(const struct flame *f, struct flame_top **out, size_t *n);
 
+/*
+ * OTLP profiles (flame_otlp.c): f as one ExportProfilesServiceRequest of the
+ * v1development signal (opentelemetry-proto v1.11.0), appended to out
+ * (uncompressed protobuf): one resource with attrs (strings made valid UTF-8),
+ * one scope, one profile (samples/count; period_type cpu/nanoseconds with
+ * o->period), its dictionary. profile_id may be NULL.
+ */
+struct flame_otlp_attr {
+	const char *key;
+	const char *value; /* when !is_int */
+	int64_t ivalue;
+	bool is_int;
+};
+struct strbuf;
+int flame_otlp_request(const struct flame *f, const struct flame_opts *o,
+		       const struct flame_otlp_attr *attrs, size_t nattrs, const char *scope_name,
+		       const char *scope_version, const uint8_t profile_id[16], struct strbuf *out);
+
 #endif

@@ -55,6 +55,11 @@ struct rctx {
 	bool timed_out, user_stop, strings_done;
 	int strings_err;
 	unsigned attempt;
+	/* the heap-walk GC's GCStart and the GCEnds as they arrive (stream order) */
+	bool raw_started;
+	uint32_t raw_count;
+	uint32_t raw_ends[8];
+	unsigned nraw_ends;
 };
 
 static void progress(struct rctx *c, bool force)
@@ -125,6 +130,45 @@ static int on_event(void *ctx, const struct nt_event *ev)
 		c->stop = 1;
 		progress(c, true);
 	}
+	return 0;
+}
+
+/*
+ * Events arrive out of time order across threads (GCStart from one GC
+ * thread may come after the walk and GCEnd another wrote), and the reader
+ * holds them until the stream says nothing older can come, which, once the
+ * process is quiet, is the end of the session. So the session is stopped as
+ * soon as both the walk GC's GCStart and its GCEnd have arrived, in
+ * whichever order; the events then come out in time order to on_event.
+ */
+static int on_arrival(void *ctx, const struct nt_event *ev)
+{
+	struct rctx *c = ctx;
+	const struct nt_metadata *m = ev->meta;
+	unsigned i;
+
+	if (m->provider_kind != NT_PROV_RUNTIME)
+		return 0;
+	if (m->event_id == 1 && !c->raw_started) {
+		struct nt_gc_start gs;
+
+		if (nt_decode_gc_start(ev->payload, ev->payload_len, m->version, ev->pointer_size, &gs) ||
+		    gs.depth < 2 || gs.type == 1)
+			return 0;
+		c->raw_started = true;
+		c->raw_count = gs.count;
+	} else if (m->event_id == 2) {
+		struct nt_gc_end ge;
+
+		if (nt_decode_gc_end(ev->payload, ev->payload_len, m->version, ev->pointer_size, &ge))
+			return 0;
+		c->raw_ends[c->nraw_ends++ % 8] = ge.count;
+	} else {
+		return 0;
+	}
+	for (i = 0; c->raw_started && i < CT_MIN(c->nraw_ends, 8u); i++)
+		if (c->raw_ends[i] == c->raw_count)
+			c->stop = 1;
 	return 0;
 }
 
@@ -200,7 +244,7 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 {
 	const struct ipc_provider prov = { RUNTIME, HEAP_KEYWORDS, 5, NULL };
 	struct ipc_trace_config cfg = { 0 };
-	const struct nt_handlers h = { .event = on_event };
+	const struct nt_handlers h = { .event = on_event, .arrival = on_arrival };
 	struct live_session_opts lo = { 0 };
 	struct live_session_result lr;
 	struct rctx c = { 0 };
@@ -302,6 +346,10 @@ static int one_session(const struct heap_collect_opts *o, unsigned attempt,
 			snprintf(res->msg, sizeof(res->msg),
 				 "the runtime ended the session before the snapshot was complete (%" PRIu64
 				 " objects seen)", nodes);
+		if (!res->msg[0] && lr.stats.order_forced)
+			snprintf(res->msg, sizeof(res->msg),
+				 "the session ended without the snapshot's GC in time order (the reader's window was full: %" PRIu64
+				 " events went out before their order was known)", lr.stats.order_forced);
 		if (!res->msg[0])
 			snprintf(res->msg, sizeof(res->msg), "the session ended without the snapshot's GC");
 		return rerr < 0 ? rerr : -EPROTO;

@@ -55,7 +55,8 @@ int heap_nettrace_read(const char *path, const struct heap_limits *lim, struct h
 	if (!err) {
 		nt_reader_stats(c.r, &st);
 		if (!heap_builder_done(c.b)) {
-			snprintf(msg, msglen, "the trace holds no complete heap-walk GC (keywords 0x1980001)");
+			snprintf(msg, msglen, "the trace holds no complete heap-walk GC (keywords 0x1980001)%s",
+				 st.order_forced ? "; the reader's time-order window was full, so events of different GC threads may be out of order" : "");
 			err = -ENODATA;
 		} else if (st.dropped || heap_builder_lost(c.b)) {
 			snprintf(msg, msglen,

@@ -654,14 +654,36 @@ int ipc_process_info(const struct ipc_endpoint *ep, struct ipc_process_info *pi,
 	return err;
 }
 
-int ipc_peer_verify(const struct ipc_endpoint *ep, struct ipc_error *rerr)
+int ipc_runtime_major(const struct ipc_process_info *pi)
+{
+	long v;
+	char *end;
+
+	if (!pi->clr_version)
+		return 0;
+	errno = 0;
+	v = strtol(pi->clr_version, &end, 10);
+	if (errno || end == pi->clr_version || *end != '.' || v <= 0 || v >= 1000)
+		return 0;
+	return (int)v;
+}
+
+int ipc_peer_verify_major(const struct ipc_endpoint *ep, int *major, struct ipc_error *rerr)
 {
 	struct ipc_process_info pi;
 	int err = ipc_process_info(ep, &pi, rerr);
 
-	if (!err)
+	if (!err) {
+		if (major)
+			*major = ipc_runtime_major(&pi);
 		ipc_process_info_release(&pi);
+	}
 	return err;
+}
+
+int ipc_peer_verify(const struct ipc_endpoint *ep, struct ipc_error *rerr)
+{
+	return ipc_peer_verify_major(ep, NULL, rerr);
 }
 
 void ipc_endpoint_init(struct ipc_endpoint *ep, const struct proc_target *t, int timeout_ms)

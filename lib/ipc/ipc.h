@@ -119,6 +119,10 @@ void ipc_strerror(int e, const struct ipc_error *rerr, char *buf, size_t len);
  * errors of ipc_process_info.
  */
 int ipc_peer_verify(const struct ipc_endpoint *ep, struct ipc_error *rerr);
+/* The same, keeping the runtime's major version (0 when it does not say). */
+int ipc_peer_verify_major(const struct ipc_endpoint *ep, int *major, struct ipc_error *rerr);
+/* The major version of pi's runtime ("11.0.0+..." -> 11), or 0 (ProcessInfo v1, unparsable). */
+int ipc_runtime_major(const struct ipc_process_info *pi);
 
 int ipc_process_info(const struct ipc_endpoint *ep, struct ipc_process_info *pi,
 		     struct ipc_error *rerr);

@@ -53,6 +53,8 @@ struct reader {
 	int fd;
 	const struct live_session_opts *o;
 	struct live_session_result *res;
+	struct nt_reader *r;
+	int hstop; /* what a handler returned to stop during a prompt release */
 };
 
 static ssize_t pipe_read(void *ctx, void *buf, size_t len)
@@ -65,8 +67,16 @@ static ssize_t pipe_read(void *ctx, void *buf, size_t len)
 		struct pollfd pfd = { .fd = rd->fd, .events = POLLIN };
 		int pr = 1;
 
-		if (o->idle || o->tick) {
+		if (o->idle || o->tick || o->prompt) {
 			pr = poll(&pfd, 1, 0);
+			if (pr == 0 && o->prompt) {
+				int hs = nt_reader_release(rd->r, o->h, o->ctx);
+
+				if (hs) {
+					rd->hstop = hs;
+					return -ECANCELED;
+				}
+			}
 			if (pr == 0 && o->idle)
 				o->idle(o->ctx);
 			if (pr == 0 && o->tick && o->tick_ms > 0)
@@ -105,6 +115,7 @@ int live_session_run(const struct live_session_opts *o, struct live_session_resu
 	rd.fd = fds[0];
 	w.wfd = fds[1];
 	err = nt_reader_new(&r, pipe_read, &rd, o->limits);
+	rd.r = r;
 	if (err) {
 		close(fds[0]);
 		close(fds[1]);
@@ -123,11 +134,15 @@ int live_session_run(const struct live_session_opts *o, struct live_session_resu
 			o->opened(o->ctx, nt_reader_info(r));
 		res->reader_err = nt_reader_run(r, o->h, o->ctx);
 	}
+	if (rd.hstop) {
+		/* a handler stopped the session during a prompt release */
+		res->reader_err = rd.hstop > 0 ? NT_STOPPED : rd.hstop;
+	}
 	if (nt_reader_offset(r) > 0 && nt_reader_open(r) == 0) {
 		res->info = *nt_reader_info(r);
 		res->info_valid = true;
 	}
-	if (res->reader_err < 0) {
+	if (res->reader_err < 0 && !rd.hstop) {
 		const char *msg = NULL;
 
 		nt_reader_error(r, &res->reader_offset, &msg);

@@ -38,6 +38,13 @@ struct live_session_opts {
 	int tick_ms;
 	/* called once the trace header is read (may be NULL) */
 	void (*opened)(void *ctx, const struct nt_trace_info *ti);
+	/* Events wait in the reader's time-order window until the stream says
+	 * nothing older can come, which for the last events of a flush is the
+	 * next flush. prompt: whenever the stream pauses (nothing waiting in the
+	 * pipe), what is held goes out at once; for displays that need the
+	 * latest values (counters, watch), whose analyses do not pair events of
+	 * different threads. Not for gcdump or anything that does. */
+	bool prompt;
 	int tee_fd;         /* > 0: every byte of the stream is also written here */
 	size_t pipe_bytes;  /* > 0: ask for a pipe this big (best effort) */
 };

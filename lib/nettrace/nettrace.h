@@ -57,6 +57,9 @@ struct nt_limits {
 	uint32_t max_frames;       /* frames in one stack (default 4096) */
 	uint32_t max_threads;      /* threads tracked for drop detection (default 65536) */
 	uint32_t max_labels;       /* V6 label lists in one region (default 1M) */
+	/* The time-order window (see nt_reader_run): events held at once. */
+	uint32_t max_order_events; /* default 1M */
+	size_t max_order_bytes;    /* payload and header bytes held (default 256 MiB) */
 };
 
 /* Fills l with the defaults above. */
@@ -180,8 +183,13 @@ struct nt_handlers {
 	int (*event)(void *ctx, const struct nt_event *ev);
 	/* A new metadata record (before any event that uses it). */
 	int (*metadata)(void *ctx, const struct nt_metadata *m);
-	/* A sequence point; stacks seen before it are forgotten after it. */
+	/* A sequence point (after every event before it); stacks seen before it
+	 * are forgotten after it. */
 	int (*seqpoint)(void *ctx, int64_t timestamp);
+	/* Every event as it arrives, in stream order, before it waits in the
+	 * time-order window: for decisions that cannot wait (stopping a live
+	 * session); analyses use event. The event is valid during the call. */
+	int (*arrival)(void *ctx, const struct nt_event *ev);
 };
 
 #define NT_STOPPED 1
@@ -207,6 +215,15 @@ void nt_reader_free(struct nt_reader *r);
 int nt_reader_open(struct nt_reader *r);
 
 /*
+ * Time order: EventPipe writes one thread's events, then the next thread's,
+ * so the stream is not in time order across threads. The reader holds events
+ * in a window and hands them to h->event oldest first (stream order among
+ * equal timestamps), as far as the format allows: an event marked sorted
+ * lets everything up to its timestamp out, a sequence point and the end of
+ * the stream (or damage) let everything out. Past max_order_events /
+ * max_order_bytes the oldest held events go out early and the order is no
+ * longer guaranteed (nt_stats.order_forced, order_late say so).
+ *
  * Reads and delivers events until the end-of-stream marker (returns 0), a
  * callback asks to stop (returns NT_STOPPED), or an error (negative errno).
  * On damaged input every event before the damage is delivered first, then
@@ -215,6 +232,16 @@ int nt_reader_open(struct nt_reader *r);
  * After an error the reader stays in that error (calls return it again).
  */
 int nt_reader_run(struct nt_reader *r, const struct nt_handlers *h, void *ctx);
+
+/*
+ * Lets every event held in the time-order window out now, to h, whatever the
+ * stream may still bring (see live.h, prompt): the order of what is then
+ * delivered against later events is not guaranteed. May be called from
+ * inside the read function (the reader is then between blocks or loading
+ * one). Returns 0, or what a handler returned to stop; then nothing more is
+ * delivered, ever.
+ */
+int nt_reader_release(struct nt_reader *r, const struct nt_handlers *h, void *ctx);
 
 /* Valid after nt_reader_open succeeded. */
 const struct nt_trace_info *nt_reader_info(const struct nt_reader *r);
@@ -244,6 +271,9 @@ struct nt_stats {
 	uint64_t stacks;   /* stack entries read */
 	uint64_t seqpoints;
 	uint64_t dropped; /* events lost, all threads (see nt_reader_thread) */
+	uint64_t order_forced; /* events let out early: the time-order window was full */
+	uint64_t order_late;   /* events delivered with a timestamp older than one before */
+	uint64_t order_held_max; /* most bytes the window held at once */
 };
 void nt_reader_stats(const struct nt_reader *r, struct nt_stats *st);
 

@@ -23,6 +23,7 @@ struct fuzz_ctx {
 	struct strbuf sb;
 	uint64_t n;
 	uint64_t sink;
+	uint64_t arrived;
 };
 
 static ssize_t fuzz_read(void *ctx, void *buf, size_t len)
@@ -102,6 +103,15 @@ static int on_event(void *ctx, const struct nt_event *ev)
 	return ++f->n % 97 == 0 ? 1 : 0;
 }
 
+/* Every event arrives once here and, in time order, once in on_event. */
+static int on_arrival(void *ctx, const struct nt_event *ev)
+{
+	struct fuzz_ctx *f = ctx;
+
+	f->sink += ev->payload_len + ev->nframes;
+	return ++f->arrived % 89 == 0 ? 1 : 0;
+}
+
 static int on_meta(void *ctx, const struct nt_metadata *m)
 {
 	struct fuzz_ctx *f = ctx;
@@ -114,7 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = { data, size, 0, 0 };
 	struct fuzz_ctx f;
-	struct nt_handlers h = { on_event, on_meta, NULL };
+	struct nt_handlers h = { on_event, on_meta, NULL, on_arrival };
 	struct nt_limits lim;
 	struct nt_reader *r = NULL;
 	struct nt_thread_stats ts;
@@ -135,6 +145,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		lim.max_threads = 4;
 		lim.max_labels = 8;
 		lim.max_fields = 16;
+		lim.max_order_events = 8;
+		lim.max_order_bytes = 2048;
 	}
 	memset(&f, 0, sizeof(f));
 	strbuf_init(&f.sb, 1 << 16);
@@ -145,6 +157,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} while (ret == NT_STOPPED);
 	nt_reader_error(r, &off, &msg);
 	nt_reader_stats(r, &st);
+	/* the time-order window lets every arrived event out, at the end or at damage */
+	if (st.events != f.arrived)
+		__builtin_trap();
 	for (i = 0; i < nt_reader_nthreads(r); i++)
 		nt_reader_thread(r, i, &ts);
 	nt_reader_metadata(r, 1);

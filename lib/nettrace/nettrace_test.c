@@ -17,6 +17,7 @@
 #include "common/strbuf.h"
 #include "common/strparse.h"
 #include "nettrace/nettrace.h"
+#include "nettrace/nt_internal.h"
 
 #define DATA CT_SRCDIR "/tests/data/nettrace/"
 #define OK(x) assert_int_equal(0, (x))
@@ -101,7 +102,7 @@ static int collect_sp(void *ctx, int64_t ts)
 	return 0;
 }
 
-static const struct nt_handlers collect_handlers = { collect_event, collect_meta, collect_sp };
+static const struct nt_handlers collect_handlers = { collect_event, collect_meta, collect_sp, NULL };
 
 /* Runs a whole in-memory stream through a fresh reader. */
 static int run_mem(const void *p, size_t len, const struct nt_limits *lim,
@@ -236,7 +237,7 @@ static void test_jit_samples(void **state)
 	const struct nt_trace_info *ti;
 	struct nt_thread_stats ts;
 	struct nt_stats st;
-	struct nt_handlers jh = { jit_event, NULL, NULL };
+	struct nt_handlers jh = { jit_event, NULL, NULL, NULL };
 	struct nt_exception e;
 	uint32_t len;
 
@@ -488,7 +489,7 @@ static void test_gc_contention(void **state)
 	struct strbuf f;
 	struct gc_ctx g;
 	struct collect c = { 0 };
-	struct nt_handlers h = { gc_event, NULL, NULL };
+	struct nt_handlers h = { gc_event, NULL, NULL, NULL };
 	int fd;
 	struct nt_reader *r;
 
@@ -705,7 +706,7 @@ static void check_eventsource(const char *file, unsigned format)
 {
 	struct strbuf f;
 	struct es_ctx e;
-	struct nt_handlers h = { es_event, NULL, NULL };
+	struct nt_handlers h = { es_event, NULL, NULL, NULL };
 	struct nt_reader *r;
 
 	load(file, &f);
@@ -857,7 +858,7 @@ static int rd_event(void *ctx, const struct nt_event *ev)
 static void test_ipc_rundown(void **state)
 {
 	struct rd_ctx d;
-	struct nt_handlers h = { rd_event, NULL, NULL };
+	struct nt_handlers h = { rd_event, NULL, NULL, NULL };
 
 	memset(&d, 0, sizeof(d));
 	strbuf_init(&d.sb, 4096);
@@ -1180,6 +1181,7 @@ static void w_blockhdr(struct strbuf *b, uint16_t flags)
 struct ehdr {
 	uint32_t meta, seq, proc, stack, size;
 	uint64_t tid, ctid, ts;
+	bool sorted;
 };
 
 /* Compressed header, V5 writer rules. */
@@ -1209,6 +1211,8 @@ static void w_blob(struct strbuf *b, struct ehdr *prev, const struct ehdr *h, co
 		w_var(&hb, h->stack);
 	}
 	w_var(&hb, h->ts - prev->ts);
+	if (h->sorted)
+		f |= 0x40;
 	if (h->size != prev->size) {
 		f |= 0x80;
 		w_var(&hb, h->size);
@@ -1349,7 +1353,7 @@ static void test_synthetic_drops_and_stacks(void **state)
 {
 	struct strbuf s = STRBUF_INIT;
 	struct frames_ctx fc = { 0 };
-	struct nt_handlers fh = { frames_event, NULL, NULL };
+	struct nt_handlers fh = { frames_event, NULL, NULL, NULL };
 	struct nt_reader *r;
 	struct nt_thread_stats ts;
 	struct nt_stats st;
@@ -1393,7 +1397,7 @@ static void test_synthetic_uncompressed(void **state)
 {
 	struct strbuf s = STRBUF_INIT, b = STRBUF_INIT, rec = STRBUF_INIT;
 	struct frames_ctx fc = { 0 };
-	struct nt_handlers fh = { frames_event, NULL, NULL };
+	struct nt_handlers fh = { frames_event, NULL, NULL, NULL };
 	int i;
 
 	w_prologue_v5(&s);
@@ -1496,7 +1500,7 @@ static void test_synthetic_v2params(void **state)
 	struct strbuf s = STRBUF_INIT, b = STRBUF_INIT, rec = STRBUF_INIT, fld = STRBUF_INIT;
 	struct strbuf pl = STRBUF_INIT;
 	const struct nt_metadata *metas[4] = { 0 };
-	struct nt_handlers mh = { NULL, v2_meta, NULL };
+	struct nt_handlers mh = { NULL, v2_meta, NULL, NULL };
 	struct nt_reader *r;
 	struct ehdr prev = { 0 }, h = { 0 };
 	struct v2_ctx vc;
@@ -1835,7 +1839,7 @@ static void test_synthetic_v6(void **state)
 {
 	struct strbuf s = STRBUF_INIT;
 	struct v6_ctx c;
-	struct nt_handlers h = { v6_event, NULL, NULL };
+	struct nt_handlers h = { v6_event, NULL, NULL, NULL };
 	struct nt_reader *r;
 	struct nt_thread_stats ts;
 	struct nt_stats st;
@@ -1929,7 +1933,7 @@ static void test_v6_synthetic_seed(void **state)
 {
 	struct strbuf f;
 	struct seed_ctx c;
-	struct nt_handlers h = { seed_event, seed_meta, NULL };
+	struct nt_handlers h = { seed_event, seed_meta, NULL, NULL };
 	struct nt_reader *r;
 	struct nt_stats st;
 	const struct nt_metadata *m;
@@ -2051,9 +2055,184 @@ static void test_decoder_bounds(void **state)
 	OK(nt_decode_contention_start(buf, 0, 0, 8, &ct));
 }
 
+/* ----- time order ----- */
+
+struct order_ctx {
+	uint32_t x[32], ax[32];
+	int64_t ts[32];
+	unsigned n, na;
+	unsigned stop_every;
+};
+
+static int order_event(void *ctx, const struct nt_event *ev)
+{
+	struct order_ctx *o = ctx;
+
+	if (o->n < 32) {
+		o->x[o->n] = ct_le32(ev->payload);
+		o->ts[o->n] = ev->timestamp;
+	}
+	o->n++;
+	return o->stop_every && o->n % o->stop_every == 0 ? NT_STOPPED : 0;
+}
+
+static int order_arrival(void *ctx, const struct nt_event *ev)
+{
+	struct order_ctx *o = ctx;
+
+	if (o->na < 32)
+		o->ax[o->na] = ct_le32(ev->payload);
+	o->na++;
+	return 0;
+}
+
+/*
+ * What EventPipe writes at a flush: each thread's events in one run, the
+ * first of each run marked sorted (nothing later is older). Thread A's run
+ * holds events later than thread B's whole run (a GC thread writing GCStart
+ * after another wrote the walk).
+ */
+static void build_order(struct strbuf *s)
+{
+	static const struct { uint64_t ctid, ts; bool sorted; uint32_t x; } ev[] = {
+		{ 1, 10, true, 1 }, { 1, 40, false, 2 }, { 1, 60, false, 3 },
+		{ 2, 20, true, 4 }, { 2, 30, false, 5 }, { 2, 60, false, 6 },
+		{ 3, 70, true, 7 }, { 3, 80, false, 8 },
+	};
+	struct strbuf b = STRBUF_INIT, rec = STRBUF_INIT;
+	struct ehdr prev = { 0 }, h = { 0 };
+	uint32_t seq[4] = { 0 };
+	size_t i;
+
+	w_prologue_v5(s);
+	w_meta_rec(&rec, 1, 5, false);
+	w_meta_block(s, &rec);
+	w_blockhdr(&b, 1);
+	for (i = 0; i < ARRAY_SIZE(ev); i++) {
+		h = (struct ehdr){ .meta = 1, .seq = ++seq[ev[i].ctid], .tid = ev[i].ctid,
+				   .ctid = ev[i].ctid, .ts = ev[i].ts, .size = 4,
+				   .sorted = ev[i].sorted };
+		w_blob(&b, &prev, &h, &ev[i].x, false);
+	}
+	w_block_v5(s, "EventBlock", &b);
+	/* a sequence point: everything before it goes out */
+	strbuf_reset(&b);
+	w_u64(&b, 100);
+	w_u32(&b, 0);
+	w_block_v5(s, "SPBlock", &b);
+	/* the next region: one late-looking event, alone */
+	strbuf_reset(&b);
+	prev = (struct ehdr){ 0 };
+	w_blockhdr(&b, 1);
+	h = (struct ehdr){ .meta = 1, .seq = 3, .tid = 3, .ctid = 3, .ts = 90, .size = 4 };
+	w_blob(&b, &prev, &h, &(uint32_t){ 9 }, false);
+	w_block_v5(s, "EventBlock", &b);
+	w_u8(s, 1);
+	strbuf_release(&b);
+	strbuf_release(&rec);
+}
+
+static void test_time_order(void **state)
+{
+	static const uint32_t want[] = { 1, 4, 5, 2, 3, 6, 7, 8, 9 };
+	static const uint32_t arrival[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	struct nt_handlers h = { order_event, NULL, NULL, order_arrival };
+	struct strbuf s = STRBUF_INIT;
+	struct order_ctx oc;
+	struct nt_limits lim;
+	struct nt_reader *r;
+	struct nt_stats st;
+	unsigned stop, i;
+	int ret;
+
+	build_order(&s);
+	/* straight through, and stopped after every 1, 2, 3 events and resumed */
+	for (stop = 0; stop <= 3; stop++) {
+		memset(&oc, 0, sizeof(oc));
+		oc.stop_every = stop;
+		assert_int_equal(0, nt_reader_new(&r, nt_read_mem,
+						  &(struct nt_membuf){ (const uint8_t *)s.buf, s.len, 0 },
+						  NULL));
+		do {
+			ret = nt_reader_run(r, &h, &oc);
+		} while (ret == NT_STOPPED);
+		assert_int_equal(0, ret);
+		assert_int_equal(ARRAY_SIZE(want), oc.n);
+		assert_memory_equal(want, oc.x, sizeof(want));
+		assert_int_equal(ARRAY_SIZE(arrival), oc.na);
+		assert_memory_equal(arrival, oc.ax, sizeof(arrival));
+		for (i = 1; i < oc.n; i++)
+			assert_true(oc.ts[i - 1] <= oc.ts[i]);
+		nt_reader_stats(r, &st);
+		assert_int_equal(9, st.events);
+		assert_int_equal(0, st.order_forced);
+		assert_int_equal(0, st.order_late);
+		assert_true(st.order_held_max > 0);
+		nt_reader_free(r);
+	}
+
+	/* a window of one event: the oldest go out early, B's come late, and it says so */
+	nt_limits_default(&lim);
+	lim.max_order_events = 1;
+	memset(&oc, 0, sizeof(oc));
+	assert_int_equal(0, run_mem(s.buf, s.len, &lim, &h, &oc, &r));
+	assert_int_equal(9, oc.n);
+	nt_reader_stats(r, &st);
+	assert_true(st.order_forced > 0);
+	assert_true(st.order_late > 0);
+	nt_reader_free(r);
+
+	/* cut inside the last block: the events before the damage still all come out */
+	memset(&oc, 0, sizeof(oc));
+	assert_int_equal(-EBADMSG, run_mem(s.buf, s.len - 6, NULL, &h, &oc, NULL));
+	assert_int_equal(8, oc.n);
+	assert_memory_equal(want, oc.x, 8 * sizeof(uint32_t));
+	strbuf_release(&s);
+}
+
+/* The window itself: ties keep arrival order, bytes come back intact. */
+static void test_order_window(void **state)
+{
+	static const int64_t ts[] = { 50, 10, 50, 30, 10, 70, 20 };
+	static const char *const want[] = { "b", "e", "g", "d", "a", "c", "f" };
+	struct nt_order o;
+	const uint8_t *p;
+	int64_t t, last = INT64_MIN;
+	uint32_t len;
+	size_t i;
+	char tag[2] = { 0 };
+
+	nt_order_init(&o, 4, 1 << 20);
+	for (i = 0; i < ARRAY_SIZE(ts); i++) {
+		tag[0] = (char)('a' + i);
+		assert_int_equal(0, nt_order_add(&o, ts[i], tag, 1, "xyz", 3));
+	}
+	assert_true(nt_order_over(&o));
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		p = nt_order_pop(&o, &t, &len);
+		assert_non_null(p);
+		assert_int_equal(4, len);
+		assert_int_equal(want[i][0], p[0]);
+		assert_memory_equal("xyz", p + 1, 3);
+		assert_true(t >= last);
+		last = t;
+		/* interleaved adds reuse the arena */
+		if (i == 2)
+			assert_int_equal(0, nt_order_add(&o, 1000, "h", 1, NULL, 0));
+	}
+	p = nt_order_pop(&o, &t, &len);
+	assert_non_null(p);
+	assert_int_equal('h', p[0]);
+	assert_null(nt_order_pop(&o, &t, &len));
+	assert_false(nt_order_peek(&o, &t));
+	nt_order_free(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_time_order),
+		cmocka_unit_test(test_order_window),
 		cmocka_unit_test(test_jit_samples),
 		cmocka_unit_test(test_gc_contention),
 		cmocka_unit_test(test_eventsource_counters),

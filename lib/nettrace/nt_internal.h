@@ -51,4 +51,32 @@ int nt_meta_parse_v6(struct nt_mbuild *b, const uint8_t *p, size_t len, struct n
  */
 int nt_cur_str16(struct cursor *c, struct nt_str16 *s);
 
+/*
+ * The time-order window (order.c): items of bytes keyed by timestamp, taken
+ * out oldest first (arrival order among equal timestamps). Memory: the items
+ * held plus at most as much again of reclaimable arena.
+ */
+struct nt_order_item;
+struct nt_order {
+	struct nt_order_item *items; /* a binary min-heap */
+	size_t n, cap;
+	uint8_t *arena;
+	size_t alen, acap, dead;
+	uint64_t seq;
+	size_t bytes;                 /* bytes of the items held */
+	size_t max_events, max_bytes; /* nt_order_over() past these */
+	size_t bytes_max, events_max; /* high-water marks */
+};
+void nt_order_init(struct nt_order *o, size_t max_events, size_t max_bytes);
+void nt_order_free(struct nt_order *o);
+/* Holds a copy of hdr then p under timestamp ts; -ENOMEM. */
+int nt_order_add(struct nt_order *o, int64_t ts, const void *hdr, uint32_t hlen, const void *p,
+		 uint32_t plen);
+/* More held than the caps allow. */
+bool nt_order_over(const struct nt_order *o);
+/* The oldest held timestamp; false when empty. */
+bool nt_order_peek(const struct nt_order *o, int64_t *ts);
+/* Takes the oldest item out: its bytes (valid until the next nt_order_add), or NULL. */
+const uint8_t *nt_order_pop(struct nt_order *o, int64_t *ts, uint32_t *len);
+
 #endif

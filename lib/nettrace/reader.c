@@ -121,9 +121,24 @@ struct nt_reader {
 	size_t tidxcap;
 	uint32_t gen;
 
+	/* the time-order window */
+	struct nt_order ord;
+	int64_t rel_upto;   /* every held event up to this timestamp may go out */
+	bool rel_all;       /* every held event may go out (sequence point, end, damage) */
+	bool quiet;         /* a callback aborted: nothing more is delivered */
+	bool have_last;
+	int64_t last_ts;    /* of the last event delivered */
+
 	struct nt_stats st;
 };
 
+/* What an event keeps while it waits in the window (the payload follows it):
+ * the event with its pointers resolved again when it goes out. */
+struct held {
+	struct nt_event ev;
+	uint32_t stk;     /* index into stk[] of the region, UINT32_MAX for none */
+	uint8_t act[16], rel[16];
+};
 void nt_limits_default(struct nt_limits *l)
 {
 	l->max_block = 64u << 20;
@@ -135,6 +150,8 @@ void nt_limits_default(struct nt_limits *l)
 	l->max_frames = 4096;
 	l->max_threads = 65536;
 	l->max_labels = 1u << 20;
+	l->max_order_events = 1u << 20;
+	l->max_order_bytes = (size_t)256 << 20;
 }
 
 ssize_t nt_read_fd(void *ctx, void *buf, size_t len)
@@ -571,6 +588,8 @@ int nt_reader_new(struct nt_reader **out, nt_read_fn read, void *ctx,
 	if (!r->lim.max_threads)
 		r->lim.max_threads = 1;
 	nt_mbuild_init(&r->mb, r->lim.max_fields, r->lim.max_block + 1);
+	nt_order_init(&r->ord, r->lim.max_order_events, r->lim.max_order_bytes);
+	r->rel_upto = INT64_MIN;
 	r->state = RS_NEW;
 	*out = r;
 	r = NULL;
@@ -600,6 +619,7 @@ void nt_reader_free(struct nt_reader *r)
 	free(r->tidx);
 	free(r->blk);
 	free(r->ibuf);
+	nt_order_free(&r->ord);
 	free(r);
 }
 
@@ -801,6 +821,7 @@ uint64_t nt_reader_offset(const struct nt_reader *r)
 void nt_reader_stats(const struct nt_reader *r, struct nt_stats *st)
 {
 	*st = r->st;
+	st->order_held_max = r->ord.bytes_max;
 }
 
 size_t nt_reader_nthreads(const struct nt_reader *r)
@@ -1475,11 +1496,84 @@ static int do_meta_blob(struct nt_reader *r, const struct nt_handlers *hd, void 
 	return 0;
 }
 
+/* Delivers the oldest held event. */
+static int deliver_one(struct nt_reader *r, const struct nt_handlers *hd, void *ctx)
+{
+	struct nt_event ev;
+	struct held hh;
+	const uint8_t *p;
+	int64_t ts;
+	uint32_t len;
+
+	p = nt_order_pop(&r->ord, &ts, &len);
+	if (!p || len < sizeof(hh))
+		return 0;
+	memcpy(&hh, p, sizeof(hh));
+	ev = hh.ev;
+	ev.activity_id = ev.activity_id ? p + offsetof(struct held, act) : NULL;
+	ev.related_activity_id = ev.related_activity_id ? p + offsetof(struct held, rel) : NULL;
+	ev.payload = p + sizeof(hh);
+	ev.payload_len = len - (uint32_t)sizeof(hh);
+	ev.stack = NULL;
+	ev.nframes = 0;
+	ev.pointer_size = r->info.pointer_size;
+	/* the region's stacks are kept until a sequence point, which empties the window first */
+	if (hh.stk != UINT32_MAX && hh.stk < r->nstk) {
+		ev.nframes = r->stk[hh.stk].n;
+		ev.stack = ev.nframes ? r->ips + r->stk[hh.stk].off : NULL;
+	}
+	if (r->have_last && ts < r->last_ts)
+		r->st.order_late++;
+	else
+		r->last_ts = ts;
+	r->have_last = true;
+	r->st.events++;
+	if (hd && hd->event)
+		return hd->event(ctx, &ev);
+	return 0;
+}
+
+/* Lets out every held event the stream's promises (or the caps) allow. */
+static int drain(struct nt_reader *r, const struct nt_handlers *hd, void *ctx)
+{
+	int64_t ts;
+	int ret;
+
+	if (r->quiet)
+		return 0;
+	while (nt_order_peek(&r->ord, &ts)) {
+		if (!r->rel_all && ts > r->rel_upto) {
+			if (!nt_order_over(&r->ord))
+				return 0;
+			r->st.order_forced++;
+		}
+		ret = deliver_one(r, hd, ctx);
+		if (ret)
+			return ret;
+	}
+	r->rel_all = false;
+	return 0;
+}
+
+int nt_reader_release(struct nt_reader *r, const struct nt_handlers *h, void *ctx)
+{
+	int ret;
+
+	if (r->quiet)
+		return 0;
+	r->rel_all = true;
+	ret = drain(r, h, ctx);
+	if (ret)
+		r->quiet = true;
+	return ret;
+}
+
 static int do_event_blob(struct nt_reader *r, const struct nt_handlers *hd, void *ctx)
 {
 	struct cursor *c = &r->bc;
 	uint64_t boff = r->blk_off + c->off;
 	struct nt_event ev;
+	struct held hh;
 	const struct nt_metadata *m;
 	const uint8_t *p;
 	size_t blob_end;
@@ -1499,6 +1593,8 @@ static int do_event_blob(struct nt_reader *r, const struct nt_handlers *hd, void
 		return fail(r, -EBADMSG, boff, "event uses unknown metadata id %u", r->h.meta);
 
 	memset(&ev, 0, sizeof(ev));
+	memset(&hh, 0, sizeof(hh));
+	hh.stk = UINT32_MAX;
 	ev.meta = m;
 	ev.offset = boff;
 	ev.timestamp = (int64_t)r->h.ts;
@@ -1519,6 +1615,7 @@ static int do_event_blob(struct nt_reader *r, const struct nt_handlers *hd, void
 				    r->h.stack);
 		ev.nframes = r->stk[i].n;
 		ev.stack = ev.nframes ? r->ips + r->stk[i].off : NULL;
+		hh.stk = i;
 	}
 	if (r->v6) {
 		const struct thr *t;
@@ -1551,10 +1648,27 @@ static int do_event_blob(struct nt_reader *r, const struct nt_handlers *hd, void
 	err = seq_event(r, r->h.ctid, r->h.seq);
 	if (err)
 		return fail(r, err, boff, "thread table over its cap of %u", r->lim.max_threads);
-	r->st.events++;
-	if (hd && hd->event)
-		return hd->event(ctx, &ev);
-	return 0;
+
+	/* into the window */
+	hh.ev = ev;
+	if (ev.activity_id)
+		memcpy(hh.act, ev.activity_id, 16);
+	if (ev.related_activity_id)
+		memcpy(hh.rel, ev.related_activity_id, 16);
+	if (!r->quiet) {
+		err = nt_order_add(&r->ord, ev.timestamp, &hh, (uint32_t)sizeof(hh), p, ev.payload_len);
+		if (err)
+			return fail(r, err, boff, "out of memory for the time-order window");
+	}
+	/* every later event has a timestamp >= this one: all up to it may go out */
+	if (sorted && ev.timestamp > r->rel_upto)
+		r->rel_upto = ev.timestamp;
+	if (hd && hd->arrival) {
+		err = hd->arrival(ctx, &ev);
+		if (err)
+			return err;
+	}
+	return drain(r, hd, ctx);
 }
 
 /*
@@ -1585,6 +1699,11 @@ static int process_block(struct nt_reader *r, const struct nt_handlers *hd, void
 		r->blk_done = true;
 		return do_stack_block(r);
 	case BK_SP:
+		/* every event before the sequence point goes out first */
+		r->rel_all = true;
+		ret = drain(r, hd, ctx);
+		if (ret)
+			return ret;
 		r->blk_done = true;
 		ret = do_sp_block(r, &ts);
 		if (!ret && hd && hd->seqpoint)
@@ -1605,7 +1724,7 @@ static int process_block(struct nt_reader *r, const struct nt_handlers *hd, void
 	}
 }
 
-int nt_reader_run(struct nt_reader *r, const struct nt_handlers *hd, void *ctx)
+static int run_blocks(struct nt_reader *r, const struct nt_handlers *hd, void *ctx)
 {
 	uint8_t tag;
 	ssize_t k;
@@ -1616,6 +1735,14 @@ int nt_reader_run(struct nt_reader *r, const struct nt_handlers *hd, void *ctx)
 		if (ret)
 			return ret;
 	}
+	/* what an earlier stop left in the window */
+	ret = drain(r, hd, ctx);
+	if (ret < 0) {
+		r->quiet = true;
+		return fail(r, ret, r->off, "callback aborted with %d", ret);
+	}
+	if (ret > 0)
+		return NT_STOPPED;
 	for (;;) {
 		switch (r->state) {
 		case RS_ERROR:
@@ -1633,9 +1760,11 @@ int nt_reader_run(struct nt_reader *r, const struct nt_handlers *hd, void *ctx)
 			ret = process_block(r, hd, ctx);
 			if (r->state == RS_ERROR)
 				return r->err;
-			if (ret < 0)
+			if (ret < 0) {
+				r->quiet = true;
 				return fail(r, ret, r->blk_off + r->bc.off,
 					    "callback aborted with %d", ret);
+			}
 			if (ret > 0)
 				return NT_STOPPED;
 			if (!r->blk_done)
@@ -1658,4 +1787,24 @@ int nt_reader_run(struct nt_reader *r, const struct nt_handlers *hd, void *ctx)
 			break;
 		}
 	}
+}
+
+int nt_reader_run(struct nt_reader *r, const struct nt_handlers *hd, void *ctx)
+{
+	int ret = run_blocks(r, hd, ctx);
+
+	if (ret == NT_STOPPED || r->quiet || (r->state != RS_DONE && r->state != RS_ERROR))
+		return ret;
+	/* The end, or damage: nothing more can come; all that is held goes out. */
+	r->rel_all = true;
+	ret = drain(r, hd, ctx);
+	if (ret < 0) {
+		r->quiet = true;
+		if (r->state == RS_ERROR)
+			return r->err;
+		return fail(r, ret, r->off, "callback aborted with %d", ret);
+	}
+	if (ret > 0)
+		return NT_STOPPED;
+	return r->state == RS_ERROR ? r->err : 0;
 }

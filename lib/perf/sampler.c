@@ -484,7 +484,8 @@ static int try_open(struct perf_sampler *s, bool kernel)
 			if (s->rings[k])
 				for (ci = 0; ci < s->ncpu; ci++)
 					s->rings[k][ci].fd = -1;
-		memset(s->tids, 0, s->tids_cap * sizeof(*s->tids));
+		if (s->tids) /* NULL when nothing was opened (memset of NULL is UB) */
+			memset(s->tids, 0, s->tids_cap * sizeof(*s->tids));
 		s->tids_used = 0;
 		s->st.threads = 0;
 		s->st.events = 0;

@@ -357,6 +357,9 @@ int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int ti
 	u->lease_fd = fd; /* held shared for the command */
 	if (m >= 0)
 		close(m);
+	/* whether it buffers its map (perfmap_use_flush); out of the mutex */
+	if (u->turned_on)
+		u->runtime_major = perfmap_runtime_major(t, timeout_ms);
 	if (u->lease_fd < 0 && !u->turned_on)
 		return 0;
 	rc = start_watcher(u);
@@ -378,6 +381,70 @@ static void close_root(struct perfmap_use *u)
 	if (u->rootfd >= 0)
 		close(u->rootfd);
 	u->rootfd = -1;
+}
+
+int perfmap_use_flush(struct perfmap_use *u, struct ipc_error *rerr)
+{
+	struct ipc_endpoint ep;
+	bool alone = true;
+	int m = -1, rc;
+
+	if (!u->turned_on || u->shared || u->runtime_major < PERFMAP_BUFFERED_MAJOR)
+		return 0;
+	if (u->lease_fd >= 0) {
+		/*
+		 * Under the mutex (no one joins or leaves meanwhile): the lease
+		 * taken exclusively means no other clrtap holds it (the watcher
+		 * shares this open file, not a lock of its own). Back to shared.
+		 */
+		m = mutex_lock(u);
+		alone = flock(u->lease_fd, LOCK_EX | LOCK_NB) == 0;
+		(void)flock(u->lease_fd, LOCK_SH);
+	}
+	rc = 0;
+	if (alone) {
+		endpoint(u, &ep);
+		rc = ipc_perfmap_disable(&ep, rerr);
+	}
+	if (m >= 0)
+		close(m);
+	if (rc < 0)
+		return rc;
+	return alone ? 1 : 0;
+}
+
+int perfmap_use_reread(struct perfmap_use *u, void (*read)(void *ctx), void *ctx,
+		       struct ipc_error *rerr)
+{
+	struct ipc_endpoint ep;
+	int m = -1, rc;
+
+	if (!u->turned_on && !u->shared)
+		return 0;
+	if (u->lease_fd >= 0)
+		m = mutex_lock(u); /* no clrtap joins or leaves meanwhile */
+	endpoint(u, &ep);
+	rc = ipc_perfmap_disable(&ep, rerr);
+	if (rc == 0) {
+		read(ctx);
+		rc = ipc_perfmap_enable(&ep, IPC_PERFMAP_PERFMAP, rerr);
+	}
+	if (m >= 0)
+		close(m);
+	return rc < 0 ? rc : 1;
+}
+
+int perfmap_runtime_major(const struct proc_target *t, int timeout_ms)
+{
+	struct ipc_endpoint ep;
+	struct ipc_error rerr;
+	int major = 0;
+
+	if (t->runtime_major)
+		return t->runtime_major; /* asked when the target was resolved */
+	ipc_endpoint_init(&ep, t, timeout_ms);
+	(void)ipc_peer_verify_major(&ep, &major, &rerr);
+	return major;
 }
 
 int perfmap_use_end(struct perfmap_use *u, struct ipc_error *rerr)

@@ -36,6 +36,7 @@ struct perfmap_use {
 	/* the target's root directory, opened at begin: the map file a clrtap
 	 * caused is removed through it even after the target is gone */
 	int rootfd;
+	int runtime_major;     /* the target's runtime when this command turned the map on (0: unknown) */
 };
 
 /*
@@ -57,6 +58,35 @@ int perfmap_use_end(struct perfmap_use *u, struct ipc_error *rerr);
  * 0 when it finished in time, 1 when it goes on after this process exits.
  */
 int perfmap_use_end_within(struct perfmap_use *u, int wait_ms, struct ipc_error *rerr);
+/*
+ * Makes the map file whole for a last read. .NET 11 buffers its perf map and
+ * writes it out only when the map is turned off (.NET 8 to 10 write each line
+ * as code is published). When this command turned the map on, on a runtime
+ * that buffers it, and no other clrtap shares it, the map is turned off now
+ * (perfmap_use_end then only removes the file). Returns 1 when turned off, 0
+ * when there is nothing to do or the map is not this command's alone to turn
+ * off (on before clrtap, or shared: the runtime's buffered lines stay
+ * unread), or the IPC error.
+ */
+int perfmap_use_flush(struct perfmap_use *u, struct ipc_error *rerr);
+/*
+ * The same for a command that goes on reading the map: when a clrtap turned
+ * it on (this one or one sharing the lease), turns it off, calls
+ * read(ctx) on the whole file, and turns it back on (the runtime then writes
+ * the map anew, starting with the code that exists). Under the lease's mutex.
+ * Returns 1 when done, 0 when the map was on before any clrtap (left alone),
+ * or the IPC error.
+ */
+int perfmap_use_reread(struct perfmap_use *u, void (*read)(void *ctx), void *ctx,
+		       struct ipc_error *rerr);
+/*
+ * The major version of the target's runtime: t->runtime_major when the
+ * target's resolution asked it, else ProcessInfo2's ("11.0.0+..."); 0 when
+ * it does not say. PERFMAP_BUFFERED_MAJOR is the first that buffers its
+ * perf map.
+ */
+#define PERFMAP_BUFFERED_MAJOR 11
+int perfmap_runtime_major(const struct proc_target *t, int timeout_ms);
 /* Marks u unused (before a begin that may not run). */
 void perfmap_use_init(struct perfmap_use *u);
 

@@ -45,6 +45,8 @@ struct proc_target {
 				      * opened as such (a container's links would lead out) */
 	char sock_tpath[PROC_PATH_MAX]; /* the socket as the target sees it: connect through
 					 * its root (struct ipc_endpoint with pid set) */
+	int runtime_major;           /* the runtime's major version, once a caller asked the
+				      * runtime (ProcessInfo): 0 unknown */
 };
 
 /*

@@ -251,6 +251,7 @@ struct profile_session {
 	bool dotnet;
 	struct perfmap_use pm;
 	int pm_err;               /* turning the perf map on failed (0: fine) */
+	bool pm_flushed;          /* turned off before the last read (perfmap_use_flush) */
 	struct ipc_error pm_rerr;
 	struct sym_proc *sp;
 	struct perf_sampler *smp;

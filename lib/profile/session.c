@@ -126,9 +126,17 @@ int profile_session_stop(struct profile_session *s)
 	}
 	rc = perf_sampler_finish(s->smp, s->end_ns);
 	s->stopped = true;
-	/* The runtime writes a perf map line when it publishes code: read the last ones. */
-	if (!s->target_gone)
+	/*
+	 * The runtime writes a perf map line when it publishes code: read the
+	 * last ones. .NET 11 writes its map out only when it is turned off:
+	 * turn it off first when this command alone turned it on.
+	 */
+	if (!s->target_gone) {
+		struct ipc_error rerr;
+
+		s->pm_flushed = perfmap_use_flush(&s->pm, &rerr) == 1;
 		(void)sym_proc_refresh(s->sp);
+	}
 	return rc;
 }
 

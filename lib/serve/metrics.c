@@ -188,6 +188,7 @@ static void *collector_main(void *arg)
 	live.cfg = &cfg;
 	live.stop = &c->stop;
 	live.h = &h;
+	live.prompt = true; /* the latest values, not one flush late */
 	live.ctx = c;
 	err = live_session_run(&live, &res);
 	if (err)

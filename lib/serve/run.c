@@ -450,6 +450,7 @@ static int run_counters(struct rsession *s)
 	live.stop = &s->stop;
 	live.duration_ms = (int64_t)(s->plan.duration_s * 1000);
 	live.h = &h;
+	live.prompt = true; /* the latest values, not one flush late */
 	live.opened = c_opened;
 	live.ctx = &c;
 	err = live_session_run(&live, &res);

@@ -194,6 +194,21 @@ static int target_open(void *ctx, const char *path, int *fd)
 	return proc_target_file_open(sp->pid, path, 0, fd, NULL);
 }
 
+
+/*
+ * A cached table of a stripped ELF file (its unwind table's sub_<addr>
+ * names) gives way to a debug file installed since it was cached: the table
+ * names from a debug file are never cached, so this is checked on each load.
+ */
+static bool debug_file_since(const struct sym_proc *sp, const struct image *im,
+			     const struct sym_img *ci)
+{
+	if (ci->kind != SYM_IMG_ELF || (ci->flags & (SYM_IMG_HAS_SYMTAB | SYM_IMG_FROM_DEBUG)))
+		return false;
+	/* lint-ok: target path: map_files (the mapped inode), or not root (see image_get) */
+	return sym_elf_debug_file_found(im->hpath, sp->root, im->tpath);
+}
+
 /*
  * The image's table through the symbol cache (sym_cache.h): its bytes are
  * read once into a copy, hashed, and the table comes from this process's
@@ -222,6 +237,10 @@ static bool image_load_cached(struct sym_proc *sp, struct image *im)
 			sym_stat_key(&st, skey);
 		if (have_skey && !sym_memo_get(sp->opts.cache_dir, skey, &kind, key)) {
 			ci = sym_img_get(sp->opts.cache_dir, kind, key);
+			if (ci && debug_file_since(sp, im, ci)) {
+				sym_img_release(ci);
+				ci = NULL;
+			}
 			if (ci) {
 				im->cimg = ci;
 				im->kind = kind == SYM_IMG_ELF ? IMG_ELF : IMG_PE;
@@ -242,6 +261,10 @@ static bool image_load_cached(struct sym_proc *sp, struct image *im)
 		goto miss;
 	sym_sha256(buf, len, key);
 	ci = sym_img_get(sp->opts.cache_dir, kind, key);
+	if (ci && debug_file_since(sp, im, ci)) {
+		sym_img_release(ci);
+		ci = NULL;
+	}
 	if (!ci && kind == SYM_IMG_R2R) {
 		struct pe_file *pf;
 

@@ -8,6 +8,7 @@
  */
 #include "common/compat.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -273,6 +274,64 @@ static bool root_pid(const char *root, pid_t *pid)
 	return !ct_parse_pid(num, pid) && *pid > 0;
 }
 
+/*
+ * The host's installs of the shared runtime. A self-contained app's copy of a
+ * runtime library is byte for byte the runtime pack's, with the build-id of
+ * the shared runtime of that version: a debug file installed beside the
+ * shared one (dotnet-symbol, a -dbg package) names the copy as well. Only a
+ * file whose build-id equals the library's is taken.
+ */
+static const char *const shared_fx_dirs[] = {
+	"/usr/share/dotnet/shared/Microsoft.NETCore.App",
+	"/usr/lib/dotnet/shared/Microsoft.NETCore.App",
+	"/opt/dotnet/shared/Microsoft.NETCore.App",
+};
+#define SHARED_FX_MAX_VERSIONS 64
+
+static int try_shared_runtimes(const char *base, const struct elf_meta *m, struct sym_elf *e,
+			       struct sym_arena *arena)
+{
+	size_t i;
+
+	/* tests: one directory of their own instead of the host's installs */
+	const char *test_dir = getenv("CLRTAP_TEST_SHARED_FX");
+	const char *dirs[ARRAY_SIZE(shared_fx_dirs)];
+	size_t ndirs = 0;
+
+	if (!m->build_id_len || !*base)
+		return -ENOENT;
+	if (test_dir && *test_dir)
+		dirs[ndirs++] = test_dir;
+	else
+		for (i = 0; i < ARRAY_SIZE(shared_fx_dirs); i++)
+			dirs[ndirs++] = shared_fx_dirs[i];
+	for (i = 0; i < ndirs; i++) {
+		DIR *d = opendir(dirs[i]);
+		struct dirent *de;
+		int n = 0;
+
+		if (!d)
+			continue;
+		while ((de = readdir(d)) && n < SHARED_FX_MAX_VERSIONS) {
+			char cand[PATH_MAX];
+			int w;
+
+			if (de->d_name[0] == '.')
+				continue;
+			n++;
+			w = snprintf(cand, sizeof(cand), "%s/%s/%s.dbg", dirs[i], de->d_name, base);
+			if (w < 0 || (size_t)w >= sizeof(cand))
+				continue;
+			if (!try_debug_file(0, cand, m, e, arena)) {
+				closedir(d);
+				return 0;
+			}
+		}
+		closedir(d);
+	}
+	return -ENOENT;
+}
+
 static int find_debug_file(struct sym_elf *e, const char *root, const char *tpath,
 			   const struct elf_meta *m, struct sym_arena *arena)
 {
@@ -325,7 +384,36 @@ static int find_debug_file(struct sym_elf *e, const char *root, const char *tpat
 				return 0;
 		}
 	}
-	return -ENOENT;
+	return try_shared_runtimes(slash ? slash + 1 : tpath, m, e, arena);
+}
+
+bool sym_elf_debug_file_found(const char *path, const char *root, const char *tpath)
+{
+	struct sym_arena ar = { .max = SYM_ARENA_MAX_BYTES };
+	struct elf_meta m;
+	struct sym_elf e;
+	bool found = false;
+	Elf *elf;
+	int fd;
+
+	if (!tpath || elf_version(EV_CURRENT) == EV_NONE)
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF) {
+		read_meta(elf, &m);
+		memset(&e, 0, sizeof(e));
+		if (m.debuglink[0] || m.build_id_len)
+			found = find_debug_file(&e, root ? root : "", tpath, &m, &ar) == 0;
+		sym_table_free(&e.syms);
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	sym_arena_free(&ar);
+	return found;
 }
 
 int sym_elf_load(struct sym_elf *e, const char *path, const char *root, const char *tpath,

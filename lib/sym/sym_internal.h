@@ -102,6 +102,12 @@ struct sym_elf {
 int sym_elf_load(struct sym_elf *e, const char *path, const char *root, const char *tpath,
 		 struct sym_arena *arena);
 /* File offset -> link-time address; false if no segment holds it. */
+/*
+ * Whether sym_elf_load would find a separate debug file for the ELF file at
+ * path (as the target sees it: tpath, inside root): a cached table of a
+ * stripped file gives way to a debug file installed since.
+ */
+bool sym_elf_debug_file_found(const char *path, const char *root, const char *tpath);
 bool sym_elf_off_to_vaddr(const struct sym_elf *e, uint64_t off, uint64_t *vaddr);
 void sym_elf_free(struct sym_elf *e);
 

@@ -144,6 +144,18 @@ static const char *throw_site(const struct ts_exception *e)
 	return throw_site_at(e, &first);
 }
 
+/* "N first throws, M rethrown" (and what could not be told apart). */
+static void add_split(struct strbuf *sb, const char *indent, uint64_t count, uint64_t first,
+		      uint64_t rethrown)
+{
+	(void)strbuf_addf(sb, "%s%" PRIu64 " first throw%s, %" PRIu64 " rethrown", indent, first,
+			  first == 1 ? "" : "s", rethrown);
+	if (count > first + rethrown)
+		(void)strbuf_addf(sb, ", %" PRIu64 " not told apart (no stack or names)",
+				  count - first - rethrown);
+	(void)strbuf_addch(sb, '\n');
+}
+
 #define EXC_MESSAGES_SHOWN 3
 #define EXC_SITES_SHOWN 4
 #define EXC_FRAMES_SHOWN 16
@@ -159,6 +171,7 @@ static void text_exc_type(const struct ts_result *r, const struct ts_exc_type *t
 			  t->messages);
 	add_clean(sb, t->type);
 	(void)strbuf_addch(sb, '\n');
+	add_split(sb, "           ", t->count, t->first, t->rethrown);
 	for (i = 0; i < r->nexceptions; i++) {
 		const struct ts_exception *e = &r->exceptions[i];
 
@@ -173,11 +186,12 @@ static void text_exc_type(const struct ts_result *r, const struct ts_exc_type *t
 		nmsg++;
 		for (k = 0; k < nsites && strcmp(throw_site(sites[k]), throw_site(e)); k++)
 			;
+		/* the stack kept is a throw's: its rethrows went on from other frames */
 		if (k < nsites) {
-			site_count[k] += e->count;
+			site_count[k] += e->count - e->rethrown;
 		} else if (nsites < EXC_SITES_SHOWN) {
 			sites[nsites] = e;
-			site_count[nsites++] = e->count;
+			site_count[nsites++] = e->count - e->rethrown;
 		} else {
 			more_sites++;
 		}
@@ -211,6 +225,9 @@ static void text_exceptions(const struct ts_result *r, unsigned top, struct strb
 	(void)strbuf_addf(sb, "%" PRIu64 " thrown, %zu type%s, %zu distinct type+message%s\n",
 			  r->exceptions_total, r->nexc_types, r->nexc_types == 1 ? "" : "s",
 			  r->nexceptions, r->exceptions_other ? " (and more past the cap)" : "");
+	add_split(sb, "  ", r->exceptions_total, r->exceptions_first, r->exceptions_rethrown);
+	(void)strbuf_addstr(sb, "  (rethrown: passed on by ExceptionDispatchInfo.Throw, as every await of a faulted task does;\n"
+			    "  one failure going up N async frames is thrown N+1 times)\n");
 	(void)strbuf_addstr(sb, "    count  messages  type (top messages; one stack per throw site)\n");
 	for (i = 0; i < r->nexc_types && i < top; i++)
 		text_exc_type(r, &r->exc_types[i], sb);
@@ -403,6 +420,10 @@ int tracestats_format_text(const struct tracestats *ts, unsigned top, const char
 	add_dur(sb, r->duration_ns);
 	(void)strbuf_addf(sb, ", %" PRIu64 " lost by the runtime, %" PRIu64 " method ranges known\n",
 			  r->dropped_events, r->methods);
+	if (r->order_forced)
+		(void)strbuf_addf(sb, "  TIME ORDER NOT GUARANTEED: the reader's window was full; %" PRIu64
+				  " events went out before their order was known, %" PRIu64
+				  " came out of order\n", r->order_forced, r->order_late);
 	if (r->error.code)
 		(void)strbuf_addf(sb, "  INCOMPLETE: damaged at byte offset %" PRIu64
 				  "; figures cover the events before it\n", r->error.offset);
@@ -582,6 +603,10 @@ int tracestats_format_json(const struct tracestats *ts, unsigned top, const char
 	ct_json_kv_u64(j, "bytes", r->bytes);
 	ct_json_kv_u64(j, "events", r->events);
 	ct_json_kv_u64(j, "lost_events", r->dropped_events);
+	/* events are read in time order; these say where the window's cap broke it */
+	ct_json_kv_bool(j, "time_ordered", !r->order_forced);
+	ct_json_kv_u64(j, "order_forced", r->order_forced);
+	ct_json_kv_u64(j, "order_late", r->order_late);
 	ct_json_kv_u64(j, "duration_ns", r->duration_ns);
 	ct_json_kv_u64(j, "methods", r->methods);
 	ct_json_kv_u64(j, "runtime_events", r->runtime_events);
@@ -610,6 +635,8 @@ int tracestats_format_json(const struct tracestats *ts, unsigned top, const char
 
 	ct_json_kv_obj_begin(j, "exceptions");
 	ct_json_kv_u64(j, "total", r->exceptions_total);
+	ct_json_kv_u64(j, "first", r->exceptions_first);
+	ct_json_kv_u64(j, "rethrown", r->exceptions_rethrown);
 	ct_json_kv_u64(j, "other", r->exceptions_other);
 	ct_json_kv_bool(j, "collected", r->exceptions_total || r->runtime_events);
 	ct_json_kv_arr_begin(j, "types");
@@ -617,6 +644,8 @@ int tracestats_format_json(const struct tracestats *ts, unsigned top, const char
 		ct_json_obj_begin(j);
 		ct_json_kv_str(j, "type", r->exc_types[i].type);
 		ct_json_kv_u64(j, "count", r->exc_types[i].count);
+		ct_json_kv_u64(j, "first", r->exc_types[i].first);
+		ct_json_kv_u64(j, "rethrown", r->exc_types[i].rethrown);
 		ct_json_kv_u64(j, "messages", r->exc_types[i].messages);
 		ct_json_kv_bool(j, "messages_capped", r->exc_types[i].messages_capped);
 		ct_json_obj_end(j);
@@ -631,6 +660,8 @@ int tracestats_format_json(const struct tracestats *ts, unsigned top, const char
 		ct_json_kv_str(j, "type", e->type);
 		ct_json_kv_str(j, "message", e->message);
 		ct_json_kv_u64(j, "count", e->count);
+		ct_json_kv_u64(j, "first", e->first);
+		ct_json_kv_u64(j, "rethrown", e->rethrown);
 		ct_json_kv_str(j, "thrown_in", e->thrown_at);
 		ct_json_kv_arr_begin(j, "stack");
 		for (k = 0; k < e->nframes; k++)

@@ -119,11 +119,42 @@ struct kind_key {
 	uint32_t id;
 };
 
+/*
+ * First throw or rethrow: told apart by the throw's stack, named at the end
+ * (the rundown names the framework's code). A rethrow is the same exception
+ * passed on by ExceptionDispatchInfo.Throw, which every await of a faulted
+ * task runs: one failure going up N async frames raises N+1 events, and the
+ * runtime's flags do not say which (.NET 10 marks some of them "nested",
+ * others not). Flag 0x4 (rethrown) counts too where a runtime sets it. A
+ * throw site is the first EXC_SITE_FRAMES IPs of the stack (the runtime's
+ * dispatch frames and the throwing method among them).
+ */
+#define EXC_SITE_FRAMES 4
+#define MAX_EXC_SITES 4096
+#define EXC_SITES_PER 16
+#define EXC_FLAG_RETHROWN 0x4
+enum { SITE_UNKNOWN, SITE_FIRST, SITE_RETHROW };
+
+struct exc_site {
+	uint64_t ips[EXC_SITE_FRAMES];
+	uint32_t n;
+	uint64_t hash, count;
+	int kind;
+};
+
+/* How groups' and types' exceptions spread over throw sites: (entity, site) -> count. */
+#define MAX_EXC_PAIRS (1u << 16)
+struct exc_pair {
+	uint64_t key; /* 0: free; else 1 + (type? 1 << 62) + entity << 32 + site */
+	uint64_t n;
+};
+
 struct exc_ent {
 	char *type, *msg;
 	uint64_t count, hash, eip;
 	uint64_t *ips;
 	uint32_t nips;
+	uint64_t flagged; /* rethrown by the event's flag */
 };
 
 /* Exceptions by type: counted for every exception, past the group cap too. */
@@ -132,6 +163,7 @@ struct exc_type_ent {
 	uint64_t count, hash;
 	uint32_t groups;     /* type+message groups of this type */
 	bool groups_capped;  /* some of its exceptions fell past the group cap */
+	uint64_t flagged;
 };
 
 #define MAX_EXC_TYPES 256
@@ -217,6 +249,11 @@ struct tracestats {
 	struct exc_type_ent *etypes;
 	uint32_t netypes, etypes_cap, last_etype;
 	uint64_t etype_other;
+	struct exc_site *esites;
+	uint32_t nesites, esites_cap, last_esite;
+	struct exc_pair *epairs;
+	uint32_t nepairs, epairs_cap;
+	uint64_t exc_flagged, exc_unsited; /* rethrown by flag; no site */
 
 	struct alloc_ent *allocs;
 	uint32_t nallocs, allocs_cap;
@@ -326,6 +363,8 @@ void tracestats_free(struct tracestats *ts)
 	if (!ts)
 		return;
 	nt_methods_free(ts->methods);
+	free(ts->esites);
+	free(ts->epairs);
 	for (i = 0; i < ts->nkinds; i++) {
 		free(ts->kinds[i].provider);
 		free(ts->kinds[i].name);
@@ -643,6 +682,108 @@ static int exc_type_count(struct tracestats *ts, const char *name, uint64_t h,
 	return 0;
 }
 
+/* SITE_NONE: no site (no stack, or the table is full); SITE_FLAGGED: rethrown by flag */
+#define SITE_NONE UINT32_MAX
+#define SITE_FLAGGED (UINT32_MAX - 1)
+
+static uint32_t exc_site_of(struct tracestats *ts, const struct nt_event *ev, uint16_t flags)
+{
+	struct exc_site *e;
+	uint32_t n = CT_MIN(ev->nframes, (uint32_t)EXC_SITE_FRAMES), i;
+	uint64_t h;
+
+	if (flags & EXC_FLAG_RETHROWN) {
+		ts->exc_flagged++;
+		return SITE_FLAGGED;
+	}
+	if (!n) {
+		ts->exc_unsited++;
+		return SITE_NONE;
+	}
+	h = fnv(FNV0, ev->stack, n * sizeof(uint64_t));
+	if (ts->last_esite && ts->esites[ts->last_esite - 1].hash == h &&
+	    ts->esites[ts->last_esite - 1].n == n &&
+	    !memcmp(ts->esites[ts->last_esite - 1].ips, ev->stack, n * sizeof(uint64_t))) {
+		ts->esites[ts->last_esite - 1].count++;
+		return ts->last_esite - 1;
+	}
+	for (i = 0; i < ts->nesites; i++) {
+		e = &ts->esites[i];
+		if (e->hash == h && e->n == n && !memcmp(e->ips, ev->stack, n * sizeof(uint64_t))) {
+			e->count++;
+			ts->last_esite = i + 1;
+			return i;
+		}
+	}
+	if (ts->nesites >= MAX_EXC_SITES ||
+	    grow((void **)&ts->esites, &ts->esites_cap, ts->nesites, sizeof(*ts->esites))) {
+		ts->exc_unsited++;
+		return SITE_NONE;
+	}
+	e = &ts->esites[ts->nesites];
+	memset(e, 0, sizeof(*e));
+	memcpy(e->ips, ev->stack, n * sizeof(uint64_t));
+	e->n = n;
+	e->hash = h;
+	e->count = 1;
+	ts->last_esite = ++ts->nesites;
+	return ts->nesites - 1;
+}
+
+static uint64_t pair_key(bool type, uint32_t entity, uint32_t site)
+{
+	return 1 + ((uint64_t)type << 62) + ((uint64_t)entity << 32) + site;
+}
+
+static struct exc_pair *pair_slot(struct exc_pair *t, uint32_t cap, uint64_t key)
+{
+	uint32_t i = (uint32_t)(key * 0x9e3779b97f4a7c15ULL >> 40) & (cap - 1);
+
+	while (t[i].key && t[i].key != key)
+		i = (i + 1) & (cap - 1);
+	return &t[i];
+}
+
+/* Counts one exception of a group (type false) or type (true) at a site. */
+static void exc_pair_add(struct tracestats *ts, bool type, uint32_t entity, uint32_t site,
+			 uint64_t *flagged)
+{
+	struct exc_pair *p;
+	uint64_t key;
+
+	if (site == SITE_FLAGGED) {
+		(*flagged)++;
+		return;
+	}
+	if (site == SITE_NONE)
+		return; /* not told apart */
+	key = pair_key(type, entity, site);
+	if ((ts->nepairs + 1) * 2 > ts->epairs_cap) {
+		uint32_t ncap = ts->epairs_cap ? ts->epairs_cap * 2 : 256, i;
+		struct exc_pair *nt;
+
+		if (ts->nepairs >= MAX_EXC_PAIRS || !(nt = calloc(ncap, sizeof(*nt))))
+			goto find; /* full: only pairs already there still count */
+		for (i = 0; i < ts->epairs_cap; i++)
+			if (ts->epairs[i].key)
+				*pair_slot(nt, ncap, ts->epairs[i].key) = ts->epairs[i];
+		free(ts->epairs);
+		ts->epairs = nt;
+		ts->epairs_cap = ncap;
+	}
+find:
+	if (!ts->epairs_cap)
+		return;
+	p = pair_slot(ts->epairs, ts->epairs_cap, key);
+	if (!p->key) {
+		if ((ts->nepairs + 1) * 2 > ts->epairs_cap)
+			return;
+		p->key = key;
+		ts->nepairs++;
+	}
+	p->n++;
+}
+
 static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 {
 	struct nt_exception ex;
@@ -653,11 +794,13 @@ static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 	int err;
 
 	struct exc_type_ent *t;
+	uint32_t site;
 
 	if (nt_decode_exception(ev->payload, ev->payload_len, ev->meta->version, ev->pointer_size,
 				&ex))
 		return 0;
 	ts->exc_total++;
+	site = exc_site_of(ts, ev, ex.flags);
 	str16_capped(&ex.type, &ts->sb);
 	str16_capped(&ex.message, &ts->sb2);
 	k.a = ts->sb.buf;
@@ -665,11 +808,14 @@ static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 	err = exc_type_count(ts, k.a, fnv(FNV0, k.a, ts->sb.len + 1), &t);
 	if (err)
 		return err;
+	if (t)
+		exc_pair_add(ts, true, (uint32_t)(t - ts->etypes), site, &t->flagged);
 	h = fnv(fnv(FNV0, k.a, ts->sb.len + 1), k.b, ts->sb2.len);
 	if (ts->exc_tab.cap) {
 		slot = itab_find(&ts->exc_tab, h, exc_eq, ts, &k);
 		if (*slot) {
 			ts->excs[*slot - 1].count++;
+			exc_pair_add(ts, false, *slot - 1, site, &ts->excs[*slot - 1].flagged);
 			return 0;
 		}
 	}
@@ -704,6 +850,7 @@ static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 	e->count = 1;
 	e->hash = h;
 	e->eip = ex.eip;
+	exc_pair_add(ts, false, ts->nexcs, site, &e->flagged);
 	slot = itab_find(&ts->exc_tab, h, exc_eq, ts, &k);
 	*slot = ++ts->nexcs;
 	ts->exc_tab.n++;
@@ -1173,6 +1320,13 @@ static int on_event_cb(void *ctx, const struct nt_event *ev)
 	return tracestats_add_event(ctx, ev);
 }
 
+void tracestats_set_reader_stats(struct tracestats *ts, const struct nt_stats *st)
+{
+	ts->res.dropped_events = st->dropped;
+	ts->res.order_forced = st->order_forced;
+	ts->res.order_late = st->order_late;
+}
+
 int tracestats_run(struct tracestats *ts, struct nt_reader *r)
 {
 	const struct nt_handlers h = { .event = on_event_cb };
@@ -1188,7 +1342,7 @@ int tracestats_run(struct tracestats *ts, struct nt_reader *r)
 		while (err == NT_STOPPED);
 	}
 	nt_reader_stats(r, &st);
-	ts->res.dropped_events = st.dropped;
+	tracestats_set_reader_stats(ts, &st);
 	ts->res.bytes = nt_reader_offset(r);
 	if (err < 0) {
 		ts->res.error.code = err;
@@ -1323,11 +1477,83 @@ static char *frame_dup(struct tracestats *ts, const uint64_t *ips, uint32_t i)
 	return r < 0 ? NULL : s;
 }
 
+#define EDI_THROW "System.Runtime.ExceptionServices.ExceptionDispatchInfo::Throw"
+#define EH_DISPATCH "System.Runtime.EH::"
+
+/* The first named frame past the runtime's dispatch says which it was. */
+static void classify_sites(struct tracestats *ts)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < ts->nesites; i++) {
+		struct exc_site *e = &ts->esites[i];
+
+		e->kind = SITE_UNKNOWN;
+		for (j = 0; j < e->n; j++) {
+			const char *n = frame_name(ts, e->ips, j);
+
+			if (!n || !strncmp(n, EH_DISPATCH, strlen(EH_DISPATCH)))
+				continue;
+			e->kind = !strncmp(n, EDI_THROW, strlen(EDI_THROW)) ? SITE_RETHROW : SITE_FIRST;
+			break;
+		}
+		if (e->kind == SITE_FIRST)
+			ts->res.exceptions_first += e->count;
+		else if (e->kind == SITE_RETHROW)
+			ts->res.exceptions_rethrown += e->count;
+	}
+	ts->res.exceptions_rethrown += ts->exc_flagged;
+}
+
+/*
+ * Adds every (entity, site) count to the first or rethrown of the groups
+ * (rexcs, types false) or types (retypes), before they are sorted.
+ */
+static void split_pairs(struct tracestats *ts, bool types)
+{
+	uint32_t i;
+
+	if (types)
+		for (i = 0; i < ts->netypes; i++)
+			ts->retypes[i].rethrown = ts->etypes[i].flagged;
+	else
+		for (i = 0; i < ts->nexcs; i++)
+			ts->rexcs[i].rethrown = ts->excs[i].flagged;
+	for (i = 0; i < ts->epairs_cap; i++) {
+		const struct exc_pair *p = &ts->epairs[i];
+		uint64_t k = p->key - 1;
+		uint32_t ent = (uint32_t)(k >> 32) & 0x3fffffffu, site = (uint32_t)k;
+		bool type = k >> 62;
+		int kind;
+		uint64_t *first, *reth;
+
+		if (!p->key || site >= ts->nesites || type != types)
+			continue;
+		kind = ts->esites[site].kind;
+		if (type) {
+			if (ent >= ts->netypes)
+				continue;
+			first = &ts->retypes[ent].first;
+			reth = &ts->retypes[ent].rethrown;
+		} else {
+			if (ent >= ts->nexcs)
+				continue;
+			first = &ts->rexcs[ent].first;
+			reth = &ts->rexcs[ent].rethrown;
+		}
+		if (kind == SITE_FIRST)
+			*first += p->n;
+		else if (kind == SITE_RETHROW)
+			*reth += p->n;
+	}
+}
+
 static int finish_exceptions(struct tracestats *ts)
 {
 	size_t total = 0, k = 0;
 	uint32_t i, j;
 
+	classify_sites(ts);
 	if (!ts->nexcs)
 		return 0;
 	for (i = 0; i < ts->nexcs; i++)
@@ -1359,6 +1585,7 @@ static int finish_exceptions(struct tracestats *ts)
 		r->frames = frames;
 		r->nframes = e->nips;
 	}
+	split_pairs(ts, false);
 	qsort(ts->rexcs, ts->nexcs, sizeof(*ts->rexcs), cmp_exc);
 	return 0;
 }
@@ -1391,10 +1618,12 @@ static int finish_types_and_sites(struct tracestats *ts)
 		ts->retypes = calloc(ts->netypes, sizeof(*ts->retypes));
 		if (!ts->retypes)
 			return -ENOMEM;
-		for (i = 0; i < ts->netypes; i++)
+		for (i = 0; i < ts->netypes; i++) {
 			ts->retypes[i] = (struct ts_exc_type){ ts->etypes[i].type, ts->etypes[i].count,
 							       ts->etypes[i].groups,
-							       ts->etypes[i].groups_capped };
+							       ts->etypes[i].groups_capped, 0, 0 };
+		}
+		split_pairs(ts, true);
 		qsort(ts->retypes, ts->netypes, sizeof(*ts->retypes), cmp_etype);
 	}
 	if (!ts->ncsites)

@@ -61,10 +61,18 @@ struct ts_provider {
 	uint64_t count;
 };
 
+/*
+ * Every exception event is counted; first and rethrown split the count where
+ * the throw's stack tells them apart (a rethrow: the same exception passed on
+ * by ExceptionDispatchInfo.Throw, as every await of a faulted task does, or
+ * the runtime's rethrown flag). count - first - rethrown were not told apart
+ * (no stack, no names).
+ */
 struct ts_exception {
 	const char *type;
 	const char *message;
 	uint64_t count;
+	uint64_t first, rethrown;
 	const char *thrown_at;     /* method holding ExceptionEIP, or NULL */
 	const char *const *frames; /* the first occurrence's stack, leaf first */
 	uint32_t nframes;
@@ -76,6 +84,7 @@ struct ts_exc_type {
 	uint64_t count;
 	uint32_t messages;    /* distinct messages (type+message groups) */
 	bool messages_capped; /* more messages than the group cap kept: messages is a floor */
+	uint64_t first, rethrown; /* as in struct ts_exception */
 };
 
 /* Where threads waited for a lock: one ContentionStart stack. */
@@ -138,6 +147,9 @@ struct ts_result {
 	uint64_t bytes;  /* stream bytes consumed */
 	uint64_t events; /* events delivered */
 	uint64_t dropped_events; /* lost in the runtime (sequence gaps) */
+	/* the reader's time-order window (nettrace.h): events let out before their
+	 * order was known (the window was full), and those that then came late */
+	uint64_t order_forced, order_late;
 	int64_t first_ts, last_ts;
 	int64_t start_ts;     /* session start (header sync time) or first_ts */
 	uint64_t duration_ns; /* start_ts to last_ts */
@@ -150,6 +162,7 @@ struct ts_result {
 
 	const struct ts_exception *exceptions; size_t nexceptions; /* count descending */
 	uint64_t exceptions_total, exceptions_other; /* other: groups past the cap */
+	uint64_t exceptions_first, exceptions_rethrown; /* the rest were not told apart */
 	const struct ts_exc_type *exc_types; size_t nexc_types; /* count descending */
 	uint64_t exc_types_other; /* exceptions of types past the type cap */
 
@@ -175,6 +188,9 @@ void tracestats_free(struct tracestats *ts);
 
 /* Trace header facts (timestamp frequency); tracestats_run sets it itself. */
 void tracestats_set_info(struct tracestats *ts, const struct nt_trace_info *info);
+
+/* The reader's counts: runtime losses and the time-order window's. */
+void tracestats_set_reader_stats(struct tracestats *ts, const struct nt_stats *st);
 
 /* Accounts one event. Returns 0 or a negative errno (-ENOMEM only: caps never fail). */
 int tracestats_add_event(struct tracestats *ts, const struct nt_event *ev);

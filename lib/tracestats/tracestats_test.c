@@ -8,6 +8,7 @@
 
 #include <setjmp.h>
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "tracestats/tracestats.h"
 
@@ -373,10 +374,70 @@ static void test_synthetic_gc_pairs_and_contention(void **state)
 	assert_string_equal(tracestats_runtime_event_name(NT_PROV_RUNDOWN, 280), "TieredCompilationSettingsDCStart");
 }
 
+static const struct ts_exc_type *etype(const struct ts_result *r, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < r->nexc_types; i++)
+		if (!strcmp(r->exc_types[i].type, name))
+			return &r->exc_types[i];
+	return NULL;
+}
+
+/*
+ * First throws apart from rethrows (async-rethrows.nettrace.gz, README):
+ * three failures in an async method awaited through two more frames are 3
+ * throws and 9 rethrows by ExceptionDispatchInfo.Throw, whatever the flags.
+ */
+static void test_async_rethrows(void **state)
+{
+	struct strbuf sb = STRBUF_INIT, out = STRBUF_INIT;
+	struct tracestats *ts;
+	const struct ts_result *r;
+	const struct ts_exc_type *t;
+	gzFile gz = gzopen(DATA "async-rethrows.nettrace.gz", "rb");
+	char buf[65536];
+	int n;
+
+	assert_non_null(gz);
+	while ((n = gzread(gz, buf, sizeof(buf))) > 0)
+		assert_int_equal(strbuf_add(&sb, buf, (size_t)n), 0);
+	gzclose(gz);
+	assert_int_equal(run_mem(sb.buf, sb.len, NULL, &ts), 0);
+	r = tracestats_result(ts);
+	assert_int_equal(r->exceptions_total, 21);
+	assert_int_equal(r->exceptions_first, 12);
+	assert_int_equal(r->exceptions_rethrown, 9);
+	t = etype(r, "System.InvalidOperationException");
+	assert_non_null(t);
+	assert_int_equal(t->count, 12);
+	assert_int_equal(t->first, 3);
+	assert_int_equal(t->rethrown, 9);
+	t = etype(r, "System.NotSupportedException");
+	assert_non_null(t);
+	assert_int_equal(t->first, 6);
+	assert_int_equal(t->rethrown, 0);
+	t = etype(r, "System.ApplicationException");
+	assert_non_null(t);
+	assert_int_equal(t->first, 1);
+	assert_int_equal(r->exceptions[0].first + r->exceptions[0].rethrown, r->exceptions[0].count);
+	assert_int_equal(tracestats_format_text(ts, 10, "x.nettrace", &out), 0);
+	assert_non_null(strstr(out.buf, "  12 first throws, 9 rethrown\n"));
+	assert_non_null(strstr(out.buf, "           3 first throws, 9 rethrown\n"));
+	assert_non_null(strstr(out.buf, "(3 thrown here)"));
+	strbuf_reset(&out);
+	assert_int_equal(tracestats_format_json(ts, 10, "x.nettrace", &out), 0);
+	assert_non_null(strstr(out.buf, "\"first\":12,\"rethrown\":9"));
+	tracestats_free(ts);
+	strbuf_release(&sb);
+	strbuf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jit_samples),
+		cmocka_unit_test(test_async_rethrows),
 		cmocka_unit_test(test_gc_contention),
 		cmocka_unit_test(test_caps),
 		cmocka_unit_test(test_damaged),

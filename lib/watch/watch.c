@@ -26,6 +26,7 @@ const char *watch_kind_name(enum watch_kind k)
 	case WATCH_CRASH: return "crash";
 	case WATCH_REQUEST: return "request";
 	case WATCH_STATUS: return "status";
+	case WATCH_MEM_GROWTH: return "memory-growth";
 	}
 	return "?";
 }
@@ -289,6 +290,29 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 			return fail(err, errlen, "'%s': cgroup-memory takes a percentage of the limit (0..100%%)", tok[2]);
 		r->threshold = v;
 		i = 3;
+	} else if (!strcmp(tok[0], "memory-growth")) {
+		char size[64];
+		size_t tl;
+
+		/* "memory-growth KIND > 8MB/s": KIND is checked by the caller
+		 * (the kinds of analyze memory, "native", "total") */
+		r->kind = WATCH_MEM_GROWTH;
+		if (n < 4 || (strcmp(tok[2], ">") && strcmp(tok[2], "<")))
+			return fail(err, errlen, "'memory-growth' needs a kind, '>' or '<' and a rate, e.g. memory-growth native > 8MB/s");
+		if (strspn(tok[1], "abcdefghijklmnopqrstuvwxyz_") != strlen(tok[1]))
+			return fail(err, errlen, "'%s': not a kind of memory (e.g. native, gc_heap)", tok[1]);
+		rc = copy_name(r->name, tok[1], "memory kind", err, errlen);
+		if (rc)
+			return rc;
+		r->above = tok[2][0] == '>';
+		tl = strlen(tok[3]);
+		if (tl < 3 || tl >= sizeof(size) || strcmp(tok[3] + tl - 2, "/s"))
+			return fail(err, errlen, "'%s': memory-growth takes a size a second, e.g. 8MB/s", tok[3]);
+		memcpy(size, tok[3], tl - 2);
+		size[tl - 2] = 0;
+		if (watch_parse_size(size, &r->threshold))
+			return fail(err, errlen, "'%s': memory-growth takes a size a second, e.g. 8MB/s", tok[3]);
+		i = 4;
 	} else if (!strcmp(tok[0], "gc-pause")) {
 		int64_t ms;
 
@@ -383,7 +407,7 @@ int watch_rule_parse(const char *text, struct watch_rule *r, char *err, size_t e
 		}
 		i = 3;
 	} else {
-		return fail(err, errlen, "'%s': unknown trigger (cpu, rss, SOURCE/COUNTER, meter, threadpool-queue, exception-rate, cgroup-memory, exception, gc-pause, exit, crash, request, status, request-rate)", tok[0]);
+		return fail(err, errlen, "'%s': unknown trigger (cpu, rss, SOURCE/COUNTER, meter, threadpool-queue, exception-rate, cgroup-memory, memory-growth, exception, gc-pause, exit, crash, request, status, request-rate)", tok[0]);
 	}
 	r->cooldown_ms = WATCH_DEFAULT_COOLDOWN_MS;
 	r->cooldown_default = true;

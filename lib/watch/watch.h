@@ -16,6 +16,7 @@
  *            | "request" ">" DUR [ "path" PREFIX ] [ "times" N "in" DUR ]
  *            | "status" CLASS [ "path" PREFIX ] [ "times" N "in" DUR ]
  *            | "request-rate" OP NUMBER
+ *            | "memory-growth" KIND OP SIZE "/s"
  *   OP      := ">" | "<"
  *   modifiers: "for" DUR, "cooldown" DUR, "count" N, "do" ACTION (repeatable)
  * Tokens are separated by blanks; an operator also ends a token; "..." is
@@ -44,6 +45,7 @@ enum watch_kind {
 	WATCH_CRASH,     /* the process was killed by a signal other than SIGTERM, SIGINT, SIGHUP */
 	WATCH_REQUEST,   /* an ASP.NET Core request slower than threshold ms */
 	WATCH_STATUS,    /* an ASP.NET Core response whose status is in status_lo..status_hi */
+	WATCH_MEM_GROWTH, /* growth of a kind of resident memory (name), bytes/s, from smaps */
 };
 
 enum watch_action_kind {
@@ -81,12 +83,12 @@ struct watch_rule {
 	struct watch_action actions[WATCH_RULE_ACTIONS];
 	size_t nactions;
 	char source[WATCH_MAX_NAME]; /* counter: the EventSource */
-	char name[WATCH_MAX_NAME];   /* counter: its name; exception: the type ("*": any) */
+	char name[WATCH_MAX_NAME];   /* counter: its name; exception: the type ("*": any); memory-growth: the kind */
 	char message[WATCH_MAX_NAME]; /* exception: a substring of the message ("" : any) */
 };
 
 /* The name of a kind: "cpu", "rss", "counter", "exception", "exit", "gc-pause",
- * "cgroup-memory", "crash". */
+ * "cgroup-memory", "crash", "memory-growth". */
 const char *watch_kind_name(enum watch_kind k);
 
 /*

@@ -456,6 +456,7 @@ static int run_counters(bool collect, int argc, char **argv)
 	live.stop = &cli_stop_requested;
 	live.duration_ms = duration;
 	live.h = &h;
+	live.prompt = true; /* the latest values, not one flush late */
 	live.idle = draw_table;
 	live.opened = on_opened;
 	live.ctx = &r;

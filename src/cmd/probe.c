@@ -178,6 +178,11 @@ static void settle_perfmap(struct probe_proc *pp)
 	}
 }
 
+static void settle_perfmap_cb(void *pp)
+{
+	settle_perfmap(pp);
+}
+
 /* Inlining seen for methods without code of their own (from the JIT's events). */
 #define MAX_INL 32
 struct inl_seen {
@@ -1046,7 +1051,7 @@ int cmd_probe(int argc, char **argv)
 	const char *pattern;
 	bool enabled_pm = false;
 	size_t n = 0, i;
-	int first, code, err, rc = EXIT_OK;
+	int first, code, err, rc = EXIT_OK, major;
 	struct timespec t0, tn, ta;
 	struct perf_prio prio = { 0 };
 	double attach_ms = -1;
@@ -1087,6 +1092,7 @@ int cmd_probe(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "--strlen must be 1..1000000");
 	perfmap_use_init(&pmu);
 	code = cli_resolve_target(&to, &t, &ep);
+
 	if (code)
 		return code;
 	/*
@@ -1118,6 +1124,24 @@ int cmd_probe(int argc, char **argv)
 	}
 	if (enabled_pm)
 		settle_perfmap(pp);
+	/*
+	 * .NET 11 buffers its perf map until it is turned off: the code that
+	 * exists now is read whole by turning the map off and on again; code
+	 * compiled later (first calls, tier-up) shows only as the runtime writes
+	 * its buffer out, so its calls can go unseen: said, with the way that
+	 * sees them.
+	 */
+	major = emit ? 0 : perfmap_runtime_major(&t, ep.timeout_ms);
+	if (major >= PERFMAP_BUFFERED_MAJOR) {
+		if (perfmap_use_reread(&pmu, settle_perfmap_cb, pp, &rerr) < 0)
+			cli_warn("cannot turn the perf map off and on to read it whole: JIT code "
+				 "may not be found");
+		cli_warn("this runtime (.NET %d) buffers its perf map: JIT code compiled from now on "
+			 "(a first call, tier-up) is seen late or not at all, and its calls are NOT "
+			 "counted; --via rejit sees every call on every tier (.NET 8 to 10 write "
+			 "their map at once)",
+			 major);
+	}
 
 	if (list) {
 		struct probe_method **all = calloc(MAX_LIST, sizeof(*all));

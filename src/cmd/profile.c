@@ -207,6 +207,11 @@ static void print_ep_summary(const struct prof_args *a, struct profile_session *
 	       (unsigned long long)(es.managed + es.external + es.other),
 	       (unsigned long long)es.managed, (unsigned long long)es.external,
 	       (double)es.sampling_ns / 1e6);
+	if (es.external >= 100 && es.managed * 50 < es.external)
+		printf("samples: nearly all marked outside managed code by the runtime: idle threads, "
+		       "or .NET 9, which marks running threads so too (.NET 8, 10 and 11 tell them "
+		       "apart): on-CPU managed time may not be seen; --wall keeps every thread's "
+		       "samples, --engine perf samples the CPU\n");
 	printf("lost events: %llu%s\n", (unsigned long long)es.dropped_events,
 	       es.complete ? "" : " (the stream ended without its end marker)");
 	printf("methods named from the trace: %zu\n", es.methods);
@@ -298,6 +303,13 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 		printf("managed frames: none (not a .NET process)\n");
 	else if (s->pm_err)
 		printf("perf map: could not be turned on, JIT frames unnamed\n");
+	else if (!s->pm_flushed && (s->pm.was_on || s->pm.shared) &&
+		 sum->unnamed_leaves * 20 >= sum->leaves && sum->leaves)
+		printf("perf map: on before this command (%s), so not turned off to be read whole: a "
+		       "runtime that buffers its map (.NET 11 writes it out only when it is turned "
+		       "off) leaves its JIT frames unnamed; with the map off, clrtap turns it on and "
+		       "off itself\n",
+		       s->pm.shared ? "by another clrtap" : "by the target's settings");
 top:
 	if (flame_top(topf, &top, &n) == 0 && total) {
 		if (topf != f)

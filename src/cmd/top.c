@@ -215,6 +215,16 @@ int cmd_top(int argc, char **argv)
 	if (s.dotnet && s.pm_err)
 		cli_warn("cannot turn the perf map on (%s): JIT-compiled frames stay unnamed",
 			 strerror(-s.pm_err));
+	if (s.dotnet && !s.ep && !s.pm_err) {
+		int major = perfmap_runtime_major(&t, to.timeout_ms);
+
+		if (major >= PERFMAP_BUFFERED_MAJOR)
+			cli_warn("this runtime (.NET %d) buffers its perf map: the live view names "
+				 "JIT-compiled frames only as the runtime writes its buffer out; "
+				 "'clrtap profile' (it reads the map whole at its end) or --engine "
+				 "eventpipe names them",
+				 major);
+	}
 	if (!s.ep) {
 		struct perf_sampler_stats st;
 

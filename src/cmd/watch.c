@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "analyze/analyze.h"
 #include "cli.h"
 #include "common/json.h"
 #include "counters/counters.h"
@@ -118,6 +119,8 @@ struct target {
 	int status;
 	int64_t suspend_ts;     /* SuspendEEBegin for a GC, 0: none open */
 	int busy[MAX_RULES];    /* actions running for a rule's firing (main thread writes, atomics) */
+	struct an_mem_window memw; /* memory-growth: the last smaps readings */
+	int64_t mem_ms;            /* when smaps may be read next */
 };
 
 struct running {
@@ -548,6 +551,7 @@ static void *session_main(void *arg)
 	live.cfg = &cfg;
 	live.stop = &tg->stop;
 	live.h = &h;
+	live.prompt = true; /* the latest values, not one flush late */
 	live.opened = on_opened;
 	live.ctx = ss;
 	err = live_session_run(&live, &res);
@@ -693,6 +697,33 @@ static void sample_cgroup(struct watch *w, struct target *tg)
 			feed(w, tg, (int)i, watch_rule_test(&w->rules[i], share, NULL), share, true, detail);
 }
 
+/* memory-growth rules: smaps at most once a second (and at most 5 % of the
+ * time), the rate over the last AN_MEM_WINDOW readings (lib/analyze
+ * memgrowth.c) */
+static void sample_memgrowth(struct watch *w, struct target *tg, int64_t t)
+{
+	char detail[160];
+	double kb_s;
+	size_t i;
+
+	if (t < tg->mem_ms)
+		return;
+	if (analyze_mem_window_read(tg->pid, &tg->memw, (double)t / 1000))
+		return;
+	/* once a second, or less often: reading smaps at most 5 % of the time */
+	tg->mem_ms = t + CT_MAX((int64_t)1000, 20 * (now_ms() - t));
+	for (i = 0; i < w->nrules; i++) {
+		const struct watch_rule *r = &w->rules[i];
+
+		if (r->kind != WATCH_MEM_GROWTH ||
+		    analyze_mem_window_rate(&tg->memw, analyze_mem_growth_kind(r->name), &kb_s))
+			continue;
+		snprintf(detail, sizeof(detail), "%s %+.2f MiB/s (smaps, the last %.0f s)", r->name, kb_s / 1024,
+			 tg->memw.p[tg->memw.n - 1].t_s - tg->memw.p[0].t_s);
+		feed(w, tg, (int)i, watch_rule_test(r, kb_s * 1024, NULL), kb_s * 1024, true, detail);
+	}
+}
+
 static void sample(struct watch *w, struct target *tg)
 {
 	uint64_t ticks;
@@ -715,6 +746,11 @@ static void sample(struct watch *w, struct target *tg)
 	have_rss = !read_rss(tg->pid, &rss);
 	if (w->need_cgroup)
 		sample_cgroup(w, tg);
+	for (i = 0; i < w->nrules; i++)
+		if (w->rules[i].kind == WATCH_MEM_GROWTH) {
+			sample_memgrowth(w, tg, t);
+			break;
+		}
 	for (i = 0; i < w->nrules; i++) {
 		const struct watch_rule *r = &w->rules[i];
 
@@ -1336,6 +1372,9 @@ static int add_rule(struct watch *w, const char *text, const char *where)
 		w->need_gc = w->need_session = true;
 	if (r->kind == WATCH_CGROUP_MEM)
 		w->need_cgroup = true;
+	if (r->kind == WATCH_MEM_GROWTH && analyze_mem_growth_kind(r->name) < 0)
+		return cli_error(EXIT_USAGE, "%srule '%s': '%s': not a kind of memory (native, total, gc_heap, code_heaps, native_heap, stacks, images, other_anon, other)",
+				 where, text, r->name);
 	if (r->kind == WATCH_EXIT || r->kind == WATCH_CRASH)
 		w->need_status = true;
 	return 0;

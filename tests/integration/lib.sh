@@ -116,6 +116,25 @@ wait_for_line() {
 	return 1
 }
 
+# musl_cxx DIR: the C++ runtime a musl libcoreclr.so needs, in DIR (for
+# LD_LIBRARY_PATH): this Debian machine has musl's loader and libc
+# (musl-tools) but no musl libstdc++/libgcc_s, so DIR gets copies of
+# Debian's with their loader dependency renamed to a small musl-built shim
+# (tests/tools/musl/glibcshim.c says what it supplies). Fails when
+# musl-gcc or the copies cannot be made.
+musl_cxx() {
+	local dir=$1
+	mkdir -p "$dir" &&
+		musl-gcc -std=c11 -O2 -fPIC -shared -o "$dir/ctshim-x86-64-0.so.2" "$ROOT/tests/tools/musl/glibcshim.c" &&
+		python3 - "$dir" <<'PY'
+import sys
+for src in ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/lib/x86_64-linux-gnu/libgcc_s.so.1"):
+    b = open(src, "rb").read()
+    open(sys.argv[1] + "/" + src.rsplit("/", 1)[1], "wb").write(
+        b.replace(b"ld-linux-x86-64.so.2", b"ctshim-x86-64-0.so.2"))
+PY
+}
+
 # start_fixture MODE [ARGS...]: starts the sample app on the host.
 # Sets FIX_PID (host pid), FIX_OUT (its stdout file).
 # Extra environment for the fixture: FIX_ENV="A=1 B=2".
@@ -320,4 +339,49 @@ term_clean() {
 	else
 		ok "$2"
 	fi
+}
+
+# The same heap session through dotnet-gcdump's own graph reader (the
+# TraceEvent-based DotNetHeapDumpGraphReader PerfView uses; TraceEvent's NuGet
+# package has no .gcdump reader): convert, then its type histogram. Its
+# "Object Bytes" column is the first instance's size (wave2-anchors 2.5), so
+# bytes are compared for the total and the single-instance types. Its "GC Heap
+# objects" headline counts the graph's nodes, its root and pseudo nodes too;
+# the objects are the sum of its histogram.
+DGC=${DOTNET_GCDUMP:-$ROOT/build/tools/dotnet-gcdump}
+[ -x "$DGC" ] || DGC=$HOME/.dotnet/tools/dotnet-gcdump
+# dgc_same LABEL NETTRACE CLRTAP_JSON TYPE COUNT: dotnet-gcdump reads the same
+# objects from NETTRACE as CLRTAP_JSON (gcdump report --json --top 0) holds,
+# and COUNT objects of TYPE. Needs $DGC (check -x "$DGC" first).
+dgc_same() {
+	local label=$1 nt=$2 js=$3 type=$4 n=$5
+	"$DGC" convert "$nt" -o "$WORK/dgc.gcdump" >"$WORK/dgc.out" 2>&1
+	"$DGC" report "$WORK/dgc.gcdump" >"$WORK/dgc.txt" 2>>"$WORK/dgc.out"
+	check "$label: dotnet-gcdump convert+report of the same session: same bytes, objects and count per type name" \
+		python3 - "$WORK/dgc.txt" "$js" "$type" "$n" <<'EOF'
+import collections, json, re, sys
+norm = lambda n: n.replace("[", "<").replace("]", ">")  # its rule turns [,] into <,>
+total, cnt, byt = None, collections.Counter(), collections.Counter()
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*([\d,]+)\s+GC Heap bytes", line)
+    if m:
+        total = int(m.group(1).replace(",", ""))
+    m = re.match(r"\s*([\d,]+)\s+([\d,]+)\s+(.*?)\s+\[.*\]$", line)
+    if m:
+        name = norm(re.sub(r" \(Bytes > [0-9]+[KM]\)$", "", m.group(3)))
+        cnt[name] += int(m.group(2).replace(",", ""))
+        byt[name] += int(m.group(1).replace(",", ""))
+d = json.load(open(sys.argv[2]))
+ours, ob = collections.Counter(), collections.Counter()
+for t in d["types"]:
+    ours[norm(t["type"])] += t["count"]
+    ob[norm(t["type"])] += t["shallow"]
+single = [k for k in ours if ours[k] == 1 and cnt[k] == 1]
+ok = (total == d["bytes"] and sum(cnt.values()) == d["objects"] and cnt == ours and len(cnt) > 50
+      and cnt[norm(sys.argv[3])] == int(sys.argv[4]) and all(byt[k] == ob[k] for k in single) and len(single) > 10)
+if not ok:
+    print("dotnet-gcdump", total, sum(cnt.values()), len(cnt), "clrtap", d["bytes"], d["objects"], len(ours), file=sys.stderr)
+    print(sorted(set(cnt.items()) ^ set(ours.items()))[:20], [k for k in single if byt[k] != ob[k]][:10], file=sys.stderr)
+sys.exit(0 if ok else 1)
+EOF
 }

@@ -33,16 +33,8 @@ equals "its runtime is musl's build" \
 
 # The C++ runtime the musl runtime needs, from Debian's, on a musl shim.
 GL=$WORK/gl
-mkdir -p "$GL"
-musl-gcc -std=c11 -O2 -fPIC -shared -o "$GL/ctshim-x86-64-0.so.2" "$ROOT/tests/tools/musl/glibcshim.c"
+musl_cxx "$GL"
 check "shim built with musl-gcc" test -s "$GL/ctshim-x86-64-0.so.2"
-python3 - "$GL" <<'PY'
-import sys
-for src in ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/lib/x86_64-linux-gnu/libgcc_s.so.1"):
-    b = open(src, "rb").read()
-    open(sys.argv[1] + "/" + src.rsplit("/", 1)[1], "wb").write(
-        b.replace(b"ld-linux-x86-64.so.2", b"ctshim-x86-64-0.so.2"))
-PY
 
 FIX_OUT=$WORK/fixture-musl.out
 env LD_LIBRARY_PATH="$GL" DOTNET_CLI_TELEMETRY_OPTOUT=1 "$MUSL_APP" probe-targets --calls 300 \

@@ -43,28 +43,34 @@ in_background_then_trigger() {
 }
 
 # --- exceptions: exact type and count, live and offline ---
+# 137 failures, each thrown in Thrower::ThrowOneAsync and awaited through 2
+# async frames before it is caught: 137 first throws and exactly 274 rethrows
+# (each await passes the same exception on), counted apart.
 TRIG=$WORK/trig-exc
-start_fixture exceptions --count 137 --trigger "$TRIG"
+start_fixture exceptions --count 137 --rethrows 2 --trigger "$TRIG"
 P=$FIX_PID
 "$CLRTAP" trace collect -p "$P" --profile exceptions -d 4 -o "$WORK/exc.nettrace" >/dev/null 2>&1 &
 TC=$!
 in_background_then_trigger "$TRIG" "$CLRTAP" analyze -p "$P" exceptions -d 3 -o "$WORK/exc.json"
 equals "exceptions exit" "$RC" 0
-check "exceptions: 137 Clrtap.Fixtures.FixtureException, one message" py "$WORK/exc.json" \
-	'd["result"]["total"] == 137 and d["result"]["types"] == [{"type": "Clrtap.Fixtures.FixtureException", "count": 137, "messages": 1}]'
-check "exceptions: the stack names Thrower::ThrowOne" py "$WORK/exc.json" \
-	'"Clrtap.Fixtures.Thrower::ThrowOne" in d["result"]["groups"][0]["stack"] and d["result"]["groups"][0]["message"] == "clrtap fixture exception"'
+check "exceptions: 137 first throws of Clrtap.Fixtures.FixtureException, 274 rethrown apart, one message" py "$WORK/exc.json" \
+	'd["result"]["total"] == 411 and d["result"]["first"] == 137 and d["result"]["rethrown"] == 274 and d["result"]["types"] == [{"type": "Clrtap.Fixtures.FixtureException", "count": 411, "first": 137, "rethrown": 274, "messages": 1}]'
+check "exceptions: the stack names Thrower::ThrowOneAsync" py "$WORK/exc.json" \
+	'any("Clrtap.Fixtures.Thrower+<ThrowOneAsync>" in f for f in d["result"]["groups"][0]["stack"]) and d["result"]["groups"][0]["message"] == "clrtap fixture exception"'
 check "exceptions: says what it cannot see and what next" py "$WORK/exc.json" \
 	'len(d["not_seen"]) >= 1 and d["next"][0].startswith("clrtap ") and d["duration_s"] > 2'
 wait "$TC"
 expect_exit "offline analyze of the collected trace" 0 "$CLRTAP" analyze "$WORK/exc.nettrace" exceptions --json
 echo "$OUT" >"$WORK/exc-off.json"
-check "offline: the same 137 exceptions" py "$WORK/exc-off.json" \
-	'd["file"].endswith("exc.nettrace") and d["result"]["types"][0]["count"] == 137'
+check "offline: the same 137 first throws and 274 rethrows" py "$WORK/exc-off.json" \
+	'd["file"].endswith("exc.nettrace") and [d["result"]["types"][0][k] for k in ("count", "first", "rethrown")] == [411, 137, 274]'
 expect_exit "memory cannot run on a file" 2 "$CLRTAP" analyze "$WORK/exc.nettrace" memory
 expect_exit "exceptions HTML report" 0 "$CLRTAP" analyze "$WORK/exc.nettrace" exceptions -o "$WORK/exc.html"
 check "exceptions HTML: offline, the type and count in a table row" offline_html "$WORK/exc.html"
-contains "exceptions HTML: 137 FixtureException" "$(cat "$WORK/exc.html")" "<tr><td>137</td><td>Clrtap.Fixtures.FixtureException</td><td>1</td></tr>"
+contains "exceptions HTML: 411 FixtureException, 137 first throws, 274 rethrown" "$(cat "$WORK/exc.html")" "<tr><td>411</td><td>137</td><td>274</td><td>Clrtap.Fixtures.FixtureException</td><td>1</td></tr>"
+expect_exit "trace report of the same trace" 0 "$CLRTAP" trace report "$WORK/exc.nettrace"
+contains "trace report: the split, in words" "$OUT" "137 first throws, 274 rethrown"
+contains "trace report: the throw site counts the throws only" "$OUT" "(137 thrown here)"
 stop_fixture "$P"
 
 # --- doctor ranks exceptions first on a throwing process ---
@@ -203,7 +209,7 @@ stop_fixture "$FIX_PID"
 # --- memory: adds up to RSS; native growth is native ---
 start_fixture native-grow --mb 200
 wait_for_line "$FIX_OUT" '^DONE ' 30 "$FIX_PID"
-expect_exit "memory" 0 "$CLRTAP" analyze -p "$FIX_PID" memory --json
+expect_exit "memory" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -d 1.5 --json
 echo "$OUT" >"$WORK/mem.json"
 VMRSS=$(awk '/^VmRSS:/ { print $2 * 1024 }' /proc/"$FIX_PID"/status)
 check "memory: kinds add up to the total, the total within 2% of RSS" py "$WORK/mem.json" \
@@ -212,21 +218,27 @@ check "memory: 200 MiB of AllocHGlobal is native, not GC heap" py "$WORK/mem.jso
 	'r = d["result"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; r["mostly"] == "native" and k["native_heap"] + k["other_anon"] >= 190 << 20 and k["gc_heap"] < 20 << 20'
 check "memory: the code heaps split into executable and writable views; the executable views holding JIT'd methods are among them" py "$WORK/mem.json" \
 	'r = d["result"]; c = r["code_heaps"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; c["exec_bytes"] + c["writable_bytes"] == k["code_heaps"] and c["jit_methods"] >= 50 and 0 < c["jit_views_bytes"] <= c["exec_bytes"] and c["jit_code_bytes"] > 0'
+check "memory: 200 MiB allocated before the run and held: no kind grew over it" py "$WORK/mem.json" \
+	'g = d["result"]["growth"]; g["readings"] >= 2 and g["grew"] is None'
 check "memory: the runtime told the generation sizes (all five counters)" py "$WORK/mem.json" \
 	'g = d["result"]["gc_generations"]; all(g[x] is not None for x in ("gen0", "gen1", "gen2", "loh", "poh", "committed"))'
-expect_exit "memory text" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -o "$WORK/mem.md"
+expect_exit "memory text" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -d 1.5 -o "$WORK/mem.md"
 contains "memory report: one sentence on where memory is" "$(cat "$WORK/mem.md")" "Most resident memory is native"
-expect_exit "memory HTML" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -o "$WORK/mem.html"
+expect_exit "memory HTML" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -d 1.5 -o "$WORK/mem.html"
 check "memory HTML: offline" offline_html "$WORK/mem.html"
 contains "memory HTML: the sentence" "$(cat "$WORK/mem.html")" "Most resident memory is native"
 stop_fixture "$FIX_PID"
 # a growing GC heap (the leak fixture at 100000 items/s: about 100 MB/s retained) says GC heap
 start_fixture leak --per-second 100000
 sleep 2.5
-expect_exit "memory on a growing GC heap" 0 "$CLRTAP" analyze -p "$FIX_PID" memory --json
+expect_exit "memory on a growing GC heap" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -d 1.5 --json
 echo "$OUT" >"$WORK/mem-gc.json"
 check "memory: a growing GC heap is GC heap" py "$WORK/mem-gc.json" \
 	'r = d["result"]; k = {x["kind"]: x["rss_bytes"] for x in r["kinds"]}; r["mostly"] == "gc_heap" and k["gc_heap"] >= 100 << 20'
+check "memory: the kind that grew over the 1.5 s is the GC heap" py "$WORK/mem-gc.json" \
+	'd["result"]["growth"]["grew"] == "gc_heap"'
+check "memory: each generation's first and last counter value over the session, gen2 not shrinking under a leak" py "$WORK/mem-gc.json" \
+	'g = d["result"]["growth"]["gc_generations"]; all(g[x] is not None for x in ("gen0", "gen1", "gen2", "loh", "poh")) and g["gen2"]["last_bytes"] >= g["gen2"]["first_bytes"]'
 check "memory: the runtime's generations hold the growth (gen1 + gen2 >= 50 MiB, GC committed >= that)" py "$WORK/mem-gc.json" \
 	'g = d["result"]["gc_generations"]; g["gen1"] + g["gen2"] >= 50 << 20 and g["committed"] >= g["gen1"] + g["gen2"]'
 stop_fixture "$FIX_PID"
@@ -323,7 +335,7 @@ expect_exit "namespaced: stacks" 0 "$CLRTAP" analyze -p "$FIX_PID" stacks -d 1 -
 echo "$OUT" >"$WORK/ns-blocked.json"
 check "namespaced: 5 threads in Blocker::WaitHere" py "$WORK/ns-blocked.json" \
 	'g = {x["method"]: x["threads"] for x in d["result"]["groups"]}; g.get("Clrtap.Fixtures.Blocker::WaitHere") == 5'
-expect_exit "namespaced: memory" 0 "$CLRTAP" analyze -p "$FIX_PID" memory --json
+expect_exit "namespaced: memory" 0 "$CLRTAP" analyze -p "$FIX_PID" memory -d 1.5 --json
 echo "$OUT" >"$WORK/ns-mem.json"
 VMRSS=$(awk '/^VmRSS:/ { print $2 * 1024 }' /proc/"$FIX_PID"/status)
 check "namespaced: memory within 2% of RSS" py "$WORK/ns-mem.json" \

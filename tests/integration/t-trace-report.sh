@@ -68,6 +68,7 @@ collect_workload "$WORK/ex.nettrace" exceptions 4 exceptions --count $N
 expect_exit "report exceptions" 0 "$CLRTAP" trace report "$WORK/ex.nettrace"
 contains "text: exceptions line" "$OUT" "Exceptions: $N thrown, 1 type, 1 distinct type+message"
 contains "text: the type line (count, messages, type)" "$OUT" "$N          1  Clrtap.Fixtures.FixtureException"
+contains "text: all first throws, none rethrown" "$OUT" "$N first throws, 0 rethrown"
 contains "text: the message line" "$OUT" "$N  $MSG"
 contains "text: the throw site" "$OUT" "thrown in Clrtap.Fixtures.Thrower::ThrowOne ($N thrown here)"
 contains "text: stack has the throwing method" "$OUT" "at Clrtap.Fixtures.Thrower::ThrowOne"
@@ -85,8 +86,8 @@ equals "json: ExceptionThrown events" \
 	"$(j '[e["count"] for e in d["events"] if e["name"]=="ExceptionThrown"][0]')" $N
 equals "json: complete, no error" "$(j 'd["complete"], d["error"]')" "(True, None)"
 te_compare exceptions "$WORK/ex.nettrace"
-equals "json: by type" "$(j '[(t["type"], t["count"], t["messages"]) for t in d["exceptions"]["types"]]')" \
-	"[('Clrtap.Fixtures.FixtureException', $N, 1)]"
+equals "json: by type" "$(j '[(t["type"], t["count"], t["first"], t["rethrown"], t["messages"]) for t in d["exceptions"]["types"]]')" \
+	"[('Clrtap.Fixtures.FixtureException', $N, $N, 0, 1)]"
 
 # 1b. Messages that carry the input (an ASP.NET route, 37 distinct keys):
 #     one type, 37 messages, one throw site, the exact total.

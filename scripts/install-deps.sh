@@ -19,6 +19,7 @@ PKGS=(
 	curl                             # drives the sample app's routes
 	wrk                              # HTTP load on the realapp fixture (tests/integration/lib.sh: realapp_load)
 	python3                          # test helpers read clrtap's JSON output
+	golang-go                        # go tool pprof decodes clrtap's pprof (t-lines.sh: source lines)
 	musl-tools                       # musl-gcc: the profiler library for Alpine (musl) targets
 	libmicrohttpd-dev libsqlite3-dev prometheus # clrtap serve: HTTP server, session history; Prometheus for its test
 	libcurl4-openssl-dev             # clrtap fleet: HTTP(S) pushes (loaded with dlopen; headers to build)

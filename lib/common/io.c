@@ -25,3 +25,23 @@ int ct_write_all(int fd, const void *buf, size_t len)
 	}
 	return 0;
 }
+
+ssize_t ct_read_full(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t r = read(fd, p + got, len - got);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}

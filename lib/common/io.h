@@ -9,5 +9,7 @@
 
 /* Writes all len bytes (retrying short writes and EINTR). 0 or a negative errno. */
 int ct_write_all(int fd, const void *buf, size_t len);
+/* Reads up to len bytes, retrying short reads and EINTR: the count (< len at end of file) or a negative errno. */
+ssize_t ct_read_full(int fd, void *buf, size_t len);
 
 #endif

@@ -18,8 +18,12 @@
  *   Profile: sample_type 1, sample 2, location 4, function 5, string_table 6,
  *            time_nanos 9, duration_nanos 10, period_type 11, period 12, comment 13
  *   ValueType: type 1, unit 2          Sample: location_id 1, value 2 (packed)
- *   Location: id 1, line 4             Line: function_id 1
- *   Function: id 1, name 2, system_name 3
+ *   Location: id 1, line 4             Line: function_id 1, line 2
+ *   Function: id 1, name 2, system_name 3, filename 4
+ *
+ * A frame named "NAME in FILE:line N" (trace report --lines) gets Function
+ * name NAME, filename FILE and Line.line N (its own Function and Location per
+ * line, so `go tool pprof -lines` lists the lines of a hot method).
  */
 #include "common/compat.h"
 
@@ -180,19 +184,45 @@ static void out_samples(const struct flame_view *v, struct flame_out *o, const s
 	}
 }
 
+/* A frame name with its source line: its function name and file strings. */
+struct pp_line {
+	uint32_t name_len, file_off, file_len, line;
+	uint64_t name_str, file_str; /* string table indexes, 0: none */
+};
+
 int flame_write_pprof(const struct flame_view *v, struct flame_out *o, const struct flame_opts *opts)
 {
 	const struct flame *f = v->f;
 	bool two = flame_opts_is_ns(opts) || opts->period;
 	uint8_t st[PB_SMALL], st2[PB_SMALL], hst[PB_SMALL];
 	struct pb hdr = PB(hst);
+	struct pp_line *pl;
 	const char *p;
 	size_t i, nnotes = 0;
+	uint64_t next_str = STR_NAMES + v->nused;
 	int err;
 
+	pl = calloc(v->nused ? v->nused : 1, sizeof(*pl));
+	if (!pl)
+		return -ENOMEM;
+	for (i = 0; i < v->nused; i++) {
+		const struct flame_name *nm = &f->names[v->byrank[i]];
+		const char *file;
+		size_t nlen, flen;
+
+		if (!flame_name_line(nm->s, nm->len, &nlen, &file, &flen, &pl[i].line))
+			continue;
+		pl[i].name_len = (uint32_t)nlen;
+		pl[i].file_off = (uint32_t)(file - nm->s);
+		pl[i].file_len = (uint32_t)flen;
+		pl[i].name_str = next_str++;
+		pl[i].file_str = next_str++;
+	}
 	err = flame_out_gzip(o);
-	if (err)
+	if (err) {
+		free(pl);
 		return err;
+	}
 	out_value_type(o, 1, STR_SAMPLES, STR_COUNT);
 	if (two)
 		out_value_type(o, 1, STR_CPU, STR_NANOSECONDS);
@@ -201,16 +231,21 @@ int flame_write_pprof(const struct flame_view *v, struct flame_out *o, const str
 		struct pb loc = PB(st), line = PB(st2);
 
 		pb_uint(&line, 1, i + 1);
+		if (pl[i].line)
+			pb_uint(&line, 2, pl[i].line);
 		pb_uint(&loc, 1, i + 1);
 		pb_sub(&loc, 4, &line);
 		out_field_msg(o, 4, &loc);
 	}
 	for (i = 0; i < v->nused && !o->err; i++) {
 		struct pb fn = PB(st);
+		uint64_t nm = pl[i].line ? pl[i].name_str : STR_NAMES + i;
 
 		pb_uint(&fn, 1, i + 1);
-		pb_uint(&fn, 2, STR_NAMES + i);
-		pb_uint(&fn, 3, STR_NAMES + i);
+		pb_uint(&fn, 2, nm);
+		pb_uint(&fn, 3, nm);
+		if (pl[i].line)
+			pb_uint(&fn, 4, pl[i].file_str);
 		out_field_msg(o, 5, &fn);
 	}
 	for (i = 0; i < STR_NAMES; i++)
@@ -220,6 +255,15 @@ int flame_write_pprof(const struct flame_view *v, struct flame_out *o, const str
 
 		out_string(o, nm->s, nm->len);
 	}
+	for (i = 0; i < v->nused && !o->err; i++) {
+		const struct flame_name *nm = &f->names[v->byrank[i]];
+
+		if (!pl[i].line)
+			continue;
+		out_string(o, nm->s, pl[i].name_len);
+		out_string(o, nm->s + pl[i].file_off, pl[i].file_len);
+	}
+	free(pl);
 	for (p = opts->notes; p && *p && !o->err;) {
 		const char *e = strchr(p, '\n');
 		size_t l = e ? (size_t)(e - p) : strlen(p);
@@ -231,7 +275,7 @@ int flame_write_pprof(const struct flame_view *v, struct flame_out *o, const str
 	for (i = 0; i < nnotes && !o->err; i++) {
 		struct pb c = PB(st);
 
-		pb_uint(&c, 13, STR_NAMES + v->nused + i);
+		pb_uint(&c, 13, next_str + i);
 		out_pb(o, &c);
 	}
 	if (opts->time_unix_ns)

@@ -50,10 +50,19 @@ int flame_write_speedscope(const struct flame_view *v, struct flame_out *o, cons
 			 "\"shared\":{\"frames\":[");
 	for (i = 0; i < v->nused && !o->err; i++) {
 		const struct flame_name *nm = &f->names[v->byrank[i]];
+		const char *file;
+		size_t nlen, flen;
+		uint32_t line;
 
 		flame_out_str(o, i ? ",\n{\"name\":\"" : "\n{\"name\":\"");
 		flame_out_json_str(o, nm->s, nm->len);
-		flame_out_str(o, "\"}");
+		if (flame_name_line(nm->s, nm->len, &nlen, &file, &flen, &line)) {
+			flame_out_str(o, "\",\"file\":\"");
+			flame_out_json_str(o, file, flen);
+			flame_out_f(o, "\",\"line\":%" PRIu32 "}", line);
+		} else {
+			flame_out_str(o, "\"}");
+		}
 		flame_out_maybe_flush(o);
 	}
 	flame_out_str(o, "]},\n\"profiles\":[{\"type\":\"sampled\",\"name\":\"");

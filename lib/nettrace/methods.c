@@ -354,6 +354,12 @@ size_t nt_methods_count(struct nt_methods *m)
 size_t nt_methods_name_stack(struct nt_methods *m, const uint64_t *ips, uint32_t n,
 			     const char **names, size_t cap)
 {
+	return nt_methods_name_stack_idx(m, ips, n, names, NULL, cap);
+}
+
+size_t nt_methods_name_stack_idx(struct nt_methods *m, const uint64_t *ips, uint32_t n,
+				 const char **names, uint32_t *idx, size_t cap)
+{
 	size_t k = 0;
 	uint32_t j;
 
@@ -370,6 +376,8 @@ size_t nt_methods_name_stack(struct nt_methods *m, const uint64_t *ips, uint32_t
 		/* a loop stopped at its GC poll for the sample: the time is the caller's */
 		if (j == 0 && k && e && !strncmp(e->raw, POLLGC_PREFIX, strlen(POLLGC_PREFIX)))
 			continue;
+		if (idx)
+			idx[k] = j;
 		names[k++] = nm;
 	}
 	return k;

@@ -643,6 +643,9 @@ int nt_gc_bulk_static_root_next(const struct nt_gc_bulk *b, size_t *off, uint32_
  */
 size_t nt_methods_name_stack(struct nt_methods *m, const uint64_t *ips, uint32_t n,
 			     const char **names, size_t cap);
+/* Same, also writing for each name the index into ips it came from (idx: cap entries). */
+size_t nt_methods_name_stack_idx(struct nt_methods *m, const uint64_t *ips, uint32_t n,
+				 const char **names, uint32_t *idx, size_t cap);
 
 /*
  * Whether a named sampled stack (root first, as nt_methods_name_stack gives

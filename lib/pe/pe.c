@@ -101,6 +101,14 @@ int pe_file_offset_to_rva(const struct pe_file *pf, uint64_t off, uint32_t *rva)
  * Pointer to size bytes at rva, or NULL when they are not all inside one
  * section's raw data (or the headers) and the file.
  */
+int pe_open_fd(const struct pe_open_opts *opts, const char *path, int *fd)
+{
+	if (opts && opts->open_fn)
+		return opts->open_fn(opts->open_ctx, path, fd);
+	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	return *fd < 0 ? -errno : 0;
+}
+
 const uint8_t *pe_rva_ptr(const struct pe_file *pf, uint32_t rva, uint32_t size)
 {
 	uint16_t i;
@@ -693,17 +701,9 @@ int pe_file_open(const char *path, const struct pe_open_opts *opts, struct pe_fi
 	else
 		pf->dir[0] = '\0';
 
-	if (pf->opts.open_fn) {
-		err = pf->opts.open_fn(pf->opts.open_ctx, path, &fd);
-		if (err)
-			goto out;
-	} else {
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0) {
-			err = -errno;
-			goto out;
-		}
-	}
+	err = pe_open_fd(&pf->opts, path, &fd);
+	if (err)
+		goto out;
 	if (fstat(fd, &st)) {
 		err = -errno;
 		close(fd);

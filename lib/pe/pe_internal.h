@@ -117,6 +117,8 @@ struct pe_file {
 };
 
 /* pe.c */
+/* Opens path read-only through opts->open_fn when set, else open(2). */
+int pe_open_fd(const struct pe_open_opts *opts, const char *path, int *fd);
 const uint8_t *pe_rva_ptr(const struct pe_file *pf, uint32_t rva, uint32_t size);
 int pe_find_r2r_sec(const uint8_t *secs, uint32_t nsecs, uint32_t type, uint32_t *rva,
 		    uint32_t *size);
@@ -124,6 +126,15 @@ char *pe_strndup_cap(const uint8_t *p, size_t maxlen);
 /* R2R module index (see pe.c) -> the module's pe_file, loading it if needed. */
 
 /* pe_md.c */
+#define PE_MD_MAX_STREAMS 16
+struct pe_md_stream {
+	const char *name; /* NUL-terminated inside the root header */
+	const uint8_t *p;
+	uint32_t len;
+};
+/* The metadata root's streams (at most PE_MD_MAX_STREAMS); *version malloc'd when non-NULL. */
+int pe_md_streams(const uint8_t *p, uint32_t len, struct pe_md_stream *st, unsigned *nst,
+		  char **version);
 int pe_md_parse(struct pe_md *md, const uint8_t *p, uint32_t len);
 void pe_md_release(struct pe_md *md);
 int pe_md_col(const struct pe_md *md, unsigned table, uint32_t rid, unsigned col,

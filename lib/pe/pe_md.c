@@ -256,16 +256,15 @@ static int parse_tables(struct pe_md *md, const uint8_t *p, uint32_t len)
 	return 0;
 }
 
-int pe_md_parse(struct pe_md *md, const uint8_t *p, uint32_t len)
+int pe_md_streams(const uint8_t *p, uint32_t len, struct pe_md_stream *st, unsigned *nst,
+		  char **version)
 {
 	struct cursor c;
 	uint32_t sig, vlen, i;
 	uint16_t flags, nstreams;
-	const uint8_t *v, *tables = NULL;
-	uint32_t tables_len = 0;
-	int err;
+	const uint8_t *v;
 
-	memset(md, 0, sizeof(*md));
+	*nst = 0;
 	cur_init(&c, p, len);
 	cur_u32(&c, &sig);
 	if (c.err || sig != 0x424A5342u)
@@ -277,18 +276,19 @@ int pe_md_parse(struct pe_md *md, const uint8_t *p, uint32_t len)
 	v = cur_take(&c, vlen);
 	if (!v)
 		return -EBADMSG;
-	md->version = pe_strndup_cap(v, vlen);
-	if (!md->version)
-		return -ENOMEM;
+	if (version) {
+		*version = pe_strndup_cap(v, vlen);
+		if (!*version)
+			return -ENOMEM;
+	}
 	cur_u16(&c, &flags);
 	cur_u16(&c, &nstreams);
-	if (c.err || nstreams > 16)
+	if (c.err || nstreams > PE_MD_MAX_STREAMS)
 		return -EBADMSG;
 	for (i = 0; i < nstreams; i++) {
 		uint32_t off, size;
 		const uint8_t *name;
 		size_t nl = 0, maxn;
-		struct pe_heap h;
 
 		cur_u32(&c, &off);
 		cur_u32(&c, &size);
@@ -305,22 +305,44 @@ int pe_md_parse(struct pe_md *md, const uint8_t *p, uint32_t len)
 			return -EBADMSG;
 		if (off > len || size > len - off)
 			return -EBADMSG;
-		h.p = p + off;
-		h.len = size;
-		if (!strcmp((const char *)name, "#~")) {
+		st[i].name = (const char *)name;
+		st[i].p = p + off;
+		st[i].len = size;
+	}
+	*nst = nstreams;
+	return 0;
+}
+
+int pe_md_parse(struct pe_md *md, const uint8_t *p, uint32_t len)
+{
+	struct pe_md_stream st[PE_MD_MAX_STREAMS];
+	const uint8_t *tables = NULL;
+	uint32_t tables_len = 0;
+	unsigned i, n;
+	int err;
+
+	memset(md, 0, sizeof(*md));
+	err = pe_md_streams(p, len, st, &n, &md->version);
+	if (err)
+		return err;
+	for (i = 0; i < n; i++) {
+		struct pe_heap h = { st[i].p, st[i].len };
+		const char *name = st[i].name;
+
+		if (!strcmp(name, "#~")) {
 			tables = h.p;
 			tables_len = h.len;
-		} else if (!strcmp((const char *)name, "#-")) {
+		} else if (!strcmp(name, "#-")) {
 			tables = h.p;
 			tables_len = h.len;
 			md->uncompressed = true;
-		} else if (!strcmp((const char *)name, "#Strings")) {
+		} else if (!strcmp(name, "#Strings")) {
 			md->strings = h;
-		} else if (!strcmp((const char *)name, "#US")) {
+		} else if (!strcmp(name, "#US")) {
 			md->us = h;
-		} else if (!strcmp((const char *)name, "#Blob")) {
+		} else if (!strcmp(name, "#Blob")) {
 			md->blob = h;
-		} else if (!strcmp((const char *)name, "#GUID")) {
+		} else if (!strcmp(name, "#GUID")) {
 			md->guid = h;
 		}
 	}

@@ -10,17 +10,24 @@
 int tracestats_load_fd(int fd, bool thread_time, struct tracestats **out, int *read_err,
 		       const char **stage)
 {
+	struct ts_limits lim;
+
+	ts_limits_default(&lim);
+	lim.thread_time = thread_time;
+	return tracestats_load_fd_lim(fd, &lim, out, read_err, stage);
+}
+
+int tracestats_load_fd_lim(int fd, const struct ts_limits *lim, struct tracestats **out,
+			   int *read_err, const char **stage)
+{
 	struct nt_reader *r = NULL;
 	struct tracestats *ts = NULL;
-	struct ts_limits lim;
 	int err;
 
 	*out = NULL;
 	*read_err = 0;
 	*stage = "read";
-	ts_limits_default(&lim);
-	lim.thread_time = thread_time;
-	err = tracestats_new(&ts, &lim);
+	err = tracestats_new(&ts, lim);
 	if (!err)
 		err = nt_reader_new(&r, nt_read_fd, &fd, NULL);
 	if (err) {

@@ -7,6 +7,7 @@
 #include "common/compat.h"
 
 #include "common/log.h"
+#include "srcline/srcline.h"
 #include "tracestats/tracestats.h"
 
 #define RT_GC_START 1
@@ -232,6 +233,7 @@ struct tracestats {
 	uint64_t rng;
 
 	struct nt_methods *methods;
+	struct srcline *lines; /* ts_limits.lines: source lines of exception frames */
 
 	struct kind_ent *kinds;
 	uint32_t nkinds, kinds_cap;
@@ -339,6 +341,15 @@ int tracestats_new(struct tracestats **out, const struct ts_limits *limits)
 	if (err) {
 		free(ts);
 		return err;
+	}
+	if (ts->lim.lines) {
+		err = srcline_new(NULL, &ts->lines);
+		if (err) {
+			nt_methods_free(ts->methods);
+	srcline_free(ts->lines);
+			free(ts);
+			return err;
+		}
 	}
 	*out = ts;
 	return 0;
@@ -1263,6 +1274,11 @@ int tracestats_add_event(struct tracestats *ts, const struct nt_event *ev)
 	}
 	if (!m)
 		return 0;
+	if (ts->lines) {
+		err = srcline_add_event(ts->lines, ev);
+		if (err == -ENOMEM)
+			return err; /* a damaged record or a full table: fewer lines */
+	}
 	err = count_kind(ts, m);
 	if (err)
 		return err;
@@ -1431,17 +1447,34 @@ static const char *frame_name(struct tracestats *ts, const uint64_t *ips, uint32
 	return nt_methods_lookup(ts->methods, i && ip ? ip - 1 : ip);
 }
 
-/* A malloc'd name for frame i: the method, or the address in hex. */
+/*
+ * A malloc'd name for frame i: the method, or the address in hex. With
+ * ts_limits.lines a managed frame gets " in FILE:line N", or says why not
+ * " (no line: REASON)".
+ */
 static char *frame_dup(struct tracestats *ts, const uint64_t *ips, uint32_t i)
 {
 	const char *n = frame_name(ts, ips, i);
-	char hex[24];
+	struct pe_srcline l;
+	enum srcline_why why;
+	uint32_t il;
+	char hex[24], *s = NULL;
+	int r;
 
 	if (!n) {
 		snprintf(hex, sizeof(hex), "0x%" PRIx64, ips[i]);
-		n = hex;
+		return strdup(hex);
 	}
-	return strdup(n);
+	if (!ts->lines)
+		return strdup(n);
+	r = srcline_lookup(ts->lines, ips[i], i > 0, &l, &il, &why);
+	if (r == -ENOMEM)
+		return NULL;
+	if (r == 0)
+		r = asprintf(&s, "%s in %s:line %u", n, l.file, l.line);
+	else
+		r = asprintf(&s, "%s (no line: %s)", n, srcline_why_str(why));
+	return r < 0 ? NULL : s;
 }
 
 #define EDI_THROW "System.Runtime.ExceptionServices.ExceptionDispatchInfo::Throw"
@@ -1622,10 +1655,45 @@ static int finish_types_and_sites(struct tracestats *ts)
 	return 0;
 }
 
+/*
+ * With ts_limits.lines: names[first..n) that have a line become
+ * "NAME in FILE:line N" (malloc'd into owned[], freed by the caller; the
+ * flame copies names). Frames without a line keep their name.
+ */
+static int add_stack_lines(struct tracestats *ts, const uint64_t *ips, const uint32_t *idx,
+			   const char **names, uint32_t first, uint32_t n, char **owned)
+{
+	uint32_t k;
+
+	for (k = first; k < n; k++) {
+		struct pe_srcline l;
+		enum srcline_why why;
+		uint32_t il;
+		int r;
+
+		owned[k] = NULL;
+		if (names[k][0] == '[')
+			continue;
+		r = srcline_lookup(ts->lines, ips[idx[k - first]], idx[k - first] > 0, &l, &il, &why);
+		if (r == -ENOMEM)
+			return r;
+		if (r)
+			continue; /* the name without a line: nothing guessed */
+		if (asprintf(&owned[k], "%s in %s:line %u", names[k], l.file, l.line) < 0) {
+			owned[k] = NULL;
+			return -ENOMEM;
+		}
+		names[k] = owned[k];
+	}
+	return 0;
+}
+
 static int finish_flame(struct tracestats *ts)
 {
 	const char **names = NULL;
-	uint32_t i, n;
+	uint32_t *idx = NULL;
+	char **owned = NULL;
+	uint32_t i, n, k, first;
 	int err;
 
 	err = flame_new(&ts->flame);
@@ -1634,8 +1702,14 @@ static int finish_flame(struct tracestats *ts)
 	if (!ts->nstacks)
 		return 0;
 	names = malloc(((size_t)ts->lim.max_frames + 1) * sizeof(*names));
-	if (!names)
+	idx = malloc(((size_t)ts->lim.max_frames + 1) * sizeof(*idx));
+	owned = calloc((size_t)ts->lim.max_frames + 1, sizeof(*owned));
+	if (!names || !idx || !owned) {
+		free(names);
+		free(idx);
+		free(owned);
 		return -ENOMEM;
+	}
 	for (i = 0; i < ts->nstacks; i++) {
 		const struct stack_ent *e = &ts->stacks[i];
 		const uint64_t *ips = e->n ? ts->ips + e->off : NULL;
@@ -1643,16 +1717,30 @@ static int finish_flame(struct tracestats *ts)
 		n = 0;
 		if (e->truncated)
 			names[n++] = "[truncated]";
-		n += (uint32_t)nt_methods_name_stack(ts->methods, ips, e->n, names + n,
-						     ts->lim.max_frames);
+		first = n;
+		n += (uint32_t)nt_methods_name_stack_idx(ts->methods, ips, e->n, names + n, idx,
+							 ts->lim.max_frames);
+		if (ts->lines && n > first) {
+			err = add_stack_lines(ts, ips, idx, names, first, n, owned);
+			if (err) {
+				for (k = first; k < n; k++)
+					free(owned[k]);
+				break;
+			}
+		}
 		if (!n)
 			names[n++] = "[no stack]";
 		if (ts->lim.flame_skip && ts->lim.flame_skip(ts->lim.flame_skip_ctx, names, n)) {
 			ts->samples.left_out += e->count;
 			ts->samples.in_flame -= e->count;
-			continue;
+			err = 0;
+		} else {
+			err = flame_add(ts->flame, names, n, e->count);
 		}
-		err = flame_add(ts->flame, names, n, e->count);
+		for (k = first; ts->lines && k < n; k++) {
+			free(owned[k]);
+			owned[k] = NULL;
+		}
 		if (err == -E2BIG) {
 			/* the flame's node cap: these samples are counted as not kept */
 			ts->samples.dropped += e->count;
@@ -1663,6 +1751,8 @@ static int finish_flame(struct tracestats *ts)
 			break;
 	}
 	free(names);
+	free(idx);
+	free(owned);
 	return err;
 }
 

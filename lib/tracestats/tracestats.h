@@ -36,6 +36,9 @@ struct ts_limits {
 	uint32_t max_threads;     /* threads with an open ContentionStart (default 65536) */
 	uint32_t max_string;      /* bytes kept of a type name or message (default 1024) */
 	bool thread_time;         /* flame: also samples of threads outside managed code */
+	/* exception frames: source file and line (lib/srcline), reading the assemblies
+	 * the trace names and their PDBs from this machine */
+	bool lines;
 	/* flame: a named stack (root first) it returns true for is left out
 	 * (counted in ts_samples.left_out); NULL: none is */
 	bool (*flame_skip)(void *ctx, const char *const *names, size_t n);
@@ -230,5 +233,8 @@ int tracestats_format_json(const struct tracestats *ts, unsigned top, const char
  */
 int tracestats_load_fd(int fd, bool thread_time, struct tracestats **out, int *read_err,
 		       const char **stage);
+/* Same with every limit given (NULL: the defaults). */
+int tracestats_load_fd_lim(int fd, const struct ts_limits *lim, struct tracestats **out,
+			   int *read_err, const char **stage);
 
 #endif

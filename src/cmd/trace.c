@@ -249,8 +249,9 @@ struct loaded {
  * the file is damaged: l->read_err says so), or an exit code after printing
  * why (cannot open, out of memory).
  */
-static int load(const char *path, bool thread_time, struct loaded *l)
+static int load(const char *path, bool thread_time, bool lines, struct loaded *l)
 {
+	struct ts_limits lim;
 	const char *stage;
 	int fd, err;
 
@@ -259,7 +260,10 @@ static int load(const char *path, bool thread_time, struct loaded *l)
 	if (fd < 0)
 		return cli_error(errno == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot open %s: %s",
 				 path, strerror(errno));
-	err = tracestats_load_fd(fd, thread_time, &l->ts, &l->read_err, &stage);
+	ts_limits_default(&lim);
+	lim.thread_time = thread_time;
+	lim.lines = lines;
+	err = tracestats_load_fd_lim(fd, &lim, &l->ts, &l->read_err, &stage);
 	close(fd);
 	if (err)
 		return cli_error(EXIT_ERROR, "cannot %s %s: %s", stage, path, strerror(-err));
@@ -364,10 +368,13 @@ static int write_flame(const struct loaded *l, const char *src, const char *out,
 static int report(int argc, char **argv)
 {
 	const char *flame_out = NULL;
-	bool json = false, thread_time = false;
+	bool json = false, thread_time = false, lines = false;
 	int top = 10;
 	const struct cli_option opts[] = {
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "machine-readable output" },
+		{ 0, "lines", CLI_OPT_BOOL, &lines, NULL,
+		  "exception frames: source file and line, from the assemblies the trace names and "
+		  "their portable PDBs on this machine" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "rows per table (default 10)" },
 		{ 0, "flame", CLI_OPT_OUTPUT, &flame_out, "OUT",
 		  "also write the sampled stacks; format from the name: .folded .html .svg "
@@ -396,7 +403,7 @@ static int report(int argc, char **argv)
 					 "--flame %s: name it .folded, .html, .svg, .speedscope.json or .pb.gz",
 					 flame_out);
 	}
-	code = load(argv[first], thread_time, &l);
+	code = load(argv[first], thread_time, lines, &l);
 	if (code)
 		return code;
 	if (not_nettrace(&l)) {
@@ -446,7 +453,7 @@ static const struct {
 static int convert(int argc, char **argv)
 {
 	const char *format = NULL, *out = NULL;
-	bool thread_time = false;
+	bool thread_time = false, lines = false;
 	const struct cli_option opts[] = {
 		{ 'f', "format", CLI_OPT_STRING, &format, "FMT",
 		  "speedscope (default), folded, html, svg or pprof" },
@@ -454,6 +461,8 @@ static int convert(int argc, char **argv)
 		  "output file (default: FILE without .nettrace, plus the format's extension)" },
 		{ 0, "thread-time", CLI_OPT_BOOL, &thread_time, NULL,
 		  "also samples of threads outside managed code (waiting, native)" },
+		{ 0, "lines", CLI_OPT_BOOL, &lines, NULL,
+		  "frames with their source file and line (as trace report --lines)" },
 		{ 0 },
 	};
 	const struct ts_result *res;
@@ -500,7 +509,7 @@ static int convert(int argc, char **argv)
 			return cli_error(EXIT_ERROR, "out of memory");
 		out = name.buf;
 	}
-	code = load(argv[first], thread_time, &l);
+	code = load(argv[first], thread_time, lines, &l);
 	if (code)
 		goto done;
 	code = write_flame(&l, argv[first], out, formats[i].fmt, &written);

@@ -185,6 +185,12 @@ static void test_incremental(void **state)
 	assert_int_equal(jitdump_refresh(&r, 0, NULL, path, on_line, &ls), 0);
 	assert_int_equal(ls.n, 2);
 	assert_string_equal(ls.l[1], "2000 20 A::Two()");
+	/* written anew at the same size (the map turned off and on): read from its start */
+	f.b[24] ^= 0xff; /* the header's timestamp */
+	write_file(&f, f.n);
+	assert_int_equal(jitdump_refresh(&r, 0, NULL, path, on_line, &ls), 0);
+	assert_int_equal(ls.n, 4);
+	assert_string_equal(ls.l[2], "1000 10 A::One()");
 }
 
 static int count_load(void *ctx, const struct jitdump_load *l)

@@ -41,6 +41,7 @@
 #include "perfmap/perfmap.h"
 
 #define STATE_ON "clrtap-on existed="
+#define STATE_JD " jitdump-made="
 
 void perfmap_use_init(struct perfmap_use *u)
 {
@@ -100,8 +101,11 @@ static int lease_lock(const char *path, int how, bool create)
 	return -EAGAIN;
 }
 
-/* 1: a clrtap turned the map on (*existed: the map file was there before). */
-static int lease_read(int fd, bool *existed)
+/*
+ * 1: a clrtap turned the map on (*existed: the map file was there before;
+ * *jd: it turned jitdump on too, and made the jitdump file).
+ */
+static int lease_read(int fd, bool *existed, bool *jd)
 {
 	char buf[64];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
@@ -112,13 +116,15 @@ static int lease_read(int fd, bool *existed)
 	if (strncmp(buf, STATE_ON, strlen(STATE_ON)))
 		return 0;
 	*existed = buf[strlen(STATE_ON)] == '1';
+	*jd = strstr(buf, STATE_JD "1") != NULL;
 	return 1;
 }
 
-static void lease_write(int fd, bool existed)
+static void lease_write(int fd, bool existed, bool jd)
 {
 	char buf[64];
-	int n = snprintf(buf, sizeof(buf), STATE_ON "%d\n", existed ? 1 : 0);
+	int n = snprintf(buf, sizeof(buf), STATE_ON "%d" STATE_JD "%d\n", existed ? 1 : 0,
+			 jd ? 1 : 0);
 
 	if (ftruncate(fd, 0) || pwrite(fd, buf, (size_t)n, 0) != n)
 		ct_debug("perfmap: cannot write the lease: %s", strerror(errno));
@@ -133,18 +139,28 @@ static void endpoint(const struct perfmap_use *u, struct ipc_endpoint *ep)
 	ep->nspid = u->nspid;
 }
 
-/* Removes the map file a clrtap made, inside the target's root only. */
-static void remove_map(const struct perfmap_use *u, bool existed)
+static void remove_tfile(const struct perfmap_use *u, const char *tpath)
 {
-	if (existed)
-		return;
 	if (u->rootfd >= 0)
-		(void)proc_tfile_unlink(u->rootfd, u->map_tpath, NULL);
+		(void)proc_tfile_unlink(u->rootfd, tpath, NULL);
 	else
-		(void)proc_target_file_unlink(u->pid, u->map_tpath, NULL);
+		(void)proc_target_file_unlink(u->pid, tpath, NULL);
 }
 
-static void disable(const struct perfmap_use *u, bool existed, struct ipc_error *rerr, int *rc)
+/*
+ * Removes the map file a clrtap made, and the jitdump file (jd), inside the
+ * target's root only.
+ */
+static void remove_map(const struct perfmap_use *u, bool existed, bool jd)
+{
+	if (!existed)
+		remove_tfile(u, u->map_tpath);
+	if (jd && u->jitdump_tpath[0])
+		remove_tfile(u, u->jitdump_tpath);
+}
+
+static void disable(const struct perfmap_use *u, bool existed, bool jd, struct ipc_error *rerr,
+		    int *rc)
 {
 	struct ipc_endpoint ep;
 	struct ipc_error local;
@@ -154,7 +170,13 @@ static void disable(const struct perfmap_use *u, bool existed, struct ipc_error 
 	err = ipc_perfmap_disable(&ep, rerr ? rerr : &local);
 	if (rc)
 		*rc = err;
-	remove_map(u, existed);
+	remove_map(u, existed, jd);
+}
+
+/* What turning the map on asks for: jitdump too on a runtime that buffers the map. */
+static enum ipc_perfmap_type enable_type(const struct perfmap_use *u)
+{
+	return u->jitdump ? IPC_PERFMAP_ALL : IPC_PERFMAP_PERFMAP;
 }
 
 static int mutex_lock(const struct perfmap_use *u)
@@ -172,7 +194,7 @@ static int mutex_lock(const struct perfmap_use *u)
 static int lease_leave(struct perfmap_use *u, struct ipc_error *rerr)
 {
 	char path[PROC_PATH_MAX + 8];
-	bool existed = true;
+	bool existed = true, jd = false;
 	int m = mutex_lock(u), fd, rc = 0;
 
 	close(u->lease_fd);
@@ -180,8 +202,8 @@ static int lease_leave(struct perfmap_use *u, struct ipc_error *rerr)
 	fd = open(u->lease_path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
 		/* no other holder: the last one out */
-		if (lease_read(fd, &existed) == 1)
-			disable(u, existed, rerr, &rc);
+		if (lease_read(fd, &existed, &jd) == 1)
+			disable(u, existed, jd, rerr, &rc);
 		(void)unlink(u->lease_path);
 		if (m >= 0) {
 			snprintf(path, sizeof(path), "%s.lock", u->lease_path);
@@ -246,7 +268,7 @@ static void watcher(struct perfmap_use *u, int rfd)
 	if (u->lease_fd >= 0)
 		(void)lease_leave(u, NULL);
 	else if (u->turned_on)
-		disable(u, u->file_existed, NULL, NULL);
+		disable(u, u->file_existed, u->jitdump_made, NULL, NULL);
 	_exit(0);
 }
 
@@ -302,7 +324,7 @@ int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int ti
 	struct proc_perfmap st;
 	struct ipc_endpoint ep;
 	char dir[PROC_PATH_MAX - 64];
-	bool existed = false;
+	bool existed = false, jd = false;
 	int rc, fd = -1, m = -1, prior;
 
 	perfmap_use_init(u);
@@ -335,31 +357,41 @@ int perfmap_use_begin(struct perfmap_use *u, const struct proc_target *t, int ti
 		goto fail;
 	ct_strlcpy(u->map_path, st.map_path, sizeof(u->map_path));
 	ct_strlcpy(u->map_tpath, st.map_tpath, sizeof(u->map_tpath));
-	prior = fd >= 0 ? lease_read(fd, &existed) : 0;
+	ct_strlcpy(u->jitdump_path, st.jitdump_path, sizeof(u->jitdump_path));
+	ct_strlcpy(u->jitdump_tpath, st.jitdump_tpath, sizeof(u->jitdump_tpath));
+	prior = fd >= 0 ? lease_read(fd, &existed, &jd) : 0;
 	if (prior == 1 && st.on) {
 		/* another clrtap turned it on and holds the lease: share it */
 		u->shared = true;
 		u->file_existed = existed;
+		u->jitdump_made = jd;
+		u->jitdump = jd || st.jitdump_open;
 	} else if (st.on) {
 		u->was_on = true; /* on by the user: left alone */
+		u->jitdump = st.jitdump_open; /* read when there */
 		if (fd >= 0 && ftruncate(fd, 0))
 			ct_debug("perfmap: cannot clear the lease: %s", strerror(errno));
 	} else {
 		/* a lease left by a clrtap whose watcher died too knows the file's origin */
 		u->file_existed = prior == 1 ? existed : st.map_exists;
-		rc = ipc_perfmap_enable(&ep, IPC_PERFMAP_PERFMAP, rerr);
+		/*
+		 * A runtime that buffers its perf map writes jitdump as code is
+		 * published: turned on too (PerfMapType ALL), read by the commands
+		 * that follow code live, and removed at the end when clrtap made it.
+		 */
+		u->runtime_major = perfmap_runtime_major(t, timeout_ms);
+		u->jitdump = u->runtime_major >= PERFMAP_BUFFERED_MAJOR;
+		u->jitdump_made = u->jitdump && !st.jitdump_exists;
+		rc = ipc_perfmap_enable(&ep, enable_type(u), rerr);
 		if (rc < 0)
 			goto fail;
 		u->turned_on = true;
 		if (fd >= 0)
-			lease_write(fd, u->file_existed);
+			lease_write(fd, u->file_existed, u->jitdump_made);
 	}
 	u->lease_fd = fd; /* held shared for the command */
 	if (m >= 0)
 		close(m);
-	/* whether it buffers its map (perfmap_use_flush); out of the mutex */
-	if (u->turned_on)
-		u->runtime_major = perfmap_runtime_major(t, timeout_ms);
 	if (u->lease_fd < 0 && !u->turned_on)
 		return 0;
 	rc = start_watcher(u);
@@ -427,7 +459,7 @@ int perfmap_use_reread(struct perfmap_use *u, void (*read)(void *ctx), void *ctx
 	rc = ipc_perfmap_disable(&ep, rerr);
 	if (rc == 0) {
 		read(ctx);
-		rc = ipc_perfmap_enable(&ep, IPC_PERFMAP_PERFMAP, rerr);
+		rc = ipc_perfmap_enable(&ep, enable_type(u), rerr);
 	}
 	if (m >= 0)
 		close(m);
@@ -455,7 +487,7 @@ int perfmap_use_end(struct perfmap_use *u, struct ipc_error *rerr)
 	if (u->lease_fd >= 0)
 		rc = lease_leave(u, rerr);
 	else if (u->turned_on)
-		disable(u, u->file_existed, rerr, &rc);
+		disable(u, u->file_existed, u->jitdump_made, rerr, &rc);
 	u->turned_on = false;
 	close_root(u);
 	return rc;

@@ -37,11 +37,18 @@ struct perfmap_use {
 	 * caused is removed through it even after the target is gone */
 	int rootfd;
 	int runtime_major;     /* the target's runtime when this command turned the map on (0: unknown) */
+	/* jitdump is on too (a clrtap turned it on with the map: .NET 11+, which
+	 * buffers its map but writes jitdump at once); read it at jitdump_tpath */
+	bool jitdump;
+	bool jitdump_made;     /* and the jitdump file is clrtap's: removed at the end */
+	char jitdump_path[PROC_PATH_MAX];  /* host view: for messages only */
+	char jitdump_tpath[PROC_PATH_MAX]; /* as the target sees it */
 };
 
 /*
- * Takes a lease on the target's perf map; turns the map on (perf map only: no
- * jitdump) when no one had, and starts the watcher. Call before opening perf
+ * Takes a lease on the target's perf map; turns the map on when no one had
+ * (perf map only; with jitdump on .NET 11+, u->jitdump), and starts the
+ * watcher. Call before opening perf
  * events. Returns 0, or the IPC error (*rerr filled); u->map_path is valid
  * either way. u must be passed to perfmap_use_end.
  */

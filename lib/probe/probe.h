@@ -123,6 +123,8 @@ struct probe_proc;
 struct probe_open_opts {
 	const char *perfmap_path; /* host path of perf-NSPID.map, or NULL (tests; watched) */
 	const char *perfmap_tpath; /* the same as the target sees it: what is read, or NULL */
+	const char *jitdump_tpath; /* jit-NSPID.dump as the target sees it: read too, or NULL */
+	const char *jitdump_path;  /* the same, host path: watched for new code, or NULL */
 	const char *root;         /* "/proc/PID/root" prefix for target paths, or "" */
 };
 
@@ -171,6 +173,8 @@ size_t probe_proc_nimages(const struct probe_proc *pp);
 pid_t probe_proc_pid(const struct probe_proc *pp);
 /* The perf map file clrtap reads (host path), or NULL. */
 const char *probe_proc_perfmap_path(const struct probe_proc *pp);
+/* The host path of the jitdump file read beside the map, or NULL. */
+const char *probe_proc_jitdump_path(const struct probe_proc *pp);
 
 /* ---- mechanisms (mech.c) ---- */
 

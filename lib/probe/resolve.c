@@ -17,6 +17,7 @@
 #include "common/clrname.h"
 #include "common/log.h"
 #include "common/strparse.h"
+#include "jitdump/jitdump.h"
 #include "probe/probe.h"
 #include "proc/proc.h"
 #include "sym/sym.h"
@@ -57,6 +58,10 @@ struct probe_proc {
 	char root[64];
 	char *perfmap_path;
 	char *perfmap_tpath; /* as the target sees it: read inside its root */
+	char *jitdump_tpath; /* jit-NSPID.dump as the target sees it, or NULL */
+	char *jitdump_path;  /* its host path (watched), or NULL */
+	struct jitdump_reader jd;
+	bool jd_warned;
 	uint64_t pm_off; /* bytes of the perf map consumed */
 	uint64_t pm_mem; /* bytes of perf map strings held */
 	bool pm_full;    /* PM_MEM_MAX or MAX_PM_ENTRIES reached: no more is read */
@@ -292,6 +297,36 @@ static int method_add_jit(struct probe_method *m, const struct pm_ent *e, uint64
 	return 1;
 }
 
+static int jd_line(void *ctx, const char *line, size_t len)
+{
+	struct probe_pm_entry e;
+
+	if (probe_pm_parse(line, len, &e))
+		return 0;
+	return pm_add(ctx, &e);
+}
+
+/*
+ * The jitdump file, where the runtime writes code as it publishes it also
+ * when it buffers its perf map (.NET 11): read on from where the last read
+ * stopped. The same code in both files is one entry (by address, below).
+ */
+static int jitdump_read(struct probe_proc *pp)
+{
+	int err = jitdump_refresh(&pp->jd, pp->pid, pp->jitdump_tpath, NULL, jd_line, pp);
+
+	if (err == -E2BIG)
+		return err;
+	if (err && !pp->jd_warned) {
+		ct_warn("probe: the target's jitdump file %s %s: not read further, JIT-compiled "
+			"code from now on is seen only through the perf map",
+			pp->jitdump_tpath,
+			err == -EINVAL ? "is malformed" : proc_tfile_strerror(err));
+		pp->jd_warned = true;
+	}
+	return 0;
+}
+
 int probe_proc_refresh(struct probe_proc *pp, size_t *added)
 {
 	struct strbuf sb = STRBUF_INIT_MAX(PM_READ_MAX);
@@ -304,6 +339,8 @@ int probe_proc_refresh(struct probe_proc *pp, size_t *added)
 		*added = 0;
 	if (pp->pm_full)
 		return 0;
+	if (!pp->perfmap_tpath && !pp->perfmap_path)
+		goto jitdump;
 	if (pp->perfmap_tpath) {
 		err = proc_target_file_open(pp->pid, pp->perfmap_tpath, 0, &fd, &st);
 		if (err == -ELOOP || err == -EINVAL || err == -EISDIR) {
@@ -314,23 +351,28 @@ int probe_proc_refresh(struct probe_proc *pp, size_t *added)
 			pp->pm_full = true;
 			return 0;
 		}
+		if (err == -ENOENT) {
+			err = 0;
+			goto jitdump;
+		}
 		if (err)
-			return err == -ENOENT ? 0 : err;
+			return err;
 	} else if (pp->perfmap_path) {
 		/* lint-ok: target path: only given alone by tests (a host file) */
 		fd = open(pp->perfmap_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0)
-			return errno == ENOENT ? 0 : -errno;
+		if (fd < 0) {
+			if (errno != ENOENT)
+				return -errno;
+			goto jitdump;
+		}
 		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 			close(fd);
 			return -EINVAL;
 		}
-	} else {
-		return 0;
 	}
 	if ((uint64_t)st.st_size <= pp->pm_off) {
 		close(fd);
-		return 0;
+		goto jitdump;
 	}
 	{
 		size_t want = (size_t)CT_MIN((uint64_t)st.st_size - pp->pm_off, (uint64_t)PM_READ_MAX);
@@ -359,7 +401,10 @@ int probe_proc_refresh(struct probe_proc *pp, size_t *added)
 		pos = (size_t)(nl - sb.buf) + 1;
 	}
 	pp->pm_off += pos;
+jitdump:
 	strbuf_release(&sb);
+	if (!err && pp->jitdump_tpath)
+		err = jitdump_read(pp);
 	if (err == -E2BIG) {
 		ct_warn("probe: the perf map index is full (%zu entries, %" PRIu64 " bytes); "
 			"methods JIT-compiled after offset %" PRIu64 " of the map are not seen",
@@ -392,6 +437,15 @@ int probe_proc_open(pid_t pid, const struct probe_open_opts *o, struct probe_pro
 	if (o && o->root)
 		ct_strlcpy(pp->root, o->root, sizeof(pp->root));
 	if (o && o->perfmap_tpath && !(pp->perfmap_tpath = strdup(o->perfmap_tpath))) {
+		probe_proc_close(pp);
+		return -ENOMEM;
+	}
+	jitdump_reader_init(&pp->jd);
+	if (o && o->jitdump_tpath && !(pp->jitdump_tpath = strdup(o->jitdump_tpath))) {
+		probe_proc_close(pp);
+		return -ENOMEM;
+	}
+	if (o && o->jitdump_path && !(pp->jitdump_path = strdup(o->jitdump_path))) {
 		probe_proc_close(pp);
 		return -ENOMEM;
 	}
@@ -462,6 +516,8 @@ void probe_proc_close(struct probe_proc *pp)
 	sym_proc_close(pp->sym);
 	free(pp->perfmap_path);
 	free(pp->perfmap_tpath);
+	free(pp->jitdump_tpath);
+	free(pp->jitdump_path);
 	if (pp->mem_fd >= 0)
 		close(pp->mem_fd);
 	free(pp);
@@ -480,6 +536,11 @@ pid_t probe_proc_pid(const struct probe_proc *pp)
 const char *probe_proc_perfmap_path(const struct probe_proc *pp)
 {
 	return pp->perfmap_path;
+}
+
+const char *probe_proc_jitdump_path(const struct probe_proc *pp)
+{
+	return pp->jitdump_path;
 }
 
 /* ---- R2R ---- */

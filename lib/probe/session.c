@@ -178,7 +178,8 @@ struct probe_session {
 	size_t nnew;
 	uint64_t late_threads;   /* threads armed after they started (uprobes) */
 	int ino_fd;              /* inotify on the perf map: wake when the runtime writes */
-	bool ino_watching;
+	bool ino_watching;       /* either of: */
+	bool ino_map, ino_jd;    /* the perf map watched, the jitdump file watched */
 	bool retaddr_unseen;     /* said once: a return site clrtap cannot watch */
 	/* per-CPU events (pid -1) for uprobes / breakpoints, else per thread */
 	bool cpuwide[2];
@@ -1947,9 +1948,14 @@ int probe_session_poll(struct probe_session *s, int timeout_ms)
 		np++;
 	}
 	/* a new perf map line (new code) wakes us at once */
-	if (s->ino_fd >= 0 && !s->ino_watching && probe_proc_perfmap_path(s->pp))
-		s->ino_watching = inotify_add_watch(s->ino_fd, probe_proc_perfmap_path(s->pp),
-						    IN_MODIFY) >= 0;
+	if (s->ino_fd >= 0 && !s->ino_map && probe_proc_perfmap_path(s->pp))
+		s->ino_map = inotify_add_watch(s->ino_fd, probe_proc_perfmap_path(s->pp),
+					       IN_MODIFY) >= 0;
+	/* and a new jitdump record (.NET 11: its map is buffered) */
+	if (s->ino_fd >= 0 && !s->ino_jd && probe_proc_jitdump_path(s->pp))
+		s->ino_jd = inotify_add_watch(s->ino_fd, probe_proc_jitdump_path(s->pp),
+					      IN_MODIFY) >= 0;
+	s->ino_watching = s->ino_map || s->ino_jd;
 	if (s->ino_watching) {
 		pfd[np].fd = s->ino_fd;
 		pfd[np].events = POLLIN;

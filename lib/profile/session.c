@@ -75,6 +75,7 @@ int profile_session_start(struct profile_session *s, const struct profile_sessio
 	so.kernel = !o->sampler.no_kernel;
 	so.cache_dir = o->sym_cache_dir;
 	so.perfmap_tpath = s->dotnet && s->pm.map_tpath[0] ? s->pm.map_tpath : NULL;
+	so.jitdump_tpath = s->dotnet && s->pm.jitdump ? s->pm.jitdump_tpath : NULL;
 	s->failed_stage = PROFILE_STAGE_SYM;
 	rc = sym_proc_open(&s->sp, o->pid, &so);
 	if (rc)

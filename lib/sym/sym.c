@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "common/strparse.h"
+#include "jitdump/jitdump.h"
 #include "pe/pe.h"
 #include "proc/proc.h"
 #include "sym/sym_cache.h"
@@ -91,6 +92,9 @@ struct sym_proc {
 	uint64_t pm_mem;    /* bytes of names charged to the perf map (all files) */
 	bool pm_skip_line; /* inside a line longer than SYM_LINE_MAX */
 	uint64_t pm_off, pm_ino, pm_dev, pm_bytes;
+	char jd_path[PROC_PATH_MAX]; /* jit-PID.dump as the target sees it, or "" */
+	struct jitdump_reader jd;
+	bool jd_warned;
 	struct pm_ent *pm;
 	size_t npm, pm_cap;
 	uint32_t *pm_idx;     /* sorted by (start, seq) */
@@ -665,7 +669,7 @@ static const struct pm_ent *pm_find(const struct sym_proc *sp, uint64_t addr)
 }
 
 /* Reads what was appended to the perf map since last time. */
-static int pm_refresh(struct sym_proc *sp, bool *changed)
+static int pm_refresh_map(struct sym_proc *sp, bool *changed)
 {
 	struct stat st;
 	char *buf = NULL;
@@ -785,6 +789,51 @@ out:
 	return err;
 }
 
+static int jd_line(void *ctx, const char *line, size_t len)
+{
+	struct sym_pm_line pl;
+
+	if (len > SYM_LINE_MAX || sym_parse_perfmap_line(line, len, &pl))
+		return 0;
+	return pm_add(ctx, &pl);
+}
+
+/*
+ * The perf map, then the jitdump file when one is given: .NET 11 buffers its
+ * perf map but writes jitdump as code is published. Both name the same code
+ * alike; the index takes either.
+ */
+static int pm_refresh(struct sym_proc *sp, bool *changed)
+{
+	size_t before = sp->npm;
+	int err = pm_refresh_map(sp, changed), e2;
+
+	if (!sp->jd_path[0] || sp->opts.no_perfmap || sp->pm_full)
+		return err;
+	if (sp->npm < before)
+		jitdump_reader_init(&sp->jd); /* the index started over: jitdump too */
+	before = sp->npm;
+	e2 = jitdump_refresh(&sp->jd, sp->pid, sp->jd_path, NULL, jd_line, sp);
+	if (sp->npm != before) {
+		int e3 = pm_reindex(sp);
+
+		*changed = true;
+		if (!e2)
+			e2 = e3;
+	}
+	if (e2 == -E2BIG || e2 == -ENOSPC) {
+		sp->pm_full = true;
+		ct_warn("sym: jitdump %s: the symbol index is full (%zu entries): JIT code "
+			"compiled from now on shows as unknown",
+			sp->jd_path, sp->npm);
+	} else if (e2 && !sp->jd_warned) {
+		ct_warn("sym: the target's jitdump file %s %s: not read further", sp->jd_path,
+			e2 == -EINVAL ? "is malformed" : proc_tfile_strerror(e2));
+		sp->jd_warned = true;
+	}
+	return err;
+}
+
 /* ---- public API ---- */
 
 bool sym_is_kernel(uint64_t addr)
@@ -812,6 +861,7 @@ int sym_proc_open(struct sym_proc **out, pid_t pid, const struct sym_opts *o)
 		sp->opts = *o;
 	sp->opts.perfmap_path = NULL; /* not kept: copied below */
 	sp->opts.perfmap_tpath = NULL;
+	sp->opts.jitdump_tpath = NULL;
 	if (o && o->cache_dir)
 		sp->opts.cache_dir = sym_arena_strndup(&sp->arena, o->cache_dir, strlen(o->cache_dir));
 	snprintf(sp->root, sizeof(sp->root), "/proc/%d/root", (int)pid);
@@ -834,6 +884,9 @@ int sym_proc_open(struct sym_proc **out, pid_t pid, const struct sym_opts *o)
 	if (err)
 		goto fail;
 
+	jitdump_reader_init(&sp->jd);
+	if (o && o->jitdump_tpath)
+		ct_strlcpy(sp->jd_path, o->jitdump_tpath, sizeof(sp->jd_path));
 	if (o && o->perfmap_tpath) {
 		ct_strlcpy(sp->pm_path, o->perfmap_tpath, sizeof(sp->pm_path));
 		sp->pm_have_path = true;

@@ -59,6 +59,11 @@ struct sym_opts {
 	 * lib/proc: no link of the container's leads out), or NULL.
 	 */
 	const char *perfmap_tpath;
+	/*
+	 * Added: the jitdump file as the target sees it, read beside the perf
+	 * map (.NET 11 writes it at once, its perf map buffered), or NULL.
+	 */
+	const char *jitdump_tpath;
 	/* Added: entries in the per-address result cache (0: 16384; rounded to a power of 2). */
 	uint32_t cache_slots;
 	/* Added: the symbol cache directory (sym_cache.h): NULL /var/cache/clrtap, "" none. */

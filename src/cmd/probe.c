@@ -1126,6 +1126,8 @@ int cmd_probe(int argc, char **argv)
 	enabled_pm = pmu.turned_on;
 	po.perfmap_path = pmu.map_path;
 	po.perfmap_tpath = pmu.map_tpath;
+	po.jitdump_tpath = pmu.jitdump ? pmu.jitdump_tpath : NULL;
+	po.jitdump_path = pmu.jitdump ? pmu.jitdump_path : NULL;
 	po.root = t.other_mntns ? t.root : "";
 	err = probe_proc_open(t.pid, &po, &pp);
 	if (err) {
@@ -1136,13 +1138,16 @@ int cmd_probe(int argc, char **argv)
 	if (enabled_pm)
 		settle_perfmap(pp);
 	/*
-	 * .NET 11 buffers its perf map until it is turned off: the code that
-	 * exists now is read whole by turning the map off and on again; code
-	 * compiled later (first calls, tier-up) shows only as the runtime writes
-	 * its buffer out, so its calls can go unseen: said, with the way that
-	 * sees them.
+	 * .NET 11 buffers its perf map until it is turned off, but writes
+	 * jitdump as code is published: read when a clrtap turned it on with
+	 * the map (pmu.jitdump), new code found at once as on .NET 8 to 10.
+	 * Without it (the map on before clrtap, jitdump off) the code that exists
+	 * now is read whole by turning the map off and on again; code compiled
+	 * later (first calls, tier-up) shows only as the runtime writes its
+	 * buffer out, so its calls can go unseen: said, with the way that sees
+	 * them.
 	 */
-	major = emit ? 0 : perfmap_runtime_major(&t, ep.timeout_ms);
+	major = emit || pmu.jitdump ? 0 : perfmap_runtime_major(&t, ep.timeout_ms);
 	if (major >= PERFMAP_BUFFERED_MAJOR) {
 		if (perfmap_use_reread(&pmu, settle_perfmap_cb, pp, &rerr) < 0)
 			cli_warn("cannot turn the perf map off and on to read it whole: JIT code "

@@ -216,7 +216,7 @@ int cmd_top(int argc, char **argv)
 	if (s.dotnet && s.pm_err)
 		cli_warn("cannot turn the perf map on (%s): JIT-compiled frames stay unnamed",
 			 strerror(-s.pm_err));
-	if (s.dotnet && !s.ep && !s.pm_err) {
+	if (s.dotnet && !s.ep && !s.pm_err && !s.pm.jitdump) {
 		int major = perfmap_runtime_major(&t, to.timeout_ms);
 
 		if (major >= PERFMAP_BUFFERED_MAJOR)

@@ -139,13 +139,22 @@ in_root "$DR" /usr/bin/clrtap serve --unix "$SOCK" --db /tmp/clrtap-install-$$.d
 	>"$WORK/serve.out" 2>&1 &
 SERVE=$!
 KILL_PIDS+=("$SERVE")
-CLEANUP_CMD="rm -f /tmp/clrtap-install-$$.db* $SOCK"
+# $! is the subshell that runs in_root; serve itself is its grandchild: the
+# clean-up stops it by its socket's name too
+CLEANUP_CMD="pkill -TERM -f -- '--unix $SOCK' 2>/dev/null; sleep 0.2; rm -f /tmp/clrtap-install-$$.db* $SOCK"
 for ((i = 0; i < 100; i++)); do
 	curl -sf --unix-socket "$SOCK" "http://localhost/api/v1/processes" >"$WORK/procs" 2>/dev/null && break
 	sleep 0.1
 done
 contains "deb + Recommends: serve lists the fixture" "$(cat "$WORK/procs")" "\"pid\":$PID"
+pkill -TERM -f -- "--unix $SOCK" 2>/dev/null
 kill -TERM "$SERVE" 2>/dev/null
 wait "$SERVE" 2>/dev/null
+gone=no
+for ((i = 0; i < 50; i++)); do
+	pgrep -f -- "--unix $SOCK" >/dev/null || { gone=yes; break; }
+	sleep 0.1
+done
+check "serve from the root stopped on SIGTERM" test "$gone" = yes
 
 finish

@@ -310,6 +310,32 @@ static uint64_t unfound_before(const struct probe_method *m, size_t *first_v)
 	}
 }
 
+/*
+ * A method with no code at start whose first code (a first compile, not a
+ * replacement) appeared during the session: the runtime runs it as soon as it
+ * is published, before clrtap can arm it, so calls in between are not seen.
+ * Returns when that code was armed (its index in *first_v), 0 otherwise.
+ */
+static uint64_t armed_late(struct probe_session *s, size_t i, const struct probe_method *m,
+			   size_t *first_v)
+{
+	uint64_t first = 0;
+	size_t v, f = 0;
+
+	for (v = 0; v < m->ncode; v++) {
+		if (!m->code[v].seen_ns)
+			return 0; /* code there from the start */
+		if (!first || m->code[v].seen_ns < first) {
+			first = m->code[v].seen_ns;
+			f = v;
+		}
+	}
+	if (!first)
+		return 0;
+	*first_v = f;
+	return probe_session_stats(s, i, f)->armed_ns;
+}
+
 static void summary(struct probe_session *s, struct probe_method **ms, size_t n, bool listened)
 {
 	uint64_t start = probe_session_start_ns(s);
@@ -317,8 +343,8 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n,
 
 	for (i = 0; i < n; i++) {
 		uint64_t total = 0, rets = 0;
-		uint64_t prev_last = 0, lost_since, unfound;
-		size_t lost_v = 0, unfound_v = 0;
+		uint64_t prev_last = 0, lost_since, unfound, late;
+		size_t lost_v = 0, unfound_v = 0, late_v = 0;
 
 		for (v = 0; v < ms[i]->ncode; v++) {
 			const struct probe_version_stats *st = probe_session_stats(s, i, v);
@@ -355,8 +381,24 @@ static void summary(struct probe_session *s, struct probe_method **ms, size_t n,
 				(double)(unfound - start) / 1e9, ms[i]->code[unfound_v].tier);
 			continue;
 		}
+		late = unfound ? 0 : armed_late(s, i, ms[i], &late_v);
+		if (late && !total) {
+			/* a 0 here would be a guess: its first calls ran before it was armed */
+			fprintf(stderr, "clrtap: %s%s: no call seen after +%.3fs, when its first code "
+					"([%s], compiled at +%.3fs) was armed; calls before that are NOT "
+					"counted; '--via rejit' sees every call\n",
+				cli_safe(ms[i]->name), cli_safe(ms[i]->sig), (double)(late - start) / 1e9,
+				ms[i]->code[late_v].tier,
+				(double)(ms[i]->code[late_v].seen_ns - start) / 1e9);
+			continue;
+		}
 		fprintf(stderr, "clrtap: %s%s: %" PRIu64 " calls", cli_safe(ms[i]->name),
 			cli_safe(ms[i]->sig), total);
+		if (late)
+			fprintf(stderr, " counted from +%.3fs, when its first code ([%s], compiled at "
+					"+%.3fs) was armed; calls before that are NOT counted",
+				(double)(late - start) / 1e9, ms[i]->code[late_v].tier,
+				(double)(ms[i]->code[late_v].seen_ns - start) / 1e9);
 		if (unfound)
 			fprintf(stderr, " counted from +%.3fs; before that it ran code clrtap did not "
 					"find (its first code seen, [%s], replaces earlier code): those calls "

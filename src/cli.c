@@ -14,6 +14,7 @@
 #include "common/io.h"
 #include "common/strparse.h"
 #include "common/term.h"
+#include "common/clock.h"
 
 int cli_verbose;
 const char *cli_cmd_name = "clrtap";
@@ -68,12 +69,7 @@ static void *countdown_main(void *arg)
 		else
 			fprintf(stderr, "\r\033[Kclrtap: %s: %.0f s (Ctrl-C stops)", cd.what, el);
 		fflush(stderr);
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 250000000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
+		ct_deadline(CLOCK_REALTIME, 250, &until);
 		pthread_cond_timedwait(&cd.cv, &cd.mu, &until);
 	}
 	pthread_mutex_unlock(&cd.mu);

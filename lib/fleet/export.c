@@ -16,6 +16,7 @@
 
 #include "common/io.h"
 #include "common/log.h"
+#include "common/clock.h"
 #include "fleet/internal.h"
 #include "perf/perf.h"
 
@@ -239,13 +240,7 @@ static void *run(void *arg)
 			backoff_ms = backoff_ms ? backoff_ms * 2 : 1000;
 			if (backoff_ms > max_ms)
 				backoff_ms = max_ms;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_sec += backoff_ms / 1000;
-			ts.tv_nsec += (long)(backoff_ms % 1000) * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			ct_deadline(CLOCK_MONOTONIC, backoff_ms, &ts);
 			while (!x->stopping &&
 			       pthread_cond_timedwait(&x->cv, &x->mu, &ts) != ETIMEDOUT)
 				;

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/strparse.h"
+#include "common/clock.h"
 #include "proc/proc.h"
 #include "proc/taskcpu.h"
 
@@ -333,12 +334,7 @@ static void *poller(void *arg)
 		unsigned ms = interval_ms(tc);
 
 		tc->st.interval_ms = ms;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)ms * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ct_deadline(CLOCK_REALTIME, ms, &ts);
 		while (!tc->stop && pthread_cond_timedwait(&tc->cv, &tc->mu, &ts) != ETIMEDOUT)
 			;
 		if (tc->stop)
@@ -471,12 +467,7 @@ bool taskcpu_keep(struct taskcpu *tc, uint32_t nstid, uint64_t t_ns, int wait_ms
 		rc = running_locked(tc, nstid, t_ns, &f, &t);
 		if (rc != -EAGAIN || mono_ns() >= until)
 			break;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 20000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ct_deadline(CLOCK_REALTIME, 20, &ts);
 		pthread_cond_timedwait(&tc->cv, &tc->mu, &ts);
 	}
 	if (rc) {

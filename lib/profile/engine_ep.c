@@ -24,6 +24,7 @@
 
 #include "common/log.h"
 #include "common/strparse.h"
+#include "common/clock.h"
 #include "nettrace/nettrace.h"
 #include "proc/proc.h"
 #include "profile/profile.h"
@@ -345,13 +346,7 @@ int profile_ep_wait(struct profile_ep *e, int timeout_ms)
 	struct timespec ts;
 	int rc = 0;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ct_deadline(CLOCK_REALTIME, timeout_ms, &ts);
 	pthread_mutex_lock(&e->mu);
 	while (!e->done && rc != ETIMEDOUT)
 		rc = pthread_cond_timedwait(&e->cv, &e->mu, &ts);

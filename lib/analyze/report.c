@@ -24,6 +24,9 @@
 #include "flame/flame.h"
 #include "heap/heap.h"
 
+/* below this many kept samples, hotpaths says its shares are rough */
+#define HOTPATHS_FEW_SAMPLES 50
+
 #define MAX_GROUPS 64
 #define MAX_NOTES 8
 
@@ -426,6 +429,11 @@ static void md_body(struct strbuf *f, struct an_report *r)
 		analyze_cpu_basis_why(r->s, why, sizeof(why));
 		strbuf_addf(f, "%" PRIu64 " samples in managed code (%s).\n\n%s.\n\n", total,
 			    analyze_cpu_basis(r->s), ct_term_safe(why));
+		if (total < HOTPATHS_FEW_SAMPLES)
+			strbuf_addf(f, "**Too few samples to rank methods** (%" PRIu64 ", under %d): the "
+				       "shares below are rough. Run longer (-d) or sample the CPU with "
+				       "clrtap profile --engine perf.\n\n",
+				    total, HOTPATHS_FEW_SAMPLES);
 		if (total && !flame_top(res->flame, &ft, &nt)) {
 			strbuf_addf(f, "| self %% | self | total %% | method |\n|---:|---:|---:|---|\n");
 			for (i = 0; i < nt && i < r->top; i++) {
@@ -813,6 +821,7 @@ static void json_body(struct ct_json *j, struct an_report *r)
 
 		analyze_cpu_basis_why(r->s, why, sizeof(why));
 		ct_json_kv_u64(j, "samples", total);
+		ct_json_kv_bool(j, "too_few_samples", total < HOTPATHS_FEW_SAMPLES);
 		ct_json_kv_str(j, "basis", analyze_cpu_basis(r->s));
 		ct_json_kv_str(j, "basis_why", why);
 		if (r->s->tc) {

@@ -99,15 +99,21 @@ check "EventPipe: Quote in over a quarter of the samples ($Q %)" python3 -c 'imp
 check "EventPipe: every waiting frame under 5 %" waits_below "$WORK/ep.shares" 5
 
 # ---- analyze hotpaths
-expect_exit "analyze hotpaths under load" 0 "$CLRTAP" analyze -p "$PID" hotpaths -d 3 --json
+# On a saturated 2-core machine the runtime's sampler keeps few on-CPU
+# samples (2 in 3 s in one quiet CI-like run, 17-400 in 4 s in others): with
+# at least 50 the ranking is asserted, with fewer the report must say that
+# its shares are rough (too_few_samples) rather than rank 2 samples silently.
+expect_exit "analyze hotpaths under load" 0 "$CLRTAP" analyze -p "$PID" hotpaths -d 5 --json
 echo "$OUT" >"$WORK/hot.json"
-jcheck "hotpaths: on-CPU, Quote or its decimal math first, Quote in over a quarter" "$WORK/hot.json" '
+jcheck "hotpaths: on-CPU, Quote or its decimal math first, Quote in over a quarter (or: too few samples, said)" "$WORK/hot.json" '
 r = d["result"]; m = r["methods"]
 assert r["basis"] == "on-CPU", r["basis"]
 assert r["thread_cpu_source"] == "schedstat" and r["samples_waiting"] > 0, r
-assert m[0]["method"] == "RealApp.Pricing::Quote" or m[0]["method"].startswith("System.Decimal+DecCalc::"), m[:3]
-q = [x for x in m if x["method"] == "RealApp.Pricing::Quote"]
-assert q and q[0]["total_pct"] > 25, m
+assert r["too_few_samples"] == (r["samples"] < 50), r
+if r["samples"] >= 50:
+    assert m[0]["method"] == "RealApp.Pricing::Quote" or m[0]["method"].startswith("System.Decimal+DecCalc::"), m[:3]
+    q = [x for x in m if x["method"] == "RealApp.Pricing::Quote"]
+    assert q and q[0]["total_pct"] > 25, m
 print("ok")'
 jcheck "hotpaths: every waiting frame under 5 %" "$WORK/hot.json" '
 m = d["result"]["methods"]; waits = set(env("WAITS").decode().split())

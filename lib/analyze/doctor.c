@@ -78,6 +78,9 @@ static void exceptions_rule(const struct ts_result *r, double d, pid_t pid, stru
 	}
 }
 
+/* under this many kept samples, doctor names no hottest method */
+#define DOCTOR_FEW_SAMPLES 50
+
 static void cpu_rule(const struct an_session *s, const struct ts_result *r, double d, unsigned ncpus,
 		     pid_t pid, struct an_finding *f, size_t *n)
 {
@@ -119,7 +122,14 @@ static void cpu_rule(const struct an_session *s, const struct ts_result *r, doub
 			 cores, ncpus);
 	else
 		snprintf(x->title, sizeof(x->title), "CPU busy: %.2f of %u cores used", cores, ncpus);
-	if (total && !flame_top(r->flame, &ft, &nt) && nt) {
+	if (total < DOCTOR_FEW_SAMPLES) {
+		/* a handful of samples names no hottest method (the runtime's
+		 * sampler keeps few on-CPU ones on a saturated machine) */
+		snprintf(x->evidence, sizeof(x->evidence),
+			 "%" PRIu64 " managed samples in %.1f s (%s): too few to name the hottest method; "
+			 "run clrtap analyze -p %d hotpaths -d 30, or clrtap profile --engine perf",
+			 total, d, analyze_cpu_basis(s), (int)pid);
+	} else if (!flame_top(r->flame, &ft, &nt) && nt) {
 		/* the hottest named method: "[unknown]" and the like are code the
 		 * trace did not name, never a method */
 		for (i = 0; i < nt; i++) {

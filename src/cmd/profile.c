@@ -207,6 +207,10 @@ static void print_ep_summary(const struct prof_args *a, struct profile_session *
 	       (unsigned long long)(es.managed + es.external + es.other),
 	       (unsigned long long)es.managed, (unsigned long long)es.external,
 	       (double)es.sampling_ns / 1e6);
+	if (sum->cpu_samples < 50)
+		printf("samples: too few kept (%llu) for the shares to mean much: run longer (-d), "
+		       "or sample the CPU with --engine perf\n",
+		       (unsigned long long)sum->cpu_samples);
 	if (es.external >= 100 && es.managed * 50 < es.external)
 		printf("samples: nearly all marked outside managed code by the runtime: idle threads, "
 		       "or .NET 9, which marks running threads so too (.NET 8, 10 and 11 tell them "

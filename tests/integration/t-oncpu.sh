@@ -89,13 +89,22 @@ echo "$OUT" | sed 's/^/    | /'
 contains "EventPipe: the summary says on-CPU and how" "$OUT" "basis: on-CPU: "
 contains "EventPipe: thread CPU time from schedstat" "$OUT" "/proc/PID/task/TID/schedstat every "
 shares "$WORK/ep.folded" >"$WORK/ep.shares"
-TOP=$(head -1 "$WORK/ep.shares" | cut -d' ' -f1)
-check "EventPipe: the top self frame is Quote or its decimal math ($TOP)" hottest "$TOP"
-Q=$(total_share "$WORK/ep.folded" "$QUOTE")
-# perf_event: Quote (with the decimal math under it) is 55-65 % of the
-# samples here; the EventPipe engine keeps few samples on a loaded machine
-# (20-400 in 4 s), so the bound leaves room for their spread. Before: 14.5 %.
-check "EventPipe: Quote in over a quarter of the samples ($Q %)" python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > 25 else 1)' "$Q"
+# The runtime's sampler keeps few on-CPU samples of a saturated 2-core
+# machine (14 of 31,398 events in 4 s in a quiet fresh-clone run; 17-400 in
+# others): with 50 or more the ranking is asserted; with fewer, that the
+# summary told the user how few were kept and why.
+KEPT=$(echo "$OUT" | sed -n 's/^samples: \([0-9]*\) kept of .*/\1/p')
+if [ "${KEPT:-0}" -ge 50 ]; then
+	TOP=$(head -1 "$WORK/ep.shares" | cut -d' ' -f1)
+	check "EventPipe: the top self frame is Quote or its decimal math ($TOP)" hottest "$TOP"
+	Q=$(total_share "$WORK/ep.folded" "$QUOTE")
+	# perf_event: Quote (with the decimal math under it) is 55-65 % of the
+	# samples here. Before: 14.5 %.
+	check "EventPipe: Quote in over a quarter of the samples ($Q %)" python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > 25 else 1)' "$Q"
+else
+	contains "EventPipe: ${KEPT:-no} samples kept: the summary says they are too few" "$OUT" \
+		"samples: too few kept (${KEPT:-0}) for the shares to mean much"
+fi
 check "EventPipe: every waiting frame under 5 %" waits_below "$WORK/ep.shares" 5
 
 # ---- analyze hotpaths
@@ -124,8 +133,14 @@ print("ok")'
 # ---- doctor: the hottest named method
 expect_exit "doctor under load" 0 "$CLRTAP" doctor -p "$PID" -d 3
 HOT=$(echo "$OUT" | sed -n 's/.*(on-CPU); hottest method \(.*\) ([0-9]*% self).*/\1/p')
-check "doctor: the on-CPU finding names Quote or its decimal math hottest ($HOT)" hottest "$HOT"
-contains "doctor: says how much was unnamed" "$OUT" "of the samples in unnamed code"
+FEW=$(echo "$OUT" | sed -n 's/.* \([0-9]*\) managed samples in .* (on-CPU): too few to name the hottest method.*/\1/p')
+if [ -n "$FEW" ]; then
+	# under 50 kept samples doctor names no hottest method and says so
+	check "doctor: $FEW samples: too few to name the hottest method, said" test "$FEW" -lt 50
+else
+	check "doctor: the on-CPU finding names Quote or its decimal math hottest ($HOT)" hottest "$HOT"
+	contains "doctor: says how much was unnamed" "$OUT" "of the samples in unnamed code"
+fi
 
 # ---- where running cannot be told: thread time, waiting included
 expect_exit "profile --engine eventpipe --wall" 0 "$CLRTAP" profile -p "$PID" --engine eventpipe --wall -d 1 -o "$WORK/wall.html"

@@ -234,8 +234,10 @@ SP=$(folded_share "$WORK/perf.folded" "$HOTA" "$HOTB")
 SE=$(folded_share "$WORK/ep2.folded" "$HOTA" "$HOTB")
 echo "    HotA share: perf_event $SP %, EventPipe $SE %"
 check "both engines agree within 5 points ($SP vs $SE)" python3 -c 'import sys; sys.exit(0 if abs(float(sys.argv[1]) - float(sys.argv[2])) <= 5 else 1)' "$SP" "$SE"
-TOPP=$(sort -t' ' -k2 -n -r "$WORK/perf.folded" | head -1 | sed 's/ [0-9]*$//; s/.*;//')
-TOPE=$(sort -t' ' -k2 -n -r "$WORK/ep2.folded" | head -1 | sed 's/ [0-9]*$//; s/.*;//')
+# the count is the last field: frame names may hold spaces ("Main [lambda]")
+top_leaf() { awk '{print $NF "\t" $0}' "$1" | sort -t$'\t' -k1,1 -n -r | head -1 | cut -f2- | sed 's/ [0-9]*$//; s/.*;//'; }
+TOPP=$(top_leaf "$WORK/perf.folded")
+TOPE=$(top_leaf "$WORK/ep2.folded")
 equals "perf's top leaf is HotA" "$TOPP" "$HOTA"
 equals "EventPipe's top leaf is HotA" "$TOPE" "$HOTA"
 fi

@@ -94,9 +94,9 @@ for c in "analyze memory|" "counters monitor|" "counters collect|-o $WORK/d15.cs
 	read -r -a post <<<"${c#*|}"
 	"$CLRTAP" "${pre[@]}" -p "$NOTNET" -d 1.5 "${post[@]}" >/dev/null 2>"$WORK/d15.err"
 	rc=$?
-	if [ "$rc" -ne 2 ] && ! grep -q "invalid value" "$WORK/d15.err"; then ok "${c%%|*} -d 1.5 accepted (exit $rc)"
+	if [ "$rc" -ne 2 ] && ! grep -qE "invalid (value|duration)" "$WORK/d15.err"; then ok "${c%%|*} -d 1.5 accepted (exit $rc)"
 	else not_ok "${c%%|*} -d 1.5 accepted" "exit $rc: $(head -c 300 "$WORK/d15.err")"; fi
 	expect_exit "${c%%|*} -d 1.5x is a usage error" 2 "$CLRTAP" "${pre[@]}" -p "$NOTNET" -d 1.5x "${post[@]}"
-	contains "${c%%|*} -d 1.5x: says which value" "$ERR" "invalid value '1.5x' for --duration"
+	contains "${c%%|*} -d 1.5x: says which value" "$ERR" "invalid duration '1.5x' for --duration"
 done
 finish

@@ -191,6 +191,7 @@ static void *listen_main(void *arg)
 	lo.h = &h;
 	lo.ctx = li;
 	lo.opened = on_opened;
+	lo.prompt = true; /* the caller reports inlining as the JIT does it */
 	err = live_session_run(&lo, &res);
 	if (!err)
 		err = res.session_err;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # House rules that a compiler does not check (docs/ARCHITECTURE.md):
 # libraries never include src/ headers, never print or exit; no typedef struct;
-# each command file exports only cmd_<name>; the command table is sorted and
+# each command file exports only cmd_<name> (a subcommand's file
+# <name>_<sub>.c: cmd_<name>_<sub>); the command table is sorted and
 # every command has a doc page and an integration test.
 set -u
 cd "$(dirname "$0")/.."
@@ -23,8 +24,11 @@ for f in src/cmd/*.c; do
 		syms=$(nm --defined-only --extern-only "$obj" | awk '{print $3}')
 		[ "$syms" = "cmd_$name" ] || say "$obj exports '$syms', want only cmd_$name"
 	fi
-	[ -f "docs/cmd/$name.md" ] || say "no docs/cmd/$name.md"
-	ls tests/integration/t-*.sh | xargs grep -l -E "CLRTAP\"? $name|clrtap $name|\\\$CLRTAP\" $name" >/dev/null || say "no integration test runs '$name'"
+	# a subcommand in a file of its own: src/cmd/<command>_<sub>.c, documented
+	# in docs/cmd/<command>.md, run as "clrtap <command> <sub>"
+	doc=${name%%_*} run=${name/_/ }
+	[ -f "docs/cmd/$doc.md" ] || say "no docs/cmd/$doc.md"
+	ls tests/integration/t-*.sh | xargs grep -l -E "CLRTAP\"? $run|clrtap $run|\\\$CLRTAP\" $run" >/dev/null || say "no integration test runs '$run'"
 done
 # A target's files are opened only through lib/proc (proc_tfile_open and
 # friends, docs/SECURITY.md): no file call on a path made from the target's

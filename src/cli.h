@@ -31,6 +31,7 @@ int cmd_analyze(int argc, char **argv);
 int cmd_counters(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_dump_analyze(int argc, char **argv); /* clrtap dump analyze (src/cmd/dump_analyze.c) */
 int cmd_fleet(int argc, char **argv);
 int cmd_gcdump(int argc, char **argv);
 int cmd_help(int argc, char **argv);

@@ -296,6 +296,8 @@ int cmd_dump(int argc, char **argv)
 	int first, code, err, rootfd = -1, tfd = -1;
 	bool copied = false;
 
+	if (argc > 1 && !strcmp(argv[1], "analyze"))
+		return cmd_dump_analyze(argc - 1, argv + 1);
 	if (cli_parse(argc, argv,
 		      "clrtap dump (-p PID | -n NAME) [--type mini|heap|triage|full] [-o PATH]", opts,
 		      &first, &code))

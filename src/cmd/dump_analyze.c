@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * clrtap dump analyze - what a core dump of a .NET process says, read on
+ * this machine with the runtime's own DAC, no SDK: the triage summary (the
+ * faulting thread, its signal, the managed exception on it), every managed
+ * thread's stack, the GC heap by type and the retention path of a type or
+ * object to its root. lib/postmortem does the work; this file parses and
+ * renders.
+ */
+#include "common/compat.h"
+
+#include <signal.h>
+
+#include "cli.h"
+#include "common/clrname.h"
+#include "postmortem/postmortem.h"
+
+static const char *signame(int s)
+{
+	static const char *const names[] = {
+		[SIGHUP] = "SIGHUP", [SIGINT] = "SIGINT", [SIGQUIT] = "SIGQUIT", [SIGILL] = "SIGILL",
+		[SIGTRAP] = "SIGTRAP", [SIGABRT] = "SIGABRT", [SIGBUS] = "SIGBUS", [SIGFPE] = "SIGFPE",
+		[SIGKILL] = "SIGKILL", [SIGUSR1] = "SIGUSR1", [SIGSEGV] = "SIGSEGV",
+		[SIGUSR2] = "SIGUSR2", [SIGPIPE] = "SIGPIPE", [SIGALRM] = "SIGALRM",
+		[SIGTERM] = "SIGTERM", [SIGSTOP] = "SIGSTOP", [SIGSYS] = "SIGSYS",
+	};
+
+	return s > 0 && (size_t)s < ARRAY_SIZE(names) && names[s] ? names[s] : "signal";
+}
+
+/* A frame's name for people: the source form (Type::M [async]) unless --raw-names. */
+static const char *display(const char *raw, char *buf, size_t cap)
+{
+	return raw ? ct_clrname_display(raw, buf, cap) : "?";
+}
+
+static void json_exception(struct ct_json *j, const struct pm_exception *e)
+{
+	char buf[PM_NAME_MAX];
+	size_t i;
+
+	if (!e) {
+		ct_json_null(j);
+		return;
+	}
+	ct_json_obj_begin(j);
+	ct_json_kv_str(j, "type", e->type);
+	if (e->message)
+		ct_json_kv_str(j, "message", e->message);
+	else
+		ct_json_kv_null(j, "message");
+	ct_json_kv_i64(j, "hresult", e->hresult);
+	ct_json_kv_bool(j, "stack_read", e->frames_read);
+	ct_json_kv_arr_begin(j, "stack");
+	for (i = 0; i < e->nframes; i++)
+		ct_json_str(j, e->frames[i]);
+	ct_json_arr_end(j);
+	ct_json_kv_arr_begin(j, "stack_display");
+	for (i = 0; i < e->nframes; i++)
+		ct_json_str(j, display(e->frames[i], buf, sizeof(buf)));
+	ct_json_arr_end(j);
+	ct_json_key(j, "inner");
+	json_exception(j, e->inner);
+	ct_json_obj_end(j);
+}
+
+static void json_thread(struct ct_json *j, const struct pm_report *r, size_t ti)
+{
+	const struct pm_thread *t = &r->threads[ti];
+	char buf[PM_NAME_MAX];
+	size_t i;
+
+	ct_json_obj_begin(j);
+	ct_json_kv_u64(j, "os_tid", t->os_tid);
+	ct_json_kv_u64(j, "managed_tid", t->managed_id);
+	ct_json_kv_bool(j, "faulting", ti == r->faulting);
+	ct_json_kv_i64(j, "signal", t->signo);
+	ct_json_kv_bool(j, "in_dump", t->in_dump);
+	if (t->in_dump) {
+		ct_json_kv_u64(j, "native_ip", t->ip);
+		ct_json_kv_str(j, "native_at", t->native_at);
+	}
+	ct_json_kv_arr_begin(j, "frames");
+	for (i = 0; i < t->nframes; i++) {
+		const struct pm_frame *f = &t->frames[i];
+
+		ct_json_obj_begin(j);
+		ct_json_kv_u64(j, "ip", f->ip);
+		ct_json_kv_u64(j, "sp", f->sp);
+		ct_json_kv_str(j, "kind", f->runtime ? "runtime" : "managed");
+		if (f->name) {
+			ct_json_kv_str(j, "method", f->name);
+			ct_json_kv_str(j, "name", display(f->name, buf, sizeof(buf)));
+		} else {
+			ct_json_kv_null(j, "method");
+		}
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+	ct_json_kv_bool(j, "frames_cut", t->frames_cut);
+	ct_json_key(j, "exception");
+	json_exception(j, t->exc);
+	ct_json_obj_end(j);
+}
+
+static int cmp_size_desc(const void *x, const void *y)
+{
+	const struct pm_object *a = *(const struct pm_object *const *)x;
+	const struct pm_object *b = *(const struct pm_object *const *)y;
+
+	if (a->size != b->size)
+		return a->size > b->size ? -1 : 1;
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* The largest n objects (pointers into r->objects), biggest first. */
+static size_t largest(const struct pm_report *r, const struct pm_object **out, size_t n)
+{
+	size_t k = 0, i;
+
+	for (i = 0; i < r->nobjects; i++) {
+		const struct pm_object *o = &r->objects[i];
+
+		if (!strcmp(r->types[o->type].name, "Free"))
+			continue;
+		if (k < n) {
+			out[k++] = o;
+			qsort(out, k, sizeof(*out), cmp_size_desc);
+		} else if (o->size > out[n - 1]->size) {
+			out[n - 1] = o;
+			qsort(out, k, sizeof(*out), cmp_size_desc);
+		}
+	}
+	return k;
+}
+
+#define TOP_LARGEST 10
+
+static void json_heap(struct ct_json *j, const struct pm_report *r)
+{
+	const struct pm_object *big[TOP_LARGEST];
+	size_t i, n;
+
+	ct_json_obj_begin(j);
+	ct_json_kv_bool(j, "read", r->heap_read);
+	if (r->heap_note[0])
+		ct_json_kv_str(j, "note", r->heap_note);
+	else
+		ct_json_kv_null(j, "note");
+	ct_json_kv_u64(j, "objects", r->nobjects);
+	ct_json_kv_u64(j, "bytes", r->heap_bytes);
+	ct_json_kv_u64(j, "regions", r->segments);
+	ct_json_kv_u64(j, "regions_cut", r->segments_cut);
+	ct_json_kv_arr_begin(j, "types");
+	for (i = 0; i < r->ntypes; i++) {
+		ct_json_obj_begin(j);
+		ct_json_kv_str(j, "type", r->types[i].name);
+		ct_json_kv_u64(j, "count", r->types[i].count);
+		ct_json_kv_u64(j, "bytes", r->types[i].bytes);
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+	n = largest(r, big, TOP_LARGEST);
+	ct_json_kv_arr_begin(j, "largest");
+	for (i = 0; i < n; i++) {
+		ct_json_obj_begin(j);
+		ct_json_kv_u64(j, "address", big[i]->addr);
+		ct_json_kv_u64(j, "size", big[i]->size);
+		ct_json_kv_str(j, "type", r->types[big[i]->type].name);
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+	ct_json_obj_end(j);
+}
+
+static void json_root(struct ct_json *j, const struct pm_path_result *p)
+{
+	size_t i;
+
+	ct_json_obj_begin(j);
+	ct_json_kv_str(j, "target", p->target);
+	ct_json_kv_u64(j, "instances", p->instances);
+	ct_json_kv_u64(j, "reached", p->reached);
+	ct_json_kv_arr_begin(j, "paths");
+	for (i = 0; i < p->npaths; i++) {
+		ct_json_obj_begin(j);
+		ct_json_kv_u64(j, "count", p->counts[i]);
+		ct_json_kv_str(j, "path", p->paths[i]);
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+	ct_json_obj_end(j);
+}
+
+static int render_json(const char *file, const struct pm_report *r, const struct pm_path_result *root)
+{
+	struct strbuf sb;
+	struct ct_json j;
+	size_t i;
+	int code;
+
+	strbuf_init(&sb, 0);
+	ct_json_init(&j, &sb);
+	ct_json_obj_begin_lines(&j);
+	ct_json_kv_str(&j, "dump", file);
+	ct_json_kv_i64(&j, "pid", r->pid);
+	ct_json_kv_str(&j, "process", r->comm);
+	ct_json_kv_str(&j, "runtime", r->runtime);
+	ct_json_kv_obj_begin(&j, "dac");
+	ct_json_kv_str(&j, "path", r->dac);
+	ct_json_kv_str(&j, "matched_by", r->dac_how ? r->dac_how : "");
+	ct_json_kv_str(&j, "build_id", r->build_id);
+	ct_json_obj_end(&j);
+	ct_json_kv_obj_begin(&j, "signal");
+	ct_json_kv_i64(&j, "number", r->signo);
+	ct_json_kv_str(&j, "name", r->signo ? signame(r->signo) : "");
+	ct_json_kv_i64(&j, "code", r->si_code);
+	ct_json_kv_u64(&j, "address", r->fault_addr);
+	ct_json_kv_i64(&j, "tid", r->fault_tid);
+	ct_json_obj_end(&j);
+	if (r->faulting != SIZE_MAX)
+		ct_json_kv_u64(&j, "faulting_thread", r->threads[r->faulting].os_tid);
+	else
+		ct_json_kv_null(&j, "faulting_thread");
+	ct_json_kv_u64(&j, "threads_in_dump", r->native_threads);
+	ct_json_kv_arr_begin(&j, "threads");
+	for (i = 0; i < r->nthreads; i++)
+		json_thread(&j, r, i);
+	ct_json_arr_end(&j);
+	ct_json_key(&j, "heap");
+	json_heap(&j, r);
+	if (root) {
+		ct_json_key(&j, "root");
+		json_root(&j, root);
+	}
+	ct_json_kv_u64(&j, "failed_reads", r->failed_reads);
+	ct_json_obj_end(&j);
+	code = cli_json_out(&j, stdout);
+	strbuf_release(&sb);
+	return code;
+}
+
+static void print_exception(const struct pm_exception *e, const char *indent)
+{
+	char buf[PM_NAME_MAX];
+	unsigned depth = 0;
+	size_t i;
+
+	for (; e; e = e->inner, depth++) {
+		printf("%s%s%s: %s\n", indent, depth ? "inner: " : "", cli_safe(e->type),
+		       e->message ? cli_safe(e->message) : "(no message)");
+		if (e->nframes)
+			printf("%s  thrown in %s\n", indent,
+			       cli_safe(display(e->frames[0], buf, sizeof(buf))));
+		for (i = 0; i < e->nframes; i++)
+			printf("%s    at %s\n", indent, cli_safe(display(e->frames[i], buf, sizeof(buf))));
+		if (!e->frames_read)
+			printf("%s  (its stack trace is not in the dump)\n", indent);
+	}
+}
+
+static void print_thread(const struct pm_report *r, size_t ti, size_t max_frames)
+{
+	const struct pm_thread *t = &r->threads[ti];
+	char buf[PM_NAME_MAX];
+	size_t i, shown = 0;
+
+	printf("thread %u (managed %u)%s", t->os_tid, t->managed_id,
+	       ti == r->faulting ? " [faulting]" : "");
+	if (t->signo)
+		printf(" %s", signame(t->signo));
+	if (!t->in_dump)
+		printf(" (not running: no registers in the dump)");
+	printf("\n");
+	if (t->in_dump && t->native_at[0])
+		printf("    native  %s\n", cli_safe(t->native_at));
+	for (i = 0; i < t->nframes && shown < max_frames; i++) {
+		const struct pm_frame *f = &t->frames[i];
+
+		if (f->runtime && !f->name)
+			continue;
+		printf("    %s%s\n", cli_safe(display(f->name, buf, sizeof(buf))),
+		       f->runtime ? " [runtime frame]" : "");
+		shown++;
+	}
+	if (i < t->nframes || t->frames_cut)
+		printf("    ... (%zu frames more%s)\n", t->nframes - i,
+		       t->frames_cut ? ", and the stack was cut" : "");
+}
+
+static void render_text(const char *file, const struct pm_report *r, const struct pm_path_result *root,
+			size_t top)
+{
+	const struct pm_object *big[TOP_LARGEST];
+	size_t i, n;
+
+	printf("dump %s: pid %d (%s), .NET %s\n", cli_safe(file), r->pid, cli_safe(r->comm),
+	       r->runtime[0] ? r->runtime : "(version unknown)");
+	printf("  DAC %s (matched by %s)\n", cli_safe(r->dac), r->dac_how ? r->dac_how : "?");
+	if (r->signo)
+		printf("signal %s (%d) on thread %d%s\n", signame(r->signo), r->signo, r->fault_tid,
+		       r->faulting != SIZE_MAX ? "" : " (not a managed thread)");
+	else
+		printf("no signal recorded (a dump of a live process)\n");
+	if (r->faulting != SIZE_MAX) {
+		const struct pm_thread *t = &r->threads[r->faulting];
+
+		if (t->exc) {
+			printf("exception on the faulting thread:\n");
+			print_exception(t->exc, "  ");
+		} else {
+			printf("no managed exception on the faulting thread\n");
+		}
+	}
+	printf("threads: %zu managed, %zu in the dump\n\n", r->nthreads, r->native_threads);
+	for (i = 0; i < r->nthreads; i++) {
+		print_thread(r, i, 40);
+		if (i != r->faulting && r->threads[i].exc) {
+			printf("    last exception:\n");
+			print_exception(r->threads[i].exc, "      ");
+		}
+	}
+	printf("\n");
+	if (!r->heap_read) {
+		printf("heap: not read: %s\n", r->heap_note[0] ? r->heap_note : "not asked");
+	} else {
+		printf("heap: %zu objects, %" PRIu64 " bytes, %zu types\n", r->nobjects, r->heap_bytes,
+		       r->ntypes);
+		if (r->heap_note[0])
+			printf("  note: %s\n", r->heap_note);
+		printf("  %12s %14s  %s\n", "count", "bytes", "type");
+		for (i = 0; i < r->ntypes && i < top; i++)
+			printf("  %12" PRIu64 " %14" PRIu64 "  %s\n", r->types[i].count,
+			       r->types[i].bytes, cli_safe(r->types[i].name));
+		if (r->ntypes > top)
+			printf("  ... %zu types more (--top, --json)\n", r->ntypes - top);
+		n = largest(r, big, TOP_LARGEST);
+		if (n) {
+			printf("largest objects:\n");
+			for (i = 0; i < n; i++)
+				printf("  0x%-16" PRIx64 " %12" PRIu64 "  %s\n", big[i]->addr, big[i]->size,
+				       cli_safe(r->types[big[i]->type].name));
+		}
+	}
+	if (root) {
+		printf("\nretention of %s: %" PRIu64 " instance(s), %" PRIu64 " reached from a root\n",
+		       cli_safe(root->target), root->instances, root->reached);
+		for (i = 0; i < root->npaths; i++)
+			printf("  %" PRIu64 " x %s\n", root->counts[i], cli_safe(root->paths[i]));
+	}
+	if (r->failed_reads)
+		printf("\n(%" PRIu64 " reads asked for memory the dump does not hold: a heap or triage dump lacks some; what is shown was read)\n",
+		       r->failed_reads);
+}
+
+int cmd_dump_analyze(int argc, char **argv)
+{
+	const char *dac = NULL, *root_s = NULL;
+	bool json = false, no_heap = false;
+	int top = 20, first, code, err;
+	const struct cli_option opts[] = {
+		{ 0, "dac", CLI_OPT_STRING, &dac, "PATH",
+		  "the runtime's libmscordaccore.so (default: found by the dump's libcoreclr.so build id)" },
+		{ 0, "root", CLI_OPT_STRING, &root_s, "TYPE|ADDR",
+		  "retention path to a root of a type's instances or of one object (0x...)" },
+		{ 0, "top", CLI_OPT_INT, &top, "N", "heap types shown (default 20; --json has all)" },
+		{ 0, "no-heap", CLI_OPT_BOOL, &no_heap, NULL, "do not walk the GC heap" },
+		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the result as JSON" },
+		{ 0 },
+	};
+	struct pm_opts o = { 0 };
+	struct pm_path_result root = { 0 };
+	struct pm_report *r = NULL;
+	char why[512] = "";
+
+	if (cli_parse(argc, argv, "clrtap dump analyze FILE [--json] [--root TYPE|ADDR] [--dac PATH]",
+		      opts, &first, &code))
+		return code;
+	if (first >= argc)
+		return cli_error(EXIT_USAGE, "dump analyze: give the core file");
+	if (first + 1 < argc)
+		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first + 1]);
+	if (top < 1)
+		return cli_error(EXIT_USAGE, "--top must be 1 or more");
+	if (root_s && no_heap)
+		return cli_error(EXIT_USAGE, "--root needs the heap: drop --no-heap");
+	o.dac = dac;
+	o.heap = !no_heap;
+	err = pm_open(argv[first], &o, &r, why, sizeof(why));
+	if (err) {
+		switch (err) {
+		case -EINVAL:
+		case -EBADMSG:
+			return cli_error(EXIT_BAD_INPUT, "%s: %s", argv[first], why);
+		case -ENODATA:
+			return cli_error(EXIT_NOT_DOTNET, "%s: %s", argv[first], why);
+		case -ENOPKG:
+		case -EPROTONOSUPPORT:
+		case -ELIBBAD:
+		case -EPROTO:
+			return cli_error(EXIT_RUNTIME, "%s: %s", argv[first], why);
+		default:
+			return cli_error(ct_exit_for(err), "%s: %s", argv[first], why[0] ? why : strerror(-err));
+		}
+	}
+	if (root_s) {
+		err = pm_root(r, root_s, &root, why, sizeof(why));
+		if (err) {
+			pm_free(r);
+			return cli_error(err == -ENOENT ? EXIT_USAGE : EXIT_ERROR, "--root %s: %s",
+					 root_s, why);
+		}
+	}
+	if (json)
+		code = render_json(argv[first], r, root_s ? &root : NULL);
+	else
+		code = (render_text(argv[first], r, root_s ? &root : NULL, (size_t)top), EXIT_OK);
+	pm_path_result_free(&root);
+	pm_free(r);
+	return code;
+}

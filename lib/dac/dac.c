@@ -41,6 +41,7 @@ static const struct guid IID_ICLRDataTarget = { 0x3e11ccee, 0xd08b, 0x43e5, { 0x
 static const struct guid IID_IXCLRDataProcess = { 0x5c552ab6, 0xfc09, 0x4cb3, { 0x8e, 0x36, 0x22, 0xfa, 0x03, 0xc7, 0x98, 0xb7 } };
 static const struct guid IID_ISOSDacInterface = { 0x436f00f2, 0xb42a, 0x4b9f, { 0x87, 0x0c, 0xe7, 0x3d, 0xb6, 0x6a, 0xe9, 0x30 } };
 static const struct guid IID_ISOSDacInterface2 = { 0xa16026ec, 0x96f4, 0x40ba, { 0x87, 0xfb, 0x55, 0x75, 0x98, 0x6f, 0xb7, 0xaf } };
+static const struct guid IID_ISOSDacInterface14 = { 0x9aa22aca, 0x6dc6, 0x4a0c, { 0xb4, 0xe0, 0x70, 0xd2, 0x41, 0x6b, 0x98, 0x37 } };
 static const struct guid IID_ISOSDacInterface8 = { 0xc12f35a9, 0xe55c, 0x4520, { 0xa8, 0x94, 0xb3, 0xdc, 0x51, 0x65, 0xdf, 0xce } };
 
 /* ----- a COM object as the DAC sees it: a pointer to a table of functions ----- */
@@ -68,6 +69,12 @@ typedef HRESULT (*fn_req)(void *, uint32_t, uint32_t, void *, uint32_t, void *);
 /* vtable slots (IUnknown takes 0..2) */
 enum {
 	SOS_GetThreadStoreData = 3,
+	SOS_GetAppDomainStoreData = 4,
+	SOS_GetAppDomainList = 5,
+	SOS_GetAssemblyList = 9,
+	SOS_GetModuleData = 13,
+	SOS_TraverseModuleMap = 14,
+	SOS_GetAssemblyModuleList = 15,
 	SOS_GetThreadData = 17,
 	SOS_GetMethodDescData = 20,
 	SOS_GetMethodDescPtrFromIP = 21,
@@ -76,6 +83,8 @@ enum {
 	SOS_GetObjectStringData = 34,
 	SOS_GetMethodTableName = 36,
 	SOS_GetMethodTableData = 37,
+	SOS_GetMethodTableFieldData = 39,
+	SOS_GetFieldDescData = 42,
 	SOS_GetGCHeapData = 46,
 	SOS_GetGCHeapList = 47,
 	SOS_GetGCHeapDetails = 48,
@@ -85,6 +94,7 @@ enum {
 	SOS_GetUsefulGlobals = 70,
 	SOS_GetStackReferences = 78,
 	SOS2_GetObjectExceptionData = 3,
+	SOS14_GetStaticBaseAddress = 3,
 	SOS8_GetNumberGenerations = 3,
 	SOS8_GetGenerationTable = 4,
 	SOS8_GetGenerationTableSvr = 6,
@@ -179,6 +189,36 @@ struct DacpHeapSegmentData {
 	size_t flags;
 	uint64_t background_allocated;
 };
+struct DacpAppDomainStoreData {
+	uint64_t sharedDomain, systemDomain;
+	int32_t DomainCount;
+};
+struct DacpModuleData {
+	uint64_t Address, PEAssembly, ilBase, metadataStart, metadataSize, Assembly;
+	int32_t bIsReflection, bIsPEFile;
+	uint64_t dwBaseClassIndex, dwModuleID;
+	uint32_t dwTransientFlags;
+	uint64_t TypeDefToMethodTableMap, TypeRefToMethodTableMap, MethodDefToDescMap,
+		FieldDefToDescMap, MemberRefToDescMap, FileReferencesMap, ManifestModuleReferencesMap,
+		LoaderAllocator, ThunkHeap, dwModuleIndex;
+};
+struct DacpMethodTableFieldData {
+	uint16_t wNumInstanceFields, wNumStaticFields, wNumThreadStaticFields;
+	uint64_t FirstField;
+	uint16_t wContextStaticOffset, wContextStaticsSize;
+};
+struct DacpFieldDescData {
+	uint32_t Type, sigType;
+	uint64_t MTOfType, ModuleOfType;
+	uint32_t TokenOfType, mb;
+	uint64_t MTOfEnclosingClass;
+	uint32_t dwOffset;
+	int32_t bIsThreadLocal, bIsContextLocal, bIsStatic;
+	uint64_t NextField;
+};
+_Static_assert(sizeof(struct DacpFieldDescData) == 64, "DacpFieldDescData");
+_Static_assert(sizeof(struct DacpMethodTableFieldData) == 24, "DacpMethodTableFieldData");
+
 struct SOSHandleData {
 	uint64_t AppDomain, Handle, Secondary;
 	uint32_t Type;
@@ -211,7 +251,7 @@ struct dac {
 	void *lib;
 	void *process;  /* IXCLRDataProcess */
 	void *sos;      /* ISOSDacInterface */
-	void *sos2, *sos8;
+	void *sos2, *sos8, *sos14;
 	uint64_t coreclr_base;
 	uint64_t failed_reads;
 };
@@ -641,6 +681,8 @@ int dac_open(const struct core_file *c, const struct dac_found *f, struct dac **
 		d->sos2 = NULL;
 	if (HR_FAILED(VFN(d->process, 0, fn_gp)(d->process, &IID_ISOSDacInterface8, &d->sos8)))
 		d->sos8 = NULL;
+	if (HR_FAILED(VFN(d->process, 0, fn_gp)(d->process, &IID_ISOSDacInterface14, &d->sos14)))
+		d->sos14 = NULL;
 	*out = d;
 	return 0;
 }
@@ -649,6 +691,7 @@ void dac_close(struct dac *d)
 {
 	if (!d)
 		return;
+	COM_RELEASE(d->sos14);
 	COM_RELEASE(d->sos8);
 	COM_RELEASE(d->sos2);
 	COM_RELEASE(d->sos);
@@ -1246,4 +1289,153 @@ int dac_stack_refs(struct dac *d, uint32_t os_tid, uint64_t **out, size_t *n, si
 	*out = v;
 	*n = k;
 	return 0;
+}
+
+/* ----- statics ----- */
+
+typedef HRESULT (*fn_asm)(void *, uint64_t, int32_t, uint64_t *, int32_t *);
+typedef HRESULT (*fn_map)(void *, int32_t, uint64_t, void (*)(uint32_t, uint64_t, void *), void *);
+typedef HRESULT (*fn_app)(void *, uint64_t, void *, void *);
+
+static int add_unique(uint64_t *v, size_t *k, size_t max, uint64_t x)
+{
+	size_t i;
+
+	for (i = 0; i < *k; i++)
+		if (v[i] == x)
+			return 0;
+	if (*k >= max)
+		return -E2BIG;
+	v[(*k)++] = x;
+	return 0;
+}
+
+#define DAC_MAX_DOMAINS 64
+#define DAC_MAX_ASSEMBLIES 8192
+
+int dac_modules(struct dac *d, uint64_t **out, size_t *n, size_t max)
+{
+	struct DacpAppDomainStoreData ads = { 0 };
+	uint64_t domains[DAC_MAX_DOMAINS + 1], *asms = NULL, *mods;
+	uint32_t need = 0;
+	size_t nd = 0, i, k = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (HR_FAILED(VFN(d->sos, SOS_GetAppDomainStoreData, fn_p)(d->sos, &ads)))
+		return -EPROTO;
+	if (ads.systemDomain)
+		domains[nd++] = ads.systemDomain;
+	if (ads.DomainCount > 0 && ads.DomainCount <= DAC_MAX_DOMAINS &&
+	    !HR_FAILED(VFN(d->sos, SOS_GetAppDomainList, fn_upp)(d->sos, (uint32_t)ads.DomainCount,
+								 domains + nd, &need)))
+		nd += CT_MIN(need, (uint32_t)ads.DomainCount);
+	mods = calloc(max ? max : 1, sizeof(*mods));
+	asms = calloc(DAC_MAX_ASSEMBLIES, sizeof(*asms));
+	if (!mods || !asms) {
+		free(mods);
+		free(asms);
+		return -ENOMEM;
+	}
+	for (i = 0; i < nd; i++) {
+		int32_t na = 0, j;
+
+		if (HR_FAILED(VFN(d->sos, SOS_GetAssemblyList, fn_asm)(d->sos, domains[i], DAC_MAX_ASSEMBLIES,
+								   asms, &na)))
+			continue;
+		for (j = 0; j < na && j < DAC_MAX_ASSEMBLIES; j++) {
+			uint64_t m[64];
+			uint32_t nm = 0, q;
+
+			if (HR_FAILED(VFN(d->sos, SOS_GetAssemblyModuleList, fn_aupp)(d->sos, asms[j], 64u, m,
+										      &nm)))
+				continue;
+			for (q = 0; q < nm && q < 64; q++)
+				if (m[q])
+					add_unique(mods, &k, max, m[q]);
+		}
+	}
+	free(asms);
+	*out = mods;
+	*n = k;
+	return 0;
+}
+
+struct map_ctx {
+	void (*fn)(void *ctx, uint64_t mt);
+	void *ctx;
+};
+
+static void map_cb(uint32_t index, uint64_t mt, void *token)
+{
+	struct map_ctx *m = token;
+
+	(void)index;
+	if (mt)
+		m->fn(m->ctx, mt);
+}
+
+int dac_module_types(struct dac *d, uint64_t module, void (*fn)(void *ctx, uint64_t mt), void *ctx)
+{
+	struct map_ctx m = { fn, ctx };
+
+	if (HR_FAILED(VFN(d->sos, SOS_TraverseModuleMap, fn_map)(d->sos, 0 /* TYPEDEFTOMETHODTABLE */,
+								 module, map_cb, &m)))
+		return -EPROTO;
+	return 0;
+}
+
+int dac_module_metadata(struct dac *d, uint64_t module, uint64_t *addr, uint64_t *size)
+{
+	struct DacpModuleData md;
+
+	memset(&md, 0, sizeof(md));
+	if (HR_FAILED(VFN(d->sos, SOS_GetModuleData, fn_ap)(d->sos, module, &md)) || !md.metadataStart)
+		return -EPROTO;
+	*addr = md.metadataStart;
+	*size = md.metadataSize;
+	return 0;
+}
+
+int dac_mt_fields(struct dac *d, uint64_t mt, struct dac_field *out, size_t *n, size_t max)
+{
+	struct DacpMethodTableFieldData fd;
+	uint64_t f;
+	size_t k = 0, total;
+
+	*n = 0;
+	memset(&fd, 0, sizeof(fd));
+	if (HR_FAILED(VFN(d->sos, SOS_GetMethodTableFieldData, fn_ap)(d->sos, mt, &fd)))
+		return -EPROTO;
+	total = (size_t)fd.wNumInstanceFields + fd.wNumStaticFields + fd.wNumThreadStaticFields;
+	for (f = fd.FirstField; f && k < max && k < total;) {
+		struct DacpFieldDescData fdd;
+
+		memset(&fdd, 0, sizeof(fdd));
+		if (HR_FAILED(VFN(d->sos, SOS_GetFieldDescData, fn_ap)(d->sos, f, &fdd)))
+			break;
+		out[k].token = fdd.mb;
+		out[k].offset = fdd.dwOffset;
+		out[k].elem_type = fdd.Type;
+		out[k].is_static = fdd.bIsStatic != 0;
+		out[k].thread_local = fdd.bIsThreadLocal != 0;
+		k++;
+		if (fdd.NextField == f)
+			break;
+		f = fdd.NextField;
+	}
+	*n = k;
+	return 0;
+}
+
+int dac_static_base(struct dac *d, uint64_t mt, uint64_t *gc_base)
+{
+	uint64_t nongc = 0;
+
+	*gc_base = 0;
+	if (!d->sos14)
+		return -EOPNOTSUPP;
+	if (HR_FAILED(VFN(d->sos14, SOS14_GetStaticBaseAddress, fn_app)(d->sos14, mt, &nongc, gc_base)))
+		return -EPROTO;
+	return *gc_base ? 0 : -ENODATA;
 }

@@ -114,6 +114,26 @@ int dac_handles(struct dac *d, struct dac_handle **out, size_t *n, size_t max);
 /* Objects referenced from a thread's stack (GC-reported). */
 int dac_stack_refs(struct dac *d, uint32_t os_tid, uint64_t **out, size_t *n, size_t max);
 
+/* ----- statics (for naming a static field that roots an object) ----- */
+
+/* Every module of every assembly of the system and app domains (at most max). */
+int dac_modules(struct dac *d, uint64_t **out, size_t *n, size_t max);
+/* The method tables of the types a module has loaded: fn(ctx, mt) for each. */
+int dac_module_types(struct dac *d, uint64_t module, void (*fn)(void *ctx, uint64_t mt), void *ctx);
+/* Where a module's metadata (the "BSJB" root) lies in the dump. */
+int dac_module_metadata(struct dac *d, uint64_t module, uint64_t *addr, uint64_t *size);
+
+struct dac_field {
+	uint32_t token;          /* FieldDef */
+	uint32_t offset;         /* from the static (or instance) base */
+	uint32_t elem_type;      /* ELEMENT_TYPE_* */
+	bool is_static, thread_local;
+};
+/* A type's own fields (instance and static), at most max. */
+int dac_mt_fields(struct dac *d, uint64_t mt, struct dac_field *out, size_t *n, size_t max);
+/* The GC statics base of a type (.NET 9 and later: ISOSDacInterface14); -EOPNOTSUPP before. */
+int dac_static_base(struct dac *d, uint64_t mt, uint64_t *gc_base);
+
 /* Reads the dump's memory (what the data target answers with). */
 ssize_t dac_read(const struct dac *d, uint64_t addr, void *buf, size_t len);
 

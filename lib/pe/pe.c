@@ -646,6 +646,30 @@ int pe_file_open_mem(const void *data, size_t len, const struct pe_open_opts *op
 	return 0;
 }
 
+int pe_md_open_mem(const void *data, size_t len, struct pe_file **out)
+{
+	struct pe_file *pf;
+	int err;
+
+	if (!data || !out)
+		return -EINVAL;
+	*out = NULL;
+	if (len > UINT32_MAX)
+		return -EFBIG;
+	pf = calloc(1, sizeof(*pf));
+	if (!pf)
+		return -ENOMEM;
+	init_common(pf, NULL);
+	pf->opts.flags |= PE_OPEN_NO_RESOLVE;
+	err = pe_md_parse(&pf->md, data, (uint32_t)len);
+	if (err) {
+		pe_file_close(pf);
+		return err;
+	}
+	*out = pf;
+	return 0;
+}
+
 static int copy_search_dirs(struct pe_file *pf, const char *const *dirs)
 {
 	size_t n = 0, i;

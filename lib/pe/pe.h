@@ -154,6 +154,12 @@ int pe_file_open(const char *path, const struct pe_open_opts *opts, struct pe_fi
  */
 int pe_file_open_mem(const void *data, size_t len, const struct pe_open_opts *opts,
 		     struct pe_file **out);
+/*
+ * Only a metadata blob (the "BSJB" root, as a module's metadata lies in a
+ * process's memory): the pe_md_* lookups work on it, nothing else does.
+ * data must outlive *out.
+ */
+int pe_md_open_mem(const void *data, size_t len, struct pe_file **out);
 /* Frees everything, including assemblies it opened. NULL is fine. */
 void pe_file_close(struct pe_file *pf);
 

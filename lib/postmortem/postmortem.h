@@ -111,6 +111,7 @@ struct pm_path_result {
 	char **paths;           /* "[static variable Keep.Holder.Items] Keep.Item[] -> Keep.Item" ... */
 	uint64_t *counts;
 	size_t npaths;
+	char note[256];         /* what could not be resolved (static names before .NET 9) */
 };
 int pm_root(struct pm_report *r, const char *what, struct pm_path_result *out, char *why,
 	    size_t whylen);

@@ -181,6 +181,10 @@ static void json_root(struct ct_json *j, const struct pm_path_result *p)
 	ct_json_kv_str(j, "target", p->target);
 	ct_json_kv_u64(j, "instances", p->instances);
 	ct_json_kv_u64(j, "reached", p->reached);
+	if (p->note[0])
+		ct_json_kv_str(j, "note", p->note);
+	else
+		ct_json_kv_null(j, "note");
 	ct_json_kv_arr_begin(j, "paths");
 	for (i = 0; i < p->npaths; i++) {
 		ct_json_obj_begin(j);
@@ -347,6 +351,8 @@ static void render_text(const char *file, const struct pm_report *r, const struc
 		       cli_safe(root->target), root->instances, root->reached);
 		for (i = 0; i < root->npaths; i++)
 			printf("  %" PRIu64 " x %s\n", root->counts[i], cli_safe(root->paths[i]));
+		if (root->note[0])
+			printf("  (%s)\n", root->note);
 	}
 	if (r->failed_reads)
 		printf("\n(%" PRIu64 " reads asked for memory the dump does not hold: a heap or triage dump lacks some; what is shown was read)\n",

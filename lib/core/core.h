@@ -42,8 +42,8 @@ struct core_regs {                /* x86_64 user_regs_struct order; aarch64: x0.
 struct core_thread {
 	int tid;
 	int signo;                    /* pr_cursig from NT_PRSTATUS (0 = not the signalled one) */
-	/* NB: the kernel and createdump write the fatal signal on EVERY thread; the kernel writes the
-	   dumping thread first. */
+	/* NB: the kernel writes the fatal signal on EVERY thread, the dumping one first; createdump
+	   (.NET 10) writes it on the crashing thread only, in no particular place. */
 	struct core_regs regs;
 };
 

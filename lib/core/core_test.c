@@ -284,17 +284,35 @@ static void check_synthetic(struct core_file *c)
 	assert_int_equal(core_check_complete(c, (char[64]){ 0 }, 64), 0);
 }
 
+/* CT_CORE_SEED_DIR=dir: the synthetic cores are also written there (tests/data/core/ was made so). */
+static void write_seed(const struct img *im, const char *name)
+{
+	const char *dir = getenv("CT_CORE_SEED_DIR");
+	char path[PATH_MAX];
+	FILE *f;
+
+	if (!dir)
+		return;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(im->b, 1, im->len, f), im->len);
+	assert_int_equal(fclose(f), 0);
+}
+
 static void test_synthetic(void **state)
 {
 	struct img *im = malloc(sizeof(*im));
 	struct core_file *c;
 
 	build(im, false);
+	write_seed(im, "synthetic.core");
 	c = open_img(im, im->len);
 	check_synthetic(c);
 	core_close(c);
 	/* the same with the program header count in section header 0 */
 	build(im, true);
+	write_seed(im, "synthetic-xnum.core");
 	c = open_img(im, im->len);
 	check_synthetic(c);
 	core_close(c);

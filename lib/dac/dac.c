@@ -837,70 +837,120 @@ static int wide_to_utf8(const WCHAR *w, size_t cap_units, char *out, size_t cap)
 #define NAME_UNITS 2048
 
 /*
- * The runtime writes generic arguments as List`1[[System.Int32, System.Private.CoreLib]];
- * clrtap writes List<System.Int32> (as lib/heap names types).
+ * The runtime writes generic arguments after the whole nested name:
+ * Dictionary`2+Entry[[System.String, System.Private.CoreLib],[System.Object, ...]][];
+ * clrtap writes them where C# does, on the type that declares them (as ClrMD
+ * and lib/heap name types): Dictionary<System.String, System.Object>+Entry[].
  */
+#define GEN_MAX_ARGS 32
+
+/* The end of the generic argument list that starts at in ("[[...]]" : in points at the first '['). */
+static const char *gen_args_end(const char *in)
+{
+	int depth = 0;
+
+	for (; *in; in++) {
+		if (*in == '[')
+			depth++;
+		else if (*in == ']' && --depth == 0)
+			return in + 1;
+	}
+	return NULL;
+}
+
+static void generic_to_csharp(const char *in, char *out, size_t cap);
+
+/* Splits "[[A, asm],[B, asm]]" into converted args. */
+static size_t gen_split(const char *p, const char *end, char args[][512], size_t max)
+{
+	size_t n = 0;
+
+	p++; /* outer '[' */
+	while (p < end && *p == '[' && n < max) {
+		const char *q = p + 1, *stop;
+		int depth = 0;
+		char raw[512];
+		size_t len;
+
+		for (stop = q; stop < end; stop++) {
+			if (*stop == '[')
+				depth++;
+			else if (*stop == ']') {
+				if (!depth)
+					break;
+				depth--;
+			} else if (*stop == ',' && !depth) {
+				break;
+			}
+		}
+		len = (size_t)(stop - q);
+		if (len >= sizeof(raw))
+			len = sizeof(raw) - 1;
+		memcpy(raw, q, len);
+		raw[len] = '\0';
+		generic_to_csharp(raw, args[n++], 512);
+		while (stop < end && *stop != ']') /* ", Assembly, Version=..." */
+			stop++;
+		p = stop + 1;
+		if (p < end && *p == ',')
+			p++;
+	}
+	return n;
+}
+
 static void generic_to_csharp(const char *in, char *out, size_t cap)
 {
-	size_t o = 0, i = 0, n = strlen(in);
-	int depth = 0;
-	bool skip = false; /* inside ", Assembly, Version=..." of a generic argument */
+	char (*args)[512] = NULL;
+	const char *p, *list = NULL, *list_end = NULL;
+	size_t o = 0, nargs = 0, used = 0;
 
 #define EMIT(ch) \
 	do { \
 		if (o + 1 < cap) \
 			out[o++] = (ch); \
 	} while (0)
-	while (i < n) {
-		char c = in[i];
+	/* the argument list: the first "[[" */
+	for (p = in; *p; p++)
+		if (p[0] == '[' && p[1] == '[') {
+			list = p;
+			list_end = gen_args_end(p);
+			break;
+		}
+	if (list && list_end && (args = calloc(GEN_MAX_ARGS, sizeof(*args))))
+		nargs = gen_split(list, list_end - 1, args, GEN_MAX_ARGS);
+	for (p = in; *p;) {
+		if (list && p == list && list_end) {
+			p = list_end;
+			continue;
+		}
+		if (*p == '`' && p[1] >= '0' && p[1] <= '9') {
+			size_t arity = 0, k;
 
-		if (skip && c != ']') {
-			i++;
-			continue;
-		}
-		if (c == '`' && in[i + 1] >= '0' && in[i + 1] <= '9') {
-			for (i++; in[i] >= '0' && in[i] <= '9'; i++)
-				;
-			continue;
-		}
-		if (c == '[' && in[i + 1] == '[') {
+			for (p++; *p >= '0' && *p <= '9'; p++)
+				arity = arity * 10 + (size_t)(*p - '0');
+			if (!args || used + arity > nargs)
+				continue; /* an open generic type: no arguments to show */
 			EMIT('<');
-			depth++;
-			i += 2;
-			continue;
-		}
-		if (c == '[' && (in[i + 1] == ']' || in[i + 1] == ',' || in[i + 1] == '*')) {
-			for (; i < n && in[i] != ']'; i++) /* an array rank: [], [,] */
-				EMIT(in[i]);
-			if (i < n)
-				EMIT(in[i++]);
-			continue;
-		}
-		if (depth && c == ',') {
-			skip = true;
-			i++;
-			continue;
-		}
-		if (depth && c == ']') {
-			skip = false;
-			if (in[i + 1] == ',' && in[i + 2] == '[') {
-				EMIT(',');
-				EMIT(' ');
-				i += 3;
-			} else if (in[i + 1] == ']') {
-				EMIT('>');
-				depth--;
-				i += 2;
-			} else {
-				i++;
+			for (k = 0; k < arity; k++) {
+				const char *a = args[used + k];
+
+				if (k) {
+					EMIT(',');
+					EMIT(' ');
+				}
+				while (*a)
+					EMIT(*a++);
 			}
+			EMIT('>');
+			used += arity;
 			continue;
 		}
-		EMIT(c);
-		i++;
+		EMIT(*p);
+		p++;
 	}
 #undef EMIT
 	out[o] = '\0';
+	free(args);
 }
 
 int dac_mt_name(struct dac *d, uint64_t mt, char *out, size_t cap)

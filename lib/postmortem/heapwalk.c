@@ -173,7 +173,7 @@ static int walk_segment(struct walk *w, uint64_t mem, uint64_t end)
 	uint64_t a = mem;
 
 	while (a < end) {
-		uint64_t mt, size, skip = actx_skip(w, a);
+		uint64_t mt, size, step, skip = actx_skip(w, a);
 		uint32_t idx, len = 0;
 		const struct pm_type *t;
 		int err;
@@ -195,13 +195,19 @@ static int walk_segment(struct walk *w, uint64_t mem, uint64_t end)
 				return -EPROTO;
 			size += (uint64_t)len * t->component_size;
 		}
-		size = (size + 7) & ~7ull;
-		if (size < MIN_OBJ || size > end - a)
+		/*
+		 * objects lie 8-byte aligned; their size is counted as SOS and ClrMD
+		 * count it: unaligned, but never below the smallest object
+		 */
+		if (size < MIN_OBJ)
+			size = MIN_OBJ;
+		step = (size + 7) & ~7ull;
+		if (step < MIN_OBJ || step > end - a)
 			return -EPROTO;
 		err = add_object(w, a, size, idx);
 		if (err)
 			return err;
-		a += size;
+		a += step;
 	}
 	return 0;
 }

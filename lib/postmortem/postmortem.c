@@ -66,7 +66,11 @@ static void exception_frames(struct pm_priv *p, uint64_t st, struct pm_exception
 	uint64_t mt, len = 0, count = 0, i;
 	char name[PM_NAME_MAX];
 
-	if (!st || dac_globals(p->dac, &g))
+	if (!st) {
+		e->never_thrown = true; /* constructed, never thrown: no stack trace */
+		return;
+	}
+	if (dac_globals(p->dac, &g))
 		return;
 	mt = pm_obj_mt(p, st);
 	if (!mt || dac_mt_info(p->dac, mt, &mi))

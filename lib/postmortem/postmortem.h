@@ -35,6 +35,7 @@ struct pm_exception {
 	char **frames;          /* where it was thrown, throwing method first */
 	size_t nframes;
 	bool frames_read;       /* its stack trace was found and parsed */
+	bool never_thrown;      /* it has no stack trace at all (an inner exception made, not thrown) */
 	struct pm_exception *inner;
 };
 

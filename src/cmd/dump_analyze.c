@@ -51,6 +51,7 @@ static void json_exception(struct ct_json *j, const struct pm_exception *e)
 		ct_json_kv_null(j, "message");
 	ct_json_kv_i64(j, "hresult", e->hresult);
 	ct_json_kv_bool(j, "stack_read", e->frames_read);
+	ct_json_kv_bool(j, "never_thrown", e->never_thrown);
 	ct_json_kv_arr_begin(j, "stack");
 	for (i = 0; i < e->nframes; i++)
 		ct_json_str(j, e->frames[i]);
@@ -258,8 +259,10 @@ static void print_exception(const struct pm_exception *e, const char *indent)
 			       cli_safe(display(e->frames[0], buf, sizeof(buf))));
 		for (i = 0; i < e->nframes; i++)
 			printf("%s    at %s\n", indent, cli_safe(display(e->frames[i], buf, sizeof(buf))));
-		if (!e->frames_read)
-			printf("%s  (its stack trace is not in the dump)\n", indent);
+		if (e->never_thrown)
+			printf("%s  (never thrown: no stack trace)\n", indent);
+		else if (!e->frames_read)
+			printf("%s  (its stack trace could not be read from the dump)\n", indent);
 	}
 }
 

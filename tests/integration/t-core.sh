@@ -111,4 +111,17 @@ else
 	equals "and never opened or looked up" "$(grep -c nonexistent "$WORK/strace.out")" 0
 fi
 
+# ---- a musl process (Alpine's runtime): the same format, musl's files mapped ----
+pm_musl_dump "$WORK/musl.core"
+case $? in
+0)
+	expect_exit "coreinfo reads a musl process's dump" 0 "$CI" "$WORK/musl.core"
+	contains "the process's first thread is its main thread" "$OUT" "thread $PM_MUSL_PID signo 0 "
+	contains "musl's C library is mapped" "$OUT" "$(readlink -f /lib/ld-musl-x86_64.so.1)"
+	contains "the runtime is the musl build's" "$OUT" "$ROOT/build/fixtures/matrix/musl-net10/libcoreclr.so"
+	;;
+77) ok "SKIP: the musl dump: $PM_MUSL_WHY" ;;
+*) not_ok "clrtap dump of the musl fixture" ;;
+esac
+
 finish

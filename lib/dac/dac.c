@@ -550,13 +550,46 @@ static bool try_versions(const char *root, const char *tail, const char *want, s
 	return ok;
 }
 
+static bool looks_like_version(const char *v)
+{
+	return v[0] >= '0' && v[0] <= '9' && strchr(v, '.');
+}
+
+/* The installed runtimes and the NuGet runtime packs, for a libcoreclr.so with build id want. */
+static bool find_installed(const char *want, struct dac_found *f)
+{
+	const char *home = getenv("HOME"), *droot = getenv("DOTNET_ROOT");
+	char p[PATH_MAX];
+	size_t i;
+
+	if (droot && droot[0] == '/' &&
+	    (size_t)snprintf(p, sizeof(p), "%s/shared/Microsoft.NETCore.App", droot) < sizeof(p) &&
+	    try_versions(p, "", want, f))
+		return true;
+	if (try_versions("/usr/share/dotnet/shared/Microsoft.NETCore.App", "", want, f) ||
+	    try_versions("/usr/lib/dotnet/shared/Microsoft.NETCore.App", "", want, f))
+		return true;
+	if (home && home[0] == '/') {
+		static const char *const rids[] = { "linux-x64", "linux-arm64", "linux-musl-x64" };
+
+		for (i = 0; i < ARRAY_SIZE(rids); i++) {
+			char tail[96];
+
+			snprintf(tail, sizeof(tail), "/runtimes/%s/native", rids[i]);
+			if ((size_t)snprintf(p, sizeof(p), "%s/.nuget/packages/microsoft.netcore.app.runtime.%s",
+					     home, rids[i]) < sizeof(p) &&
+			    try_versions(p, tail, want, f))
+				return true;
+		}
+	}
+	return false;
+}
+
 int dac_find(const struct core_file *c, const char *user_dac, struct dac_found *f, char *why,
 	     size_t whylen)
 {
 	const struct core_mapping *m;
 	uint8_t head[4096];
-	const char *home = getenv("HOME"), *droot = getenv("DOTNET_ROOT");
-	char p[PATH_MAX];
 	size_t i;
 	ssize_t n;
 
@@ -596,28 +629,16 @@ int dac_find(const struct core_file *c, const char *user_dac, struct dac_found *
 		return -ENOPKG;
 	}
 	f->how = "build id";
-	if (f->runtime_dir[0] == '/' && try_dir(f->runtime_dir, f->build_id, f))
-		return 0;
-	if (droot && droot[0] == '/' &&
-	    (size_t)snprintf(p, sizeof(p), "%s/shared/Microsoft.NETCore.App", droot) < sizeof(p) &&
-	    try_versions(p, "", f->build_id, f))
-		return 0;
-	if (try_versions("/usr/share/dotnet/shared/Microsoft.NETCore.App", "", f->build_id, f) ||
-	    try_versions("/usr/lib/dotnet/shared/Microsoft.NETCore.App", "", f->build_id, f))
-		return 0;
-	if (home && home[0] == '/') {
-		static const char *const rids[] = { "linux-x64", "linux-arm64", "linux-musl-x64" };
+	if (f->runtime_dir[0] == '/' && try_dir(f->runtime_dir, f->build_id, f)) {
+		struct dac_found named;
 
-		for (i = 0; i < ARRAY_SIZE(rids); i++) {
-			char tail[96];
-
-			snprintf(tail, sizeof(tail), "/runtimes/%s/native", rids[i]);
-			if ((size_t)snprintf(p, sizeof(p), "%s/.nuget/packages/microsoft.netcore.app.runtime.%s",
-					     home, rids[i]) < sizeof(p) &&
-			    try_versions(p, tail, f->build_id, f))
-				return 0;
-		}
+		/* a self-contained app's directory is no version: name it by an installed twin */
+		if (!looks_like_version(f->version) && find_installed(f->build_id, &named))
+			ct_strlcpy(f->version, named.version, sizeof(f->version));
+		return 0;
 	}
+	if (find_installed(f->build_id, f))
+		return 0;
 	snprintf(why, whylen,
 		 "no libmscordaccore.so on this host matches the dump's runtime (%s, libcoreclr.so build id %s): install that runtime or give its DAC with --dac",
 		 f->runtime_dir[0] ? f->runtime_dir : "path unknown", f->build_id);

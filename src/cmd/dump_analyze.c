@@ -408,8 +408,8 @@ int cmd_dump_analyze(int argc, char **argv)
 		case -ELIBBAD:
 		case -EPROTO:
 			return cli_error(EXIT_RUNTIME, "%s: %s", argv[first], why);
-		default:
-			return cli_error(ct_exit_for(err), "%s: %s", argv[first], why[0] ? why : strerror(-err));
+		default: /* I/O: a missing or unreadable file */
+			return cli_error(EXIT_ERROR, "%s: %s", argv[first], why[0] ? why : strerror(-err));
 		}
 	}
 	if (root_s) {

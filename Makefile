@@ -32,6 +32,11 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototy
 CFLAGS ?= $(OPT)
 ALL_CFLAGS := -std=gnu11 $(WARNINGS) $(CFLAGS) $(SANFLAGS) -Ilib -MMD -MP -D_FILE_OFFSET_BITS=64
 LDLIBS := -lelf -ldw -lz -lpthread -ldl
+ifeq ($(SAN),1)
+# The runtime's DAC (dump analyze) throws C++ exceptions inside itself: ASan's
+# __cxa_throw interceptor needs libstdc++ loaded before it starts.
+LDLIBS += -Wl,--no-as-needed -lstdc++ -Wl,--as-needed
+endif
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
 # Libraries: every lib/<name>/*.c except unit tests (*_test.c) and fuzz harnesses (*_fuzz.c).

@@ -45,6 +45,8 @@ print("ok" if not bad else "; ".join(bad))
 # --- the crash: createdump's full dump of an unhandled exception ---
 if pm_crash_dump "$WORK/crash.core"; then
 	ok "crash fixture aborted and createdump wrote its dump"
+	[ -n "${SAN_CLRTAP:-}" ] && [ -x "$SAN_CLRTAP" ] &&
+		expect_exit "ASan+UBSan: analyze the crash dump" 0 "$SAN_CLRTAP" dump analyze "$WORK/crash.core" --json
 	expect_exit "analyze the crash dump" 0 "$CLRTAP" dump analyze "$WORK/crash.core" --json
 	printf '%s\n' "$OUT" >"$WORK/crash.json"
 	jcheck "triage: the faulting thread took SIGABRT and carries Crash.CrashException, its message, its inner exception, thrown in Crash.Thrower::Throw" "$WORK/crash.json" '
@@ -97,6 +99,10 @@ print("ok" if a == b else [(k, a.get(k), b.get(k)) for k in set(a) | set(b) if a
 	expect_exit "--root of one object by address" 0 "$CLRTAP" dump analyze "$WORK/keep-ct.core" --root "$(printf '0x%x' "$addr")"
 	contains "its path is the static" "$OUT" "1 x [static variable Keep.Holder.Items] Keep.Item[]"
 	same_as_clrmd "keep10k heap dump by clrtap" "$WORK/keep-ct.core" "$WORK/keep-ct.json"
+	if [ -n "${SAN_CLRTAP:-}" ] && [ -x "$SAN_CLRTAP" ]; then
+		expect_exit "ASan+UBSan: --root on the heap dump" 0 "$SAN_CLRTAP" dump analyze "$WORK/keep-ct.core" --root Keep.Item
+		contains "ASan+UBSan: the same path" "$OUT" "10000 x [static variable Keep.Holder.Items] Keep.Item[] -> Keep.Item"
+	fi
 
 	# --- bad input: one line, exit 8, before any work ---
 	head -c 20000000 "$WORK/keep-ct.core" >"$WORK/trunc.core"
@@ -109,6 +115,8 @@ fi
 head -c 1000000 /dev/urandom >"$WORK/random.core"
 for f in trunc corrupt random; do
 	[ -f "$WORK/$f.core" ] || continue
+	[ -n "${SAN_CLRTAP:-}" ] && [ -x "$SAN_CLRTAP" ] &&
+		expect_exit "ASan+UBSan: $f core file: bad input" 8 "$SAN_CLRTAP" dump analyze "$WORK/$f.core"
 	expect_exit "$f core file: bad input" 8 "$CLRTAP" dump analyze "$WORK/$f.core"
 	equals "$f: one line on stderr, nothing on stdout" "$(printf '%s' "$ERR" | wc -l):${#OUT}" "0:0"
 	[ "$f" = trunc ] && contains "truncated: says so, with the sizes" "$ERR" "truncated: the file has 20000000 bytes"

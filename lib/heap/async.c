@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/clrname.h"
+#include "common/term.h"
 #include "heap/async.h"
 
 enum kind { K_OTHER, K_BOX, K_TASK, K_LIST, K_TCS };
@@ -395,4 +396,86 @@ out:
 	}
 	*out = a;
 	return 0;
+}
+
+void heap_async_json(const struct heap_async *a, struct ct_json *j)
+{
+	uint32_t i, k;
+
+	ct_json_kv_u64(j, "state_machines", a->boxes);
+	ct_json_kv_u64(j, "on_chains", a->chained);
+	ct_json_key(j, "chains");
+	ct_json_arr_begin(j);
+	for (i = 0; i < a->ngroups; i++) {
+		const struct heap_async_group *g = &a->groups[i];
+
+		ct_json_obj_begin(j);
+		ct_json_kv_u64(j, "count", g->count);
+		ct_json_kv_str(j, "awaits", g->awaited);
+		if (g->source)
+			ct_json_kv_str(j, "awaits_owner", g->source);
+		else
+			ct_json_kv_null(j, "awaits_owner");
+		ct_json_kv_bool(j, "cut", g->cut);
+		ct_json_key(j, "frames");
+		ct_json_arr_begin(j);
+		for (k = 0; k < g->nframes; k++)
+			ct_json_str(j, g->frames[k]);
+		ct_json_arr_end(j);
+		ct_json_key(j, "raw_frames");
+		ct_json_arr_begin(j);
+		for (k = 0; k < g->nframes; k++)
+			ct_json_str(j, g->raw_frames[k]);
+		ct_json_arr_end(j);
+		ct_json_kv_null(j, "waited_ms");
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+	ct_json_key(j, "not_followed");
+	ct_json_arr_begin(j);
+	for (i = 0; i < a->nloose; i++) {
+		ct_json_obj_begin(j);
+		ct_json_kv_str(j, "frame", a->loose[i].frame);
+		ct_json_kv_u64(j, "count", a->loose[i].count);
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+}
+
+int heap_async_text(const struct heap_async *a, struct strbuf *out)
+{
+	uint32_t i, k;
+
+	for (i = 0; i < a->ngroups; i++) {
+		const struct heap_async_group *g = &a->groups[i];
+
+		strbuf_addf(out, "\n%" PRIu64 " chain%s awaiting ", g->count, g->count == 1 ? "" : "s");
+		ct_term_escape_str(out, g->awaited);
+		if (g->source) {
+			strbuf_addstr(out, " (the task of a ");
+			ct_term_escape_str(out, g->source);
+			strbuf_addch(out, ')');
+		}
+		strbuf_addch(out, '\n');
+		if (g->cut)
+			strbuf_addstr(out, "  ... (the chain goes on: a state machine tied to more than one caller)\n");
+		for (k = 0; k < g->nframes; k++) {
+			strbuf_addstr(out, "  ");
+			ct_term_escape_str(out, g->frames[k]);
+			strbuf_addch(out, '\n');
+		}
+		strbuf_addstr(out, "  └─ awaits ");
+		ct_term_escape_str(out, g->awaited);
+		strbuf_addch(out, '\n');
+	}
+	if (a->nloose) {
+		strbuf_addstr(out, "\nstate machines on no followed chain (what they await was not identified; or "
+				   "finished and still referenced):\n");
+		for (i = 0; i < a->nloose; i++) {
+			strbuf_addf(out, "  %6" PRIu64 "  ", a->loose[i].count);
+			ct_term_escape_str(out, a->loose[i].frame);
+			strbuf_addch(out, '\n');
+		}
+	}
+	return strbuf_error(out);
 }

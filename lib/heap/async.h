@@ -18,6 +18,8 @@
 
 #include "common/compat.h"
 
+#include "common/json.h"
+#include "common/strbuf.h"
 #include "heap/heap.h"
 
 #define HEAP_ASYNC_MAX_DEPTH 64 /* frames of one chain */
@@ -47,6 +49,14 @@ struct heap_async {
 };
 
 int heap_async_chains(const struct heap_graph *g, struct heap_async **out);
+/*
+ * The one JSON shape of pending chains (stacks --async, dump analyze
+ * --async): keys state_machines, on_chains, chains, not_followed, written
+ * into the object j has open.
+ */
+void heap_async_json(const struct heap_async *a, struct ct_json *j);
+/* The chains and the boxes on none, as text lines (names terminal-escaped). */
+int heap_async_text(const struct heap_async *a, struct strbuf *out);
 void heap_async_free(struct heap_async *a);
 
 #endif

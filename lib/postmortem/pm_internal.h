@@ -8,12 +8,14 @@
 struct core_file;
 struct dac;
 struct dac_thread;
+struct heap_graph;
 
 struct pm_priv {
 	struct core_file *core;
 	struct dac *dac;
 	struct dac_thread *threads;
 	size_t nthreads;
+	struct heap_graph *graph; /* kept for pm_async's result */
 };
 
 /* An object's method table (mark bits cleared), 0 when unreadable. */

@@ -8,6 +8,7 @@
 #include "common/strparse.h"
 #include "core/core.h"
 #include "dac/dac.h"
+#include "heap/heap.h"
 #include "postmortem/pm_internal.h"
 
 static char *dup_or_null(const char *s)
@@ -307,6 +308,7 @@ void pm_free(struct pm_report *r)
 		dac_close(r->priv->dac);
 		core_close(r->priv->core);
 		free(r->priv->threads);
+		heap_graph_free(r->priv->graph);
 		free(r->priv);
 	}
 	free(r);

@@ -118,4 +118,13 @@ int pm_root(struct pm_report *r, const char *what, struct pm_path_result *out, c
 	    size_t whylen);
 void pm_path_result_free(struct pm_path_result *p);
 
+/*
+ * Pending async state machines and what they await (the dumpasync job):
+ * lib/heap/async.c's chains over the dump's heap graph (kept by r: the
+ * chains name frames with its type names). Free with heap_async_free()
+ * before pm_free(r).
+ */
+struct heap_async;
+int pm_async(struct pm_report *r, struct heap_async **out, char *why, size_t whylen);
+
 #endif

@@ -12,6 +12,7 @@
 
 #include "common/strparse.h"
 #include "dac/dac.h"
+#include "heap/async.h"
 #include "heap/heap.h"
 #include "nettrace/nettrace.h"
 #include "pe/pe.h"
@@ -298,7 +299,7 @@ static int cmp_root(const void *x, const void *y)
 	return (a->kind == HEAP_ROOT_STATIC ? -1 : a->kind) - (b->kind == HEAP_ROOT_STATIC ? -1 : b->kind);
 }
 
-static int build_graph(struct builder *b, char *note, size_t notelen)
+static int build_graph(struct builder *b, bool with_roots, char *note, size_t notelen)
 {
 	struct pm_report *r = b->r;
 	struct heap_graph *g;
@@ -339,7 +340,7 @@ static int build_graph(struct builder *b, char *note, size_t notelen)
 		err = scan_object(b, &r->objects[i]);
 	}
 	g->edge_start[r->nobjects] = g->nedges;
-	if (err)
+	if (err || !with_roots)
 		return err;
 
 	read_statics(b, note, notelen);
@@ -452,7 +453,7 @@ int pm_root(struct pm_report *r, const char *what, struct pm_path_result *out, c
 		snprintf(why, whylen, "the heap was not read: %s", r->heap_note);
 		return -ENODATA;
 	}
-	err = build_graph(&b, note, sizeof(note));
+	err = build_graph(&b, true, note, sizeof(note));
 	if (!err)
 		err = heap_paths_new(b.g, &hp);
 	if (err) {
@@ -518,6 +519,28 @@ out:
 	free(b.buf);
 	if (err)
 		pm_path_result_free(out);
+	return err;
+}
+
+int pm_async(struct pm_report *r, struct heap_async **out, char *why, size_t whylen)
+{
+	struct builder b = { .r = r, .p = r->priv };
+	int err;
+
+	*out = NULL;
+	if (!r->heap_read) {
+		snprintf(why, whylen, "the heap was not read: %s", r->heap_note);
+		return -ENODATA;
+	}
+	err = build_graph(&b, false, NULL, 0);
+	if (!err)
+		err = heap_async_chains(b.g, out);
+	if (err)
+		snprintf(why, whylen, "following the async chains: %s", strerror(-err));
+	/* the chains name their frames with the graph's type names: it lives as long as r */
+	heap_graph_free(r->priv->graph);
+	r->priv->graph = b.g;
+	free(b.buf);
 	return err;
 }
 

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "common/clrname.h"
+#include "heap/async.h"
 #include "postmortem/postmortem.h"
 
 static const char *signame(int s)
@@ -197,7 +198,8 @@ static void json_root(struct ct_json *j, const struct pm_path_result *p)
 	ct_json_obj_end(j);
 }
 
-static int render_json(const char *file, const struct pm_report *r, const struct pm_path_result *root)
+static int render_json(const char *file, const struct pm_report *r, const struct pm_path_result *root,
+		       const struct heap_async *as)
 {
 	struct strbuf sb;
 	struct ct_json j;
@@ -237,6 +239,11 @@ static int render_json(const char *file, const struct pm_report *r, const struct
 	if (root) {
 		ct_json_key(&j, "root");
 		json_root(&j, root);
+	}
+	if (as) {
+		ct_json_kv_obj_begin(&j, "async");
+		heap_async_json(as, &j);
+		ct_json_obj_end(&j);
 	}
 	ct_json_kv_u64(&j, "failed_reads", r->failed_reads);
 	ct_json_obj_end(&j);
@@ -296,7 +303,7 @@ static void print_thread(const struct pm_report *r, size_t ti, size_t max_frames
 }
 
 static void render_text(const char *file, const struct pm_report *r, const struct pm_path_result *root,
-			size_t top)
+			const struct heap_async *as, size_t top)
 {
 	const struct pm_object *big[TOP_LARGEST];
 	size_t i, n;
@@ -357,6 +364,17 @@ static void render_text(const char *file, const struct pm_report *r, const struc
 		if (root->note[0])
 			printf("  (%s)\n", root->note);
 	}
+	if (as) {
+		struct strbuf sb = STRBUF_INIT;
+
+		printf("\n%" PRIu64 " async state machine%s on the heap, %" PRIu64
+		       " on %u kind%s of pending chain\n",
+		       as->boxes, as->boxes == 1 ? "" : "s", as->chained, as->ngroups,
+		       as->ngroups == 1 ? "" : "s");
+		if (!heap_async_text(as, &sb))
+			fputs(sb.buf ? sb.buf : "", stdout);
+		strbuf_release(&sb);
+	}
 	if (r->failed_reads)
 		printf("\n(%" PRIu64 " reads asked for memory the dump does not hold: a heap or triage dump lacks some; what is shown was read)\n",
 		       r->failed_reads);
@@ -365,13 +383,15 @@ static void render_text(const char *file, const struct pm_report *r, const struc
 int cmd_dump_analyze(int argc, char **argv)
 {
 	const char *dac = NULL, *root_s = NULL;
-	bool json = false, no_heap = false;
+	bool json = false, no_heap = false, async = false;
 	int top = 20, first, code, err;
 	const struct cli_option opts[] = {
 		{ 0, "dac", CLI_OPT_STRING, &dac, "PATH",
 		  "the runtime's libmscordaccore.so (default: found by the dump's libcoreclr.so build id)" },
 		{ 0, "root", CLI_OPT_STRING, &root_s, "TYPE|ADDR",
 		  "retention path to a root of a type's instances or of one object (0x...)" },
+		{ 0, "async", CLI_OPT_BOOL, &async, NULL,
+		  "pending async state machines and what they await (the dumpasync job)" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "heap types shown (default 20; --json has all)" },
 		{ 0, "no-heap", CLI_OPT_BOOL, &no_heap, NULL, "do not walk the GC heap" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the result as JSON" },
@@ -380,9 +400,10 @@ int cmd_dump_analyze(int argc, char **argv)
 	struct pm_opts o = { 0 };
 	struct pm_path_result root = { 0 };
 	struct pm_report *r = NULL;
+	struct heap_async *as = NULL;
 	char why[512] = "";
 
-	if (cli_parse(argc, argv, "clrtap dump analyze FILE [--json] [--root TYPE|ADDR] [--dac PATH]",
+	if (cli_parse(argc, argv, "clrtap dump analyze FILE [--json] [--root TYPE|ADDR] [--async] [--dac PATH]",
 		      opts, &first, &code))
 		return code;
 	if (first >= argc)
@@ -391,8 +412,8 @@ int cmd_dump_analyze(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first + 1]);
 	if (top < 1)
 		return cli_error(EXIT_USAGE, "--top must be 1 or more");
-	if (root_s && no_heap)
-		return cli_error(EXIT_USAGE, "--root needs the heap: drop --no-heap");
+	if ((root_s || async) && no_heap)
+		return cli_error(EXIT_USAGE, "--%s needs the heap: drop --no-heap", root_s ? "root" : "async");
 	o.dac = dac;
 	o.heap = !no_heap;
 	err = pm_open(argv[first], &o, &r, why, sizeof(why));
@@ -420,10 +441,19 @@ int cmd_dump_analyze(int argc, char **argv)
 					 root_s, why);
 		}
 	}
+	if (async) {
+		err = pm_async(r, &as, why, sizeof(why));
+		if (err) {
+			pm_path_result_free(&root);
+			pm_free(r);
+			return cli_error(EXIT_ERROR, "--async: %s", why);
+		}
+	}
 	if (json)
-		code = render_json(argv[first], r, root_s ? &root : NULL);
+		code = render_json(argv[first], r, root_s ? &root : NULL, as);
 	else
-		code = (render_text(argv[first], r, root_s ? &root : NULL, (size_t)top), EXIT_OK);
+		code = (render_text(argv[first], r, root_s ? &root : NULL, as, (size_t)top), EXIT_OK);
+	heap_async_free(as);
 	pm_path_result_free(&root);
 	pm_free(r);
 	return code;

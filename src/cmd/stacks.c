@@ -90,8 +90,6 @@ static void print_node(const struct names *nm, const struct stacks_node *n, cons
 static void async_json(const struct heap_async *a, const struct heap_meta *m, pid_t pid,
 		       struct ct_json *j)
 {
-	uint32_t i, k;
-
 	ct_json_obj_begin(j);
 	ct_json_kv_i64(j, "pid", pid);
 	ct_json_kv_str(j, "source", "heap snapshot (one full, blocking gen-2 GC)");
@@ -99,51 +97,12 @@ static void async_json(const struct heap_async *a, const struct heap_meta *m, pi
 		ct_json_kv_double(j, "pause_ms", (double)m->pause_ns / 1e6);
 	else
 		ct_json_kv_null(j, "pause_ms");
-	ct_json_kv_u64(j, "state_machines", a->boxes);
-	ct_json_kv_u64(j, "on_chains", a->chained);
-	ct_json_key(j, "chains");
-	ct_json_arr_begin(j);
-	for (i = 0; i < a->ngroups; i++) {
-		const struct heap_async_group *g = &a->groups[i];
-
-		ct_json_obj_begin(j);
-		ct_json_kv_u64(j, "count", g->count);
-		ct_json_kv_str(j, "awaits", g->awaited);
-		if (g->source)
-			ct_json_kv_str(j, "awaits_owner", g->source);
-		else
-			ct_json_kv_null(j, "awaits_owner");
-		ct_json_kv_bool(j, "cut", g->cut);
-		ct_json_key(j, "frames");
-		ct_json_arr_begin(j);
-		for (k = 0; k < g->nframes; k++)
-			ct_json_str(j, g->frames[k]);
-		ct_json_arr_end(j);
-		ct_json_key(j, "raw_frames");
-		ct_json_arr_begin(j);
-		for (k = 0; k < g->nframes; k++)
-			ct_json_str(j, g->raw_frames[k]);
-		ct_json_arr_end(j);
-		ct_json_kv_null(j, "waited_ms");
-		ct_json_obj_end(j);
-	}
-	ct_json_arr_end(j);
-	ct_json_key(j, "not_followed");
-	ct_json_arr_begin(j);
-	for (i = 0; i < a->nloose; i++) {
-		ct_json_obj_begin(j);
-		ct_json_kv_str(j, "frame", a->loose[i].frame);
-		ct_json_kv_u64(j, "count", a->loose[i].count);
-		ct_json_obj_end(j);
-	}
-	ct_json_arr_end(j);
+	heap_async_json(a, j);
 	ct_json_obj_end(j);
 }
 
 static void async_text(const struct heap_async *a, const struct heap_meta *m, pid_t pid)
 {
-	uint32_t i, k;
-
 	printf("pid %d: %" PRIu64 " async state machine%s on the heap, %" PRIu64
 	       " on %u kind%s of pending chain (heap snapshot: one full, blocking gen-2 GC",
 	       (int)pid, a->boxes, a->boxes == 1 ? "" : "s", a->chained, a->ngroups,
@@ -153,25 +112,12 @@ static void async_text(const struct heap_async *a, const struct heap_meta *m, pi
 	else
 		printf("; pause not measured");
 	printf(")\n");
-	for (i = 0; i < a->ngroups; i++) {
-		const struct heap_async_group *g = &a->groups[i];
+	{
+		struct strbuf sb = STRBUF_INIT;
 
-		printf("\n%" PRIu64 " chain%s awaiting %s", g->count, g->count == 1 ? "" : "s",
-		       cli_safe(g->awaited));
-		if (g->source)
-			printf(" (the task of a %s)", cli_safe(g->source));
-		printf("\n");
-		if (g->cut)
-			printf("  ... (the chain goes on: a state machine tied to more than one caller)\n");
-		for (k = 0; k < g->nframes; k++)
-			printf("  %s\n", cli_safe(g->frames[k]));
-		printf("  └─ awaits %s\n", cli_safe(g->awaited));
-	}
-	if (a->nloose) {
-		printf("\nstate machines on no followed chain (what they await was not identified; or "
-		       "finished and still referenced):\n");
-		for (i = 0; i < a->nloose; i++)
-			printf("  %6" PRIu64 "  %s\n", a->loose[i].count, cli_safe(a->loose[i].frame));
+		if (!heap_async_text(a, &sb))
+			fputs(sb.buf ? sb.buf : "", stdout);
+		strbuf_release(&sb);
 	}
 	printf("\nhow long each has waited: not known (a heap snapshot does not say when a chain "
 	       "was suspended)\n");

@@ -3,7 +3,8 @@
 # createdump and heap dumps written by createdump and by clrtap, read with the
 # runtime's DAC and nothing else; cross-checked against ClrMD (tests/tools/
 # clrmd-ref) on the same dumps: the same threads, managed frames in the same
-# order, exceptions, and objects and bytes per type. Dumps are made once.
+# order, exceptions, and objects and bytes per type; the retention path of
+# keep10k's objects to their static; pending async chains. Dumps are made once.
 . "$(dirname "$0")/lib.sh"
 
 CLRMD=$TOOLS/clrmd-ref/clrmd-ref.dll
@@ -112,6 +113,24 @@ print("ok" if a == b else [(k, a.get(k), b.get(k)) for k in set(a) | set(b) if a
 else
 	not_ok "keep10k heap dumps written by createdump and by clrtap"
 fi
+# --- pending async chains (the dumpasync job): async-stuck's 5 requests (READY: all suspended) ---
+start_fixture async-stuck --requests 5
+if "$CLRTAP" dump -p "$FIX_PID" --type heap -o "$WORK/async.core" >/dev/null 2>&1; then
+	stop_fixture "$FIX_PID"
+	expect_exit "--async needs the heap (usage)" 2 "$CLRTAP" dump analyze "$WORK/async.core" --async --no-heap
+	expect_exit "--async on a heap dump" 0 "$CLRTAP" dump analyze "$WORK/async.core" --async --json
+	printf '%s\n' "$OUT" >"$WORK/async.json"
+	jcheck "5 chains Handle -> Get -> Reserve awaiting a TaskCompletionSource's task, as stacks --async names them" "$WORK/async.json" '
+c = d["async"]["chains"]
+assert [(x["count"], x["frames"], x["awaits"], x["awaits_owner"]) for x in c] == [(5, ["Clrtap.Fixtures.OrderEndpoint::Handle [async]", "Clrtap.Fixtures.Orders::Get [async]", "Clrtap.Fixtures.Inventory::Reserve [async]"], "System.Threading.Tasks.Task<System.Int32>", "System.Threading.Tasks.TaskCompletionSource<System.Int32>")], c
+assert d["async"]["state_machines"] == d["async"]["on_chains"] == 15, d["async"]
+print("ok")'
+	rm -f "$WORK/async.core"
+else
+	stop_fixture "$FIX_PID"
+	not_ok "async-stuck heap dump written"
+fi
+
 head -c 1000000 /dev/urandom >"$WORK/random.core"
 for f in trunc corrupt random; do
 	[ -f "$WORK/$f.core" ] || continue

@@ -959,8 +959,8 @@ static void generic_to_csharp(const char *in, char *out, size_t cap)
 					EMIT(',');
 					EMIT(' ');
 				}
-				while (*a)
-					EMIT(*a++);
+				for (; *a; a++)
+					EMIT(*a);
 			}
 			EMIT('>');
 			used += arity;
@@ -972,6 +972,18 @@ static void generic_to_csharp(const char *in, char *out, size_t cap)
 #undef EMIT
 	out[o] = '\0';
 	free(args);
+}
+
+void dac_type_name(const char *raw, char *out, size_t cap)
+{
+	if (!cap)
+		return;
+	generic_to_csharp(raw, out, cap);
+}
+
+int dac_build_id(const void *elf_head, size_t len, char *hex, size_t cap)
+{
+	return elf_build_id(elf_head, len, hex, cap);
 }
 
 int dac_mt_name(struct dac *d, uint64_t mt, char *out, size_t cap)

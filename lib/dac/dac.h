@@ -134,6 +134,15 @@ int dac_mt_fields(struct dac *d, uint64_t mt, struct dac_field *out, size_t *n, 
 /* The GC statics base of a type (.NET 9 and later: ISOSDacInterface14); -EOPNOTSUPP before. */
 int dac_static_base(struct dac *d, uint64_t mt, uint64_t *gc_base);
 
+/*
+ * Pure helpers (tested, fuzzed): a type name as the runtime writes it
+ * (Dictionary`2+Entry[[K, asm],[V, asm]][]) as clrtap writes it
+ * (Dictionary<K, V>+Entry[]), cut to cap; the GNU build id (hex) of an ELF
+ * image from its first bytes (-EINVAL not ELF64, -ENOENT none).
+ */
+void dac_type_name(const char *raw, char *out, size_t cap);
+int dac_build_id(const void *elf_head, size_t len, char *hex, size_t cap);
+
 /* Reads the dump's memory (what the data target answers with). */
 ssize_t dac_read(const struct dac *d, uint64_t addr, void *buf, size_t len);
 

@@ -39,7 +39,7 @@ static const struct cmd commands[] = {
 	{ "analyze", cmd_analyze, "one question, one report: exceptions, allocations, pauses, memory, ...", NULL, NULL },
 	{ "counters", cmd_counters, "live runtime counters (System.Runtime, any EventSource or Meter)", "monitor collect", NULL },
 	{ "doctor", cmd_doctor, "a short battery over one session: findings ranked, with the next command", NULL, NULL },
-	{ "dump", cmd_dump, "write a core dump of a .NET process (mini, heap, triage, full)", NULL, NULL },
+	{ "dump", cmd_dump, "write a core dump of a .NET process (mini, heap, triage, full); dump analyze FILE reads one", NULL, NULL },
 	{ "fleet", cmd_fleet, "continuous CPU profiles of every .NET process, pushed to Pyroscope, OTLP or pprof files", NULL, NULL },
 	{ "gcdump", cmd_gcdump, "heap snapshots: retained sizes, retention paths, duplicated strings, leaks", "collect report diff watch", NULL },
 	{ "help", cmd_help, "show help for clrtap or a command", NULL, NULL },

@@ -1283,94 +1283,105 @@ int dac_gen0_alloc(struct dac *d, uint64_t *ptrs, uint64_t *limits, size_t *n, s
 
 /* ----- roots ----- */
 
+/* A growing array of elem-byte items the DAC's enumerators fill. */
+struct vec {
+	void *v;
+	size_t n, cap, elem, max;
+};
+
+static bool vec_push(struct vec *x, const void *item)
+{
+	if (x->n >= x->max)
+		return false;
+	if (x->n == x->cap) {
+		size_t nc = x->cap ? x->cap * 2 : 256;
+		void *nv = realloc(x->v, nc * x->elem);
+
+		if (!nv)
+			return false;
+		x->v = nv;
+		x->cap = nc;
+	}
+	memcpy((char *)x->v + x->n * x->elem, item, x->elem);
+	x->n++;
+	return true;
+}
+
+/*
+ * Every element of an ISOSEnum-style enumerator (Next: count, buffer,
+ * fetched), n at a time into buf, to take() until it returns false; then
+ * the enumerator is released.
+ */
+static void enum_each(void *e, void *buf, size_t elem, uint32_t n,
+		      bool (*take)(void *ctx, const void *el), void *ctx)
+{
+	for (;;) {
+		uint32_t got = 0, i;
+
+		if (HR_FAILED(VFN(e, ENUM_Next, fn_upp)(e, n, buf, &got)) || !got)
+			break;
+		for (i = 0; i < got && i < n; i++)
+			if (!take(ctx, (const char *)buf + i * elem))
+				goto out;
+		if (got < n)
+			break;
+	}
+out:
+	COM_RELEASE(e);
+}
+
+struct handle_ctx {
+	struct dac *d;
+	struct vec out;
+};
+
+static bool take_handle(void *ctx, const void *el)
+{
+	struct handle_ctx *c = ctx;
+	const struct SOSHandleData *h = el;
+	struct dac_handle x = { .handle = h->Handle, .type = h->Type };
+
+	if (dac_read(c->d, h->Handle, &x.object, 8) != 8 || !x.object)
+		return true;
+	return vec_push(&c->out, &x);
+}
+
 int dac_handles(struct dac *d, struct dac_handle **out, size_t *n, size_t max)
 {
 	struct SOSHandleData buf[256];
-	struct dac_handle *v;
+	struct handle_ctx c = { d, { NULL, 0, 0, sizeof(struct dac_handle), max } };
 	void *e = NULL;
-	size_t k = 0, cap = 1024;
 
 	*out = NULL;
 	*n = 0;
 	if (HR_FAILED(VFN(d->sos, SOS_GetHandleEnum, fn_p)(d->sos, &e)) || !e)
 		return -EPROTO;
-	v = malloc(cap * sizeof(*v));
-	if (!v) {
-		COM_RELEASE(e);
-		return -ENOMEM;
-	}
-	for (;;) {
-		uint32_t got = 0, i;
-
-		if (HR_FAILED(VFN(e, ENUM_Next, fn_upp)(e, (uint32_t)ARRAY_SIZE(buf), buf, &got)) || !got)
-			break;
-		for (i = 0; i < got && i < ARRAY_SIZE(buf) && k < max; i++) {
-			uint64_t obj = 0;
-
-			if (dac_read(d, buf[i].Handle, &obj, 8) != 8 || !obj)
-				continue;
-			if (k == cap) {
-				struct dac_handle *nv = realloc(v, 2 * cap * sizeof(*v));
-
-				if (!nv)
-					break;
-				v = nv;
-				cap *= 2;
-			}
-			v[k].handle = buf[i].Handle;
-			v[k].object = obj;
-			v[k].type = buf[i].Type;
-			k++;
-		}
-		if (k >= max || got < ARRAY_SIZE(buf))
-			break;
-	}
-	COM_RELEASE(e);
-	*out = v;
-	*n = k;
+	enum_each(e, buf, sizeof(buf[0]), (uint32_t)ARRAY_SIZE(buf), take_handle, &c);
+	*out = c.out.v;
+	*n = c.out.n;
 	return 0;
+}
+
+static bool take_stack_ref(void *ctx, const void *el)
+{
+	const struct SOSStackRefData *r = el;
+
+	return !r->Object || vec_push(ctx, &r->Object);
 }
 
 int dac_stack_refs(struct dac *d, uint32_t os_tid, uint64_t **out, size_t *n, size_t max)
 {
 	struct SOSStackRefData buf[128];
-	uint64_t *v;
+	struct vec v = { NULL, 0, 0, sizeof(uint64_t), max };
 	void *e = NULL;
-	size_t k = 0, cap = 256;
 
 	*out = NULL;
 	*n = 0;
 	if (HR_FAILED(VFN(d->sos, SOS_GetStackReferences, fn_up)(d->sos, os_tid, &e)) || !e)
 		return -EPROTO;
-	v = malloc(cap * sizeof(*v));
-	if (!v) {
-		COM_RELEASE(e);
-		return -ENOMEM;
-	}
-	for (;;) {
-		uint32_t got = 0, i;
-
-		if (HR_FAILED(VFN(e, ENUM_Next, fn_upp)(e, (uint32_t)ARRAY_SIZE(buf), buf, &got)) || !got)
-			break;
-		for (i = 0; i < got && i < ARRAY_SIZE(buf) && k < max; i++) {
-			if (!buf[i].Object)
-				continue;
-			if (k == cap) {
-				uint64_t *nv = realloc(v, 2 * cap * sizeof(*v));
-
-				if (!nv)
-					break;
-				v = nv;
-				cap *= 2;
-			}
-			v[k++] = buf[i].Object;
-		}
-		if (k >= max || got < ARRAY_SIZE(buf))
-			break;
-	}
-	COM_RELEASE(e);
-	*out = v;
-	*n = k;
+	enum_each(e, buf, sizeof(buf[0]), (uint32_t)ARRAY_SIZE(buf), take_stack_ref, &v);
+	*out = v.v;
+	*n = v.n;
 	return 0;
 }
 

@@ -449,8 +449,9 @@ static int32_t kind_lookup(struct tracestats *ts, const struct nt_metadata *m)
 		snprintf(idname, sizeof(idname), "Event%" PRIu32, m->event_id);
 		k.name = idname;
 	}
-	h = ct_hash_bytes(ct_hash_bytes(CT_HASH_SEED, k.provider, strlen(k.provider)), k.name, strlen(k.name)) ^
-	    ((uint64_t)k.id * 0x9E3779B97F4A7C15ULL);
+	h = ct_hash_bytes(ct_hash_bytes(CT_HASH_SEED, k.provider, strlen(k.provider)), k.name,
+			  strlen(k.name)) ^
+	    ct_hash_u64(k.id);
 	if (ts->kind_tab.cap) {
 		slot = ct_itab_slot(&ts->kind_tab, h, kind_eq, ts, &k);
 		if (*slot)

@@ -483,7 +483,8 @@ int core_open(const char *path, struct core_file **out, char *why, size_t whylen
 	*out = NULL;
 	if (whylen)
 		why[0] = '\0';
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO given as the dump must not hang the open (it is refused below) */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		err = -errno;
 		snprintf(why, whylen, "cannot open %s: %s", path, strerror(errno));

@@ -523,6 +523,18 @@ static void test_open_errors(void **state)
 	assert_non_null(strstr(why, "not a regular file"));
 	assert_int_equal(core_open("/etc/passwd", &c, why, sizeof(why)), -EBADMSG);
 	assert_int_equal(ct_exit_for(-EBADMSG), EXIT_BAD_INPUT);
+	/* a FIFO with no writer: refused at once, not waited on */
+	{
+		char dir[] = "/tmp/core_test.XXXXXX", fifo[64];
+
+		assert_non_null(mkdtemp(dir));
+		snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+		assert_int_equal(mkfifo(fifo, 0600), 0);
+		assert_int_equal(core_open(fifo, &c, why, sizeof(why)), -EINVAL);
+		assert_non_null(strstr(why, "is not a regular file"));
+		unlink(fifo);
+		rmdir(dir);
+	}
 }
 
 /* ---- a core the kernel writes ---- */

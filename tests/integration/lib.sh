@@ -214,7 +214,7 @@ free_port() {
 # was not built (scripts/build-fixtures.sh needs NuGet for it).
 need_realapp() {
 	if [ ! -f "$REALAPP_DLL" ]; then
-		ok "SKIP: no realapp fixture ($REALAPP_DLL not built: see scripts/build-fixtures.sh's note)"
+		skip "no realapp fixture ($REALAPP_DLL not built: see scripts/build-fixtures.sh's note)"
 		finish
 	fi
 }

@@ -56,7 +56,7 @@ PY
 		not_ok "clrmd-ref read the dump" "$(cat "$WORK/clrmd.err")"
 	fi
 else
-	ok "ClrMD cross-check skipped: $CLRMD not built (scripts/build-fixtures.sh needs Microsoft.Diagnostics.Runtime from NuGet)"
+	skip "ClrMD cross-check: $CLRMD not built (scripts/build-fixtures.sh needs Microsoft.Diagnostics.Runtime from NuGet)"
 fi
 
 # ---- damaged copies: one line, exit 8 (bad-input), or read with what is missing said ----
@@ -114,7 +114,7 @@ else
 		contains "strace saw the dump opened" "$(cat "$WORK/strace.out")" "moved.core"
 		equals "and none of its mapped paths opened or looked up" "$(grep -c nonexistent "$WORK/strace.out")" 0
 	else
-		ok "SKIP: strace cannot trace here: the mapped paths' system calls are not checked"
+		skip "strace cannot trace here: the mapped paths' system calls are not checked"
 	fi
 fi
 
@@ -127,7 +127,7 @@ case $? in
 	contains "musl's C library is mapped" "$OUT" "$(readlink -f /lib/ld-musl-x86_64.so.1)"
 	contains "the runtime is the musl build's" "$OUT" "$ROOT/build/fixtures/matrix/musl-net10/libcoreclr.so"
 	;;
-77) ok "SKIP: the musl dump: $PM_MUSL_WHY" ;;
+77) skip "the musl dump: $PM_MUSL_WHY" ;;
 *) not_ok "clrtap dump of the musl fixture" ;;
 esac
 

@@ -73,6 +73,9 @@ struct fleet_opts {
 	const pid_t *only;         /* when set: only these pids (nonly of them) */
 	size_t nonly;
 	const char *host_name;     /* host.name (default: uname's nodename) */
+	const char *env_name;      /* when set: only processes whose environment at start has
+				    * this variable (equal to env_value when that is set) */
+	const char *env_value;
 
 	const char *pyroscope_url; /* base URL: POST <url>/ingest */
 	const char *otlp_url;      /* base URL: POST <url>/v1development/profiles */

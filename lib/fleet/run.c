@@ -299,6 +299,20 @@ static void skip_add(struct ctx *c, pid_t pid, uint64_t st)
 	c->nskip++;
 }
 
+/* --env-match: whether pid's environment at start has the variable (and value). */
+static bool env_matches(const struct fleet_opts *o, pid_t pid)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(65536);
+	bool ok;
+
+	if (!o->env_name)
+		return true;
+	ok = proc_environ_get(pid, o->env_name, &sb) == 0 &&
+	     (!o->env_value || (sb.len == strlen(o->env_value) && !memcmp(sb.buf, o->env_value, sb.len)));
+	strbuf_release(&sb);
+	return ok;
+}
+
 static int scan_one(pid_t pid, void *arg)
 {
 	struct ctx *c = arg;
@@ -333,7 +347,7 @@ static int scan_one(pid_t pid, void *arg)
 		p = &c->procs[c->nprocs++];
 	}
 	memset(p, 0, sizeof(*p));
-	err = proc_target_find(pid, &p->t);
+	err = env_matches(o, pid) ? proc_target_find(pid, &p->t) : -ENOENT;
 	if (err == -EACCES) {
 		c->denied_scan++;
 		c->denied_uid = p->t.uid;

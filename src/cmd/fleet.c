@@ -71,14 +71,14 @@ static int parse_pids(const char *s, pid_t *pids, size_t cap, size_t *n)
 int cmd_fleet(int argc, char **argv)
 {
 	const char *engine_s = NULL, *pids_s = NULL, *metrics_s = NULL, *bearer_file = NULL,
-		   *basic_file = NULL, *header = NULL;
+		   *basic_file = NULL, *header = NULL, *env_s = NULL;
 	int hz = 19, queue = 64;
 	int64_t window_ms = 10000, scan_ms = 2000, duration_ms = 0, retry_ms = 30000,
 		flush_ms = 3000, http_ms = 10000;
 	uint64_t dir_max = (uint64_t)256 << 20, queue_bytes = (uint64_t)16 << 20;
 	struct fleet_opts o = { 0 };
 	static pid_t pids[64];
-	static char bearer[4096], basic[4096], maddr[64];
+	static char bearer[4096], basic[4096], maddr[64], env_name[256];
 	char why[512] = "";
 	struct fleet_summary sum;
 	int k;
@@ -91,6 +91,7 @@ int cmd_fleet(int argc, char **argv)
 		{ 'F', "frequency", CLI_OPT_INT, &hz, "HZ", "perf_event samples per second per thread (default 19)" },
 		{ 0, "engine", CLI_OPT_STRING, &engine_s, "ENGINE", "auto (default), perf or eventpipe" },
 		{ 0, "pids", CLI_OPT_STRING, &pids_s, "LIST", "only these pids (comma-separated; default: every .NET process)" },
+		{ 0, "env-match", CLI_OPT_STRING, &env_s, "NAME[=VALUE]", "only processes started with NAME (=VALUE) in their environment" },
 		{ 0, "scan", CLI_OPT_DURATION, &scan_ms, "SEC", "look for new processes every SEC (default 2s)" },
 		{ 0, "metrics", CLI_OPT_STRING, &metrics_s, "ADDR:PORT", "serve Prometheus /metrics there (e.g. 127.0.0.1:9465)" },
 		{ 0, "tenant", CLI_OPT_STRING, &o.tenant, "ID", "X-Scope-OrgID header (Pyroscope tenant)" },
@@ -128,6 +129,16 @@ int cmd_fleet(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "--scan must be at least 0.1s, --queue 1..100000, --queue-bytes at least 4K");
 	if (pids_s && parse_pids(pids_s, pids, sizeof(pids) / sizeof(pids[0]), &o.nonly))
 		return cli_error(EXIT_USAGE, "--pids takes up to 64 comma-separated pids, not '%s'", pids_s);
+	if (env_s) {
+		size_t l = strcspn(env_s, "=");
+
+		if (!l || l >= sizeof(env_name) || !header_safe(env_s))
+			return cli_error(EXIT_USAGE, "--env-match must be NAME or NAME=VALUE (a name of 1..255 bytes)");
+		memcpy(env_name, env_s, l);
+		env_name[l] = '\0';
+		o.env_name = env_name;
+		o.env_value = env_s[l] == '=' ? env_s + l + 1 : NULL;
+	}
 	if (o.tenant && (!header_safe(o.tenant) || !*o.tenant || strlen(o.tenant) > 256))
 		return cli_error(EXIT_USAGE, "--tenant must be 1..256 bytes without line breaks");
 	if (header && (!header_safe(header) || !strchr(header, ':') || *header == ':' || strlen(header) > 1000))

@@ -116,7 +116,11 @@ static int dir_write(struct exporter *x, const struct fleet_item *it)
 	char name[96], tmp[112];
 	int fd, err;
 
-	snprintf(name, sizeof(name), "clrtap-%013lld-%d.pb.gz", (long long)it->from_ms, (int)it->pid);
+	if (it->type && strcmp(it->type, "cpu"))
+		snprintf(name, sizeof(name), "clrtap-%013lld-%d-%s.pb.gz", (long long)it->from_ms,
+			 (int)it->pid, it->type);
+	else
+		snprintf(name, sizeof(name), "clrtap-%013lld-%d.pb.gz", (long long)it->from_ms, (int)it->pid);
 	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
 	fd = openat(x->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (fd < 0)
@@ -150,8 +154,11 @@ static int push(struct exporter *x, const struct fleet_item *it, bool *permanent
 	r.body = it->body;
 	r.len = it->len;
 	if (x->kind == FLEET_EXP_PYROSCOPE) {
-		strbuf_addf(&url, "%s/ingest?name=%s&from=%lld&until=%lld&format=pprof&sampleRate=%u&spyName=clrtap",
-			    x->url, it->name, (long long)it->from_s, (long long)it->until_s, it->hz);
+		strbuf_addf(&url, "%s/ingest?name=%s&from=%lld&until=%lld&format=pprof", x->url, it->name,
+			    (long long)it->from_s, (long long)it->until_s);
+		if (it->hz) /* CPU samples: their rate; event profiles have none */
+			strbuf_addf(&url, "&sampleRate=%u", it->hz);
+		strbuf_addstr(&url, "&spyName=clrtap");
 		r.form_field = "profile";
 		r.form_filename = "profile.pprof";
 	} else {

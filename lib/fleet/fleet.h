@@ -68,6 +68,8 @@ struct fleet_opts {
 	int window_ms;             /* default 10000 */
 	unsigned hz;               /* perf_event samples per second per thread (default 19) */
 	enum profile_engine engine;
+	unsigned types;            /* profile types besides CPU: PROFILE_EP_EV_* (an EventPipe
+				    * session per process for them) */
 	int timeout_ms;            /* IPC timeout */
 	int scan_ms;               /* discovery period (default 2000) */
 	const pid_t *only;         /* when set: only these pids (nonly of them) */
@@ -103,6 +105,10 @@ struct fleet_opts {
 
 enum fleet_exp_kind { FLEET_EXP_PYROSCOPE = 0, FLEET_EXP_OTLP, FLEET_EXP_DIR, FLEET_EXP_N };
 const char *fleet_exp_name(enum fleet_exp_kind k);
+/* "alloc", "exceptions", "lock" for PROFILE_EP_EV_* bit i (NULL past them) */
+const char *fleet_type_name(int i);
+/* Parses "cpu,alloc,exceptions,lock" (cpu always on) into PROFILE_EP_EV_* bits. */
+int fleet_types_parse(const char *s, unsigned *types);
 
 /* ---- exporters (export.c) ---- */
 
@@ -111,6 +117,7 @@ struct fleet_item {
 	char *body;        /* the bytes to send / write */
 	size_t len;
 	char *name;        /* Pyroscope: the escaped name query value */
+	const char *type;  /* the profile type: "cpu", "alloc", "exceptions", "lock" (static) */
 	int64_t from_s, until_s;
 	int64_t from_ms;
 	pid_t pid;
@@ -144,6 +151,9 @@ int fleet_curl_load(char *why, size_t len);
 struct fleet_stats {
 	uint64_t procs_seen, procs_active, procs_failed, windows, samples, empty_windows;
 	uint64_t encode_errors;
+	uint64_t events[PROFILE_EP_EV_N];         /* allocation ticks, exceptions, lock waits seen */
+	uint64_t events_dropped[PROFILE_EP_EV_N]; /* of which not in a profile (caps, no stack) */
+	uint64_t types_failed;                    /* processes whose event session did not start */
 	uint64_t inaccessible; /* processes the last scan could not inspect (-EACCES: not
 				* ours; whether they are .NET is unknown) */
 };

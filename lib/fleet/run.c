@@ -35,6 +35,8 @@ struct fproc {
 	struct proc_target t;
 	struct profile_session s;
 	struct profile_engine_choice ch;
+	struct profile_ep *ev;  /* allocation, exception, lock events (NULL: none) */
+	uint64_t ev_seen[PROFILE_EP_EV_N], ev_dropped[PROFILE_EP_EV_N]; /* counted so far */
 	struct fleet_labels l;
 	char *pyro_name;        /* escaped, for the query */
 	int64_t win_start_ms;   /* wall clock */
@@ -167,6 +169,124 @@ static struct fleet_item *item_new(const struct fproc *p, char *body, size_t len
 	return it;
 }
 
+/*
+ * The profile types besides CPU, by PROFILE_EP_EV_* bit number: the pprof
+ * sample types are the names Grafana Pyroscope's .NET profiler (a fork of
+ * Datadog's) sends, so a backend shows them as it shows that agent's.
+ */
+static const struct ptype {
+	const char *name;    /* --types word, dir file suffix, "type" of the item */
+	const char *types[4]; /* flame_opts.types */
+	const char *note;
+} ptypes[PROFILE_EP_EV_N] = {
+	{ "alloc", { "alloc_samples", "count", "alloc_size", "bytes" },
+	  "GCAllocationTick events (one per ~100 KB allocated; bytes since the last one), leaf frame the type" },
+	{ "exceptions", { "exception", "count", NULL, NULL },
+	  "ExceptionThrown events (first chance, every one), leaf frame the exception type" },
+	{ "lock", { "lock_count", "count", "lock_time", "nanoseconds" },
+	  "ContentionStop events of managed locks (every wait after spinning), wait time from .NET 8 on" },
+};
+
+const char *fleet_type_name(int i)
+{
+	return i >= 0 && i < PROFILE_EP_EV_N ? ptypes[i].name : NULL;
+}
+
+int fleet_types_parse(const char *s, unsigned *types)
+{
+	*types = 0;
+	while (*s) {
+		size_t l = strcspn(s, ","), i;
+		bool known = l == 3 && !strncmp(s, "cpu", 3);
+
+		for (i = 0; i < PROFILE_EP_EV_N && !known; i++)
+			if (strlen(ptypes[i].name) == l && !strncmp(s, ptypes[i].name, l)) {
+				*types |= 1u << i;
+				known = true;
+			}
+		if (!known)
+			return -EINVAL;
+		s += l;
+		if (*s == ',')
+			s++;
+	}
+	return 0;
+}
+
+/* Encodes one window's flame f of p and queues it to every exporter. */
+static int encode_queue(struct ctx *c, const struct fproc *p, const struct flame *f,
+			const struct flame_opts *fo, const char *type, unsigned hz, int64_t now_ms)
+{
+	char *body = NULL;
+	size_t len = 0;
+	struct fleet_item *it;
+	bool pp = fleet_exporter_on(c->ex, FLEET_EXP_PYROSCOPE), pd = fleet_exporter_on(c->ex, FLEET_EXP_DIR);
+	int err = 0;
+
+	if ((pp || pd) && !(err = pprof_bytes(f, fo, &body, &len))) {
+		if (pp && (it = item_new(p, pd ? malloc(len ? len : 1) : body, len, now_ms))) {
+			if (pd && it->body)
+				memcpy(it->body, body, len);
+			it->name = strdup(p->pyro_name);
+			it->hz = hz;
+			it->type = type;
+			if (it->body && it->name)
+				fleet_exporter_put(c->ex, FLEET_EXP_PYROSCOPE, it);
+			else
+				fleet_item_free(it);
+		}
+		if (pd && (it = item_new(p, body, len, now_ms))) {
+			it->type = type;
+			fleet_exporter_put(c->ex, FLEET_EXP_DIR, it);
+		}
+	}
+	if (!err && fleet_exporter_on(c->ex, FLEET_EXP_OTLP) &&
+	    !(err = otlp_bytes(p, c->o->version, f, fo, &body, &len)) && (it = item_new(p, body, len, now_ms))) {
+		it->type = type;
+		fleet_exporter_put(c->ex, FLEET_EXP_OTLP, it);
+	}
+	if (err) {
+		ct_debug("fleet: pid %d: %s window not encoded: %s", (int)p->pid, type, strerror(-err));
+		pthread_mutex_lock(&c->mu);
+		c->st.encode_errors++;
+		pthread_mutex_unlock(&c->mu);
+	}
+	return err;
+}
+
+/* The event profiles of p's window (allocations, exceptions, lock waits). */
+static void cut_events(struct ctx *c, struct fproc *p, const struct flame_opts *cpu_fo, int64_t now_ms)
+{
+	struct profile_ep_stats es;
+	int k;
+
+	for (k = 0; k < PROFILE_EP_EV_N; k++) {
+		struct flame_opts fo = *cpu_fo;
+		struct flame *f = NULL;
+		char notes[256];
+
+		if (!(c->o->types & (1u << k)) || profile_ep_take(p->ev, 1u << k, &f))
+			continue;
+		memcpy(fo.types, ptypes[k].types, sizeof(fo.types));
+		fo.period = 0;
+		fo.unit = NULL;
+		snprintf(notes, sizeof(notes), "clrtap fleet: %s: %s, window %d ms", ptypes[k].name,
+			 ptypes[k].note, c->o->window_ms);
+		fo.notes = notes;
+		encode_queue(c, p, f, &fo, ptypes[k].name, 0, now_ms);
+		flame_free(f);
+	}
+	profile_ep_stats(p->ev, &es);
+	pthread_mutex_lock(&c->mu);
+	for (k = 0; k < PROFILE_EP_EV_N; k++) {
+		c->st.events[k] += es.ev_seen[k] - p->ev_seen[k];
+		c->st.events_dropped[k] += es.ev_dropped[k] - p->ev_dropped[k];
+		p->ev_seen[k] = es.ev_seen[k];
+		p->ev_dropped[k] = es.ev_dropped[k];
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
 /* Cuts p's window: builds, resets, encodes, queues. */
 static void cut_window(struct ctx *c, struct fproc *p)
 {
@@ -206,37 +326,17 @@ static void cut_window(struct ctx *c, struct fproc *p)
 	if (!flame_total(f))
 		c->st.empty_windows++;
 	pthread_mutex_unlock(&c->mu);
-	if (!err) {
-		char *body = NULL;
-		size_t len = 0;
-		struct fleet_item *it;
-		bool pp = fleet_exporter_on(c->ex, FLEET_EXP_PYROSCOPE), pd = fleet_exporter_on(c->ex, FLEET_EXP_DIR);
-
-		if ((pp || pd) && !(err = pprof_bytes(f, &fo, &body, &len))) {
-			if (pp && (it = item_new(p, pd ? malloc(len ? len : 1) : body, len, now_ms))) {
-				if (pd && it->body)
-					memcpy(it->body, body, len);
-				it->name = strdup(p->pyro_name);
-				it->hz = hz;
-				if (it->body && it->name)
-					fleet_exporter_put(c->ex, FLEET_EXP_PYROSCOPE, it);
-				else
-					fleet_item_free(it);
-			}
-			if (pd && (it = item_new(p, body, len, now_ms)))
-				fleet_exporter_put(c->ex, FLEET_EXP_DIR, it);
-		}
-		if (!err && fleet_exporter_on(c->ex, FLEET_EXP_OTLP) &&
-		    !(err = otlp_bytes(p, o->version, f, &fo, &body, &len)) && (it = item_new(p, body, len, now_ms)))
-			fleet_exporter_put(c->ex, FLEET_EXP_OTLP, it);
-	}
-	if (err) {
-		ct_debug("fleet: pid %d: window not encoded: %s", (int)p->pid, strerror(-err));
+	if (!err)
+		encode_queue(c, p, f, &fo, "cpu", hz, now_ms);
+	else {
+		ct_debug("fleet: pid %d: window not built: %s", (int)p->pid, strerror(-err));
 		pthread_mutex_lock(&c->mu);
 		c->st.encode_errors++;
 		pthread_mutex_unlock(&c->mu);
 	}
 	flame_free(f);
+	if (p->ev)
+		cut_events(c, p, &fo, now_ms);
 	p->win_start_ms = now_ms;
 	p->win_start_ns = now_ns;
 }
@@ -262,6 +362,8 @@ static void proc_end(struct ctx *c, struct fproc *p, bool flush)
 	if (flush) {
 		if (!p->s.ep)
 			profile_session_stop(&p->s);
+		if (p->ev)
+			(void)profile_ep_stop(p->ev, 1000); /* its last events are in the window */
 		cut_window(c, p);
 	}
 	if (!p->s.ep) {
@@ -271,6 +373,10 @@ static void proc_end(struct ctx *c, struct fproc *p, bool flush)
 		(void)profile_session_restore_within(&p->s, 1000, &rerr);
 	}
 	profile_session_close(&p->s);
+	if (p->ev) {
+		profile_ep_free(p->ev);
+		p->ev = NULL;
+	}
 	free(p->pyro_name);
 	p->pyro_name = NULL;
 	p->active = false;
@@ -393,6 +499,26 @@ static int scan_one(pid_t pid, void *arg)
 	}
 	strbuf_release(&nm);
 	strbuf_release(&esc);
+	if (o->types) {
+		struct profile_ep_opts eo = { 0 };
+		struct ipc_error rerr;
+
+		eo.socket = p->t.socket;
+		eo.timeout_ms = o->timeout_ms;
+		eo.pid = pid;
+		eo.events = o->types;
+		eo.no_sampling = true;
+		eo.prime = true; /* names of the code compiled before */
+		err = profile_ep_start(&p->ev, &eo, NULL, &rerr);
+		if (err) {
+			ct_warn("fleet: pid %d (%s): no allocation/exception/lock profiles: the EventPipe "
+				"session did not start: %s", (int)pid, p->l.service,
+				rerr.message[0] ? rerr.message : strerror(-err));
+			pthread_mutex_lock(&c->mu);
+			c->st.types_failed++;
+			pthread_mutex_unlock(&c->mu);
+		}
+	}
 	p->active = true;
 	p->win_start_ms = wall_ms();
 	p->win_start_ns = perf_now_ns();
@@ -452,6 +578,23 @@ static void metrics_text(struct ctx *c, struct strbuf *b)
 	       "CPU samples in those windows.", st.samples);
 	scalar(b, "clrtap_fleet_encode_errors_total", "counter",
 	       "Windows that could not be encoded.", st.encode_errors);
+	if (c->o->types) {
+		metric(b, "clrtap_fleet_events_total", "counter",
+		       "Runtime events of the profile types besides CPU (allocation ticks, exceptions, lock waits).");
+		for (k = 0; k < PROFILE_EP_EV_N; k++)
+			if (c->o->types & (1u << k))
+				strbuf_addf(b, "clrtap_fleet_events_total{type=\"%s\"} %" PRIu64 "\n",
+					    fleet_type_name(k), st.events[k]);
+		metric(b, "clrtap_fleet_events_dropped_total", "counter",
+		       "Of those, events left out of the profiles (no stack, a profile's cap).");
+		for (k = 0; k < PROFILE_EP_EV_N; k++)
+			if (c->o->types & (1u << k))
+				strbuf_addf(b, "clrtap_fleet_events_dropped_total{type=\"%s\"} %" PRIu64 "\n",
+					    fleet_type_name(k), st.events_dropped[k]);
+		scalar(b, "clrtap_fleet_types_failed_total", "counter",
+		       "Processes whose event session (allocations, exceptions, locks) did not start.",
+		       st.types_failed);
+	}
 	metric(b, "clrtap_fleet_pushes_total", "counter", "Windows pushed or written, by exporter and result.");
 	for (k = 0; k < FLEET_EXP_N; k++)
 		if (es[k].configured)

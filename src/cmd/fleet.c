@@ -71,7 +71,8 @@ static int parse_pids(const char *s, pid_t *pids, size_t cap, size_t *n)
 int cmd_fleet(int argc, char **argv)
 {
 	const char *engine_s = NULL, *pids_s = NULL, *metrics_s = NULL, *bearer_file = NULL,
-		   *basic_file = NULL, *header = NULL, *env_s = NULL;
+		   *basic_file = NULL, *header = NULL, *env_s = NULL,
+		   *types_s = NULL;
 	int hz = 19, queue = 64;
 	int64_t window_ms = 10000, scan_ms = 2000, duration_ms = 0, retry_ms = 30000,
 		flush_ms = 3000, http_ms = 10000;
@@ -89,6 +90,7 @@ int cmd_fleet(int argc, char **argv)
 		{ 0, "dir-max", CLI_OPT_SIZE, &dir_max, "SIZE", "cap of those files, oldest removed first (default 256M)" },
 		{ 0, "window", CLI_OPT_DURATION, &window_ms, "SEC", "one profile per process every SEC (default 10s)" },
 		{ 'F', "frequency", CLI_OPT_INT, &hz, "HZ", "perf_event samples per second per thread (default 19)" },
+		{ 0, "types", CLI_OPT_STRING, &types_s, "LIST", "profile types: cpu (always), alloc, exceptions, lock (comma-separated)" },
 		{ 0, "engine", CLI_OPT_STRING, &engine_s, "ENGINE", "auto (default), perf or eventpipe" },
 		{ 0, "pids", CLI_OPT_STRING, &pids_s, "LIST", "only these pids (comma-separated; default: every .NET process)" },
 		{ 0, "env-match", CLI_OPT_STRING, &env_s, "NAME[=VALUE]", "only processes started with NAME (=VALUE) in their environment" },
@@ -121,6 +123,8 @@ int cmd_fleet(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "nothing to export to: give --pyroscope, --otlp and/or --dir");
 	if (engine_s && profile_engine_parse(engine_s, &o.engine))
 		return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)", engine_s);
+	if (types_s && fleet_types_parse(types_s, &o.types))
+		return cli_error(EXIT_USAGE, "--types takes cpu, alloc, exceptions and lock, comma-separated, not '%s'", types_s);
 	if (hz < 1 || hz > 1000)
 		return cli_error(EXIT_USAGE, "-F must be 1..1000");
 	if (window_ms < 1000 || window_ms > 3600000)

@@ -28,7 +28,17 @@ HOTB=Clrtap.Fixtures.CpuSplit::HotB
 # .NET processes of the machine)
 KEY=CLRTAP_FLEET_TEST=t$$x$RANDOM
 
-# ---- targets: a namespaced cpu-split in a containerd-named pod cgroup, a hostile one on the host
+# ---- targets: a hostile one on the host (starting while the next one starts), a namespaced
+# cpu-split in a containerd-named pod cgroup
+# hostile strings in the environment (label syntax, a newline, ESC, invalid UTF-8) and argv
+EVIL_SVC=$'evil},k8s_pod_name=own{x="1"\n\e[31mred\xff,'
+EVIL_POD=$'p,process_pid=1}\r\n'
+HOST_OUT=$WORK/hostile.out
+env OTEL_SERVICE_NAME="$EVIL_SVC" K8S_POD_NAME="$EVIL_POD" DOTNET_CLI_TELEMETRY_OPTOUT=1 \
+	dotnet "$FIXTURE_DLL" hostile --label $'x}\n{y=1' >"$HOST_OUT" 2>&1 &
+EVIL_PID=$!
+KILL_PIDS+=("$EVIL_PID")
+
 FIX_ENV="$KEY OTEL_SERVICE_NAME=checkout-svc K8S_POD_NAME=checkout-7d9f K8S_NAMESPACE_NAME=shop"
 start_fixture_ns cpu-split
 FIX_ENV=
@@ -43,14 +53,6 @@ if [ -n "$CG2" ] && mkdir -p "$POD_DIR/cri-containerd-$CID.scope" 2>/dev/null &&
 	IN_CG=1
 	CLEANUP_CMD="rmdir '$POD_DIR/cri-containerd-$CID.scope' '$POD_DIR' 2>/dev/null"
 fi
-# hostile strings in the environment (label syntax, a newline, ESC, invalid UTF-8) and argv
-EVIL_SVC=$'evil},k8s_pod_name=own{x="1"\n\e[31mred\xff,'
-EVIL_POD=$'p,process_pid=1}\r\n'
-HOST_OUT=$WORK/hostile.out
-env OTEL_SERVICE_NAME="$EVIL_SVC" K8S_POD_NAME="$EVIL_POD" DOTNET_CLI_TELEMETRY_OPTOUT=1 \
-	dotnet "$FIXTURE_DLL" hostile --label $'x}\n{y=1' >"$HOST_OUT" 2>&1 &
-EVIL_PID=$!
-KILL_PIDS+=("$EVIL_PID")
 wait_for_line "$HOST_OUT" '^READY ' 60 "$EVIL_PID" || { not_ok "hostile fixture started"; finish; }
 
 # ---- receivers, fleets, prometheus
@@ -71,13 +73,13 @@ start_recv "$BPORT" "$WORK/recvb"
 RECVB_PID=$RECV_PID
 # 3 s windows (default 10 s) and -F 199 (default 19) so three windows carry enough samples
 # for a +-5 point split in a short test
-"$CLRTAP" fleet --env-match "$KEY" --window 3 -F 199 --scan 0.5 \
+"$CLRTAP" fleet --env-match "$KEY" --window 3 -F 199 --scan 0.5 --types cpu,alloc,exceptions,lock \
 	--pyroscope "http://127.0.0.1:$RPORT" --otlp "http://127.0.0.1:$RPORT/" --dir "$WORK/dir" \
 	--metrics "127.0.0.1:$MPORT" >"$WORK/fleet.out" 2>"$WORK/fleet.err" &
 FLEET=$!
 KILL_PIDS+=("$FLEET")
-# fleet B: a queue of 2 windows, so 30 s down overflows it
-"$CLRTAP" fleet --pids "$EVIL_PID" --window 3 -F 199 \
+# fleet B: 1 s windows and a queue of 2, so 30 s down overflows it
+"$CLRTAP" fleet --pids "$EVIL_PID" --window 1 -F 199 \
 	--pyroscope "http://127.0.0.1:$BPORT" --otlp "http://127.0.0.1:$BPORT/" \
 	--queue 2 --retry-max 1 --http-timeout 2 --metrics "127.0.0.1:$BMPORT" \
 	>"$WORK/fleetb.out" 2>"$WORK/fleetb.err" &
@@ -99,8 +101,10 @@ prometheus --config.file="$WORK/prom.yml" --storage.tsdb.path="$WORK/prom" \
 	--web.listen-address="127.0.0.1:$PPORT" >"$WORK/prom.log" 2>&1 &
 KILL_PIDS+=($!)
 
-# pyroscope windows of one pid (in receiver dir $2, default A's), oldest first
-pyro_of() { grep -l "process_pid%3D$1%2C" "${2:-$WORK/recv}"/*-pyro.json 2>/dev/null | sed 's/\.json$/.pb.gz/'; }
+# pyroscope CPU windows of one pid (in receiver dir $2, default A's), oldest first; the
+# other profile types have no sampleRate
+pyro_of() { grep -l "process_pid%3D$1%2C.*sampleRate=" "${2:-$WORK/recv}"/*-pyro.json 2>/dev/null | sed 's/\.json$/.pb.gz/'; }
+pyro_ev_of() { grep -l "process_pid%3D$1%2C" "$WORK"/recv/*-pyro.json | xargs grep -L "sampleRate=" | sed 's/\.json$/.pb.gz/'; }
 otlp_all() { ls "${1:-$WORK/recv}"/*-otlp.pb 2>/dev/null; }
 metric() { curl -s "http://127.0.0.1:${2:-$MPORT}/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 # prom_ge QUERY N: prometheus has scraped a value >= N for QUERY (waits up to 30 s)
@@ -185,6 +189,7 @@ done
 T1=$(date +%s%N)
 equals "a process started while fleet runs is profiled ($(((T1 - T0) / 1000000)) ms after its READY)" "$(metric clrtap_fleet_processes)" 2
 check "... within 5 s (a scan every 0.5 s)" test $(((T1 - T0) / 1000000)) -lt 5000
+touch "$WORK/mix-go" # its allocations, exceptions and lock waits, now that fleet A watches it
 
 # wait until the namespaced target has 4 windows (the first one starts mid-way)
 for ((i = 0; i < 300; i++)); do
@@ -232,7 +237,7 @@ if $IN_CG: want.update({'container.id': '$CID', 'k8s.pod.uid': '$POD'})
 got = {k: v for k, v in r.items() if k != 'process.runtime.version'}
 print('ok' if got == want and r['process.runtime.version'] else r)"
 jcheck "OTLP: HotA:HotB over three windows 75 +- 5" "$WORK/ot.json" "
-w = [x for x in d if x['attrs'].get('process.pid') == $NS_PID][1:4]
+w = [x for x in d if x['attrs'].get('process.pid') == $NS_PID and x['sample_type'] == ['samples', 'count']][1:4]
 a = sum(x['cum'].get('$HOTA', 0) for x in w); b = sum(x['cum'].get('$HOTB', 0) for x in w)
 s = 100.0 * a / (a + b) if a + b else 0
 open(os.environ['WORK'] + '/split-ot', 'w').write('%.1f %% of %d samples' % (s, a + b))
@@ -245,6 +250,7 @@ python3 "$CHECK" pprof "${DF[@]}" >"$WORK/dir.json"
 jcheck "pprof files decode (${#DF[@]} of the namespaced target)" "$WORK/dir.json" 'print("ok" if len(d) >= 3 and all(w["ok"] for w in d) else d)'
 
 # ---- the process that exits is dropped: its last window is pushed, the gauge goes down
+wait_for_line "$MIX_OUT" '^DONE ' 30 "$MIX_PID"
 NMIX=$(pyro_of "$MIX_PID" | wc -l)
 kill -TERM "$MIX_PID"
 T0=$(date +%s%N)
@@ -255,6 +261,40 @@ done
 T1=$(date +%s%N)
 equals "an exited process is dropped ($(((T1 - T0) / 1000000)) ms after its SIGTERM)" "$(metric clrtap_fleet_processes)" 1
 check "... and its last window pushed" test "$(pyro_of "$MIX_PID" | wc -l)" -gt "$NMIX"
+
+# ---- allocation, exception and lock profiles of the mixed fixture, over all its windows
+# (pprof through go tool pprof, OTLP through protoc): 160000 AllocTargets of 64 bytes in
+# MixedAlloc::AllocMany (allocation ticks are a sample: +-5 %), exactly 25 FixtureExceptions
+# thrown in Thrower::ThrowOne, exactly 6 waits in LockWaiter::Wait of at least 20 ms each
+for ((i = 0; i < 50; i++)); do
+	[ "$(metric 'clrtap_fleet_queue_windows{exporter="pyroscope"}')" = 0 ] &&
+		[ "$(metric 'clrtap_fleet_queue_windows{exporter="otlp"}')" = 0 ] && break
+	sleep 0.1
+done
+mapfile -t MEV < <(pyro_ev_of "$MIX_PID")
+python3 "$CHECK" events pprof "$MIX_PID" "${MEV[@]}" >"$WORK/mix-pp.json"
+mapfile -t MOT < <(grep -la "mixed-svc" $(otlp_all))
+python3 "$CHECK" events otlp "$MIX_PID" "${MOT[@]}" >"$WORK/mix-ot.json"
+EVFACTS="
+t = d['totals']; g = lambda ty, k, n: t.get(ty, {}).get(k, {}).get(n, 0)
+AT, AM = 'Clrtap.Fixtures.AllocTarget', 'Clrtap.Fixtures.MixedAlloc::AllocMany'
+FE, TO = 'Clrtap.Fixtures.FixtureException', 'Clrtap.Fixtures.Thrower::ThrowOne'
+LW = 'Clrtap.Fixtures.LockWaiter::Wait'
+f = {'alloc_bytes': g('alloc_size/bytes', 'self', AT), 'alloc_bytes_in': g('alloc_size/bytes', 'cum', AM),
+     'alloc_ticks': g('alloc_samples/count', 'cum', AM),
+     'exceptions': g('exception/count', 'self', FE), 'exceptions_in': g('exception/count', 'cum', TO),
+     'exceptions_all': sum(t.get('exception/count', {}).get('self', {}).values()),
+     'lock_count': g('lock_count/count', 'cum', LW), 'lock_ms': g('lock_time/nanoseconds', 'cum', LW) / 1e6}
+want = 160000 * 64
+ok = not d['bad'] and abs(f['alloc_bytes'] - want) <= want * 0.05 and f['alloc_bytes_in'] == f['alloc_bytes'] \
+     and f['alloc_ticks'] >= 50 and f['exceptions'] == f['exceptions_in'] == f['exceptions_all'] == 25 \
+     and f['lock_count'] == 6 and 120 <= f['lock_ms'] <= 6000
+open(os.environ['WORK'] + '/evfacts', 'a').write(json.dumps(f) + '\n')
+print('ok' if ok else (f, d['bad'][:1]))"
+jcheck "pprof (${#MEV[@]} windows): alloc_size 10240000 +-5 % in AllocMany, 25 exceptions in ThrowOne, 6 lock waits in LockWaiter::Wait, >= 120 ms" \
+	"$WORK/mix-pp.json" "$EVFACTS"
+jcheck "OTLP: the same allocation, exception and lock facts" "$WORK/mix-ot.json" "$EVFACTS"
+sed 's/^/    /' "$WORK/evfacts"
 
 # ---- the EventPipe engine (started when fleet B's receiver went away)
 wait "$EP_FLEET"
@@ -285,7 +325,7 @@ check "fleet answers /metrics while the receiver is down (no stall)" \
 echo "    fleet RSS peak while down: $((MAXRSS / 1024)) MiB"
 check "RSS under 64 MiB while down ($((MAXRSS / 1024)) MiB)" test "$MAXRSS" -gt 0 -a "$MAXRSS" -lt 65536
 DROPPED=$(metric 'clrtap_fleet_dropped_windows_total{exporter="pyroscope"}' "$BMPORT")
-# 30 s of 3 s windows: about 10 per exporter, 2 of them held in the queue
+# 30 s of 1 s windows: about 30 per exporter, 2 of them held in the queue
 check "dropped Pyroscope windows counted on /metrics (${DROPPED:-none}, at least 6)" test "${DROPPED:-0}" -ge 6
 check "prometheus scraped the dropped OTLP windows (at least 6)" \
 	prom_ge 'clrtap_fleet_dropped_windows_total{job="fleetb",exporter="otlp"}' 6

@@ -94,6 +94,9 @@ struct fleet_opts {
 	size_t queue_max;          /* windows held per exporter (default 64) */
 	size_t queue_max_bytes;    /* bytes held per exporter (default 16 MiB) */
 	int flush_ms;              /* at stop: time left to push what is queued (default 3000) */
+	const char *spool_dir;     /* windows the memory queue cannot hold go to DIR/<exporter> */
+	uint64_t spool_max_bytes;  /* cap of the spool (default 64 MiB), shared by the exporters */
+	bool otlp_gzip;            /* Content-Encoding: gzip on OTLP pushes */
 
 	const char *metrics_addr;  /* IP address for /metrics (NULL: none) */
 	unsigned metrics_port;
@@ -122,11 +125,17 @@ struct fleet_item {
 	int64_t from_ms;
 	pid_t pid;
 	unsigned hz;
+	bool gzip;         /* OTLP: body is gzipped */
+	char *spool_name;  /* taken from the spool: its file (removed once pushed) */
 };
 
 struct fleet_exp_stats {
 	uint64_t sent, failed, dropped, bytes, retries;
 	size_t depth, depth_bytes;
+	uint64_t spooled;        /* windows written to the spool */
+	size_t spool_depth;      /* spool files waiting */
+	uint64_t spool_bytes;
+	bool spool_on;
 	bool configured;
 };
 

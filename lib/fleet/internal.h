@@ -8,6 +8,7 @@
 struct fleet_http_req {
 	const char *url;
 	const char *content_type;       /* a plain body: its type */
+	const char *content_encoding;   /* and its encoding ("gzip"), or NULL */
 	const char *form_field;         /* or a multipart/form-data body in this field */
 	const char *form_filename;
 	const void *body;

@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "common/log.h"
 #include "fleet/internal.h"
@@ -152,6 +153,38 @@ static int otlp_bytes(const struct fproc *p, const char *version, const struct f
 	return 0;
 }
 
+/* in as one gzip member (OTLP/HTTP's Content-Encoding: gzip), in place of *buf. */
+static int gzip_in_place(char **buf, size_t *len)
+{
+	z_stream z = { 0 };
+	uLong cap;
+	char *out;
+	int rc;
+
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	cap = deflateBound(&z, (uLong)*len) + 32;
+	out = malloc(cap);
+	if (!out) {
+		deflateEnd(&z);
+		return -ENOMEM;
+	}
+	z.next_in = (Bytef *)*buf;
+	z.avail_in = (uInt)*len;
+	z.next_out = (Bytef *)out;
+	z.avail_out = (uInt)cap;
+	rc = deflate(&z, Z_FINISH);
+	deflateEnd(&z);
+	if (rc != Z_STREAM_END) {
+		free(out);
+		return -EIO;
+	}
+	free(*buf);
+	*buf = out;
+	*len = cap - z.avail_out;
+	return 0;
+}
+
 static struct fleet_item *item_new(const struct fproc *p, char *body, size_t len, int64_t until_ms)
 {
 	struct fleet_item *it = calloc(1, sizeof(*it));
@@ -241,9 +274,14 @@ static int encode_queue(struct ctx *c, const struct fproc *p, const struct flame
 		}
 	}
 	if (!err && fleet_exporter_on(c->ex, FLEET_EXP_OTLP) &&
-	    !(err = otlp_bytes(p, c->o->version, f, fo, &body, &len)) && (it = item_new(p, body, len, now_ms))) {
-		it->type = type;
-		fleet_exporter_put(c->ex, FLEET_EXP_OTLP, it);
+	    !(err = otlp_bytes(p, c->o->version, f, fo, &body, &len))) {
+		if (c->o->otlp_gzip && (err = gzip_in_place(&body, &len)))
+			free(body);
+		else if ((it = item_new(p, body, len, now_ms))) {
+			it->type = type;
+			it->gzip = c->o->otlp_gzip;
+			fleet_exporter_put(c->ex, FLEET_EXP_OTLP, it);
+		}
 	}
 	if (err) {
 		ct_debug("fleet: pid %d: %s window not encoded: %s", (int)p->pid, type, strerror(-err));
@@ -614,6 +652,24 @@ static void metrics_text(struct ctx *c, struct strbuf *b)
 		"Windows dropped: queue full, refused by the receiver, or left at stop.", dropped)
 	PER_EXP("clrtap_fleet_queue_windows", "gauge", "Windows waiting to be pushed.", depth)
 	PER_EXP("clrtap_fleet_queue_bytes", "gauge", "Bytes waiting to be pushed.", depth_bytes)
+	if (c->o->spool_dir) {
+		metric(b, "clrtap_fleet_spooled_windows_total", "counter",
+		       "Windows written to the on-disk spool (the memory queue was full, or at stop).");
+		for (k = 0; k < FLEET_EXP_N; k++)
+			if (es[k].spool_on)
+				strbuf_addf(b, "clrtap_fleet_spooled_windows_total{exporter=\"%s\"} %" PRIu64 "\n",
+					    fleet_exp_name((enum fleet_exp_kind)k), es[k].spooled);
+		metric(b, "clrtap_fleet_spool_windows", "gauge", "Windows waiting in the spool.");
+		for (k = 0; k < FLEET_EXP_N; k++)
+			if (es[k].spool_on)
+				strbuf_addf(b, "clrtap_fleet_spool_windows{exporter=\"%s\"} %zu\n",
+					    fleet_exp_name((enum fleet_exp_kind)k), es[k].spool_depth);
+		metric(b, "clrtap_fleet_spool_bytes", "gauge", "Bytes in the spool.");
+		for (k = 0; k < FLEET_EXP_N; k++)
+			if (es[k].spool_on)
+				strbuf_addf(b, "clrtap_fleet_spool_bytes{exporter=\"%s\"} %" PRIu64 "\n",
+					    fleet_exp_name((enum fleet_exp_kind)k), es[k].spool_bytes);
+	}
 #undef PER_EXP
 	getrusage(RUSAGE_SELF, &ru);
 	metric(b, "clrtap_fleet_cpu_seconds_total", "counter", "clrtap's own CPU time (user + system).");

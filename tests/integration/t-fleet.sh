@@ -78,8 +78,8 @@ RECVB_PID=$RECV_PID
 	--metrics "127.0.0.1:$MPORT" >"$WORK/fleet.out" 2>"$WORK/fleet.err" &
 FLEET=$!
 KILL_PIDS+=("$FLEET")
-# fleet B: 1 s windows and a queue of 2, so 30 s down overflows it
-"$CLRTAP" fleet --pids "$EVIL_PID" --window 1 -F 199 \
+# fleet B: 1 s windows, a queue of 2 and a spool of 16 KiB, so 30 s down overflows both
+"$CLRTAP" fleet --pids "$EVIL_PID" --window 1 -F 199 --spool "$WORK/spool" --spool-max 16K \
 	--pyroscope "http://127.0.0.1:$BPORT" --otlp "http://127.0.0.1:$BPORT/" \
 	--queue 2 --retry-max 1 --http-timeout 2 --metrics "127.0.0.1:$BMPORT" \
 	>"$WORK/fleetb.out" 2>"$WORK/fleetb.err" &
@@ -146,6 +146,19 @@ mkdir -p "$WORK/ep"
 	>"$WORK/ep.out" 2>"$WORK/ep.err" &
 EP_FLEET=$!
 KILL_PIDS+=("$EP_FLEET")
+
+# meanwhile, the spool across a restart: fleet C pushes to a port where nothing listens and
+# stops (what it could not push is spooled), then runs again pushing to A's receiver
+DEADPORT=$(free_port)
+(
+	"$CLRTAP" fleet --pids "$EVIL_PID" --window 1 -d 2.5 --otlp "http://127.0.0.1:$DEADPORT" \
+		--spool "$WORK/spool2" --flush 1 >/dev/null 2>"$WORK/c1.err"
+	"$CLRTAP" fleet --pids "$EVIL_PID" --window 1 -d 3 --otlp "http://127.0.0.1:$RPORT" \
+		--spool "$WORK/spool2" >/dev/null 2>"$WORK/c2.err"
+) &
+SPOOL_RUNS=$!
+KILL_PIDS+=("$SPOOL_RUNS")
+mkdir -p "$WORK/spool2"
 
 # ---- the hostile target (fleet B's windows): valid pprof and OTLP, its strings cleaned, no label of its own
 export EVIL_SVC EVIL_POD
@@ -229,6 +242,8 @@ mapfile -t OT < <(otlp_all)
 python3 "$CHECK" otlp "${OT[@]}" >"$WORK/ot.json"
 jcheck "every OTLP request decodes with protoc over the v1.11.0 .proto" "$WORK/ot.json" \
 	'print("ok" if d and all(r["ok"] and r["unknown_fields"] == 0 and r["zero_entries"] and r["strings_ok"] for r in d) else [r for r in d if not r["ok"] or not r["zero_entries"]][:1])'
+jcheck "OTLP requests are gzipped (Content-Encoding: gzip), the receiver gunzips them" "${OT[0]%.pb}.json" \
+	'print("ok" if d["headers"].get("Content-Encoding") == "gzip" and d["wire_bytes"] < os.path.getsize(sys.argv[1][:-5] + ".pb") else d)'
 jcheck "OTLP resource of the namespaced target exact" "$WORK/ot.json" "
 r = [x for x in d if x['attrs'].get('process.pid') == $NS_PID][0]['attrs']
 want = {'service.name': 'checkout-svc', 'process.pid': $NS_PID, 'host.name': os.uname().nodename,
@@ -315,6 +330,17 @@ tol = max(5.0, 200.0 * (0.75 * 0.25 / n) ** 0.5) if n else 0
 good = len(d) >= 2 and all(w['ok'] for w in d) and a > 0 and (n < 30 or abs(s - 75) <= tol)
 print('ok' if good else 'split %.1f of %d (bound %.1f), %s' % (s, n, tol, d))"
 
+# ---- the spool across a restart: fleet C's second run pushed what its first one spooled
+wait "$SPOOL_RUNS"
+C1=$(grep -o 'otlp spool: [0-9]* windows written, [0-9]* waiting' "$WORK/c1.err")
+C2=$(tail -1 "$WORK/c2.err")
+echo "    first run: $C1; second run: ${C2#*; otlp:}"
+N1=$(echo "$C1" | awk '{print $3}')
+check "fleet C spooled its windows at stop (${N1:-none}, at least 2)" test "${N1:-0}" -ge 2 -a "$C1" = "otlp spool: $N1 windows written, $N1 waiting"
+S2=$(echo "$C2" | grep -o 'otlp: [0-9]* sent' | awk '{print $2}')
+check "its second run pushed them and its own (${S2:-none} sent, at least $((N1 + 2)))" test "${S2:-0}" -ge $((N1 + 2))
+contains "... and left nothing in the spool" "$C2" "otlp spool: 0 windows written, 0 waiting"
+
 # ---- fleet B after 30 s without its receiver
 while [ $(($(date +%s) - DOWN_AT)) -lt 30 ]; do sleep 0.2; done
 touch "$WORK/rss.stop"
@@ -324,8 +350,12 @@ check "fleet answers /metrics while the receiver is down (no stall)" \
 	curl -sf -m 2 -o /dev/null "http://127.0.0.1:$BMPORT/metrics"
 echo "    fleet RSS peak while down: $((MAXRSS / 1024)) MiB"
 check "RSS under 64 MiB while down ($((MAXRSS / 1024)) MiB)" test "$MAXRSS" -gt 0 -a "$MAXRSS" -lt 65536
+SPOOLB=$(du -cb "$WORK"/spool/*/w-*.spool 2>/dev/null | tail -1 | cut -f1)
+check "the spool stays under its 16 KiB (${SPOOLB:-0} bytes)" test "${SPOOLB:-0}" -gt 0 -a "${SPOOLB:-0}" -le 16384
+SPOOLED=$(metric 'clrtap_fleet_spooled_windows_total{exporter="otlp"}' "$BMPORT")
+check "OTLP windows spooled while down (${SPOOLED:-none})" test "${SPOOLED:-0}" -ge 4
 DROPPED=$(metric 'clrtap_fleet_dropped_windows_total{exporter="pyroscope"}' "$BMPORT")
-# 30 s of 1 s windows: about 30 per exporter, 2 of them held in the queue
+# 30 s of 1 s windows: about 30 per exporter, 2 held in the queue, a few in the spool
 check "dropped Pyroscope windows counted on /metrics (${DROPPED:-none}, at least 6)" test "${DROPPED:-0}" -ge 6
 check "prometheus scraped the dropped OTLP windows (at least 6)" \
 	prom_ge 'clrtap_fleet_dropped_windows_total{job="fleetb",exporter="otlp"}' 6
@@ -338,6 +368,13 @@ for ((i = 0; i < 100; i++)); do
 	sleep 0.1
 done
 check "pushing resumed after the receiver came back" test "$(ls "$WORK"/recvb | wc -l)" -gt "$BEFORE"
+for ((i = 0; i < 100; i++)); do
+	[ "$(metric 'clrtap_fleet_spool_windows{exporter="otlp"}' "$BMPORT")" = 0 ] &&
+		[ "$(metric 'clrtap_fleet_spool_windows{exporter="pyroscope"}' "$BMPORT")" = 0 ] && break
+	sleep 0.1
+done
+equals "the spooled windows were pushed once it was back" \
+	"$(metric 'clrtap_fleet_spool_windows{exporter="otlp"}' "$BMPORT") $(metric 'clrtap_fleet_spool_windows{exporter="pyroscope"}' "$BMPORT")" "0 0"
 kill -TERM "$FLEETB"
 wait "$FLEETB"
 equals "fleet B exits 0 on SIGTERM" "$?" 0

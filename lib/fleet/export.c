@@ -609,7 +609,7 @@ bool fleet_exporter_on(const struct fleet_exporters *e, enum fleet_exp_kind k)
 void fleet_exporter_put(struct fleet_exporters *e, enum fleet_exp_kind k, struct fleet_item *it)
 {
 	struct exporter *x = &e->x[k];
-	size_t maxn = x->o->queue_max ? x->o->queue_max : 64;
+	size_t maxn = x->o->queue_max ? x->o->queue_max : 256;
 	size_t maxb = x->o->queue_max_bytes ? x->o->queue_max_bytes : (size_t)16 << 20;
 
 	pthread_mutex_lock(&x->mu);

@@ -91,7 +91,7 @@ struct fleet_opts {
 	const char *cacert;        /* a CA bundle instead of the system's */
 	int http_timeout_ms;       /* per push (default 10000) */
 	int retry_max_ms;          /* cap of the backoff (default 30000) */
-	size_t queue_max;          /* windows held per exporter (default 64) */
+	size_t queue_max;          /* windows held per exporter (default 256) */
 	size_t queue_max_bytes;    /* bytes held per exporter (default 16 MiB) */
 	int flush_ms;              /* at stop: time left to push what is queued (default 3000) */
 	const char *spool_dir;     /* windows the memory queue cannot hold go to DIR/<exporter> */
@@ -163,6 +163,7 @@ struct fleet_stats {
 	uint64_t events[PROFILE_EP_EV_N];         /* allocation ticks, exceptions, lock waits seen */
 	uint64_t events_dropped[PROFILE_EP_EV_N]; /* of which not in a profile (caps, no stack) */
 	uint64_t types_failed;                    /* processes whose event session did not start */
+	uint64_t event_sessions;                  /* processes whose event session runs */
 	uint64_t inaccessible; /* processes the last scan could not inspect (-EACCES: not
 				* ours; whether they are .NET is unknown) */
 };

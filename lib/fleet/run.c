@@ -37,6 +37,15 @@ struct fproc {
 	struct profile_session s;
 	struct profile_engine_choice ch;
 	struct profile_ep *ev;  /* allocation, exception, lock events (NULL: none) */
+	/* the event session starts on its own thread (its priming rundown takes a
+	 * while): the loop adopts it once ev_done */
+	pthread_t ev_th;
+	bool ev_starting;
+	int ev_done;            /* __atomic */
+	int ev_err;
+	struct profile_ep *ev_new;
+	struct profile_ep_opts ev_opts;
+	struct ipc_error ev_rerr;
 	uint64_t ev_seen[PROFILE_EP_EV_N], ev_dropped[PROFILE_EP_EV_N]; /* counted so far */
 	struct fleet_labels l;
 	char *pyro_name;        /* escaped, for the query */
@@ -393,10 +402,43 @@ static bool wanted(const struct fleet_opts *o, pid_t pid)
 	return false;
 }
 
+static void *ev_starter(void *arg)
+{
+	struct fproc *p = arg;
+
+	p->ev_err = profile_ep_start(&p->ev_new, &p->ev_opts, NULL, &p->ev_rerr);
+	__atomic_store_n(&p->ev_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Takes the event session over once its thread is done (wait: join it anyway). */
+static void ev_adopt(struct ctx *c, struct fproc *p, bool wait)
+{
+	if (!p->ev_starting || (!wait && !__atomic_load_n(&p->ev_done, __ATOMIC_ACQUIRE)))
+		return;
+	pthread_join(p->ev_th, NULL);
+	p->ev_starting = false;
+	if (p->ev_err) {
+		ct_warn("fleet: pid %d (%s): no allocation/exception/lock profiles: the EventPipe "
+			"session did not start: %s", (int)p->pid, p->l.service,
+			p->ev_rerr.message[0] ? p->ev_rerr.message : strerror(-p->ev_err));
+		pthread_mutex_lock(&c->mu);
+		c->st.types_failed++;
+		pthread_mutex_unlock(&c->mu);
+		return;
+	}
+	p->ev = p->ev_new;
+	p->ev_new = NULL;
+	pthread_mutex_lock(&c->mu);
+	c->st.event_sessions++;
+	pthread_mutex_unlock(&c->mu);
+}
+
 static void proc_end(struct ctx *c, struct fproc *p, bool flush)
 {
 	if (!p->active)
 		return;
+	ev_adopt(c, p, true);
 	if (flush) {
 		if (!p->s.ep)
 			profile_session_stop(&p->s);
@@ -414,6 +456,9 @@ static void proc_end(struct ctx *c, struct fproc *p, bool flush)
 	if (p->ev) {
 		profile_ep_free(p->ev);
 		p->ev = NULL;
+		pthread_mutex_lock(&c->mu);
+		c->st.event_sessions--;
+		pthread_mutex_unlock(&c->mu);
 	}
 	free(p->pyro_name);
 	p->pyro_name = NULL;
@@ -538,20 +583,14 @@ static int scan_one(pid_t pid, void *arg)
 	strbuf_release(&nm);
 	strbuf_release(&esc);
 	if (o->types) {
-		struct profile_ep_opts eo = { 0 };
-		struct ipc_error rerr;
-
-		eo.socket = p->t.socket;
-		eo.timeout_ms = o->timeout_ms;
-		eo.pid = pid;
-		eo.events = o->types;
-		eo.no_sampling = true;
-		eo.prime = true; /* names of the code compiled before */
-		err = profile_ep_start(&p->ev, &eo, NULL, &rerr);
-		if (err) {
-			ct_warn("fleet: pid %d (%s): no allocation/exception/lock profiles: the EventPipe "
-				"session did not start: %s", (int)pid, p->l.service,
-				rerr.message[0] ? rerr.message : strerror(-err));
+		p->ev_opts.socket = p->t.socket;
+		p->ev_opts.timeout_ms = o->timeout_ms;
+		p->ev_opts.pid = pid;
+		p->ev_opts.events = o->types;
+		p->ev_opts.no_sampling = true;
+		p->ev_opts.prime = true; /* names of the code compiled before */
+		p->ev_starting = !pthread_create(&p->ev_th, NULL, ev_starter, p);
+		if (!p->ev_starting) {
 			pthread_mutex_lock(&c->mu);
 			c->st.types_failed++;
 			pthread_mutex_unlock(&c->mu);
@@ -629,6 +668,8 @@ static void metrics_text(struct ctx *c, struct strbuf *b)
 			if (c->o->types & (1u << k))
 				strbuf_addf(b, "clrtap_fleet_events_dropped_total{type=\"%s\"} %" PRIu64 "\n",
 					    fleet_type_name(k), st.events_dropped[k]);
+		scalar(b, "clrtap_fleet_event_sessions", "gauge",
+		       "Processes whose event session (allocations, exceptions, locks) runs.", st.event_sessions);
 		scalar(b, "clrtap_fleet_types_failed_total", "counter",
 		       "Processes whose event session (allocations, exceptions, locks) did not start.",
 		       st.types_failed);
@@ -819,6 +860,7 @@ int fleet_run(const struct fleet_opts *o, struct fleet_summary *sum, char *why, 
 			if (!p->active)
 				continue;
 			active++;
+			ev_adopt(&c, p, false);
 			rc = profile_session_tick(&p->s, 0);
 			if (rc == -ESRCH) {
 				proc_end(&c, p, true);

@@ -73,7 +73,7 @@ int cmd_fleet(int argc, char **argv)
 	const char *engine_s = NULL, *pids_s = NULL, *metrics_s = NULL, *bearer_file = NULL,
 		   *basic_file = NULL, *header = NULL, *env_s = NULL,
 		   *types_s = NULL, *compress_s = NULL;
-	int hz = 19, queue = 64;
+	int hz = 19, queue = 256;
 	int64_t window_ms = 10000, scan_ms = 2000, duration_ms = 0, retry_ms = 30000,
 		flush_ms = 3000, http_ms = 10000;
 	uint64_t dir_max = (uint64_t)256 << 20, queue_bytes = (uint64_t)16 << 20, spool_max = (uint64_t)64 << 20;
@@ -105,7 +105,7 @@ int cmd_fleet(int argc, char **argv)
 		{ 0, "header", CLI_OPT_STRING, &header, "'NAME: VALUE'", "one more header on every push" },
 		{ 0, "cacert", CLI_OPT_STRING, &o.cacert, "FILE", "CA bundle to verify TLS with (default: the system's)" },
 		{ 0, "host-name", CLI_OPT_STRING, &o.host_name, "NAME", "host.name label (default: this host's name)" },
-		{ 0, "queue", CLI_OPT_INT, &queue, "N", "windows queued per exporter before the oldest is dropped (default 64)" },
+		{ 0, "queue", CLI_OPT_INT, &queue, "N", "windows queued per exporter before the oldest is let go (default 256)" },
 		{ 0, "queue-bytes", CLI_OPT_SIZE, &queue_bytes, "SIZE", "bytes queued per exporter (default 16M)" },
 		{ 0, "retry-max", CLI_OPT_DURATION, &retry_ms, "SEC", "longest wait between retries (default 30s)" },
 		{ 0, "http-timeout", CLI_OPT_DURATION, &http_ms, "SEC", "time limit of one push (default 10s)" },

@@ -202,7 +202,13 @@ done
 T1=$(date +%s%N)
 equals "a process started while fleet runs is profiled ($(((T1 - T0) / 1000000)) ms after its READY)" "$(metric clrtap_fleet_processes)" 2
 check "... within 5 s (a scan every 0.5 s)" test $(((T1 - T0) / 1000000)) -lt 5000
-touch "$WORK/mix-go" # its allocations, exceptions and lock waits, now that fleet A watches it
+# its allocations, exceptions and lock waits, once fleet A's event session on it runs
+for ((i = 0; i < 150; i++)); do
+	[ "$(metric clrtap_fleet_event_sessions)" = 2 ] && break
+	sleep 0.1
+done
+equals "the event sessions of both processes run" "$(metric clrtap_fleet_event_sessions)" 2
+touch "$WORK/mix-go"
 
 # wait until the namespaced target has 4 windows (the first one starts mid-way)
 for ((i = 0; i < 300; i++)); do

@@ -9,6 +9,7 @@
  */
 #include "common/compat.h"
 
+#include <malloc.h>
 #include <microhttpd.h>
 #include <sqlite3.h>
 #include <arpa/inet.h>
@@ -402,11 +403,19 @@ static bool wanted(const struct fleet_opts *o, pid_t pid)
 	return false;
 }
 
+/* One event session starts at a time: each reads a priming rundown (every method
+ * of its target) and its memory peaks meanwhile; 20 at once on one node held
+ * 111 MiB (bench/bench-fleet.sh), one at a time and trimmed after, under 64. */
+static pthread_mutex_t ev_start_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static void *ev_starter(void *arg)
 {
 	struct fproc *p = arg;
 
+	pthread_mutex_lock(&ev_start_mu);
 	p->ev_err = profile_ep_start(&p->ev_new, &p->ev_opts, NULL, &p->ev_rerr);
+	malloc_trim(0); /* the rundown's transient memory back to the system */
+	pthread_mutex_unlock(&ev_start_mu);
 	__atomic_store_n(&p->ev_done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -682,34 +691,23 @@ static void metrics_text(struct ctx *c, struct strbuf *b)
 				    "clrtap_fleet_pushes_total{exporter=\"%s\",result=\"failed\"} %" PRIu64 "\n",
 				    fleet_exp_name((enum fleet_exp_kind)k), es[k].sent,
 				    fleet_exp_name((enum fleet_exp_kind)k), es[k].failed);
-#define PER_EXP(name, type, help, field)                                                     \
+#define PER_EXP(name, type, help, field, on)                                                 \
 	metric(b, name, type, help);                                                         \
 	for (k = 0; k < FLEET_EXP_N; k++)                                                    \
-		if (es[k].configured)                                                        \
+		if (es[k].on)                                                                \
 			strbuf_addf(b, name "{exporter=\"%s\"} %" PRIu64 "\n",                \
 				    fleet_exp_name((enum fleet_exp_kind)k), (uint64_t)es[k].field);
-	PER_EXP("clrtap_fleet_pushed_bytes_total", "counter", "Bytes pushed or written.", bytes)
+	PER_EXP("clrtap_fleet_pushed_bytes_total", "counter", "Bytes pushed or written.", bytes, configured)
 	PER_EXP("clrtap_fleet_dropped_windows_total", "counter",
-		"Windows dropped: queue full, refused by the receiver, or left at stop.", dropped)
-	PER_EXP("clrtap_fleet_queue_windows", "gauge", "Windows waiting to be pushed.", depth)
-	PER_EXP("clrtap_fleet_queue_bytes", "gauge", "Bytes waiting to be pushed.", depth_bytes)
+		"Windows dropped: queue full, refused by the receiver, or left at stop.", dropped, configured)
+	PER_EXP("clrtap_fleet_queue_windows", "gauge", "Windows waiting to be pushed.", depth, configured)
+	PER_EXP("clrtap_fleet_queue_bytes", "gauge", "Bytes waiting to be pushed.", depth_bytes, configured)
 	if (c->o->spool_dir) {
-		metric(b, "clrtap_fleet_spooled_windows_total", "counter",
-		       "Windows written to the on-disk spool (the memory queue was full, or at stop).");
-		for (k = 0; k < FLEET_EXP_N; k++)
-			if (es[k].spool_on)
-				strbuf_addf(b, "clrtap_fleet_spooled_windows_total{exporter=\"%s\"} %" PRIu64 "\n",
-					    fleet_exp_name((enum fleet_exp_kind)k), es[k].spooled);
-		metric(b, "clrtap_fleet_spool_windows", "gauge", "Windows waiting in the spool.");
-		for (k = 0; k < FLEET_EXP_N; k++)
-			if (es[k].spool_on)
-				strbuf_addf(b, "clrtap_fleet_spool_windows{exporter=\"%s\"} %zu\n",
-					    fleet_exp_name((enum fleet_exp_kind)k), es[k].spool_depth);
-		metric(b, "clrtap_fleet_spool_bytes", "gauge", "Bytes in the spool.");
-		for (k = 0; k < FLEET_EXP_N; k++)
-			if (es[k].spool_on)
-				strbuf_addf(b, "clrtap_fleet_spool_bytes{exporter=\"%s\"} %" PRIu64 "\n",
-					    fleet_exp_name((enum fleet_exp_kind)k), es[k].spool_bytes);
+		PER_EXP("clrtap_fleet_spooled_windows_total", "counter",
+			"Windows written to the on-disk spool (the memory queue was full, or at stop).", spooled,
+			spool_on)
+		PER_EXP("clrtap_fleet_spool_windows", "gauge", "Windows waiting in the spool.", spool_depth, spool_on)
+		PER_EXP("clrtap_fleet_spool_bytes", "gauge", "Bytes in the spool.", spool_bytes, spool_on)
 	}
 #undef PER_EXP
 	getrusage(RUSAGE_SELF, &ru);

@@ -174,6 +174,7 @@ static int dir_write(struct exporter *x, const struct fleet_item *it)
 #define SPOOL_MAGIC "clrtap-spool 1"
 #define SPOOL_NAME_MAX 65536
 #define SPOOL_BODY_MAX ((size_t)8 << 20) /* an encoded window's cap (run.c) */
+#define SPOOL_HDR_MAX 256
 
 static const char *const spool_types[] = { "cpu", "alloc", "exceptions", "lock" };
 
@@ -188,14 +189,50 @@ static const char *spool_type(const char *t)
 	return NULL;
 }
 
-/* A Pyroscope name from a spool file goes into a URL: only what fleet_url_escape writes. */
-static bool spool_name_ok(const char *s)
+bool fleet_spool_name_ok(const char *s, size_t len)
 {
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-		      *s == '-' || *s == '.' || *s == '_' || *s == '~' || *s == '%'))
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
+		      s[i] == '-' || s[i] == '.' || s[i] == '_' || s[i] == '~' || s[i] == '%'))
 			return false;
-	return true;
+	return len > 0;
+}
+
+int fleet_spool_header(const char *buf, size_t len, struct fleet_spool_hdr *h)
+{
+	/* "clrtap-spool 1 FROM_S UNTIL_S FROM_MS PID HZ TYPE GZIP NAMELEN BODYLEN\n" */
+	char line[SPOOL_HDR_MAX], *f[12], *save = NULL, *tok;
+	const char *nl = memchr(buf, '\n', CT_MIN(len, sizeof(line)));
+	size_t nf = 0;
+	int64_t v[5];
+	uint64_t g, n, b;
+
+	memset(h, 0, sizeof(*h));
+	if (!nl || memchr(buf, '\0', (size_t)(nl - buf)))
+		return -EBADMSG;
+	memcpy(line, buf, (size_t)(nl - buf));
+	line[nl - buf] = '\0';
+	for (tok = strtok_r(line, " ", &save); tok && nf < 12; tok = strtok_r(NULL, " ", &save))
+		f[nf++] = tok;
+	if (nf != 11 || strcmp(f[0], "clrtap-spool") || strcmp(f[1], "1") || ct_parse_i64(f[2], 10, &v[0]) ||
+	    ct_parse_i64(f[3], 10, &v[1]) || ct_parse_i64(f[4], 10, &v[2]) || ct_parse_i64(f[5], 10, &v[3]) ||
+	    ct_parse_i64(f[6], 10, &v[4]) || !spool_type(f[7]) || ct_parse_u64(f[8], 10, &g) ||
+	    ct_parse_u64(f[9], 10, &n) || ct_parse_u64(f[10], 10, &b) || g > 1 || n > SPOOL_NAME_MAX ||
+	    b > SPOOL_BODY_MAX || v[3] <= 0 || v[3] > INT32_MAX || v[4] < 0 || v[4] > 1000000)
+		return -EBADMSG;
+	h->from_s = v[0];
+	h->until_s = v[1];
+	h->from_ms = v[2];
+	h->pid = (pid_t)v[3];
+	h->hz = (unsigned)v[4];
+	h->type = spool_type(f[7]);
+	h->gzip = g == 1;
+	h->name_len = (size_t)n;
+	h->body_len = (size_t)b;
+	h->off = (size_t)(nl - buf) + 1;
+	return 0;
 }
 
 /* Writes it as the newest spool file, then removes the oldest past the cap (counted).
@@ -240,7 +277,8 @@ static void spool_put(struct exporter *x, const struct fleet_item *it)
 static struct fleet_item *spool_take(struct exporter *x)
 {
 	struct fleet_item *it = NULL;
-	char *name = NULL, hdr[256];
+	struct fleet_spool_hdr h;
+	char *name = NULL, hdr[SPOOL_HDR_MAX];
 	int fd = -1;
 	ssize_t r;
 	bool bad = true;
@@ -252,57 +290,33 @@ static struct fleet_item *spool_take(struct exporter *x)
 		return NULL;
 	fd = openat(x->spoolfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	r = fd >= 0 ? pread(fd, hdr, sizeof(hdr) - 1, 0) : -1;
-	if (r > 0) {
-		/* "clrtap-spool 1 FROM_S UNTIL_S FROM_MS PID HZ TYPE GZIP NAMELEN BODYLEN\n" */
-		char *nlp, *f[12], *save = NULL, *tok;
-		size_t nf = 0;
-		int64_t v[5];
-		uint64_t g, nl64, bl64;
-		off_t off;
-
-		hdr[r] = '\0';
-		nlp = strchr(hdr, '\n');
-		if (nlp) {
-			*nlp = '\0';
-			for (tok = strtok_r(hdr, " ", &save); tok && nf < 12; tok = strtok_r(NULL, " ", &save))
-				f[nf++] = tok;
+	if (r > 0 && !fleet_spool_header(hdr, (size_t)r, &h)) {
+		it = calloc(1, sizeof(*it));
+		if (!it) {
+			close(fd);
+			free(name);
+			return NULL; /* memory: the file stays */
 		}
-		if (nf == 11 && !strcmp(f[0], "clrtap-spool") && !strcmp(f[1], "1") &&
-		    !ct_parse_i64(f[2], 10, &v[0]) && !ct_parse_i64(f[3], 10, &v[1]) &&
-		    !ct_parse_i64(f[4], 10, &v[2]) && !ct_parse_i64(f[5], 10, &v[3]) &&
-		    !ct_parse_i64(f[6], 10, &v[4]) && spool_type(f[7]) && !ct_parse_u64(f[8], 10, &g) &&
-		    !ct_parse_u64(f[9], 10, &nl64) && !ct_parse_u64(f[10], 10, &bl64) && g <= 1 &&
-		    nl64 <= SPOOL_NAME_MAX && bl64 <= SPOOL_BODY_MAX && v[3] > 0 && v[3] <= INT32_MAX &&
-		    v[4] >= 0 && v[4] <= 1000000) {
-			size_t nl = (size_t)nl64, bl = (size_t)bl64;
-
-			off = nlp + 1 - hdr;
-			it = calloc(1, sizeof(*it));
-			if (!it) {
-				close(fd);
-				free(name);
-				return NULL; /* memory: the file stays */
-			}
-			it->name = nl ? malloc(nl + 1) : NULL;
-			it->body = malloc(bl ? bl : 1);
-			if (it->body && (!nl || (it->name && pread(fd, it->name, nl, off) == (ssize_t)nl)) &&
-			    pread(fd, it->body, bl, off + (off_t)nl) == (ssize_t)bl) {
-				if (it->name)
-					it->name[nl] = '\0';
-				bad = nl && (strlen(it->name) != nl || !spool_name_ok(it->name));
-			}
-			if (!bad) {
-				it->len = bl;
-				it->from_s = v[0];
-				it->until_s = v[1];
-				it->from_ms = v[2];
-				it->pid = (pid_t)v[3];
-				it->hz = (unsigned)v[4];
-				it->type = spool_type(f[7]);
-				it->gzip = g == 1;
-				it->spool_name = name;
-				name = NULL;
-			}
+		it->name = h.name_len ? malloc(h.name_len + 1) : NULL;
+		it->body = malloc(h.body_len ? h.body_len : 1);
+		if (it->body && (!h.name_len || (it->name && pread(fd, it->name, h.name_len, (off_t)h.off) ==
+								   (ssize_t)h.name_len)) &&
+		    pread(fd, it->body, h.body_len, (off_t)(h.off + h.name_len)) == (ssize_t)h.body_len) {
+			if (it->name)
+				it->name[h.name_len] = '\0';
+			bad = h.name_len && !fleet_spool_name_ok(it->name, h.name_len);
+		}
+		if (!bad) {
+			it->len = h.body_len;
+			it->from_s = h.from_s;
+			it->until_s = h.until_s;
+			it->from_ms = h.from_ms;
+			it->pid = h.pid;
+			it->hz = h.hz;
+			it->type = h.type;
+			it->gzip = h.gzip;
+			it->spool_name = name;
+			name = NULL;
 		}
 	}
 	if (fd >= 0)

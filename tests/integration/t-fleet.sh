@@ -6,11 +6,14 @@
 # tests/tools/otlp-proto, opentelemetry-proto v1.11.0).
 # Two fleets run side by side so that the 30 s outage costs no extra time:
 # fleet A finds its targets by an environment variable (a process started
-# while it runs is picked up, one that exits is dropped) and its windows are
-# checked; fleet B profiles the hostile target and its receiver goes away for
-# 30 s while A's checks run: no crash or stall, RSS under 64 MiB, the dropped
-# windows counted on /metrics as the real prometheus scrapes it, pushing
-# resumes. SIGTERM pushes the last windows within seconds.
+# while it runs is picked up, one that exits is dropped), with the
+# allocation, exception and lock profiles (exact facts on the `mixed`
+# fixture) and gzipped OTLP, and its windows are checked; fleet B profiles
+# the hostile target and its receiver goes away for 30 s while A's checks
+# run: no crash or stall, RSS under 64 MiB, its spool under its cap, the
+# dropped windows counted on /metrics as the real prometheus scrapes it,
+# pushing (and the spool) resumes. Fleet C checks that the spool outlives a
+# restart. SIGTERM pushes the last windows within seconds.
 . "$(dirname "$0")/lib.sh"
 # test-run: alone
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # clrtap fleet on a node of NPROC (default 20) fixture processes, BUSY (default
-# 3) of them busy (the `busy` fixture, one thread each), ALLOC (default 1)
+# 3) of them busy (the `busy` fixture, one thread each), ALLOC (default 0)
 # allocating without pause (`alloc`), the rest idle, at the
 # default rate (19 Hz, 10 s windows), pushing pprof and OTLP to the loopback
 # receiver of the tests:
@@ -17,7 +17,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 bench_setup
 NPROC=${NPROC:-20}
 BUSY=${BUSY:-3}
-ALLOC=${ALLOC:-1} # of the idle ones, allocating as fast as one thread can (`alloc`): the worst case of --types alloc
+ALLOC=${ALLOC:-0} # of the idle ones, allocating as fast as one thread can (`alloc`): the worst case of --types alloc
 ROUNDS=${ROUNDS:-3}
 WIN=${WIN:-20}
 

@@ -636,6 +636,18 @@ static void scalar(struct strbuf *b, const char *name, const char *type, const c
 	strbuf_addf(b, "%s %" PRIu64 "\n", name, v);
 }
 
+/* A counter with one line per profile type asked (type="alloc", ...). */
+static void per_type(struct strbuf *b, unsigned types, const char *name, const char *help,
+		     const uint64_t *v)
+{
+	int k;
+
+	metric(b, name, "counter", help);
+	for (k = 0; k < PROFILE_EP_EV_N; k++)
+		if (types & (1u << k))
+			strbuf_addf(b, "%s{type=\"%s\"} %" PRIu64 "\n", name, fleet_type_name(k), v[k]);
+}
+
 static void metrics_text(struct ctx *c, struct strbuf *b)
 {
 	struct fleet_stats st;
@@ -665,18 +677,11 @@ static void metrics_text(struct ctx *c, struct strbuf *b)
 	scalar(b, "clrtap_fleet_encode_errors_total", "counter",
 	       "Windows that could not be encoded.", st.encode_errors);
 	if (c->o->types) {
-		metric(b, "clrtap_fleet_events_total", "counter",
-		       "Runtime events of the profile types besides CPU (allocation ticks, exceptions, lock waits).");
-		for (k = 0; k < PROFILE_EP_EV_N; k++)
-			if (c->o->types & (1u << k))
-				strbuf_addf(b, "clrtap_fleet_events_total{type=\"%s\"} %" PRIu64 "\n",
-					    fleet_type_name(k), st.events[k]);
-		metric(b, "clrtap_fleet_events_dropped_total", "counter",
-		       "Of those, events left out of the profiles (no stack, a profile's cap).");
-		for (k = 0; k < PROFILE_EP_EV_N; k++)
-			if (c->o->types & (1u << k))
-				strbuf_addf(b, "clrtap_fleet_events_dropped_total{type=\"%s\"} %" PRIu64 "\n",
-					    fleet_type_name(k), st.events_dropped[k]);
+		per_type(b, c->o->types, "clrtap_fleet_events_total",
+			 "Runtime events of the profile types besides CPU (allocation ticks, exceptions, lock waits).",
+			 st.events);
+		per_type(b, c->o->types, "clrtap_fleet_events_dropped_total",
+			 "Of those, events left out of the profiles (no stack, a profile's cap).", st.events_dropped);
 		scalar(b, "clrtap_fleet_event_sessions", "gauge",
 		       "Processes whose event session (allocations, exceptions, locks) runs.", st.event_sessions);
 		scalar(b, "clrtap_fleet_types_failed_total", "counter",

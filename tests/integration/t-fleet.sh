@@ -319,6 +319,9 @@ jcheck "pprof (${#MEV[@]} windows): alloc_size 10240000 +-5 % in AllocMany, 25 e
 	"$WORK/mix-pp.json" "$EVFACTS"
 jcheck "OTLP: the same allocation, exception and lock facts" "$WORK/mix-ot.json" "$EVFACTS"
 sed 's/^/    /' "$WORK/evfacts"
+equals "/metrics: the 25 exceptions counted" "$(metric 'clrtap_fleet_events_total{type="exceptions"}')" 25
+EVL=$(metric 'clrtap_fleet_events_total{type="lock"}')
+check "/metrics: the lock waits counted (${EVL:-none}, at least 6)" test "${EVL:-0}" -ge 6
 
 # ---- the EventPipe engine (started when fleet B's receiver went away)
 wait "$EP_FLEET"

@@ -46,13 +46,13 @@ LIB_SRCS := $(filter-out %_test.c %_fuzz.c,$(foreach d,$(LIBS),$(wildcard lib/$(
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
 LIBA := $(O)/libclrtap.a
 
-CLI_SRCS := $(wildcard src/*.c src/cmd/*.c)
+CLI_SRCS := $(filter-out %_test.c,$(wildcard src/*.c src/cmd/*.c))
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
 # Only the CLI sees src/ headers: libraries must not depend on it.
 $(CLI_OBJS): ALL_CFLAGS += -Isrc
 
 TEST_SRCS := $(foreach d,$(LIBS),$(wildcard lib/$(d)/*_test.c))
-TEST_BINS := $(TEST_SRCS:%.c=$(O)/%)
+TEST_BINS := $(TEST_SRCS:%.c=$(O)/%) $(if $(filter common,$(LIBS)),$(O)/src/cli_test)
 
 FUZZ_SRCS := $(foreach d,$(LIBS),$(wildcard lib/$(d)/*_fuzz.c))
 FUZZ_BINS := $(patsubst %.c,$(O)/fuzz/%,$(FUZZ_SRCS))
@@ -109,9 +109,16 @@ $(O)/%.o: %.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -DCLRTAP_VERSION='"$(VERSION)"' -DCLRTAP_SEMVER='"$(SEMVER)"' -c -o $@ $<
 
-$(LIBA): $(LIB_OBJS)
+$(LIBA): $(LIB_OBJS) $(O)/gen/flamepage.o
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+# lib/flame's HTML page draws with the UI's own flame graph (web/util.js, flame.js, flame.css).
+$(O)/gen/flamepage.c: scripts/embed-web.sh web/util.js web/flame.js web/flame.css | $(O)/gen/.dir
+	$(Q)scripts/embed-web.sh --strings $@ ct_util_js web/util.js ct_flame_js web/flame.js \
+		ct_flame_css web/flame.css
+$(O)/gen/flamepage.o: $(O)/gen/flamepage.c
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(O)/clrtap: $(CLI_OBJS) $(O)/gen/webassets.o $(LIBA)
 	@$(if $(Q),echo "  LINK    $@")
@@ -132,6 +139,12 @@ $(O)/tests/tools/%: tests/tools/%.c $(LIBA)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
+# The CLI's shared parser (src/cli.c) is tested alone, linked with the libraries.
+$(O)/src/cli_test: src/cli_test.c $(O)/src/cli.o $(LIBA)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  TEST    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -Isrc $(ALL_LDFLAGS) -o $@ $< $(O)/src/cli.o $(LIBA) -lcmocka $(LDLIBS)
+
 $(O)/lib/%_test: lib/%_test.c $(LIBA)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  TEST    $@")
@@ -147,7 +160,10 @@ $(O)/fuzz/obj/%.o: %.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC/FUZZ $<")
 	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -D_FILE_OFFSET_BITS=64 -c -o $@ $<
-$(FUZZ_LIBA): $(FUZZ_LIB_OBJS)
+$(O)/fuzz/obj/gen/flamepage.o: $(O)/gen/flamepage.c
+	@mkdir -p $(@D)
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(FUZZ_LIBA): $(FUZZ_LIB_OBJS) $(O)/fuzz/obj/gen/flamepage.o
 	$(Q)rm -f $@ && ar rcs $@ $^
 $(O)/fuzz/lib/%_fuzz: lib/%_fuzz.c $(FUZZ_LIBA)
 	@mkdir -p $(@D)

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # clrtap fleet on a node of NPROC (default 20) fixture processes, BUSY (default
-# 3) of them busy (the `busy` fixture, one thread each), the rest idle, at the
+# 3) of them busy (the `busy` fixture, one thread each), ALLOC (default 0)
+# allocating without pause (`alloc`), the rest idle, at the
 # default rate (19 Hz, 10 s windows), pushing pprof and OTLP to the loopback
 # receiver of the tests:
 #  - clrtap's CPU as % of one core and its peak RSS while it runs;
 #  - the busy fixtures' throughput (Op calls per 250 ms round) in windows of
-#    WIN seconds without (A) and with (B) fleet, ABAB for ROUNDS rounds: B/A;
+#    WIN seconds without fleet (A), with fleet's CPU profiles (B) and with
+#    --types cpu,alloc,exceptions,lock (C), ABC ABC for ROUNDS rounds: B/A, C/A;
 #  - bytes pushed per process per hour, pprof (Pyroscope) vs OTLP, from fleet's
 #    own /metrics.
 # One run; ratios, not absolute speeds (the machine is shared).
@@ -15,6 +17,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 bench_setup
 NPROC=${NPROC:-20}
 BUSY=${BUSY:-3}
+ALLOC=${ALLOC:-0} # of the idle ones, allocating as fast as one thread can (`alloc`): the worst case of --types alloc
 ROUNDS=${ROUNDS:-3}
 WIN=${WIN:-20}
 
@@ -24,6 +27,8 @@ for ((i = 0; i < NPROC; i++)); do
 	if [ "$i" -lt "$BUSY" ]; then
 		dotnet "$DLL" busy --threads 1 >"$f" 2>&1 &
 		busy_files+=("$f")
+	elif [ "$i" -lt $((BUSY + ALLOC)) ]; then
+		dotnet "$DLL" alloc >"$f" 2>&1 &
 	else
 		dotnet "$DLL" idle >"$f" 2>&1 &
 	fi
@@ -50,16 +55,17 @@ rounds_total() { # SEC -> sum over busy fixtures of the mean ops/round of their 
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-A=() B=()
+A=() B=() C=()
 fleet=
-for ((r = 1; r <= ROUNDS; r++)); do
-	sleep "$WIN"
-	A+=("$(rounds_total $((WIN - 2)))")
+# with_fleet LABEL [ARGS...]: fleet for WIN seconds; prints its CPU, RSS, bytes; sets OPS
+with_fleet() {
+	local label=$1 t0 t1 s0 s1 rss v k cpu m pb ob np el
+	shift
 	"$CLRTAP" fleet --pids "$list" --pyroscope "http://127.0.0.1:$port" --otlp "http://127.0.0.1:$port" \
-		--metrics "127.0.0.1:$mport" >"$out/fleet.out" 2>"$out/fleet.err" &
+		--metrics "127.0.0.1:$mport" "$@" >"$out/fleet.out" 2>"$out/fleet.err" &
 	fleet=$!
 	pids+=("$fleet")
-	sleep 2 # attaching: counted in the B window's CPU below
+	sleep 2 # attaching: counted in the window's throughput, not in the CPU below
 	t0=$(cpu_ticks "$fleet")
 	s0=$(date +%s%N)
 	rss=0
@@ -70,21 +76,31 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	done
 	t1=$(cpu_ticks "$fleet")
 	s1=$(date +%s%N)
-	B+=("$(rounds_total $((WIN - 2)))")
+	OPS=$(rounds_total $((WIN - 2)))
 	cpu=$(awk -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" -v ns="$((s1 - s0))" 'BEGIN {printf "%.2f", 100 * t / hz / (ns / 1e9)}')
 	m=$(curl -s "http://127.0.0.1:$mport/metrics")
 	pb=$(echo "$m" | awk '$1 == "clrtap_fleet_pushed_bytes_total{exporter=\"pyroscope\"}" {print $2}')
 	ob=$(echo "$m" | awk '$1 == "clrtap_fleet_pushed_bytes_total{exporter=\"otlp\"}" {print $2}')
 	np=$(echo "$m" | awk '$1 == "clrtap_fleet_processes" {print $2}')
 	el=$(awk -v ns="$((s1 - s0))" 'BEGIN {print ns / 1e9 + 2}')
-	echo "round $r: A $(printf %.0f "${A[-1]}") ops/round, B $(printf %.0f "${B[-1]}") ops/round ($(awk -v a="${A[-1]}" -v b="${B[-1]}" 'BEGIN {printf "%.3f", b / a}') kept); clrtap ${cpu}% of a core (after attaching), peak RSS $((rss / 1024)) MiB, $np processes"
-	echo "round $r: pushed pprof $pb B, OTLP $ob B in ${el}s for $np processes: $(awk -v p="$pb" -v o="$ob" -v t="$el" -v n="$np" 'BEGIN {printf "%.0f KiB/process/hour pprof, %.0f KiB/process/hour OTLP (OTLP/pprof %.2f)", p / n / t * 3600 / 1024, o / n / t * 3600 / 1024, o / p}')"
+	echo "round $r $label: $(printf %.0f "$OPS") ops/round ($(awk -v a="${A[-1]}" -v b="$OPS" 'BEGIN {printf "%.3f", b / a}') of A); clrtap ${cpu}% of a core (after attaching), peak RSS $((rss / 1024)) MiB, $np processes"
+	echo "round $r $label: pushed pprof $pb B, OTLP (gzip) $ob B in ${el}s for $np processes: $(awk -v p="$pb" -v o="$ob" -v t="$el" -v n="$np" 'BEGIN {printf "%.0f KiB/process/hour pprof, %.0f KiB/process/hour OTLP (OTLP/pprof %.2f)", p / n / t * 3600 / 1024, o / n / t * 3600 / 1024, o / p}')"
 	kill -TERM "$fleet"
 	wait "$fleet"
+}
+for ((r = 1; r <= ROUNDS; r++)); do
+	sleep "$WIN"
+	A+=("$(rounds_total $((WIN - 2)))")
+	with_fleet "B (cpu)"
+	B+=("$OPS")
+	with_fleet "C (cpu,alloc,exceptions,lock)" --types cpu,alloc,exceptions,lock
+	C+=("$OPS")
 done
-sA=0 sB=0
+sA=0 sB=0 sC=0
 for ((r = 0; r < ROUNDS; r++)); do
 	sA=$(awk -v a="$sA" -v b="${A[r]}" 'BEGIN {print a + b}')
 	sB=$(awk -v a="$sB" -v b="${B[r]}" 'BEGIN {print a + b}')
+	sC=$(awk -v a="$sC" -v b="${C[r]}" 'BEGIN {print a + b}')
 done
-awk -v a="$sA" -v b="$sB" -v n="$ROUNDS" 'BEGIN {printf "busy fixtures over %d ABAB rounds: %.3f of the throughput kept with fleet (%.1f%% loss)\n", n, b / a, (1 - b / a) * 100}'
+awk -v a="$sA" -v b="$sB" -v n="$ROUNDS" 'BEGIN {printf "busy fixtures over %d rounds: %.3f of the throughput kept with fleet (%.1f%% loss)\n", n, b / a, (1 - b / a) * 100}'
+awk -v a="$sA" -v b="$sC" -v n="$ROUNDS" 'BEGIN {printf "busy fixtures over %d rounds: %.3f of the throughput kept with fleet --types cpu,alloc,exceptions,lock (%.1f%% loss)\n", n, b / a, (1 - b / a) * 100}'

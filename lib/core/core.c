@@ -95,18 +95,38 @@ static uint64_t align4(uint64_t v)
 	return (v + 3) & ~(uint64_t)3;
 }
 
-static int cmp_load(const void *a, const void *b)
-{
-	const struct core_load *x = a, *y = b;
+/*
+ * struct core_load and struct core_mapping both begin with uint64_t start,
+ * end: one comparator sorts both, one search finds in both.
+ */
+_Static_assert(offsetof(struct core_load, start) == 0 && offsetof(struct core_load, end) == 8, "layout");
+_Static_assert(offsetof(struct core_mapping, start) == 0 && offsetof(struct core_mapping, end) == 8, "layout");
 
-	return x->start < y->start ? -1 : x->start > y->start;
+static int cmp_start(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return *x < *y ? -1 : *x > *y;
 }
 
-static int cmp_map(const void *a, const void *b)
+/* The index of the range of the sorted, disjoint array that covers addr, or n. */
+static size_t range_find(const void *base, size_t n, size_t stride, uint64_t addr)
 {
-	const struct core_mapping *x = a, *y = b;
+	const uint8_t *b = base;
+	size_t lo = 0, hi = n;
 
-	return x->start < y->start ? -1 : x->start > y->start;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const uint64_t *r = (const uint64_t *)(const void *)(b + mid * stride);
+
+		if (r[1] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < n && ((const uint64_t *)(const void *)(b + lo * stride))[0] <= addr)
+		return lo;
+	return n;
 }
 
 static int parse_ehdr(struct core_file *c, uint64_t *phoff, uint64_t *phnum, char *why, size_t whylen)
@@ -252,7 +272,7 @@ static int parse_file_note(struct core_file *c, const uint8_t *d, uint32_t dsz, 
 		p += plen;
 		pos += plen;
 	}
-	qsort(c->maps, count, sizeof(*c->maps), cmp_map);
+	qsort(c->maps, count, sizeof(*c->maps), cmp_start);
 	for (i = 1; i < count; i++)
 		if (c->maps[i].start < c->maps[i - 1].end)
 			return WHY("corrupt NT_FILE note: mapped files overlap at 0x%" PRIx64, c->maps[i].start);
@@ -411,7 +431,7 @@ static int parse(struct core_file *c, char *why, size_t whylen)
 				c->want_size = offset + filesz;
 		}
 	}
-	qsort(c->loads, c->info.nloads, sizeof(*c->loads), cmp_load);
+	qsort(c->loads, c->info.nloads, sizeof(*c->loads), cmp_start);
 	for (i = 1; i < c->info.nloads; i++)
 		if (c->loads[i].start < c->loads[i - 1].end)
 			return WHY("corrupt: PT_LOAD segments overlap at 0x%" PRIx64, c->loads[i].start);
@@ -463,7 +483,8 @@ int core_open(const char *path, struct core_file **out, char *why, size_t whylen
 	*out = NULL;
 	if (whylen)
 		why[0] = '\0';
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO given as the dump must not hang the open (it is refused below) */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		err = -errno;
 		snprintf(why, whylen, "cannot open %s: %s", path, strerror(errno));
@@ -548,19 +569,9 @@ const struct core_load *core_load(const struct core_file *c, size_t i)
 /* The PT_LOAD covering addr, or NULL. */
 static const struct core_load *load_at(const struct core_file *c, uint64_t addr)
 {
-	size_t lo = 0, hi = c->info.nloads;
+	size_t i = range_find(c->loads, c->info.nloads, sizeof(*c->loads), addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (c->loads[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < c->info.nloads && c->loads[lo].start <= addr)
-		return &c->loads[lo];
-	return NULL;
+	return i < c->info.nloads ? &c->loads[i] : NULL;
 }
 
 ssize_t core_read(const struct core_file *c, uint64_t addr, void *buf, size_t len)
@@ -601,19 +612,9 @@ ssize_t core_read(const struct core_file *c, uint64_t addr, void *buf, size_t le
 
 const struct core_mapping *core_mapping_at(const struct core_file *c, uint64_t addr)
 {
-	size_t lo = 0, hi = c->info.nmappings;
+	size_t i = range_find(c->maps, c->info.nmappings, sizeof(*c->maps), addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (c->maps[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < c->info.nmappings && c->maps[lo].start <= addr)
-		return &c->maps[lo];
-	return NULL;
+	return i < c->info.nmappings ? &c->maps[i] : NULL;
 }
 
 uint64_t core_auxv(const struct core_file *c, uint64_t type)

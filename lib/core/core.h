@@ -12,6 +12,9 @@
  * recorded in the dump are data: the reader never opens them.
  * docs/internals/postmortem.md describes the format and the caps.
  *
+ * Strings it returns (comm, paths) are the dump's bytes, NUL-terminated:
+ * escape them before they reach a terminal, JSON or a label.
+ *
  * A core_file is read-only after core_open(): any number of threads may call
  * core_read() and the lookups at once. Strings and structs it returns live
  * until core_close(). A file opened by path is mapped read-only; it must not

@@ -32,6 +32,12 @@ struct flame_opts {
 	uint64_t period;       /* pprof: weight of one sample in ns (0: unknown) */
 	uint64_t duration_ns;  /* pprof duration; 0 when unknown */
 	int64_t time_unix_ns;  /* pprof time_nanos; 0 when unknown */
+	/* pprof, OTLP: the sample types, when not CPU samples: {type, unit} of value 0
+	 * and, when types[2] is set, of value 1. With two, value 0 of a stack is the
+	 * number of flame_add calls (hits) and value 1 their weights (e.g.
+	 * alloc_samples/count, alloc_size/bytes); with one, the weights. NULL:
+	 * samples/count (and cpu/nanoseconds, see period). OTLP: one Profile per type. */
+	const char *types[4];
 	const char *notes;     /* lines ('\n'-separated) about how the profile was made (engine,
 				* why, what it cannot see): under the HTML title, an SVG <desc>,
 				* speedscope "clrtapNotes", pprof comments; not in folded output

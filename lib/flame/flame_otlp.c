@@ -97,7 +97,8 @@ static void value_type(struct strbuf *b, unsigned field, unsigned type, unsigned
 	strbuf_release(&m);
 }
 
-static void dictionary(const struct flame_view *v, struct strbuf *b, struct strbuf *stacks)
+static void dictionary(const struct flame_view *v, struct strbuf *b, struct strbuf *stacks,
+		       const char *const *fx)
 {
 	struct strbuf m = STRBUF_INIT, l = STRBUF_INIT;
 	size_t i;
@@ -124,7 +125,7 @@ static void dictionary(const struct flame_view *v, struct strbuf *b, struct strb
 	pw_bytes(&m, 2, "\0\0\0\0\0\0\0\0", 8);
 	pw_msg(b, 4, &m);
 	for (i = 0; i < S_NAMES; i++)
-		pw_bytes(b, 5, fixed[i], strlen(fixed[i]));
+		pw_bytes(b, 5, fx[i], strlen(fx[i]));
 	for (i = 0; i < v->nused; i++) {
 		const struct flame_name *nm = &v->f->names[v->byrank[i]];
 
@@ -162,19 +163,26 @@ int flame_otlp_request(const struct flame *f, const struct flame_opts *o,
 		       const char *scope_version, const uint8_t profile_id[16], struct strbuf *out)
 {
 	struct flame_opts dflt = { 0 };
-	struct strbuf samples = STRBUF_INIT, stacks = STRBUF_INIT, m = STRBUF_INIT,
+	struct strbuf samples = STRBUF_INIT, samples2 = STRBUF_INIT, stacks = STRBUF_INIT, m = STRBUF_INIT,
 		      ids = STRBUF_INIT, prof = STRBUF_INIT, sp = STRBUF_INIT, rp = STRBUF_INIT,
 		      dict = STRBUF_INIT;
 	struct flame_view v;
 	struct flame_walk *w;
 	uint32_t c;
 	uint64_t nstack = 0;
-	int ev, i, err;
+	const char *fx[S_NAMES];
+	bool custom, two;
+	int ev, i, np, err;
 
 	if (!f || !out)
 		return -EINVAL;
 	if (!o)
 		o = &dflt;
+	/* custom sample types (flame_opts.types): one Profile per type, sharing the dictionary */
+	custom = o->types[0] && o->types[1];
+	two = custom && o->types[2] && o->types[3];
+	for (i = 0; i < S_NAMES; i++)
+		fx[i] = custom && i && o->types[i - 1] ? o->types[i - 1] : fixed[i];
 	w = malloc(sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -198,44 +206,67 @@ int flame_otlp_request(const struct flame *f, const struct flame_opts *o,
 		pw_msg(&stacks, 7, &m);
 		nstack++;
 		strbuf_reset(&ids);
-		pw_varint(&ids, n->self);
+		pw_varint(&ids, two ? n->hits : n->self);
 		strbuf_reset(&m);
 		pw_uint(&m, 1, nstack);
 		pw_msg(&m, 4, &ids);
 		pw_msg(&samples, 2, &m);
+		if (two) {
+			strbuf_reset(&ids);
+			pw_varint(&ids, n->self);
+			strbuf_reset(&m);
+			pw_uint(&m, 1, nstack);
+			pw_msg(&m, 4, &ids);
+			pw_msg(&samples2, 2, &m);
+		}
 	}
 	free(w);
-	dictionary(&v, &dict, &stacks);
+	dictionary(&v, &dict, &stacks, fx);
 	flame_view_free(&v);
 
-	value_type(&prof, 1, S_SAMPLES, S_COUNT);
-	strbuf_add(&prof, samples.buf, samples.len);
-	if (o->time_unix_ns) {
-		uint64_t t = (uint64_t)o->time_unix_ns;
-		uint8_t le[8];
+	for (np = 0; np < (two ? 2 : 1); np++) {
+		strbuf_reset(&prof);
+		if (np == 0)
+			value_type(&prof, 1, S_SAMPLES, S_COUNT);
+		else
+			value_type(&prof, 1, S_CPU, S_NANOSECONDS); /* the second type's strings */
+		if (np == 0)
+			strbuf_add(&prof, samples.buf, samples.len);
+		else
+			strbuf_add(&prof, samples2.buf, samples2.len);
+		if (o->time_unix_ns) {
+			uint64_t t = (uint64_t)o->time_unix_ns;
+			uint8_t le[8];
 
-		for (i = 0; i < 8; i++)
-			le[i] = (uint8_t)(t >> (8 * i));
-		pw_key(&prof, 3, WT_I64);
-		strbuf_add(&prof, le, 8);
-	}
-	if (o->duration_ns)
-		pw_uint(&prof, 4, o->duration_ns);
-	if (o->period) {
-		value_type(&prof, 5, S_CPU, S_NANOSECONDS);
-		pw_uint(&prof, 6, o->period);
-	}
-	if (profile_id)
-		pw_bytes(&prof, 7, profile_id, 16);
+			for (i = 0; i < 8; i++)
+				le[i] = (uint8_t)(t >> (8 * i));
+			pw_key(&prof, 3, WT_I64);
+			strbuf_add(&prof, le, 8);
+		}
+		if (o->duration_ns)
+			pw_uint(&prof, 4, o->duration_ns);
+		if (o->period && !custom) {
+			value_type(&prof, 5, S_CPU, S_NANOSECONDS);
+			pw_uint(&prof, 6, o->period);
+		}
+		if (profile_id) {
+			uint8_t id[16];
 
-	/* ScopeProfiles { scope { name, version }, profiles } */
-	strbuf_reset(&m);
-	if (scope_name)
-		pw_str(&m, 1, scope_name, strlen(scope_name));
-	if (scope_version)
-		pw_str(&m, 2, scope_version, strlen(scope_version));
-	pw_msg(&sp, 1, &m);
-	pw_msg(&sp, 2, &prof);
+			memcpy(id, profile_id, 16);
+			id[15] ^= (uint8_t)np; /* each profile its own id */
+			pw_bytes(&prof, 7, id, 16);
+		}
+		if (np == 0) {
+			/* ScopeProfiles { scope { name, version }, profiles } */
+			strbuf_reset(&m);
+			if (scope_name)
+				pw_str(&m, 1, scope_name, strlen(scope_name));
+			if (scope_version)
+				pw_str(&m, 2, scope_version, strlen(scope_version));
+			pw_msg(&sp, 1, &m);
+		}
+		pw_msg(&sp, 2, &prof);
+	}
 	/* ResourceProfiles { resource, scope_profiles } */
 	strbuf_reset(&m);
 	resource(&m, attrs, nattrs);
@@ -243,8 +274,9 @@ int flame_otlp_request(const struct flame *f, const struct flame_opts *o,
 	pw_msg(&rp, 2, &sp);
 	pw_msg(out, 1, &rp);
 	pw_msg(out, 2, &dict);
-	err = samples.err ? samples.err : stacks.err ? stacks.err : ids.err ? ids.err : out->err;
+	err = samples.err ? samples.err : samples2.err ? samples2.err : stacks.err ? stacks.err : ids.err ? ids.err : out->err;
 	strbuf_release(&samples);
+	strbuf_release(&samples2);
 	strbuf_release(&stacks);
 	strbuf_release(&m);
 	strbuf_release(&ids);

@@ -155,7 +155,7 @@ static void out_samples(const struct flame_view *v, struct flame_out *o, const s
 			bool two)
 {
 	const struct flame *f = v->f;
-	bool ns = flame_opts_is_ns(opts);
+	bool ns = flame_opts_is_ns(opts) || opts->types[2];
 	uint8_t ids_st[PB_BIG], vals_st[PB_SMALL], s_st[PB_BIG + PB_SMALL];
 	struct flame_walk w;
 	uint32_t c;
@@ -193,7 +193,9 @@ struct pp_line {
 int flame_write_pprof(const struct flame_view *v, struct flame_out *o, const struct flame_opts *opts)
 {
 	const struct flame *f = v->f;
-	bool two = flame_opts_is_ns(opts) || opts->period;
+	bool custom = opts->types[0] && opts->types[1];
+	bool two = custom ? opts->types[2] && opts->types[3] : flame_opts_is_ns(opts) || opts->period;
+	const char *fixed[STR_NAMES];
 	uint8_t st[PB_SMALL], st2[PB_SMALL], hst[PB_SMALL];
 	struct pb hdr = PB(hst);
 	struct pp_line *pl;
@@ -202,6 +204,8 @@ int flame_write_pprof(const struct flame_view *v, struct flame_out *o, const str
 	uint64_t next_str = STR_NAMES + v->nused;
 	int err;
 
+	for (i = 0; i < STR_NAMES; i++)
+		fixed[i] = custom && i && opts->types[i - 1] ? opts->types[i - 1] : fixed_strings[i];
 	pl = calloc(v->nused ? v->nused : 1, sizeof(*pl));
 	if (!pl)
 		return -ENOMEM;
@@ -249,7 +253,7 @@ int flame_write_pprof(const struct flame_view *v, struct flame_out *o, const str
 		out_field_msg(o, 5, &fn);
 	}
 	for (i = 0; i < STR_NAMES; i++)
-		out_string(o, fixed_strings[i], strlen(fixed_strings[i]));
+		out_string(o, fixed[i], strlen(fixed[i]));
 	for (i = 0; i < v->nused && !o->err; i++) {
 		const struct flame_name *nm = &f->names[v->byrank[i]];
 
@@ -282,7 +286,7 @@ int flame_write_pprof(const struct flame_view *v, struct flame_out *o, const str
 		pb_uint(&hdr, 9, (uint64_t)opts->time_unix_ns);
 	if (opts->duration_ns)
 		pb_uint(&hdr, 10, opts->duration_ns);
-	if (two) {
+	if (two && !custom) {
 		struct pb vt = PB(st2);
 
 		pb_uint(&vt, 1, STR_CPU);

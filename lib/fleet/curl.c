@@ -125,6 +125,10 @@ int fleet_http_post(const struct fleet_http_req *r, long *status, char *why, siz
 	} else {
 		snprintf(hdr, sizeof(hdr), "Content-Type: %s", r->content_type);
 		hl = cu.curl_slist_append(hl, hdr);
+		if (r->content_encoding) {
+			snprintf(hdr, sizeof(hdr), "Content-Encoding: %s", r->content_encoding);
+			hl = cu.curl_slist_append(hl, hdr);
+		}
 		cu.curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body);
 		cu.curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->len);
 	}

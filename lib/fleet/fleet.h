@@ -68,11 +68,16 @@ struct fleet_opts {
 	int window_ms;             /* default 10000 */
 	unsigned hz;               /* perf_event samples per second per thread (default 19) */
 	enum profile_engine engine;
+	unsigned types;            /* profile types besides CPU: PROFILE_EP_EV_* (an EventPipe
+				    * session per process for them) */
 	int timeout_ms;            /* IPC timeout */
 	int scan_ms;               /* discovery period (default 2000) */
 	const pid_t *only;         /* when set: only these pids (nonly of them) */
 	size_t nonly;
 	const char *host_name;     /* host.name (default: uname's nodename) */
+	const char *env_name;      /* when set: only processes whose environment at start has
+				    * this variable (equal to env_value when that is set) */
+	const char *env_value;
 
 	const char *pyroscope_url; /* base URL: POST <url>/ingest */
 	const char *otlp_url;      /* base URL: POST <url>/v1development/profiles */
@@ -86,9 +91,12 @@ struct fleet_opts {
 	const char *cacert;        /* a CA bundle instead of the system's */
 	int http_timeout_ms;       /* per push (default 10000) */
 	int retry_max_ms;          /* cap of the backoff (default 30000) */
-	size_t queue_max;          /* windows held per exporter (default 64) */
+	size_t queue_max;          /* windows held per exporter (default 256) */
 	size_t queue_max_bytes;    /* bytes held per exporter (default 16 MiB) */
 	int flush_ms;              /* at stop: time left to push what is queued (default 3000) */
+	const char *spool_dir;     /* windows the memory queue cannot hold go to DIR/<exporter> */
+	uint64_t spool_max_bytes;  /* cap of the spool (default 64 MiB), shared by the exporters */
+	bool otlp_gzip;            /* Content-Encoding: gzip on OTLP pushes */
 
 	const char *metrics_addr;  /* IP address for /metrics (NULL: none) */
 	unsigned metrics_port;
@@ -100,6 +108,10 @@ struct fleet_opts {
 
 enum fleet_exp_kind { FLEET_EXP_PYROSCOPE = 0, FLEET_EXP_OTLP, FLEET_EXP_DIR, FLEET_EXP_N };
 const char *fleet_exp_name(enum fleet_exp_kind k);
+/* "alloc", "exceptions", "lock" for PROFILE_EP_EV_* bit i (NULL past them) */
+const char *fleet_type_name(int i);
+/* Parses "cpu,alloc,exceptions,lock" (cpu always on) into PROFILE_EP_EV_* bits. */
+int fleet_types_parse(const char *s, unsigned *types);
 
 /* ---- exporters (export.c) ---- */
 
@@ -108,15 +120,22 @@ struct fleet_item {
 	char *body;        /* the bytes to send / write */
 	size_t len;
 	char *name;        /* Pyroscope: the escaped name query value */
+	const char *type;  /* the profile type: "cpu", "alloc", "exceptions", "lock" (static) */
 	int64_t from_s, until_s;
 	int64_t from_ms;
 	pid_t pid;
 	unsigned hz;
+	bool gzip;         /* OTLP: body is gzipped */
+	char *spool_name;  /* taken from the spool: its file (removed once pushed) */
 };
 
 struct fleet_exp_stats {
 	uint64_t sent, failed, dropped, bytes, retries;
 	size_t depth, depth_bytes;
+	uint64_t spooled;        /* windows written to the spool */
+	size_t spool_depth;      /* spool files waiting */
+	uint64_t spool_bytes;
+	bool spool_on;
 	bool configured;
 };
 
@@ -141,6 +160,10 @@ int fleet_curl_load(char *why, size_t len);
 struct fleet_stats {
 	uint64_t procs_seen, procs_active, procs_failed, windows, samples, empty_windows;
 	uint64_t encode_errors;
+	uint64_t events[PROFILE_EP_EV_N];         /* allocation ticks, exceptions, lock waits seen */
+	uint64_t events_dropped[PROFILE_EP_EV_N]; /* of which not in a profile (caps, no stack) */
+	uint64_t types_failed;                    /* processes whose event session did not start */
+	uint64_t event_sessions;                  /* processes whose event session runs */
 	uint64_t inaccessible; /* processes the last scan could not inspect (-EACCES: not
 				* ours; whether they are .NET is unknown) */
 };

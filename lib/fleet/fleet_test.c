@@ -105,12 +105,31 @@ static void test_otlp(void **state)
 	flame_free(f);
 }
 
+static void test_types(void **state)
+{
+	unsigned t = 99;
+
+	(void)state;
+	assert_int_equal(fleet_types_parse("cpu", &t), 0);
+	assert_int_equal(t, 0);
+	assert_int_equal(fleet_types_parse("cpu,alloc,exceptions,lock", &t), 0);
+	assert_int_equal(t, PROFILE_EP_EV_ALLOC | PROFILE_EP_EV_EXC | PROFILE_EP_EV_LOCK);
+	assert_int_equal(fleet_types_parse("lock", &t), 0);
+	assert_int_equal(t, PROFILE_EP_EV_LOCK);
+	assert_int_equal(fleet_types_parse("cpu,allocs", &t), -EINVAL);
+	assert_int_equal(fleet_types_parse("alloc,,x", &t), -EINVAL);
+	assert_string_equal(fleet_type_name(0), "alloc");
+	assert_string_equal(fleet_type_name(2), "lock");
+	assert_null(fleet_type_name(3));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clean),
 		cmocka_unit_test(test_name),
 		cmocka_unit_test(test_otlp),
+		cmocka_unit_test(test_types),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

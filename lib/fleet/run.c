@@ -9,6 +9,7 @@
  */
 #include "common/compat.h"
 
+#include <malloc.h>
 #include <microhttpd.h>
 #include <sqlite3.h>
 #include <arpa/inet.h>
@@ -17,9 +18,11 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "common/log.h"
 #include "fleet/internal.h"
+#include "proc/proc.h"
 #include "serve/dl.h"
 
 #define FLEET_MAX_PROCS 512
@@ -35,6 +38,17 @@ struct fproc {
 	struct proc_target t;
 	struct profile_session s;
 	struct profile_engine_choice ch;
+	struct profile_ep *ev;  /* allocation, exception, lock events (NULL: none) */
+	/* the event session starts on its own thread (its priming rundown takes a
+	 * while): the loop adopts it once ev_done */
+	pthread_t ev_th;
+	bool ev_starting;
+	int ev_done;            /* __atomic */
+	int ev_err;
+	struct profile_ep *ev_new;
+	struct profile_ep_opts ev_opts;
+	struct ipc_error ev_rerr;
+	uint64_t ev_seen[PROFILE_EP_EV_N], ev_dropped[PROFILE_EP_EV_N]; /* counted so far */
 	struct fleet_labels l;
 	char *pyro_name;        /* escaped, for the query */
 	int64_t win_start_ms;   /* wall clock */
@@ -150,6 +164,38 @@ static int otlp_bytes(const struct fproc *p, const char *version, const struct f
 	return 0;
 }
 
+/* in as one gzip member (OTLP/HTTP's Content-Encoding: gzip), in place of *buf. */
+static int gzip_in_place(char **buf, size_t *len)
+{
+	z_stream z = { 0 };
+	uLong cap;
+	char *out;
+	int rc;
+
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	cap = deflateBound(&z, (uLong)*len) + 32;
+	out = malloc(cap);
+	if (!out) {
+		deflateEnd(&z);
+		return -ENOMEM;
+	}
+	z.next_in = (Bytef *)*buf;
+	z.avail_in = (uInt)*len;
+	z.next_out = (Bytef *)out;
+	z.avail_out = (uInt)cap;
+	rc = deflate(&z, Z_FINISH);
+	deflateEnd(&z);
+	if (rc != Z_STREAM_END) {
+		free(out);
+		return -EIO;
+	}
+	free(*buf);
+	*buf = out;
+	*len = cap - z.avail_out;
+	return 0;
+}
+
 static struct fleet_item *item_new(const struct fproc *p, char *body, size_t len, int64_t until_ms)
 {
 	struct fleet_item *it = calloc(1, sizeof(*it));
@@ -165,6 +211,129 @@ static struct fleet_item *item_new(const struct fproc *p, char *body, size_t len
 	it->from_s = p->win_start_ms / 1000;
 	it->until_s = (until_ms + 999) / 1000;
 	return it;
+}
+
+/*
+ * The profile types besides CPU, by PROFILE_EP_EV_* bit number: the pprof
+ * sample types are the names Grafana Pyroscope's .NET profiler (a fork of
+ * Datadog's) sends, so a backend shows them as it shows that agent's.
+ */
+static const struct ptype {
+	const char *name;    /* --types word, dir file suffix, "type" of the item */
+	const char *types[4]; /* flame_opts.types */
+	const char *note;
+} ptypes[PROFILE_EP_EV_N] = {
+	{ "alloc", { "alloc_samples", "count", "alloc_size", "bytes" },
+	  "GCAllocationTick events (one per ~100 KB allocated; bytes since the last one), leaf frame the type" },
+	{ "exceptions", { "exception", "count", NULL, NULL },
+	  "ExceptionThrown events (first chance, every one), leaf frame the exception type" },
+	{ "lock", { "lock_count", "count", "lock_time", "nanoseconds" },
+	  "ContentionStop events of managed locks (every wait after spinning), wait time from .NET 8 on" },
+};
+
+const char *fleet_type_name(int i)
+{
+	return i >= 0 && i < PROFILE_EP_EV_N ? ptypes[i].name : NULL;
+}
+
+int fleet_types_parse(const char *s, unsigned *types)
+{
+	*types = 0;
+	while (*s) {
+		size_t l = strcspn(s, ","), i;
+		bool known = l == 3 && !strncmp(s, "cpu", 3);
+
+		for (i = 0; i < PROFILE_EP_EV_N && !known; i++)
+			if (strlen(ptypes[i].name) == l && !strncmp(s, ptypes[i].name, l)) {
+				*types |= 1u << i;
+				known = true;
+			}
+		if (!known)
+			return -EINVAL;
+		s += l;
+		if (*s == ',')
+			s++;
+	}
+	return 0;
+}
+
+/* Encodes one window's flame f of p and queues it to every exporter. */
+static int encode_queue(struct ctx *c, const struct fproc *p, const struct flame *f,
+			const struct flame_opts *fo, const char *type, unsigned hz, int64_t now_ms)
+{
+	char *body = NULL;
+	size_t len = 0;
+	struct fleet_item *it;
+	bool pp = fleet_exporter_on(c->ex, FLEET_EXP_PYROSCOPE), pd = fleet_exporter_on(c->ex, FLEET_EXP_DIR);
+	int err = 0;
+
+	if ((pp || pd) && !(err = pprof_bytes(f, fo, &body, &len))) {
+		if (pp && (it = item_new(p, pd ? malloc(len ? len : 1) : body, len, now_ms))) {
+			if (pd && it->body)
+				memcpy(it->body, body, len);
+			it->name = strdup(p->pyro_name);
+			it->hz = hz;
+			it->type = type;
+			if (it->body && it->name)
+				fleet_exporter_put(c->ex, FLEET_EXP_PYROSCOPE, it);
+			else
+				fleet_item_free(it);
+		}
+		if (pd && (it = item_new(p, body, len, now_ms))) {
+			it->type = type;
+			fleet_exporter_put(c->ex, FLEET_EXP_DIR, it);
+		}
+	}
+	if (!err && fleet_exporter_on(c->ex, FLEET_EXP_OTLP) &&
+	    !(err = otlp_bytes(p, c->o->version, f, fo, &body, &len))) {
+		if (c->o->otlp_gzip && (err = gzip_in_place(&body, &len)))
+			free(body);
+		else if ((it = item_new(p, body, len, now_ms))) {
+			it->type = type;
+			it->gzip = c->o->otlp_gzip;
+			fleet_exporter_put(c->ex, FLEET_EXP_OTLP, it);
+		}
+	}
+	if (err) {
+		ct_debug("fleet: pid %d: %s window not encoded: %s", (int)p->pid, type, strerror(-err));
+		pthread_mutex_lock(&c->mu);
+		c->st.encode_errors++;
+		pthread_mutex_unlock(&c->mu);
+	}
+	return err;
+}
+
+/* The event profiles of p's window (allocations, exceptions, lock waits). */
+static void cut_events(struct ctx *c, struct fproc *p, const struct flame_opts *cpu_fo, int64_t now_ms)
+{
+	struct profile_ep_stats es;
+	int k;
+
+	for (k = 0; k < PROFILE_EP_EV_N; k++) {
+		struct flame_opts fo = *cpu_fo;
+		struct flame *f = NULL;
+		char notes[256];
+
+		if (!(c->o->types & (1u << k)) || profile_ep_take(p->ev, 1u << k, &f))
+			continue;
+		memcpy(fo.types, ptypes[k].types, sizeof(fo.types));
+		fo.period = 0;
+		fo.unit = NULL;
+		snprintf(notes, sizeof(notes), "clrtap fleet: %s: %s, window %d ms", ptypes[k].name,
+			 ptypes[k].note, c->o->window_ms);
+		fo.notes = notes;
+		encode_queue(c, p, f, &fo, ptypes[k].name, 0, now_ms);
+		flame_free(f);
+	}
+	profile_ep_stats(p->ev, &es);
+	pthread_mutex_lock(&c->mu);
+	for (k = 0; k < PROFILE_EP_EV_N; k++) {
+		c->st.events[k] += es.ev_seen[k] - p->ev_seen[k];
+		c->st.events_dropped[k] += es.ev_dropped[k] - p->ev_dropped[k];
+		p->ev_seen[k] = es.ev_seen[k];
+		p->ev_dropped[k] = es.ev_dropped[k];
+	}
+	pthread_mutex_unlock(&c->mu);
 }
 
 /* Cuts p's window: builds, resets, encodes, queues. */
@@ -206,37 +375,17 @@ static void cut_window(struct ctx *c, struct fproc *p)
 	if (!flame_total(f))
 		c->st.empty_windows++;
 	pthread_mutex_unlock(&c->mu);
-	if (!err) {
-		char *body = NULL;
-		size_t len = 0;
-		struct fleet_item *it;
-		bool pp = fleet_exporter_on(c->ex, FLEET_EXP_PYROSCOPE), pd = fleet_exporter_on(c->ex, FLEET_EXP_DIR);
-
-		if ((pp || pd) && !(err = pprof_bytes(f, &fo, &body, &len))) {
-			if (pp && (it = item_new(p, pd ? malloc(len ? len : 1) : body, len, now_ms))) {
-				if (pd && it->body)
-					memcpy(it->body, body, len);
-				it->name = strdup(p->pyro_name);
-				it->hz = hz;
-				if (it->body && it->name)
-					fleet_exporter_put(c->ex, FLEET_EXP_PYROSCOPE, it);
-				else
-					fleet_item_free(it);
-			}
-			if (pd && (it = item_new(p, body, len, now_ms)))
-				fleet_exporter_put(c->ex, FLEET_EXP_DIR, it);
-		}
-		if (!err && fleet_exporter_on(c->ex, FLEET_EXP_OTLP) &&
-		    !(err = otlp_bytes(p, o->version, f, &fo, &body, &len)) && (it = item_new(p, body, len, now_ms)))
-			fleet_exporter_put(c->ex, FLEET_EXP_OTLP, it);
-	}
-	if (err) {
-		ct_debug("fleet: pid %d: window not encoded: %s", (int)p->pid, strerror(-err));
+	if (!err)
+		encode_queue(c, p, f, &fo, "cpu", hz, now_ms);
+	else {
+		ct_debug("fleet: pid %d: window not built: %s", (int)p->pid, strerror(-err));
 		pthread_mutex_lock(&c->mu);
 		c->st.encode_errors++;
 		pthread_mutex_unlock(&c->mu);
 	}
 	flame_free(f);
+	if (p->ev)
+		cut_events(c, p, &fo, now_ms);
 	p->win_start_ms = now_ms;
 	p->win_start_ns = now_ns;
 }
@@ -255,13 +404,56 @@ static bool wanted(const struct fleet_opts *o, pid_t pid)
 	return false;
 }
 
+/* One event session starts at a time: each reads a priming rundown (every method
+ * of its target) and its memory peaks meanwhile; 20 at once on one node held
+ * 111 MiB (bench/bench-fleet.sh), one at a time and trimmed after, under 64. */
+static pthread_mutex_t ev_start_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *ev_starter(void *arg)
+{
+	struct fproc *p = arg;
+
+	pthread_mutex_lock(&ev_start_mu);
+	p->ev_err = profile_ep_start(&p->ev_new, &p->ev_opts, NULL, &p->ev_rerr);
+	malloc_trim(0); /* the rundown's transient memory back to the system */
+	pthread_mutex_unlock(&ev_start_mu);
+	__atomic_store_n(&p->ev_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Takes the event session over once its thread is done (wait: join it anyway). */
+static void ev_adopt(struct ctx *c, struct fproc *p, bool wait)
+{
+	if (!p->ev_starting || (!wait && !__atomic_load_n(&p->ev_done, __ATOMIC_ACQUIRE)))
+		return;
+	pthread_join(p->ev_th, NULL);
+	p->ev_starting = false;
+	if (p->ev_err) {
+		ct_warn("fleet: pid %d (%s): no allocation/exception/lock profiles: the EventPipe "
+			"session did not start: %s", (int)p->pid, p->l.service,
+			p->ev_rerr.message[0] ? p->ev_rerr.message : strerror(-p->ev_err));
+		pthread_mutex_lock(&c->mu);
+		c->st.types_failed++;
+		pthread_mutex_unlock(&c->mu);
+		return;
+	}
+	p->ev = p->ev_new;
+	p->ev_new = NULL;
+	pthread_mutex_lock(&c->mu);
+	c->st.event_sessions++;
+	pthread_mutex_unlock(&c->mu);
+}
+
 static void proc_end(struct ctx *c, struct fproc *p, bool flush)
 {
 	if (!p->active)
 		return;
+	ev_adopt(c, p, true);
 	if (flush) {
 		if (!p->s.ep)
 			profile_session_stop(&p->s);
+		if (p->ev)
+			(void)profile_ep_stop(p->ev, 1000); /* its last events are in the window */
 		cut_window(c, p);
 	}
 	if (!p->s.ep) {
@@ -271,6 +463,13 @@ static void proc_end(struct ctx *c, struct fproc *p, bool flush)
 		(void)profile_session_restore_within(&p->s, 1000, &rerr);
 	}
 	profile_session_close(&p->s);
+	if (p->ev) {
+		profile_ep_free(p->ev);
+		p->ev = NULL;
+		pthread_mutex_lock(&c->mu);
+		c->st.event_sessions--;
+		pthread_mutex_unlock(&c->mu);
+	}
 	free(p->pyro_name);
 	p->pyro_name = NULL;
 	p->active = false;
@@ -297,6 +496,20 @@ static void skip_add(struct ctx *c, pid_t pid, uint64_t st)
 	c->skip[c->nskip].pid = pid;
 	c->skip[c->nskip].starttime = st;
 	c->nskip++;
+}
+
+/* --env-match: whether pid's environment at start has the variable (and value). */
+static bool env_matches(const struct fleet_opts *o, pid_t pid)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(65536);
+	bool ok;
+
+	if (!o->env_name)
+		return true;
+	ok = proc_environ_get(pid, o->env_name, &sb) == 0 &&
+	     (!o->env_value || (sb.len == strlen(o->env_value) && !memcmp(sb.buf, o->env_value, sb.len)));
+	strbuf_release(&sb);
+	return ok;
 }
 
 static int scan_one(pid_t pid, void *arg)
@@ -333,7 +546,7 @@ static int scan_one(pid_t pid, void *arg)
 		p = &c->procs[c->nprocs++];
 	}
 	memset(p, 0, sizeof(*p));
-	err = proc_target_find(pid, &p->t);
+	err = env_matches(o, pid) ? proc_target_find(pid, &p->t) : -ENOENT;
 	if (err == -EACCES) {
 		c->denied_scan++;
 		c->denied_uid = p->t.uid;
@@ -379,6 +592,20 @@ static int scan_one(pid_t pid, void *arg)
 	}
 	strbuf_release(&nm);
 	strbuf_release(&esc);
+	if (o->types) {
+		p->ev_opts.socket = p->t.socket;
+		p->ev_opts.timeout_ms = o->timeout_ms;
+		p->ev_opts.pid = pid;
+		p->ev_opts.events = o->types;
+		p->ev_opts.no_sampling = true;
+		p->ev_opts.prime = true; /* names of the code compiled before */
+		p->ev_starting = !pthread_create(&p->ev_th, NULL, ev_starter, p);
+		if (!p->ev_starting) {
+			pthread_mutex_lock(&c->mu);
+			c->st.types_failed++;
+			pthread_mutex_unlock(&c->mu);
+		}
+	}
 	p->active = true;
 	p->win_start_ms = wall_ms();
 	p->win_start_ns = perf_now_ns();
@@ -410,13 +637,24 @@ static void scalar(struct strbuf *b, const char *name, const char *type, const c
 	strbuf_addf(b, "%s %" PRIu64 "\n", name, v);
 }
 
+/* A counter with one line per profile type asked (type="alloc", ...). */
+static void per_type(struct strbuf *b, unsigned types, const char *name, const char *help,
+		     const uint64_t *v)
+{
+	int k;
+
+	metric(b, name, "counter", help);
+	for (k = 0; k < PROFILE_EP_EV_N; k++)
+		if (types & (1u << k))
+			strbuf_addf(b, "%s{type=\"%s\"} %" PRIu64 "\n", name, fleet_type_name(k), v[k]);
+}
+
 static void metrics_text(struct ctx *c, struct strbuf *b)
 {
 	struct fleet_stats st;
 	struct fleet_exp_stats es[FLEET_EXP_N];
 	struct rusage ru;
-	long rss_pages = 0;
-	FILE *f;
+	uint64_t rss;
 	int k;
 
 	pthread_mutex_lock(&c->mu);
@@ -438,6 +676,18 @@ static void metrics_text(struct ctx *c, struct strbuf *b)
 	       "CPU samples in those windows.", st.samples);
 	scalar(b, "clrtap_fleet_encode_errors_total", "counter",
 	       "Windows that could not be encoded.", st.encode_errors);
+	if (c->o->types) {
+		per_type(b, c->o->types, "clrtap_fleet_events_total",
+			 "Runtime events of the profile types besides CPU (allocation ticks, exceptions, lock waits).",
+			 st.events);
+		per_type(b, c->o->types, "clrtap_fleet_events_dropped_total",
+			 "Of those, events left out of the profiles (no stack, a profile's cap).", st.events_dropped);
+		scalar(b, "clrtap_fleet_event_sessions", "gauge",
+		       "Processes whose event session (allocations, exceptions, locks) runs.", st.event_sessions);
+		scalar(b, "clrtap_fleet_types_failed_total", "counter",
+		       "Processes whose event session (allocations, exceptions, locks) did not start.",
+		       st.types_failed);
+	}
 	metric(b, "clrtap_fleet_pushes_total", "counter", "Windows pushed or written, by exporter and result.");
 	for (k = 0; k < FLEET_EXP_N; k++)
 		if (es[k].configured)
@@ -446,33 +696,34 @@ static void metrics_text(struct ctx *c, struct strbuf *b)
 				    "clrtap_fleet_pushes_total{exporter=\"%s\",result=\"failed\"} %" PRIu64 "\n",
 				    fleet_exp_name((enum fleet_exp_kind)k), es[k].sent,
 				    fleet_exp_name((enum fleet_exp_kind)k), es[k].failed);
-#define PER_EXP(name, type, help, field)                                                     \
+#define PER_EXP(name, type, help, field, on)                                                 \
 	metric(b, name, type, help);                                                         \
 	for (k = 0; k < FLEET_EXP_N; k++)                                                    \
-		if (es[k].configured)                                                        \
+		if (es[k].on)                                                                \
 			strbuf_addf(b, name "{exporter=\"%s\"} %" PRIu64 "\n",                \
 				    fleet_exp_name((enum fleet_exp_kind)k), (uint64_t)es[k].field);
-	PER_EXP("clrtap_fleet_pushed_bytes_total", "counter", "Bytes pushed or written.", bytes)
+	PER_EXP("clrtap_fleet_pushed_bytes_total", "counter", "Bytes pushed or written.", bytes, configured)
 	PER_EXP("clrtap_fleet_dropped_windows_total", "counter",
-		"Windows dropped: queue full, refused by the receiver, or left at stop.", dropped)
-	PER_EXP("clrtap_fleet_queue_windows", "gauge", "Windows waiting to be pushed.", depth)
-	PER_EXP("clrtap_fleet_queue_bytes", "gauge", "Bytes waiting to be pushed.", depth_bytes)
+		"Windows dropped: queue full, refused by the receiver, or left at stop.", dropped, configured)
+	PER_EXP("clrtap_fleet_queue_windows", "gauge", "Windows waiting to be pushed.", depth, configured)
+	PER_EXP("clrtap_fleet_queue_bytes", "gauge", "Bytes waiting to be pushed.", depth_bytes, configured)
+	if (c->o->spool_dir) {
+		PER_EXP("clrtap_fleet_spooled_windows_total", "counter",
+			"Windows written to the on-disk spool (the memory queue was full, or at stop).", spooled,
+			spool_on)
+		PER_EXP("clrtap_fleet_spool_windows", "gauge", "Windows waiting in the spool.", spool_depth, spool_on)
+		PER_EXP("clrtap_fleet_spool_bytes", "gauge", "Bytes in the spool.", spool_bytes, spool_on)
+	}
 #undef PER_EXP
 	getrusage(RUSAGE_SELF, &ru);
 	metric(b, "clrtap_fleet_cpu_seconds_total", "counter", "clrtap's own CPU time (user + system).");
 	strbuf_addf(b, "clrtap_fleet_cpu_seconds_total %.3f\n",
 		    (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 			    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
-	f = fopen("/proc/self/statm", "re");
-	if (f) {
-		long size;
-
-		if (fscanf(f, "%ld %ld", &size, &rss_pages) != 2)
-			rss_pages = 0;
-		fclose(f);
-	}
+	if (proc_rss_bytes(getpid(), &rss))
+		rss = 0;
 	metric(b, "clrtap_fleet_resident_memory_bytes", "gauge", "clrtap's own resident memory.");
-	strbuf_addf(b, "clrtap_fleet_resident_memory_bytes %ld\n", rss_pages * sysconf(_SC_PAGESIZE));
+	strbuf_addf(b, "clrtap_fleet_resident_memory_bytes %" PRIu64 "\n", rss);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
@@ -606,6 +857,7 @@ int fleet_run(const struct fleet_opts *o, struct fleet_summary *sum, char *why, 
 			if (!p->active)
 				continue;
 			active++;
+			ev_adopt(&c, p, false);
 			rc = profile_session_tick(&p->s, 0);
 			if (rc == -ESRCH) {
 				proc_end(&c, p, true);

@@ -33,6 +33,15 @@
 #define SAMPLER_PROVIDER "Microsoft-DotNETCore-SampleProfiler"
 #define KW_LOADER_JIT 0x18ull /* Loader 0x8, Jit 0x10: MethodLoadVerbose */
 #define RT_METHOD_LOAD_VERBOSE 143
+#define RT_ALLOC_TICK 10
+#define RT_EXCEPTION 80
+#define RT_CONTENTION_START 81
+#define RT_CONTENTION_STOP 91
+#define LOCK_SLOTS 64   /* threads waiting for a lock at once whose stacks are kept */
+#define LOCK_FRAMES 48  /* leaf-most frames kept of a waiting thread's stack */
+#define KW_GC 0x1ull
+#define KW_CONTENTION 0x4000ull
+#define KW_EXCEPTION 0x8000ull
 #define COMM_MAX 65536        /* threads whose names are kept */
 #define COMM_LEN 16
 #define NAMES_CAP (PERF_SAMPLER_MAX_STACK * 2 + 2)
@@ -71,7 +80,117 @@ struct profile_ep {
 	uint64_t comm_scan_ns;
 
 	struct taskcpu *tc; /* the on-CPU filter; NULL: thread time */
+
+	unsigned events;                       /* PROFILE_EP_EV_* */
+	bool no_sampling;
+	struct flame *evf[PROFILE_EP_EV_N];    /* one per kind asked (under mu) */
+	/* ContentionStart carries the waiting stack, ContentionStop the wait time:
+	 * the start's stack per thread until its stop (allocated on the first) */
+	struct lock_wait {
+		uint32_t tid, nframes; /* nframes 0: free */
+		uint64_t ips[LOCK_FRAMES];
+	} *lw;
 };
+
+static struct lock_wait *lock_slot(struct profile_ep *e, uint32_t tid, bool take)
+{
+	size_t i, h = tid % LOCK_SLOTS;
+
+	if (!e->lw && (!take || !(e->lw = calloc(LOCK_SLOTS, sizeof(*e->lw)))))
+		return NULL;
+	for (i = 0; i < LOCK_SLOTS; i++) {
+		struct lock_wait *w = &e->lw[(h + i) % LOCK_SLOTS];
+
+		if (w->nframes && w->tid == tid)
+			return w;
+		if (take && !w->nframes)
+			return w;
+	}
+	return take ? &e->lw[h] : NULL; /* full: the oldest wait at that place is forgotten */
+}
+
+/* A managed lock wait begins: keep the thread's stack for its ContentionStop. */
+static void lock_start(struct profile_ep *e, const struct nt_event *ev)
+{
+	struct nt_contention c;
+	struct lock_wait *w;
+
+	if (!(e->events & PROFILE_EP_EV_LOCK) || !ev->nframes ||
+	    nt_decode_contention_start(ev->payload, ev->payload_len, ev->meta->version, ev->pointer_size, &c) ||
+	    c.flags != 0 || !(w = lock_slot(e, (uint32_t)ev->thread_id, true)))
+		return;
+	w->tid = (uint32_t)ev->thread_id;
+	w->nframes = CT_MIN(ev->nframes, (uint32_t)LOCK_FRAMES);
+	memcpy(w->ips, ev->stack, w->nframes * sizeof(w->ips[0]));
+}
+
+static int ev_index(unsigned kind)
+{
+	return kind == PROFILE_EP_EV_ALLOC ? 0 : kind == PROFILE_EP_EV_EXC ? 1 : kind == PROFILE_EP_EV_LOCK ? 2 : -1;
+}
+
+/*
+ * An allocation tick, an exception or a lock wait: its stack named now (the
+ * methods it runs were loaded before it, or are in the priming rundown), a
+ * leaf frame for the type when there is one, into the kind's flame.
+ * Called under e->mu.
+ */
+static void add_event(struct profile_ep *e, const struct nt_event *ev, unsigned kind)
+{
+	const char *names[NAMES_CAP + 1];
+	struct strbuf type = STRBUF_INIT_MAX(512);
+	const uint64_t *ips = ev->stack;
+	uint32_t nips = ev->nframes;
+	struct lock_wait *w = NULL;
+	uint64_t weight = 1;
+	int k = ev_index(kind);
+	size_t n = 0;
+	bool ok = true;
+
+	if (!(e->events & kind) || k < 0 || !e->evf[k])
+		return;
+	if (kind == PROFILE_EP_EV_ALLOC) {
+		struct nt_gc_alloc_tick a;
+
+		ok = !nt_decode_gc_alloc_tick(ev->payload, ev->payload_len, ev->meta->version,
+					      ev->pointer_size, &a);
+		if (ok) {
+			weight = a.amount64 ? a.amount64 : a.amount;
+			ok = !nt_str16_utf8(&a.type_name, &type);
+		}
+	} else if (kind == PROFILE_EP_EV_EXC) {
+		struct nt_exception x;
+
+		ok = !nt_decode_exception(ev->payload, ev->payload_len, ev->meta->version,
+					  ev->pointer_size, &x) &&
+		     !nt_str16_utf8(&x.type, &type);
+	} else {
+		struct nt_contention c;
+
+		if (nt_decode_contention_stop(ev->payload, ev->payload_len, ev->meta->version,
+					      ev->pointer_size, &c))
+			ok = false;
+		else if (c.flags != 0)
+			return; /* a runtime-internal (native) lock: not the program's */
+		else if (c.duration_ns > 0)
+			weight = (uint64_t)c.duration_ns;
+		w = lock_slot(e, (uint32_t)ev->thread_id, false);
+		if (w) { /* where it waited: its ContentionStart's stack */
+			ips = w->ips;
+			nips = w->nframes;
+		}
+	}
+	e->st.ev_seen[k]++;
+	if (ok && nips)
+		n = nt_methods_name_stack(e->methods, ips, nips, names, NAMES_CAP);
+	if (w)
+		w->nframes = 0;
+	if (ok && n && type.len)
+		names[n++] = type.buf;
+	if (!ok || !n || !weight || flame_add(e->evf[k], names, n, weight))
+		e->st.ev_dropped[k]++;
+	strbuf_release(&type);
+}
 
 static uint64_t mono_ns(void)
 {
@@ -146,6 +265,13 @@ static int on_event(void *ctx, const struct nt_event *ev)
 		rc = nt_methods_add_event(e->methods, ev);
 		if (rc == -EBADMSG || rc == -EFBIG || rc > 0)
 			rc = 0; /* a bad record or a full table: fewer names, not a failure */
+	} else if (m->provider_kind == NT_PROV_RUNTIME && m->event_id == RT_CONTENTION_START) {
+		lock_start(e, ev);
+	} else if (m->provider_kind == NT_PROV_RUNTIME && e->events &&
+		   (m->event_id == RT_ALLOC_TICK || m->event_id == RT_EXCEPTION ||
+		    m->event_id == RT_CONTENTION_STOP)) {
+		add_event(e, ev, m->event_id == RT_ALLOC_TICK ? PROFILE_EP_EV_ALLOC :
+				 m->event_id == RT_EXCEPTION ? PROFILE_EP_EV_EXC : PROFILE_EP_EV_LOCK);
 	} else if (sample && e->prof) {
 		if (type == NT_SAMPLE_MANAGED)
 			e->st.managed++;
@@ -230,15 +356,27 @@ static int start_session(struct profile_ep *e, bool sampling, struct ipc_error *
 	struct ipc_trace_config cfg = { 0 };
 	size_t n = 0;
 
-	prov[n++] = (struct ipc_provider){ RUNTIME_PROVIDER, KW_LOADER_JIT, 4, NULL };
-	if (sampling)
+	if (sampling && e->events) {
+		uint64_t kw = KW_LOADER_JIT;
+
+		kw |= e->events & PROFILE_EP_EV_ALLOC ? KW_GC : 0;
+		kw |= e->events & PROFILE_EP_EV_EXC ? KW_EXCEPTION : 0;
+		kw |= e->events & PROFILE_EP_EV_LOCK ? KW_CONTENTION : 0;
+		/* AllocationTick is a verbose event of the GC keyword */
+		prov[n++] = (struct ipc_provider){ RUNTIME_PROVIDER, kw,
+						   e->events & PROFILE_EP_EV_ALLOC ? 5u : 4u, NULL };
+	} else {
+		prov[n++] = (struct ipc_provider){ RUNTIME_PROVIDER, KW_LOADER_JIT, 4, NULL };
+	}
+	if (sampling && !e->no_sampling)
 		prov[n++] = (struct ipc_provider){ SAMPLER_PROVIDER, 0, 4, NULL };
 	cfg.providers = prov;
 	cfg.nproviders = n;
 	cfg.buffer_mb = 64;
 	cfg.stackwalk = true;
-	/* the rundown at the end names the code compiled before the session */
-	cfg.rundown = true;
+	/* the rundown at the end names the code compiled before the session (an
+	 * events-only session is primed instead: its events are named as they come) */
+	cfg.rundown = !(sampling && e->no_sampling);
 	e->fd = -1;
 	return ipc_collect_tracing(&e->ep, &cfg, &e->fd, &e->session, rerr);
 }
@@ -287,7 +425,7 @@ int profile_ep_start(struct profile_ep **out, const struct profile_ep_opts *o,
 		     struct profile *prof, struct ipc_error *rerr)
 {
 	struct profile_ep *e;
-	int rc;
+	int rc, i;
 
 	*out = NULL;
 	memset(rerr, 0, sizeof(*rerr));
@@ -302,12 +440,27 @@ int profile_ep_start(struct profile_ep **out, const struct profile_ep_opts *o,
 	e->prof = prof;
 	e->fd = -1;
 	e->st.sampling_ns = 1000000; /* the runtime's default until the trace header says */
+	e->events = o->events & (PROFILE_EP_EV_ALLOC | PROFILE_EP_EV_EXC | PROFILE_EP_EV_LOCK);
+	e->no_sampling = o->no_sampling && e->events;
+	if (!prof && !e->no_sampling) {
+		free(e);
+		return -EINVAL;
+	}
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
 	rc = nt_methods_new(&e->methods, 0, 0);
 	if (rc)
 		goto fail;
-	profile_set_namer(prof, profile_ep_name_stack, e);
+	for (i = 0; i < PROFILE_EP_EV_N; i++) {
+		if (!(e->events & (1u << i)))
+			continue;
+		rc = flame_new(&e->evf[i]);
+		if (rc)
+			goto fail;
+		flame_set_max_nodes(e->evf[i], PROFILE_EP_EV_MAX_NODES);
+	}
+	if (prof)
+		profile_set_namer(prof, profile_ep_name_stack, e);
 	if (o->prime) {
 		rc = prime(e, 10000, rerr);
 		if (rc)
@@ -317,7 +470,7 @@ int profile_ep_start(struct profile_ep **out, const struct profile_ep_opts *o,
 			goto fail;
 		e->st.primed = rc == 0;
 	}
-	if (e->samples == PROFILE_EP_MANAGED && !o->thread_time) {
+	if (e->samples == PROFILE_EP_MANAGED && !o->thread_time && !e->no_sampling) {
 		/* on-CPU: every sample of a thread that was not running is left out */
 		e->st.oncpu_err = taskcpu_start(&e->tc, e->pid);
 		if (e->st.oncpu_err)
@@ -336,7 +489,8 @@ int profile_ep_start(struct profile_ep **out, const struct profile_ep_opts *o,
 	*out = e;
 	return 0;
 fail:
-	profile_set_namer(prof, NULL, NULL);
+	if (prof)
+		profile_set_namer(prof, NULL, NULL);
 	profile_ep_free(e);
 	return rc;
 }
@@ -436,6 +590,25 @@ size_t profile_ep_name_stack(void *ctx, const uint64_t *ips, unsigned nr, const 
 	if (e->tc && nt_stack_waits(names, n))
 		return PROFILE_NAMER_SKIP;
 	return n;
+}
+
+int profile_ep_take(struct profile_ep *e, unsigned kind, struct flame **out)
+{
+	int k = ev_index(kind), rc;
+	struct flame *fresh = NULL;
+
+	*out = NULL;
+	if (k < 0 || !(e->events & kind))
+		return -EINVAL;
+	rc = flame_new(&fresh);
+	if (rc)
+		return rc;
+	flame_set_max_nodes(fresh, PROFILE_EP_EV_MAX_NODES);
+	pthread_mutex_lock(&e->mu);
+	*out = e->evf[k];
+	e->evf[k] = fresh;
+	pthread_mutex_unlock(&e->mu);
+	return 0;
 }
 
 /* ---- thread names: the runtime reports the tid as the target sees it ---- */
@@ -553,6 +726,9 @@ void profile_ep_free(struct profile_ep *e)
 	if (e->fd >= 0)
 		close(e->fd);
 	taskcpu_free(e->tc);
+	for (int i = 0; i < PROFILE_EP_EV_N; i++)
+		flame_free(e->evf[i]);
+	free(e->lw);
 	nt_methods_free(e->methods);
 	free(e->comms);
 	pthread_mutex_destroy(&e->mu);

@@ -180,8 +180,20 @@ const char *profile_perf_cause_text(enum profile_perf_cause c);
 #define PROFILE_EP_MANAGED 1u  /* samples of threads running managed code */
 #define PROFILE_EP_EXTERNAL 2u /* samples of threads outside it (native, blocked, waiting) */
 
+/* Runtime events with stacks (profile_ep_opts.events), each into its own flame. */
+#define PROFILE_EP_EV_ALLOC 1u /* GCAllocationTick (GC keyword, verbose): one per ~100 KB
+				* allocated; weight the bytes since the last one; leaf frame
+				* the type of the object that crossed the threshold */
+#define PROFILE_EP_EV_EXC 2u   /* ExceptionThrown: weight 1; leaf frame the exception type */
+#define PROFILE_EP_EV_LOCK 4u  /* ContentionStop of a managed lock (.NET 8+: with its wait
+				* time): weight the wait in ns, 1 on older runtimes */
+#define PROFILE_EP_EV_N 3
+#define PROFILE_EP_EV_MAX_NODES ((size_t)1 << 16) /* per flame: past it events are dropped */
+
 struct profile_ep_opts {
 	const char *socket; /* the diagnostics socket, as clrtap reaches it */
+	unsigned events;    /* PROFILE_EP_EV_*: runtime events with stacks (profile_ep_take) */
+	bool no_sampling;   /* events only: no sample profiler (prof may be NULL) */
 	int timeout_ms;     /* IPC timeout */
 	pid_t pid;          /* for thread names and liveness */
 	unsigned samples;   /* PROFILE_EP_* (0: managed only) */
@@ -208,6 +220,8 @@ struct profile_ep_stats {
 					    * from profile_summary.left_out after a build) */
 	uint64_t unknown;                  /* samples kept without knowing (thread not polled) */
 	double running_share;              /* of the samples with a known state, the running share */
+	uint64_t ev_seen[PROFILE_EP_EV_N];    /* events by kind (index: bit number) */
+	uint64_t ev_dropped[PROFILE_EP_EV_N]; /* not added: the flame's cap, no stack, memory */
 };
 
 struct profile_ep;
@@ -225,6 +239,10 @@ void profile_ep_stats(struct profile_ep *e, struct profile_ep_stats *st);
 /* A profile_namer_fn (ctx = the engine). */
 size_t profile_ep_name_stack(void *ctx, const uint64_t *ips, unsigned nr, const char **names,
 			     size_t cap);
+/* Takes the flame of one event kind (PROFILE_EP_EV_*) collected so far and
+ * starts a new one. Returns 0 (*out is the caller's) or a negative errno. */
+struct flame;
+int profile_ep_take(struct profile_ep *e, unsigned kind, struct flame **out);
 /* The name of a thread by the tid the runtime reports (NULL if unknown). */
 const char *profile_ep_comm(struct profile_ep *e, uint32_t tid);
 void profile_ep_free(struct profile_ep *e);

@@ -71,14 +71,15 @@ static int parse_pids(const char *s, pid_t *pids, size_t cap, size_t *n)
 int cmd_fleet(int argc, char **argv)
 {
 	const char *engine_s = NULL, *pids_s = NULL, *metrics_s = NULL, *bearer_file = NULL,
-		   *basic_file = NULL, *header = NULL;
-	int hz = 19, queue = 64;
+		   *basic_file = NULL, *header = NULL, *env_s = NULL,
+		   *types_s = NULL, *compress_s = NULL;
+	int hz = 19, queue = 256;
 	int64_t window_ms = 10000, scan_ms = 2000, duration_ms = 0, retry_ms = 30000,
 		flush_ms = 3000, http_ms = 10000;
-	uint64_t dir_max = (uint64_t)256 << 20, queue_bytes = (uint64_t)16 << 20;
+	uint64_t dir_max = (uint64_t)256 << 20, queue_bytes = (uint64_t)16 << 20, spool_max = (uint64_t)64 << 20;
 	struct fleet_opts o = { 0 };
 	static pid_t pids[64];
-	static char bearer[4096], basic[4096], maddr[64];
+	static char bearer[4096], basic[4096], maddr[64], env_name[256];
 	char why[512] = "";
 	struct fleet_summary sum;
 	int k;
@@ -87,10 +88,15 @@ int cmd_fleet(int argc, char **argv)
 		{ 0, "otlp", CLI_OPT_STRING, &o.otlp_url, "URL", "push OTLP profiles to URL/v1development/profiles (HTTP/protobuf)" },
 		{ 0, "dir", CLI_OPT_STRING, &o.dir, "DIR", "write gzipped pprof files clrtap-<ms>-<pid>.pb.gz into DIR" },
 		{ 0, "dir-max", CLI_OPT_SIZE, &dir_max, "SIZE", "cap of those files, oldest removed first (default 256M)" },
+		{ 0, "otlp-compression", CLI_OPT_STRING, &compress_s, "gzip|none", "OTLP request bodies gzipped (default) or not" },
+		{ 0, "spool", CLI_OPT_STRING, &o.spool_dir, "DIR", "windows the memory queue cannot hold go to DIR (kept across restarts)" },
+		{ 0, "spool-max", CLI_OPT_SIZE, &spool_max, "SIZE", "cap of the spool, oldest dropped first (default 64M)" },
 		{ 0, "window", CLI_OPT_DURATION, &window_ms, "SEC", "one profile per process every SEC (default 10s)" },
 		{ 'F', "frequency", CLI_OPT_INT, &hz, "HZ", "perf_event samples per second per thread (default 19)" },
+		{ 0, "types", CLI_OPT_STRING, &types_s, "LIST", "profile types: cpu (always), alloc, exceptions, lock (comma-separated)" },
 		{ 0, "engine", CLI_OPT_STRING, &engine_s, "ENGINE", "auto (default), perf or eventpipe" },
 		{ 0, "pids", CLI_OPT_STRING, &pids_s, "LIST", "only these pids (comma-separated; default: every .NET process)" },
+		{ 0, "env-match", CLI_OPT_STRING, &env_s, "NAME[=VALUE]", "only processes started with NAME (=VALUE) in their environment" },
 		{ 0, "scan", CLI_OPT_DURATION, &scan_ms, "SEC", "look for new processes every SEC (default 2s)" },
 		{ 0, "metrics", CLI_OPT_STRING, &metrics_s, "ADDR:PORT", "serve Prometheus /metrics there (e.g. 127.0.0.1:9465)" },
 		{ 0, "tenant", CLI_OPT_STRING, &o.tenant, "ID", "X-Scope-OrgID header (Pyroscope tenant)" },
@@ -99,7 +105,7 @@ int cmd_fleet(int argc, char **argv)
 		{ 0, "header", CLI_OPT_STRING, &header, "'NAME: VALUE'", "one more header on every push" },
 		{ 0, "cacert", CLI_OPT_STRING, &o.cacert, "FILE", "CA bundle to verify TLS with (default: the system's)" },
 		{ 0, "host-name", CLI_OPT_STRING, &o.host_name, "NAME", "host.name label (default: this host's name)" },
-		{ 0, "queue", CLI_OPT_INT, &queue, "N", "windows queued per exporter before the oldest is dropped (default 64)" },
+		{ 0, "queue", CLI_OPT_INT, &queue, "N", "windows queued per exporter before the oldest is let go (default 256)" },
 		{ 0, "queue-bytes", CLI_OPT_SIZE, &queue_bytes, "SIZE", "bytes queued per exporter (default 16M)" },
 		{ 0, "retry-max", CLI_OPT_DURATION, &retry_ms, "SEC", "longest wait between retries (default 30s)" },
 		{ 0, "http-timeout", CLI_OPT_DURATION, &http_ms, "SEC", "time limit of one push (default 10s)" },
@@ -120,6 +126,16 @@ int cmd_fleet(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "nothing to export to: give --pyroscope, --otlp and/or --dir");
 	if (engine_s && profile_engine_parse(engine_s, &o.engine))
 		return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)", engine_s);
+	if (compress_s && strcmp(compress_s, "gzip") && strcmp(compress_s, "none"))
+		return cli_error(EXIT_USAGE, "--otlp-compression is gzip or none, not '%s'", compress_s);
+	o.otlp_gzip = !compress_s || !strcmp(compress_s, "gzip");
+	if (o.spool_dir && (!o.pyroscope_url && !o.otlp_url))
+		return cli_error(EXIT_USAGE, "--spool holds pushes: give --pyroscope or --otlp");
+	if (spool_max < 16384)
+		return cli_error(EXIT_USAGE, "--spool-max must be at least 16K");
+	o.spool_max_bytes = spool_max;
+	if (types_s && fleet_types_parse(types_s, &o.types))
+		return cli_error(EXIT_USAGE, "--types takes cpu, alloc, exceptions and lock, comma-separated, not '%s'", types_s);
 	if (hz < 1 || hz > 1000)
 		return cli_error(EXIT_USAGE, "-F must be 1..1000");
 	if (window_ms < 1000 || window_ms > 3600000)
@@ -128,6 +144,16 @@ int cmd_fleet(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "--scan must be at least 0.1s, --queue 1..100000, --queue-bytes at least 4K");
 	if (pids_s && parse_pids(pids_s, pids, sizeof(pids) / sizeof(pids[0]), &o.nonly))
 		return cli_error(EXIT_USAGE, "--pids takes up to 64 comma-separated pids, not '%s'", pids_s);
+	if (env_s) {
+		size_t l = strcspn(env_s, "=");
+
+		if (!l || l >= sizeof(env_name) || !header_safe(env_s))
+			return cli_error(EXIT_USAGE, "--env-match must be NAME or NAME=VALUE (a name of 1..255 bytes)");
+		memcpy(env_name, env_s, l);
+		env_name[l] = '\0';
+		o.env_name = env_name;
+		o.env_value = env_s[l] == '=' ? env_s + l + 1 : NULL;
+	}
 	if (o.tenant && (!header_safe(o.tenant) || !*o.tenant || strlen(o.tenant) > 256))
 		return cli_error(EXIT_USAGE, "--tenant must be 1..256 bytes without line breaks");
 	if (header && (!header_safe(header) || !strchr(header, ':') || *header == ':' || strlen(header) > 1000))
@@ -191,6 +217,10 @@ int cmd_fleet(int argc, char **argv)
 			fprintf(stderr, "; %s: %" PRIu64 " sent, %" PRIu64 " failed attempts, %" PRIu64
 				" windows dropped", fleet_exp_name((enum fleet_exp_kind)k), sum.ex[k].sent,
 				sum.ex[k].failed, sum.ex[k].dropped);
+	for (k = 0; k < FLEET_EXP_N; k++)
+		if (sum.ex[k].spool_on)
+			fprintf(stderr, "; %s spool: %" PRIu64 " windows written, %zu waiting", fleet_exp_name((enum fleet_exp_kind)k),
+				sum.ex[k].spooled, sum.ex[k].spool_depth);
 	fputc('\n', stderr);
 	return EXIT_OK;
 }

@@ -56,7 +56,7 @@ PY
 		not_ok "clrmd-ref read the dump" "$(cat "$WORK/clrmd.err")"
 	fi
 else
-	ok "ClrMD cross-check skipped: $CLRMD not built (scripts/build-fixtures.sh needs Microsoft.Diagnostics.Runtime from NuGet)"
+	skip "ClrMD cross-check: $CLRMD not built (scripts/build-fixtures.sh needs Microsoft.Diagnostics.Runtime from NuGet)"
 fi
 
 # ---- damaged copies: one line, exit 8 (bad-input), or read with what is missing said ----
@@ -105,10 +105,17 @@ rm -f "$D"
 if [ -e /nonexistent ]; then
 	not_ok "/nonexistent exists on this machine: the moved-dump check needs it absent"
 else
-	strace -f -e trace=open,openat,stat,newfstatat,access -o "$WORK/strace.out" "$CI" "$WORK/moved.core" >"$WORK/moved.out" 2>&1
+	"$CI" "$WORK/moved.core" >"$WORK/moved.out" 2>&1
 	equals "a dump whose runtime is not here is read the same" "$(grep -v '^file' "$WORK/moved.out" | md5sum)" "$(grep -v '^file' <<<"$INFO" | md5sum)"
 	contains "its mapped files are reported as the dump says" "$(cat "$WORK/moved.out")" "/nonexistent/dotn/shared/Microsoft.NETCore.App/"
-	equals "and never opened or looked up" "$(grep -c nonexistent "$WORK/strace.out")" 0
+	# what the kernel was asked, where this machine allows ptrace
+	if strace -f -qq -o /dev/null true 2>/dev/null; then
+		strace -f -qq -e trace=%file -o "$WORK/strace.out" "$CI" "$WORK/moved.core" >/dev/null 2>&1
+		contains "strace saw the dump opened" "$(cat "$WORK/strace.out")" "moved.core"
+		equals "and none of its mapped paths opened or looked up" "$(grep -c nonexistent "$WORK/strace.out")" 0
+	else
+		skip "strace cannot trace here: the mapped paths' system calls are not checked"
+	fi
 fi
 
 # ---- a musl process (Alpine's runtime): the same format, musl's files mapped ----
@@ -120,7 +127,7 @@ case $? in
 	contains "musl's C library is mapped" "$OUT" "$(readlink -f /lib/ld-musl-x86_64.so.1)"
 	contains "the runtime is the musl build's" "$OUT" "$ROOT/build/fixtures/matrix/musl-net10/libcoreclr.so"
 	;;
-77) ok "SKIP: the musl dump: $PM_MUSL_WHY" ;;
+77) skip "the musl dump: $PM_MUSL_WHY" ;;
 *) not_ok "clrtap dump of the musl fixture" ;;
 esac
 

@@ -4,9 +4,11 @@
 Speaks Grafana Pyroscope's ingest API (POST /ingest?name=..&from=..&until=..
 &format=pprof, the pprof in a multipart/form-data field "profile", or as the
 whole body) and OTLP/HTTP profiles (POST /v1development/profiles,
-application/x-protobuf). Keeps what it receives, decoding nothing: DIR/N-pyro.pb.gz
-with DIR/N-pyro.json (the query, the headers) and DIR/N-otlp.pb. Answers 200
+application/x-protobuf, gzipped when Content-Encoding: gzip says so). Keeps what it
+receives: DIR/N-pyro.pb.gz with DIR/N-pyro.json (the query, the headers), DIR/N-otlp.pb
+(the protobuf, gunzipped) with DIR/N-otlp.json (the headers, the bytes on the wire). Answers 200
 with an empty body. Prints "READY" once listening."""
+import gzip
 import json
 import os
 import sys
@@ -82,8 +84,20 @@ class H(BaseHTTPRequestHandler):
             if self.headers.get("Content-Type") != "application/x-protobuf":
                 self.reply(415)
                 return
+            wire = len(body)
+            if self.headers.get("Content-Encoding", "identity") == "gzip":
+                try:
+                    body = gzip.decompress(body)
+                except (OSError, EOFError):
+                    self.reply(400)
+                    return
+            elif self.headers.get("Content-Encoding", "identity") != "identity":
+                self.reply(415)
+                return
             with open(os.path.join(out, "%05d-otlp.pb" % i), "wb") as f:
                 f.write(body)
+            with open(os.path.join(out, "%05d-otlp.json" % i), "w") as f:
+                json.dump({"headers": {k: v for k, v in self.headers.items()}, "wire_bytes": wire}, f)
             self.reply(200)
         else:
             self.reply(404)

@@ -10,6 +10,7 @@
  */
 #include "common/compat.h"
 
+#include "common/hashtab.h"
 #include "common/strparse.h"
 #include "core/core.h"
 #include "dac/dac.h"
@@ -17,63 +18,21 @@
 
 #define MIN_OBJ 24u
 
-struct mt_table {
-	uint64_t *keys;
-	uint32_t *vals;
-	size_t cap, n;
-};
-
-static int mt_find(struct mt_table *t, uint64_t mt, uint32_t *val)
+/* The method-table index (lib/common's one hash table) over r->types, keyed by mt. */
+static uint64_t mt_hash(const void *ctx, uint32_t idx)
 {
-	size_t i;
-
-	if (!t->cap)
-		return -ENOENT;
-	for (i = (mt * 0x9e3779b97f4a7c15ull) >> 40 & (t->cap - 1); t->keys[i];
-	     i = (i + 1) & (t->cap - 1))
-		if (t->keys[i] == mt) {
-			*val = t->vals[i];
-			return 0;
-		}
-	return -ENOENT;
+	return ct_hash_u64(((const struct pm_report *)ctx)->types[idx].mt);
 }
 
-static int mt_put(struct mt_table *t, uint64_t mt, uint32_t val)
+static bool mt_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	size_t i;
-
-	if ((t->n + 1) * 2 > t->cap) {
-		struct mt_table nt = { 0 };
-		size_t k;
-
-		nt.cap = t->cap ? t->cap * 2 : 1024;
-		nt.keys = calloc(nt.cap, sizeof(*nt.keys));
-		nt.vals = calloc(nt.cap, sizeof(*nt.vals));
-		if (!nt.keys || !nt.vals) {
-			free(nt.keys);
-			free(nt.vals);
-			return -ENOMEM;
-		}
-		for (k = 0; k < t->cap; k++)
-			if (t->keys[k])
-				mt_put(&nt, t->keys[k], t->vals[k]);
-		free(t->keys);
-		free(t->vals);
-		*t = nt;
-	}
-	for (i = (mt * 0x9e3779b97f4a7c15ull) >> 40 & (t->cap - 1); t->keys[i];
-	     i = (i + 1) & (t->cap - 1))
-		;
-	t->keys[i] = mt;
-	t->vals[i] = val;
-	t->n++;
-	return 0;
+	return ((const struct pm_report *)ctx)->types[idx].mt == *(const uint64_t *)key;
 }
 
 struct walk {
 	struct pm_report *r;
 	struct pm_priv *p;
-	struct mt_table mts;
+	struct ct_itab mts;
 	size_t cap_types, cap_objs;
 	uint64_t *actx_ptr, *actx_lim;
 	size_t nactx;
@@ -86,9 +45,15 @@ static int type_of(struct walk *w, uint64_t mt, uint32_t *idx)
 	struct dac_mt mi;
 	char name[4096];
 	struct pm_type *t;
+	uint32_t *slot;
 
-	if (!mt_find(&w->mts, mt, idx))
+	if (ct_itab_reserve(&w->mts, mt_hash, r))
+		return -ENOMEM;
+	slot = ct_itab_slot(&w->mts, ct_hash_u64(mt), mt_eq, r, &mt);
+	if (*slot) {
+		*idx = *slot - 1;
 		return 0;
+	}
 	if (dac_mt_info(w->p->dac, mt, &mi) || dac_mt_name(w->p->dac, mt, name, sizeof(name)))
 		return -EPROTO;
 	if (mi.is_free)
@@ -124,8 +89,7 @@ static int type_of(struct walk *w, uint64_t mt, uint32_t *idx)
 	t->component_size = mi.component_size;
 	t->contains_pointers = mi.contains_pointers;
 	*idx = (uint32_t)r->ntypes;
-	if (mt_put(&w->mts, mt, *idx))
-		return -ENOMEM;
+	*slot = ct_itab_add(&w->mts, *idx);
 	r->ntypes++;
 	return 0;
 }
@@ -314,8 +278,7 @@ void pm_heap(struct pm_report *r)
 			 "%" PRIu64 " of %" PRIu64 " heap regions held an unreadable object: the walk stopped there, counts are a lower bound",
 			 r->segments_cut, r->segments);
 out:
-	free(w.mts.keys);
-	free(w.mts.vals);
+	ct_itab_release(&w.mts);
 	free(w.actx_ptr);
 	free(w.actx_lim);
 	free(segs);

@@ -35,6 +35,14 @@ static const char *display(const char *raw, char *buf, size_t cap)
 	return raw ? ct_clrname_display(raw, buf, cap) : "?";
 }
 
+static void kv_str_or_null(struct ct_json *j, const char *key, const char *v)
+{
+	if (v)
+		ct_json_kv_str(j, key, v);
+	else
+		ct_json_kv_null(j, key);
+}
+
 static void json_exception(struct ct_json *j, const struct pm_exception *e)
 {
 	char buf[PM_NAME_MAX];
@@ -46,10 +54,7 @@ static void json_exception(struct ct_json *j, const struct pm_exception *e)
 	}
 	ct_json_obj_begin(j);
 	ct_json_kv_str(j, "type", e->type);
-	if (e->message)
-		ct_json_kv_str(j, "message", e->message);
-	else
-		ct_json_kv_null(j, "message");
+	kv_str_or_null(j, "message", e->message);
 	ct_json_kv_i64(j, "hresult", e->hresult);
 	ct_json_kv_bool(j, "stack_read", e->frames_read);
 	ct_json_kv_bool(j, "never_thrown", e->never_thrown);
@@ -90,12 +95,9 @@ static void json_thread(struct ct_json *j, const struct pm_report *r, size_t ti)
 		ct_json_kv_u64(j, "ip", f->ip);
 		ct_json_kv_u64(j, "sp", f->sp);
 		ct_json_kv_str(j, "kind", f->runtime ? "runtime" : "managed");
-		if (f->name) {
-			ct_json_kv_str(j, "method", f->name);
+		kv_str_or_null(j, "method", f->name);
+		if (f->name)
 			ct_json_kv_str(j, "name", display(f->name, buf, sizeof(buf)));
-		} else {
-			ct_json_kv_null(j, "method");
-		}
 		ct_json_obj_end(j);
 	}
 	ct_json_arr_end(j);
@@ -145,10 +147,7 @@ static void json_heap(struct ct_json *j, const struct pm_report *r)
 
 	ct_json_obj_begin(j);
 	ct_json_kv_bool(j, "read", r->heap_read);
-	if (r->heap_note[0])
-		ct_json_kv_str(j, "note", r->heap_note);
-	else
-		ct_json_kv_null(j, "note");
+	kv_str_or_null(j, "note", r->heap_note[0] ? r->heap_note : NULL);
 	ct_json_kv_u64(j, "objects", r->nobjects);
 	ct_json_kv_u64(j, "bytes", r->heap_bytes);
 	ct_json_kv_u64(j, "regions", r->segments);
@@ -183,10 +182,7 @@ static void json_root(struct ct_json *j, const struct pm_path_result *p)
 	ct_json_kv_str(j, "target", p->target);
 	ct_json_kv_u64(j, "instances", p->instances);
 	ct_json_kv_u64(j, "reached", p->reached);
-	if (p->note[0])
-		ct_json_kv_str(j, "note", p->note);
-	else
-		ct_json_kv_null(j, "note");
+	kv_str_or_null(j, "note", p->note[0] ? p->note : NULL);
 	ct_json_kv_arr_begin(j, "paths");
 	for (i = 0; i < p->npaths; i++) {
 		ct_json_obj_begin(j);

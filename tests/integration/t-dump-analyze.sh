@@ -71,6 +71,30 @@ print("ok" if n == 3 else n)'
 	contains "text names the throwing method" "$OUT" "thrown in Crash.Thrower::Throw"
 	contains "text shows the lambda by its source name" "$OUT" "Clrtap.Fixtures.Program::Main [lambda]"
 	same_as_clrmd "crash dump" "$WORK/crash.core" "$WORK/crash.json"
+
+	# "from another machine": the dump's runtime paths point nowhere here; the
+	# DAC is found by the runtime's build id among this machine's runtimes
+	python3 - "$WORK/crash.core" "$WORK/moved.core" <<'PY'
+import sys
+b = open(sys.argv[1], "rb").read()
+old, new = b"/usr/share/dotnet/", b"/nonexistent/dotn/"
+open(sys.argv[2], "wb").write(b.replace(old, new))
+PY
+	rm -f "$WORK/crash.core"
+	if [ -e /nonexistent ] || ! grep -q '"/usr/share/dotnet/' "$WORK/crash.json"; then
+		ok "moved dump: skipped (/nonexistent exists, or the fixture's runtime is not under /usr/share/dotnet)"
+	else
+		expect_exit "a dump from another machine (its runtime's paths moved)" 0 "$CLRTAP" dump analyze "$WORK/moved.core" --json --no-heap
+		printf '%s\n' "$OUT" >"$WORK/moved.json"
+		OTHER=$WORK/crash.json jcheck "moved dump: the DAC found by build id under /usr/share/dotnet, the same triage" "$WORK/moved.json" '
+o = json.load(open(os.environ["OTHER"]))
+assert d["dac"]["path"] == o["dac"]["path"] and d["dac"]["path"].startswith("/usr/share/dotnet/"), d["dac"]
+assert d["runtime"] == o["runtime"] != ""
+t = [t for t in d["threads"] if t["faulting"]][0]
+assert (t["exception"]["type"], t["exception"]["message"]) == ("Crash.CrashException", "crash fixture: Thrower.Throw gave up")
+print("ok")'
+	fi
+	rm -f "$WORK/moved.core"
 else
 	not_ok "crash fixture aborted and createdump wrote its dump"
 fi

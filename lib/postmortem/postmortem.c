@@ -29,6 +29,41 @@ static void where(const struct core_file *c, uint64_t ip, char *out, size_t cap)
 	snprintf(out, cap, "%s+0x%" PRIx64, b ? b + 1 : m->path, ip - m->start + m->file_offset);
 }
 
+/*
+ * The frame pointer chain from fp: [fp] the caller's fp, [fp + 8] the return
+ * address; followed while it climbs the stack (within 8 MiB of sp) and the
+ * return address lies in a mapped file, up to the first managed frame
+ * (stop_sp) or PM_MAX_NATIVE frames. Every read is core_read's (bounded).
+ */
+static void native_frames(const struct core_file *c, struct pm_thread *t, uint64_t sp, uint64_t fp,
+			  uint64_t stop_sp)
+{
+	char where_buf[PM_NAME_MAX];
+	size_t n = 0;
+
+	t->native = calloc(PM_MAX_NATIVE, sizeof(*t->native));
+	if (!t->native)
+		return;
+	while (n < PM_MAX_NATIVE && fp >= sp && fp - sp < (8u << 20) && !(fp & 7) &&
+	       (!stop_sp || fp < stop_sp)) {
+		uint64_t pair[2];
+
+		if (core_read(c, fp, pair, sizeof(pair)) != (ssize_t)sizeof(pair) || !pair[1])
+			break;
+		where(c, pair[1], where_buf, sizeof(where_buf));
+		if (!where_buf[0])
+			break; /* not in a file: JIT code, the managed frames take over */
+		t->native[n] = strdup(where_buf);
+		if (!t->native[n])
+			break;
+		n++;
+		if (pair[0] <= fp)
+			break;
+		fp = pair[0];
+	}
+	t->nnative = n;
+}
+
 static void exception_free(struct pm_exception *e)
 {
 	while (e) {
@@ -174,7 +209,18 @@ static int read_threads(struct pm_report *r)
 				where(p->core, t->ip, t->native_at, sizeof(t->native_at));
 				break;
 			}
-		if (t->os_tid && t->in_dump && !dac_stack(p->dac, t->os_tid, &fr, &nf, PM_MAX_FRAMES + 1)) {
+		if (t->in_dump) {
+			const struct core_thread *th = core_thread(p->core, k);
+			uint64_t first_managed = 0;
+
+			if (t->os_tid && !dac_stack(p->dac, t->os_tid, &fr, &nf, PM_MAX_FRAMES + 1)) {
+				for (j = 0; j < nf && !first_managed; j++)
+					if (!fr[j].runtime && fr[j].md)
+						first_managed = fr[j].sp;
+			}
+			native_frames(p->core, t, th->regs.sp, th->regs.fp, first_managed);
+		}
+		if (fr) {
 			if (nf > PM_MAX_FRAMES) {
 				nf = PM_MAX_FRAMES;
 				t->frames_cut = true;
@@ -296,6 +342,9 @@ void pm_free(struct pm_report *r)
 	for (i = 0; i < r->nthreads; i++) {
 		for (j = 0; j < r->threads[i].nframes; j++)
 			free(r->threads[i].frames[j].name);
+		for (j = 0; j < r->threads[i].nnative; j++)
+			free(r->threads[i].native[j]);
+		free(r->threads[i].native);
 		free(r->threads[i].frames);
 		exception_free(r->threads[i].exc);
 	}

@@ -19,6 +19,7 @@
 #define PM_MAX_OBJECTS (200u * 1000 * 1000)
 #define PM_MAX_SEGMENTS 200000
 #define PM_NAME_MAX 1024
+#define PM_MAX_NATIVE 32        /* native frames followed by frame pointer a thread */
 
 struct pm_priv;
 
@@ -45,6 +46,14 @@ struct pm_thread {
 	bool in_dump;           /* the dump has its registers */
 	uint64_t ip;            /* its native instruction pointer (0: not in the dump) */
 	char native_at[PM_NAME_MAX]; /* "libc.so.6+0x9ee2" or "" */
+	/*
+	 * The native frames above the managed ones, leaf first (after the
+	 * instruction pointer): return addresses found by following the frame
+	 * pointer chain from rbp, each "file+0xoffset" (no symbol file is opened).
+	 * A library built without frame pointers hides its caller: a partial list.
+	 */
+	char **native;
+	size_t nnative;
 	struct pm_frame *frames;
 	size_t nframes;
 	bool frames_cut;        /* more than PM_MAX_FRAMES */

@@ -87,6 +87,10 @@ static void json_thread(struct ct_json *j, const struct pm_report *r, size_t ti)
 		ct_json_kv_u64(j, "native_ip", t->ip);
 		ct_json_kv_str(j, "native_at", t->native_at);
 	}
+	ct_json_kv_arr_begin(j, "native_frames");
+	for (i = 0; i < t->nnative; i++)
+		ct_json_str(j, t->native[i]);
+	ct_json_arr_end(j);
 	ct_json_kv_arr_begin(j, "frames");
 	for (i = 0; i < t->nframes; i++) {
 		const struct pm_frame *f = &t->frames[i];
@@ -284,6 +288,8 @@ static void print_thread(const struct pm_report *r, size_t ti, size_t max_frames
 	printf("\n");
 	if (t->in_dump && t->native_at[0])
 		printf("    native  %s\n", cli_safe(t->native_at));
+	for (i = 0; i < t->nnative; i++)
+		printf("    native  %s\n", cli_safe(t->native[i]));
 	for (i = 0; i < t->nframes && shown < max_frames; i++) {
 		const struct pm_frame *f = &t->frames[i];
 

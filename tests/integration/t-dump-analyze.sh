@@ -61,6 +61,8 @@ assert e["stack"][:2] == ["Crash.Thrower::Throw", "Crash.Thrower::Run"], e["stac
 i = e["inner"]
 assert (i["type"], i["message"], i["never_thrown"]) == ("System.InvalidOperationException", "crash fixture: the inner cause", True), i
 assert [f["method"] for f in t["frames"] if f["method"]][:2] == ["Crash.Thrower::Throw", "Crash.Thrower::Run"]
+# the abort path in libcoreclr above the managed frames, by frame pointer, as file+offset
+assert t["native_at"].startswith("libc.so.6+0x") and any(n.startswith("libcoreclr.so+0x") for n in t["native_frames"]), (t["native_at"], t["native_frames"])
 assert d["dac"]["matched_by"] == "build id" and d["dac"]["path"].endswith("/libmscordaccore.so")
 print("ok")'
 	jcheck "the three idle threads sleep in Crash.Idler::Wait" "$WORK/crash.json" '

@@ -58,6 +58,7 @@ static void json_exception(struct ct_json *j, const struct pm_exception *e)
 	ct_json_kv_i64(j, "hresult", e->hresult);
 	ct_json_kv_bool(j, "stack_read", e->frames_read);
 	ct_json_kv_bool(j, "never_thrown", e->never_thrown);
+	kv_str_or_null(j, "thrown_in", e->nframes ? e->frames[0] : NULL);
 	ct_json_kv_arr_begin(j, "stack");
 	for (i = 0; i < e->nframes; i++)
 		ct_json_str(j, e->frames[i]);

@@ -57,7 +57,7 @@ t = t[0]
 assert t["os_tid"] == d["faulting_thread"] == d["signal"]["tid"]
 e = t["exception"]
 assert (e["type"], e["message"]) == ("Crash.CrashException", "crash fixture: Thrower.Throw gave up"), e
-assert e["stack"][:2] == ["Crash.Thrower::Throw", "Crash.Thrower::Run"], e["stack"]
+assert e["stack"][:2] == ["Crash.Thrower::Throw", "Crash.Thrower::Run"] and e["thrown_in"] == "Crash.Thrower::Throw", e
 i = e["inner"]
 assert (i["type"], i["message"], i["never_thrown"]) == ("System.InvalidOperationException", "crash fixture: the inner cause", True), i
 assert [f["method"] for f in t["frames"] if f["method"]][:2] == ["Crash.Thrower::Throw", "Crash.Thrower::Run"]

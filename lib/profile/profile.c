@@ -9,6 +9,7 @@
 #include "common/io.h"
 #include "common/strbuf.h"
 #include "profile/profile.h"
+#include "srcline/srcline.h"
 
 #define NAME_MAX_LEN 1024
 
@@ -39,6 +40,7 @@ struct profile {
 	uint64_t dropped;
 	profile_namer_fn namer; /* names whole stacks (EventPipe), else lib/sym */
 	void *namer_ctx;
+	struct srcline *lines;  /* managed frames get their source line (not owned) */
 };
 
 int profile_new(struct profile **out, const struct profile_opts *o)
@@ -60,6 +62,11 @@ void profile_set_namer(struct profile *p, profile_namer_fn fn, void *ctx)
 {
 	p->namer = fn;
 	p->namer_ctx = ctx;
+}
+
+void profile_set_lines(struct profile *p, struct srcline *sl)
+{
+	p->lines = sl;
 }
 
 const char profile_engine_ep_rate[] =
@@ -328,6 +335,10 @@ static int name_stack(const struct profile *p, const struct stack_ent *e, struct
 			continue;
 		named = profile_frame_name(sp, e->ips[j], kernel, leaf, store[k], NAME_MAX_LEN, &kind);
 		names[k] = store[k];
+		if (named && p->lines && (kind == SYM_JIT || kind == SYM_R2R) &&
+		    srcline_name(p->lines, e->ips[j], !leaf, store[k], store[k], NAME_MAX_LEN) == 1 &&
+		    sum)
+			sum->line_frames += e->count;
 		if (named && (kind == SYM_JIT || kind == SYM_R2R))
 			last_managed = k + 1;
 		if (sum) {

@@ -61,6 +61,13 @@ typedef size_t (*profile_namer_fn)(void *ctx, const uint64_t *ips, unsigned nr,
 #define PROFILE_NAMER_SKIP ((size_t)-1)
 void profile_set_namer(struct profile *p, profile_namer_fn fn, void *ctx);
 
+/*
+ * Managed frames named through lib/sym get " in FILE:line N" from sl
+ * (lib/srcline; not owned, NULL: none). Not with a namer.
+ */
+struct srcline;
+void profile_set_lines(struct profile *p, struct srcline *sl);
+
 /* Thread name for a tid (NULL if unknown), for thread roots and raw output. */
 typedef const char *(*profile_comm_fn)(void *ctx, uint32_t tid);
 
@@ -79,6 +86,7 @@ struct profile_summary {
 	uint64_t kernel_frames;    /* of which were kernel frames */
 	uint64_t managed_frames;   /* of which were managed code (JIT or R2R) */
 	uint64_t native_frames;    /* of which were named native code */
+	uint64_t line_frames;      /* managed frames with a source line (profile_set_lines) */
 	size_t stacks;             /* distinct stacks */
 	bool dropped;              /* distinct-stack cap reached: some samples dropped */
 	uint64_t dropped_samples;
@@ -265,6 +273,7 @@ struct profile_session {
 	bool stopped;
 	enum profile_stage failed_stage; /* where profile_session_start failed */
 	struct perf_prio prio;           /* clrtap's own priority, raised for the session */
+	struct srcline *lines;           /* profile_session_lines (owned) */
 };
 
 /*
@@ -282,6 +291,15 @@ int profile_session_stop(struct profile_session *s);
 int profile_session_build(struct profile_session *s, struct flame *f, struct profile_summary *sum);
 int profile_session_build_ex(struct profile_session *s, struct flame *f,
 			     struct profile_summary *sum, unsigned flags);
+/*
+ * Source lines for the managed frames of the next builds (lines.c): after
+ * stop, one rundown session of the target (lib/srcline: IL-to-native maps,
+ * then the assemblies' portable PDBs). perf_event engine only (-ENOTSUP for
+ * EventPipe). 0, or a negative errno (-EREMOTEIO with rerr); the profile is
+ * built without lines then.
+ */
+int profile_session_lines(struct profile_session *s, const struct proc_target *t, int timeout_ms,
+			  struct ipc_error *rerr);
 /* Forgets the stacks so far (for `top`, between refreshes). */
 void profile_session_reset(struct profile_session *s);
 /* Restores the perf map (idempotent); the IPC error if that failed. Not for an

@@ -9,6 +9,7 @@
 #include "common/compat.h"
 
 #include "common/cursor.h"
+#include "common/log.h"
 #include "common/strbuf.h"
 #include "srcline/srcline.h"
 
@@ -39,7 +40,7 @@ struct module {
 	char *path;
 	struct pe_file *pf;
 	struct pe_pdb *pdb;
-	bool tried;
+	bool tried, warned;
 	int err;
 };
 
@@ -438,6 +439,11 @@ int srcline_lookup(struct srcline *sl, uint64_t ip, bool return_address, struct 
 		else
 			mod->err = -EIO;
 	}
+	if (mod->err == -ESTALE && !mod->warned) {
+		mod->warned = true; /* one line per assembly, in every view */
+		ct_warn("%s: its PDB does not match the assembly (another build's PDB id): "
+			"refused, no lines for its frames", mod->path);
+	}
 	if (mod->err) {
 		*why = mod->err == -EIO ? SRCLINE_NO_MODULE
 		     : mod->err == -ESTALE ? SRCLINE_PDB_MISMATCH : SRCLINE_NO_PDB;
@@ -449,4 +455,35 @@ int srcline_lookup(struct srcline *sl, uint64_t ip, bool return_address, struct 
 		return err == -ENOMEM ? err : -ENOENT;
 	*why = SRCLINE_OK;
 	return 0;
+}
+
+int srcline_name(struct srcline *sl, uint64_t ip, bool return_address, const char *name,
+		 char *buf, size_t len)
+{
+	struct pe_srcline l;
+	enum srcline_why why;
+	uint32_t il;
+	char *own = NULL;
+	int r = sl ? srcline_lookup(sl, ip, return_address, &l, &il, &why) : -ENOENT;
+
+	if (r == -ENOMEM)
+		return r;
+	if (r == 0 && buf == name) { /* in place */
+		own = strdup(name);
+		if (!own)
+			return -ENOMEM;
+		name = own;
+	}
+	if (r == 0 && (size_t)snprintf(buf, len, "%s in %s:line %u", name, l.file, l.line) < len)
+		r = 1;
+	else if (buf != name)
+		snprintf(buf, len, "%s", name);
+	free(own);
+	return r == 1;
+}
+
+void srcline_counts(const struct srcline *sl, size_t *bodies, size_t *maps)
+{
+	*bodies = sl ? sl->nbodies : 0;
+	*maps = sl ? sl->nmaps : 0;
 }

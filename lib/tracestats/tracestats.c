@@ -318,6 +318,13 @@ void ts_limits_default(struct ts_limits *l)
 	l->max_string = 1024;
 }
 
+void tracestats_set_lines(struct tracestats *ts, struct srcline *sl)
+{
+	srcline_free(ts->lines);
+	ts->lines = sl;
+	ts->lim.lines = sl != NULL;
+}
+
 int tracestats_new(struct tracestats **out, const struct ts_limits *limits)
 {
 	struct tracestats *ts = calloc(1, sizeof(*ts));

@@ -5,6 +5,8 @@
  */
 #include "common/compat.h"
 
+#include <pthread.h>
+
 #include "common/log.h"
 #include "live/live.h"
 #include "proc/proc.h"
@@ -77,4 +79,64 @@ int srcline_collect(const struct ipc_endpoint *ep, volatile sig_atomic_t *stop, 
 	if (res.session_err && res.session_err != -EFBIG)
 		return res.session_err;
 	return 0;
+}
+
+/* ---- following the JIT ---- */
+
+struct srcline_follow {
+	struct ipc_endpoint ep;
+	struct srcline *sl;
+	volatile sig_atomic_t stop;
+	pthread_t th;
+	int err;
+};
+
+static void *follow_main(void *arg)
+{
+	struct srcline_follow *f = arg;
+	const struct ipc_provider prov = { "Microsoft-Windows-DotNETRuntime", RUNTIME_KEYWORDS, 5,
+					   NULL };
+	const struct ipc_trace_config cfg = {
+		.providers = &prov, .nproviders = 1, .buffer_mb = 8, .stackwalk = false,
+	};
+	const struct nt_handlers h = { .event = on_event };
+	struct feed fd = { f->sl, 0 };
+	struct live_session_opts o = {
+		.ep = &f->ep, .cfg = &cfg, .stop = &f->stop, .h = &h, .ctx = &fd, .prompt = true,
+	};
+	struct live_session_result res;
+
+	f->err = live_session_run(&o, &res);
+	if (!f->err && fd.err)
+		f->err = fd.err;
+	return NULL;
+}
+
+int srcline_follow_start(const struct ipc_endpoint *ep, struct srcline *sl,
+			 struct srcline_follow **out)
+{
+	struct srcline_follow *f = calloc(1, sizeof(*f));
+	int rc;
+
+	*out = NULL;
+	if (!f)
+		return -ENOMEM;
+	f->ep = *ep;
+	f->sl = sl;
+	rc = pthread_create(&f->th, NULL, follow_main, f);
+	if (rc) {
+		free(f);
+		return -rc;
+	}
+	*out = f;
+	return 0;
+}
+
+void srcline_follow_stop(struct srcline_follow *f)
+{
+	if (!f)
+		return;
+	f->stop = 1;
+	pthread_join(f->th, NULL);
+	free(f);
 }

@@ -8,6 +8,8 @@
  */
 #include "common/compat.h"
 
+#include <pthread.h>
+
 #include "common/cursor.h"
 #include "common/log.h"
 #include "common/strbuf.h"
@@ -58,6 +60,7 @@ struct srcline {
 	bool dirty;
 	uint64_t seq;
 	struct strbuf sb;
+	pthread_mutex_t mu; /* events may come from a srcline_follow thread */
 };
 
 const char *srcline_why_str(enum srcline_why why)
@@ -93,6 +96,7 @@ int srcline_new(const struct pe_open_opts *opts, struct srcline **out)
 	if (opts)
 		sl->opts = *opts;
 	sl->opts.flags |= PE_OPEN_NO_RESOLVE;
+	pthread_mutex_init(&sl->mu, NULL);
 	strbuf_init(&sl->sb, PE_PDB_MAX_PATH);
 	*out = sl;
 	return 0;
@@ -115,6 +119,7 @@ void srcline_free(struct srcline *sl)
 	free(sl->ents);
 	free(sl->by_addr);
 	strbuf_release(&sl->sb);
+	pthread_mutex_destroy(&sl->mu);
 	free(sl);
 }
 
@@ -240,7 +245,7 @@ static int add_module(struct srcline *sl, const struct nt_event *ev)
 	return 0;
 }
 
-int srcline_add_event(struct srcline *sl, const struct nt_event *ev)
+static int add_event(struct srcline *sl, const struct nt_event *ev)
 {
 	const struct nt_metadata *md = ev->meta;
 
@@ -260,6 +265,16 @@ int srcline_add_event(struct srcline *sl, const struct nt_event *ev)
 			return add_module(sl, ev);
 	}
 	return 0;
+}
+
+int srcline_add_event(struct srcline *sl, const struct nt_event *ev)
+{
+	int rc;
+
+	pthread_mutex_lock(&sl->mu);
+	rc = add_event(sl, ev);
+	pthread_mutex_unlock(&sl->mu);
+	return rc;
 }
 
 /* ---- pairing and lookup ---- */
@@ -391,8 +406,8 @@ static struct module *find_module(struct srcline *sl, uint64_t id)
 	return NULL;
 }
 
-int srcline_lookup(struct srcline *sl, uint64_t ip, bool return_address, struct pe_srcline *out,
-		   uint32_t *il_offset, enum srcline_why *why)
+static int lookup(struct srcline *sl, uint64_t ip, bool return_address, struct pe_srcline *out,
+		  uint32_t *il_offset, enum srcline_why *why)
 {
 	const struct body *b;
 	const struct ilmap *m;
@@ -455,6 +470,17 @@ int srcline_lookup(struct srcline *sl, uint64_t ip, bool return_address, struct 
 		return err == -ENOMEM ? err : -ENOENT;
 	*why = SRCLINE_OK;
 	return 0;
+}
+
+int srcline_lookup(struct srcline *sl, uint64_t ip, bool return_address, struct pe_srcline *out,
+		   uint32_t *il_offset, enum srcline_why *why)
+{
+	int rc;
+
+	pthread_mutex_lock(&sl->mu);
+	rc = lookup(sl, ip, return_address, out, il_offset, why);
+	pthread_mutex_unlock(&sl->mu);
+	return rc;
 }
 
 int srcline_name(struct srcline *sl, uint64_t ip, bool return_address, const char *name,

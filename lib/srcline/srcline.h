@@ -97,6 +97,18 @@ int srcline_new_proc(pid_t pid, struct srcline **out);
 int srcline_collect(const struct ipc_endpoint *ep, volatile sig_atomic_t *stop, struct srcline *sl,
 		    struct ipc_error *rerr);
 
+/*
+ * Keeps sl fed with the code the JIT publishes from now on (MethodLoadVerbose
+ * and its IL-to-native map) from an EventPipe session on a thread of its own,
+ * until srcline_follow_stop; lookups may run meanwhile (sl locks). The
+ * runtime hands its events over in batches: a frame of code published in the
+ * last moment may have no line yet. ep is copied (its path must outlive f).
+ */
+struct srcline_follow;
+int srcline_follow_start(const struct ipc_endpoint *ep, struct srcline *sl,
+			 struct srcline_follow **out);
+void srcline_follow_stop(struct srcline_follow *f);
+
 /* Counts: code bodies and IL maps recorded (for notes and tests). */
 void srcline_counts(const struct srcline *sl, size_t *bodies, size_t *maps);
 

@@ -24,13 +24,15 @@ struct body {
 	uint64_t start, method_id, module_id, seq;
 	uint32_t size, token;
 	uint32_t map; /* index into maps + 1, 0: none */
-	bool rundown;
+	uint32_t r2r_map; /* the same from the image's R2R debug info, 0: none */
+	bool rundown, r2r_tried;
 };
 
 struct ilmap {
 	uint64_t method_id, seq;
 	uint32_t first, n; /* entries ents[first .. first + n) */
 	bool rundown;
+	bool r2r; /* decoded from an R2R image for one body: never paired by resolve() */
 };
 
 struct ent {
@@ -43,7 +45,8 @@ struct module {
 	struct pe_file *pf;
 	struct pe_pdb *pdb;
 	bool tried, warned;
-	int err;
+	int err;     /* opening the PDB (-EIO: the assembly itself) */
+	uint64_t base; /* R2R: where the image's RVA 0 is in the process, 0: not known yet */
 };
 
 struct srcline {
@@ -57,6 +60,7 @@ struct srcline {
 	struct module *mods;
 	size_t nmods, capmods;
 	uint32_t *by_addr; /* body indexes sorted by start */
+	struct pe_bound *r2r_buf; /* PE_R2R_MAX_BOUNDS entries, for decoding */
 	bool dirty;
 	uint64_t seq;
 	struct strbuf sb;
@@ -118,6 +122,7 @@ void srcline_free(struct srcline *sl)
 	free(sl->maps);
 	free(sl->ents);
 	free(sl->by_addr);
+	free(sl->r2r_buf);
 	strbuf_release(&sl->sb);
 	pthread_mutex_destroy(&sl->mu);
 	free(sl);
@@ -326,6 +331,8 @@ static int resolve(struct srcline *sl)
 		const struct ilmap *m = &sl->maps[i];
 		size_t lo = 0, hi = sl->nbodies, k;
 
+		if (m->r2r)
+			continue;
 		/* first body with (method_id, seq) > (m->method_id, m->seq) */
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
@@ -406,15 +413,101 @@ static struct module *find_module(struct srcline *sl, uint64_t id)
 	return NULL;
 }
 
+/* Opens the module's assembly and its PDB once (the PDB's id checked). */
+static void open_module(struct srcline *sl, struct module *mod)
+{
+	if (mod->tried)
+		return;
+	mod->tried = true;
+	mod->err = pe_file_open(mod->path, &sl->opts, &mod->pf);
+	if (!mod->err)
+		mod->err = pe_pdb_open_for(mod->pf, mod->path, &sl->opts, &mod->pdb);
+	else
+		mod->err = -EIO;
+	if (mod->err == -ESTALE && !mod->warned) {
+		mod->warned = true; /* one line per assembly, in every view */
+		ct_warn("%s: its PDB does not match the assembly (another build's PDB id): "
+			"refused, no lines for its frames", mod->path);
+	}
+}
+
+/*
+ * The R2R method of body b: the image's RVA 0 in the process is learnt from
+ * the first body whose MethodDef has one entry point (start - entry RVA),
+ * then every body is looked up by its RVA (generic instantiations too).
+ */
+static const struct pe_method *r2r_method(struct module *mod, const struct body *b)
+{
+	const struct pe_method *ms, *m = NULL;
+	const struct pe_range *r;
+	size_t n, i;
+
+	if (pe_file_methods(mod->pf, &ms, &n))
+		return NULL;
+	if (!mod->base) {
+		for (i = 0; i < n; i++)
+			if (ms[i].token == b->token && !(ms[i].flags & PE_METHOD_INSTANCE) &&
+			    !ms[i].component && b->start > ms[i].entry_rva)
+				mod->base = b->start - ms[i].entry_rva;
+		if (!mod->base)
+			return NULL;
+	}
+	if (b->start - mod->base > UINT32_MAX ||
+	    pe_file_lookup_rva(mod->pf, (uint32_t)(b->start - mod->base), &m, &r) ||
+	    m->token != b->token || m->entry_rva != b->start - mod->base)
+		return NULL;
+	return m;
+}
+
+/* The IL map of an R2R body from its image's debug info (decoded once). */
+static uint32_t r2r_map(struct srcline *sl, struct module *mod, struct body *b)
+{
+	const struct pe_method *m;
+	struct ilmap *im;
+	size_t n, i;
+
+	if (b->r2r_tried)
+		return b->r2r_map;
+	b->r2r_tried = true;
+	if (!mod->pf || !pe_file_info(mod->pf)->is_r2r || pe_file_info(mod->pf)->composite)
+		return 0;
+	m = r2r_method(mod, b);
+	if (!m)
+		return 0;
+	if (!sl->r2r_buf) {
+		sl->r2r_buf = malloc(PE_R2R_MAX_BOUNDS * sizeof(*sl->r2r_buf));
+		if (!sl->r2r_buf)
+			return 0;
+	}
+	if (pe_file_r2r_bounds(mod->pf, m->rf_index, sl->r2r_buf, PE_R2R_MAX_BOUNDS, &n) ||
+	    grow((void **)&sl->maps, &sl->capmaps, sl->nmaps, sizeof(*im), SRCLINE_MAX_BODIES, 1) ||
+	    grow((void **)&sl->ents, &sl->capents, sl->nents, sizeof(struct ent),
+		 SRCLINE_MAX_MAP_ENTRIES, n))
+		return 0;
+	im = &sl->maps[sl->nmaps++];
+	memset(im, 0, sizeof(*im));
+	im->method_id = b->method_id;
+	im->first = (uint32_t)sl->nents;
+	im->n = (uint32_t)n;
+	im->r2r = true;
+	for (i = 0; i < n; i++) {
+		sl->ents[sl->nents].native = sl->r2r_buf[i].native;
+		sl->ents[sl->nents].il = sl->r2r_buf[i].il;
+		sl->nents++;
+	}
+	b->r2r_map = (uint32_t)sl->nmaps;
+	return b->r2r_map;
+}
+
 static int lookup(struct srcline *sl, uint64_t ip, bool return_address, struct pe_srcline *out,
 		  uint32_t *il_offset, enum srcline_why *why)
 {
-	const struct body *b;
+	struct body *b;
 	const struct ilmap *m;
 	const struct ent *best = NULL;
 	struct module *mod;
+	uint32_t i, map;
 	uint64_t off;
-	uint32_t i;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -424,13 +517,17 @@ static int lookup(struct srcline *sl, uint64_t ip, bool return_address, struct p
 		return -ENOMEM;
 	if (return_address && ip)
 		ip--;
-	b = find_body(sl, ip);
+	b = (struct body *)find_body(sl, ip);
 	if (!b)
 		return -ENOENT;
+	mod = find_module(sl, b->module_id);
+	if (mod)
+		open_module(sl, mod);
+	map = b->map ? b->map : mod ? r2r_map(sl, mod, b) : 0;
 	*why = SRCLINE_NO_MAP;
-	if (!b->map)
+	if (!map)
 		return -ENOENT;
-	m = &sl->maps[b->map - 1];
+	m = &sl->maps[map - 1];
 	off = ip - b->start;
 	for (i = 0; i < m->n; i++) {
 		const struct ent *e = &sl->ents[m->first + i];
@@ -443,22 +540,8 @@ static int lookup(struct srcline *sl, uint64_t ip, bool return_address, struct p
 		return -ENOENT;
 	*il_offset = best->il;
 	*why = SRCLINE_NO_MODULE;
-	mod = find_module(sl, b->module_id);
 	if (!mod)
 		return -ENOENT;
-	if (!mod->tried) {
-		mod->tried = true;
-		mod->err = pe_file_open(mod->path, &sl->opts, &mod->pf);
-		if (!mod->err)
-			mod->err = pe_pdb_open_for(mod->pf, mod->path, &sl->opts, &mod->pdb);
-		else
-			mod->err = -EIO;
-	}
-	if (mod->err == -ESTALE && !mod->warned) {
-		mod->warned = true; /* one line per assembly, in every view */
-		ct_warn("%s: its PDB does not match the assembly (another build's PDB id): "
-			"refused, no lines for its frames", mod->path);
-	}
 	if (mod->err) {
 		*why = mod->err == -EIO ? SRCLINE_NO_MODULE
 		     : mod->err == -ESTALE ? SRCLINE_PDB_MISMATCH : SRCLINE_NO_PDB;

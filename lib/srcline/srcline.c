@@ -211,6 +211,7 @@ static int add_map(struct srcline *sl, const struct nt_event *ev, bool rundown)
 	m->first = (uint32_t)sl->nents;
 	m->n = n;
 	m->rundown = rundown;
+	m->r2r = false;
 	for (i = 0; i < n; i++) {
 		sl->ents[sl->nents].il = ct_le32(ils + 4 * (size_t)i);
 		sl->ents[sl->nents].native = ct_le32(nats + 4 * (size_t)i);
@@ -577,6 +578,9 @@ int srcline_name(struct srcline *sl, uint64_t ip, bool return_address, const cha
 
 	if (r == -ENOMEM)
 		return r;
+	if (r && sl)
+		ct_debug("source lines: %s at 0x%" PRIx64 ": %s (IL 0x%x)", name, ip,
+			 srcline_why_str(why), il);
 	if (r == 0 && buf == name) { /* in place */
 		own = strdup(name);
 		if (!own)

@@ -524,7 +524,9 @@ static int lookup(struct srcline *sl, uint64_t ip, bool return_address, struct p
 	mod = find_module(sl, b->module_id);
 	if (mod)
 		open_module(sl, mod);
-	map = b->map ? b->map : mod ? r2r_map(sl, mod, b) : 0;
+	/* R2R debug info only for a module with a PDB (building an image's method
+	 * table costs: System.Private.CoreLib's takes a few hundred ms) */
+	map = b->map ? b->map : mod && !mod->err ? r2r_map(sl, mod, b) : 0;
 	*why = SRCLINE_NO_MAP;
 	if (!map)
 		return -ENOENT;

@@ -6,6 +6,7 @@
  */
 #include "common/compat.h"
 
+#include "common/log.h"
 #include "profile/profile.h"
 #include "srcline/srcline.h"
 
@@ -14,6 +15,8 @@ int profile_session_lines(struct profile_session *s, const struct proc_target *t
 {
 	struct ipc_endpoint ep;
 	struct srcline *sl = NULL;
+	uint64_t t0;
+	size_t nb, nm;
 	int rc;
 
 	if (s->ep)
@@ -26,7 +29,11 @@ int profile_session_lines(struct profile_session *s, const struct proc_target *t
 	if (rc)
 		return rc;
 	ipc_endpoint_init(&ep, t, timeout_ms);
+	t0 = perf_now_ns();
 	rc = srcline_collect(&ep, NULL, sl, rerr);
+	srcline_counts(sl, &nb, &nm);
+	ct_debug("profile: source lines: rundown of %zu code bodies, %zu IL maps in %.0f ms", nb, nm,
+		 (double)(perf_now_ns() - t0) / 1e6);
 	if (rc) {
 		srcline_free(sl);
 		return rc;

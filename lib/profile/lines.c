@@ -19,8 +19,6 @@ int profile_session_lines(struct profile_session *s, const struct proc_target *t
 	size_t nb, nm;
 	int rc;
 
-	if (s->ep)
-		return -ENOTSUP; /* its frames are named from the trace's methods, not lib/sym */
 	if (!t || !s->dotnet)
 		return -ENOENT;
 	if (s->target_gone)

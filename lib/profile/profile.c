@@ -275,13 +275,23 @@ int profile_frame_name(struct sym_proc *sp, uint64_t addr, bool kernel, bool lea
 /* A stack named by the profile's namer: every named frame is managed code.
  * Returns false when the namer left it out. */
 static bool name_stack_namer(const struct profile *p, const struct stack_ent *e,
-			     const char **names, size_t *k, struct profile_summary *sum)
+			     char (*store)[NAME_MAX_LEN], const char **names, size_t *k,
+			     struct profile_summary *sum)
 {
-	size_t n = p->namer(p->namer_ctx, e->ips, e->nr, names + *k,
+	uint32_t idx[PERF_SAMPLER_MAX_STACK * 2 + 2];
+	size_t n = p->namer(p->namer_ctx, e->ips, e->nr, names + *k, idx,
 			    (size_t)PERF_SAMPLER_MAX_STACK * 2 + 2 - *k), i;
 
 	if (n == PROFILE_NAMER_SKIP)
 		return false;
+	for (i = 0; i < n && p->lines; i++)
+		if (strcmp(names[*k + i], "[unknown]") &&
+		    srcline_name(p->lines, e->ips[idx[i]], idx[i] > 0, names[*k + i], store[*k + i],
+				 NAME_MAX_LEN) == 1) {
+			names[*k + i] = store[*k + i];
+			if (sum)
+				sum->line_frames += e->count;
+		}
 	for (i = 0; sum && i < n; i++) {
 		bool named = strcmp(names[*k + i], "[unknown]") != 0;
 
@@ -320,7 +330,7 @@ static int name_stack(const struct profile *p, const struct stack_ent *e, struct
 		k++;
 	}
 	if (p->namer) {
-		bool in = name_stack_namer(p, e, names, &k, sum);
+		bool in = name_stack_namer(p, e, store, names, &k, sum);
 
 		*n = k;
 		return in ? 0 : 1;
@@ -472,7 +482,7 @@ int profile_write_raw(struct profile *p, struct sym_proc *sp, profile_comm_fn co
 				 p->namer ? "thread-sample" : e->kind == PERF_STACK_CPU ? "cpu-clock" : "off-cpu");
 		if (p->namer) {
 			const char *nm[PERF_SAMPLER_MAX_STACK * 2];
-			size_t k = p->namer(p->namer_ctx, e->ips, e->nr, nm, ARRAY_SIZE(nm));
+			size_t k = p->namer(p->namer_ctx, e->ips, e->nr, nm, NULL, ARRAY_SIZE(nm));
 
 			if (k == PROFILE_NAMER_SKIP) { /* left out of the profile: said so */
 				k = 0;

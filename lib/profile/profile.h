@@ -50,20 +50,21 @@ void profile_reset(struct profile *p);
 int profile_add_stack(void *ctx, const struct perf_stack *st);
 
 /*
- * Names a whole stack (ips leaf first) into names, root first, at most cap;
+ * Names a whole stack (ips leaf first) into names, root first, at most cap,
+ * and into idx (when not NULL) the index in ips each name is for;
  * returns the count, or PROFILE_NAMER_SKIP to leave the stack out of the
  * profile (counted in profile_summary.left_out). Set one when the addresses are not the process's own
  * (the EventPipe engine names them from the trace's method events); without
  * one, frames are named through lib/sym.
  */
 typedef size_t (*profile_namer_fn)(void *ctx, const uint64_t *ips, unsigned nr,
-				   const char **names, size_t cap);
+				   const char **names, uint32_t *idx, size_t cap);
 #define PROFILE_NAMER_SKIP ((size_t)-1)
 void profile_set_namer(struct profile *p, profile_namer_fn fn, void *ctx);
 
 /*
- * Managed frames named through lib/sym get " in FILE:line N" from sl
- * (lib/srcline; not owned, NULL: none). Not with a namer.
+ * Managed frames get " in FILE:line N" from sl (lib/srcline; not owned,
+ * NULL: none), named through lib/sym or by the namer.
  */
 struct srcline;
 void profile_set_lines(struct profile *p, struct srcline *sl);
@@ -232,7 +233,7 @@ void profile_ep_unlock(struct profile_ep *e);
 void profile_ep_stats(struct profile_ep *e, struct profile_ep_stats *st);
 /* A profile_namer_fn (ctx = the engine). */
 size_t profile_ep_name_stack(void *ctx, const uint64_t *ips, unsigned nr, const char **names,
-			     size_t cap);
+			     uint32_t *idx, size_t cap);
 /* The name of a thread by the tid the runtime reports (NULL if unknown). */
 const char *profile_ep_comm(struct profile_ep *e, uint32_t tid);
 void profile_ep_free(struct profile_ep *e);
@@ -294,8 +295,7 @@ int profile_session_build_ex(struct profile_session *s, struct flame *f,
 /*
  * Source lines for the managed frames of the next builds (lines.c): after
  * stop, one rundown session of the target (lib/srcline: IL-to-native maps,
- * then the assemblies' portable PDBs). perf_event engine only (-ENOTSUP for
- * EventPipe). 0, or a negative errno (-EREMOTEIO with rerr); the profile is
+ * then the assemblies' portable PDBs), either engine. 0, or a negative errno (-EREMOTEIO with rerr); the profile is
  * built without lines then.
  */
 int profile_session_lines(struct profile_session *s, const struct proc_target *t, int timeout_ms,

@@ -3,7 +3,8 @@
 # (tests/fixtures/lines prints StackFrame file:line for three frames before
 # READY): for each build of the fixture (Debug + PDB beside it, Release +
 # embedded PDB, Release ReadyToRun + PDB beside it):
-#   the hot loop's line in `profile --lines` (pprof decoded by go tool pprof -lines),
+#   the hot loop's line in `profile --lines` (pprof decoded by go tool pprof -lines;
+#   the EventPipe engine's folded output for the Release build),
 #   the throw site in `analyze exceptions --lines`,
 #   the probed method's caller in `probe --stack --lines`,
 #   the hot loop in `stacks --lines --json` (file and line fields);
@@ -45,6 +46,13 @@ for v in debug release-embedded r2r; do
 			"$(cat "$WORK/$v.pp")" "Clrtap.Lines.Hot::Spin $HOT"
 	else
 		ok "# SKIP go tool pprof: golang-go not installed (scripts/install-deps.sh)"
+	fi
+
+	if [ "$v" = release-embedded ]; then
+		expect_exit "$v: profile --engine eventpipe --lines" 0 "$CLRTAP" profile -p "$FIX_PID" -d 0.5 \
+			--engine eventpipe --lines -o "$WORK/ep.folded"
+		contains "$v: EventPipe engine: the hot loop's line" "$(cat "$WORK/ep.folded")" \
+			"Clrtap.Lines.Hot::Spin in $(as_clrtap "$HOT");"
 	fi
 
 	expect_exit "$v: analyze exceptions --lines" 0 "$CLRTAP" analyze -p "$FIX_PID" exceptions -d 0.5 --lines --json

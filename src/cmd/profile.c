@@ -347,7 +347,7 @@ int cmd_profile(int argc, char **argv)
 		{ 0, "threads", CLI_OPT_BOOL, &a.threads, NULL, "a root frame per thread name" },
 		{ 0, "no-kernel", CLI_OPT_BOOL, &a.no_kernel, NULL, "user stacks only" },
 		{ 0, "lines", CLI_OPT_BOOL, &a.lines, NULL,
-		  "managed frames with their source file and line (portable PDBs; perf engine)" },
+		  "managed frames with their source file and line (portable PDBs)" },
 		{ 0, "bundle", CLI_OPT_STRING, &a.bundle, "DIR",
 		  "also write DIR/profile-PID-TIMESTAMP/ with folded, html, raw samples and a tar.gz" },
 		{ 0, "engine", CLI_OPT_STRING, &a.engine, "ENGINE",
@@ -515,8 +515,7 @@ int cmd_profile(int argc, char **argv)
 	}
 	rc = a.lines ? profile_session_lines(&s, &t, a.to.timeout_ms, &rerr) : 0;
 	if (rc)
-		cli_warn("no source lines: %s", rc == -ENOTSUP ? "not with the EventPipe engine"
-						 : strerror(-rc));
+		cli_warn("no source lines: %s", strerror(-rc));
 	rc = flame_new(&f);
 	if (!rc)
 		rc = profile_session_build(&s, f, &sum);

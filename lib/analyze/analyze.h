@@ -410,6 +410,9 @@ struct an_report;
 
 /* A report for analyzer a with up to top rows per table (0: 10). */
 int analyze_report_new(struct an_report **out, const struct an_analyzer *a, unsigned top);
+/* Exception stacks with their source lines (lib/srcline); pid > 0: a live
+ * process's files, read inside its root; 0: a trace file's, as named. */
+int analyze_report_lines(struct an_report *r, pid_t pid);
 void analyze_report_free(struct an_report *r);
 
 /*

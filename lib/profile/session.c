@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "profile/profile.h"
+#include "srcline/srcline.h"
 
 #define REFRESH_NS 1000000000ull
 
@@ -186,6 +187,8 @@ void profile_session_close(struct profile_session *s)
 {
 	struct ipc_error rerr;
 
+	srcline_free(s->lines);
+	s->lines = NULL;
 	if (s->engine == PROFILE_ENGINE_EVENTPIPE) {
 		/* no perf map, sampler or symbolizer in this session */
 		profile_ep_free(s->ep);

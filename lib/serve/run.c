@@ -262,7 +262,7 @@ static int session_error(struct rsession *s, int code, const char *fmt, ...)
 /* stacks in this thread: lib/stacks, with the session's stop flag and log. */
 static int run_stacks(struct rsession *s)
 {
-	struct stacks_capture_opts co = { .sample_ms = 10, .stop = &s->stop };
+	struct stacks_capture_opts co = { .sample_ms = 10, .stop = &s->stop, .lines = true };
 	struct stacks_capture cap;
 	struct proc_target t;
 	struct ipc_endpoint ep;

@@ -240,6 +240,13 @@ void ts_limits_default(struct ts_limits *l)
 	l->max_string = 1024;
 }
 
+void tracestats_set_lines(struct tracestats *ts, struct srcline *sl)
+{
+	srcline_free(ts->lines);
+	ts->lines = sl;
+	ts->lim.lines = sl != NULL;
+}
+
 int tracestats_new(struct tracestats **out, const struct ts_limits *limits)
 {
 	struct tracestats *ts = calloc(1, sizeof(*ts));
@@ -1554,26 +1561,24 @@ static int finish_types_and_sites(struct tracestats *ts)
 static int add_stack_lines(struct tracestats *ts, const uint64_t *ips, const uint32_t *idx,
 			   const char **names, uint32_t first, uint32_t n, char **owned)
 {
+	char buf[PE_PDB_MAX_PATH + 1024];
 	uint32_t k;
 
 	for (k = first; k < n; k++) {
-		struct pe_srcline l;
-		enum srcline_why why;
-		uint32_t il;
 		int r;
 
 		owned[k] = NULL;
 		if (names[k][0] == '[')
 			continue;
-		r = srcline_lookup(ts->lines, ips[idx[k - first]], idx[k - first] > 0, &l, &il, &why);
-		if (r == -ENOMEM)
+		r = srcline_name(ts->lines, ips[idx[k - first]], idx[k - first] > 0, names[k], buf,
+				 sizeof(buf));
+		if (r < 0)
 			return r;
-		if (r)
+		if (!r)
 			continue; /* the name without a line: nothing guessed */
-		if (asprintf(&owned[k], "%s in %s:line %u", names[k], l.file, l.line) < 0) {
-			owned[k] = NULL;
+		owned[k] = strdup(buf);
+		if (!owned[k])
 			return -ENOMEM;
-		}
 		names[k] = owned[k];
 	}
 	return 0;

@@ -185,6 +185,10 @@ struct tracestats;
 
 int tracestats_new(struct tracestats **out, const struct ts_limits *limits);
 void tracestats_free(struct tracestats *ts);
+/* Source lines from sl (owned from now on; a live process's: srcline_new_proc)
+ * instead of ts_limits.lines' own; before any event is fed. */
+struct srcline;
+void tracestats_set_lines(struct tracestats *ts, struct srcline *sl);
 
 /* Trace header facts (timestamp frequency); tracestats_run sets it itself. */
 void tracestats_set_info(struct tracestats *ts, const struct nt_trace_info *info);

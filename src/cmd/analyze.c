@@ -121,7 +121,7 @@ static int run_file(struct an_report *r, const char *path)
 }
 
 static int run_live(struct an_report *r, const struct an_analyzer *a, const struct cli_target_opts *to,
-		    int64_t duration_ms)
+		    int64_t duration_ms, bool lines)
 {
 	struct proc_target t;
 	struct ipc_endpoint ep;
@@ -130,6 +130,8 @@ static int run_live(struct an_report *r, const struct an_analyzer *a, const stru
 	code = cli_resolve_target(to, &t, &ep);
 	if (code)
 		return code;
+	if (lines && analyze_report_lines(r, t.pid))
+		return cli_error(EXIT_ERROR, "out of memory");
 	cli_catch_stop_signals();
 	signal(SIGPIPE, SIG_IGN);
 	if (a->need & AN_NEED_HEAPS)
@@ -156,7 +158,7 @@ int cmd_analyze(int argc, char **argv)
 	struct cli_target_opts to = { 0 };
 	int64_t duration = 5000;
 	const char *out = NULL, *name, *file = NULL;
-	bool json = false, list = false;
+	bool json = false, list = false, lines = false;
 	int top = 10;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
@@ -164,6 +166,8 @@ int cmd_analyze(int argc, char **argv)
 		{ 'o', "output", CLI_OPT_OUTPUT, &out, "FILE", "write the report to FILE (.md, .json or .html)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "JSON on standard output" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "rows per table (default 10)" },
+		{ 0, "lines", CLI_OPT_BOOL, &lines, NULL,
+		  "exception stacks with their source file and line (portable PDBs)" },
 		{ 'l', "list", CLI_OPT_BOOL, &list, NULL, "list the analyzers and exit" },
 		{ 0 },
 	};
@@ -203,7 +207,10 @@ int cmd_analyze(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "'%s' compares snapshots taken over -d: it needs -d > 0", a->name);
 	if (analyze_report_new(&r, a, (unsigned)top))
 		return cli_error(EXIT_ERROR, "out of memory");
-	code = file ? run_file(r, file) : run_live(r, a, &to, duration);
+	if (file && lines && analyze_report_lines(r, 0))
+		code = cli_error(EXIT_ERROR, "out of memory");
+	else
+		code = file ? run_file(r, file) : run_live(r, a, &to, duration, lines);
 	if (!code) {
 		code = emit(r, out, json);
 		if (!code && analyze_report_partial(r))

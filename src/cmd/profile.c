@@ -27,7 +27,7 @@ struct prof_args {
 	int hz;
 	int64_t duration_ms; /* 0: until Ctrl-C */
 	const char *out, *bundle, *engine;
-	bool off_cpu, wall, threads, no_kernel, quiet;
+	bool off_cpu, wall, threads, no_kernel, quiet, lines;
 	bool early; /* a signal stopped the recording */
 };
 
@@ -346,6 +346,8 @@ int cmd_profile(int argc, char **argv)
 		{ 0, "wall", CLI_OPT_BOOL, &a.wall, NULL, "on-CPU + off-CPU time (weights in ns)" },
 		{ 0, "threads", CLI_OPT_BOOL, &a.threads, NULL, "a root frame per thread name" },
 		{ 0, "no-kernel", CLI_OPT_BOOL, &a.no_kernel, NULL, "user stacks only" },
+		{ 0, "lines", CLI_OPT_BOOL, &a.lines, NULL,
+		  "managed frames with their source file and line (portable PDBs)" },
 		{ 0, "bundle", CLI_OPT_STRING, &a.bundle, "DIR",
 		  "also write DIR/profile-PID-TIMESTAMP/ with folded, html, raw samples and a tar.gz" },
 		{ 0, "engine", CLI_OPT_STRING, &a.engine, "ENGINE",
@@ -511,6 +513,9 @@ int cmd_profile(int argc, char **argv)
 		code = cli_error(ct_exit_for(rc), "sampling failed: %s", strerror(-rc));
 		goto out;
 	}
+	rc = a.lines ? profile_session_lines(&s, &t, a.to.timeout_ms, &rerr) : 0;
+	if (rc)
+		cli_warn("no source lines: %s", strerror(-rc));
 	rc = flame_new(&f);
 	if (!rc)
 		rc = profile_session_build(&s, f, &sum);
@@ -583,6 +588,10 @@ int cmd_profile(int argc, char **argv)
 			 "longer -d, or use %s to see where its threads wait",
 			 (int)so.pid, a.off_cpu ? "never blocked" : "never ran on a CPU",
 			 (double)(s.end_ns - s.start_ns) / 1e9, a.off_cpu ? "--wall" : "--wall or --off-cpu");
+	if (s.lines)
+		printf("source lines: %.1f %% of managed frames (the others: no PDB, or code "
+		       "outside a sequence point)\n", sum.managed_frames ?
+		       100.0 * (double)sum.line_frames / (double)sum.managed_frames : 0.0);
 	printf("processing: %.0f ms (symbols, aggregation, output)\n",
 	       (double)(t_done - t_stop) / 1e6);
 	if (a.bundle && !sum.partial)

@@ -233,7 +233,7 @@ install: $(O)/clrtap profiler gendocs
 # they link), found through an RPATH of $ORIGIN/../lib/clrtap/deps; only the
 # C library (glibc 2.36 or newer) must be on the machine.
 DIST_NAME := clrtap-$(SEMVER)-linux-x64
-DIST_DLOPEN := libcapstone.so.4 libmicrohttpd.so.12 libsqlite3.so.0 libcrypto.so.3 libcurl.so.4
+DIST_DLOPEN := libcapstone.so.4 libmicrohttpd.so.12 libsqlite3.so.0 libcrypto.so.3 libcurl.so.4 libdebuginfod.so.1
 $(O)/dist/clrtap-rpath: $(CLI_OBJS) $(O)/gen/webassets.o $(LIBA)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_LDFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib/clrtap/deps' -o $@ \

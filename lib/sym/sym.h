@@ -130,6 +130,18 @@ struct sym_jit_entry {
 int sym_proc_find_jit(struct sym_proc *sp, const char *pattern, struct sym_jit_entry *out,
 		      size_t max, size_t *n);
 
+/*
+ * The ELF images looked up so far whose internal functions have no name
+ * (no .symtab, no debug file: "sub_<address>" from the unwind table), and
+ * those named from a debug file that a symbol source (sym_srv.h) gave, as
+ * one line each for a summary:
+ *   "native names: libfoo.so (debuginfod), libbar.so (cache)"
+ *   "native frames named by address only (stripped, no debug file): libcoreclr.so, ..."
+ * plus a hint when no symbol server is configured. Empty when neither.
+ */
+struct strbuf;
+int sym_proc_native_note(struct sym_proc *sp, struct strbuf *out);
+
 /* Counters for tests and the profiler's summary. */
 struct sym_stats {
 	uint64_t lookups, cache_hits;

@@ -33,7 +33,10 @@ static struct {
 	int timeout_ms;
 	bool hold;
 	unsigned epoch, held;
-	char tried[TRIED_MAX][2 * ID_MAX + 1];
+	struct {
+		char hex[2 * ID_MAX + 1];
+		enum sym_srv_source got; /* what served it in this run, or NONE */
+	} tried[TRIED_MAX];
 	size_t ntried;
 	struct sym_srv_stats st;
 } g;
@@ -422,16 +425,34 @@ static int from_ssqp(int dfd, size_t si, const char *hex, const char *name, cons
 
 /* ---- lookup ---- */
 
-static bool tried_before(const char *hex)
+/* The build-ids asked of the servers in this run, and what served each. */
+static size_t tried_find(const char *hex)
 {
 	size_t i;
 
 	for (i = 0; i < g.ntried; i++)
-		if (!strcmp(g.tried[i], hex))
-			return true;
-	if (g.ntried < TRIED_MAX)
-		snprintf(g.tried[g.ntried++], sizeof(g.tried[0]), "%s", hex);
+		if (!strcmp(g.tried[i].hex, hex))
+			return i;
+	return SIZE_MAX;
+}
+
+static bool tried_before(const char *hex)
+{
+	if (tried_find(hex) != SIZE_MAX)
+		return true;
+	if (g.ntried < TRIED_MAX) {
+		snprintf(g.tried[g.ntried].hex, sizeof(g.tried[0].hex), "%s", hex);
+		g.tried[g.ntried++].got = SYM_SRV_NONE;
+	}
 	return false;
+}
+
+static void tried_got(const char *hex, enum sym_srv_source src)
+{
+	size_t i = tried_find(hex);
+
+	if (i != SIZE_MAX)
+		g.tried[i].got = src;
 }
 
 static int find_locked(const uint8_t *id, size_t len, const char *file, char *path, size_t cap,
@@ -467,7 +488,10 @@ static int find_locked(const uint8_t *id, size_t len, const char *file, char *pa
 			(void)futimens(fd, NULL); /* recently used: pruned last */
 		close(fd);
 		if (ok) {
-			*src = SYM_SRV_CACHE;
+			size_t t = tried_find(hex);
+
+			/* a file this run downloaded is reported by the server that gave it */
+			*src = t != SIZE_MAX && g.tried[t].got ? g.tried[t].got : SYM_SRV_CACHE;
 			g.st.from_cache++;
 			rc = 0;
 			goto found;
@@ -488,6 +512,7 @@ static int find_locked(const uint8_t *id, size_t len, const char *file, char *pa
 		if (!rc) {
 			*src = SYM_SRV_DEBUGINFOD;
 			g.st.from_debuginfod++;
+			tried_got(hex, *src);
 			goto found;
 		}
 	}
@@ -498,6 +523,7 @@ static int find_locked(const uint8_t *id, size_t len, const char *file, char *pa
 		if (!rc) {
 			*src = SYM_SRV_SSQP;
 			g.st.from_ssqp++;
+			tried_got(hex, *src);
 			goto found;
 		}
 	}

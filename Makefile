@@ -249,7 +249,7 @@ dist: $(O)/dist/clrtap-rpath profiler gendocs
 # Depends: what clrtap links; Recommends: what probe, serve, fleet and the symbol
 # cache load when used.
 DEB_DEPENDS := libc6 (>= 2.36), libelf1, libdw1, zlib1g
-DEB_RECOMMENDS := libcapstone4, libmicrohttpd12, libsqlite3-0, libssl3, libcurl4
+DEB_RECOMMENDS := libcapstone4, libmicrohttpd12, libsqlite3-0, libssl3, libcurl4, libdebuginfod1
 deb: $(O)/clrtap profiler gendocs
 	$(Q)rm -rf $(O)/deb && mkdir -p $(O)/deb/root/DEBIAN $(O)/dist
 	$(Q)$(call install_tree,$(O)/deb/root/usr,$(O)/clrtap)

@@ -41,13 +41,13 @@ LIB_SRCS := $(filter-out %_test.c %_fuzz.c,$(foreach d,$(LIBS),$(wildcard lib/$(
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
 LIBA := $(O)/libclrtap.a
 
-CLI_SRCS := $(wildcard src/*.c src/cmd/*.c)
+CLI_SRCS := $(filter-out %_test.c,$(wildcard src/*.c src/cmd/*.c))
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
 # Only the CLI sees src/ headers: libraries must not depend on it.
 $(CLI_OBJS): ALL_CFLAGS += -Isrc
 
 TEST_SRCS := $(foreach d,$(LIBS),$(wildcard lib/$(d)/*_test.c))
-TEST_BINS := $(TEST_SRCS:%.c=$(O)/%)
+TEST_BINS := $(TEST_SRCS:%.c=$(O)/%) $(if $(filter common,$(LIBS)),$(O)/src/cli_test)
 
 FUZZ_SRCS := $(foreach d,$(LIBS),$(wildcard lib/$(d)/*_fuzz.c))
 FUZZ_BINS := $(patsubst %.c,$(O)/fuzz/%,$(FUZZ_SRCS))
@@ -126,6 +126,12 @@ tools: $(TOOL_BINS)
 $(O)/tests/tools/%: tests/tools/%.c $(LIBA)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+# The CLI's shared parser (src/cli.c) is tested alone, linked with the libraries.
+$(O)/src/cli_test: src/cli_test.c $(O)/src/cli.o $(LIBA)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  TEST    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -Isrc $(ALL_LDFLAGS) -o $@ $< $(O)/src/cli.o $(LIBA) -lcmocka $(LDLIBS)
 
 $(O)/lib/%_test: lib/%_test.c $(LIBA)
 	@mkdir -p $(@D)

@@ -33,7 +33,7 @@ struct cmd {
 	const char *words;
 };
 
-/* Sorted by name (checked at startup in debug builds and by a test). */
+/* Sorted by name (scripts/lint.sh checks it; lookups are linear). */
 static const struct cmd commands[] = {
 	{ "agent", cmd_agent, "attach clrtap's in-process profiler, stream its events, detach; or show it", NULL, "run status probe" },
 	{ "analyze", cmd_analyze, "one question, one report: exceptions, allocations, pauses, memory, ...", NULL, NULL },

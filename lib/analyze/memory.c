@@ -307,7 +307,7 @@ out:
 int analyze_memory_read(pid_t pid, struct an_memory *m)
 {
 	struct strbuf sb = STRBUF_INIT_MAX(AN_SMAPS_MAX);
-	const char *vm;
+	uint64_t rss;
 	int err;
 
 	memset(m, 0, sizeof(*m));
@@ -320,10 +320,9 @@ int analyze_memory_read(pid_t pid, struct an_memory *m)
 	}
 	analyze_memory_parse(sb.buf, sb.len, m);
 	m->truncated |= err != 0;
-	strbuf_reset(&sb);
-	if (!proc_read(pid, "status", &sb) && (vm = strstr(sb.buf, "\nVmRSS:")))
-		m->vmrss_kb = strtoull(vm + 7, NULL, 10);
 	strbuf_release(&sb);
+	if (!proc_rss_bytes(pid, &rss))
+		m->vmrss_kb = rss / 1024;
 	read_cgroup(pid, m);
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "common/cursor.h"
+#include "common/hashtab.h"
 #include "common/io.h"
 #include "common/strbuf.h"
 #include "common/strparse.h"
@@ -167,6 +168,124 @@ static void test_parse(void **state)
 	assert_int_equal(ct_parse_int("99999999999", &i), -ERANGE);
 }
 
+/* ----- hashtab ----- */
+
+struct ents {
+	uint64_t key[5000];
+	uint32_t n;
+};
+
+static uint64_t ent_hash(const void *ctx, uint32_t idx)
+{
+	return ct_hash_u64(((const struct ents *)ctx)->key[idx] & ~0xfull); /* collide in 16s */
+}
+
+static bool ent_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return ((const struct ents *)ctx)->key[idx] == *(const uint64_t *)key;
+}
+
+static uint64_t key_hash(uint64_t k)
+{
+	return ct_hash_u64(k & ~0xfull);
+}
+
+static void test_itab(void **state)
+{
+	static struct ents e;
+	struct ct_itab t = CT_ITAB_INIT;
+	uint64_t k;
+	uint32_t i, j;
+
+	(void)state;
+	e.n = 0;
+	assert_int_equal(ct_itab_get(&t, key_hash(1), ent_eq, &e, &(uint64_t){ 1 }), UINT32_MAX);
+	for (i = 0; i < 4000; i++) {
+		uint32_t *slot;
+
+		k = (uint64_t)i * 7919;
+		assert_int_equal(ct_itab_reserve(&t, ent_hash, &e), 0);
+		slot = ct_itab_slot(&t, key_hash(k), ent_eq, &e, &k);
+		assert_int_equal(*slot, 0);
+		e.key[e.n] = k;
+		*slot = ct_itab_add(&t, e.n++);
+	}
+	assert_int_equal(t.n, 4000);
+	assert_true(t.cap >= 8000); /* load at most one half */
+	for (i = 0; i < 4000; i++) {
+		k = (uint64_t)i * 7919;
+		assert_int_equal(ct_itab_get(&t, key_hash(k), ent_eq, &e, &k), i);
+		k++;
+		assert_int_equal(ct_itab_get(&t, key_hash(k), ent_eq, &e, &k), UINT32_MAX);
+	}
+	/* compact to the even entries and index again */
+	for (i = j = 0; i < e.n; i++)
+		if (!(i & 1))
+			e.key[j++] = e.key[i];
+	e.n = j;
+	assert_int_equal(ct_itab_rebuild(&t, e.n, ent_hash, &e), 0);
+	assert_int_equal(t.n, 2000);
+	for (i = 0; i < 4000; i++) {
+		k = (uint64_t)i * 7919;
+		assert_int_equal(ct_itab_get(&t, key_hash(k), ent_eq, &e, &k),
+				 (i & 1) ? UINT32_MAX : i / 2);
+	}
+	ct_itab_clear(&t);
+	assert_int_equal(t.n, 0);
+	assert_int_equal(ct_itab_get(&t, key_hash(0), ent_eq, &e, &(uint64_t){ 0 }), UINT32_MAX);
+	ct_itab_release(&t);
+	assert_null(t.slot);
+}
+
+static int store_capped(void *ctx, const char *s, size_t len, const char **copy)
+{
+	size_t *left = ctx;
+
+	if (len + 1 > *left)
+		return -EFBIG;
+	*left -= len + 1;
+	*copy = strndup(s, len);
+	return *copy ? 0 : -ENOMEM;
+}
+
+static void test_strset(void **state)
+{
+	struct ct_strset set = { 0 };
+	const char *a, *b, *c, *d;
+	size_t left = 32;
+	char name[16];
+	uint32_t i;
+
+	(void)state;
+	assert_int_equal(ct_strset_intern(&set, "Foo::Bar", 8, store_capped, &left, &a), 0);
+	/* the same bytes, not NUL-terminated where they end: the one copy */
+	assert_int_equal(ct_strset_intern(&set, "Foo::Bar::Baz", 8, store_capped, &left, &b), 0);
+	assert_ptr_equal(a, b);
+	assert_int_equal(ct_strset_intern(&set, "Foo::Ba", 7, store_capped, &left, &c), 0);
+	assert_ptr_not_equal(a, c);
+	assert_string_equal(c, "Foo::Ba");
+	assert_int_equal(set.n, 2);
+	/* the store's refusal comes back, and nothing is added */
+	assert_int_equal(ct_strset_intern(&set, "a-name-longer-than-what-is-left", 31, store_capped,
+					  &left, &d),
+			 -EFBIG);
+	assert_int_equal(set.n, 2);
+	left = SIZE_MAX;
+	for (i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "n%u", i);
+		assert_int_equal(ct_strset_intern(&set, name, strlen(name), store_capped, &left, &d), 0);
+	}
+	assert_int_equal(set.n, 1002);
+	assert_int_equal(ct_strset_intern(&set, "n500", 4, store_capped, &left, &d), 0);
+	assert_ptr_equal(d, set.v[502]);
+	for (i = 0; i < set.n; i++)
+		free((char *)set.v[i]);
+	ct_strset_release(&set);
+	/* one hash function: the same bytes give the same hash, whatever the call */
+	assert_true(ct_hash_str("abc") == ct_hash_bytes(CT_HASH_SEED, "abcdef", 3));
+	assert_true(ct_hash_str("abc") != ct_hash_str("abd"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -176,6 +295,8 @@ int main(void)
 		cmocka_unit_test(test_cursor_bounds),
 		cmocka_unit_test(test_utf16),
 		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_itab),
+		cmocka_unit_test(test_strset),
 	};
 
 	return cmocka_run_group_tests_name("common", tests, NULL, NULL);

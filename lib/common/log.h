@@ -2,7 +2,8 @@
 /*
  * log.h - libraries never print: they report through this callback.
  * With no callback set, messages are dropped. The CLI installs one that
- * writes to stderr; the profiler .so installs one that writes to its channel.
+ * writes to stderr (src/main.c); a serve session's thread sets its own sink
+ * (ct_log_set_thread). The profiler library does not link this code.
  */
 #ifndef CLRTAP_COMMON_LOG_H
 #define CLRTAP_COMMON_LOG_H

@@ -29,7 +29,7 @@ struct strbuf {
 	char *buf;
 	size_t len;
 	size_t alloc;
-	size_t max; /* cap on len; SIZE_MAX/2 when "unbounded" */
+	size_t max; /* cap on len; STRBUF_UNBOUNDED (1 TiB) when "unbounded" */
 	int err;    /* first append error (negative errno), 0 if none; sticky */
 };
 

@@ -5,9 +5,9 @@
  * (flame_top) and the format dispatch.
  *
  * Cost per frame of a known stack: a name lookup (usually a pointer-keyed
- * cache hit checked with strcmp) and one probe of an open-addressed
- * (parent, name) -> child table, or none when the previous stack had the same
- * node at that depth; only the leaf node is written. Memory is proportional to
+ * cache hit checked with strcmp) and one probe of the (parent, name) -> child
+ * index (common/hashtab.h), or none when the previous stack had the same node
+ * at that depth; only the leaf node is written. Memory is proportional to
  * the distinct stack prefixes.
  */
 #include "common/compat.h"
@@ -23,29 +23,48 @@ static const char truncated_name[] = "[truncated]";
 
 static uint32_t name_hash(const char *s, size_t len)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ len, w;
+	uint64_t h = ct_hash_bytes(CT_HASH_SEED, s, len);
 
-	while (len >= 8) {
-		memcpy(&w, s, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdULL;
-		h ^= h >> 31;
-		s += 8;
-		len -= 8;
-	}
-	w = 0;
-	memcpy(&w, s, len);
-	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 29;
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 32;
-	return (uint32_t)h;
+	return (uint32_t)(h ^ (h >> 32));
 }
 
-static size_t kid_slot(uint32_t parent, uint32_t hash)
+static uint64_t name_hash_idx(const void *ctx, uint32_t idx)
 {
-	uint64_t k = ((uint64_t)parent << 32 | hash) * 0x9e3779b97f4a7c15ULL;
+	return ((const struct flame *)ctx)->names[idx].hash;
+}
 
-	return (size_t)(k ^ (k >> 29));
+struct name_key {
+	const char *s;
+	size_t len;
+};
+
+static bool name_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct flame_name *nm = &((const struct flame *)ctx)->names[idx];
+	const struct name_key *k = key;
+
+	return nm->len == k->len && memcmp(nm->s, k->s, k->len) == 0;
+}
+
+/* The child table: nodes by (parent, name). */
+static uint64_t kid_hash(uint32_t parent, uint32_t name)
+{
+	return ct_hash_u64((uint64_t)parent << 32 | name);
+}
+
+static uint64_t kid_hash_idx(const void *ctx, uint32_t idx)
+{
+	const struct flame_node *n = &((const struct flame *)ctx)->nodes[idx];
+
+	return kid_hash(n->parent, n->name);
+}
+
+static bool kid_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct flame_node *n = &((const struct flame *)ctx)->nodes[idx];
+	const uint32_t *k = key; /* parent, name */
+
+	return n->parent == k[0] && n->name == k[1];
 }
 
 int flame_new(struct flame **out)
@@ -59,11 +78,7 @@ int flame_new(struct flame **out)
 	f->max_nodes = FLAME_DEFAULT_MAX_NODES;
 	f->anodes = 1024;
 	f->nodes = calloc(f->anodes, sizeof(*f->nodes));
-	f->kmask = 2047;
-	f->kids = calloc(f->kmask + 1, sizeof(*f->kids));
-	f->nmask = 1023;
-	f->ntab = calloc(f->nmask + 1, sizeof(*f->ntab));
-	if (!f->nodes || !f->kids || !f->ntab) {
+	if (!f->nodes) {
 		flame_free(f);
 		return -ENOMEM;
 	}
@@ -82,9 +97,9 @@ void flame_free(struct flame *f)
 		free(f->blocks[i]);
 	free(f->blocks);
 	free(f->nodes);
-	free(f->kids);
+	ct_itab_release(&f->kids);
 	free(f->names);
-	free(f->ntab);
+	ct_itab_release(&f->ntab);
 	free(f);
 }
 
@@ -105,33 +120,16 @@ uint64_t flame_total(const struct flame *f)
 
 static uint32_t kid_find(const struct flame *f, uint32_t parent, uint32_t name)
 {
-	size_t i = kid_slot(parent, f->names[name].hash) & f->kmask;
-	const struct flame_kid *k;
+	const uint32_t key[2] = { parent, name };
+	uint32_t id = ct_itab_get(&f->kids, kid_hash(parent, name), kid_eq, f, key);
 
-	while ((k = &f->kids[i])->id != 0) {
-		if (k->name == name && k->parent == parent)
-			return k->id;
-		i = (i + 1) & f->kmask;
-	}
-	return 0;
-}
-
-static void kid_insert(struct flame_kid *tab, size_t mask, const struct flame *f, uint32_t id)
-{
-	const struct flame_node *n = &f->nodes[id];
-	size_t i = kid_slot(n->parent, f->names[n->name].hash) & mask;
-
-	while (tab[i].id)
-		i = (i + 1) & mask;
-	tab[i].parent = n->parent;
-	tab[i].name = n->name;
-	tab[i].id = id;
+	return id == UINT32_MAX ? 0 : id;
 }
 
 /* Makes room for `need` more nodes: node array and a child table kept at most half full. */
 static int reserve_nodes(struct flame *f, size_t need)
 {
-	size_t want = f->nnodes + need, i;
+	size_t want = f->nnodes + need;
 
 	if (want > f->anodes) {
 		size_t na = f->anodes;
@@ -145,68 +143,26 @@ static int reserve_nodes(struct flame *f, size_t need)
 		f->nodes = nn;
 		f->anodes = na;
 	}
-	if (want * 2 > f->kmask + 1) {
-		size_t nsize = f->kmask + 1;
-		struct flame_kid *t;
-
-		while (want * 2 > nsize)
-			nsize *= 2;
-		t = calloc(nsize, sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		for (i = 1; i < f->nnodes; i++)
-			kid_insert(t, nsize - 1, f, (uint32_t)i);
-		free(f->kids);
-		f->kids = t;
-		f->kmask = nsize - 1;
-	}
-	return 0;
-}
-
-static int name_table_grow(struct flame *f)
-{
-	size_t nsize = (f->nmask + 1) * 2, i;
-	uint32_t *t = calloc(nsize, sizeof(*t));
-
-	if (!t)
-		return -ENOMEM;
-	for (i = 0; i < f->nnames; i++) {
-		size_t k = f->names[i].hash & (nsize - 1);
-
-		while (t[k])
-			k = (k + 1) & (nsize - 1);
-		t[k] = (uint32_t)i + 1;
-	}
-	free(f->ntab);
-	f->ntab = t;
-	f->nmask = nsize - 1;
-	return 0;
+	return ct_itab_reserve_n(&f->kids, (uint32_t)need, kid_hash_idx, f);
 }
 
 static int intern(struct flame *f, const char *s, size_t len, uint32_t h, uint32_t *out)
 {
-	size_t k = h & f->nmask;
-	uint32_t id;
+	struct name_key key = { s, len };
+	uint32_t *slot;
 	char *p;
 	int err;
 
-	while ((id = f->ntab[k]) != 0) {
-		const struct flame_name *nm = &f->names[id - 1];
-
-		if (nm->hash == h && nm->len == len && memcmp(nm->s, s, len) == 0) {
-			*out = id - 1;
-			return 0;
-		}
-		k = (k + 1) & f->nmask;
+	err = ct_itab_reserve(&f->ntab, name_hash_idx, f);
+	if (err)
+		return err;
+	slot = ct_itab_slot(&f->ntab, h, name_eq, f, &key);
+	if (*slot) {
+		*out = *slot - 1;
+		return 0;
 	}
 	if (f->name_bytes + len + 1 > MAX_NAME_BYTES)
 		return -E2BIG;
-	if ((f->nnames + 1) * 2 > f->nmask + 1) {
-		err = name_table_grow(f);
-		if (err)
-			return err;
-		return intern(f, s, len, h, out);
-	}
 	if (f->nnames == f->anames) {
 		size_t na = f->anames ? f->anames * 2 : 256;
 		struct flame_name *nn = realloc(f->names, na * sizeof(*nn));
@@ -242,7 +198,7 @@ static int intern(struct flame *f, const char *s, size_t len, uint32_t h, uint32
 	f->names[f->nnames].s = p;
 	f->names[f->nnames].len = (uint32_t)len;
 	f->names[f->nnames].hash = h;
-	f->ntab[k] = (uint32_t)f->nnames + 1;
+	*slot = ct_itab_add(&f->ntab, (uint32_t)f->nnames);
 	*out = (uint32_t)f->nnames++;
 	return 0;
 }
@@ -257,29 +213,24 @@ static bool name_lookup(struct flame *f, const char *s, uint32_t *out)
 {
 	uintptr_t p = (uintptr_t)s;
 	struct flame_pcache *pc = &f->pcache[(p ^ p >> 12 ^ p >> 24) & (FLAME_PCACHE - 1)];
-	size_t len, k;
-	uint32_t h, id;
+	size_t len;
+	uint32_t id;
 
 	if (pc->p == s && strcmp(pc->s, s) == 0) {
 		*out = pc->name;
 		return true;
 	}
 	len = strnlen(s, FLAME_MAX_NAME);
-	h = name_hash(s, len);
-	for (k = h & f->nmask; (id = f->ntab[k]) != 0; k = (k + 1) & f->nmask) {
-		const struct flame_name *nm = &f->names[id - 1];
-
-		if (nm->hash == h && nm->len == len && memcmp(nm->s, s, len) == 0) {
-			if (len < FLAME_MAX_NAME) {
-				pc->p = s;
-				pc->s = nm->s;
-				pc->name = id - 1;
-			}
-			*out = id - 1;
-			return true;
-		}
+	id = ct_itab_get(&f->ntab, name_hash(s, len), name_eq, f, &(struct name_key){ s, len });
+	if (id == UINT32_MAX)
+		return false;
+	if (len < FLAME_MAX_NAME) {
+		pc->p = s;
+		pc->s = f->names[id].s;
+		pc->name = id;
 	}
-	return false;
+	*out = id;
+	return true;
 }
 
 /* The i-th frame actually stored for a stack (after truncation). */
@@ -363,7 +314,8 @@ int flame_add(struct flame *f, const char *const *frames, size_t nframes, uint64
 			memset(node, 0, sizeof(*node));
 			node->name = nm;
 			node->parent = cur;
-			kid_insert(f->kids, f->kmask, f, id);
+			*ct_itab_slot(&f->kids, kid_hash(cur, nm), kid_eq, f,
+				      (const uint32_t[2]){ cur, nm }) = ct_itab_add(&f->kids, id);
 			path[depth] = id;
 			cur = id;
 		}

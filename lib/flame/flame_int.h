@@ -8,6 +8,7 @@
 #define CLRTAP_FLAME_FLAME_INT_H
 
 #include "common/compat.h"
+#include "common/hashtab.h"
 #include "common/strbuf.h"
 #include "flame/flame.h"
 
@@ -27,13 +28,6 @@ struct flame_node {
 	uint64_t hits;   /* number of flame_add calls ending here */
 };
 
-/* Child table entry: the key is stored inline so a probe touches one line. */
-struct flame_kid {
-	uint32_t parent;
-	uint32_t name;
-	uint32_t id; /* 0: empty slot */
-};
-
 struct flame_name {
 	const char *s; /* NUL-terminated, in the arena */
 	uint32_t len;
@@ -44,13 +38,11 @@ struct flame {
 	struct flame_node *nodes;
 	size_t nnodes, anodes;
 	size_t max_nodes;
-	struct flame_kid *kids; /* open-addressed: (parent, name) -> node index */
-	size_t kmask;
+	struct ct_itab kids; /* nodes by (parent, name); the root is not in it */
 
 	struct flame_name *names;
 	size_t nnames, anames;
-	uint32_t *ntab; /* open-addressed: name -> name index + 1; 0 = empty */
-	size_t nmask;
+	struct ct_itab ntab; /* names by content */
 	char *arena;    /* current block for name bytes */
 	size_t arena_left;
 	char **blocks;

@@ -20,6 +20,7 @@
 
 #include "common/log.h"
 #include "fleet/internal.h"
+#include "proc/proc.h"
 #include "serve/dl.h"
 
 #define FLEET_MAX_PROCS 512
@@ -415,8 +416,7 @@ static void metrics_text(struct ctx *c, struct strbuf *b)
 	struct fleet_stats st;
 	struct fleet_exp_stats es[FLEET_EXP_N];
 	struct rusage ru;
-	long rss_pages = 0;
-	FILE *f;
+	uint64_t rss;
 	int k;
 
 	pthread_mutex_lock(&c->mu);
@@ -463,16 +463,10 @@ static void metrics_text(struct ctx *c, struct strbuf *b)
 	strbuf_addf(b, "clrtap_fleet_cpu_seconds_total %.3f\n",
 		    (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 			    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
-	f = fopen("/proc/self/statm", "re");
-	if (f) {
-		long size;
-
-		if (fscanf(f, "%ld %ld", &size, &rss_pages) != 2)
-			rss_pages = 0;
-		fclose(f);
-	}
+	if (proc_rss_bytes(getpid(), &rss))
+		rss = 0;
 	metric(b, "clrtap_fleet_resident_memory_bytes", "gauge", "clrtap's own resident memory.");
-	strbuf_addf(b, "clrtap_fleet_resident_memory_bytes %ld\n", rss_pages * sysconf(_SC_PAGESIZE));
+	strbuf_addf(b, "clrtap_fleet_resident_memory_bytes %" PRIu64 "\n", rss);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,

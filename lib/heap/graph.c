@@ -12,6 +12,7 @@
 #include "common/compat.h"
 
 #include "common/utf16.h"
+#include "common/hashtab.h"
 #include "common/strparse.h"
 #include "heap/heap.h"
 
@@ -20,95 +21,6 @@
 #define EV_GC_END 2
 #define EV_RESTART_EE_END 3
 #define EV_SUSPEND_EE_BEGIN 9
-
-struct u64map {
-	uint64_t *keys;
-	uint32_t *vals;
-	size_t cap, n; /* cap: power of two; key 0 is never stored */
-};
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
-static int u64map_grow(struct u64map *m)
-{
-	size_t ncap = m->cap ? m->cap * 2 : 1024, i;
-	uint64_t *nk = calloc(ncap, sizeof(*nk));
-	uint32_t *nv = calloc(ncap, sizeof(*nv));
-
-	if (!nk || !nv) {
-		free(nk);
-		free(nv);
-		return -ENOMEM;
-	}
-	for (i = 0; i < m->cap; i++) {
-		size_t j;
-
-		if (!m->keys[i])
-			continue;
-		for (j = mix64(m->keys[i]) & (ncap - 1); nk[j]; j = (j + 1) & (ncap - 1))
-			;
-		nk[j] = m->keys[i];
-		nv[j] = m->vals[i];
-	}
-	free(m->keys);
-	free(m->vals);
-	m->keys = nk;
-	m->vals = nv;
-	m->cap = ncap;
-	return 0;
-}
-
-static uint32_t *u64map_get(const struct u64map *m, uint64_t k)
-{
-	size_t j;
-
-	if (!m->cap || !k)
-		return NULL;
-	for (j = mix64(k) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1))
-		if (m->keys[j] == k)
-			return &m->vals[j];
-	return NULL;
-}
-
-static int u64map_put(struct u64map *m, uint64_t k, uint32_t v)
-{
-	size_t j;
-	uint32_t *p = u64map_get(m, k);
-
-	if (p) {
-		*p = v;
-		return 0;
-	}
-	if (!k)
-		return -EINVAL;
-	if ((m->n + 1) * 2 > m->cap) {
-		int err = u64map_grow(m);
-
-		if (err)
-			return err;
-	}
-	for (j = mix64(k) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1))
-		;
-	m->keys[j] = k;
-	m->vals[j] = v;
-	m->n++;
-	return 0;
-}
-
-static void u64map_free(struct u64map *m)
-{
-	free(m->keys);
-	free(m->vals);
-	memset(m, 0, sizeof(*m));
-}
 
 /* A growable array of fixed-size elements. */
 struct vec {
@@ -164,7 +76,7 @@ struct heap_builder {
 	struct vec nedges; /* uint32_t */
 	struct vec edges;  /* uint64_t target addresses */
 	struct vec roots;  /* struct broot */
-	struct u64map type_ix;  /* type id -> index in types */
+	struct ct_itab type_ix; /* types by id (not the placeholder for id 0) */
 	struct vec types;       /* struct heap_type */
 	size_t type_bytes;
 	struct stream_idx sn, se, sr, sc;
@@ -176,6 +88,40 @@ struct heap_builder {
 	int64_t gc_start_ts, suspend_ts, pause_start;
 	struct heap_meta meta;
 };
+
+static uint64_t type_hash(const void *ctx, uint32_t idx)
+{
+	const struct heap_builder *b = ctx;
+
+	return ct_hash_u64(((const struct heap_type *)b->types.p)[idx].id);
+}
+
+static bool type_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct heap_builder *b = ctx;
+
+	return ((const struct heap_type *)b->types.p)[idx].id == *(const uint64_t *)key;
+}
+
+/* The index in types of type id, or UINT32_MAX. */
+static uint32_t type_find(const struct heap_builder *b, uint64_t id)
+{
+	return ct_itab_get(&b->type_ix, ct_hash_u64(id), type_eq, b, &id);
+}
+
+/* Indexes the last type pushed (its id not in the index yet). */
+static int type_index_last(struct heap_builder *b)
+{
+	uint32_t idx = (uint32_t)(b->types.n - 1), *slot;
+	uint64_t id = ((const struct heap_type *)b->types.p)[idx].id;
+	int err = ct_itab_reserve(&b->type_ix, type_hash, b);
+
+	if (err)
+		return err;
+	slot = ct_itab_slot(&b->type_ix, ct_hash_u64(id), type_eq, b, &id);
+	*slot = ct_itab_add(&b->type_ix, idx);
+	return 0;
+}
 
 int heap_builder_new(struct heap_builder **out, const struct heap_limits *lim)
 {
@@ -219,7 +165,7 @@ void heap_builder_free(struct heap_builder *b)
 	vec_free(&b->edges);
 	vec_free(&b->roots);
 	types_free(b->types.p, b->types.n);
-	u64map_free(&b->type_ix);
+	ct_itab_release(&b->type_ix);
 	free(b);
 }
 
@@ -307,12 +253,12 @@ static int type_name_clean(const struct nt_str16 *s, char **out)
 
 static int add_type(struct heap_builder *b, uint64_t id, char *name)
 {
-	uint32_t *ix = u64map_get(&b->type_ix, id);
+	uint32_t ix = type_find(b, id);
 	struct heap_type *t;
 	int err;
 
-	if (ix) {
-		t = (struct heap_type *)b->types.p + *ix;
+	if (ix != UINT32_MAX) {
+		t = (struct heap_type *)b->types.p + ix;
 		free(t->name);
 		t->name = name;
 		return 0;
@@ -329,7 +275,7 @@ static int add_type(struct heap_builder *b, uint64_t id, char *name)
 	t->id = id;
 	t->name = name;
 	b->type_bytes += strlen(name) + 1;
-	err = u64map_put(&b->type_ix, id, (uint32_t)(b->types.n - 1));
+	err = type_index_last(b);
 	if (err) {
 		b->types.n--;
 		free(name);
@@ -340,7 +286,7 @@ static int add_type(struct heap_builder *b, uint64_t id, char *name)
 /* The index of type id tid, a nameless placeholder when no BulkType named it yet. */
 static int type_index(struct heap_builder *b, uint64_t tid, uint32_t *out)
 {
-	uint32_t *ix;
+	uint32_t ix;
 	struct heap_type *t;
 	int err;
 
@@ -352,8 +298,8 @@ static int type_index(struct heap_builder *b, uint64_t tid, uint32_t *out)
 		*out = b->zero_tix;
 		return 0;
 	}
-	ix = tid ? u64map_get(&b->type_ix, tid) : NULL;
-	if (!ix) {
+	ix = tid ? type_find(b, tid) : UINT32_MAX;
+	if (ix == UINT32_MAX) {
 		if (b->types.n >= HEAP_MAX_TYPES)
 			return -EFBIG;
 		t = vec_push(&b->types, HEAP_MAX_TYPES);
@@ -362,12 +308,12 @@ static int type_index(struct heap_builder *b, uint64_t tid, uint32_t *out)
 		t->id = tid;
 		t->name = NULL;
 		if (tid) {
-			err = u64map_put(&b->type_ix, tid, (uint32_t)(b->types.n - 1));
+			err = type_index_last(b);
 			if (err) {
 				b->types.n--;
 				return err;
 			}
-			ix = u64map_get(&b->type_ix, tid);
+			ix = (uint32_t)(b->types.n - 1);
 		} else {
 			b->zero_tix = (uint32_t)(b->types.n - 1);
 			*out = b->zero_tix;
@@ -375,8 +321,8 @@ static int type_index(struct heap_builder *b, uint64_t tid, uint32_t *out)
 		}
 	}
 	b->last_tid = tid;
-	b->last_tix = *ix;
-	*out = *ix;
+	b->last_tix = ix;
+	*out = ix;
 	return 0;
 }
 
@@ -946,7 +892,7 @@ int heap_builder_finish(struct heap_builder *b, struct heap_graph **out)
 	g->ntypes = (uint32_t)b->types.n;
 	b->types.p = NULL;
 	b->types.n = b->types.cap = 0;
-	u64map_free(&b->type_ix);
+	ct_itab_release(&b->type_ix);
 	vec_free(&b->roots);
 	*out = g;
 	return 0;

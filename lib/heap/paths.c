@@ -8,6 +8,7 @@
  */
 #include "common/compat.h"
 
+#include "common/hashtab.h"
 #include "heap/heap.h"
 
 #define PATH_MAX_TYPES 32 /* longer paths keep their first 8 and last 23 types */
@@ -89,25 +90,36 @@ void heap_path_groups_free(struct heap_path_group *gr, size_t n)
 	free(gr);
 }
 
-#define GTAB_SLOTS 8192 /* > 2 x the 4096 groups kept */
+#define GTAB_MAX 4096 /* distinct paths grouped; the rest are not */
 
 struct gtab {
 	struct heap_path_group *g;
 	size_t n, cap;
 	uint64_t *hash;
-	int32_t slot[GTAB_SLOTS];
+	struct ct_itab ix; /* g by path */
 };
 
-static uint64_t hash_path(const uint32_t *t, uint32_t n, uint8_t kind, uint32_t flags)
-{
-	uint64_t h = 1469598103934665603ull ^ kind ^ ((uint64_t)flags << 8);
-	uint32_t i;
+struct gkey {
+	const uint32_t *types;
+	uint32_t n;
+	uint8_t kind;
+	uint32_t flags;
+	uint64_t hash;
+};
 
-	for (i = 0; i < n; i++) {
-		h ^= t[i];
-		h *= 1099511628211ull;
-	}
-	return h;
+static uint64_t group_hash(const void *ctx, uint32_t idx)
+{
+	return ((const struct gtab *)ctx)->hash[idx];
+}
+
+static bool group_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct gtab *t = ctx;
+	const struct heap_path_group *g = &t->g[idx];
+	const struct gkey *k = key;
+
+	return t->hash[idx] == k->hash && g->ntypes == k->n && g->rootkind == k->kind &&
+	       g->rootflags == k->flags && !memcmp(g->types, k->types, k->n * sizeof(*k->types));
 }
 
 static int cmp_group(const void *a, const void *b)
@@ -133,11 +145,10 @@ int heap_paths_group(const struct heap_graph *g, const struct heap_paths *p,
 	if (!tp)
 		return -ENOMEM;
 #define t (*tp)
-	memset(t.slot, 0xff, sizeof(t.slot));
 	for (v = 0; v < g->nnodes && !err; v++) {
-		uint32_t x, n, depth, root;
-		uint64_t h;
-		size_t k, sl;
+		uint32_t x, n, depth, root, *slot;
+		struct gkey key;
+		size_t k;
 
 		if (g->type[v] != type)
 			continue;
@@ -173,18 +184,18 @@ int heap_paths_group(const struct heap_graph *g, const struct heap_paths *p,
 				chain[i] = g->type[x];
 			n = PATH_MAX_TYPES;
 		}
-		h = hash_path(chain, n, p->rootkind[root], p->rootflags[root]);
+		key = (struct gkey){ chain, n, p->rootkind[root], p->rootflags[root], 0 };
+		key.hash = ct_hash_bytes(CT_HASH_SEED ^ key.kind ^ ((uint64_t)key.flags << 8), chain,
+					 n * sizeof(*chain));
 		k = t.n;
-		for (sl = h & (GTAB_SLOTS - 1); t.slot[sl] >= 0; sl = (sl + 1) & (GTAB_SLOTS - 1)) {
-			size_t c = (size_t)t.slot[sl];
-
-			if (t.hash[c] == h && t.g[c].ntypes == n &&
-			    t.g[c].rootkind == p->rootkind[root] && t.g[c].rootflags == p->rootflags[root] &&
-			    !memcmp(t.g[c].types, chain, n * sizeof(*chain))) {
-				k = c;
+		if (t.n < GTAB_MAX) {
+			err = ct_itab_reserve(&t.ix, group_hash, tp);
+			if (err)
 				break;
-			}
 		}
+		slot = ct_itab_slot(&t.ix, key.hash, group_eq, tp, &key);
+		if (*slot)
+			k = *slot - 1;
 		if (k == t.n) {
 			if (t.n == t.cap) {
 				size_t nc = t.cap ? t.cap * 2 : 16;
@@ -200,7 +211,7 @@ int heap_paths_group(const struct heap_graph *g, const struct heap_paths *p,
 				t.hash = nh;
 				t.cap = nc;
 			}
-			if (t.n >= 4096) {
+			if (t.n >= GTAB_MAX) {
 				/* too many distinct paths: the rest are not grouped */
 				continue;
 			}
@@ -215,8 +226,8 @@ int heap_paths_group(const struct heap_graph *g, const struct heap_paths *p,
 			t.g[k].rootkind = p->rootkind[root];
 			t.g[k].rootflags = p->rootflags[root];
 			t.g[k].example = v;
-			t.hash[k] = h;
-			t.slot[sl] = (int32_t)k;
+			t.hash[k] = key.hash;
+			*slot = ct_itab_add(&t.ix, (uint32_t)k);
 			t.n++;
 		}
 		t.g[k].count++;
@@ -224,6 +235,7 @@ int heap_paths_group(const struct heap_graph *g, const struct heap_paths *p,
 			t.g[k].retained += a->retained[v];
 	}
 	free(t.hash);
+	ct_itab_release(&t.ix);
 	if (err) {
 		heap_path_groups_free(t.g, t.n);
 		free(tp);

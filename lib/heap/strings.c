@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 
 #include "common/cursor.h"
+#include "common/hashtab.h"
 #include "common/utf16.h"
 #include "heap/heap.h"
 
@@ -35,8 +36,9 @@ struct sval {
 struct heap_strings {
 	struct sobj *objs;
 	size_t n, cap;
-	struct sval *vals; /* open addressing on hash */
+	struct sval *vals; /* distinct values, first seen first */
 	size_t vcap, vn;
+	struct ct_itab vtab; /* vals by hash and length */
 	struct heap_string_stats st;
 };
 
@@ -52,9 +54,10 @@ void heap_strings_free(struct heap_strings *s)
 
 	if (!s)
 		return;
-	for (i = 0; i < s->vcap; i++)
+	for (i = 0; i < s->vn; i++)
 		free(s->vals[i].value);
 	free(s->vals);
+	ct_itab_release(&s->vtab);
 	free(s->objs);
 	free(s);
 }
@@ -107,66 +110,58 @@ int heap_string_parse(const uint8_t *obj, size_t len, uint64_t size, uint64_t ty
 	return 0;
 }
 
-static uint64_t hash_bytes(const uint8_t *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-	size_t i;
+struct vkey {
+	uint64_t hash;
+	uint32_t nunits;
+};
 
-	for (i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 1099511628211ull;
-	}
-	return h ^ n;
+static uint64_t val_hash(const void *ctx, uint32_t idx)
+{
+	return ((const struct heap_strings *)ctx)->vals[idx].hash;
 }
 
-static int vals_grow(struct heap_strings *s)
+static bool val_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	size_t nc = s->vcap ? s->vcap * 2 : 4096, i;
-	struct sval *nv = calloc(nc, sizeof(*nv));
+	const struct sval *v = &((const struct heap_strings *)ctx)->vals[idx];
+	const struct vkey *k = key;
 
-	if (!nv)
-		return -ENOMEM;
-	for (i = 0; i < s->vcap; i++) {
-		size_t j;
-
-		if (!s->vals[i].count)
-			continue;
-		for (j = s->vals[i].hash & (nc - 1); nv[j].count; j = (j + 1) & (nc - 1))
-			;
-		nv[j] = s->vals[i];
-	}
-	free(s->vals);
-	s->vals = nv;
-	s->vcap = nc;
-	return 0;
+	return v->hash == k->hash && v->nunits == k->nunits;
 }
 
 /* Counts one verified string; equal content = equal hash + length + bytes of the first copy. */
 static int add_value(struct heap_strings *s, const uint8_t *units, uint32_t n, uint64_t size,
 		     const uint8_t *objbuf)
 {
-	uint64_t h = hash_bytes(units, 2 * (size_t)n);
-	size_t j;
+	struct vkey k = { ct_hash_bytes(CT_HASH_SEED, units, 2 * (size_t)n), n };
+	uint32_t *slot;
 	int err;
 
 	(void)objbuf;
-	if ((s->vn + 1) * 2 > s->vcap && (err = vals_grow(s)))
+	if ((err = ct_itab_reserve(&s->vtab, val_hash, s)))
 		return err;
-	for (j = h & (s->vcap - 1); s->vals[j].count; j = (j + 1) & (s->vcap - 1)) {
-		struct sval *v = &s->vals[j];
+	slot = ct_itab_slot(&s->vtab, k.hash, val_eq, s, &k);
+	if (*slot) {
+		struct sval *v = &s->vals[*slot - 1];
 
-		if (v->hash == h && v->nunits == n) {
-			v->count++;
-			v->bytes += size;
-			return 0;
-		}
+		v->count++;
+		v->bytes += size;
+		return 0;
+	}
+	if (s->vn == s->vcap) {
+		size_t nc = s->vcap ? s->vcap * 2 : 4096;
+		struct sval *nv = realloc(s->vals, nc * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		s->vals = nv;
+		s->vcap = nc;
 	}
 	{
-		struct sval *v = &s->vals[j];
+		struct sval *v = &s->vals[s->vn];
 		struct strbuf sb = STRBUF_INIT_MAX(HEAP_STRING_VALUE_MAX * 4 + 8);
 		uint32_t take = n < HEAP_STRING_VALUE_MAX ? n : HEAP_STRING_VALUE_MAX;
 
-		v->hash = h;
+		v->hash = k.hash;
 		v->nunits = n;
 		v->count = 1;
 		v->bytes = size;
@@ -179,6 +174,7 @@ static int add_value(struct heap_strings *s, const uint8_t *units, uint32_t n, u
 			strbuf_setlen(&sb, HEAP_STRING_VALUE_MAX);
 		v->truncated = take < n || sb.len >= HEAP_STRING_VALUE_MAX;
 		v->value = strbuf_detach(&sb, NULL);
+		*slot = ct_itab_add(&s->vtab, (uint32_t)s->vn);
 		s->vn++;
 	}
 	return 0;
@@ -270,7 +266,7 @@ int heap_strings_store(struct heap_strings *s, struct heap_graph *g)
 	struct heap_dupstr *d;
 
 	g->strings = s->st;
-	for (i = 0; i < s->vcap; i++)
+	for (i = 0; i < s->vn; i++)
 		if (s->vals[i].count >= 2) {
 			const struct sval *v = &s->vals[i];
 			uint64_t one = v->bytes / v->count;
@@ -284,7 +280,7 @@ int heap_strings_store(struct heap_strings *s, struct heap_graph *g)
 	if (!d)
 		return -ENOMEM;
 	n = 0;
-	for (i = 0; i < s->vcap; i++) {
+	for (i = 0; i < s->vn; i++) {
 		struct sval *v = &s->vals[i];
 
 		if (v->count < 2)

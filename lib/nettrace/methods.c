@@ -6,6 +6,7 @@
 #include "common/compat.h"
 
 #include "common/clrname.h"
+#include "common/hashtab.h"
 #include "common/strbuf.h"
 #include "nettrace/nettrace.h"
 
@@ -35,8 +36,7 @@ struct nt_methods {
 	size_t nsorted; /* v[0..nsorted) is sorted and maxend is valid for it */
 	uint64_t seq;
 	struct chunk *chunks;
-	const char **names; /* interned names, open addressing */
-	size_t nnames, namecap;
+	struct ct_strset names; /* interned names (in the chunks) */
 	struct strbuf sb;
 };
 
@@ -64,7 +64,7 @@ void nt_methods_free(struct nt_methods *m)
 		next = c->next;
 		free(c);
 	}
-	free(m->names);
+	ct_strset_release(&m->names);
 	free(m->v);
 	free(m->maxend);
 	strbuf_release(&m->sb);
@@ -72,17 +72,6 @@ void nt_methods_free(struct nt_methods *m)
 }
 
 static int settle(struct nt_methods *m);
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-
-	while (*s) {
-		h ^= (uint8_t)*s++;
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
 
 static const char *store(struct nt_methods *m, const char *s, size_t len)
 {
@@ -107,50 +96,24 @@ static const char *store(struct nt_methods *m, const char *s, size_t len)
 	return p;
 }
 
+/* The store of the names set: the arena, within the byte cap. */
+static int store_name(void *ctx, const char *s, size_t len, const char **copy)
+{
+	struct nt_methods *m = ctx;
+
+	if (len + 1 > m->max_name_bytes - m->name_bytes)
+		return -EFBIG;
+	*copy = store(m, s, len);
+	if (!*copy)
+		return -ENOMEM;
+	m->name_bytes += len + 1;
+	return 0;
+}
+
 /* Sets *out to the interned copy of name (one copy per distinct name). */
 static int intern(struct nt_methods *m, const char *name, const char **out)
 {
-	size_t i, len = strlen(name);
-	const char *p;
-
-	if ((m->nnames + 1) * 2 > m->namecap) {
-		size_t ncap = m->namecap ? m->namecap * 2 : 1024;
-		const char **nn = calloc(ncap, sizeof(*nn));
-
-		if (!nn)
-			return -ENOMEM;
-		for (i = 0; i < m->namecap; i++) {
-			size_t s;
-
-			if (!m->names[i])
-				continue;
-			s = hash_str(m->names[i]) & (ncap - 1);
-			while (nn[s])
-				s = (s + 1) & (ncap - 1);
-			nn[s] = m->names[i];
-		}
-		free(m->names);
-		m->names = nn;
-		m->namecap = ncap;
-	}
-	i = hash_str(name) & (m->namecap - 1);
-	while (m->names[i]) {
-		if (!strcmp(m->names[i], name)) {
-			*out = m->names[i];
-			return 0;
-		}
-		i = (i + 1) & (m->namecap - 1);
-	}
-	if (len + 1 > m->max_name_bytes - m->name_bytes)
-		return -EFBIG;
-	p = store(m, name, len);
-	if (!p)
-		return -ENOMEM;
-	m->name_bytes += len + 1;
-	m->names[i] = p;
-	m->nnames++;
-	*out = p;
-	return 0;
+	return ct_strset_intern(&m->names, name, strlen(name), store_name, m, out);
 }
 
 int nt_methods_add(struct nt_methods *m, uint64_t start, uint32_t size, const char *name)

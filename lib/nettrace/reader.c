@@ -7,6 +7,7 @@
 #include "common/compat.h"
 
 #include "common/cursor.h"
+#include "common/hashtab.h"
 #include "common/log.h"
 #include "common/strparse.h"
 #include "nettrace/nettrace.h"
@@ -97,8 +98,8 @@ struct nt_reader {
 	struct hdr h;
 
 	/* metadata: open addressing id -> record; all[] owns every record */
-	struct nt_metadata **mtab;
-	uint32_t mcap, mcount;
+	struct ct_itab mtab; /* live records by id: indices into all */
+	uint32_t mcount;
 	struct nt_metadata **all;
 	size_t nall, allcap;
 	size_t mbytes;
@@ -117,8 +118,7 @@ struct nt_reader {
 	/* threads: dense array + open addressing index (slot = index + 1) */
 	struct thr *thr;
 	size_t nthr, thrcap;
-	uint32_t *tidx;
-	size_t tidxcap;
+	struct ct_itab tidx; /* threads by key: indices into thr */
 	uint32_t gen;
 
 	/* the time-order window */
@@ -298,51 +298,21 @@ static int load_block(struct nt_reader *r, size_t size)
 /* ------------------------------------------------------------------------ */
 /* Threads (drop detection)                                                  */
 
-static uint64_t hash64(uint64_t x)
+static uint64_t thr_hash(const void *ctx, uint32_t idx)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
+	return ct_hash_u64(((const struct nt_reader *)ctx)->thr[idx].key);
 }
 
-static int thr_reindex(struct nt_reader *r, size_t cap)
+static bool thr_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	uint32_t *ni = calloc(cap, sizeof(*ni));
-	size_t i;
-
-	if (!ni)
-		return -ENOMEM;
-	for (i = 0; i < r->nthr; i++) {
-		size_t s = hash64(r->thr[i].key) & (cap - 1);
-
-		while (ni[s])
-			s = (s + 1) & (cap - 1);
-		ni[s] = (uint32_t)(i + 1);
-	}
-	free(r->tidx);
-	r->tidx = ni;
-	r->tidxcap = cap;
-	return 0;
+	return ((const struct nt_reader *)ctx)->thr[idx].key == *(const uint64_t *)key;
 }
 
 static struct thr *thr_find(struct nt_reader *r, uint64_t key)
 {
-	size_t s;
+	uint32_t i = ct_itab_get(&r->tidx, ct_hash_u64(key), thr_eq, r, &key);
 
-	if (!r->tidxcap)
-		return NULL;
-	s = hash64(key) & (r->tidxcap - 1);
-	while (r->tidx[s]) {
-		struct thr *t = &r->thr[r->tidx[s] - 1];
-
-		if (t->key == key)
-			return t;
-		s = (s + 1) & (r->tidxcap - 1);
-	}
-	return NULL;
+	return i == UINT32_MAX ? NULL : &r->thr[i];
 }
 
 /* Forgets threads that lost nothing and are gone (removed, or idle since the last SP). */
@@ -360,12 +330,13 @@ static int thr_evict(struct nt_reader *r)
 	if (j == r->nthr)
 		return -EFBIG;
 	r->nthr = j;
-	return thr_reindex(r, r->tidxcap);
+	return ct_itab_rebuild(&r->tidx, (uint32_t)j, thr_hash, r);
 }
 
 static int thr_get(struct nt_reader *r, uint64_t key, struct thr **out, bool *created)
 {
 	struct thr *t = thr_find(r, key);
+	uint32_t *slot;
 	int err;
 
 	*created = false;
@@ -387,22 +358,15 @@ static int thr_get(struct nt_reader *r, uint64_t key, struct thr **out, bool *cr
 		r->thr = nt;
 		r->thrcap = ncap;
 	}
-	if ((r->nthr + 1) * 2 > r->tidxcap) {
-		err = thr_reindex(r, r->tidxcap ? r->tidxcap * 2 : 32);
-		if (err)
-			return err;
-	}
+	err = ct_itab_reserve(&r->tidx, thr_hash, r);
+	if (err)
+		return err;
+	slot = ct_itab_slot(&r->tidx, ct_hash_u64(key), thr_eq, r, &key);
+	*slot = ct_itab_add(&r->tidx, (uint32_t)r->nthr);
 	t = &r->thr[r->nthr++];
 	memset(t, 0, sizeof(*t));
 	t->key = key;
 	t->gen = r->gen;
-	{
-		size_t s = hash64(key) & (r->tidxcap - 1);
-
-		while (r->tidx[s])
-			s = (s + 1) & (r->tidxcap - 1);
-		r->tidx[s] = (uint32_t)r->nthr;
-	}
 	*created = true;
 	*out = t;
 	return 0;
@@ -459,49 +423,28 @@ static int seq_point(struct nt_reader *r, uint64_t key, uint32_t seq)
 /* ------------------------------------------------------------------------ */
 /* Metadata table                                                            */
 
-static struct nt_metadata *meta_find(const struct nt_reader *r, uint32_t id)
+static uint64_t meta_hash(const void *ctx, uint32_t idx)
 {
-	uint32_t s;
-
-	if (!r->mcap)
-		return NULL;
-	s = (uint32_t)hash64(id) & (r->mcap - 1);
-	while (r->mtab[s]) {
-		if (r->mtab[s]->id == id)
-			return r->mtab[s];
-		s = (s + 1) & (r->mcap - 1);
-	}
-	return NULL;
+	return ct_hash_u64(((const struct nt_reader *)ctx)->all[idx]->id);
 }
 
-static int meta_grow(struct nt_reader *r)
+static bool meta_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	uint32_t ncap = r->mcap ? r->mcap * 2 : 64, i;
-	struct nt_metadata **nt = calloc(ncap, sizeof(*nt));
+	return ((const struct nt_reader *)ctx)->all[idx]->id == *(const uint32_t *)key;
+}
 
-	if (!nt)
-		return -ENOMEM;
-	for (i = 0; i < r->mcap; i++) {
-		struct nt_metadata *m = r->mtab[i];
-		uint32_t s;
+/* The live record of an id (the table indexes r->all; a flush empties it). */
+static struct nt_metadata *meta_find(const struct nt_reader *r, uint32_t id)
+{
+	uint32_t i = ct_itab_get(&r->mtab, ct_hash_u64(id), meta_eq, r, &id);
 
-		if (!m)
-			continue;
-		s = (uint32_t)hash64(m->id) & (ncap - 1);
-		while (nt[s])
-			s = (s + 1) & (ncap - 1);
-		nt[s] = m;
-	}
-	free(r->mtab);
-	r->mtab = nt;
-	r->mcap = ncap;
-	return 0;
+	return i == UINT32_MAX ? NULL : r->all[i];
 }
 
 /* Takes ownership of m (freed on failure). */
 static int meta_insert(struct nt_reader *r, struct nt_metadata *m, size_t bytes, uint64_t off)
 {
-	uint32_t s;
+	uint32_t *slot;
 	int err;
 
 	if (!m->id) {
@@ -530,18 +473,14 @@ static int meta_insert(struct nt_reader *r, struct nt_metadata *m, size_t bytes,
 		r->all = na;
 		r->allcap = ncap;
 	}
-	if ((r->mcount + 1) * 2 > r->mcap) {
-		err = meta_grow(r);
-		if (err) {
-			free(m);
-			return fail(r, err, off, "out of memory");
-		}
+	err = ct_itab_reserve(&r->mtab, meta_hash, r);
+	if (err) {
+		free(m);
+		return fail(r, err, off, "out of memory");
 	}
+	slot = ct_itab_slot(&r->mtab, ct_hash_u64(m->id), meta_eq, r, &m->id);
+	*slot = ct_itab_add(&r->mtab, (uint32_t)r->nall);
 	r->all[r->nall++] = m;
-	s = (uint32_t)hash64(m->id) & (r->mcap - 1);
-	while (r->mtab[s])
-		s = (s + 1) & (r->mcap - 1);
-	r->mtab[s] = m;
 	r->mcount++;
 	r->mbytes += bytes;
 	r->st.metadata++;
@@ -551,8 +490,7 @@ static int meta_insert(struct nt_reader *r, struct nt_metadata *m, size_t bytes,
 /* V6 sequence point flag 2: ids may be reused; old records stay alive (and counted). */
 static void meta_flush(struct nt_reader *r)
 {
-	if (r->mtab)
-		memset(r->mtab, 0, r->mcap * sizeof(*r->mtab));
+	ct_itab_clear(&r->mtab);
 	r->mcount = 0;
 }
 
@@ -610,13 +548,13 @@ void nt_reader_free(struct nt_reader *r)
 	for (i = 0; i < r->nall; i++)
 		free(r->all[i]);
 	free(r->all);
-	free(r->mtab);
+	ct_itab_release(&r->mtab);
 	nt_mbuild_release(&r->mb);
 	free(r->ips);
 	free(r->stk);
 	free(r->lab);
 	free(r->thr);
-	free(r->tidx);
+	ct_itab_release(&r->tidx);
 	free(r->blk);
 	free(r->ibuf);
 	nt_order_free(&r->ord);

@@ -17,6 +17,7 @@
 #include <linux/magic.h>
 #include <asm/perf_regs.h>
 
+#include "common/hashtab.h"
 #include "common/log.h"
 #include "common/strparse.h"
 #include "perf/perf.h"
@@ -27,7 +28,7 @@
 
 /* Per-thread state: coverage, name, and the pending off-CPU interval. */
 struct tid_ent {
-	uint32_t tid;      /* 0: free slot */
+	uint32_t tid;      /* never 0 */
 	bool covered;      /* has an event (opened by us or inherited) */
 	bool has_out, has_in;
 	char comm[16];
@@ -54,6 +55,7 @@ struct perf_sampler {
 	size_t nfds, fds_cap;
 	struct tid_ent *tids;
 	size_t tids_cap, tids_used;
+	struct ct_itab tid_tab; /* tids by thread */
 	uint64_t chain[CHAIN_CAP];
 	struct perf_sampler_stats st;
 	enum perf_sampler_mode kmode[RK_N]; /* per kind: on-CPU may be per CPU, off-CPU per thread */
@@ -69,51 +71,46 @@ uint64_t perf_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- thread table (open addressing, grows at 50 %) ---- */
+/* ---- thread table: tids[] in first-seen order, indexed by thread ---- */
 
+#define MAX_TIDS (1u << 21)
+
+static uint64_t tid_hash(const void *ctx, uint32_t idx)
+{
+	return ct_hash_u64(((const struct perf_sampler *)ctx)->tids[idx].tid);
+}
+
+static bool tid_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return ((const struct perf_sampler *)ctx)->tids[idx].tid == *(const uint32_t *)key;
+}
+
+/* The thread's entry (added when add); valid until the next add. */
 static struct tid_ent *tid_find(struct perf_sampler *s, uint32_t tid, bool add)
 {
-	size_t i, mask;
+	uint32_t i, *slot;
 
 	if (!tid)
 		return NULL;
-	if (add && (s->tids_used + 1) * 2 > s->tids_cap) {
-		size_t ncap = s->tids_cap ? s->tids_cap * 2 : 64, j;
-		struct tid_ent *nt;
+	i = ct_itab_get(&s->tid_tab, ct_hash_u64(tid), tid_eq, s, &tid);
+	if (i != UINT32_MAX)
+		return &s->tids[i];
+	if (!add || s->tids_used >= MAX_TIDS || ct_itab_reserve(&s->tid_tab, tid_hash, s))
+		return NULL;
+	if (s->tids_used == s->tids_cap) {
+		size_t ncap = s->tids_cap ? s->tids_cap * 2 : 64;
+		struct tid_ent *nt = realloc(s->tids, ncap * sizeof(*nt));
 
-		if (ncap > (1u << 22))
-			return NULL;
-		nt = calloc(ncap, sizeof(*nt));
 		if (!nt)
 			return NULL;
-		for (j = 0; j < s->tids_cap; j++) {
-			size_t k;
-
-			if (!s->tids[j].tid)
-				continue;
-			for (k = (s->tids[j].tid * 2654435761u) & (ncap - 1); nt[k].tid;
-			     k = (k + 1) & (ncap - 1))
-				;
-			nt[k] = s->tids[j];
-		}
-		free(s->tids);
 		s->tids = nt;
 		s->tids_cap = ncap;
 	}
-	if (!s->tids_cap)
-		return NULL;
-	mask = s->tids_cap - 1;
-	for (i = (tid * 2654435761u) & mask;; i = (i + 1) & mask) {
-		if (s->tids[i].tid == tid)
-			return &s->tids[i];
-		if (!s->tids[i].tid)
-			break;
-	}
-	if (!add)
-		return NULL;
-	s->tids[i].tid = tid;
-	s->tids_used++;
-	return &s->tids[i];
+	slot = ct_itab_slot(&s->tid_tab, ct_hash_u64(tid), tid_eq, s, &tid);
+	*slot = ct_itab_add(&s->tid_tab, (uint32_t)s->tids_used);
+	memset(&s->tids[s->tids_used], 0, sizeof(*s->tids));
+	s->tids[s->tids_used].tid = tid;
+	return &s->tids[s->tids_used++];
 }
 
 static void mark_covered(struct perf_sampler *s, uint32_t tid)
@@ -484,8 +481,9 @@ static int try_open(struct perf_sampler *s, bool kernel)
 			if (s->rings[k])
 				for (ci = 0; ci < s->ncpu; ci++)
 					s->rings[k][ci].fd = -1;
-		if (s->tids) /* NULL when nothing was opened (memset of NULL is UB) */
-			memset(s->tids, 0, s->tids_cap * sizeof(*s->tids));
+		for (size_t t = 0; t < s->tids_used; t++)
+			free(s->tids[t].stack);
+		ct_itab_clear(&s->tid_tab);
 		s->tids_used = 0;
 		s->st.threads = 0;
 		s->st.events = 0;
@@ -897,10 +895,10 @@ int perf_sampler_finish(struct perf_sampler *s, uint64_t end_ns)
 		return rc;
 	/* Per-CPU modes opened nothing per thread: name the threads seen, now the target runs on. */
 	if (any_kind(s, false))
-		for (i = 0; i < s->tids_cap; i++)
-			if (s->tids[i].tid && s->tids[i].covered && !s->tids[i].comm[0])
+		for (i = 0; i < s->tids_used; i++)
+			if (s->tids[i].covered && !s->tids[i].comm[0])
 				read_comm(s, s->tids[i].tid);
-	for (i = 0; i < s->tids_cap; i++) {
+	for (i = 0; i < s->tids_used; i++) {
 		struct tid_ent *e = &s->tids[i];
 
 		if (e->tid && e->has_out && e->out_time < end_ns) {
@@ -924,9 +922,10 @@ void perf_sampler_close(struct perf_sampler *s)
 		close(s->cgfd);
 	for (k = 0; k < RK_N; k++)
 		free(s->rings[k]);
-	for (i = 0; i < s->tids_cap; i++)
+	for (i = 0; i < s->tids_used; i++)
 		free(s->tids[i].stack);
 	free(s->tids);
+	ct_itab_release(&s->tid_tab);
 	free(s->fds);
 	free(s->cpus);
 	free(s);

@@ -211,38 +211,90 @@ int proc_uid(pid_t pid, uid_t *uid)
 	return read_status(pid, &nspid, uid);
 }
 
-int proc_starttime(pid_t pid, uint64_t *starttime)
+int proc_stat_field(const char *s, size_t len, int want, uint64_t *v)
+{
+	const char *p = NULL, *end = s + len;
+	size_t i;
+	int field;
+
+	for (i = 0; i < len; i++)
+		if (s[i] == ')')
+			p = s + i; /* comm may hold ')': the last one ends it */
+	if (!p)
+		return -EBADMSG;
+	p++;
+	for (field = 3; field <= want; field++) {
+		char num[32];
+		size_t k = 0;
+
+		while (p < end && *p == ' ')
+			p++;
+		while (p < end && *p != ' ' && *p != '\n' && k + 1 < sizeof(num))
+			num[k++] = *p++;
+		num[k] = '\0';
+		if (!k)
+			return -EBADMSG;
+		if (field == want)
+			return ct_parse_u64(num, 10, v) ? -EBADMSG : 0;
+	}
+	return -EBADMSG;
+}
+
+/* Reads /proc/pid/stat and gives field want. */
+static int stat_read_field(pid_t pid, int want, uint64_t *v)
 {
 	struct strbuf sb = STRBUF_INIT_MAX(STATUS_MAX);
-	const char *p;
-	char num[32];
-	int field, err;
-	size_t n;
+	int err = proc_read(pid, "stat", &sb);
 
-	err = proc_read(pid, "stat", &sb);
-	if (err)
-		goto out;
-	err = -EBADMSG;
-	/* comm may hold spaces and parentheses: count fields after the last ')'. */
-	p = strrchr(sb.buf, ')');
-	if (!p)
-		goto out;
-	p++;
-	/* After ')' come field 3 (state) ... ; starttime is field 22. */
-	for (field = 2; field < 22 && p; field++) {
-		p = strchr(p, ' ');
-		if (p)
-			p++;
+	if (!err)
+		err = proc_stat_field(sb.buf, sb.len, want, v);
+	strbuf_release(&sb);
+	return err;
+}
+
+int proc_starttime(pid_t pid, uint64_t *starttime)
+{
+	return stat_read_field(pid, 22, starttime);
+}
+
+int proc_cpu_ticks(pid_t pid, uint64_t *ticks)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(STATUS_MAX);
+	uint64_t ut, st;
+	int err = proc_read(pid, "stat", &sb);
+
+	if (!err && !(err = proc_stat_field(sb.buf, sb.len, 14, &ut)) &&
+	    !(err = proc_stat_field(sb.buf, sb.len, 15, &st)))
+		*ticks = ut + st;
+	strbuf_release(&sb);
+	return err;
+}
+
+int proc_rss_bytes(pid_t pid, uint64_t *bytes)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(256);
+	const char *p;
+	uint64_t pages;
+	int err = proc_read(pid, "statm", &sb);
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (!err) {
+		/* "size resident shared ...", in pages */
+		char num[32];
+		size_t n;
+
+		p = memchr(sb.buf, ' ', sb.len);
+		err = -EBADMSG;
+		n = p ? strcspn(p + 1, " \n") : 0;
+		if (n && n < sizeof(num) && page > 0) {
+			memcpy(num, p + 1, n);
+			num[n] = '\0';
+			if (!ct_parse_u64(num, 10, &pages)) {
+				*bytes = pages * (uint64_t)page;
+				err = 0;
+			}
+		}
 	}
-	if (!p)
-		goto out;
-	n = strcspn(p, " \n");
-	if (n == 0 || n >= sizeof(num))
-		goto out;
-	memcpy(num, p, n);
-	num[n] = '\0';
-	err = ct_parse_u64(num, 10, starttime) ? -EBADMSG : 0;
-out:
 	strbuf_release(&sb);
 	return err;
 }

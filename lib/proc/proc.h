@@ -127,6 +127,15 @@ int proc_comm(pid_t pid, char *name, size_t len);
 /* Last NSpid field (pid may be a tid), and the starttime key. */
 int proc_nspid(pid_t pid, pid_t *nspid);
 int proc_starttime(pid_t pid, uint64_t *starttime);
+/*
+ * The one reader of /proc/PID/stat and of resident memory: field want (3 or
+ * later, as proc(5) numbers them) of a stat line (the comm in parentheses
+ * may hold spaces and ')'); utime + stime in clock ticks; resident bytes
+ * from statm. -EBADMSG for a malformed line.
+ */
+int proc_stat_field(const char *s, size_t len, int want, uint64_t *v);
+int proc_cpu_ticks(pid_t pid, uint64_t *ticks);
+int proc_rss_bytes(pid_t pid, uint64_t *bytes);
 int proc_uid(pid_t pid, uid_t *uid);
 /* Whether /proc/pid/ns/<ns> differs from clrtap's own. */
 int proc_ns_differs(pid_t pid, const char *ns, bool *differs);

@@ -196,6 +196,32 @@ static void test_taskcpu_parse(void **state)
 	assert_int_equal(taskcpu_parse_stat("no paren", 8, 100, &run), -EBADMSG);
 }
 
+/* The one stat and resident-memory reader, on this process. */
+static void test_stat_fields(void **state)
+{
+	static const char st[] = "123 (a) b) c) R 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1 0 99\n";
+	uint64_t v = 0, ticks = 0, rss = 0, start = 0;
+	volatile uint64_t spin = 0;
+	uint64_t i;
+
+	(void)state;
+	assert_int_equal(proc_stat_field(st, sizeof(st) - 1, 3, &v), -EBADMSG); /* "R" */
+	assert_int_equal(proc_stat_field(st, sizeof(st) - 1, 14, &v), 0);
+	assert_int_equal(v, 250);
+	assert_int_equal(proc_stat_field(st, sizeof(st) - 1, 22, &v), 0);
+	assert_int_equal(v, 99);
+	assert_int_equal(proc_stat_field(st, sizeof(st) - 1, 23, &v), -EBADMSG); /* past the end */
+	for (i = 0; i < 200000000ull; i++) /* some CPU time: ~0.1 s */
+		spin += i;
+	assert_int_equal(proc_cpu_ticks(getpid(), &ticks), 0);
+	assert_true(ticks >= 1);
+	assert_int_equal(proc_rss_bytes(getpid(), &rss), 0);
+	assert_true(rss >= 1u << 20 && rss < (uint64_t)1 << 40);
+	assert_int_equal(proc_starttime(getpid(), &start), 0);
+	assert_true(start > 0);
+	assert_int_not_equal(proc_cpu_ticks(0x7ffffff0, &ticks), 0);
+}
+
 static volatile int spin_stop;
 static volatile pid_t spin_tid, sleep_tid;
 
@@ -298,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_scan),
 		cmocka_unit_test(test_cgroup_container),
 		cmocka_unit_test(test_taskcpu_parse),
+		cmocka_unit_test(test_stat_fields),
 		cmocka_unit_test(test_taskcpu_live),
 	};
 

@@ -72,41 +72,11 @@ int taskcpu_parse_schedstat(const char *s, size_t len, uint64_t *run_ns)
 	return ct_parse_u64(buf, 10, run_ns) ? -EBADMSG : 0;
 }
 
-/* Field (3 or later, as proc(5) numbers them) of a stat line. */
-static int stat_field(const char *s, size_t len, int want, uint64_t *v)
-{
-	const char *p = NULL, *end = s + len;
-	size_t i;
-	int field;
-
-	for (i = 0; i < len; i++)
-		if (s[i] == ')')
-			p = s + i; /* comm may hold ')': the last one ends it */
-	if (!p)
-		return -EBADMSG;
-	p++;
-	for (field = 3; field <= want; field++) {
-		char num[32];
-		size_t k = 0;
-
-		while (p < end && *p == ' ')
-			p++;
-		while (p < end && *p != ' ' && *p != '\n' && k + 1 < sizeof(num))
-			num[k++] = *p++;
-		num[k] = '\0';
-		if (!k)
-			return -EBADMSG;
-		if (field == want)
-			return ct_parse_u64(num, 10, v) ? -EBADMSG : 0;
-	}
-	return -EBADMSG;
-}
-
 int taskcpu_parse_stat(const char *s, size_t len, long hz, uint64_t *run_ns)
 {
 	uint64_t ut, st;
 
-	if (hz <= 0 || stat_field(s, len, 14, &ut) || stat_field(s, len, 15, &st))
+	if (hz <= 0 || proc_stat_field(s, len, 14, &ut) || proc_stat_field(s, len, 15, &st))
 		return -EBADMSG;
 	*run_ns = (ut + st) * (1000000000ull / (uint64_t)hz);
 	return 0;
@@ -127,7 +97,7 @@ static uint64_t thread_start_ns(struct taskcpu *tc, uint32_t tid)
 		return 0;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	if (n <= 0 || tc->hz <= 0 || stat_field(buf, (size_t)n, 22, &ticks))
+	if (n <= 0 || tc->hz <= 0 || proc_stat_field(buf, (size_t)n, 22, &ticks))
 		return 0;
 	ns = ticks * (1000000000ull / (uint64_t)tc->hz);
 	return ns > tc->boot_off_ns ? ns - tc->boot_off_ns : 0;

@@ -7,6 +7,7 @@
 
 #include "common/clrname.h"
 #include "common/io.h"
+#include "common/hashtab.h"
 #include "common/strbuf.h"
 #include "profile/profile.h"
 
@@ -32,8 +33,7 @@ struct profile {
 	struct profile_opts o;
 	struct stack_ent *stacks;  /* dense array */
 	size_t nstacks, stacks_cap;
-	uint32_t *index;           /* open addressing: stack index + 1, 0 free */
-	size_t index_cap;
+	struct ct_itab index;      /* stacks by content */
 	struct raw_sample *raw;
 	size_t nraw, raw_cap;
 	uint64_t dropped;
@@ -98,8 +98,7 @@ void profile_reset(struct profile *p)
 	for (i = 0; i < p->nstacks; i++)
 		free(p->stacks[i].ips);
 	p->nstacks = 0;
-	if (p->index)
-		memset(p->index, 0, p->index_cap * sizeof(*p->index));
+	ct_itab_clear(&p->index);
 	p->nraw = 0;
 	p->dropped = 0;
 }
@@ -110,43 +109,31 @@ void profile_free(struct profile *p)
 		return;
 	profile_reset(p);
 	free(p->stacks);
-	free(p->index);
+	ct_itab_release(&p->index);
 	free(p->raw);
 	free(p);
 }
 
-static uint64_t hash_stack(uint8_t kind, uint32_t tid, const uint64_t *ips, unsigned nr,
-			   unsigned nk)
-{
-	uint64_t h = 1469598103934665603ull ^ kind ^ ((uint64_t)tid << 8) ^ ((uint64_t)nk << 40);
-	unsigned i;
+struct stack_key {
+	const uint64_t *ips;
+	uint32_t tid;
+	uint8_t kind;
+	unsigned nr, nk;
+	uint64_t hash;
+};
 
-	for (i = 0; i < nr; i++) {
-		h ^= ips[i];
-		h *= 1099511628211ull;
-		h ^= h >> 29;
-	}
-	return h ? h : 1;
+static uint64_t stack_hash(const void *ctx, uint32_t idx)
+{
+	return ((const struct profile *)ctx)->stacks[idx].hash;
 }
 
-static int index_grow(struct profile *p)
+static bool stack_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	size_t ncap = p->index_cap ? p->index_cap * 2 : 4096, i;
-	uint32_t *ni = calloc(ncap, sizeof(*ni));
+	const struct stack_ent *c = &((const struct profile *)ctx)->stacks[idx];
+	const struct stack_key *k = key;
 
-	if (!ni)
-		return -ENOMEM;
-	for (i = 0; i < p->nstacks; i++) {
-		size_t k = p->stacks[i].hash & (ncap - 1);
-
-		while (ni[k])
-			k = (k + 1) & (ncap - 1);
-		ni[k] = (uint32_t)(i + 1);
-	}
-	free(p->index);
-	p->index = ni;
-	p->index_cap = ncap;
-	return 0;
+	return c->hash == k->hash && c->kind == k->kind && c->tid == k->tid && c->nr == k->nr &&
+	       c->nkernel == k->nk && !memcmp(c->ips, k->ips, k->nr * sizeof(uint64_t));
 }
 
 int profile_add_stack(void *ctx, const struct perf_stack *st)
@@ -155,26 +142,20 @@ int profile_add_stack(void *ctx, const struct perf_stack *st)
 	uint32_t tid = p->o.thread_roots ? st->tid : 0;
 	unsigned nr = st->nr > PERF_SAMPLER_MAX_STACK * 2 ? PERF_SAMPLER_MAX_STACK * 2 : st->nr;
 	unsigned nk = st->nkernel > nr ? nr : st->nkernel;
-	uint64_t h = hash_stack((uint8_t)st->kind, tid, st->ips, nr, nk);
+	struct stack_key key = { st->ips, tid, (uint8_t)st->kind, nr, nk, 0 };
 	uint64_t w = st->kind == PERF_STACK_CPU && !p->o.cpu_in_ns ? 1 : st->weight;
 	struct stack_ent *e = NULL;
-	size_t k;
+	uint32_t *slot;
 	int rc;
 
-	if ((p->nstacks + 1) * 2 > p->index_cap) {
-		rc = index_grow(p);
-		if (rc)
-			return rc;
-	}
-	for (k = h & (p->index_cap - 1); p->index[k]; k = (k + 1) & (p->index_cap - 1)) {
-		struct stack_ent *c = &p->stacks[p->index[k] - 1];
-
-		if (c->hash == h && c->kind == st->kind && c->tid == tid && c->nr == nr &&
-		    c->nkernel == nk && !memcmp(c->ips, st->ips, nr * sizeof(uint64_t))) {
-			e = c;
-			break;
-		}
-	}
+	key.hash = ct_hash_bytes(CT_HASH_SEED ^ key.kind ^ ((uint64_t)tid << 8) ^ ((uint64_t)nk << 40),
+				 st->ips, nr * sizeof(uint64_t));
+	rc = ct_itab_reserve(&p->index, stack_hash, p);
+	if (rc)
+		return rc;
+	slot = ct_itab_slot(&p->index, key.hash, stack_eq, p, &key);
+	if (*slot)
+		e = &p->stacks[*slot - 1];
 	if (!e) {
 		if (p->nstacks >= p->o.max_stacks) {
 			p->dropped++;
@@ -195,12 +176,12 @@ int profile_add_stack(void *ctx, const struct perf_stack *st)
 		if (!e->ips)
 			return -ENOMEM;
 		memcpy(e->ips, st->ips, nr * sizeof(uint64_t));
-		e->hash = h;
+		e->hash = key.hash;
 		e->kind = (uint8_t)st->kind;
 		e->tid = tid;
 		e->nr = (uint16_t)nr;
 		e->nkernel = (uint16_t)nk;
-		p->index[k] = (uint32_t)(++p->nstacks);
+		*slot = ct_itab_add(&p->index, (uint32_t)p->nstacks++);
 	}
 	e->weight += w;
 	e->count++;

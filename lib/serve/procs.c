@@ -165,19 +165,16 @@ static void proc_obj(struct srv_procs *pc, const struct proc_target *t, bool det
 	ct_json_obj_end(j);
 	if (detail) {
 		struct strbuf st = STRBUF_INIT_MAX(65536);
-		long threads = -1, rss_kb = -1;
+		long threads = -1;
+		uint64_t rss;
 		const char *p;
 
-		if (!proc_read(t->pid, "status", &st)) {
-			if ((p = strstr(st.buf, "\nThreads:")))
-				threads = strtol(p + 9, NULL, 10);
-			if ((p = strstr(st.buf, "\nVmRSS:")))
-				rss_kb = strtol(p + 7, NULL, 10);
-		}
+		if (!proc_read(t->pid, "status", &st) && (p = strstr(st.buf, "\nThreads:")))
+			threads = strtol(p + 9, NULL, 10);
 		strbuf_release(&st);
 		ct_json_kv_i64(j, "uid", t->uid);
 		ct_json_kv_i64(j, "threads", threads);
-		ct_json_kv_i64(j, "rss_bytes", rss_kb < 0 ? -1 : rss_kb * 1024);
+		ct_json_kv_i64(j, "rss_bytes", proc_rss_bytes(t->pid, &rss) ? -1 : (int64_t)rss);
 		ct_json_kv_str(j, "tmpdir", t->tmpdir);
 		ct_json_kv_str(j, "socket", t->sock_tpath);
 	}
@@ -315,7 +312,6 @@ struct srv_top {
 	int64_t prev_ms;
 };
 
-static int cpu_ticks(pid_t pid, uint64_t *ticks);
 
 /* The first sample, so that the first rows carry a CPU share. */
 int srv_top_new(struct srv_top **out)
@@ -328,7 +324,7 @@ int srv_top_new(struct srv_top **out)
 		return -ENOMEM;
 	if (!srv_procs_pids(pids, ARRAY_SIZE(pids), &n)) {
 		for (i = 0; i < n; i++) {
-			if (!cpu_ticks(pids[i], &t->prev[t->nprev].ticks))
+			if (!proc_cpu_ticks(pids[i], &t->prev[t->nprev].ticks))
 				t->prev[t->nprev++].pid = pids[i];
 		}
 	}
@@ -342,41 +338,6 @@ void srv_top_free(struct srv_top *t)
 	free(t);
 }
 
-/* utime + stime of /proc/pid/stat, in clock ticks. */
-static int cpu_ticks(pid_t pid, uint64_t *ticks)
-{
-	struct strbuf sb = STRBUF_INIT_MAX(4096);
-	const char *p;
-	unsigned long long ut = 0, st = 0;
-	int err = proc_read(pid, "stat", &sb);
-
-	if (err)
-		goto out;
-	p = strrchr(sb.buf, ')');
-	if (p) {
-		int field;
-
-		/* after ")": state is field 3; utime 14, stime 15 */
-		p++;
-		for (field = 3; field < 14 && p; field++) {
-			p = strchr(p + 1, ' ');
-		}
-		if (p) {
-			char *e;
-
-			ut = strtoull(p, &e, 10);
-			st = strtoull(e, NULL, 10);
-		}
-	}
-	if (!p) {
-		err = -EBADMSG;
-		goto out;
-	}
-	*ticks = ut + st;
-out:
-	strbuf_release(&sb);
-	return err;
-}
 
 int srv_top_json(struct srv_top *tp, struct ct_json *j)
 {
@@ -393,18 +354,12 @@ int srv_top_json(struct srv_top *tp, struct ct_json *j)
 	ct_json_obj_begin(j);
 	ct_json_kv_arr_begin(j, "rows");
 	for (i = 0; i < n; i++) {
-		struct strbuf st = STRBUF_INIT_MAX(65536);
 		char name[64];
-		uint64_t ticks;
-		long rss_kb = -1;
-		const char *p;
+		uint64_t ticks, rss;
 
-		if (cpu_ticks(pids[i], &ticks))
+		if (proc_cpu_ticks(pids[i], &ticks))
 			continue;
 		srv_proc_name(pids[i], name, sizeof(name));
-		if (!proc_read(pids[i], "status", &st) && (p = strstr(st.buf, "\nVmRSS:")))
-			rss_kb = strtol(p + 7, NULL, 10);
-		strbuf_release(&st);
 		ct_json_obj_begin(j);
 		ct_json_kv_i64(j, "pid", pids[i]);
 		ct_json_kv_str(j, "name", name);
@@ -415,7 +370,7 @@ int srv_top_json(struct srv_top *tp, struct ct_json *j)
 			ct_json_double(j, (double)(ticks - tp->prev[k].ticks) / (double)hz / dt * 100.0);
 		else
 			ct_json_null(j);
-		ct_json_kv_i64(j, "rss_bytes", rss_kb < 0 ? -1 : rss_kb * 1024);
+		ct_json_kv_i64(j, "rss_bytes", proc_rss_bytes(pids[i], &rss) ? -1 : (int64_t)rss);
 		ct_json_obj_end(j);
 		cur[ncur].pid = pids[i];
 		cur[ncur++].ticks = ticks;

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 
+#include "common/hashtab.h"
 #include "common/strbuf.h"
 #include "common/strparse.h"
 #include "proc/proc.h"
@@ -19,9 +20,7 @@ struct stacks_tree {
 	struct stacks_node root;
 	size_t nnodes;
 	bool sorted;
-	/* interned names: open addressing over strdup'ed strings */
-	char **names;
-	size_t nnames, namecap;
+	struct ct_strset names; /* interned names, strdup'ed */
 };
 
 int stacks_tree_new(struct stacks_tree **out)
@@ -56,50 +55,24 @@ void stacks_tree_free(struct stacks_tree *t)
 	if (!t)
 		return;
 	node_free(&t->root);
-	for (i = 0; i < t->namecap; i++)
-		free(t->names[i]);
-	free(t->names);
+	for (i = 0; i < t->names.n; i++)
+		free((char *)t->names.v[i]);
+	ct_strset_release(&t->names);
 	free(t);
 }
 
-static uint64_t hash_str(const char *s)
+static int store_dup(void *ctx, const char *s, size_t len, const char **copy)
 {
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+	(void)ctx;
+	*copy = strndup(s, len);
+	return *copy ? 0 : -ENOMEM;
 }
 
 static const char *intern(struct stacks_tree *t, const char *s)
 {
-	size_t i;
+	const char *out;
 
-	if ((t->nnames + 1) * 2 > t->namecap) {
-		size_t ncap = t->namecap ? t->namecap * 2 : 256, j;
-		char **nv = calloc(ncap, sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		for (j = 0; j < t->namecap; j++) {
-			if (!t->names[j])
-				continue;
-			for (i = hash_str(t->names[j]) & (ncap - 1); nv[i]; i = (i + 1) & (ncap - 1))
-				;
-			nv[i] = t->names[j];
-		}
-		free(t->names);
-		t->names = nv;
-		t->namecap = ncap;
-	}
-	for (i = hash_str(s) & (t->namecap - 1); t->names[i]; i = (i + 1) & (t->namecap - 1))
-		if (!strcmp(t->names[i], s))
-			return t->names[i];
-	t->names[i] = strdup(s);
-	if (!t->names[i])
-		return NULL;
-	t->nnames++;
-	return t->names[i];
+	return ct_strset_intern(&t->names, s, strlen(s), store_dup, NULL, &out) ? NULL : out;
 }
 
 static struct stacks_node *child_get(struct stacks_tree *t, struct stacks_node *n, const char *name)
@@ -210,10 +183,7 @@ struct stacks_sampler {
 	struct nt_methods *methods;
 	struct stacks_thread *v;
 	size_t n, cap;
-	/* tid -> index + 1, open addressing */
-	uint64_t *keys;
-	uint32_t *vals;
-	size_t hcap;
+	struct ct_itab tids; /* v by thread */
 };
 
 int stacks_sampler_new(struct stacks_sampler **out)
@@ -242,59 +212,37 @@ void stacks_sampler_free(struct stacks_sampler *s)
 	for (i = 0; i < s->n; i++)
 		free(s->v[i].ips);
 	free(s->v);
-	free(s->keys);
-	free(s->vals);
+	ct_itab_release(&s->tids);
 	nt_methods_free(s->methods);
 	free(s);
 }
 
-static size_t slot(const struct stacks_sampler *s, uint64_t tid)
+static uint64_t tid_hash(const void *ctx, uint32_t idx)
 {
-	size_t i = (size_t)((tid * 0x9E3779B97F4A7C15ull) >> 17) & (s->hcap - 1);
-
-	while (s->vals[i] && s->keys[i] != tid)
-		i = (i + 1) & (s->hcap - 1);
-	return i;
+	return ct_hash_u64(((const struct stacks_sampler *)ctx)->v[idx].tid);
 }
 
-static int remember(struct stacks_sampler *s, uint64_t tid, size_t idx)
+static bool tid_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	size_t i;
+	return ((const struct stacks_sampler *)ctx)->v[idx].tid == *(const uint64_t *)key;
+}
 
-	if ((s->n + 1) * 2 > s->hcap) {
-		size_t ncap = s->hcap ? s->hcap * 2 : 64, j, oldcap = s->hcap;
-		uint64_t *ok = s->keys;
-		uint32_t *ov = s->vals;
+/* Indexes s->v[idx] by its thread. */
+static int remember(struct stacks_sampler *s, size_t idx)
+{
+	uint32_t *slot;
+	int err = ct_itab_reserve(&s->tids, tid_hash, s);
 
-		s->keys = calloc(ncap, sizeof(*s->keys));
-		s->vals = calloc(ncap, sizeof(*s->vals));
-		if (!s->keys || !s->vals) {
-			free(s->keys);
-			free(s->vals);
-			s->keys = ok;
-			s->vals = ov;
-			return -ENOMEM;
-		}
-		s->hcap = ncap;
-		for (j = 0; j < oldcap; j++) {
-			if (!ov[j])
-				continue;
-			i = slot(s, ok[j]);
-			s->keys[i] = ok[j];
-			s->vals[i] = ov[j];
-		}
-		free(ok);
-		free(ov);
-	}
-	i = slot(s, tid);
-	s->keys[i] = tid;
-	s->vals[i] = (uint32_t)idx + 1;
+	if (err)
+		return err;
+	slot = ct_itab_slot(&s->tids, ct_hash_u64(s->v[idx].tid), tid_eq, s, &s->v[idx].tid);
+	*slot = ct_itab_add(&s->tids, (uint32_t)idx);
 	return 0;
 }
 
 static bool known(const struct stacks_sampler *s, uint64_t tid)
 {
-	return s->hcap && s->vals[slot(s, tid)] != 0;
+	return ct_itab_get(&s->tids, ct_hash_u64(tid), tid_eq, s, &tid) != UINT32_MAX;
 }
 
 int stacks_sampler_event(struct stacks_sampler *s, const struct nt_event *ev)
@@ -339,7 +287,7 @@ int stacks_sampler_event(struct stacks_sampler *s, const struct nt_event *ev)
 		memcpy(th->ips, ev->stack, n * sizeof(*th->ips));
 	}
 	th->nframes = n;
-	err = remember(s, th->tid, s->n);
+	err = remember(s, s->n);
 	if (err) {
 		free(th->ips);
 		return err;

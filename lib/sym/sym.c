@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/hashtab.h"
 #include "common/io.h"
 #include "common/log.h"
 #include "common/strbuf.h"
@@ -1176,7 +1177,6 @@ static int lookup_uncached(struct sym_proc *sp, uint64_t addr, struct sym_frame 
 int sym_lookup(struct sym_proc *sp, uint64_t addr, struct sym_frame *out)
 {
 	struct cache_slot *s;
-	uint64_t h = addr * 0x9E3779B97F4A7C15ULL;
 	int rc;
 
 	sp->lookups++;
@@ -1184,7 +1184,7 @@ int sym_lookup(struct sym_proc *sp, uint64_t addr, struct sym_frame *out)
 		sp->srv_epoch = sym_srv_epoch();
 		images_srv_retry(sp);
 	}
-	s = &sp->cache[(h >> 40) & sp->cache_mask];
+	s = &sp->cache[ct_hash_u64(addr) & sp->cache_mask];
 	if (s->gen == sp->gen && s->addr == addr) {
 		sp->hits++;
 		*out = s->f;

@@ -6,6 +6,7 @@
  */
 #include "common/compat.h"
 
+#include "common/hashtab.h"
 #include "common/log.h"
 #include "srcline/srcline.h"
 #include "tracestats/tracestats.h"
@@ -24,87 +25,6 @@
 
 #define META_CACHE_MAX (1u << 20)
 #define PENDING_GCS 8
-
-/* ----- a table of indices into an entry array, open addressing ----- */
-
-struct itab {
-	uint32_t *slot; /* entry index + 1; 0 empty */
-	uint32_t cap;   /* power of two */
-	uint32_t n;
-};
-
-typedef bool (*itab_eq_fn)(const void *ctx, uint32_t idx, const void *key);
-
-/* Returns the slot for key: holding its index (found) or empty. */
-static uint32_t *itab_find(struct itab *t, uint64_t h, itab_eq_fn eq, const void *ctx,
-			   const void *key)
-{
-	uint32_t mask = t->cap - 1, i = (uint32_t)(h ^ (h >> 32)) & mask;
-
-	while (t->slot[i]) {
-		if (eq(ctx, t->slot[i] - 1, key))
-			return &t->slot[i];
-		i = (i + 1) & mask;
-	}
-	return &t->slot[i];
-}
-
-typedef uint64_t (*itab_hash_fn)(const void *ctx, uint32_t idx);
-
-/* Makes room for one more entry (load <= 1/2). */
-static int itab_reserve(struct itab *t, itab_hash_fn hf, const void *ctx)
-{
-	uint32_t ncap, i, *ns;
-
-	if (t->cap && (t->n + 1) * 2 <= t->cap)
-		return 0;
-	ncap = t->cap ? t->cap * 2 : 64;
-	if (ncap < t->cap)
-		return -E2BIG;
-	ns = calloc(ncap, sizeof(*ns));
-	if (!ns)
-		return -ENOMEM;
-	for (i = 0; i < t->cap; i++) {
-		uint32_t idx = t->slot[i], j;
-		uint64_t h;
-
-		if (!idx)
-			continue;
-		h = hf(ctx, idx - 1);
-		j = (uint32_t)(h ^ (h >> 32)) & (ncap - 1);
-		while (ns[j])
-			j = (j + 1) & (ncap - 1);
-		ns[j] = idx;
-	}
-	free(t->slot);
-	t->slot = ns;
-	t->cap = ncap;
-	return 0;
-}
-
-/* Hash of n bytes, 8 at a time (keys are UTF-16 names and IP lists). */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const uint8_t *s = p;
-	uint64_t w;
-
-	h ^= n;
-	while (n >= 8) {
-		memcpy(&w, s, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdULL;
-		h ^= h >> 31;
-		s += 8;
-		n -= 8;
-	}
-	w = 0;
-	if (n)
-		memcpy(&w, s, n);
-	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 29;
-	return h;
-}
-
-#define FNV0 1469598103934665603ULL
 
 /* ----- entries ----- */
 
@@ -145,7 +65,7 @@ struct exc_site {
 /* How groups' and types' exceptions spread over throw sites: (entity, site) -> count. */
 #define MAX_EXC_PAIRS (1u << 16)
 struct exc_pair {
-	uint64_t key; /* 0: free; else 1 + (type? 1 << 62) + entity << 32 + site */
+	uint64_t key; /* 1 + (type? 1 << 62) + entity << 32 + site */
 	uint64_t n;
 };
 
@@ -237,33 +157,34 @@ struct tracestats {
 
 	struct kind_ent *kinds;
 	uint32_t nkinds, kinds_cap;
-	struct itab kind_tab;
+	struct ct_itab kind_tab;
 	struct meta_cache *mcache;
 	uint32_t mcache_cap;
 	uint64_t other_kinds_events;
 
 	struct exc_ent *excs;
 	uint32_t nexcs, excs_cap;
-	struct itab exc_tab;
+	struct ct_itab exc_tab;
 	uint64_t exc_total, exc_other;
 	struct exc_type_ent *etypes;
 	uint32_t netypes, etypes_cap, last_etype;
 	uint64_t etype_other;
 	struct exc_site *esites;
 	uint32_t nesites, esites_cap, last_esite;
-	struct exc_pair *epairs;
+	struct exc_pair *epairs; /* in first-seen order */
 	uint32_t nepairs, epairs_cap;
+	struct ct_itab epair_tab; /* epairs by key */
 	uint64_t exc_flagged, exc_unsited; /* rethrown by flag; no site */
 
 	struct alloc_ent *allocs;
 	uint32_t nallocs, allocs_cap;
 	uint32_t last_alloc; /* index + 1 of the last type seen, 0 none */
-	struct itab alloc_tab;
+	struct ct_itab alloc_tab;
 	uint64_t alloc_bytes, alloc_samples, alloc_other_bytes, alloc_other_samples;
 
 	struct stack_ent *stacks;
 	uint32_t nstacks, stacks_cap;
-	struct itab stack_tab;
+	struct ct_itab stack_tab;
 	uint64_t *ips;
 	size_t nips, ips_cap;
 
@@ -276,6 +197,7 @@ struct tracestats {
 
 	struct contend_thread *cthreads;
 	uint32_t ncthreads, cthreads_cap;
+	struct ct_itab cthread_tab; /* cthreads by thread */
 	struct ts_contention cont;
 	struct cont_site *csites;
 	uint32_t ncsites, csites_cap;
@@ -365,12 +287,13 @@ void tracestats_free(struct tracestats *ts)
 	nt_methods_free(ts->methods);
 	free(ts->esites);
 	free(ts->epairs);
+	ct_itab_release(&ts->epair_tab);
 	for (i = 0; i < ts->nkinds; i++) {
 		free(ts->kinds[i].provider);
 		free(ts->kinds[i].name);
 	}
 	free(ts->kinds);
-	free(ts->kind_tab.slot);
+	ct_itab_release(&ts->kind_tab);
 	free(ts->mcache);
 	for (i = 0; i < ts->nexcs; i++) {
 		free(ts->excs[i].type);
@@ -378,7 +301,7 @@ void tracestats_free(struct tracestats *ts)
 		free(ts->excs[i].ips);
 	}
 	free(ts->excs);
-	free(ts->exc_tab.slot);
+	ct_itab_release(&ts->exc_tab);
 	for (i = 0; i < ts->netypes; i++)
 		free(ts->etypes[i].type);
 	free(ts->etypes);
@@ -398,13 +321,14 @@ void tracestats_free(struct tracestats *ts)
 		free(ts->allocs[i].raw);
 	}
 	free(ts->allocs);
-	free(ts->alloc_tab.slot);
+	ct_itab_release(&ts->alloc_tab);
 	free(ts->stacks);
-	free(ts->stack_tab.slot);
+	ct_itab_release(&ts->stack_tab);
 	free(ts->ips);
 	free(ts->ee_pauses.v);
 	free(ts->gc_pauses.v);
 	free(ts->cthreads);
+	ct_itab_release(&ts->cthread_tab);
 	strbuf_release(&ts->sb);
 	strbuf_release(&ts->sb2);
 	free(ts->rkinds);
@@ -525,16 +449,17 @@ static int32_t kind_lookup(struct tracestats *ts, const struct nt_metadata *m)
 		snprintf(idname, sizeof(idname), "Event%" PRIu32, m->event_id);
 		k.name = idname;
 	}
-	h = fnv(fnv(FNV0, k.provider, strlen(k.provider)), k.name, strlen(k.name)) ^
-	    ((uint64_t)k.id * 0x9E3779B97F4A7C15ULL);
+	h = ct_hash_bytes(ct_hash_bytes(CT_HASH_SEED, k.provider, strlen(k.provider)), k.name,
+			  strlen(k.name)) ^
+	    ct_hash_u64(k.id);
 	if (ts->kind_tab.cap) {
-		slot = itab_find(&ts->kind_tab, h, kind_eq, ts, &k);
+		slot = ct_itab_slot(&ts->kind_tab, h, kind_eq, ts, &k);
 		if (*slot)
 			return (int32_t)(*slot - 1);
 	}
 	if (ts->nkinds >= ts->lim.max_event_kinds)
 		return -1;
-	err = itab_reserve(&ts->kind_tab, kind_hash_idx, ts);
+	err = ct_itab_reserve(&ts->kind_tab, kind_hash_idx, ts);
 	if (!err)
 		err = grow((void **)&ts->kinds, &ts->kinds_cap, ts->nkinds, sizeof(*ts->kinds));
 	if (err)
@@ -547,7 +472,7 @@ static int32_t kind_lookup(struct tracestats *ts, const struct nt_metadata *m)
 		free(ts->kinds[ts->nkinds].name);
 		return INT32_MIN;
 	}
-	slot = itab_find(&ts->kind_tab, h, kind_eq, ts, &k);
+	slot = ct_itab_slot(&ts->kind_tab, h, kind_eq, ts, &k);
 	*slot = ++ts->nkinds;
 	ts->kind_tab.n++;
 	return (int32_t)(ts->nkinds - 1);
@@ -700,7 +625,7 @@ static uint32_t exc_site_of(struct tracestats *ts, const struct nt_event *ev, ui
 		ts->exc_unsited++;
 		return SITE_NONE;
 	}
-	h = fnv(FNV0, ev->stack, n * sizeof(uint64_t));
+	h = ct_hash_bytes(CT_HASH_SEED, ev->stack, n * sizeof(uint64_t));
 	if (ts->last_esite && ts->esites[ts->last_esite - 1].hash == h &&
 	    ts->esites[ts->last_esite - 1].n == n &&
 	    !memcmp(ts->esites[ts->last_esite - 1].ips, ev->stack, n * sizeof(uint64_t))) {
@@ -735,20 +660,21 @@ static uint64_t pair_key(bool type, uint32_t entity, uint32_t site)
 	return 1 + ((uint64_t)type << 62) + ((uint64_t)entity << 32) + site;
 }
 
-static struct exc_pair *pair_slot(struct exc_pair *t, uint32_t cap, uint64_t key)
+static uint64_t pair_hash(const void *ctx, uint32_t idx)
 {
-	uint32_t i = (uint32_t)(key * 0x9e3779b97f4a7c15ULL >> 40) & (cap - 1);
+	return ct_hash_u64(((const struct tracestats *)ctx)->epairs[idx].key);
+}
 
-	while (t[i].key && t[i].key != key)
-		i = (i + 1) & (cap - 1);
-	return &t[i];
+static bool pair_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return ((const struct tracestats *)ctx)->epairs[idx].key == *(const uint64_t *)key;
 }
 
 /* Counts one exception of a group (type false) or type (true) at a site. */
 static void exc_pair_add(struct tracestats *ts, bool type, uint32_t entity, uint32_t site,
 			 uint64_t *flagged)
 {
-	struct exc_pair *p;
+	uint32_t idx, *slot;
 	uint64_t key;
 
 	if (site == SITE_FLAGGED) {
@@ -758,30 +684,18 @@ static void exc_pair_add(struct tracestats *ts, bool type, uint32_t entity, uint
 	if (site == SITE_NONE)
 		return; /* not told apart */
 	key = pair_key(type, entity, site);
-	if ((ts->nepairs + 1) * 2 > ts->epairs_cap) {
-		uint32_t ncap = ts->epairs_cap ? ts->epairs_cap * 2 : 256, i;
-		struct exc_pair *nt;
-
-		if (ts->nepairs >= MAX_EXC_PAIRS || !(nt = calloc(ncap, sizeof(*nt))))
-			goto find; /* full: only pairs already there still count */
-		for (i = 0; i < ts->epairs_cap; i++)
-			if (ts->epairs[i].key)
-				*pair_slot(nt, ncap, ts->epairs[i].key) = ts->epairs[i];
-		free(ts->epairs);
-		ts->epairs = nt;
-		ts->epairs_cap = ncap;
-	}
-find:
-	if (!ts->epairs_cap)
-		return;
-	p = pair_slot(ts->epairs, ts->epairs_cap, key);
-	if (!p->key) {
-		if ((ts->nepairs + 1) * 2 > ts->epairs_cap)
+	idx = ct_itab_get(&ts->epair_tab, ct_hash_u64(key), pair_eq, ts, &key);
+	if (idx == UINT32_MAX) {
+		/* full: only pairs already there still count */
+		if (ts->nepairs >= MAX_EXC_PAIRS || ct_itab_reserve(&ts->epair_tab, pair_hash, ts) ||
+		    grow((void **)&ts->epairs, &ts->epairs_cap, ts->nepairs, sizeof(*ts->epairs)))
 			return;
-		p->key = key;
-		ts->nepairs++;
+		slot = ct_itab_slot(&ts->epair_tab, ct_hash_u64(key), pair_eq, ts, &key);
+		*slot = ct_itab_add(&ts->epair_tab, ts->nepairs);
+		idx = ts->nepairs++;
+		ts->epairs[idx] = (struct exc_pair){ key, 0 };
 	}
-	p->n++;
+	ts->epairs[idx].n++;
 }
 
 static int on_exception(struct tracestats *ts, const struct nt_event *ev)
@@ -805,14 +719,14 @@ static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 	str16_capped(&ex.message, &ts->sb2);
 	k.a = ts->sb.buf;
 	k.b = ts->sb2.buf;
-	err = exc_type_count(ts, k.a, fnv(FNV0, k.a, ts->sb.len + 1), &t);
+	err = exc_type_count(ts, k.a, ct_hash_bytes(CT_HASH_SEED, k.a, ts->sb.len + 1), &t);
 	if (err)
 		return err;
 	if (t)
 		exc_pair_add(ts, true, (uint32_t)(t - ts->etypes), site, &t->flagged);
-	h = fnv(fnv(FNV0, k.a, ts->sb.len + 1), k.b, ts->sb2.len);
+	h = ct_hash_bytes(ct_hash_bytes(CT_HASH_SEED, k.a, ts->sb.len + 1), k.b, ts->sb2.len);
 	if (ts->exc_tab.cap) {
-		slot = itab_find(&ts->exc_tab, h, exc_eq, ts, &k);
+		slot = ct_itab_slot(&ts->exc_tab, h, exc_eq, ts, &k);
 		if (*slot) {
 			ts->excs[*slot - 1].count++;
 			exc_pair_add(ts, false, *slot - 1, site, &ts->excs[*slot - 1].flagged);
@@ -827,7 +741,7 @@ static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 	}
 	if (t)
 		t->groups++;
-	err = itab_reserve(&ts->exc_tab, exc_hash_idx, ts);
+	err = ct_itab_reserve(&ts->exc_tab, exc_hash_idx, ts);
 	if (!err)
 		err = grow((void **)&ts->excs, &ts->excs_cap, ts->nexcs, sizeof(*ts->excs));
 	if (err)
@@ -851,7 +765,7 @@ static int on_exception(struct tracestats *ts, const struct nt_event *ev)
 	e->hash = h;
 	e->eip = ex.eip;
 	exc_pair_add(ts, false, ts->nexcs, site, &e->flagged);
-	slot = itab_find(&ts->exc_tab, h, exc_eq, ts, &k);
+	slot = ct_itab_slot(&ts->exc_tab, h, exc_eq, ts, &k);
 	*slot = ++ts->nexcs;
 	ts->exc_tab.n++;
 	return 0;
@@ -882,9 +796,9 @@ static int on_alloc(struct tracestats *ts, const struct nt_event *ev)
 		ts->allocs[ts->last_alloc - 1].samples++;
 		return 0;
 	}
-	h = fnv(FNV0, k.p, k.len);
+	h = ct_hash_bytes(CT_HASH_SEED, k.p, k.len);
 	if (ts->alloc_tab.cap) {
-		slot = itab_find(&ts->alloc_tab, h, alloc_eq, ts, &k);
+		slot = ct_itab_slot(&ts->alloc_tab, h, alloc_eq, ts, &k);
 		if (*slot) {
 			ts->allocs[*slot - 1].bytes += amount;
 			ts->allocs[*slot - 1].samples++;
@@ -897,7 +811,7 @@ static int on_alloc(struct tracestats *ts, const struct nt_event *ev)
 		ts->alloc_other_samples++;
 		return 0;
 	}
-	err = itab_reserve(&ts->alloc_tab, alloc_hash_idx, ts);
+	err = ct_itab_reserve(&ts->alloc_tab, alloc_hash_idx, ts);
 	if (!err)
 		err = grow((void **)&ts->allocs, &ts->allocs_cap, ts->nallocs, sizeof(*ts->allocs));
 	if (err)
@@ -919,7 +833,7 @@ static int on_alloc(struct tracestats *ts, const struct nt_event *ev)
 	e->bytes = amount;
 	e->samples = 1;
 	e->hash = h;
-	slot = itab_find(&ts->alloc_tab, h, alloc_eq, ts, &k);
+	slot = ct_itab_slot(&ts->alloc_tab, h, alloc_eq, ts, &k);
 	*slot = ++ts->nallocs;
 	ts->last_alloc = ts->nallocs;
 	ts->alloc_tab.n++;
@@ -1014,60 +928,37 @@ static int on_gc(struct tracestats *ts, const struct nt_event *ev, uint32_t id)
 
 /* ----- contention ----- */
 
+static uint64_t cthread_hash(const void *ctx, uint32_t idx)
+{
+	return ct_hash_u64(((const struct tracestats *)ctx)->cthreads[idx].tid);
+}
+
+static bool cthread_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return ((const struct tracestats *)ctx)->cthreads[idx].tid == *(const uint64_t *)key;
+}
+
 static struct contend_thread *cthread(struct tracestats *ts, uint64_t tid, bool create)
 {
-	uint32_t mask, i;
+	uint32_t i = ct_itab_get(&ts->cthread_tab, ct_hash_u64(tid), cthread_eq, ts, &tid), *slot;
 
-	if (!ts->cthreads_cap) {
-		if (!create)
-			return NULL;
-		ts->cthreads = malloc(64 * sizeof(*ts->cthreads));
-		if (!ts->cthreads)
-			return NULL;
-		ts->cthreads_cap = 64;
-		for (i = 0; i < 64; i++)
-			ts->cthreads[i] = (struct contend_thread){ 0, INT64_MIN, -1 };
-	}
-	mask = ts->cthreads_cap - 1;
-	for (i = (uint32_t)(tid * 0x9E3779B97F4A7C15ULL >> 40) & mask;
-	     ts->cthreads[i].start != INT64_MIN; i = (i + 1) & mask)
-		if (ts->cthreads[i].tid == tid)
-			return &ts->cthreads[i];
-	if (!create || ts->ncthreads >= ts->lim.max_threads)
+	if (i != UINT32_MAX)
+		return &ts->cthreads[i];
+	if (!create || ts->ncthreads >= ts->lim.max_threads ||
+	    ct_itab_reserve(&ts->cthread_tab, cthread_hash, ts) ||
+	    grow((void **)&ts->cthreads, &ts->cthreads_cap, ts->ncthreads, sizeof(*ts->cthreads)))
 		return NULL;
-	if ((ts->ncthreads + 1) * 2 > ts->cthreads_cap) {
-		uint32_t ncap = ts->cthreads_cap * 2, j;
-		struct contend_thread *nt = malloc(ncap * sizeof(*nt));
-
-		if (!nt)
-			return NULL;
-		for (j = 0; j < ncap; j++)
-			nt[j] = (struct contend_thread){ 0, INT64_MIN, -1 };
-		for (j = 0; j < ts->cthreads_cap; j++) {
-			uint32_t k;
-
-			if (ts->cthreads[j].start == INT64_MIN)
-				continue;
-			for (k = (uint32_t)(ts->cthreads[j].tid * 0x9E3779B97F4A7C15ULL >> 40) & (ncap - 1);
-			     nt[k].start != INT64_MIN; k = (k + 1) & (ncap - 1))
-				;
-			nt[k] = ts->cthreads[j];
-		}
-		free(ts->cthreads);
-		ts->cthreads = nt;
-		ts->cthreads_cap = ncap;
-		return cthread(ts, tid, create);
-	}
-	ts->ncthreads++;
-	ts->cthreads[i] = (struct contend_thread){ tid, -1, -1 };
-	return &ts->cthreads[i];
+	slot = ct_itab_slot(&ts->cthread_tab, ct_hash_u64(tid), cthread_eq, ts, &tid);
+	*slot = ct_itab_add(&ts->cthread_tab, ts->ncthreads);
+	ts->cthreads[ts->ncthreads] = (struct contend_thread){ tid, -1, -1 };
+	return &ts->cthreads[ts->ncthreads++];
 }
 
 /* The site (stack) of a ContentionStart: its index, or -1 past the cap. */
 static int32_t cont_site(struct tracestats *ts, const struct nt_event *ev)
 {
 	uint32_t n = CT_MIN(ev->nframes, ts->lim.max_frames), i;
-	uint64_t h = fnv(FNV0, ev->stack, n * sizeof(uint64_t));
+	uint64_t h = ct_hash_bytes(CT_HASH_SEED, ev->stack, n * sizeof(uint64_t));
 	struct cont_site *c;
 
 	for (i = 0; i < ts->ncsites; i++) {
@@ -1197,9 +1088,9 @@ static int on_sample(struct tracestats *ts, const struct nt_event *ev)
 		ts->samples.truncated++;
 		truncated = true;
 	}
-	h = fnv(FNV0, k.ips, k.n * sizeof(uint64_t)) ^ k.n;
+	h = ct_hash_bytes(CT_HASH_SEED, k.ips, k.n * sizeof(uint64_t)) ^ k.n;
 	if (ts->stack_tab.cap) {
-		slot = itab_find(&ts->stack_tab, h, stack_eq, ts, &k);
+		slot = ct_itab_slot(&ts->stack_tab, h, stack_eq, ts, &k);
 		if (*slot) {
 			ts->stacks[*slot - 1].count++;
 			ts->samples.in_flame++;
@@ -1223,7 +1114,7 @@ static int on_sample(struct tracestats *ts, const struct nt_event *ev)
 		ts->ips = nv;
 		ts->ips_cap = ncap;
 	}
-	err = itab_reserve(&ts->stack_tab, stack_hash_idx, ts);
+	err = ct_itab_reserve(&ts->stack_tab, stack_hash_idx, ts);
 	if (!err)
 		err = grow((void **)&ts->stacks, &ts->stacks_cap, ts->nstacks, sizeof(*ts->stacks));
 	if (err)
@@ -1237,7 +1128,7 @@ static int on_sample(struct tracestats *ts, const struct nt_event *ev)
 	e->count = 1;
 	e->truncated = truncated;
 	ts->nips += k.n;
-	slot = itab_find(&ts->stack_tab, h, stack_eq, ts, &k);
+	slot = ct_itab_slot(&ts->stack_tab, h, stack_eq, ts, &k);
 	*slot = ++ts->nstacks;
 	ts->stack_tab.n++;
 	ts->samples.in_flame++;
@@ -1519,7 +1410,7 @@ static void split_pairs(struct tracestats *ts, bool types)
 	else
 		for (i = 0; i < ts->nexcs; i++)
 			ts->rexcs[i].rethrown = ts->excs[i].flagged;
-	for (i = 0; i < ts->epairs_cap; i++) {
+	for (i = 0; i < ts->nepairs; i++) {
 		const struct exc_pair *p = &ts->epairs[i];
 		uint64_t k = p->key - 1;
 		uint32_t ent = (uint32_t)(k >> 32) & 0x3fffffffu, site = (uint32_t)k;

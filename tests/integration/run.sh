@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every tests/integration/t-*.sh (or those named on the command line),
-# each in its own process, and prints a closing "N passed, N failed" line
-# counted over all assertions.
+# each in its own process, and prints a closing "N passed, N failed, N
+# skipped" line counted over all assertions. A skipped check (lib.sh's skip:
+# TAP "# SKIP", something this machine cannot do) is counted apart, never as
+# a pass.
 #
 # TEST_JOBS tests run at once (default: two per CPU, at most 4: most of a
 # test's time is spent waiting for a target's duration, not on a CPU).
@@ -45,18 +47,21 @@ run_one() {
 
 pass=0
 fail=0
+skipped=0
 broken=()
 # report T: prints test T's lines and adds up its counts.
 report() {
-	local t=$1 out rc secs line p f
+	local t=$1 out rc secs line p f s
 	out=$(cat "$outdir/$t.out")
 	read -r rc secs <"$outdir/$t.rc"
 	printf '%s\n' "$out" | grep -E '^(ok|not ok|    )'
-	line=$(printf '%s\n' "$out" | grep -E '^[a-z0-9-]+: [0-9]+ passed, [0-9]+ failed$' | tail -1)
+	line=$(printf '%s\n' "$out" | grep -E '^[a-z0-9-]+: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' | tail -1)
 	p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed.*/\1/')
-	f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed$/\1/')
+	f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+	s=$(echo "$line" | sed -E 's/.* ([0-9]+) skipped$/\1/')
 	p=${p:-0}
 	f=${f:-0}
+	s=${s:-0}
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		# died before counting its failures
 		f=1
@@ -64,8 +69,9 @@ report() {
 	fi
 	pass=$((pass + p))
 	fail=$((fail + f))
+	skipped=$((skipped + s))
 	[ "$rc" -ne 0 ] && broken+=("$t")
-	echo "# $t: $p passed, $f failed (${secs}s)"
+	echo "# $t: $p passed, $f failed, $s skipped (${secs}s)"
 }
 
 for t in "${alone[@]}"; do
@@ -97,5 +103,5 @@ done
 reap 1
 
 [ ${#broken[@]} -gt 0 ] && echo "# failing: ${broken[*]}"
-echo "integration: $pass passed, $fail failed"
+echo "integration: $pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ]

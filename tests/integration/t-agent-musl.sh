@@ -22,7 +22,7 @@ if ! command -v musl-gcc >/dev/null || [ ! -e "$MUSL_LD" ]; then
 fi
 if [ ! -x "$MUSL_APP" ]; then
 	# scripts/build-fixtures.sh could not get the musl runtime packs from NuGet
-	ok "SKIP: no musl fixture ($MUSL_APP not built: see scripts/build-fixtures.sh's note)"
+	skip "no musl fixture ($MUSL_APP not built: see scripts/build-fixtures.sh's note)"
 	finish
 fi
 equals "the fixture is a musl program (its interpreter)" \

@@ -34,7 +34,7 @@ if mknod "$WORK/fullnode" c 1 7 2>/dev/null; then
 	check "the device node is still there" test -c "$WORK/fullnode"
 	equals "the device node is unchanged" "$(stat -c '%t:%T' "$WORK/fullnode")" "1:7"
 else
-	ok "mknod test skipped: this machine does not let the test make a device node"
+	skip "mknod test: this machine does not let the test make a device node"
 fi
 # full_fs NAME CODE: a dump to a full tmpfs over an existing file fails with
 # CODE and leaves the existing file and the directory as they were.
@@ -42,7 +42,7 @@ SMALL=$WORK/small
 mkdir "$SMALL"
 full_fs() {
 	if ! mount -t tmpfs -o size=2m clrtap-test-full "$SMALL" 2>/dev/null; then
-		ok "$1: skipped, this machine does not let the test mount a tmpfs"
+		skip "$1: this machine does not let the test mount a tmpfs"
 		return
 	fi
 	CLEANUP_CMD="umount '$SMALL' 2>/dev/null"

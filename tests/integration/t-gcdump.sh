@@ -120,7 +120,7 @@ if not ok:
 sys.exit(0 if ok else 1)
 ' "$WORK/click-dom.html" "$LIST" "$ITEM[]" "$ITEM" "$PAYLOAD"
 else
-	ok "# SKIP html rendering: no chromium"
+	skip "html rendering: no chromium"
 fi
 # report straight from the process
 expect_exit "report -p" 0 "$CLRTAP" gcdump report -p "$LEAK_PID" --json --top 0
@@ -146,7 +146,7 @@ fi
 # cross-check with TraceEvent on the same GC: the raw events kept by --nettrace
 expect_exit "collect --nettrace" 0 "$CLRTAP" gcdump collect -p "$LEAK_PID" -o "$WORK/x.heap" --nettrace "$WORK/x.nettrace"
 if [ ! -f "$TECHECK" ]; then
-	ok "# SKIP TraceEvent cross-check: $TECHECK not built"
+	skip "TraceEvent cross-check: $TECHECK not built"
 else
 	dotnet "$TECHECK" --heap "$WORK/x.nettrace" >"$WORK/te-heap.txt" 2>"$WORK/te-heap.err"
 	"$CLRTAP" gcdump report "$WORK/x.heap" --json --top 0 >"$WORK/x.json"
@@ -177,7 +177,7 @@ EOF
 	check "TraceEvent: $N $ITEM there too" grep -qE "^type 0x[0-9a-f]+ $N $((N * 32)) $ITEM\$" "$WORK/te-heap.txt"
 fi
 if [ ! -x "$DGC" ]; then
-	ok "# SKIP dotnet-gcdump cross-check: no dotnet-gcdump (set DOTNET_GCDUMP, or dotnet tool install -g dotnet-gcdump)"
+	skip "dotnet-gcdump cross-check: no dotnet-gcdump (set DOTNET_GCDUMP, or dotnet tool install -g dotnet-gcdump)"
 else
 	"$CLRTAP" gcdump report "$WORK/x.heap" --json --top 0 >"$WORK/xd.json"
 	dgc_same leak "$WORK/x.nettrace" "$WORK/xd.json" "$ITEM" "$N"
@@ -232,7 +232,7 @@ if command -v script >/dev/null 2>&1; then
 	check "TTY: progress ends with the whole walk (3,00x,xxx objects)" \
 		grep -aqE "heap walk done: 3,00[0-9],[0-9]{3} objects, 3,0[0-9]{2},[0-9]{3} references" "$WORK/tty.log"
 else
-	ok "# SKIP TTY progress: no script(1)"
+	skip "TTY progress: no script(1)"
 fi
 # Lost events: a 1 MB session buffer for ~130 MB of heap-walk events. A lossy
 # runtime drops events: exit 6, said, no file (never a silently wrong graph).
@@ -385,7 +385,7 @@ stop_fixture "$FIX_PID"
 # and GCEnd (another) in the stream; the reader puts them back in time order.
 # Before it, 4 of 4 collects here found "no complete heap walk".
 if [ "$(nproc)" -lt 2 ]; then
-	ok "# SKIP two GC heaps: this machine has $(nproc) CPU (Server GC makes a heap per CPU)"
+	skip "two GC heaps: this machine has $(nproc) CPU (Server GC makes a heap per CPU)"
 else
 	FIX_ENV="DOTNET_gcServer=1 DOTNET_GCDynamicAdaptationMode=0" start_fixture heap --shape leak --count $N
 	for i in 1 2 3; do
@@ -407,7 +407,7 @@ fi
 # objects (the sum of its histogram) and its root and pseudo nodes.
 SHARED=$ROOT/../shared/data/aspnet-efcore-heapwalk.nettrace
 if [ ! -f "$SHARED" ]; then
-	ok "# SKIP real-app heap session: $SHARED absent (the shared data beside the clone)"
+	skip "real-app heap session: $SHARED absent (the shared data beside the clone)"
 else
 	expect_exit "real-app heap session: report" 0 "$CLRTAP" gcdump report "$SHARED" --json --top 0
 	printf '%s\n' "$OUT" >"$WORK/shared.json"

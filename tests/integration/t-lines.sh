@@ -73,7 +73,7 @@ if command -v go >/dev/null; then
 	contains "go tool pprof -lines: HotA's call site" "$(cat "$WORK/pp.txt")" "Clrtap.Fixtures.CpuSplit::Run $SRCF:$LA"
 	contains "go tool pprof -lines: HotB's call site" "$(cat "$WORK/pp.txt")" "Clrtap.Fixtures.CpuSplit::Run $SRCF:$LB"
 else
-	ok "# SKIP go tool pprof: golang-go not installed (scripts/install-deps.sh)"
+	skip "go tool pprof: golang-go not installed (scripts/install-deps.sh)"
 fi
 contains "speedscope frame with file and line" "$(cat "$WORK/cs.speedscope.json")" \
 	"\"name\":\"Clrtap.Fixtures.CpuSplit::Run in $SRCF:line $LA\",\"file\":\"$SRCF\",\"line\":$LA}"

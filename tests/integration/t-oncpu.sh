@@ -19,7 +19,7 @@
 
 need_realapp
 if ! command -v wrk >/dev/null; then
-	ok "SKIP: wrk is not installed (scripts/install-deps.sh installs it)"
+	skip "wrk is not installed (scripts/install-deps.sh installs it)"
 	finish
 fi
 

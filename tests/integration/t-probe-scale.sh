@@ -15,7 +15,7 @@
 # test-run: alone
 
 if [ "$(id -u)" -ne 0 ]; then
-	ok "skipped: needs root (per-CPU perf events, SCHED_FIFO)"
+	skip "needs root (per-CPU perf events, SCHED_FIFO)"
 	finish
 fi
 T=500

@@ -224,7 +224,7 @@ print("allowed" if fd >= 0 else "denied")
 EOF
 }
 if [ "$(perf_probe)" != allowed ]; then
-	echo "ok - $TEST_NAME: # SKIP both engines: perf_event_open is denied to this test here"
+	skip "both engines: perf_event_open is denied to this test here"
 else
 expect_exit "profile --engine perf" 0 "$CLRTAP" profile --engine perf -F 499 -p "$PID" -d 5 -o "$WORK/perf.folded"
 contains "perf summary states the engine" "$OUT" "engine: perf_event"
@@ -246,7 +246,7 @@ fi
 DROP=(setpriv --inh-caps=-perfmon,-sys_admin --ambient-caps=-perfmon,-sys_admin --bounding-set=-perfmon,-sys_admin --)
 PARA=/proc/sys/kernel/perf_event_paranoid
 if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || ! "${DROP[@]}" true 2>/dev/null; then
-	echo "ok - $TEST_NAME: # SKIP caps-dropped run (needs root and setpriv)"
+	skip "caps-dropped run (needs root and setpriv)"
 else
 	OLD=$(cat "$PARA")
 	CLEANUP_CMD='echo "$OLD" > "$PARA"'
@@ -287,7 +287,7 @@ else
 		contains "caps dropped, EventPipe: the flame graph states the engine" "$(cat "$WORK/caps-ep.html")" "(EventPipe engine)</title>"
 		contains "caps dropped, EventPipe: the flame graph names HotA" "$(cat "$WORK/caps-ep.html")" "$HOTA"
 	else
-		echo "ok - $TEST_NAME: # SKIP cannot set perf_event_paranoid"
+		skip "cannot set perf_event_paranoid"
 	fi
 	echo "$OLD" > "$PARA"
 	CLEANUP_CMD=
@@ -315,7 +315,7 @@ stop_fixture "$PID"
 # access. The refusal names ptrace and CAP_SYS_PTRACE, not the sysctl.
 NOPTRACE=(setpriv --inh-caps=-sys_ptrace --ambient-caps=-sys_ptrace --bounding-set=-sys_ptrace --)
 if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || ! "${NOPTRACE[@]}" true 2>/dev/null; then
-	echo "ok - $TEST_NAME: # SKIP no-ptrace run (needs root and setpriv)"
+	skip "no-ptrace run (needs root and setpriv)"
 else
 	setpriv --reuid=65534 --regid=65534 --clear-groups sleep 300 &
 	NP=$!

@@ -16,7 +16,7 @@
 
 NCPU=$(nproc)
 if [ "$(id -u)" -ne 0 ]; then
-	ok "skipped: needs root (per-CPU perf events, SCHED_FIFO)"
+	skip "needs root (per-CPU perf events, SCHED_FIFO)"
 	finish
 fi
 
@@ -245,6 +245,6 @@ if [ -n "$CG2" ] && mkdir "$CGD" 2>/dev/null; then
 		"System.Threading.Thread::Sleep"
 	stop_fixture "$FIX_PID"
 else
-	ok "cgroup mode: skipped (no cgroup2 mount to create a cgroup in)"
+	skip "cgroup mode: no cgroup2 mount to create a cgroup in"
 fi
 finish

@@ -102,7 +102,7 @@ expect_exit "profile -o .html" 0 "$CLRTAP" profile -p "$PID1" -d 3 -o "$WORK/spl
 HC=0
 "$ROOT/tests/tools/html-check.sh" -s "$WORK/split.html" "CpuSplit::HotA" || HC=$?
 if [ "$HC" -eq 77 ]; then
-	echo "ok - $TEST_NAME: # SKIP no chromium"
+	skip "no chromium"
 else
 	equals "HTML renders in headless chromium with CpuSplit::HotA" "$HC" 0
 fi

@@ -59,7 +59,7 @@ if [ -n "$CG2" ] && mkdir -p "$POD_DIR/cri-containerd-$CID.scope" 2>/dev/null &&
 	# back to the root cgroup, so the directories can go
 	echo "$NS_PID" >"$CG2/cgroup.procs" 2>/dev/null
 else
-	ok "# SKIP no writable cgroup v2 hierarchy here (${CG2:-none}): container id not checked"
+	skip "no writable cgroup v2 hierarchy here (${CG2:-none}): container id not checked"
 fi
 
 # A fixture killed with SIGKILL leaves its socket in /tmp: never shown as live.

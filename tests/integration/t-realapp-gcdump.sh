@@ -36,7 +36,7 @@ if not ok:
 sys.exit(0 if ok else 1)
 EOF
 if [ ! -x "$DGC" ]; then
-	ok "# SKIP dotnet-gcdump cross-check: no dotnet-gcdump (set DOTNET_GCDUMP, or dotnet tool install -g dotnet-gcdump)"
+	skip "dotnet-gcdump cross-check: no dotnet-gcdump (set DOTNET_GCDUMP, or dotnet tool install -g dotnet-gcdump)"
 else
 	STRINGS=$(python3 -c 'import json,sys; print(next(t["count"] for t in json.load(open(sys.argv[1]))["types"] if t["type"] == "System.String"))' "$WORK/ra.json")
 	dgc_same "under load" "$WORK/ra.nettrace" "$WORK/ra.json" System.String "$STRINGS"

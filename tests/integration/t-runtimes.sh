@@ -29,7 +29,7 @@ for rt in net8 net9 net10 net11 musl-net8 musl-net10 musl-net11; do
 	if [ -x "$MX/$rt/matrix" ]; then
 		RTS+=("$rt")
 	else
-		ok "SKIP: $rt ($MX/$rt/matrix not built: its runtime pack was not had from NuGet, see scripts/build-fixtures.sh's note)"
+		skip "$rt ($MX/$rt/matrix not built: its runtime pack was not had from NuGet, see scripts/build-fixtures.sh's note)"
 	fi
 done
 [ ${#RTS[@]} -gt 0 ] || finish

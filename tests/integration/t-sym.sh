@@ -159,7 +159,7 @@ if [ -n "$ksym" ]; then
 		"KERNEL"$'\t'"[kernel.kallsyms]"$'\t'"${ksym#* }"$'\t'"+0x1"
 	expect_exit "kernel: without --kernel unnamed" 1 "$SYMCHECK" "$FIX_PID" "${ksym% *}"
 else
-	ok "kernel: skipped (kallsyms addresses hidden)"
+	skip "kernel: kallsyms addresses hidden"
 fi
 
 # ---- in its own PID + mount namespace: the perf map is its /tmp/perf-1.map ----

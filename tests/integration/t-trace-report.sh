@@ -29,7 +29,7 @@ j() { json_get "$OUT" "$1"; }
 te_compare() {
 	local name=$1 file=$2
 	if [ ! -f "$TECHECK" ]; then
-		ok "# SKIP TraceEvent cross-check of $name: $TECHECK not built"
+		skip "TraceEvent cross-check of $name: $TECHECK not built"
 		return
 	fi
 	dotnet "$TECHECK" "$file" >"$WORK/te.txt" 2>"$WORK/te.err"

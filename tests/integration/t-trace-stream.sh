@@ -163,7 +163,7 @@ wait "$COLLECT" 2>/dev/null
 if python3 -c 'import os,sys; os.close(os.open(sys.argv[1], os.O_TMPFILE | os.O_WRONLY, 0o600))' "$OUTDIR" 2>/dev/null; then
 	no_files "trace collect killed with SIGKILL"
 else
-	ok "# SKIP SIGKILL leaves nothing: no O_TMPFILE on this file system"
+	skip "SIGKILL leaves nothing: no O_TMPFILE on this file system"
 	rm -f "$OUTDIR"/k.nettrace.tmp-*
 fi
 unfake

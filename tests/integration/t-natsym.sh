@@ -17,11 +17,11 @@ DBG=$NAT/debug/libclrtapnat.so.debug
 HOT="natsym_hot_mix natsym_hot_sieve natsym_hot_crc"
 
 if [ ! -f "$LIB" ] || [ ! -f "$DBG" ]; then
-	echo "SKIP $TEST_NAME: $LIB or its debug file not built (scripts/build-fixtures.sh)"
+	skip "$LIB or its debug file not built (scripts/build-fixtures.sh)"
 	finish
 fi
 if ! command -v debuginfod >/dev/null 2>&1; then
-	echo "SKIP $TEST_NAME: debuginfod not installed (scripts/install-deps.sh installs it)"
+	skip "debuginfod not installed (scripts/install-deps.sh installs it)"
 	finish
 fi
 BID=$(readelf -n "$LIB" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')

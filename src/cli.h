@@ -36,6 +36,7 @@ int cmd_gcdump(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_perfmap(int argc, char **argv);
+int cmd_symbols(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_ps(int argc, char **argv);

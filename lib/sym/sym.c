@@ -1319,6 +1319,51 @@ static int native_list(struct sym_proc *sp, struct strbuf *out, bool stripped, c
 	return rc ? -ENOMEM : n;
 }
 
+int sym_proc_native_images(struct sym_proc *sp, struct sym_native_image *out, size_t max,
+			   size_t *n)
+{
+	struct image *im;
+	size_t i;
+
+	*n = 0;
+	for (i = 0; i < sp->nmaps; i++) {
+		struct map *m = &sp->maps[i];
+
+		if (m->type == MT_FILE && m->img && m->perms[2] == 'x' && m->img->kind == IMG_UNTRIED)
+			image_load(sp, m->img);
+	}
+	for (im = sp->images; im; im = im->next) {
+		struct sym_native_image *o;
+		uint32_t fl;
+		bool from_debug;
+
+		if (im->kind != IMG_ELF || im->tpath[0] == '[')
+			continue;
+		if (*n < max) {
+			o = &out[*n];
+			memset(o, 0, sizeof(*o));
+			o->path = im->tpath;
+			o->module = im->base;
+			fl = im->cimg ? im->cimg->flags : 0;
+			from_debug = im->cimg ? fl & SYM_IMG_FROM_DEBUG : im->elf.from_debug_file;
+			o->source = im->cimg ? im->cimg->srv_source : im->elf.srv_source;
+			if (o->source)
+				o->names = SYM_NAMES_SERVED;
+			else if (from_debug)
+				o->names = SYM_NAMES_DEBUG_FILE;
+			else if (im->cimg ? fl & SYM_IMG_HAS_SYMTAB : im->elf.has_symtab)
+				o->names = SYM_NAMES_SYMTAB;
+			else
+				o->names = SYM_NAMES_ADDRESS_ONLY;
+			/* lint-ok: target path: map_files (the mapped inode), or not root (see image_get) */
+			(void)sym_elf_file_build_id(im->hpath, o->build_id, sizeof(o->build_id),
+						    &o->build_id_len);
+		}
+		(*n)++;
+	}
+	return 0;
+}
+
 int sym_proc_native_note(struct sym_proc *sp, struct strbuf *out)
 {
 	int rc, n;

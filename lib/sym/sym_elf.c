@@ -401,6 +401,33 @@ static int find_debug_file(struct sym_elf *e, const char *root, const char *tpat
 	return -ENOENT;
 }
 
+int sym_elf_file_build_id(const char *path, uint8_t *id, size_t cap, size_t *len)
+{
+	struct elf_meta m;
+	Elf *elf;
+	int fd, rc = -ENOENT;
+
+	*len = 0;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EPROTO;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF) {
+		read_meta(elf, &m);
+		if (m.build_id_len && m.build_id_len <= cap) {
+			memcpy(id, m.build_id, m.build_id_len);
+			*len = m.build_id_len;
+			rc = 0;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return rc;
+}
+
 int sym_elf_check_debug(int fd, const uint8_t *id, size_t len)
 {
 	struct elf_meta m;

@@ -115,6 +115,8 @@ bool sym_elf_debug_file_found(const char *path, const char *root, const char *tp
  * served file is checked before it is kept).
  */
 int sym_elf_check_debug(int fd, const uint8_t *id, size_t len);
+/* The GNU build-id of the ELF file at path (opened as given): 0, or -ENOENT (none). */
+int sym_elf_file_build_id(const char *path, uint8_t *id, size_t cap, size_t *len);
 bool sym_elf_off_to_vaddr(const struct sym_elf *e, uint64_t off, uint64_t *vaddr);
 void sym_elf_free(struct sym_elf *e);
 

@@ -60,6 +60,11 @@ contains "no server: the summary names the library as named by address only" "$O
 contains "  ... libclrtapnat.so among them" "$(grep 'named by address only' <<<"$OUT")" "libclrtapnat.so"
 contains "  ... and how to name them" "$OUT" "--symbol-server or --debuginfod name them"
 
+# symbols: the same answer per library, as JSON
+expect_exit "symbols --json (no server)" 0 "$CLRTAP" symbols -p "$PID" --json --symbol-cache "$WORK/c0" --debuginfod ''
+NAMES=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(*[l["names"]+" "+str(l["source"])+" "+l["build_id"] for l in d["libraries"] if l["module"]=="libclrtapnat.so"])' "$OUT")
+equals "symbols: the library is named by address only, its build-id given" "$NAMES" "address_only None $BID"
+
 # ---- debuginfod on loopback over a directory holding the debug file
 mkdir -p "$WORK/di"
 cp "$DBG" "$WORK/di/"
@@ -105,5 +110,7 @@ stop_fixture "$MS_PID"
 profile cache --symbol-cache "$WORK/c3" --debuginfod "http://127.0.0.1:$DPORT" --symbol-server "http://127.0.0.1:$SPORT"
 names_all "cache, servers stopped"
 contains "cache: the summary names the source" "$OUT" "native names from symbol sources: libclrtapnat.so (cache)"
+expect_exit "symbols (servers stopped)" 0 "$CLRTAP" symbols -p "$PID" --symbol-cache "$WORK/c3" --debuginfod ''
+contains "symbols: the library is named from the cache" "$(grep 'libclrtapnat.so$' <<<"$OUT")" "served (cache)"
 
 finish

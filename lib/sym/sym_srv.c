@@ -352,23 +352,40 @@ static size_t dl_write(char *p, size_t sz, size_t n, void *ctx)
 	return len;
 }
 
-static int from_ssqp(int dfd, size_t si, const char *hex, const char *name, const uint8_t *id,
-		     size_t len)
+/*
+ * The library's file name for the SSQP binary key, lowercased: only
+ * [a-z0-9._+-], not starting with '.', at most 128 bytes; else false (that
+ * key is not asked).
+ */
+static bool ssqp_file_name(const char *file, char *out, size_t cap)
 {
-	char url[URL_MAX + 160], tmp[160], why[256];
+	size_t i, n = file ? strlen(file) : 0;
+
+	if (!n || n > 128 || n + 1 > cap || file[0] == '.')
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = file[i];
+
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == '+' || c == '-'))
+			return false;
+		out[i] = c;
+	}
+	out[n] = '\0';
+	return true;
+}
+
+/* One GET of url into tmp (in dfd), at most SYM_SRV_MAX_FILE: 0, -ENOENT (not there), -EIO. */
+static int ssqp_get(int dfd, size_t si, const char *url, const char *tmp, const char *hex)
+{
 	struct dl_ctx d = { .fd = -1 };
 	long status = 0;
 	CURLcode cr;
 	CURL *c;
 	int rc;
 
-	if (ct_curl_load(why, sizeof(why))) {
-		fail("%s", why);
-		return -ENOENT;
-	}
-	/* SSQP's key for an ELF debug file: the id in lowercase hex, nothing of the target's */
-	snprintf(url, sizeof(url), "%s/_.debug/elf-buildid-sym-%s/_.debug", g.ssqp[si], hex);
-	snprintf(tmp, sizeof(tmp), ".tmp-%d-%s", (int)getpid(), name);
 	d.fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (d.fd < 0)
 		return -errno;
@@ -412,14 +429,48 @@ static int from_ssqp(int dfd, size_t si, const char *hex, const char *name, cons
 		rc = d.err;
 	}
 	ct_cu.curl_easy_cleanup(c);
-	if (rc) {
+	if (rc)
 		(void)unlinkat(dfd, tmp, 0);
-		return rc;
+	return rc;
+}
+
+/*
+ * SSQP's keys for an ELF file, in order: the debug file
+ * ("_.debug/elf-buildid-sym-<id>/_.debug"), then the image itself
+ * ("<file>/elf-buildid-<id>/<file>", useful where a server holds it
+ * unstripped). Only the id's hex and a checked file name reach the URL.
+ */
+static int from_ssqp(int dfd, size_t si, const char *hex, const char *file, const char *name,
+		     const uint8_t *id, size_t len)
+{
+	char url[URL_MAX + 420], tmp[160], why[256], fn[129];
+	int k, rc = -ENOENT;
+
+	if (ct_curl_load(why, sizeof(why))) {
+		fail("%s", why);
+		return -ENOENT;
 	}
-	rc = accept_file(dfd, tmp, name, id, len);
-	if (rc == -EBADMSG)
-		fail("symbol server %s served a file for %s that is not its debug file: refused",
-		     g.ssqp[si], hex);
+	snprintf(tmp, sizeof(tmp), ".tmp-%d-%s", (int)getpid(), name);
+	for (k = 0; k < 2 && !g.ssqp_dead[si]; k++) {
+		if (k == 0)
+			snprintf(url, sizeof(url), "%s/_.debug/elf-buildid-sym-%s/_.debug", g.ssqp[si],
+				 hex);
+		else if (ssqp_file_name(file, fn, sizeof(fn)))
+			snprintf(url, sizeof(url), "%s/%s/elf-buildid-%s/%s", g.ssqp[si], fn, hex, fn);
+		else
+			break;
+		rc = ssqp_get(dfd, si, url, tmp, hex);
+		if (rc == -ENOENT)
+			continue;
+		if (rc)
+			return rc;
+		rc = accept_file(dfd, tmp, name, id, len);
+		if (!rc)
+			return 0;
+		if (rc == -EBADMSG)
+			fail("symbol server %s served a file for %s that is not its debug file "
+			     "(build-id or .symtab): refused", g.ssqp[si], hex);
+	}
 	return rc;
 }
 
@@ -519,7 +570,7 @@ static int find_locked(const uint8_t *id, size_t len, const char *file, char *pa
 	for (i = 0; i < g.nssqp; i++) {
 		if (g.ssqp_dead[i])
 			continue;
-		rc = from_ssqp(dfd, i, hex, name, id, len);
+		rc = from_ssqp(dfd, i, hex, file, name, id, len);
 		if (!rc) {
 			*src = SYM_SRV_SSQP;
 			g.st.from_ssqp++;

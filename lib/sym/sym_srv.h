@@ -3,8 +3,9 @@
  * sym_srv.h - debug files for native code the ELF file itself cannot name,
  * by GNU build-id, from sources the user configured: a debuginfod server
  * (through Debian's libdebuginfod, loaded with dlopen), a Microsoft-style
- * symbol server (SSQP key "_.debug/elf-buildid-sym-<id>/_.debug" over HTTP,
- * libcurl loaded with dlopen), and the local cache directory that keeps
+ * symbol server (SSQP keys "_.debug/elf-buildid-sym-<id>/_.debug", then
+ * "<file>/elf-buildid-<id>/<file>", over HTTP, libcurl loaded with dlopen),
+ * and the local cache directory that keeps
  * what they served (DIR/debug/<id>.debug). docs/internals/symsrv.md.
  *
  * Process-wide: a command configures it once, lib/sym asks it when a
@@ -62,8 +63,9 @@ unsigned sym_srv_epoch(void);
 unsigned sym_srv_held_misses(void);
 
 /*
- * The debug file for build-id id[0..len) (the library's file name, for the
- * log only): a path in the cache directory and where it came from. -ENOENT
+ * The debug file for build-id id[0..len) (file: the library's file name, for
+ * the SSQP image key when it is a plain name, and the log): a path in the
+ * cache directory and where it came from. -ENOENT
  * when no source has it (or none is configured), -EAGAIN while held.
  */
 int sym_srv_find(const uint8_t *id, size_t len, const char *file, char *path, size_t cap,

@@ -97,6 +97,7 @@ profile ssqp-bad --symbol-cache "$WORK/c2" --debuginfod '' --symbol-server "http
 contains "a served file without .symtab: the library stays addresses" "$FOLDED" "libclrtapnat.so!sub_"
 check "  ... and it is not kept" test ! -e "$WORK/c2/debug/$BID.debug"
 contains "  ... the server was asked for the SSQP key" "$(cat "$WORK/ms.log")" "GET /$KEY HTTP"
+contains "  ... then for the image's key" "$(cat "$WORK/ms.log")" "GET /libclrtapnat.so/elf-buildid-$BID/libclrtapnat.so HTTP"
 
 cp "$DBG" "$WORK/ms/$KEY"
 profile ssqp --symbol-cache "$WORK/c3" --debuginfod '' --symbol-server "http://127.0.0.1:$SPORT"

@@ -401,55 +401,56 @@ static int find_debug_file(struct sym_elf *e, const char *root, const char *tpat
 	return -ENOENT;
 }
 
+/* The build-id note and whether there is a .symtab, of the ELF file open as fd. */
+static int fd_meta(int fd, struct elf_meta *m, bool *symtab)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf *elf;
+
+	*symtab = false;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EPROTO;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		if (elf)
+			elf_end(elf);
+		return -EBADMSG;
+	}
+	read_meta(elf, m);
+	while (!*symtab && (scn = elf_nextscn(elf, scn)))
+		*symtab = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB;
+	elf_end(elf);
+	return 0;
+}
+
 int sym_elf_file_build_id(const char *path, uint8_t *id, size_t cap, size_t *len)
 {
 	struct elf_meta m;
-	Elf *elf;
-	int fd, rc = -ENOENT;
+	bool symtab;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
 
 	*len = 0;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EPROTO;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (elf && elf_kind(elf) == ELF_K_ELF) {
-		read_meta(elf, &m);
-		if (m.build_id_len && m.build_id_len <= cap) {
-			memcpy(id, m.build_id, m.build_id_len);
-			*len = m.build_id_len;
-			rc = 0;
-		}
-	}
-	if (elf)
-		elf_end(elf);
+	rc = fd_meta(fd, &m, &symtab);
 	close(fd);
-	return rc;
+	if (rc)
+		return rc;
+	if (!m.build_id_len || m.build_id_len > cap)
+		return -ENOENT;
+	memcpy(id, m.build_id, m.build_id_len);
+	*len = m.build_id_len;
+	return 0;
 }
 
 int sym_elf_check_debug(int fd, const uint8_t *id, size_t len)
 {
 	struct elf_meta m;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	bool symtab = false;
-	Elf *elf;
+	bool symtab;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EPROTO;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
-		return -EBADMSG;
-	if (elf_kind(elf) != ELF_K_ELF) {
-		elf_end(elf);
-		return -EBADMSG;
-	}
-	read_meta(elf, &m);
-	while (!symtab && (scn = elf_nextscn(elf, scn)))
-		symtab = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB;
-	elf_end(elf);
-	if (!symtab || m.build_id_len != len || memcmp(m.build_id, id, len))
+	if (fd_meta(fd, &m, &symtab) || !symtab || m.build_id_len != len ||
+	    memcmp(m.build_id, id, len))
 		return -EBADMSG;
 	return 0;
 }

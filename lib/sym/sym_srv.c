@@ -8,7 +8,10 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "common/curl_dl.h"
 #include "common/io.h"
@@ -249,48 +252,42 @@ static int copy_in(int sfd, int dfd, const char *tmp)
 	return rc;
 }
 
-/* ---- debuginfod, through libdebuginfod (dlopen) ---- */
+/* ---- debuginfod, through libdebuginfod (dlopen), in a child process ---- */
+
+/*
+ * libdebuginfod is configured through its environment, keeps state of its
+ * own (and leaks a little of it), and parses what the server sends. So it
+ * runs in a child: it is loaded there, its environment is the child's, and
+ * whatever it does ends with the child, which only copies the file it got
+ * into tmp (in dfd). The child's exit status says how it went.
+ */
+enum { DI_OK = 0, DI_NOLIB = 10, DI_NOTFOUND = 11, DI_FAILED = 12, DI_COPY = 13 };
 
 struct dinf_client;
-static struct {
+
+static void __attribute__((noreturn)) dinf_child(int dfd, const char *ddir, const char *tmp,
+						 const uint8_t *id, size_t len)
+{
 	struct dinf_client *(*begin)(void);
-	int (*find_debuginfo)(struct dinf_client *, const unsigned char *, int, char **);
+	int (*find)(struct dinf_client *, const unsigned char *, int, char **);
 	void (*end)(struct dinf_client *);
-	bool tried, ok;
-} di;
-
-static bool dinf_load(void)
-{
-	void *h;
-
-	if (di.tried)
-		return di.ok;
-	di.tried = true;
-	h = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		fail("cannot load libdebuginfod.so.1 (install libdebuginfod1)");
-		return false;
-	}
-	*(void **)&di.begin = dlsym(h, "debuginfod_begin");
-	*(void **)&di.find_debuginfo = dlsym(h, "debuginfod_find_debuginfo");
-	*(void **)&di.end = dlsym(h, "debuginfod_end");
-	di.ok = di.begin && di.find_debuginfo && di.end;
-	if (!di.ok)
-		fail("libdebuginfod.so.1 lacks debuginfod_find_debuginfo");
-	return di.ok;
-}
-
-static int from_debuginfod(int dfd, const char *ddir, const char *hex, const char *name,
-			   const uint8_t *id, size_t len)
-{
-	char cache[PATH_MAX + 32], num[32], tmp[160];
+	char cache[PATH_MAX + 32], num[32];
 	struct dinf_client *c;
 	char *got = NULL;
-	int fd, rc;
+	struct sched_param sp = { 0 };
+	void *h;
+	int fd;
 
-	if (!dinf_load())
-		return -ENOENT;
-	/* libdebuginfod is configured through its environment (our own process's) */
+	/* a profiler runs at a real-time priority; a download needs none */
+	(void)sched_setscheduler(0, SCHED_OTHER, &sp);
+	h = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		_exit(DI_NOLIB);
+	*(void **)&begin = dlsym(h, "debuginfod_begin");
+	*(void **)&find = dlsym(h, "debuginfod_find_debuginfo");
+	*(void **)&end = dlsym(h, "debuginfod_end");
+	if (!begin || !find || !end)
+		_exit(DI_NOLIB);
 	snprintf(cache, sizeof(cache), "%s/.debuginfod", ddir);
 	setenv("DEBUGINFOD_URLS", g.debuginfod, 1);
 	setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
@@ -301,27 +298,58 @@ static int from_debuginfod(int dfd, const char *ddir, const char *hex, const cha
 	setenv("DEBUGINFOD_MAXSIZE", num, 1);
 	unsetenv("DEBUGINFOD_PROGRESS");
 	unsetenv("DEBUGINFOD_VERBOSE");
-	c = di.begin();
+	c = begin();
 	if (!c)
-		return -ENOMEM;
-	fd = di.find_debuginfo(c, id, (int)len, &got);
-	di.end(c);
-	if (fd < 0) {
-		if (fd != -ENOENT)
-			fail("debuginfod: %s: %s", hex, strerror(-fd));
-		free(got);
-		return fd == -ENOENT ? -ENOENT : fd;
-	}
-	snprintf(tmp, sizeof(tmp), ".tmp-%d-%s", (int)getpid(), name);
+		_exit(DI_FAILED);
+	fd = find(c, id, (int)len, &got);
+	end(c);
+	if (fd < 0)
+		_exit(fd == -ENOENT ? DI_NOTFOUND : DI_FAILED);
 	/* the client hands over the descriptor it wrote: at its end */
-	rc = lseek(fd, 0, SEEK_SET) == 0 ? copy_in(fd, dfd, tmp) : -errno;
-	close(fd);
-	if (got) {
+	if (lseek(fd, 0, SEEK_SET) != 0 || copy_in(fd, dfd, tmp))
+		_exit(DI_COPY);
+	if (got)
 		(void)unlink(got); /* our copy is the one kept; the client's cache stays empty */
-		free(got);
+	_exit(DI_OK);
+}
+
+static int from_debuginfod(int dfd, const char *ddir, const char *hex, const char *name,
+			   const uint8_t *id, size_t len)
+{
+	/* the child's own timeouts bound it; this bounds it if they do not */
+	uint64_t waited_ms = 0, limit_ms = (uint64_t)g.timeout_ms * 2 + 5000;
+	char tmp[160];
+	int status = 0, rc;
+	pid_t pid, w;
+
+	snprintf(tmp, sizeof(tmp), ".tmp-%d-%s", (int)getpid(), name);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		dinf_child(dfd, ddir, tmp, id, len);
+	while ((w = waitpid(pid, &status, WNOHANG)) == 0 && waited_ms < limit_ms) {
+		usleep(10000);
+		waited_ms += 10;
 	}
-	if (!rc)
-		rc = accept_file(dfd, tmp, name, id, len);
+	if (w == 0) {
+		kill(pid, SIGKILL);
+		(void)waitpid(pid, &status, 0);
+		(void)unlinkat(dfd, tmp, 0);
+		fail("debuginfod: %s: no answer within %" PRIu64 " ms", hex, limit_ms);
+		return -ETIMEDOUT;
+	}
+	rc = WIFEXITED(status) ? WEXITSTATUS(status) : DI_FAILED;
+	if (rc != DI_OK) {
+		(void)unlinkat(dfd, tmp, 0);
+		if (rc == DI_NOLIB)
+			fail("cannot load libdebuginfod.so.1 (install libdebuginfod1)");
+		else if (rc != DI_NOTFOUND)
+			fail("debuginfod: %s: the download failed", hex);
+		return rc == DI_NOTFOUND ? -ENOENT : -EIO;
+	}
+	rc = accept_file(dfd, tmp, name, id, len);
 	if (rc == -EBADMSG)
 		fail("debuginfod served a file for %s that is not its debug file: refused", hex);
 	return rc;

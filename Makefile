@@ -104,9 +104,16 @@ $(O)/%.o: %.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -DCLRTAP_VERSION='"$(VERSION)"' -DCLRTAP_SEMVER='"$(SEMVER)"' -c -o $@ $<
 
-$(LIBA): $(LIB_OBJS)
+$(LIBA): $(LIB_OBJS) $(O)/gen/flamepage.o
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+# lib/flame's HTML page draws with the UI's own flame graph (web/util.js, flame.js, flame.css).
+$(O)/gen/flamepage.c: scripts/embed-web.sh web/util.js web/flame.js web/flame.css | $(O)/gen/.dir
+	$(Q)scripts/embed-web.sh --strings $@ ct_util_js web/util.js ct_flame_js web/flame.js \
+		ct_flame_css web/flame.css
+$(O)/gen/flamepage.o: $(O)/gen/flamepage.c
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(O)/clrtap: $(CLI_OBJS) $(O)/gen/webassets.o $(LIBA)
 	@$(if $(Q),echo "  LINK    $@")
@@ -148,7 +155,10 @@ $(O)/fuzz/obj/%.o: %.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC/FUZZ $<")
 	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -D_FILE_OFFSET_BITS=64 -c -o $@ $<
-$(FUZZ_LIBA): $(FUZZ_LIB_OBJS)
+$(O)/fuzz/obj/gen/flamepage.o: $(O)/gen/flamepage.c
+	@mkdir -p $(@D)
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(FUZZ_LIBA): $(FUZZ_LIB_OBJS) $(O)/fuzz/obj/gen/flamepage.o
 	$(Q)rm -f $@ && ar rcs $@ $^
 $(O)/fuzz/lib/%_fuzz: lib/%_fuzz.c $(FUZZ_LIBA)
 	@mkdir -p $(@D)

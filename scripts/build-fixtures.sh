@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the C# test fixture app (tests/fixtures/sample), the real-app fixture
-# (tests/fixtures/realapp -> build/fixtures/realapp/realapp.dll) and the
-# TraceEvent checker (tests/fixtures/techeck) into
+# (tests/fixtures/realapp -> build/fixtures/realapp/realapp.dll), the
+# TraceEvent checker (tests/fixtures/techeck) and the ClrMD dump reader
+# (tests/tools/clrmd-ref -> build/tests/tools/clrmd-ref/clrmd-ref.dll) into
 # build/fixtures/sample/sample.dll; run it with
 #   dotnet build/fixtures/sample/sample.dll MODE [options]
 # (modes: docs/fixtures.md). Safe to run again: MSBuild's incremental build
@@ -44,6 +45,12 @@ dotnet build tests/fixtures/sample -c Release -o build/fixtures/sample --nologo 
 # test says it skipped the check when this project could not be built.
 dotnet build tests/fixtures/techeck -c Release -o build/fixtures/techeck --nologo -v q ||
 	echo "build-fixtures: tests/fixtures/techeck not built (needs Microsoft.Diagnostics.Tracing.TraceEvent from NuGet); t-trace-report.sh skips its TraceEvent cross-check" >&2
+
+# The ClrMD reference for post-mortem analysis (tests/tools/clrmd-ref, issue
+# 32) needs Microsoft.Diagnostics.Runtime from NuGet; the tests that compare
+# against it say they skipped the comparison when it could not be built.
+dotnet build tests/tools/clrmd-ref -c Release -o build/tests/tools/clrmd-ref --nologo -v q ||
+	echo "build-fixtures: build/tests/tools/clrmd-ref not built (needs Microsoft.Diagnostics.Runtime 4.2.750101 from NuGet); the dump-analysis tests skip their ClrMD cross-check" >&2
 
 # The real-app fixture (tests/fixtures/realapp: ASP.NET Core + EF Core over
 # SQLite + Identity) needs NuGet packages (Microsoft.EntityFrameworkCore.Sqlite,

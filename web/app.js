@@ -26,18 +26,6 @@
 	CT.token = () => sessionStorage.getItem(TOKEN_KEY);
 	const authHeaders = () => (CT.token() ? { Authorization: 'Bearer ' + CT.token() } : {});
 
-	/*
-	 * Target-chosen text made visible: C0/C1 control characters (but newline
-	 * and tab) as \xNN and bidi overrides/isolates as \u{NNNN}, so an escape
-	 * sequence or a right-to-left override shows as what it is.
-	 */
-	CT.vis = function (s) {
-		return String(s).replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g, c => {
-			const n = c.charCodeAt(0);
-			return n < 0x100 ? '\\x' + n.toString(16).padStart(2, '0') : '\\u{' + n.toString(16) + '}';
-		});
-	};
-
 	/* ---------- DOM helper ---------- */
 	/* h('div.cls#id', {attr..., on: {click: fn}}, child, 'text', [children]) */
 	function h(spec, attrs, ...kids) {

@@ -22,25 +22,6 @@
 		return CT.fmtNum(v) + (u ? ' ' + u : '');
 	}
 
-	CT.fmtNum = function (v) {
-		if (v === null || v === undefined)
-			return '–';
-		if (typeof v !== 'number')
-			return String(v);
-		if (Number.isInteger(v))
-			return v.toLocaleString('en-US');
-		const a = Math.abs(v);
-		if (a >= 1000)
-			return Math.round(v).toLocaleString('en-US');
-		if (a >= 10)
-			return v.toFixed(1);
-		if (a >= 0.01)
-			return v.toFixed(2);
-		if (a === 0)
-			return '0';
-		return v.toPrecision(2);
-	};
-
 	CT.fmtBytes = function (b) {
 		if (b === null || b === undefined)
 			return '–';

@@ -252,7 +252,7 @@
 		return j >= 0 ? name.slice(j + 1) : name;
 	}
 
-	const vis = s => (CT.vis ? CT.vis(s) : s);
+	const vis = s => CT.vis(s);
 
 	let measureCtx = null;
 	function textWidth(s) {

@@ -39,7 +39,7 @@ struct fake_rt {
 	pthread_t th;
 };
 
-static void fake_header(uint8_t *h, uint16_t size)
+static __attribute__((unused)) void fake_header(uint8_t *h, uint16_t size)
 {
 	memcpy(h, "DOTNET_IPC_V1", 14);
 	ct_put_le16(h + 14, size);
@@ -48,7 +48,7 @@ static void fake_header(uint8_t *h, uint16_t size)
 	h[18] = h[19] = 0;
 }
 
-static bool fake_write(int fd, const void *p, size_t n)
+static __attribute__((unused)) bool fake_write(int fd, const void *p, size_t n)
 {
 	const uint8_t *b = p;
 
@@ -63,7 +63,7 @@ static bool fake_write(int fd, const void *p, size_t n)
 	return true;
 }
 
-static int fake_request(int lfd, uint8_t *req)
+static __attribute__((unused)) int fake_request(int lfd, uint8_t *req)
 {
 	int c = accept(lfd, NULL, NULL);
 	size_t got = 0, size;
@@ -88,7 +88,7 @@ static int fake_request(int lfd, uint8_t *req)
 	return c;
 }
 
-static void *fake_main(void *arg)
+static __attribute__((unused)) void *fake_main(void *arg)
 {
 	struct fake_rt *f = arg;
 	static const uint8_t pro[] = "Nettrace\x14\0\0\0!FastSerialization.1";
@@ -144,7 +144,7 @@ static void *fake_main(void *arg)
 	return NULL;
 }
 
-static void fake_start_old(struct fake_rt *f, bool stall, bool old_runtime)
+static __attribute__((unused)) void fake_start_old(struct fake_rt *f, bool stall, bool old_runtime)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
@@ -163,12 +163,12 @@ static void fake_start_old(struct fake_rt *f, bool stall, bool old_runtime)
 	assert_int_equal(pthread_create(&f->th, NULL, fake_main, f), 0);
 }
 
-static void fake_start(struct fake_rt *f, bool stall)
+static __attribute__((unused)) void fake_start(struct fake_rt *f, bool stall)
 {
 	fake_start_old(f, stall, false);
 }
 
-static void fake_stop(struct fake_rt *f)
+static __attribute__((unused)) void fake_stop(struct fake_rt *f)
 {
 	shutdown(f->lfd, SHUT_RDWR);
 	pthread_join(f->th, NULL);

@@ -214,7 +214,7 @@ free_port() {
 # was not built (scripts/build-fixtures.sh needs NuGet for it).
 need_realapp() {
 	if [ ! -f "$REALAPP_DLL" ]; then
-		ok "SKIP: no realapp fixture ($REALAPP_DLL not built: see scripts/build-fixtures.sh's note)"
+		skip "no realapp fixture ($REALAPP_DLL not built: see scripts/build-fixtures.sh's note)"
 		finish
 	fi
 }
@@ -288,6 +288,93 @@ realapp_settle() {
 # e.g. realapp_stats 'd["quote_calls"]' or 'd["requests"]["/api/me"]'.
 realapp_stats() {
 	json_get "$(curl -s -m 5 "$REALAPP_URL/stats")" "$1"
+}
+
+# ---- post-mortem dumps (issue 32; docs/fixtures.md, modes crash and keep10k) ----
+
+# pm_crash_dump OUT: the sample app in mode crash, with the runtime's crash
+# dump settings: its createdump writes a full dump (DbgMiniDumpType 4) to OUT
+# before the process aborts (exit 134). About 1 s and 160 MB here. Sets
+# PM_CRASH_PID (the pid in READY) and PM_CRASH_LOG (stdout and stderr, with
+# createdump's lines and the runtime's unhandled-exception text). Fails, with
+# the log on stderr, when the process did not abort or no dump appeared.
+pm_crash_dump() {
+	local out=$1 rc
+	PM_CRASH_LOG=$WORK/crash-$RANDOM.out
+	rm -f "$out"
+	# (in a subshell whose stderr is discarded: bash's own "Aborted" line)
+	(env DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_DbgEnableMiniDump=1 DOTNET_DbgMiniDumpType=4 \
+		DOTNET_DbgMiniDumpName="$out" timeout 120 dotnet "$FIXTURE_DLL" crash >"$PM_CRASH_LOG" 2>&1; exit $?) 2>/dev/null
+	rc=$?
+	PM_CRASH_PID=$(sed -n 's/^READY pid=\([0-9]*\) .*/\1/p' "$PM_CRASH_LOG")
+	if [ "$rc" -ne 134 ] || [ ! -s "$out" ]; then
+		echo "pm_crash_dump: exit $rc (want 134), dump $(stat -c %s "$out" 2>/dev/null || echo missing):" >&2
+		tail -20 "$PM_CRASH_LOG" >&2
+		return 1
+	fi
+}
+
+# pm_keep10k_dumps CREATEDUMP_OUT CLRTAP_OUT: the sample app in mode keep10k
+# (10 000 Keep.Item reachable only from Keep.Holder.Items); once it printed
+# DONE, a heap dump by the runtime's createdump (the binary beside the
+# target's libcoreclr.so, run directly: createdump --withheap) to
+# CREATEDUMP_OUT and one by `clrtap dump --type heap` to CLRTAP_OUT (either
+# may be "" to skip it); then the process is stopped. About 2 s per dump and
+# 80 MB each here. Sets PM_KEEP_PID. Fails with what went wrong on stderr.
+pm_keep10k_dumps() {
+	local cd_out=$1 ct_out=$2 lib
+	start_fixture keep10k
+	PM_KEEP_PID=$FIX_PID
+	wait_for_line "$FIX_OUT" '^DONE kept=10000$' 60 "$FIX_PID" || return 1
+	if [ -n "$cd_out" ]; then
+		lib=$(awk '$6 ~ /\/libcoreclr\.so$/ { print $6; exit }' "/proc/$FIX_PID/maps")
+		if [ -z "$lib" ] || ! "$(dirname "$lib")/createdump" --withheap -f "$cd_out" "$FIX_PID" \
+			>"$WORK/createdump.out" 2>&1 || [ ! -s "$cd_out" ]; then
+			echo "pm_keep10k_dumps: createdump (beside '$lib') wrote no dump:" >&2
+			cat "$WORK/createdump.out" >&2 2>/dev/null
+			stop_fixture "$FIX_PID"
+			return 1
+		fi
+	fi
+	if [ -n "$ct_out" ] && ! "$CLRTAP" dump -p "$FIX_PID" --type heap -o "$ct_out" >"$WORK/clrtap-dump.out" 2>&1; then
+		echo "pm_keep10k_dumps: clrtap dump failed:" >&2
+		cat "$WORK/clrtap-dump.out" >&2
+		stop_fixture "$FIX_PID"
+		return 1
+	fi
+	stop_fixture "$FIX_PID"
+}
+
+# pm_musl_dump OUT: a heap dump by `clrtap dump` of the matrix fixture's
+# musl build (build/fixtures/matrix/musl-net10: Alpine's runtime, run under
+# musl's loader with lib.sh's musl_cxx) after `keep 1000`; the process is then
+# ended. About 1.5 s and 23 MB. Sets PM_MUSL_PID. Returns 77 with the reason
+# in PM_MUSL_WHY when this machine cannot run it (fixture not built, no
+# musl-tools), 1 when the dump failed.
+pm_musl_dump() {
+	local out=$1 mx=$ROOT/build/fixtures/matrix/musl-net10 fd
+	if [ ! -x "$mx/matrix" ]; then
+		PM_MUSL_WHY="$mx/matrix not built (scripts/build-fixtures.sh's note)"
+		return 77
+	fi
+	if ! command -v musl-gcc >/dev/null || [ ! -e /lib/ld-musl-x86_64.so.1 ] || ! musl_cxx "$WORK/gl"; then
+		PM_MUSL_WHY="no musl-tools (musl-gcc, /lib/ld-musl-x86_64.so.1): scripts/install-deps.sh"
+		return 77
+	fi
+	mkfifo "$WORK/musl.ctl"
+	exec {fd}<>"$WORK/musl.ctl"
+	LD_LIBRARY_PATH=$WORK/gl DOTNET_CLI_TELEMETRY_OPTOUT=1 "$mx/matrix" <&"$fd" >"$WORK/musl.out" 2>&1 &
+	PM_MUSL_PID=$!
+	KILL_PIDS+=("$PM_MUSL_PID")
+	wait_for_line "$WORK/musl.out" '^READY ' 60 "$PM_MUSL_PID" || return 1
+	echo "keep 1000" >&"$fd"
+	wait_for_line "$WORK/musl.out" '^DONE keep' 60 "$PM_MUSL_PID" || return 1
+	if ! "$CLRTAP" dump -p "$PM_MUSL_PID" --type heap -o "$out" >"$WORK/musl-dump.out" 2>&1; then
+		cat "$WORK/musl-dump.out" >&2
+		return 1
+	fi
+	exec {fd}>&-
+	stop_fixture "$PM_MUSL_PID"
 }
 
 # json_get JSON EXPR: python3 one-liner over the parsed JSON (d is the value).

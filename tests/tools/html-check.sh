@@ -8,7 +8,8 @@
 #
 # Loads FILE in headless chromium (JavaScript on, no network), dumps the DOM
 # after the page's script ran, and checks that for every NAME a drawn frame
-# (a <div class="fr ...">) has exactly that text, or contains it with -s.
+# (web/flame.js's <g class="fr"> in the SVG) is labelled exactly that text,
+# or contains it with -s (a narrow frame's label may be shortened).
 # Also fails when the page has other <script> elements than its own two
 # (a frame name that escaped its quoting would add one).
 #
@@ -70,7 +71,7 @@ class P(HTMLParser):
             self.scripts += 1
         if self.cur is not None:
             self.depth += 1
-        elif tag == "div" and "fr" in (dict(attrs).get("class") or "").split():
+        elif tag == "g" and "fr" in (dict(attrs).get("class") or "").split():
             self.cur, self.depth = [], 0
     def handle_endtag(self, tag):
         if self.cur is None:

@@ -11,7 +11,8 @@ import { fileURLToPath } from 'url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ctx = { window: {} };
 vm.createContext(ctx);
-vm.runInContext(fs.readFileSync(path.join(root, 'web/flame.js'), 'utf8'), ctx, { filename: 'web/flame.js' });
+for (const f of ['web/util.js', 'web/flame.js'])
+	vm.runInContext(fs.readFileSync(path.join(root, f), 'utf8'), ctx, { filename: f });
 const CT = ctx.window.CT;
 let failed = 0;
 function check(name, cond, detail) {

@@ -249,7 +249,7 @@ install: $(O)/clrtap profiler gendocs
 # they link), found through an RPATH of $ORIGIN/../lib/clrtap/deps; only the
 # C library (glibc 2.36 or newer) must be on the machine.
 DIST_NAME := clrtap-$(SEMVER)-linux-x64
-DIST_DLOPEN := libcapstone.so.4 libmicrohttpd.so.12 libsqlite3.so.0 libcrypto.so.3 libcurl.so.4
+DIST_DLOPEN := libcapstone.so.4 libmicrohttpd.so.12 libsqlite3.so.0 libcrypto.so.3 libcurl.so.4 libdebuginfod.so.1
 $(O)/dist/clrtap-rpath: $(CLI_OBJS) $(O)/gen/webassets.o $(LIBA)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_LDFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib/clrtap/deps' -o $@ \
@@ -265,7 +265,7 @@ dist: $(O)/dist/clrtap-rpath profiler gendocs
 # Depends: what clrtap links; Recommends: what probe, serve, fleet and the symbol
 # cache load when used.
 DEB_DEPENDS := libc6 (>= 2.36), libelf1, libdw1, zlib1g
-DEB_RECOMMENDS := libcapstone4, libmicrohttpd12, libsqlite3-0, libssl3, libcurl4
+DEB_RECOMMENDS := libcapstone4, libmicrohttpd12, libsqlite3-0, libssl3, libcurl4, libdebuginfod1
 deb: $(O)/clrtap profiler gendocs
 	$(Q)rm -rf $(O)/deb && mkdir -p $(O)/deb/root/DEBIAN $(O)/dist
 	$(Q)$(call install_tree,$(O)/deb/root/usr,$(O)/clrtap)

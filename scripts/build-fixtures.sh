@@ -27,6 +27,18 @@ if ! command -v dotnet >/dev/null 2>&1; then
 	exit 1
 fi
 
+# The native fixture library (tests/fixtures/native/natsym.c, the
+# "native-hot" mode, t-natsym.sh): built with a GNU build-id, its debug file
+# kept apart (build/fixtures/native/debug/), the library itself stripped, so
+# that only a symbol source names its hot functions.
+NAT=build/fixtures/native
+mkdir -p "$NAT/debug"
+${CC:-cc} -O2 -g -fPIC -shared -fvisibility=hidden -Wl,--build-id=sha1 \
+	-o "$NAT/libclrtapnat.so.full" tests/fixtures/native/natsym.c
+objcopy --only-keep-debug "$NAT/libclrtapnat.so.full" "$NAT/debug/libclrtapnat.so.debug"
+objcopy --strip-all "$NAT/libclrtapnat.so.full" "$NAT/libclrtapnat.so"
+rm -f "$NAT/libclrtapnat.so.full"
+
 dotnet build tests/fixtures/sample -c Release -o build/fixtures/sample --nologo -v q
 
 # The TraceEvent cross-check (t-trace-report.sh) needs a NuGet package; the

@@ -15,6 +15,8 @@
 #include "common/strparse.h"
 #include "common/term.h"
 #include "common/clock.h"
+#include "sym/sym.h"
+#include "sym/sym_srv.h"
 
 int cli_verbose;
 const char *cli_cmd_name = "clrtap";
@@ -623,6 +625,28 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 	}
 	*first = optind;
 	return 0;
+}
+
+int cli_symbols_configure(const struct cli_symbol_opts *o)
+{
+	struct sym_srv_opts so = { .servers = o->server, .debuginfod = o->debuginfod,
+				   .cache_dir = o->cache };
+	char why[256];
+
+	if (sym_srv_configure(&so, why, sizeof(why)))
+		return cli_error(EXIT_USAGE, "%s", why);
+	return 0;
+}
+
+void cli_print_native_note(struct sym_proc *sp)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(65536);
+	char *line, *save = NULL;
+
+	if (sp && !sym_proc_native_note(sp, &sb) && sb.len)
+		for (line = strtok_r(sb.buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			printf("%s\n", cli_safe(line));
+	strbuf_release(&sb);
 }
 
 int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,

@@ -36,6 +36,7 @@ int cmd_gcdump(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_perfmap(int argc, char **argv);
+int cmd_symbols(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
@@ -169,6 +170,27 @@ struct cli_target_opts {
 	{ 'n', "name", CLI_OPT_STRING, &(t)->name, "NAME", "target process name or entry assembly" }, \
 	{ 0, "timeout", CLI_OPT_TIMEOUT, &(t)->timeout_ms, "DUR", timeout_help }
 #define CLI_TARGET_OPTIONS(t) CLI_TARGET_OPTIONS_T(t, "per-request IPC timeout (default 5s)")
+
+/* ----- native symbol sources (lib/sym/sym_srv.h, docs/internals/symsrv.md) ----- */
+struct cli_symbol_opts {
+	const char *server;     /* --symbol-server URL[,URL...] */
+	const char *debuginfod; /* --debuginfod URL[ URL...] */
+	const char *cache;      /* --symbol-cache DIR */
+};
+#define CLI_SYMBOL_OPTIONS(o) \
+	{ 0, "symbol-server", CLI_OPT_STRING, &(o)->server, "URL", \
+	  "Microsoft-style symbol server(s) for stripped native code, by build-id " \
+	  "(e.g. https://msdl.microsoft.com/download/symbols; default $CLRTAP_SYMBOL_SERVER, none)" }, \
+	{ 0, "debuginfod", CLI_OPT_STRING, &(o)->debuginfod, "URLS", \
+	  "debuginfod server(s) for stripped native code (default $DEBUGINFOD_URLS; '' none)" }, \
+	{ 0, "symbol-cache", CLI_OPT_STRING, &(o)->cache, "DIR", \
+	  "where served debug files are kept: DIR/debug (default $CLRTAP_CACHE_DIR, else /var/cache/clrtap)" }
+
+/* Configures the process's symbol sources; an exit code (0 or EXIT_USAGE, the error printed). */
+int cli_symbols_configure(const struct cli_symbol_opts *o);
+/* Prints sym_proc_native_note's lines (which native libraries were named how) to stdout. */
+struct sym_proc;
+void cli_print_native_note(struct sym_proc *sp);
 
 /*
  * Resolves -p/-n to a .NET process with a diagnostics socket and fills t and

@@ -50,6 +50,7 @@ static const struct cmd commands[] = {
 	{ "ps", cmd_ps, "list .NET processes on this host, containers included", NULL, NULL },
 	{ "serve", cmd_serve, "REST API, Prometheus /metrics, live views and web UI (root-equivalent)", NULL, NULL },
 	{ "stacks", cmd_stacks, "the managed stack of every thread, merged", NULL, NULL },
+	{ "symbols", cmd_symbols, "how the native libraries of a process are named; fetch their debug files from symbol servers ahead of time", NULL, NULL },
 	{ "top", cmd_top, "live view of the hottest methods of a process", NULL, NULL },
 	{ "trace", cmd_trace, "collect an EventPipe trace (.nettrace) over the diagnostics socket", "collect report convert", NULL },
 	{ "version", cmd_version, "print clrtap's version", NULL, NULL },

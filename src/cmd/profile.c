@@ -28,6 +28,7 @@ struct prof_args {
 	int64_t duration_ms; /* 0: until Ctrl-C */
 	const char *out, *bundle, *engine;
 	bool off_cpu, wall, threads, no_kernel, quiet, lines;
+	struct cli_symbol_opts syms;
 	bool early; /* a signal stopped the recording */
 };
 
@@ -353,6 +354,7 @@ int cmd_profile(int argc, char **argv)
 		{ 0, "engine", CLI_OPT_STRING, &a.engine, "ENGINE",
 		  "auto (default: perf_event, else EventPipe when perf_event_open is denied), perf or "
 		  "eventpipe (managed frames only, through the diagnostics socket)" },
+		CLI_SYMBOL_OPTIONS(&a.syms),
 		{ 0 },
 	};
 	struct profile_engine_choice ch;
@@ -381,6 +383,9 @@ int cmd_profile(int argc, char **argv)
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
+	code = cli_symbols_configure(&a.syms);
+	if (code)
+		return code;
 	if (a.engine && profile_engine_parse(a.engine, &engine))
 		return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)", a.engine);
 	if (a.hz != -1 && engine == PROFILE_ENGINE_EVENTPIPE)
@@ -582,6 +587,8 @@ int cmd_profile(int argc, char **argv)
 		uf = NULL;
 	}
 	print_summary(&a, &s, f, uf ? uf : f, &sum, "wrote", out, engine_line);
+	if (!s.ep)
+		cli_print_native_note(s.sp);
 	if (!flame_total(f) && !s.target_gone)
 		/* an empty profile says why and what to do */
 		cli_warn("no samples: pid %d %s in %.1f s (idle?); profile while it works, with a "

@@ -13,7 +13,11 @@
 
 #include <pthread.h>
 
+#include "analyze/analyze.h"
+#include "counters/counters.h"
+#include "stacks/stacks.h"
 #include "task/task.h"
+#include "tracestats/tracestats.h"
 
 struct task_row {
 	const char *name;
@@ -30,6 +34,16 @@ struct task_row {
  * gcdump.collect, dump, watch.action.* (w-taskgw: lib/heap, lib/watch).
  */
 static const struct task_row rows[] = {
+	{ "analyze", "one question answered about a live process (clrtap analyze)", analyze_task_params,
+	  &analyze_task_nparams, TASK_F_TARGET, task_run_analyze },
+	{ "counters", "runtime counters for a while (clrtap counters collect --format json)", counters_task_params,
+	  &counters_task_nparams, TASK_F_TARGET, task_run_counters },
+	{ "doctor", "findings ranked, with evidence and the next command (clrtap doctor)", doctor_task_params,
+	  &doctor_task_nparams, TASK_F_TARGET, task_run_doctor },
+	{ "stacks", "the managed stack of every thread, merged (clrtap stacks)", stacks_task_params,
+	  &stacks_task_nparams, TASK_F_TARGET, task_run_stacks },
+	{ "trace", "an EventPipe trace and its report (trace collect + trace report)", trace_task_params,
+	  &trace_task_nparams, TASK_F_TARGET, task_run_trace },
 	{ NULL, NULL, NULL, NULL, 0, NULL } /* the end */
 };
 

@@ -268,6 +268,9 @@ static void test_args(void **state)
 	BADA("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C\",\"budget\":\"--json\"}}", "budget must be");
 	BADA("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C\",\"budget\":\"0\"}}", "budget must be");
 	BADA("{\"kind\":\"dump\",\"pid\":7,\"params\":{\"type\":\"../../x\"}}", "type must be one of");
+	BADA("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"../../etc/passwd\"}}", "only letters, digits");
+	BADA("{\"kind\":\"trace\",\"pid\":7,\"params\":{\"providers\":\"--output=/etc/x\"}}", "no leading '-'");
+	BADA("{\"kind\":\"counters\",\"pid\":7,\"params\":{\"counters\":\"/etc/passwd\"}}", "only letters, digits");
 	BADA("{\"kind\":\"counters\",\"pid\":7,\"params\":{\"interval\":\"0\"}}", "interval must be");
 #undef BADA
 }

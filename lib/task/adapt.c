@@ -37,7 +37,7 @@ const struct task_param adapt_profile_params[] = {
 const size_t adapt_profile_nparams = ARRAY_SIZE(adapt_profile_params);
 
 const struct task_param adapt_probe_params[] = {
-	{ "method", TASK_P_STRING, NULL, 0, 512, NULL, "Namespace.Type::Method", TASK_PF_REQUIRED },
+	{ "method", TASK_P_STRING, NULL, 0, 512, ".:_`<>,()[]*", "Namespace.Type::Method", TASK_PF_REQUIRED },
 	{ "duration", TASK_P_DURATION, "5", 0.1, 3600, NULL, "how long to probe", 0 },
 	{ "ret", TASK_P_BOOL, "true", 0, 0, NULL, "the return value", 0 },
 	{ "latency", TASK_P_BOOL, "true", 0, 0, NULL, "each call's latency", 0 },

@@ -118,6 +118,13 @@ int task_spawn(const char *exe, const struct task *t, const struct task_args *a,
 int task_table_json(struct ct_json *j);
 /* ----- added by w-task (issue 25) beyond the agreed contract ----- */
 
+/*
+ * choices of a TASK_P_STRING param (NULL in the contract's examples): when
+ * set, the characters a value may hold besides letters and digits, and the
+ * value may not start with '-' (a method pattern, a provider list: nothing
+ * that could read as an option or a path).
+ */
+
 #define TASK_RESULT_MAX ((size_t)64 << 20) /* bytes of one result JSON (task_spawn's cap too) */
 
 /* "bool", "int", "number", "duration", "string", "enum". */

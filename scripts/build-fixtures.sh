@@ -27,6 +27,18 @@ if ! command -v dotnet >/dev/null 2>&1; then
 	exit 1
 fi
 
+# The native fixture library (tests/fixtures/native/natsym.c, the
+# "native-hot" mode, t-natsym.sh): built with a GNU build-id, its debug file
+# kept apart (build/fixtures/native/debug/), the library itself stripped, so
+# that only a symbol source names its hot functions.
+NAT=build/fixtures/native
+mkdir -p "$NAT/debug"
+${CC:-cc} -O2 -g -fPIC -shared -fvisibility=hidden -Wl,--build-id=sha1 \
+	-o "$NAT/libclrtapnat.so.full" tests/fixtures/native/natsym.c
+objcopy --only-keep-debug "$NAT/libclrtapnat.so.full" "$NAT/debug/libclrtapnat.so.debug"
+objcopy --strip-all "$NAT/libclrtapnat.so.full" "$NAT/libclrtapnat.so"
+rm -f "$NAT/libclrtapnat.so.full"
+
 dotnet build tests/fixtures/sample -c Release -o build/fixtures/sample --nologo -v q
 
 # The TraceEvent cross-check (t-trace-report.sh) needs a NuGet package; the
@@ -47,6 +59,19 @@ dotnet build tests/tools/clrmd-ref -c Release -o build/tests/tools/clrmd-ref --n
 # build makes a second run with nothing changed take a few seconds.
 dotnet build tests/fixtures/realapp -c Release -o build/fixtures/realapp --nologo -v q ||
 	echo "build-fixtures: build/fixtures/realapp not built (needs Microsoft.EntityFrameworkCore.Sqlite and Microsoft.AspNetCore.Identity.EntityFrameworkCore 10.0.15 from NuGet); t-realapp.sh skips" >&2
+
+# The source-line fixture (t-lines-live.sh), three ways: Debug with its PDB
+# beside it, Release with the PDB embedded, Release published ReadyToRun
+# (crossgen2 from NuGet: without it that variant is skipped, and said).
+dotnet build tests/fixtures/lines -c Debug -o build/fixtures/lines/debug --nologo -v q
+dotnet build tests/fixtures/lines -c Release -p:DebugType=embedded \
+	-o build/fixtures/lines/release-embedded --nologo -v q
+dotnet publish tests/fixtures/lines -c Release -r linux-x64 --self-contained false \
+	-p:PublishReadyToRun=true -o build/fixtures/lines/r2r --nologo -v q ||
+	{
+		echo "build-fixtures: build/fixtures/lines/r2r not built (needs crossgen2 from NuGet); t-lines-live.sh skips its ReadyToRun variant" >&2
+		rm -rf build/fixtures/lines/r2r
+	}
 
 # The same app published self-contained for linux-musl-x64 (Alpine's
 # runtime) for t-agent-musl.sh; needs the musl runtime packs from NuGet, and

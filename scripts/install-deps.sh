@@ -25,6 +25,8 @@ PKGS=(
 	libcurl4-openssl-dev             # clrtap fleet: HTTP(S) pushes (loaded with dlopen; headers to build)
 	golang-go protobuf-compiler      # t-fleet: third-party decoders (go tool pprof, protoc --decode)
 	man-db                           # t-install, t-cli: man renders the generated pages
+	libdebuginfod1                   # native symbols from debuginfod servers (loaded with dlopen)
+	debuginfod                       # t-natsym: a debuginfod server on loopback
 )
 
 missing=()

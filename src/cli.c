@@ -13,8 +13,11 @@
 #include "cli.h"
 #include "common/io.h"
 #include "common/strparse.h"
+#include "task/task.h"
 #include "common/term.h"
 #include "common/clock.h"
+#include "sym/sym.h"
+#include "sym/sym_srv.h"
 
 int cli_verbose;
 const char *cli_cmd_name = "clrtap";
@@ -128,10 +131,15 @@ int cli_json_flush(struct ct_json *j, FILE *f)
 	return err;
 }
 
+char cli_last_error[256];
+
 int cli_error(int code, const char *fmt, ...)
 {
 	va_list ap;
 
+	va_start(ap, fmt);
+	vsnprintf(cli_last_error, sizeof(cli_last_error), fmt, ap);
+	va_end(ap);
 	va_start(ap, fmt);
 	vmsg("", fmt, ap);
 	va_end(ap);
@@ -158,50 +166,7 @@ void cli_info(const char *fmt, ...)
 
 int cli_parse_duration(const char *s, int64_t *ms)
 {
-	static const struct {
-		const char *unit;
-		int64_t ms;
-	} units[] = { { "", 1000 }, { "s", 1000 }, { "ms", 1 }, { "m", 60000 }, { "h", 3600000 } };
-	const int64_t max = (int64_t)30 * 86400 * 1000;
-	int64_t whole = 0, frac = 0, scale = 100000; /* frac in millionths */
-	const char *p = s;
-	size_t i;
-
-	if (!isdigit((unsigned char)*p))
-		return -EINVAL; /* also a sign: no negative durations */
-	for (; isdigit((unsigned char)*p); p++) {
-		whole = whole * 10 + (*p - '0');
-		if (whole > max)
-			return -EINVAL;
-	}
-	if (*p == '.') {
-		p++;
-		if (!isdigit((unsigned char)*p))
-			return -EINVAL;
-		for (; isdigit((unsigned char)*p); p++) {
-			if (!scale)
-				return -EINVAL; /* more than 6 decimals */
-			frac += (*p - '0') * scale;
-			scale /= 10;
-		}
-	}
-	for (i = 0; i < ARRAY_SIZE(units); i++) {
-		int64_t v;
-
-		if (strcmp(p, units[i].unit))
-			continue;
-		if (whole > max / units[i].ms)
-			return -EINVAL;
-		v = whole * units[i].ms;
-		if (frac * units[i].ms % 1000000)
-			return -EINVAL; /* finer than a millisecond */
-		v += frac * units[i].ms / 1000000;
-		if (v > max)
-			return -EINVAL;
-		*ms = v;
-		return 0;
-	}
-	return -EINVAL;
+	return ct_parse_duration(s, ms);
 }
 
 int cli_parse_timeout(const char *s, int *ms, bool *legacy_ms)
@@ -625,6 +590,28 @@ int cli_parse(int argc, char **argv, const char *usage, const struct cli_option 
 	return 0;
 }
 
+int cli_symbols_configure(const struct cli_symbol_opts *o)
+{
+	struct sym_srv_opts so = { .servers = o->server, .debuginfod = o->debuginfod,
+				   .cache_dir = o->cache };
+	char why[256];
+
+	if (sym_srv_configure(&so, why, sizeof(why)))
+		return cli_error(EXIT_USAGE, "%s", why);
+	return 0;
+}
+
+void cli_print_native_note(struct sym_proc *sp)
+{
+	struct strbuf sb = STRBUF_INIT_MAX(65536);
+	char *line, *save = NULL;
+
+	if (sp && !sym_proc_native_note(sp, &sb) && sb.len)
+		for (line = strtok_r(sb.buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			printf("%s\n", cli_safe(line));
+	strbuf_release(&sb);
+}
+
 int cli_resolve_target(const struct cli_target_opts *o, struct proc_target *t,
 		       struct ipc_endpoint *ep)
 {
@@ -722,4 +709,53 @@ void cli_catch_stop_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* ----- defaults from the task table ----- */
+
+static const struct task_value *task_default(const char *task, const char *param, struct task_args *a)
+{
+	const struct task *t = task_find(task);
+
+	if (!t || task_args_init(a, t, 0))
+		return NULL;
+	return task_arg(a, param);
+}
+
+int64_t cli_task_default_ms(const char *task, const char *param, int64_t fallback)
+{
+	struct task_args a;
+	const struct task_value *v = task_default(task, param, &a);
+	int64_t ms = v ? (int64_t)(v->d * 1000 + 0.5) : fallback;
+
+	task_args_release(&a);
+	return ms;
+}
+
+long long cli_task_default_int(const char *task, const char *param, long long fallback)
+{
+	struct task_args a;
+	const struct task_value *v = task_default(task, param, &a);
+	long long x = v ? v->i : fallback;
+
+	task_args_release(&a);
+	return x;
+}
+
+const char *cli_task_help(const char *task, const char *param, const char *extra, char *buf, size_t len)
+{
+	const struct task *t = task_find(task);
+	size_t i;
+
+	snprintf(buf, len, "%s", extra ? extra : "");
+	for (i = 0; t && i < t->nparams; i++) {
+		const struct task_param *p = &t->params[i];
+
+		if (strcmp(p->name, param))
+			continue;
+		snprintf(buf, len, "%s (default %s%s%s%s)", p->help, p->def ? p->def : "none",
+			 p->type == TASK_P_DURATION && p->def && !p->def[strspn(p->def, "0123456789.")] ? "s" : "",
+			 extra ? "; " : "", extra ? extra : "");
+	}
+	return buf;
 }

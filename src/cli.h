@@ -37,6 +37,7 @@ int cmd_gcdump(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_perfmap(int argc, char **argv);
+int cmd_symbols(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
@@ -49,6 +50,22 @@ int cmd_watch(int argc, char **argv);
 
 /* Messages go to stderr as "clrtap: <msg>". Each returns the exit code given. */
 int cli_error(int code, const char *fmt, ...) PRINTF(2, 3);
+/* The last cli_error message (for a task run as its command: src/adapt.c). */
+extern char cli_last_error[256];
+struct task_args;
+struct task_ctx;
+struct task_result;
+/*
+ * A command's default from the task table (lib/task), so its --help, serve
+ * and the UI say the same: the param's default in milliseconds (DURATION)
+ * or as a number (INT, NUM); and its help line, "HELP (default D; EXTRA)".
+ * A missing task or param is a programming error: fallback is returned.
+ */
+int64_t cli_task_default_ms(const char *task, const char *param, int64_t fallback);
+long long cli_task_default_int(const char *task, const char *param, long long fallback);
+const char *cli_task_help(const char *task, const char *param, const char *extra, char *buf, size_t len);
+/* ADAPTER (issue 25): profile, probe, dump, gcdump as tasks, run by clrtap __task. */
+int cli_task_adapter(const struct task_args *a, const struct task_ctx *c, struct task_result *r);
 void cli_warn(const char *fmt, ...) PRINTF(1, 2);
 void cli_info(const char *fmt, ...) PRINTF(1, 2);
 /*
@@ -170,6 +187,27 @@ struct cli_target_opts {
 	{ 'n', "name", CLI_OPT_STRING, &(t)->name, "NAME", "target process name or entry assembly" }, \
 	{ 0, "timeout", CLI_OPT_TIMEOUT, &(t)->timeout_ms, "DUR", timeout_help }
 #define CLI_TARGET_OPTIONS(t) CLI_TARGET_OPTIONS_T(t, "per-request IPC timeout (default 5s)")
+
+/* ----- native symbol sources (lib/sym/sym_srv.h, docs/internals/symsrv.md) ----- */
+struct cli_symbol_opts {
+	const char *server;     /* --symbol-server URL[,URL...] */
+	const char *debuginfod; /* --debuginfod URL[ URL...] */
+	const char *cache;      /* --symbol-cache DIR */
+};
+#define CLI_SYMBOL_OPTIONS(o) \
+	{ 0, "symbol-server", CLI_OPT_STRING, &(o)->server, "URL", \
+	  "Microsoft-style symbol server(s) for stripped native code, by build-id " \
+	  "(e.g. https://msdl.microsoft.com/download/symbols; default $CLRTAP_SYMBOL_SERVER, none)" }, \
+	{ 0, "debuginfod", CLI_OPT_STRING, &(o)->debuginfod, "URLS", \
+	  "debuginfod server(s) for stripped native code (default $DEBUGINFOD_URLS; '' none)" }, \
+	{ 0, "symbol-cache", CLI_OPT_STRING, &(o)->cache, "DIR", \
+	  "where served debug files are kept: DIR/debug (default $CLRTAP_CACHE_DIR, else /var/cache/clrtap)" }
+
+/* Configures the process's symbol sources; an exit code (0 or EXIT_USAGE, the error printed). */
+int cli_symbols_configure(const struct cli_symbol_opts *o);
+/* Prints sym_proc_native_note's lines (which native libraries were named how) to stdout. */
+struct sym_proc;
+void cli_print_native_note(struct sym_proc *sp);
 
 /*
  * Resolves -p/-n to a .NET process with a diagnostics socket and fills t and

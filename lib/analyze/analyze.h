@@ -23,6 +23,7 @@
 #include "ipc/ipc.h"
 #include "stacks/stacks.h"
 #include "tracestats/tracestats.h"
+#include "task/task.h"
 
 /* What an analyzer needs from a session. */
 #define AN_NEED_EXCEPTIONS 0x1u
@@ -410,6 +411,9 @@ struct an_report;
 
 /* A report for analyzer a with up to top rows per table (0: 10). */
 int analyze_report_new(struct an_report **out, const struct an_analyzer *a, unsigned top);
+/* Exception stacks with their source lines (lib/srcline); pid > 0: a live
+ * process's files, read inside its root; 0: a trace file's, as named. */
+int analyze_report_lines(struct an_report *r, pid_t pid);
 void analyze_report_free(struct an_report *r);
 
 /*
@@ -459,5 +463,16 @@ int analyze_doctor_json(const struct an_doctor *d, struct ct_json *j);
 /* The text of `clrtap doctor` (findings ranked, evidence, next command);
  * term_safe escapes what the target chose (titles, evidence) for a terminal. */
 int analyze_doctor_text(const struct an_doctor *d, bool term_safe, struct strbuf *sb);
+
+/* The exit code (enum exit_code) of a failed run: analyze, doctor, CLI and tasks. */
+int analyze_fail_exit(enum an_fail f, int err);
+
+/* The analyze and doctor tasks (task.c; lib/task/table.c lists them). */
+extern const struct task_param analyze_task_params[];
+extern const size_t analyze_task_nparams;
+extern const struct task_param doctor_task_params[];
+extern const size_t doctor_task_nparams;
+int task_run_analyze(const struct task_args *a, const struct task_ctx *ctx, struct task_result *r);
+int task_run_doctor(const struct task_args *a, const struct task_ctx *ctx, struct task_result *r);
 
 #endif

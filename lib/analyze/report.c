@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "analyze/analyze.h"
+#include "srcline/srcline.h"
 #include "common/io.h"
 #include "common/json.h"
 #include "common/term.h"
@@ -1102,6 +1103,19 @@ int analyze_report_new(struct an_report **out, const struct an_analyzer *a, unsi
 	}
 	*out = r;
 	return 0;
+}
+
+int analyze_report_lines(struct an_report *r, pid_t pid)
+{
+	struct srcline *sl;
+	int err;
+
+	if (!r->s)
+		return 0;
+	err = pid > 0 ? srcline_new_proc(pid, &sl) : srcline_new(NULL, &sl);
+	if (!err)
+		tracestats_set_lines(r->s->ts, sl);
+	return err;
 }
 
 void analyze_report_free(struct an_report *r)

@@ -117,4 +117,11 @@ int flame_otlp_request(const struct flame *f, const struct flame_opts *o,
 		       const struct flame_otlp_attr *attrs, size_t nattrs, const char *scope_name,
 		       const char *scope_version, const uint8_t profile_id[16], struct strbuf *out);
 
+/*
+ * A name "NAME in FILE:line N" (a frame with its source line): true with the
+ * parts (views into s), false for any other name.
+ */
+bool flame_name_line(const char *s, size_t len, size_t *name_len, const char **file,
+		     size_t *file_len, uint32_t *line);
+
 #endif

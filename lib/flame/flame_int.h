@@ -142,11 +142,5 @@ int flame_write_pprof(const struct flame_view *v, struct flame_out *o, const str
 
 /* "samples" unless opts says "nanoseconds". */
 bool flame_opts_is_ns(const struct flame_opts *opts);
-/*
- * A name "NAME in FILE:line N" (a frame with its source line): true with the
- * parts (views into s), false for any other name.
- */
-bool flame_name_line(const char *s, size_t len, size_t *name_len, const char **file,
-		     size_t *file_len, uint32_t *line);
 
 #endif

@@ -1,66 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * curl.c - libcurl (Debian's libcurl4, the OpenSSL build: TLS verified
- * against the system's CAs), loaded with dlopen when fleet starts so that
- * no other command pays for it at start (see lib/serve/dl.h for why).
+ * curl.c - fleet's HTTP POST through libcurl, loaded with dlopen when
+ * fleet starts (common/curl_dl.h).
  */
 #include "common/compat.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
-
-#define CURL_DISABLE_TYPECHECK 1
-#include <curl/curl.h>
-
+#include "common/curl_dl.h"
 #include "fleet/internal.h"
 
-#define CURL_SONAME "libcurl.so.4"
-
-#define FLEET_CURL_FUNCS(X)                                                                  \
-	X(curl_global_init) X(curl_easy_init) X(curl_easy_setopt) X(curl_easy_perform)        \
-	X(curl_easy_getinfo) X(curl_easy_cleanup) X(curl_easy_strerror) X(curl_slist_append)  \
-	X(curl_slist_free_all) X(curl_mime_init) X(curl_mime_addpart) X(curl_mime_name)       \
-	X(curl_mime_filename) X(curl_mime_data) X(curl_mime_type) X(curl_mime_free)
-
-#define MEMBER(f) __typeof__(f) *f;
-static struct {
-	FLEET_CURL_FUNCS(MEMBER)
-} cu;
-#undef MEMBER
-
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char failure[256];
-
-static void load(void)
-{
-	void *h = dlopen(CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-
-	if (!h) {
-		const char *e = dlerror();
-
-		snprintf(failure, sizeof(failure), "cannot load %s: %s", CURL_SONAME,
-			 e ? e : "not found");
-		return;
-	}
-#define SET(f)                                                                               \
-	*(void **)&cu.f = dlsym(h, #f);                                                      \
-	if (!cu.f && !failure[0])                                                            \
-		snprintf(failure, sizeof(failure), "%s has no %s", CURL_SONAME, #f);
-	FLEET_CURL_FUNCS(SET)
-#undef SET
-	if (!failure[0] && cu.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-		snprintf(failure, sizeof(failure), "libcurl did not initialise");
-}
+#define cu ct_cu
 
 int fleet_curl_load(char *why, size_t len)
 {
-	pthread_once(&once, load);
-	if (failure[0]) {
-		if (why && len)
-			snprintf(why, len, "%s (install libcurl4)", failure);
-		return -ENOENT;
-	}
-	return 0;
+	return ct_curl_load(why, len);
 }
 
 static size_t discard(char *p, size_t sz, size_t n, void *ctx)

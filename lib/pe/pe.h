@@ -385,6 +385,24 @@ int pe_file_find(struct pe_file *pf, const char *pattern, uint32_t *idx, size_t 
  */
 int pe_file_method_sig(struct pe_file *pf, const struct pe_method *m, struct pe_sig **out);
 
+/*
+ * ReadyToRun debug info (the DebugInfo section, indexed like the RUNTIME_FUNCTIONS
+ * by a method's entry rf_index): its bounds, native offset from the method's
+ * start -> IL offset, sorted by native offset. il is the IL offset, or one of
+ * the JIT's markers 0xFFFFFFFF (no mapping), 0xFFFFFFFE (prolog), 0xFFFFFFFD
+ * (epilog). Both encodings: nibble triples (R2R major < 16) and the bit-packed
+ * entries (16 and later; 3 source-type bits and the fat header from 17).
+ * Writes at most cap entries (PE_R2R_MAX_BOUNDS is the format's cap here);
+ * *n is the count. -ENOENT: no debug info for that method (or not R2R),
+ * -EBADMSG damaged, -EFBIG more than cap.
+ */
+#define PE_R2R_MAX_BOUNDS 65536u
+struct pe_bound {
+	uint32_t native, il;
+};
+int pe_file_r2r_bounds(struct pe_file *pf, uint32_t rf_index, struct pe_bound *out, size_t cap,
+		       size_t *n);
+
 /* Simple glob: '*' and '?' only (no classes, no escapes). */
 bool pe_glob_match(const char *pattern, const char *s);
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pe_fuzz.c - libFuzzer harness for lib/pe: parse an image from memory,
- * build the method table, and exercise names, signatures and lookups.
+ * build the method table, and exercise names, signatures, lookups and the
+ * R2R debug info (pe_file_r2r_bounds).
  * Seed corpus: tests/data/pe/.
  */
 #include "common/compat.h"
@@ -40,8 +41,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (pe_file_methods(pf, &ms, &n) == 0 && pe_file_ranges(pf, &rs, &nr) == 0) {
 		for (i = 0; i < n && i < 256; i++) {
+			static struct pe_bound bounds[1024];
 			struct pe_sig *s;
 
+			(void)pe_file_r2r_bounds(pf, ms[i].rf_index, bounds, ARRAY_SIZE(bounds), &k);
 			(void)pe_file_lookup_rva(pf, ms[i].entry_rva, &m, &r);
 			if (ms[i].code_size)
 				(void)pe_file_lookup_rva(pf, ms[i].entry_rva + ms[i].code_size - 1, &m,

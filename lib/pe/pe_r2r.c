@@ -1031,3 +1031,170 @@ int pe_file_method_sig(struct pe_file *pf, const struct pe_method *m, struct pe_
 	inst_info_release(&ii);
 	return err;
 }
+
+/* ---- debug info: native offset -> IL offset (the DebugInfo section) ---- */
+
+/*
+ * The debug info's own variable-length numbers: 4-bit nibbles, the low one
+ * of a byte first; 3 bits of value each, high bits first, bit 3 set while
+ * more follow. pos counts nibbles from the file's start.
+ */
+static int nib_u32(const struct pe_file *pf, uint64_t *pos, uint32_t *v)
+{
+	uint64_t x = 0;
+	unsigned k;
+
+	for (k = 0; k < 11; k++) {
+		uint64_t byte = *pos / 2;
+		unsigned nib;
+
+		if (byte >= pf->len)
+			return -EBADMSG;
+		nib = (*pos & 1) ? pf->data[byte] >> 4 : pf->data[byte] & 15;
+		(*pos)++;
+		x = (x << 3) | (nib & 7);
+		if (x > UINT32_MAX)
+			return -EBADMSG;
+		if (!(nib & 8)) {
+			*v = (uint32_t)x;
+			return 0;
+		}
+	}
+	return -EBADMSG;
+}
+
+/* The next whole byte after the nibbles read (a started byte is skipped). */
+static uint64_t nib_next_byte(uint64_t pos)
+{
+	return (pos + 1) / 2;
+}
+
+#define IL_BIAS 3u /* stored IL offset = il + 3 (so the -1/-2/-3 markers are 2/1/0) */
+
+static int bounds_nibbles(const struct pe_file *pf, uint64_t pos, uint32_t count,
+			  struct pe_bound *out)
+{
+	uint32_t i, native = 0;
+
+	for (i = 0; i < count; i++) {
+		uint32_t d, il, st;
+
+		if (nib_u32(pf, &pos, &d) || nib_u32(pf, &pos, &il) || nib_u32(pf, &pos, &st))
+			return -EBADMSG;
+		if (d > UINT32_MAX - native)
+			return -EBADMSG;
+		native += d;
+		out[i].native = native;
+		out[i].il = il - IL_BIAS;
+	}
+	return 0;
+}
+
+static int bounds_packed(const struct pe_file *pf, uint64_t pos, uint32_t count,
+			 unsigned src_bits, uint64_t end, struct pe_bound *out)
+{
+	uint32_t bn, bi, i = 0, native = 0;
+	uint64_t off, acc = 0;
+	unsigned per, have = 0;
+
+	if (nib_u32(pf, &pos, &bn) || nib_u32(pf, &pos, &bi) || bn > 31 || bi > 31)
+		return -EBADMSG;
+	bn++;
+	bi++;
+	per = bn + bi + src_bits;
+	if (per > 56) /* whole entries must fit the 64-bit window with a byte more */
+		return -EBADMSG;
+	off = nib_next_byte(pos);
+	if (off > end || ((uint64_t)count * per + 7) / 8 > end - off)
+		return -EBADMSG;
+	while (i < count) {
+		acc |= (uint64_t)pf->data[off++] << have;
+		have += 8;
+		while (have >= per && i < count) {
+			uint64_t e = acc & ((1ull << per) - 1);
+			uint32_t d;
+
+			acc >>= per;
+			have -= per;
+			e >>= src_bits;
+			d = (uint32_t)(e & ((1ull << bn) - 1));
+			if (d > UINT32_MAX - native)
+				return -EBADMSG;
+			native += d;
+			out[i].native = native;
+			out[i].il = (uint32_t)(e >> bn) - IL_BIAS;
+			i++;
+		}
+	}
+	return 0;
+}
+
+int pe_file_r2r_bounds(struct pe_file *pf, uint32_t rf_index, struct pe_bound *out, size_t cap,
+		       size_t *n)
+{
+	uint32_t rva, size, lookback, first, nbounds, nvars, count;
+	uint64_t off, elem, pos, at, bstart, end;
+	struct nf_array a;
+	int err;
+
+	*n = 0;
+	if (!pf->info.is_r2r ||
+	    pe_find_r2r_sec(pf->r2r_secs, pf->r2r_nsecs, PE_R2R_DEBUG_INFO, &rva, &size) || !size)
+		return -ENOENT;
+	if (pe_file_rva_to_offset(pf, rva, &off) || off > pf->len || size > pf->len - off)
+		return -EBADMSG;
+	end = off + size; /* every blob lies inside the section */
+	err = nf_array_init(pf, off, &a);
+	if (!err)
+		err = nf_array_get(pf, &a, rf_index, &elem);
+	if (err)
+		return err;
+	/* a blob shared with an earlier method: a lookback to it */
+	at = elem;
+	if (nf_unsigned(pf, &at, &lookback))
+		return -EBADMSG;
+	if (lookback) {
+		if (lookback > elem - off)
+			return -EBADMSG;
+		at = elem - lookback;
+	}
+	pos = at * 2;
+	if (nib_u32(pf, &pos, &first))
+		return -EBADMSG;
+	if (pf->info.r2r_major >= 17 && first == 0) { /* fat header: six sizes */
+		uint32_t skip;
+		int k;
+
+		if (nib_u32(pf, &pos, &nbounds) || nib_u32(pf, &pos, &nvars))
+			return -EBADMSG;
+		for (k = 0; k < 4; k++)
+			if (nib_u32(pf, &pos, &skip))
+				return -EBADMSG;
+	} else {
+		nbounds = first;
+		if (nib_u32(pf, &pos, &nvars))
+			return -EBADMSG;
+	}
+	bstart = nib_next_byte(pos);
+	if (!nbounds)
+		return -ENOENT;
+	if (bstart > end || nbounds > end - bstart)
+		return -EBADMSG;
+	end = bstart + nbounds; /* the bounds bytes */
+	pos = bstart * 2;
+	if (nib_u32(pf, &pos, &count))
+		return -EBADMSG;
+	if (!count)
+		return -ENOENT;
+	if (count > PE_R2R_MAX_BOUNDS || count > cap)
+		return -EFBIG;
+	if (pf->info.r2r_major >= 16)
+		err = bounds_packed(pf, pos, count, pf->info.r2r_major >= 17 ? 3 : 2, end, out);
+	else
+		err = bounds_nibbles(pf, pos, count, out);
+	if (err)
+		return err;
+	/* nibble triples are read past end only as far as the file: check the order instead */
+	*n = count;
+	return 0;
+}

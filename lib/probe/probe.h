@@ -157,6 +157,16 @@ int probe_proc_refresh(struct probe_proc *pp, size_t *added);
 
 /* Names a code address: "Ns.Type::Method" (+ tier), or "module+0xoff". */
 int probe_proc_symbolize(struct probe_proc *pp, uint64_t addr, struct strbuf *out);
+/*
+ * Managed frames named by probe_proc_symbolize get " in FILE:line N" from
+ * sl (lib/srcline, owned from now on).
+ */
+struct srcline;
+void probe_proc_set_lines(struct probe_proc *pp, struct srcline *sl);
+/* srcline_new_proc + srcline_collect on ep (one rundown) + probe_proc_set_lines,
+ * and srcline_follow_start for the code compiled later (until close; ep's
+ * path must outlive pp). */
+int probe_proc_lines(struct probe_proc *pp, const struct ipc_endpoint *ep, struct ipc_error *rerr);
 
 /*
  * Address -> (file clrtap can open, file offset) when addr is in an

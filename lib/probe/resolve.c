@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/strparse.h"
 #include "jitdump/jitdump.h"
+#include "srcline/srcline.h"
 #include "probe/probe.h"
 #include "proc/proc.h"
 #include "sym/sym.h"
@@ -75,6 +76,8 @@ struct probe_proc {
 	size_t npm, pmcap;
 	struct sym_proc *sym; /* names for stack frames, opened on first use */
 	bool sym_tried;
+	struct srcline *lines; /* probe_proc_set_lines: managed frames' source lines */
+	struct srcline_follow *lines_follow; /* probe_proc_lines: code compiled later */
 	int mem_fd;
 };
 
@@ -483,12 +486,40 @@ static void method_free(struct probe_method *m)
 	free(m);
 }
 
+void probe_proc_set_lines(struct probe_proc *pp, struct srcline *sl)
+{
+	srcline_follow_stop(pp->lines_follow);
+	pp->lines_follow = NULL;
+	srcline_free(pp->lines);
+	pp->lines = sl;
+}
+
+int probe_proc_lines(struct probe_proc *pp, const struct ipc_endpoint *ep, struct ipc_error *rerr)
+{
+	struct srcline *sl;
+	int err = srcline_new_proc(pp->pid, &sl);
+
+	if (!err)
+		err = srcline_collect(ep, NULL, sl, rerr);
+	if (err) {
+		srcline_free(sl);
+		return err;
+	}
+	probe_proc_set_lines(pp, sl);
+	/* callers compiled from now on (first calls, tier-up, OSR) */
+	if (srcline_follow_start(ep, sl, &pp->lines_follow))
+		pp->lines_follow = NULL;
+	return 0;
+}
+
 void probe_proc_close(struct probe_proc *pp)
 {
 	size_t i;
 
 	if (!pp)
 		return;
+	srcline_follow_stop(pp->lines_follow);
+	srcline_free(pp->lines);
 	for (i = 0; i < pp->nmaps; i++) {
 		free(pp->maps[i].path);
 		free(pp->maps[i].host);
@@ -967,9 +998,15 @@ int probe_proc_symbolize(struct probe_proc *pp, uint64_t addr, struct strbuf *ou
 	if (pp->sym && sym_lookup(pp->sym, addr, &f) == 0 && f.name) {
 		char shown[1024];
 
+		char lined[PE_PDB_MAX_PATH + 1024];
+		const char *nm;
+
 		if (f.kind == SYM_NATIVE && f.module)
 			return strbuf_addf(out, "%s!%s", f.module, f.name);
-		return strbuf_addf(out, "%s", ct_clrname_display(f.name, shown, sizeof(shown)));
+		nm = ct_clrname_display(f.name, shown, sizeof(shown));
+		if (pp->lines && srcline_name(pp->lines, addr, false, nm, lined, sizeof(lined)) == 1)
+			nm = lined;
+		return strbuf_addstr(out, nm);
 	}
 	if (pp->sym && f.module)
 		return strbuf_addf(out, "%s@0x%" PRIx64, f.module, addr);

@@ -580,10 +580,10 @@ void profile_ep_stats(struct profile_ep *e, struct profile_ep_stats *st)
 }
 
 size_t profile_ep_name_stack(void *ctx, const uint64_t *ips, unsigned nr, const char **names,
-			     size_t cap)
+			     uint32_t *idx, size_t cap)
 {
 	struct profile_ep *e = ctx;
-	size_t n = nt_methods_name_stack(e->methods, ips, nr, names, cap);
+	size_t n = nt_methods_name_stack_idx(e->methods, ips, nr, names, idx, cap);
 
 	/* on-CPU: a thread caught entering or leaving a blocking wait was not
 	 * running there (lib/nettrace/waits.c) */

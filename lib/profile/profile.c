@@ -10,6 +10,7 @@
 #include "common/hashtab.h"
 #include "common/strbuf.h"
 #include "profile/profile.h"
+#include "srcline/srcline.h"
 
 #define NAME_MAX_LEN 1024
 
@@ -39,6 +40,7 @@ struct profile {
 	uint64_t dropped;
 	profile_namer_fn namer; /* names whole stacks (EventPipe), else lib/sym */
 	void *namer_ctx;
+	struct srcline *lines;  /* managed frames get their source line (not owned) */
 };
 
 int profile_new(struct profile **out, const struct profile_opts *o)
@@ -60,6 +62,11 @@ void profile_set_namer(struct profile *p, profile_namer_fn fn, void *ctx)
 {
 	p->namer = fn;
 	p->namer_ctx = ctx;
+}
+
+void profile_set_lines(struct profile *p, struct srcline *sl)
+{
+	p->lines = sl;
 }
 
 const char profile_engine_ep_rate[] =
@@ -249,13 +256,23 @@ int profile_frame_name(struct sym_proc *sp, uint64_t addr, bool kernel, bool lea
 /* A stack named by the profile's namer: every named frame is managed code.
  * Returns false when the namer left it out. */
 static bool name_stack_namer(const struct profile *p, const struct stack_ent *e,
-			     const char **names, size_t *k, struct profile_summary *sum)
+			     char (*store)[NAME_MAX_LEN], const char **names, size_t *k,
+			     struct profile_summary *sum)
 {
-	size_t n = p->namer(p->namer_ctx, e->ips, e->nr, names + *k,
+	uint32_t idx[PERF_SAMPLER_MAX_STACK * 2 + 2];
+	size_t n = p->namer(p->namer_ctx, e->ips, e->nr, names + *k, idx,
 			    (size_t)PERF_SAMPLER_MAX_STACK * 2 + 2 - *k), i;
 
 	if (n == PROFILE_NAMER_SKIP)
 		return false;
+	for (i = 0; i < n && p->lines; i++)
+		if (strcmp(names[*k + i], "[unknown]") &&
+		    srcline_name(p->lines, e->ips[idx[i]], idx[i] > 0, names[*k + i], store[*k + i],
+				 NAME_MAX_LEN) == 1) {
+			names[*k + i] = store[*k + i];
+			if (sum)
+				sum->line_frames += e->count;
+		}
 	for (i = 0; sum && i < n; i++) {
 		bool named = strcmp(names[*k + i], "[unknown]") != 0;
 
@@ -294,7 +311,7 @@ static int name_stack(const struct profile *p, const struct stack_ent *e, struct
 		k++;
 	}
 	if (p->namer) {
-		bool in = name_stack_namer(p, e, names, &k, sum);
+		bool in = name_stack_namer(p, e, store, names, &k, sum);
 
 		*n = k;
 		return in ? 0 : 1;
@@ -309,6 +326,10 @@ static int name_stack(const struct profile *p, const struct stack_ent *e, struct
 			continue;
 		named = profile_frame_name(sp, e->ips[j], kernel, leaf, store[k], NAME_MAX_LEN, &kind);
 		names[k] = store[k];
+		if (named && p->lines && (kind == SYM_JIT || kind == SYM_R2R) &&
+		    srcline_name(p->lines, e->ips[j], !leaf, store[k], store[k], NAME_MAX_LEN) == 1 &&
+		    sum)
+			sum->line_frames += e->count;
 		if (named && (kind == SYM_JIT || kind == SYM_R2R))
 			last_managed = k + 1;
 		if (sum) {
@@ -442,7 +463,7 @@ int profile_write_raw(struct profile *p, struct sym_proc *sp, profile_comm_fn co
 				 p->namer ? "thread-sample" : e->kind == PERF_STACK_CPU ? "cpu-clock" : "off-cpu");
 		if (p->namer) {
 			const char *nm[PERF_SAMPLER_MAX_STACK * 2];
-			size_t k = p->namer(p->namer_ctx, e->ips, e->nr, nm, ARRAY_SIZE(nm));
+			size_t k = p->namer(p->namer_ctx, e->ips, e->nr, nm, NULL, ARRAY_SIZE(nm));
 
 			if (k == PROFILE_NAMER_SKIP) { /* left out of the profile: said so */
 				k = 0;

@@ -50,16 +50,24 @@ void profile_reset(struct profile *p);
 int profile_add_stack(void *ctx, const struct perf_stack *st);
 
 /*
- * Names a whole stack (ips leaf first) into names, root first, at most cap;
+ * Names a whole stack (ips leaf first) into names, root first, at most cap,
+ * and into idx (when not NULL) the index in ips each name is for;
  * returns the count, or PROFILE_NAMER_SKIP to leave the stack out of the
  * profile (counted in profile_summary.left_out). Set one when the addresses are not the process's own
  * (the EventPipe engine names them from the trace's method events); without
  * one, frames are named through lib/sym.
  */
 typedef size_t (*profile_namer_fn)(void *ctx, const uint64_t *ips, unsigned nr,
-				   const char **names, size_t cap);
+				   const char **names, uint32_t *idx, size_t cap);
 #define PROFILE_NAMER_SKIP ((size_t)-1)
 void profile_set_namer(struct profile *p, profile_namer_fn fn, void *ctx);
+
+/*
+ * Managed frames get " in FILE:line N" from sl (lib/srcline; not owned,
+ * NULL: none), named through lib/sym or by the namer.
+ */
+struct srcline;
+void profile_set_lines(struct profile *p, struct srcline *sl);
 
 /* Thread name for a tid (NULL if unknown), for thread roots and raw output. */
 typedef const char *(*profile_comm_fn)(void *ctx, uint32_t tid);
@@ -79,6 +87,7 @@ struct profile_summary {
 	uint64_t kernel_frames;    /* of which were kernel frames */
 	uint64_t managed_frames;   /* of which were managed code (JIT or R2R) */
 	uint64_t native_frames;    /* of which were named native code */
+	uint64_t line_frames;      /* managed frames with a source line (profile_set_lines) */
 	size_t stacks;             /* distinct stacks */
 	bool dropped;              /* distinct-stack cap reached: some samples dropped */
 	uint64_t dropped_samples;
@@ -238,7 +247,7 @@ void profile_ep_unlock(struct profile_ep *e);
 void profile_ep_stats(struct profile_ep *e, struct profile_ep_stats *st);
 /* A profile_namer_fn (ctx = the engine). */
 size_t profile_ep_name_stack(void *ctx, const uint64_t *ips, unsigned nr, const char **names,
-			     size_t cap);
+			     uint32_t *idx, size_t cap);
 /* Takes the flame of one event kind (PROFILE_EP_EV_*) collected so far and
  * starts a new one. Returns 0 (*out is the caller's) or a negative errno. */
 struct flame;
@@ -283,6 +292,7 @@ struct profile_session {
 	bool stopped;
 	enum profile_stage failed_stage; /* where profile_session_start failed */
 	struct perf_prio prio;           /* clrtap's own priority, raised for the session */
+	struct srcline *lines;           /* profile_session_lines (owned) */
 };
 
 /*
@@ -300,6 +310,14 @@ int profile_session_stop(struct profile_session *s);
 int profile_session_build(struct profile_session *s, struct flame *f, struct profile_summary *sum);
 int profile_session_build_ex(struct profile_session *s, struct flame *f,
 			     struct profile_summary *sum, unsigned flags);
+/*
+ * Source lines for the managed frames of the next builds (lines.c): after
+ * stop, one rundown session of the target (lib/srcline: IL-to-native maps,
+ * then the assemblies' portable PDBs), either engine. 0, or a negative errno (-EREMOTEIO with rerr); the profile is
+ * built without lines then.
+ */
+int profile_session_lines(struct profile_session *s, const struct proc_target *t, int timeout_ms,
+			  struct ipc_error *rerr);
 /* Forgets the stacks so far (for `top`, between refreshes). */
 void profile_session_reset(struct profile_session *s);
 /* Restores the perf map (idempotent); the IPC error if that failed. Not for an

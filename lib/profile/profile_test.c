@@ -218,9 +218,10 @@ static void test_unwind_frame_pointers(void **state)
 
 /* The EventPipe engine's path: stacks named whole by nt_methods_name_stack
  * through a namer, thread roots on top, summary counting managed frames. */
-static size_t namer(void *ctx, const uint64_t *ips, unsigned nr, const char **names, size_t cap)
+static size_t namer(void *ctx, const uint64_t *ips, unsigned nr, const char **names,
+		    uint32_t *idx, size_t cap)
 {
-	return nt_methods_name_stack(ctx, ips, nr, names, cap);
+	return nt_methods_name_stack_idx(ctx, ips, nr, names, idx, cap);
 }
 
 static void test_namer(void **state)

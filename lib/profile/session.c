@@ -10,6 +10,8 @@
 
 #include "common/log.h"
 #include "profile/profile.h"
+#include "srcline/srcline.h"
+#include "sym/sym_srv.h"
 
 #define REFRESH_NS 1000000000ull
 
@@ -77,6 +79,7 @@ int profile_session_start(struct profile_session *s, const struct profile_sessio
 	so.perfmap_tpath = s->dotnet && s->pm.map_tpath[0] ? s->pm.map_tpath : NULL;
 	so.jitdump_tpath = s->dotnet && s->pm.jitdump ? s->pm.jitdump_tpath : NULL;
 	s->failed_stage = PROFILE_STAGE_SYM;
+	sym_srv_hold(true); /* no download while sampling: released by profile_session_stop */
 	rc = sym_proc_open(&s->sp, o->pid, &so);
 	if (rc)
 		goto fail;
@@ -127,6 +130,7 @@ int profile_session_stop(struct profile_session *s)
 	}
 	rc = perf_sampler_finish(s->smp, s->end_ns);
 	s->stopped = true;
+	sym_srv_hold(false);
 	/*
 	 * The runtime writes a perf map line when it publishes code: read the
 	 * last ones. .NET 11 writes its map out only when it is turned off:
@@ -186,6 +190,9 @@ void profile_session_close(struct profile_session *s)
 {
 	struct ipc_error rerr;
 
+	srcline_free(s->lines);
+	s->lines = NULL;
+	sym_srv_hold(false);
 	if (s->engine == PROFILE_ENGINE_EVENTPIPE) {
 		/* no perf map, sampler or symbolizer in this session */
 		profile_ep_free(s->ep);

@@ -8,7 +8,10 @@
  */
 #include "common/compat.h"
 
+#include <pthread.h>
+
 #include "common/cursor.h"
+#include "common/log.h"
 #include "common/strbuf.h"
 #include "srcline/srcline.h"
 
@@ -21,13 +24,15 @@ struct body {
 	uint64_t start, method_id, module_id, seq;
 	uint32_t size, token;
 	uint32_t map; /* index into maps + 1, 0: none */
-	bool rundown;
+	uint32_t r2r_map; /* the same from the image's R2R debug info, 0: none */
+	bool rundown, r2r_tried;
 };
 
 struct ilmap {
 	uint64_t method_id, seq;
 	uint32_t first, n; /* entries ents[first .. first + n) */
 	bool rundown;
+	bool r2r; /* decoded from an R2R image for one body: never paired by resolve() */
 };
 
 struct ent {
@@ -39,8 +44,9 @@ struct module {
 	char *path;
 	struct pe_file *pf;
 	struct pe_pdb *pdb;
-	bool tried;
-	int err;
+	bool tried, warned;
+	int err;     /* opening the PDB (-EIO: the assembly itself) */
+	uint64_t base; /* R2R: where the image's RVA 0 is in the process, 0: not known yet */
 };
 
 struct srcline {
@@ -54,9 +60,11 @@ struct srcline {
 	struct module *mods;
 	size_t nmods, capmods;
 	uint32_t *by_addr; /* body indexes sorted by start */
+	struct pe_bound *r2r_buf; /* PE_R2R_MAX_BOUNDS entries, for decoding */
 	bool dirty;
 	uint64_t seq;
 	struct strbuf sb;
+	pthread_mutex_t mu; /* events may come from a srcline_follow thread */
 };
 
 const char *srcline_why_str(enum srcline_why why)
@@ -92,6 +100,7 @@ int srcline_new(const struct pe_open_opts *opts, struct srcline **out)
 	if (opts)
 		sl->opts = *opts;
 	sl->opts.flags |= PE_OPEN_NO_RESOLVE;
+	pthread_mutex_init(&sl->mu, NULL);
 	strbuf_init(&sl->sb, PE_PDB_MAX_PATH);
 	*out = sl;
 	return 0;
@@ -113,7 +122,9 @@ void srcline_free(struct srcline *sl)
 	free(sl->maps);
 	free(sl->ents);
 	free(sl->by_addr);
+	free(sl->r2r_buf);
 	strbuf_release(&sl->sb);
+	pthread_mutex_destroy(&sl->mu);
 	free(sl);
 }
 
@@ -200,6 +211,7 @@ static int add_map(struct srcline *sl, const struct nt_event *ev, bool rundown)
 	m->first = (uint32_t)sl->nents;
 	m->n = n;
 	m->rundown = rundown;
+	m->r2r = false;
 	for (i = 0; i < n; i++) {
 		sl->ents[sl->nents].il = ct_le32(ils + 4 * (size_t)i);
 		sl->ents[sl->nents].native = ct_le32(nats + 4 * (size_t)i);
@@ -239,7 +251,7 @@ static int add_module(struct srcline *sl, const struct nt_event *ev)
 	return 0;
 }
 
-int srcline_add_event(struct srcline *sl, const struct nt_event *ev)
+static int add_event(struct srcline *sl, const struct nt_event *ev)
 {
 	const struct nt_metadata *md = ev->meta;
 
@@ -259,6 +271,16 @@ int srcline_add_event(struct srcline *sl, const struct nt_event *ev)
 			return add_module(sl, ev);
 	}
 	return 0;
+}
+
+int srcline_add_event(struct srcline *sl, const struct nt_event *ev)
+{
+	int rc;
+
+	pthread_mutex_lock(&sl->mu);
+	rc = add_event(sl, ev);
+	pthread_mutex_unlock(&sl->mu);
+	return rc;
 }
 
 /* ---- pairing and lookup ---- */
@@ -310,6 +332,8 @@ static int resolve(struct srcline *sl)
 		const struct ilmap *m = &sl->maps[i];
 		size_t lo = 0, hi = sl->nbodies, k;
 
+		if (m->r2r)
+			continue;
 		/* first body with (method_id, seq) > (m->method_id, m->seq) */
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
@@ -390,15 +414,101 @@ static struct module *find_module(struct srcline *sl, uint64_t id)
 	return NULL;
 }
 
-int srcline_lookup(struct srcline *sl, uint64_t ip, bool return_address, struct pe_srcline *out,
-		   uint32_t *il_offset, enum srcline_why *why)
+/* Opens the module's assembly and its PDB once (the PDB's id checked). */
+static void open_module(struct srcline *sl, struct module *mod)
 {
-	const struct body *b;
+	if (mod->tried)
+		return;
+	mod->tried = true;
+	mod->err = pe_file_open(mod->path, &sl->opts, &mod->pf);
+	if (!mod->err)
+		mod->err = pe_pdb_open_for(mod->pf, mod->path, &sl->opts, &mod->pdb);
+	else
+		mod->err = -EIO;
+	if (mod->err == -ESTALE && !mod->warned) {
+		mod->warned = true; /* one line per assembly, in every view */
+		ct_warn("%s: its PDB does not match the assembly (another build's PDB id): "
+			"refused, no lines for its frames", mod->path);
+	}
+}
+
+/*
+ * The R2R method of body b: the image's RVA 0 in the process is learnt from
+ * the first body whose MethodDef has one entry point (start - entry RVA),
+ * then every body is looked up by its RVA (generic instantiations too).
+ */
+static const struct pe_method *r2r_method(struct module *mod, const struct body *b)
+{
+	const struct pe_method *ms, *m = NULL;
+	const struct pe_range *r;
+	size_t n, i;
+
+	if (pe_file_methods(mod->pf, &ms, &n))
+		return NULL;
+	if (!mod->base) {
+		for (i = 0; i < n; i++)
+			if (ms[i].token == b->token && !(ms[i].flags & PE_METHOD_INSTANCE) &&
+			    !ms[i].component && b->start > ms[i].entry_rva)
+				mod->base = b->start - ms[i].entry_rva;
+		if (!mod->base)
+			return NULL;
+	}
+	if (b->start - mod->base > UINT32_MAX ||
+	    pe_file_lookup_rva(mod->pf, (uint32_t)(b->start - mod->base), &m, &r) ||
+	    m->token != b->token || m->entry_rva != b->start - mod->base)
+		return NULL;
+	return m;
+}
+
+/* The IL map of an R2R body from its image's debug info (decoded once). */
+static uint32_t r2r_map(struct srcline *sl, struct module *mod, struct body *b)
+{
+	const struct pe_method *m;
+	struct ilmap *im;
+	size_t n, i;
+
+	if (b->r2r_tried)
+		return b->r2r_map;
+	b->r2r_tried = true;
+	if (!mod->pf || !pe_file_info(mod->pf)->is_r2r || pe_file_info(mod->pf)->composite)
+		return 0;
+	m = r2r_method(mod, b);
+	if (!m)
+		return 0;
+	if (!sl->r2r_buf) {
+		sl->r2r_buf = malloc(PE_R2R_MAX_BOUNDS * sizeof(*sl->r2r_buf));
+		if (!sl->r2r_buf)
+			return 0;
+	}
+	if (pe_file_r2r_bounds(mod->pf, m->rf_index, sl->r2r_buf, PE_R2R_MAX_BOUNDS, &n) ||
+	    grow((void **)&sl->maps, &sl->capmaps, sl->nmaps, sizeof(*im), SRCLINE_MAX_BODIES, 1) ||
+	    grow((void **)&sl->ents, &sl->capents, sl->nents, sizeof(struct ent),
+		 SRCLINE_MAX_MAP_ENTRIES, n))
+		return 0;
+	im = &sl->maps[sl->nmaps++];
+	memset(im, 0, sizeof(*im));
+	im->method_id = b->method_id;
+	im->first = (uint32_t)sl->nents;
+	im->n = (uint32_t)n;
+	im->r2r = true;
+	for (i = 0; i < n; i++) {
+		sl->ents[sl->nents].native = sl->r2r_buf[i].native;
+		sl->ents[sl->nents].il = sl->r2r_buf[i].il;
+		sl->nents++;
+	}
+	b->r2r_map = (uint32_t)sl->nmaps;
+	return b->r2r_map;
+}
+
+static int lookup(struct srcline *sl, uint64_t ip, bool return_address, struct pe_srcline *out,
+		  uint32_t *il_offset, enum srcline_why *why)
+{
+	struct body *b;
 	const struct ilmap *m;
 	const struct ent *best = NULL;
 	struct module *mod;
+	uint32_t i, map;
 	uint64_t off;
-	uint32_t i;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -408,13 +518,19 @@ int srcline_lookup(struct srcline *sl, uint64_t ip, bool return_address, struct 
 		return -ENOMEM;
 	if (return_address && ip)
 		ip--;
-	b = find_body(sl, ip);
+	b = (struct body *)find_body(sl, ip);
 	if (!b)
 		return -ENOENT;
+	mod = find_module(sl, b->module_id);
+	if (mod)
+		open_module(sl, mod);
+	/* R2R debug info only for a module with a PDB (building an image's method
+	 * table costs: System.Private.CoreLib's takes a few hundred ms) */
+	map = b->map ? b->map : mod && !mod->err ? r2r_map(sl, mod, b) : 0;
 	*why = SRCLINE_NO_MAP;
-	if (!b->map)
+	if (!map)
 		return -ENOENT;
-	m = &sl->maps[b->map - 1];
+	m = &sl->maps[map - 1];
 	off = ip - b->start;
 	for (i = 0; i < m->n; i++) {
 		const struct ent *e = &sl->ents[m->first + i];
@@ -427,17 +543,8 @@ int srcline_lookup(struct srcline *sl, uint64_t ip, bool return_address, struct 
 		return -ENOENT;
 	*il_offset = best->il;
 	*why = SRCLINE_NO_MODULE;
-	mod = find_module(sl, b->module_id);
 	if (!mod)
 		return -ENOENT;
-	if (!mod->tried) {
-		mod->tried = true;
-		mod->err = pe_file_open(mod->path, &sl->opts, &mod->pf);
-		if (!mod->err)
-			mod->err = pe_pdb_open_for(mod->pf, mod->path, &sl->opts, &mod->pdb);
-		else
-			mod->err = -EIO;
-	}
 	if (mod->err) {
 		*why = mod->err == -EIO ? SRCLINE_NO_MODULE
 		     : mod->err == -ESTALE ? SRCLINE_PDB_MISMATCH : SRCLINE_NO_PDB;
@@ -449,4 +556,49 @@ int srcline_lookup(struct srcline *sl, uint64_t ip, bool return_address, struct 
 		return err == -ENOMEM ? err : -ENOENT;
 	*why = SRCLINE_OK;
 	return 0;
+}
+
+int srcline_lookup(struct srcline *sl, uint64_t ip, bool return_address, struct pe_srcline *out,
+		   uint32_t *il_offset, enum srcline_why *why)
+{
+	int rc;
+
+	pthread_mutex_lock(&sl->mu);
+	rc = lookup(sl, ip, return_address, out, il_offset, why);
+	pthread_mutex_unlock(&sl->mu);
+	return rc;
+}
+
+int srcline_name(struct srcline *sl, uint64_t ip, bool return_address, const char *name,
+		 char *buf, size_t len)
+{
+	struct pe_srcline l;
+	enum srcline_why why;
+	uint32_t il;
+	char *own = NULL;
+	int r = sl ? srcline_lookup(sl, ip, return_address, &l, &il, &why) : -ENOENT;
+
+	if (r == -ENOMEM)
+		return r;
+	if (r && sl)
+		ct_debug("source lines: %s at 0x%" PRIx64 ": %s (IL 0x%x)", name, ip,
+			 srcline_why_str(why), il);
+	if (r == 0 && buf == name) { /* in place */
+		own = strdup(name);
+		if (!own)
+			return -ENOMEM;
+		name = own;
+	}
+	if (r == 0 && (size_t)snprintf(buf, len, "%s in %s:line %u", name, l.file, l.line) < len)
+		r = 1;
+	else if (buf != name)
+		snprintf(buf, len, "%s", name);
+	free(own);
+	return r == 1;
+}
+
+void srcline_counts(const struct srcline *sl, size_t *bodies, size_t *maps)
+{
+	*bodies = sl ? sl->nbodies : 0;
+	*maps = sl ? sl->nmaps : 0;
 }

@@ -22,6 +22,10 @@
 #define CLRTAP_SRCLINE_SRCLINE_H
 
 #include "common/compat.h"
+
+#include <signal.h>
+
+#include "ipc/ipc.h"
 #include "nettrace/nettrace.h"
 #include "pe/pdb.h"
 #include "pe/pe.h"
@@ -63,5 +67,49 @@ int srcline_add_event(struct srcline *sl, const struct nt_event *ev);
  */
 int srcline_lookup(struct srcline *sl, uint64_t ip, bool return_address, struct pe_srcline *out,
 		   uint32_t *il_offset, enum srcline_why *why);
+
+/*
+ * name + " in FILE:line N" into buf when the frame at ip has a line (1),
+ * else name alone (0); -ENOMEM. The one way a frame's name gets its line:
+ * lib/flame's writers split it again for pprof Line, speedscope file/line.
+ * sl may be NULL (0, name alone).
+ */
+int srcline_name(struct srcline *sl, uint64_t ip, bool return_address, const char *name,
+		 char *buf, size_t len);
+
+/* ---- a live process (live.c) ---- */
+
+/*
+ * A srcline for a live process: assemblies and PDBs are read as the target
+ * sees them, inside its root (/proc/PID/root, never following its links out).
+ */
+int srcline_new_proc(pid_t pid, struct srcline **out);
+
+/*
+ * Fills sl from a short EventPipe session on ep: stopped as soon as it has
+ * started, so what it reads is the rundown (every method's code, its
+ * IL-to-native map, the modules) plus the JIT events of that moment. Cost:
+ * one rundown (the runtime walks its code heap), the stream read as it
+ * comes, kept within SRCLINE_MAX_BODIES / SRCLINE_MAX_MAP_ENTRIES (the
+ * session is stopped at a cap: later methods get no line). 0, or a
+ * negative errno (-EREMOTEIO with rerr). stop may be NULL.
+ */
+int srcline_collect(const struct ipc_endpoint *ep, volatile sig_atomic_t *stop, struct srcline *sl,
+		    struct ipc_error *rerr);
+
+/*
+ * Keeps sl fed with the code the JIT publishes from now on (MethodLoadVerbose
+ * and its IL-to-native map) from an EventPipe session on a thread of its own,
+ * until srcline_follow_stop; lookups may run meanwhile (sl locks). The
+ * runtime hands its events over in batches: a frame of code published in the
+ * last moment may have no line yet. ep is copied (its path must outlive f).
+ */
+struct srcline_follow;
+int srcline_follow_start(const struct ipc_endpoint *ep, struct srcline *sl,
+			 struct srcline_follow **out);
+void srcline_follow_stop(struct srcline_follow *f);
+
+/* Counts: code bodies and IL maps recorded (for notes and tests). */
+void srcline_counts(const struct srcline *sl, size_t *bodies, size_t *maps);
 
 #endif

@@ -232,12 +232,76 @@ static void test_no_pdb(void **state)
 	srcline_free(sl);
 }
 
+/*
+ * ReadyToRun code: a rundown body with no JIT map gets its IL offsets from
+ * the image's debug info (lines-r2r.dll, see tests/data/pe/README.md); the
+ * image's base is learnt from the body's MethodDef entry. srcline_name
+ * writes the line into the name (in place too), and leaves a name without
+ * one as it is.
+ */
+static void test_r2r_and_name(void **state)
+{
+	const uint64_t base = 0x7f0000000000ull;
+	const struct pe_method *ms;
+	struct pe_bound b[256];
+	struct pe_file *pf = NULL;
+	struct srcline *sl;
+	struct pe_srcline l;
+	enum srcline_why why;
+	char buf[512], inplace[512];
+	uint32_t il, idx, k;
+	size_t n, nm, i;
+
+	(void)state;
+	assert_int_equal(pe_file_open(DATA "lines-r2r.dll", NULL, &pf), 0);
+	assert_int_equal(pe_file_find(pf, "Clrtap.Lines.Driver::CallLoop", &idx, 1, &n), 0);
+	assert_int_equal(pe_file_methods(pf, &ms, &nm), 0);
+	assert_int_equal(pe_file_r2r_bounds(pf, ms[idx].rf_index, b, ARRAY_SIZE(b), &n), 0);
+	assert_int_equal(srcline_new(NULL, &sl), 0);
+	assert_int_equal(add_module(sl, NT_PROV_RUNDOWN, 154, 0xCC, DATA "lines-r2r.dll"), 0);
+	assert_int_equal(add_method(sl, NT_PROV_RUNDOWN, 144, 0x99, 0xCC,
+				    base + ms[idx].entry_rva, ms[idx].code_size, ms[idx].token), 0);
+	/* every mapped entry's offset gives the line the PDB has for its IL offset */
+	for (i = k = 0; i < n; i++) {
+		if (b[i].il >= 0xFFFFFFFDu || (i + 1 < n && b[i + 1].native == b[i].native))
+			continue;
+		if (look(sl, base + ms[idx].entry_rva + b[i].native, false, &l, &il, &why))
+			continue;
+		assert_int_equal(il, b[i].il);
+		assert_string_equal(l.file, "/src/lines-live/Program.cs");
+		if (l.line == 92) {
+			assert_int_equal(srcline_name(sl, base + ms[idx].entry_rva + b[i].native, false,
+						      "Clrtap.Lines.Driver::CallLoop", buf, sizeof(buf)), 1);
+			assert_string_equal(buf, "Clrtap.Lines.Driver::CallLoop in "
+					    "/src/lines-live/Program.cs:line 92");
+			snprintf(inplace, sizeof(inplace), "Clrtap.Lines.Driver::CallLoop");
+			assert_int_equal(srcline_name(sl, base + ms[idx].entry_rva + b[i].native, false,
+						      inplace, inplace, sizeof(inplace)), 1);
+			assert_string_equal(inplace, buf);
+			/* too small a buffer: the name alone, never a cut line */
+			assert_int_equal(srcline_name(sl, base + ms[idx].entry_rva + b[i].native, false,
+						      "Clrtap.Lines.Driver::CallLoop", buf, 40), 0);
+			assert_string_equal(buf, "Clrtap.Lines.Driver::CallLoop");
+		}
+		k++;
+	}
+	assert_true(k > 2);
+	/* no srcline, or no method: the name as it is */
+	assert_int_equal(srcline_name(NULL, 0x1234, false, "A::B", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "A::B");
+	assert_int_equal(srcline_name(sl, 0x1234, false, "A::B", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "A::B");
+	srcline_free(sl);
+	pe_file_close(pf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runtime_order),
 		cmocka_unit_test(test_rundown_order),
 		cmocka_unit_test(test_no_pdb),
+		cmocka_unit_test(test_r2r_and_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

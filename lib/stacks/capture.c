@@ -8,12 +8,16 @@
  */
 #include "common/compat.h"
 
+#include "common/log.h"
+#include "flame/flame.h"
+#include "srcline/srcline.h"
 #include "stacks/stacks.h"
 
 #define STREAM_MAX ((size_t)256 << 20)
 #define SAMPLER "Microsoft-DotNETCore-SampleProfiler"
 /* rundown: Loader 0x8, Jit 0x10, NGen 0x20 (precompiled code), end rundown 0x100 */
 #define RUNDOWN_KEYWORDS 0x138ull
+#define RUNDOWN_ILMAP 0x20000ull /* JittedMethodILToNativeMap: for --lines */
 
 static int mem_sink(void *ctx, const void *buf, size_t n)
 {
@@ -43,7 +47,7 @@ int stacks_capture_run(const struct ipc_endpoint *ep, pid_t pid,
 	cfg.nproviders = 1;
 	cfg.buffer_mb = 64;
 	cfg.rundown = true;
-	cfg.rundown_keyword = RUNDOWN_KEYWORDS;
+	cfg.rundown_keyword = RUNDOWN_KEYWORDS | (o->lines ? RUNDOWN_ILMAP : 0);
 	cfg.stackwalk = true;
 	so.sink = mem_sink;
 	so.ctx = &stream;
@@ -61,6 +65,13 @@ int stacks_capture_run(const struct ipc_endpoint *ep, pid_t pid,
 	err = stacks_sampler_new(&c->sampler);
 	if (!err)
 		err = stacks_tree_new(&c->tree);
+	if (!err && o->lines) {
+		struct srcline *sl;
+
+		err = srcline_new_proc(pid, &sl);
+		if (!err)
+			stacks_sampler_set_lines(c->sampler, sl);
+	}
 	if (err) {
 		c->stage = STACKS_STAGE_BUILD;
 		goto out;
@@ -82,6 +93,12 @@ int stacks_capture_run(const struct ipc_endpoint *ep, pid_t pid,
 	}
 	err = 0;
 	c->incomplete = !c->res.complete;
+	if (o->lines) {
+		size_t nb, nmap;
+
+		srcline_counts(stacks_sampler_lines(c->sampler), &nb, &nmap);
+		ct_debug("stacks: %zu code bodies, %zu IL maps for source lines", nb, nmap);
+	}
 	err = stacks_sampler_build(c->sampler, c->tree);
 	if (err < 0) {
 		c->stage = STACKS_STAGE_BUILD;
@@ -115,12 +132,30 @@ bool stacks_thread_has_managed(struct stacks_sampler *s, const struct stacks_thr
 	return false;
 }
 
+/* "file" and "line" of a frame named with its line (stacks_sampler_set_lines) */
+static void json_line(struct ct_json *j, const char *name)
+{
+	const char *file;
+	size_t nlen, flen;
+	uint32_t line;
+	char *f;
+
+	if (!flame_name_line(name, strlen(name), &nlen, &file, &flen, &line))
+		return;
+	f = strndup(file, flen);
+	if (f)
+		ct_json_kv_str(j, "file", f);
+	free(f);
+	ct_json_kv_u64(j, "line", line);
+}
+
 static void json_node(struct ct_json *j, const struct stacks_names *nm, const struct stacks_node *n)
 {
 	size_t i;
 
 	ct_json_obj_begin(j);
 	ct_json_kv_str(j, "frame", n->name);
+	json_line(j, n->name);
 	ct_json_kv_u64(j, "count", n->count);
 	ct_json_kv_arr_begin(j, "threads");
 	for (i = 0; i < n->ntids; i++) {

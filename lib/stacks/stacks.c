@@ -11,6 +11,7 @@
 #include "common/strbuf.h"
 #include "common/strparse.h"
 #include "proc/proc.h"
+#include "srcline/srcline.h"
 #include "stacks/stacks.h"
 
 /* ------------------------------------------------------------------------ */
@@ -181,6 +182,7 @@ const struct stacks_node *stacks_tree_root(struct stacks_tree *t)
 
 struct stacks_sampler {
 	struct nt_methods *methods;
+	struct srcline *lines;  /* stacks_sampler_set_lines (owned) */
 	struct stacks_thread *v;
 	size_t n, cap;
 	struct ct_itab tids; /* v by thread */
@@ -209,10 +211,17 @@ void stacks_sampler_free(struct stacks_sampler *s)
 
 	if (!s)
 		return;
-	for (i = 0; i < s->n; i++)
+	for (i = 0; i < s->n; i++) {
+		uint32_t k;
+
+		for (k = 0; s->v[i].lined && k < s->v[i].nframes; k++)
+			free(s->v[i].lined[k]);
+		free(s->v[i].lined);
 		free(s->v[i].ips);
+	}
 	free(s->v);
 	ct_itab_release(&s->tids);
+	srcline_free(s->lines);
 	nt_methods_free(s->methods);
 	free(s);
 }
@@ -255,7 +264,15 @@ int stacks_sampler_event(struct stacks_sampler *s, const struct nt_event *ev)
 		return 0;
 	if (ev->meta->provider_kind == NT_PROV_RUNTIME || ev->meta->provider_kind == NT_PROV_RUNDOWN) {
 		err = nt_methods_add_event(s->methods, ev);
-		return err == -EBADMSG ? 0 : err < 0 ? err : 0;
+		if (err == -EBADMSG)
+			err = 0;
+		if (err >= 0 && s->lines) {
+			err = srcline_add_event(s->lines, ev);
+			/* a damaged record or a full line table: fewer lines, the stacks go on */
+			if (err == -EBADMSG || err == -EFBIG)
+				err = 0;
+		}
+		return err < 0 ? err : 0;
 	}
 	if (ev->meta->provider_kind != NT_PROV_SAMPLEPROFILER || ev->meta->event_id != 0)
 		return 0;
@@ -321,12 +338,45 @@ static bool frame_ip(const struct stacks_thread *th, uint32_t i, uint64_t *ip)
 	return true;
 }
 
+void stacks_sampler_set_lines(struct stacks_sampler *s, struct srcline *sl)
+{
+	srcline_free(s->lines);
+	s->lines = sl;
+}
+
+struct srcline *stacks_sampler_lines(struct stacks_sampler *s)
+{
+	return s->lines;
+}
+
+/* The name with its line (lib/srcline), made once per frame; NULL: none. */
+static const char *frame_lined(struct stacks_sampler *s, const struct stacks_thread *th,
+			       uint32_t i, const char *name)
+{
+	struct stacks_thread *w = &s->v[th - s->v]; /* th is one of s->v */
+	char buf[PE_PDB_MAX_PATH + 1024];
+
+	if (!w->lined) {
+		w->lined = calloc(w->nframes, sizeof(*w->lined));
+		if (!w->lined)
+			return NULL;
+	}
+	if (!w->lined[i] && srcline_name(s->lines, w->ips[i], i > 0, name, buf, sizeof(buf)) == 1)
+		w->lined[i] = strdup(buf);
+	return w->lined[i];
+}
+
 const char *stacks_sampler_frame(struct stacks_sampler *s, const struct stacks_thread *th,
 				 uint32_t i)
 {
+	const char *name, *lined;
 	uint64_t ip;
 
-	return frame_ip(th, i, &ip) ? nt_methods_lookup(s->methods, ip) : NULL;
+	name = frame_ip(th, i, &ip) ? nt_methods_lookup(s->methods, ip) : NULL;
+	if (!name || !s->lines)
+		return name;
+	lined = frame_lined(s, th, i, name);
+	return lined ? lined : name;
 }
 
 const char *stacks_sampler_frame_raw(struct stacks_sampler *s, const struct stacks_thread *th,

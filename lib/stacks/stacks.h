@@ -17,6 +17,7 @@
 #include "common/json.h"
 #include "ipc/ipc.h"
 #include "nettrace/nettrace.h"
+#include "task/task.h"
 
 #define STACKS_MAX_THREADS 65536   /* threads kept */
 #define STACKS_MAX_FRAMES 4096     /* frames of one stack (deeper: the root end is cut) */
@@ -62,6 +63,7 @@ struct stacks_thread {
 	uint64_t *ips;     /* leaf first */
 	uint32_t nframes;  /* 0: the sample had no managed frame */
 	uint32_t type;     /* enum nt_sample_type of the kept sample */
+	char **lined;      /* names with their source line (stacks_sampler_set_lines) */
 };
 
 struct stacks_sampler;
@@ -76,6 +78,15 @@ void stacks_sampler_free(struct stacks_sampler *s);
  * undecodable events are skipped.
  */
 int stacks_sampler_event(struct stacks_sampler *s, const struct nt_event *ev);
+
+/*
+ * Frames get their source file and line (lib/srcline): sl (owned from
+ * now on) is fed the same events; stacks_sampler_frame then names a managed
+ * frame "NAME in FILE:line N" when it has one.
+ */
+struct srcline;
+void stacks_sampler_set_lines(struct stacks_sampler *s, struct srcline *sl);
+struct srcline *stacks_sampler_lines(struct stacks_sampler *s);
 
 /* Records a code range by hand (name copied), e.g. from a perf map. */
 int stacks_sampler_add_method(struct stacks_sampler *s, uint64_t start, uint32_t size,
@@ -131,6 +142,7 @@ const char *stacks_names_get(const struct stacks_names *n, uint64_t nstid);
 struct stacks_capture_opts {
 	int sample_ms;                   /* how long the sampler runs (1..60000) */
 	bool no_names;                   /* do not read thread names */
+	bool lines;                      /* frames with their source line (IL maps in the rundown) */
 	volatile sig_atomic_t *stop;
 };
 
@@ -170,5 +182,10 @@ bool stacks_thread_has_managed(struct stacks_sampler *s, const struct stacks_thr
  * tree (frame, count, threads, children).
  */
 void stacks_capture_json(const struct stacks_capture *c, struct ct_json *j);
+
+/* The stacks task (task.c; lib/task/table.c lists it). */
+extern const struct task_param stacks_task_params[];
+extern const size_t stacks_task_nparams;
+int task_run_stacks(const struct task_args *a, const struct task_ctx *ctx, struct task_result *r);
 
 #endif

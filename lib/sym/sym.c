@@ -25,6 +25,7 @@
 #include "proc/proc.h"
 #include "sym/sym_cache.h"
 #include "sym/sym_internal.h"
+#include "sym/sym_srv.h"
 
 enum map_type {
 	MT_ANON = 0, /* no file: JIT code when executable */
@@ -47,6 +48,7 @@ struct image {
 	struct pe_file *pe;
 	bool pe_r2r;
 	struct sym_img *cimg; /* set: lookups use it (sym_cache.c), elf and pe are unused */
+	bool srv_retry;       /* loaded while downloads were held (sym_srv_hold): load again after */
 };
 
 struct map {
@@ -112,6 +114,7 @@ struct sym_proc {
 	uint64_t gen;
 	uint64_t last_auto_ns;
 	uint64_t lookups, hits;
+	unsigned srv_epoch; /* sym_srv_epoch() when the images were last checked */
 };
 
 #define SYM_AUTO_REFRESH_NS 250000000ULL
@@ -325,7 +328,39 @@ miss:
 	return false;
 }
 
+static void image_load_now(struct sym_proc *sp, struct image *im);
+
 static void image_load(struct sym_proc *sp, struct image *im)
+{
+	unsigned held = sym_srv_held_misses();
+
+	image_load_now(sp, im);
+	im->srv_retry = sym_srv_held_misses() != held;
+}
+
+/* Images loaded while downloads were held are loaded again once they are not. */
+static void images_srv_retry(struct sym_proc *sp)
+{
+	struct image *im;
+	bool any = false;
+
+	for (im = sp->images; im; im = im->next) {
+		if (!im->srv_retry)
+			continue;
+		sym_elf_free(&im->elf);
+		pe_file_close(im->pe);
+		im->pe = NULL;
+		sym_img_release(im->cimg);
+		im->cimg = NULL;
+		im->kind = IMG_UNTRIED;
+		im->srv_retry = false;
+		any = true;
+	}
+	if (any)
+		sp->gen++; /* names cached per address may change */
+}
+
+static void image_load_now(struct sym_proc *sp, struct image *im)
 {
 	unsigned char magic[4] = { 0 };
 	ssize_t n;
@@ -868,6 +903,7 @@ int sym_proc_open(struct sym_proc **out, pid_t pid, const struct sym_opts *o)
 	snprintf(sp->root, sizeof(sp->root), "/proc/%d/root", (int)pid);
 	strbuf_init(&sp->maps_text, SYM_MAPS_MAX_BYTES);
 	sp->gen = 1;
+	sp->srv_epoch = sym_srv_epoch();
 
 	slots = o && o->cache_slots ? o->cache_slots : 16384;
 	if (slots > (1u << 24))
@@ -1144,6 +1180,10 @@ int sym_lookup(struct sym_proc *sp, uint64_t addr, struct sym_frame *out)
 	int rc;
 
 	sp->lookups++;
+	if (sp->srv_epoch != sym_srv_epoch()) {
+		sp->srv_epoch = sym_srv_epoch();
+		images_srv_retry(sp);
+	}
 	s = &sp->cache[ct_hash_u64(addr) & sp->cache_mask];
 	if (s->gen == sp->gen && s->addr == addr) {
 		sp->hits++;
@@ -1246,6 +1286,100 @@ int sym_proc_find_jit(struct sym_proc *sp, const char *pattern, struct sym_jit_e
 	}
 	strbuf_release(&sb);
 	*n = cnt;
+	return 0;
+}
+
+static int native_list(struct sym_proc *sp, struct strbuf *out, bool stripped, const char *head)
+{
+	struct image *im;
+	int n = 0, rc = 0;
+
+	for (im = sp->images; im; im = im->next) {
+		int src = 0;
+		bool named;
+
+		if (im->kind != IMG_ELF)
+			continue;
+		if (im->cimg) {
+			named = im->cimg->flags & (SYM_IMG_HAS_SYMTAB | SYM_IMG_FROM_DEBUG);
+			src = im->cimg->srv_source;
+		} else {
+			named = im->elf.has_symtab || im->elf.from_debug_file;
+			src = im->elf.srv_source;
+		}
+		if (stripped ? named : !src)
+			continue;
+		rc |= strbuf_addstr(out, n++ ? ", " : head);
+		rc |= strbuf_addstr(out, im->base);
+		if (!stripped)
+			rc |= strbuf_addf(out, " (%s)", sym_srv_source_name((enum sym_srv_source)src));
+	}
+	if (n)
+		rc |= strbuf_addch(out, '\n');
+	return rc ? -ENOMEM : n;
+}
+
+int sym_proc_native_images(struct sym_proc *sp, struct sym_native_image *out, size_t max,
+			   size_t *n)
+{
+	struct image *im;
+	size_t i;
+
+	*n = 0;
+	for (i = 0; i < sp->nmaps; i++) {
+		struct map *m = &sp->maps[i];
+
+		if (m->type == MT_FILE && m->img && m->perms[2] == 'x' && m->img->kind == IMG_UNTRIED)
+			image_load(sp, m->img);
+	}
+	for (im = sp->images; im; im = im->next) {
+		struct sym_native_image *o;
+		uint32_t fl;
+		bool from_debug;
+
+		if (im->kind != IMG_ELF || im->tpath[0] == '[')
+			continue;
+		if (*n < max) {
+			o = &out[*n];
+			memset(o, 0, sizeof(*o));
+			o->path = im->tpath;
+			o->module = im->base;
+			fl = im->cimg ? im->cimg->flags : 0;
+			from_debug = im->cimg ? fl & SYM_IMG_FROM_DEBUG : im->elf.from_debug_file;
+			o->source = im->cimg ? im->cimg->srv_source : im->elf.srv_source;
+			if (o->source)
+				o->names = SYM_NAMES_SERVED;
+			else if (from_debug)
+				o->names = SYM_NAMES_DEBUG_FILE;
+			else if (im->cimg ? fl & SYM_IMG_HAS_SYMTAB : im->elf.has_symtab)
+				o->names = SYM_NAMES_SYMTAB;
+			else
+				o->names = SYM_NAMES_ADDRESS_ONLY;
+			/* lint-ok: target path: map_files (the mapped inode), or not root (see image_get) */
+			(void)sym_elf_file_build_id(im->hpath, o->build_id, sizeof(o->build_id),
+						    &o->build_id_len);
+		}
+		(*n)++;
+	}
+	return 0;
+}
+
+int sym_proc_native_note(struct sym_proc *sp, struct strbuf *out)
+{
+	int rc, n;
+
+	rc = native_list(sp, out, false, "native names from symbol sources: ");
+	if (rc < 0)
+		return rc;
+	n = native_list(sp, out, true,
+			"native frames named by address only (sub_<address>: no .symtab, no debug "
+			"file): ");
+	if (n < 0)
+		return n;
+	if (n && !sym_srv_servers() &&
+	    strbuf_addstr(out, "  (--symbol-server or --debuginfod name them from a symbol "
+			       "server: docs/internals/symsrv.md)\n"))
+		return -ENOMEM;
 	return 0;
 }
 

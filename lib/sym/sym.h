@@ -130,6 +130,42 @@ struct sym_jit_entry {
 int sym_proc_find_jit(struct sym_proc *sp, const char *pattern, struct sym_jit_entry *out,
 		      size_t max, size_t *n);
 
+/*
+ * The ELF images looked up so far whose internal functions have no name
+ * (no .symtab, no debug file: "sub_<address>" from the unwind table), and
+ * those named from a debug file that a symbol source (sym_srv.h) gave, as
+ * one line each for a summary:
+ *   "native names: libfoo.so (debuginfod), libbar.so (cache)"
+ *   "native frames named by address only (stripped, no debug file): libcoreclr.so, ..."
+ * plus a hint when no symbol server is configured. Empty when neither.
+ */
+struct strbuf;
+int sym_proc_native_note(struct sym_proc *sp, struct strbuf *out);
+
+/* How the functions of one native library are named (sym_proc_native_images). */
+enum sym_native_names {
+	SYM_NAMES_SYMTAB = 1,   /* its own .symtab */
+	SYM_NAMES_DEBUG_FILE,   /* a debug file on the machine (beside it, /usr/lib/debug, ...) */
+	SYM_NAMES_SERVED,       /* a debug file from a symbol source: source says which */
+	SYM_NAMES_ADDRESS_ONLY, /* exported names only, the rest sub_<address> */
+};
+struct sym_native_image {
+	const char *path;       /* as the target sees it (owned by sp) */
+	const char *module;     /* file name */
+	enum sym_native_names names;
+	int source;             /* enum sym_srv_source for SYM_NAMES_SERVED */
+	uint8_t build_id[64];
+	size_t build_id_len;    /* 0: none */
+};
+/*
+ * Loads every ELF image that backs an executable mapping of the process
+ * (so the configured symbol sources are asked for the stripped ones: a
+ * prefetch) and reports how each is named. Writes up to max, *n gets the
+ * count. The [vdso] is left out.
+ */
+int sym_proc_native_images(struct sym_proc *sp, struct sym_native_image *out, size_t max,
+			   size_t *n);
+
 /* Counters for tests and the profiler's summary. */
 struct sym_stats {
 	uint64_t lookups, cache_hits;

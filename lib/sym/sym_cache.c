@@ -121,6 +121,7 @@ int sym_img_from_elf(struct sym_img **out, const struct sym_elf *e)
 	im->nsegs = e->nsegs;
 	im->flags = (e->from_debug_file ? SYM_IMG_FROM_DEBUG : 0) |
 		    (e->has_symtab ? SYM_IMG_HAS_SYMTAB : 0);
+	im->srv_source = e->srv_source;
 	*out = im;
 	return 0;
 }
@@ -448,8 +449,6 @@ static void memo_name(char *buf, size_t len, const uint8_t skey[32])
 	snprintf(buf, len, "stat-%s.v1", hex);
 }
 
-static int dir_open(const char *dir);
-
 int sym_memo_get(const char *dir, const uint8_t skey[32], uint32_t *kind, uint8_t key[32])
 {
 	uint8_t b[MEMO_SIZE + 1], sum[32];
@@ -458,7 +457,7 @@ int sym_memo_get(const char *dir, const uint8_t skey[32], uint32_t *kind, uint8_
 	ssize_t n;
 	int dfd, fd;
 
-	dfd = dir_open(dir);
+	dfd = sym_cache_dir_open(dir, "sym");
 	if (dfd < 0)
 		return dfd;
 	memo_name(name, sizeof(name), skey);
@@ -490,7 +489,7 @@ void sym_memo_put(const char *dir, const uint8_t skey[32], uint32_t kind, const 
 	char name[96], tmp[128];
 	int dfd, fd, rc;
 
-	dfd = dir_open(dir);
+	dfd = sym_cache_dir_open(dir, "sym");
 	if (dfd < 0)
 		return;
 	memcpy(b, MEMO_MAGIC, 8);
@@ -538,11 +537,7 @@ static void file_name(char *buf, size_t len, uint32_t kind, const uint8_t key[32
 	snprintf(buf, len, "%s-%s.v1", kind_name(kind), hex);
 }
 
-/*
- * DIR/sym, created if needed (0700), as an fd; -EPERM when it (or DIR) is
- * not a plain directory of ours that only we can write.
- */
-static int dir_open(const char *dir)
+int sym_cache_dir_open(const char *dir, const char *sub)
 {
 	struct stat st;
 	int d, s;
@@ -560,11 +555,11 @@ static int dir_open(const char *dir)
 		close(d);
 		return -EPERM;
 	}
-	if (mkdirat(d, "sym", 0700) < 0 && errno != EEXIST) {
+	if (mkdirat(d, sub, 0700) < 0 && errno != EEXIST) {
 		close(d);
 		return -errno;
 	}
-	s = openat(d, "sym", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	s = openat(d, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	close(d);
 	if (s < 0)
 		return -errno;
@@ -629,8 +624,7 @@ static int old_cmp(const void *a, const void *b)
 	return (x->mtime.tv_nsec > y->mtime.tv_nsec) - (x->mtime.tv_nsec < y->mtime.tv_nsec);
 }
 
-/* Deletes least recently used files until the directory holds at most max bytes. */
-static void prune(int dfd, uint64_t max)
+void sym_cache_prune(int dfd, uint64_t max)
 {
 	struct old_file *v = NULL;
 	size_t n = 0, cap = 0, i;
@@ -701,7 +695,7 @@ static int disk_store(int dfd, const struct sym_img *im)
 	if (rc)
 		(void)unlinkat(dfd, tmp, 0);
 	else
-		prune(dfd, SYM_CACHE_MAX_BYTES);
+		sym_cache_prune(dfd, SYM_CACHE_MAX_BYTES);
 out:
 	strbuf_release(&sb);
 	return rc;
@@ -731,7 +725,7 @@ struct sym_img *sym_img_get(const char *dir, uint32_t kind, const uint8_t key[32
 		return im;
 	}
 	pthread_mutex_unlock(&lock);
-	dfd = dir_open(dir);
+	dfd = sym_cache_dir_open(dir, "sym");
 	if (dfd < 0) {
 		if (dfd == -EPERM)
 			ct_debug("sym cache: %s is not a private directory of ours: not used",
@@ -780,7 +774,7 @@ struct sym_img *sym_img_put_new(const char *dir, struct sym_img *im)
 	im->next = held;
 	held = im;
 	pthread_mutex_unlock(&lock);
-	dfd = dir_open(dir);
+	dfd = sym_cache_dir_open(dir, "sym");
 	if (dfd < 0)
 		return im;
 	rc = disk_store(dfd, im);

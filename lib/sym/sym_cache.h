@@ -55,6 +55,7 @@ struct sym_img {
 	struct sym_elf_seg segs[16];
 	size_t nsegs;
 	bool from_disk;       /* read from the cache directory */
+	int srv_source;       /* the debug file's sym_srv source (never on disk: such tables are private) */
 };
 
 /* Builders: from a loaded ELF file, from an R2R image's method table. */
@@ -122,6 +123,14 @@ struct sym_img *sym_img_get(const char *dir, uint32_t kind, const uint8_t key[32
  * and returns the one to use (an equal image already held wins).
  */
 struct sym_img *sym_img_put_new(const char *dir, struct sym_img *im);
+/*
+ * DIR/SUB (DIR: NULL for SYM_CACHE_DEFAULT_DIR, "" for none: -ENOENT),
+ * created if needed (0700), as an fd; -EPERM when it (or DIR) is not a
+ * plain directory of ours that only we can write.
+ */
+int sym_cache_dir_open(const char *dir, const char *sub);
+/* Deletes least recently used files of the directory until it holds at most max bytes. */
+void sym_cache_prune(int dfd, uint64_t max);
 /* Drops a reference. */
 void sym_img_release(struct sym_img *im);
 void sym_cache_stats(struct sym_cache_stats *st);

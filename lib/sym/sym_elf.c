@@ -18,6 +18,7 @@
 #include "common/strparse.h"
 #include "proc/proc.h"
 #include "sym/sym_internal.h"
+#include "sym/sym_srv.h"
 
 struct elf_meta {
 	uint8_t build_id[64];
@@ -384,7 +385,74 @@ static int find_debug_file(struct sym_elf *e, const char *root, const char *tpat
 				return 0;
 		}
 	}
-	return try_shared_runtimes(slash ? slash + 1 : tpath, m, e, arena);
+	if (!try_shared_runtimes(slash ? slash + 1 : tpath, m, e, arena))
+		return 0;
+	/* last: the symbol sources the user configured (sym_srv.h), by build-id */
+	if (m->build_id_len) {
+		enum sym_srv_source src;
+
+		if (!sym_srv_find(m->build_id, m->build_id_len, slash ? slash + 1 : tpath, cand,
+				  sizeof(cand), &src) &&
+		    !try_debug_file(0, cand, m, e, arena)) {
+			e->srv_source = (int)src;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* The build-id note and whether there is a .symtab, of the ELF file open as fd. */
+static int fd_meta(int fd, struct elf_meta *m, bool *symtab)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf *elf;
+
+	*symtab = false;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EPROTO;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		if (elf)
+			elf_end(elf);
+		return -EBADMSG;
+	}
+	read_meta(elf, m);
+	while (!*symtab && (scn = elf_nextscn(elf, scn)))
+		*symtab = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB;
+	elf_end(elf);
+	return 0;
+}
+
+int sym_elf_file_build_id(const char *path, uint8_t *id, size_t cap, size_t *len)
+{
+	struct elf_meta m;
+	bool symtab;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+
+	*len = 0;
+	if (fd < 0)
+		return -errno;
+	rc = fd_meta(fd, &m, &symtab);
+	close(fd);
+	if (rc)
+		return rc;
+	if (!m.build_id_len || m.build_id_len > cap)
+		return -ENOENT;
+	memcpy(id, m.build_id, m.build_id_len);
+	*len = m.build_id_len;
+	return 0;
+}
+
+int sym_elf_check_debug(int fd, const uint8_t *id, size_t len)
+{
+	struct elf_meta m;
+	bool symtab;
+
+	if (fd_meta(fd, &m, &symtab) || !symtab || m.build_id_len != len ||
+	    memcmp(m.build_id, id, len))
+		return -EBADMSG;
+	return 0;
 }
 
 bool sym_elf_debug_file_found(const char *path, const char *root, const char *tpath)

@@ -93,6 +93,7 @@ struct sym_elf {
 	size_t nsegs;
 	bool from_debug_file; /* .symtab of a separate debug file */
 	bool has_symtab;
+	int srv_source;       /* the debug file came from sym_srv (enum sym_srv_source), or 0 */
 };
 /*
  * Loads path (opened as given); debug files are looked for under root
@@ -108,6 +109,14 @@ int sym_elf_load(struct sym_elf *e, const char *path, const char *root, const ch
  * stripped file gives way to a debug file installed since.
  */
 bool sym_elf_debug_file_found(const char *path, const char *root, const char *tpath);
+/*
+ * Whether the open file fd is an ELF debug file for build-id id[0..len):
+ * its build-id note equal and a .symtab. 0 or -EBADMSG (sym_srv.c: a
+ * served file is checked before it is kept).
+ */
+int sym_elf_check_debug(int fd, const uint8_t *id, size_t len);
+/* The GNU build-id of the ELF file at path (opened as given): 0, or -ENOENT (none). */
+int sym_elf_file_build_id(const char *path, uint8_t *id, size_t cap, size_t *len);
 bool sym_elf_off_to_vaddr(const struct sym_elf *e, uint64_t off, uint64_t *vaddr);
 void sym_elf_free(struct sym_elf *e);
 

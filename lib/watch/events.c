@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "common/strparse.h"
+#include "srcline/srcline.h"
 #include "watch/events.h"
 
 #define DS_PROVIDER "Microsoft-Diagnostics-DiagnosticSource"
@@ -28,6 +29,7 @@
 #define STOP_EVENT "Microsoft.AspNetCore.Hosting.HttpRequestIn.Stop"
 /* rundown: Loader 0x8, Jit 0x10, NGen 0x20 (ReadyToRun code), end rundown 0x100 */
 #define RUNDOWN_KEYWORDS 0x138ull
+#define RUNDOWN_ILMAP 0x20000ull /* JittedMethodILToNativeMap: source lines */
 #define RUNDOWN_STREAM_MAX ((size_t)128 << 20)
 #define NAME_FRAMES 256
 
@@ -164,23 +166,35 @@ static int mem_sink(void *ctx, const void *buf, size_t n)
 	return strbuf_add(ctx, buf, n);
 }
 
+struct named {
+	struct nt_methods *m;
+	struct srcline *sl; /* NULL: no lines */
+};
+
 static int on_method(void *ctx, const struct nt_event *ev)
 {
-	int rc = nt_methods_add_event(ctx, ev);
+	struct named *nd = ctx;
+	int rc = nt_methods_add_event(nd->m, ev);
 
+	/* a damaged record or a full line table: fewer lines, the names go on */
+	if (nd->sl && rc >= 0 && srcline_add_event(nd->sl, ev) == -ENOMEM)
+		rc = -ENOMEM;
 	return rc < 0 && rc != -EBADMSG ? rc : 0;
 }
 
-int watch_stack_name(const struct ipc_endpoint *ep, const uint64_t *ips, uint32_t n,
+int watch_stack_name(const struct ipc_endpoint *ep, const uint64_t *ips, uint32_t n, bool lines,
 		     volatile sig_atomic_t *stop, struct strbuf *out, uint32_t *named)
 {
-	/* JIT 0x10 verbose: methods compiled while the session runs are named too */
-	const struct ipc_provider prov = { "Microsoft-Windows-DotNETRuntime", 0x10, 5, NULL };
+	/* JIT 0x10 verbose: methods compiled while the session runs are named too
+	 * (and their IL-to-native maps, 0x20000, for the lines) */
+	const struct ipc_provider prov = { "Microsoft-Windows-DotNETRuntime",
+					   lines ? 0x20010 : 0x10, 5, NULL };
 	const struct nt_handlers h = { .event = on_method };
 	struct strbuf stream = STRBUF_INIT_MAX(RUNDOWN_STREAM_MAX);
 	const struct ipc_trace_config cfg = {
 		.providers = &prov, .nproviders = 1, .buffer_mb = 32,
-		.rundown = true, .rundown_keyword = RUNDOWN_KEYWORDS, .stackwalk = false,
+		.rundown = true, .stackwalk = false,
+		.rundown_keyword = RUNDOWN_KEYWORDS | (lines ? RUNDOWN_ILMAP : 0),
 	};
 	/* stopped at once: what matters is the rundown */
 	const struct ipc_session_opts so = {
@@ -189,17 +203,21 @@ int watch_stack_name(const struct ipc_endpoint *ep, const uint64_t *ips, uint32_
 	};
 	struct ipc_session_result res;
 	struct ipc_error rerr = { 0 };
-	struct nt_methods *m = NULL;
+	struct named nd = { NULL, NULL };
 	struct nt_reader *r = NULL;
 	struct nt_membuf mb;
 	const char *names[NAME_FRAMES];
+	uint32_t idx[NAME_FRAMES];
+	char line[PE_PDB_MAX_PATH + 1024];
 	size_t k, cnt;
 	int err;
 
 	*named = 0;
 	err = ipc_session_run(ep, &cfg, &so, &res, &rerr);
 	if (!err)
-		err = nt_methods_new(&m, 0, 0);
+		err = nt_methods_new(&nd.m, 0, 0);
+	if (!err && lines && srcline_new_proc(ep->pid, &nd.sl))
+		nd.sl = NULL;
 	if (!err) {
 		mb.p = (const uint8_t *)stream.buf;
 		mb.len = stream.len;
@@ -207,26 +225,34 @@ int watch_stack_name(const struct ipc_endpoint *ep, const uint64_t *ips, uint32_
 		err = nt_reader_new(&r, nt_read_mem, &mb, NULL);
 	}
 	if (!err) {
-		err = nt_reader_run(r, &h, m);
+		err = nt_reader_run(r, &h, &nd);
 		if (err > 0)
 			err = 0;
 	}
 	if (!err) {
 		/* root first, unknown runs collapsed; written leaf first */
-		cnt = nt_methods_name_stack(m, ips, n > NAME_FRAMES ? NAME_FRAMES : n, names, NAME_FRAMES);
+		cnt = nt_methods_name_stack_idx(nd.m, ips, n > NAME_FRAMES ? NAME_FRAMES : n, names,
+						idx, NAME_FRAMES);
 		/* the runtime's managed exception dispatch above the throw is not the app's */
 		while (cnt > 1 && !strncmp(names[cnt - 1], "System.Runtime.EH::", 19))
 			cnt--;
 		for (k = cnt; k-- > 0;) {
-			(void)strbuf_addstr(out, names[k]);
+			bool known = strcmp(names[k], "[unknown]") != 0;
+
+			if (known && srcline_name(nd.sl, ips[idx[k]], idx[k] > 0, names[k], line,
+						  sizeof(line)) == 1)
+				(void)strbuf_addstr(out, line);
+			else
+				(void)strbuf_addstr(out, names[k]);
 			(void)strbuf_addstr(out, "\n");
-			if (strcmp(names[k], "[unknown]"))
+			if (known)
 				(*named)++;
 		}
 		err = strbuf_error(out);
 	}
 	nt_reader_free(r);
-	nt_methods_free(m);
+	nt_methods_free(nd.m);
+	srcline_free(nd.sl);
 	strbuf_release(&stream);
 	return err;
 }

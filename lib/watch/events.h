@@ -54,10 +54,12 @@ bool watch_request_match(const struct watch_rule *r, const struct watch_request 
  * rundown lists every method's code (JIT'd and ReadyToRun), stopped at
  * once. out gets one name a line, leaf first; a frame no method covers is
  * "[unknown]" (runs of them one line). *named counts the named frames.
+ * lines: a frame with a source line is "NAME in FILE:line N" (lib/srcline;
+ * the rundown then carries the IL-to-native maps).
  * stop: the caller's flag. Returns 0 or a negative errno (the session
  * could not run, the stream was damaged).
  */
-int watch_stack_name(const struct ipc_endpoint *ep, const uint64_t *ips, uint32_t n,
+int watch_stack_name(const struct ipc_endpoint *ep, const uint64_t *ips, uint32_t n, bool lines,
 		     volatile sig_atomic_t *stop, struct strbuf *out, uint32_t *named);
 
 #endif

@@ -92,19 +92,10 @@ static int emit(struct an_report *r, const char *out, bool json)
 static int failed(const struct an_report *r)
 {
 	const char *msg;
-	int code, err;
+	int err;
+	enum an_fail f = analyze_report_failure(r, &err, &msg);
 
-	switch (analyze_report_failure(r, &err, &msg)) {
-	case AN_FAIL_USAGE: code = EXIT_USAGE; break;
-	case AN_FAIL_NO_PROCESS: code = EXIT_NO_PROCESS; break;
-	case AN_FAIL_PROTOCOL: code = EXIT_PROTOCOL; break;
-	case AN_FAIL_BAD_INPUT: code = EXIT_BAD_INPUT; break;
-	case AN_FAIL_PARTIAL: code = EXIT_PARTIAL; break;
-	case AN_FAIL_INTERRUPTED: code = 130; break;
-	case AN_FAIL_ERRNO: code = ct_exit_for(err); break;
-	default: code = EXIT_ERROR; break;
-	}
-	return cli_error(code, "%s", msg);
+	return cli_error(analyze_fail_exit(f, err), "%s", msg);
 }
 
 static int run_file(struct an_report *r, const char *path)
@@ -121,7 +112,7 @@ static int run_file(struct an_report *r, const char *path)
 }
 
 static int run_live(struct an_report *r, const struct an_analyzer *a, const struct cli_target_opts *to,
-		    int64_t duration_ms)
+		    int64_t duration_ms, bool lines)
 {
 	struct proc_target t;
 	struct ipc_endpoint ep;
@@ -130,6 +121,8 @@ static int run_live(struct an_report *r, const struct an_analyzer *a, const stru
 	code = cli_resolve_target(to, &t, &ep);
 	if (code)
 		return code;
+	if (lines && analyze_report_lines(r, t.pid))
+		return cli_error(EXIT_ERROR, "out of memory");
 	cli_catch_stop_signals();
 	signal(SIGPIPE, SIG_IGN);
 	if (a->need & AN_NEED_HEAPS)
@@ -154,16 +147,19 @@ static int run_live(struct an_report *r, const struct an_analyzer *a, const stru
 int cmd_analyze(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
-	int64_t duration = 5000;
+	int64_t duration = cli_task_default_ms("analyze", "duration", 5000);
+	char dhelp[160], thelp[160];
 	const char *out = NULL, *name, *file = NULL;
-	bool json = false, list = false;
-	int top = 10;
+	bool json = false, list = false, lines = false;
+	int top = (int)cli_task_default_int("analyze", "top", 10);
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
-		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", "how long to watch (default 5; 0: until Ctrl-C)" },
+		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", cli_task_help("analyze", "duration", "0: until Ctrl-C", dhelp, sizeof(dhelp)) },
 		{ 'o', "output", CLI_OPT_OUTPUT, &out, "FILE", "write the report to FILE (.md, .json or .html)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "JSON on standard output" },
-		{ 0, "top", CLI_OPT_INT, &top, "N", "rows per table (default 10)" },
+		{ 0, "top", CLI_OPT_INT, &top, "N", cli_task_help("analyze", "top", NULL, thelp, sizeof(thelp)) },
+		{ 0, "lines", CLI_OPT_BOOL, &lines, NULL,
+		  "exception stacks with their source file and line (portable PDBs)" },
 		{ 'l', "list", CLI_OPT_BOOL, &list, NULL, "list the analyzers and exit" },
 		{ 0 },
 	};
@@ -203,7 +199,10 @@ int cmd_analyze(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "'%s' compares snapshots taken over -d: it needs -d > 0", a->name);
 	if (analyze_report_new(&r, a, (unsigned)top))
 		return cli_error(EXIT_ERROR, "out of memory");
-	code = file ? run_file(r, file) : run_live(r, a, &to, duration);
+	if (file && lines && analyze_report_lines(r, 0))
+		code = cli_error(EXIT_ERROR, "out of memory");
+	else
+		code = file ? run_file(r, file) : run_live(r, a, &to, duration, lines);
 	if (!code) {
 		code = emit(r, out, json);
 		if (!code && analyze_report_partial(r))

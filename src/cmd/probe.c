@@ -1042,7 +1042,7 @@ static int run_rejit_direct(struct budget *b, struct probe_method **ms, size_t n
 int cmd_probe(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
-	bool list = false, args = false, ret = false, latency = false, stack = false,
+	bool list = false, args = false, ret = false, latency = false, stack = false, lines = false,
 	     count = false, no_wait = false, no_rejit = false, json = false;
 	const char *emit = NULL, *hist = NULL, *via = NULL, *budget_opt = NULL;
 	struct budget bg = { 0 };
@@ -1058,6 +1058,8 @@ int cmd_probe(int argc, char **argv)
 		{ 'r', "ret", CLI_OPT_BOOL, &ret, NULL, "show the return value" },
 		{ 'L', "latency", CLI_OPT_BOOL, &latency, NULL, "show the time from entry to return" },
 		{ 's', "stack", CLI_OPT_BOOL, &stack, NULL, "show the caller stack of each call" },
+		{ 0, "lines", CLI_OPT_BOOL, &lines, NULL,
+		  "--stack's managed frames with their source file and line (portable PDBs)" },
 		{ 'c', "count", CLI_OPT_BOOL, &count, NULL, "only count calls (summary at exit)" },
 		{ 0, "hist", CLI_OPT_STRING, &hist, "ARG|latency",
 		  "histogram of an integer argument (name or index) or of latency, at exit" },
@@ -1118,6 +1120,8 @@ int cmd_probe(int argc, char **argv)
 					 "--count only counts calls")))
 			return code;
 	}
+	if (lines && !stack)
+		return cli_error(EXIT_USAGE, "--lines goes with --stack (the lines of the callers)");
 	if (via && strcmp(via, "rejit") && strcmp(via, "native") && strcmp(via, "uprobe") &&
 	    strcmp(via, "breakpoint"))
 		return cli_error(EXIT_USAGE, "--via takes rejit, native, uprobe or breakpoint, not '%s'",
@@ -1179,6 +1183,8 @@ int cmd_probe(int argc, char **argv)
 	}
 	if (enabled_pm)
 		settle_perfmap(pp);
+	if (lines && (err = probe_proc_lines(pp, &ep, &rerr)))
+		cli_warn("no source lines: %s", strerror(-err));
 	/*
 	 * .NET 11 buffers its perf map until it is turned off, but writes
 	 * jitdump as code is published: read when a clrtap turned it on with

@@ -27,7 +27,8 @@ struct prof_args {
 	int hz;
 	int64_t duration_ms; /* 0: until Ctrl-C */
 	const char *out, *bundle, *engine;
-	bool off_cpu, wall, threads, no_kernel, quiet;
+	bool off_cpu, wall, threads, no_kernel, quiet, lines;
+	struct cli_symbol_opts syms;
 	bool early; /* a signal stopped the recording */
 };
 
@@ -346,11 +347,14 @@ int cmd_profile(int argc, char **argv)
 		{ 0, "wall", CLI_OPT_BOOL, &a.wall, NULL, "on-CPU + off-CPU time (weights in ns)" },
 		{ 0, "threads", CLI_OPT_BOOL, &a.threads, NULL, "a root frame per thread name" },
 		{ 0, "no-kernel", CLI_OPT_BOOL, &a.no_kernel, NULL, "user stacks only" },
+		{ 0, "lines", CLI_OPT_BOOL, &a.lines, NULL,
+		  "managed frames with their source file and line (portable PDBs)" },
 		{ 0, "bundle", CLI_OPT_STRING, &a.bundle, "DIR",
 		  "also write DIR/profile-PID-TIMESTAMP/ with folded, html, raw samples and a tar.gz" },
 		{ 0, "engine", CLI_OPT_STRING, &a.engine, "ENGINE",
 		  "auto (default: perf_event, else EventPipe when perf_event_open is denied), perf or "
 		  "eventpipe (managed frames only, through the diagnostics socket)" },
+		CLI_SYMBOL_OPTIONS(&a.syms),
 		{ 0 },
 	};
 	struct profile_engine_choice ch;
@@ -379,6 +383,9 @@ int cmd_profile(int argc, char **argv)
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
+	code = cli_symbols_configure(&a.syms);
+	if (code)
+		return code;
 	if (a.engine && profile_engine_parse(a.engine, &engine))
 		return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)", a.engine);
 	if (a.hz != -1 && engine == PROFILE_ENGINE_EVENTPIPE)
@@ -511,6 +518,9 @@ int cmd_profile(int argc, char **argv)
 		code = cli_error(ct_exit_for(rc), "sampling failed: %s", strerror(-rc));
 		goto out;
 	}
+	rc = a.lines ? profile_session_lines(&s, &t, a.to.timeout_ms, &rerr) : 0;
+	if (rc)
+		cli_warn("no source lines: %s", strerror(-rc));
 	rc = flame_new(&f);
 	if (!rc)
 		rc = profile_session_build(&s, f, &sum);
@@ -577,12 +587,18 @@ int cmd_profile(int argc, char **argv)
 		uf = NULL;
 	}
 	print_summary(&a, &s, f, uf ? uf : f, &sum, "wrote", out, engine_line);
+	if (!s.ep)
+		cli_print_native_note(s.sp);
 	if (!flame_total(f) && !s.target_gone)
 		/* an empty profile says why and what to do */
 		cli_warn("no samples: pid %d %s in %.1f s (idle?); profile while it works, with a "
 			 "longer -d, or use %s to see where its threads wait",
 			 (int)so.pid, a.off_cpu ? "never blocked" : "never ran on a CPU",
 			 (double)(s.end_ns - s.start_ns) / 1e9, a.off_cpu ? "--wall" : "--wall or --off-cpu");
+	if (s.lines)
+		printf("source lines: %.1f %% of managed frames (the others: no PDB, or code "
+		       "outside a sequence point)\n", sum.managed_frames ?
+		       100.0 * (double)sum.line_frames / (double)sum.managed_frames : 0.0);
 	printf("processing: %.0f ms (symbols, aggregation, output)\n",
 	       (double)(t_done - t_stop) / 1e6);
 	if (a.bundle && !sum.partial)

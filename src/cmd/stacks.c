@@ -165,7 +165,7 @@ static int stacks_async(const struct ipc_endpoint *ep, pid_t pid, bool json)
 int cmd_stacks(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
-	bool json = false, no_names = false, async = false;
+	bool json = false, no_names = false, async = false, lines = false;
 	int sample_ms = 0; /* --sample-ms, deprecated */
 	int64_t sample = 10;
 	const struct cli_option opts[] = {
@@ -174,6 +174,8 @@ int cmd_stacks(int argc, char **argv)
 		{ 0, "sample", CLI_OPT_DURATION, &sample, "DUR", "how long the sampler runs (default 10ms)" },
 		{ 0, "sample-ms", CLI_OPT_INT | CLI_DEPRECATED, &sample_ms, "MS", "--sample" },
 		{ 0, "no-names", CLI_OPT_BOOL, &no_names, NULL, "do not read thread names from /proc" },
+		{ 0, "lines", CLI_OPT_BOOL, &lines, NULL,
+		  "managed frames with their source file and line (portable PDBs)" },
 		{ 0, "async", CLI_OPT_BOOL, &async, NULL,
 		  "pending async chains (on no thread) from a heap snapshot: one full, blocking gen-2 GC" },
 		{ 0 },
@@ -204,6 +206,7 @@ int cmd_stacks(int argc, char **argv)
 		return stacks_async(&ep, t.pid, json);
 	co.sample_ms = (int)sample;
 	co.no_names = no_names;
+	co.lines = lines;
 	co.stop = &cli_stop_requested;
 	err = stacks_capture_run(&ep, t.pid, &co, &cap);
 	nm.map = cap.names;

@@ -143,6 +143,7 @@ struct watch {
 	bool need_session, need_exc, need_gc, need_cgroup, need_status, need_req, need_counters;
 	int max_actions;        /* actions running at once, at most */
 	bool no_stacks;         /* --no-stacks: the session walks no stacks */
+	bool lines;             /* --lines: stack frames with their source line */
 	int evfd;               /* the process-events connector, -1: none */
 	bool ev_lost_said;
 	struct target targets[MAX_TARGETS];
@@ -334,7 +335,8 @@ static void name_stack(struct target *tg, const struct fire_extra *x, struct pen
 	p->stack_frames = x->nips;
 	if (!x->nips || !x->ips)
 		return;
-	p->stack_err = watch_stack_name(&tg->ep, x->ips, x->nips, &tg->stop, &sb, &p->stack_named);
+	p->stack_err = watch_stack_name(&tg->ep, x->ips, x->nips, tg->w->lines, &tg->stop, &sb,
+					 &p->stack_named);
 	if (!p->stack_err && sb.buf)
 		p->stack = strdup(sb.buf);
 	strbuf_release(&sb);
@@ -1460,6 +1462,7 @@ int cmd_watch(int argc, char **argv)
 		{ 0, "action-timeout", CLI_OPT_DURATION, &limit, "SEC", "time limit of one action (default 60)" },
 		{ 0, "max-actions", CLI_OPT_INT, &w.max_actions, "N", "actions running at once, at most (default 4, 1..32)" },
 		{ 0, "no-stacks", CLI_OPT_BOOL, &w.no_stacks, NULL, "exception firings without the stack of the throw (no stack walk per event in the target)" },
+		{ 0, "lines", CLI_OPT_BOOL, &w.lines, NULL, "exception stacks with their source file and line (portable PDBs)" },
 		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SEC", "stop watching after this long (default and 0: until Ctrl-C)" },
 		{ 0 },
 	};

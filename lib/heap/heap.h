@@ -20,6 +20,7 @@
 #include "common/strbuf.h"
 #include "ipc/ipc.h"
 #include "nettrace/nettrace.h"
+#include "task/task.h"
 
 #define HEAP_NONE UINT32_MAX
 #define HEAP_MAX_NODES (200u * 1000 * 1000)  /* default cap on objects */
@@ -421,6 +422,17 @@ const char *heap_thousands(uint64_t v, char *buf, size_t len); /* 1234567 -> "1,
 void heap_text_collected(struct strbuf *sb, const struct heap_graph *g, const char *path);
 void heap_text_report(struct strbuf *sb, const struct heap_report *r);
 void heap_text_growth(struct strbuf *sb, const struct heap_leaks *l);
+
+/* ----- the gcdump tasks (task.c; rows of lib/task/table.c, results in docs/tasks/gcdump.md) ----- */
+extern const struct task_param gcdump_collect_task_params[];
+extern const size_t gcdump_collect_task_nparams;
+extern const struct task_param gcdump_report_task_params[];
+extern const size_t gcdump_report_task_nparams;
+extern const struct task_param gcdump_diff_task_params[];
+extern const size_t gcdump_diff_task_nparams;
+int task_run_gcdump_collect(const struct task_args *a, const struct task_ctx *c, struct task_result *r);
+int task_run_gcdump_report(const struct task_args *a, const struct task_ctx *c, struct task_result *r);
+int task_run_gcdump_diff(const struct task_args *a, const struct task_ctx *c, struct task_result *r);
 
 /* ----- HTML view (html.c) ----- */
 int heap_html_write(const struct heap_graph *g, const struct heap_analysis *a,

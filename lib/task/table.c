@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 
+#include "heap/heap.h"
 #include "task/task.h"
 
 struct task_row {
@@ -30,6 +31,14 @@ struct task_row {
  * gcdump.collect, dump, watch.action.* (w-taskgw: lib/heap, lib/watch).
  */
 static const struct task_row rows[] = {
+	{ "gcdump.collect", "a heap snapshot: a forced, blocking gen-2 GC walks the heap (the process pauses)",
+	  gcdump_collect_task_params, &gcdump_collect_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE,
+	  task_run_gcdump_collect },
+	{ "gcdump.diff", "the types that grow in every one of a series of heap snapshots, and what holds them",
+	  gcdump_diff_task_params, &gcdump_diff_task_nparams, TASK_F_ISOLATE, task_run_gcdump_diff },
+	{ "gcdump.report", "types by retained bytes, the largest retainers, retention paths, duplicated strings",
+	  gcdump_report_task_params, &gcdump_report_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE,
+	  task_run_gcdump_report },
 	{ NULL, NULL, NULL, NULL, 0, NULL } /* the end */
 };
 

@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 
+#include "dump/dump.h"
 #include "heap/heap.h"
 #include "task/task.h"
 
@@ -31,6 +32,8 @@ struct task_row {
  * gcdump.collect, dump, watch.action.* (w-taskgw: lib/heap, lib/watch).
  */
 static const struct task_row rows[] = {
+	{ "dump", "a core dump written by the runtime's own dump writer (createdump), copied out of a container",
+	  dump_task_params, &dump_task_nparams, TASK_F_TARGET, task_run_dump },
 	{ "gcdump.collect", "a heap snapshot: a forced, blocking gen-2 GC walks the heap (the process pauses)",
 	  gcdump_collect_task_params, &gcdump_collect_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE,
 	  task_run_gcdump_collect },

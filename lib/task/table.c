@@ -13,9 +13,13 @@
 
 #include <pthread.h>
 
+#include "analyze/analyze.h"
+#include "counters/counters.h"
 #include "dump/dump.h"
 #include "heap/heap.h"
+#include "stacks/stacks.h"
 #include "task/task.h"
+#include "tracestats/tracestats.h"
 
 struct task_row {
 	const char *name;
@@ -32,6 +36,12 @@ struct task_row {
  * gcdump.collect, dump, watch.action.* (w-taskgw: lib/heap, lib/watch).
  */
 static const struct task_row rows[] = {
+	{ "analyze", "one question answered about a live process (clrtap analyze)", analyze_task_params,
+	  &analyze_task_nparams, TASK_F_TARGET, task_run_analyze },
+	{ "counters", "runtime counters for a while (clrtap counters collect --format json)", counters_task_params,
+	  &counters_task_nparams, TASK_F_TARGET, task_run_counters },
+	{ "doctor", "findings ranked, with evidence and the next command (clrtap doctor)", doctor_task_params,
+	  &doctor_task_nparams, TASK_F_TARGET, task_run_doctor },
 	{ "dump", "a core dump written by the runtime's own dump writer (createdump), copied out of a container",
 	  dump_task_params, &dump_task_nparams, TASK_F_TARGET, task_run_dump },
 	{ "gcdump.collect", "a heap snapshot: a forced, blocking gen-2 GC walks the heap (the process pauses)",
@@ -42,6 +52,10 @@ static const struct task_row rows[] = {
 	{ "gcdump.report", "types by retained bytes, the largest retainers, retention paths, duplicated strings",
 	  gcdump_report_task_params, &gcdump_report_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE,
 	  task_run_gcdump_report },
+	{ "stacks", "the managed stack of every thread, merged (clrtap stacks)", stacks_task_params,
+	  &stacks_task_nparams, TASK_F_TARGET, task_run_stacks },
+	{ "trace", "an EventPipe trace and its report (trace collect + trace report)", trace_task_params,
+	  &trace_task_nparams, TASK_F_TARGET, task_run_trace },
 	{ NULL, NULL, NULL, NULL, 0, NULL } /* the end */
 };
 

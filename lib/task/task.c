@@ -8,7 +8,12 @@
 
 #include <math.h>
 
+#include <fcntl.h>
+
 #include "common/exitcode.h"
+#include "common/io.h"
+#include "ipc/ipc.h"
+#include "proc/proc.h"
 #include "common/strparse.h"
 #include "task/task.h"
 
@@ -431,4 +436,57 @@ int task_help_text(const struct task *t, const char *skip, struct strbuf *out)
 		strbuf_addch(out, '\n');
 	}
 	return strbuf_error(out);
+}
+
+/* ----- helpers for run functions ----- */
+
+int task_target(const struct task_args *a, struct task_result *r, struct proc_target *t, struct ipc_endpoint *ep,
+		int timeout_ms)
+{
+	char why[512];
+	int err = proc_target_find(a->pid, t);
+
+	if (err) {
+		proc_target_strerror(a->pid, err, t, why, sizeof(why));
+		return task_fail(r, err, "%s", why);
+	}
+	if (ep)
+		ipc_endpoint_init(ep, t, timeout_ms);
+	return 0;
+}
+
+volatile sig_atomic_t *task_stop_flag(const struct task_ctx *c, volatile sig_atomic_t *fallback)
+{
+	/* the caller's flag is writable (serve's session flag, the CLI's cli_stop_requested) */
+	return c && c->stop ? (volatile sig_atomic_t *)(uintptr_t)c->stop : fallback;
+}
+
+int task_artifact_open(const struct task_ctx *c, struct task_result *r, const char *name, const char *mime)
+{
+	int fd;
+
+	if (!c || c->outdir_fd < 0 || strchr(name, '/') || r->nartifacts >= TASK_MAX_ARTIFACTS) {
+		errno = c && c->outdir_fd >= 0 ? EINVAL : EBADF;
+		return -1;
+	}
+	fd = openat(c->outdir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -1;
+	snprintf(r->artifacts[r->nartifacts].name, sizeof(r->artifacts[0].name), "%s", name);
+	snprintf(r->artifacts[r->nartifacts].mime, sizeof(r->artifacts[0].mime), "%s", mime);
+	r->nartifacts++;
+	return fd;
+}
+
+int task_artifact_write(const struct task_ctx *c, struct task_result *r, const char *name, const char *mime,
+			const void *buf, size_t len)
+{
+	int fd = task_artifact_open(c, r, name, mime), err;
+
+	if (fd < 0)
+		return -errno;
+	err = ct_write_all(fd, buf, len);
+	if (close(fd) && !err)
+		err = -errno;
+	return err;
 }

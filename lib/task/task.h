@@ -134,4 +134,36 @@ int task_error_json(struct strbuf *sb, int exit_code, const char *message);
  * shows the table's defaults. Skips the names in skip (space-separated).
  */
 int task_help_text(const struct task *t, const char *skip, struct strbuf *out);
+
+/*
+ * task_spawn's two halves of the pipe protocol (spawn.c): the request a
+ * child reads, {"kind":NAME,"pid":N,"params":{NAME:TEXT,...}} (the shape of a
+ * POST /api/v1/sessions body, so one reader parses both), and the child's
+ * result frame, written by "clrtap __task NAME" to fd TASK_CHILD_OUT_FD.
+ */
+/*
+ * The target of a TASK_F_TARGET task, found and checked as the CLI does
+ * (proc_target_find), with an endpoint of timeout_ms: 0, or task_fail's
+ * error with the CLI's sentence.
+ */
+struct proc_target;
+struct ipc_endpoint;
+int task_target(const struct task_args *a, struct task_result *r, struct proc_target *t, struct ipc_endpoint *ep,
+		int timeout_ms);
+/* The stop flag for a library that takes a writable one (they set it too). */
+volatile sig_atomic_t *task_stop_flag(const struct task_ctx *c, volatile sig_atomic_t *fallback);
+/*
+ * Writes an artifact under a fixed name into c->outdir_fd (0600, replacing
+ * one of that name, never following a link) and lists it in r->artifacts.
+ */
+int task_artifact_write(const struct task_ctx *c, struct task_result *r, const char *name, const char *mime,
+			const void *buf, size_t len);
+/* Opens name in c->outdir_fd to write (0600, O_NOFOLLOW, truncated), lists it; -1 and errno. */
+int task_artifact_open(const struct task_ctx *c, struct task_result *r, const char *name, const char *mime);
+
+#define TASK_CHILD_IN_FD 3
+#define TASK_CHILD_OUT_FD 4
+#define TASK_CHILD_DIR_FD 5 /* the output directory, when there is one */
+int task_request_json(const struct task_args *a, struct strbuf *out);
+int task_result_write(int fd, const struct task_result *r);
 #endif

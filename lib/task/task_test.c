@@ -5,7 +5,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "analyze/analyze.h"
 #include "common/exitcode.h"
+#include "ipc/ipc.h"
 #include "task/task.h"
 
 static const struct task_param tparams[] = {
@@ -190,6 +192,58 @@ static void test_table_rows(void **state)
 	strbuf_release(&sb);
 }
 
+/* Choices copied from another library's table are that table, word for word. */
+static bool same_words(const char *choices, const char *(*at)(size_t i))
+{
+	size_t i, n = 0;
+	const char *p = choices;
+
+	while (*p) {
+		p += strcspn(p, " ");
+		p += strspn(p, " ");
+		n++;
+	}
+	for (i = 0; at(i); i++) {
+		const char *w = at(i), *q = choices;
+		bool found = false;
+
+		while (*q && !found) {
+			size_t k = strcspn(q, " ");
+
+			found = k == strlen(w) && !strncmp(q, w, k);
+			q += k;
+			q += strspn(q, " ");
+		}
+		if (!found)
+			return false;
+	}
+	return i == n;
+}
+
+static const char *analyzer_at(size_t i)
+{
+	const struct an_analyzer *a = analyze_analyzer_at(i);
+
+	return a ? a->name : NULL;
+}
+
+static const char *profile_at(size_t i)
+{
+	const char *help;
+
+	return ipc_profile_name(i, &help);
+}
+
+static void test_table_choices(void **state)
+{
+	const struct task *an = task_find("analyze"), *tr = task_find("trace");
+
+	assert_non_null(an);
+	assert_non_null(tr);
+	assert_true(same_words(an->params[0].choices, analyzer_at));
+	assert_true(same_words(tr->params[1].choices, profile_at));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +251,7 @@ int main(void)
 		cmocka_unit_test(test_run_and_fail),
 		cmocka_unit_test(test_help_and_json),
 		cmocka_unit_test(test_table_rows),
+		cmocka_unit_test(test_table_choices),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

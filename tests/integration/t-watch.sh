@@ -134,7 +134,13 @@ kill -INT "$W"
 wait "$W"
 check "the firing value is over 40 MiB (the runtime's MB are 10^6 bytes)" jl_true "$WORK/leak.jsonl" \
 	"[(l['units'], l['value'] * 1e6 > 40 * 1048576) for l in L if l['event'] == 'fired'] == [('MB', True)]"
-expect_exit "gcdump report reads the action's snapshot" 0 "$CLRTAP" gcdump report "$WORK/leak/1-gcdump-$LEAK_PID/heap.gcdump"
+check "the gcdump action ran the gcdump.collect task in a child (task_spawn)" jl_true "$WORK/leak.jsonl" \
+	"[(l['task'], l['runs']) for l in L if l['event'] == 'action-start'] == [('gcdump.collect', 'child (task_spawn)')]"
+check "its result.json is the task's result, naming its artifact" python3 -c '
+import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(0 if d["task"] == "gcdump.collect" and d["artifacts"] == ["snapshot.heap"] and d["pid"] == int(sys.argv[2]) and d["objects"] > 0 else 1)' \
+	"$WORK/leak/1-gcdump-$LEAK_PID/result.json" "$LEAK_PID"
+expect_exit "gcdump report reads the action's snapshot" 0 "$CLRTAP" gcdump report "$WORK/leak/1-gcdump-$LEAK_PID/snapshot.heap"
 check "the leaking type retains the most" python3 -c '
 import sys
 rows = sys.argv[1].split("retained        shallow")[1].splitlines()[1]

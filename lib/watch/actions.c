@@ -75,28 +75,29 @@ static void plan_of(const struct watch_action *a, struct plan *p)
 static void write_throw_file(int dirfd, const struct pending *p)
 {
 	const char *nl = strchr(p->detail, '\n');
-	int fd = openat(dirfd, "exception.txt", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	struct strbuf sb = STRBUF_INIT;
+	int fd;
 
-	if (!f) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	fprintf(f, "%.*s: %s\n", nl ? (int)(nl - p->detail) : (int)strlen(p->detail), p->detail, nl ? nl + 1 : "");
+	strbuf_addf(&sb, "%.*s: %s\n", nl ? (int)(nl - p->detail) : (int)strlen(p->detail), p->detail,
+		    nl ? nl + 1 : "");
 	if (p->stack) {
 		const char *l = p->stack, *e;
 
 		for (; *l && (e = strchr(l, '\n')); l = e + 1)
-			fprintf(f, "   at %.*s\n", (int)(e - l), l);
+			strbuf_addf(&sb, "   at %.*s\n", (int)(e - l), l);
 	} else if (p->stack_off) {
-		fprintf(f, "   (no stack: --no-stacks)\n");
+		strbuf_addstr(&sb, "   (no stack: --no-stacks)\n");
 	} else if (p->stack_err) {
-		fprintf(f, "   (stack not named: %s)\n", strerror(-p->stack_err));
+		strbuf_addf(&sb, "   (stack not named: %s)\n", strerror(-p->stack_err));
 	} else {
-		fprintf(f, "   (the event carried no stack)\n");
+		strbuf_addstr(&sb, "   (the event carried no stack)\n");
 	}
-	fclose(f);
+	fd = openat(dirfd, "exception.txt", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd >= 0 && !strbuf_error(&sb))
+		(void)ct_write_all(fd, sb.buf, sb.len);
+	if (fd >= 0)
+		close(fd);
+	strbuf_release(&sb);
 }
 
 /* The task's log lines, into the action's log.txt. */

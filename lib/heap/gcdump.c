@@ -78,6 +78,21 @@ int heap_collect_explain(const struct heap_collect_result *res, int err, char *m
 	return ct_exit_for(err);
 }
 
+int heap_file_can_write(int dirfd, const char *path)
+{
+	char tmp[4096];
+	int fd;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return errno == EEXIST ? 0 : -errno;
+	close(fd);
+	unlinkat(dirfd, tmp, 0);
+	return 0;
+}
+
 int heap_file_save(const struct heap_graph *g, int dirfd, const char *path)
 {
 	char tmp[4096];

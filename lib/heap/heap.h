@@ -404,6 +404,8 @@ void heap_gcdump_collect_opts(const struct heap_gcdump_params *p, const struct i
 			      struct heap_collect_opts *o);
 /* A failed heap_collect as a sentence; returns the exit code (EXIT_INTERRUPTED: stopped, nothing kept). */
 int heap_collect_explain(const struct heap_collect_result *res, int err, char *msg, size_t len);
+/* Whether path.tmp can be made under dirfd (checked before a GC is forced). */
+int heap_file_can_write(int dirfd, const char *path);
 /* Writes g to path under dirfd (AT_FDCWD: the working directory) through path.tmp and a rename. */
 int heap_file_save(const struct heap_graph *g, int dirfd, const char *path);
 /* A snapshot file or a saved heap session (.nettrace); on error a sentence and the exit code. */

@@ -112,25 +112,18 @@ static int load(const char *path, struct heap_graph **g)
 	return heap_load(path, g, msg, sizeof(msg), &code) ? cli_error(code, "%s", msg) : EXIT_OK;
 }
 
-static int print_text(struct strbuf *sb)
+/* Prints sb (a JSON document gets its newline) unless err; releases sb. */
+static int print_out(struct strbuf *sb, int err, bool json)
 {
-	int err = strbuf_fwrite(sb, stdout);
-
-	strbuf_release(sb);
-	return err ? cli_error(EXIT_ERROR, "cannot write the output: %s", strerror(-err)) : EXIT_OK;
-}
-
-static int print_json(struct strbuf *sb, int err)
-{
-	if (!err)
+	if (!err && json)
 		err = strbuf_addch(sb, '\n');
 	if (!err)
 		err = strbuf_fwrite(sb, stdout);
 	strbuf_release(sb);
-	return err ? cli_error(EXIT_ERROR, "cannot write the JSON output: %s", strerror(-err)) : EXIT_OK;
+	return err ? cli_error(EXIT_ERROR, "cannot write the output: %s", strerror(-err)) : EXIT_OK;
 }
-
-#define TARGET_ARGS_INIT(ta) heap_gcdump_params_default(&(ta).p)
+#define print_text(sb) print_out(sb, 0, false)
+#define print_json(sb, err) print_out(sb, err, true)
 
 static int cmd_collect(int argc, char **argv)
 {
@@ -150,26 +143,17 @@ static int cmd_collect(int argc, char **argv)
 	char defpath[64];
 	int first, code, err;
 
-	TARGET_ARGS_INIT(ta);
+	heap_gcdump_params_default(&ta.p);
 	if (cli_parse(argc, argv, "clrtap gcdump collect (-p PID | -n NAME) [-o FILE]", opts, &first, &code))
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
 	if ((code = check_target_args(&ta)))
 		return code;
-	if (out) {
-		/* no forced GC when the result could not be written anyway */
-		char tmp[4096];
-		int fd;
-
-		if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", out) >= sizeof(tmp))
-			return cli_error(EXIT_USAGE, "output path too long");
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0 && errno != EEXIST)
-			return cli_error(EXIT_ERROR, "cannot write %s: %s", tmp, strerror(errno));
-		if (fd >= 0 && !close(fd))
-			unlink(tmp);
-	}
+	/* no forced GC when the result could not be written anyway */
+	if (out && (err = heap_file_can_write(AT_FDCWD, out)))
+		return cli_error(err == -ENAMETOOLONG ? EXIT_USAGE : EXIT_ERROR, "cannot write %s.tmp: %s", out,
+				 err == -ENAMETOOLONG ? "the path is too long" : strerror(-err));
 	if ((code = take_snapshot(&ta, &g)))
 		return code;
 	if (!out) {
@@ -229,7 +213,7 @@ static int cmd_report(int argc, char **argv)
 	char why[512];
 	int first, code, err;
 
-	TARGET_ARGS_INIT(ta);
+	heap_gcdump_params_default(&ta.p);
 	if (cli_parse(argc, argv, "clrtap gcdump report (FILE | -p PID | -n NAME) [--json] [--path TYPE]",
 		      opts, &first, &code))
 		return code;
@@ -348,7 +332,7 @@ static int gcdump_sub_watch(int argc, char **argv)
 	int first, code, err;
 	size_t i;
 
-	TARGET_ARGS_INIT(ta);
+	heap_gcdump_params_default(&ta.p);
 	if (cli_parse(argc, argv, "clrtap gcdump watch (-p PID | -n NAME) [--every DUR] [--snapshots N]", opts,
 		      &first, &code))
 		return code;

@@ -928,16 +928,8 @@ static void json_body(struct ct_json *j, struct an_report *r)
 		ct_json_kv_u64(j, "not_compared", g->strings.moved + g->strings.unreadable + g->strings.too_long);
 		ct_json_kv_u64(j, "wasted_bytes", g->strings.wasted);
 		ct_json_kv_arr_begin(j, "duplicates");
-		for (i = 0; i < g->ndups && i < r->top; i++) {
-			ct_json_obj_begin(j);
-			ct_json_kv_str(j, "value", g->dups[i].value);
-			ct_json_kv_bool(j, "truncated", g->dups[i].truncated);
-			ct_json_kv_u64(j, "chars", g->dups[i].chars);
-			ct_json_kv_u64(j, "copies", g->dups[i].count);
-			ct_json_kv_u64(j, "bytes", g->dups[i].bytes);
-			ct_json_kv_u64(j, "wasted_bytes", g->dups[i].wasted);
-			ct_json_obj_end(j);
-		}
+		for (i = 0; i < g->ndups && i < r->top; i++)
+			heap_dupstr_json(j, &g->dups[i]); /* the one duplicated-string shape */
 		ct_json_arr_end(j);
 	} else if (!strcmp(n, "memory")) {
 		const struct an_memory *m = &r->mem;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * task.c - the dump task of the task table: the runtime writes a core dump
- * of the target, kept as the artifact "core" in the task's output folder.
+ * of the target, kept as the artifact "core.dump" in the task's output folder.
  * Result: docs/tasks/dump.md (the same JSON as `clrtap dump --json`).
  */
 #include "common/compat.h"
@@ -12,7 +12,7 @@
 
 const struct task_param dump_task_params[] = {
 	{ "type", TASK_P_ENUM, "full", 0, 0, "mini heap triage full", "what the dump holds (createdump's types)", 0 },
-	{ "crash_report", TASK_P_BOOL, "false", 0, 0, NULL, "also createdump's JSON crash report (core.crashreport.json)",
+	{ "crash_report", TASK_P_BOOL, "false", 0, 0, NULL, "also createdump's JSON crash report (core.dump.crashreport.json)",
 	  0 },
 	{ "timeout", TASK_P_DURATION, "300s", 1, 3600, NULL, "how long to wait for the runtime to write the dump", 0 },
 };
@@ -47,7 +47,7 @@ int task_run_dump(const struct task_args *a, const struct task_ctx *c, struct ta
 	if (n <= 0 || dir[0] != '/')
 		return task_fail(r, n < 0 ? -errno : -ENOENT, "cannot name the output folder");
 	dir[n] = 0;
-	snprintf(host_path, sizeof(host_path), "%s/core", dir);
+	snprintf(host_path, sizeof(host_path), "%s/core.dump", dir);
 	(void)dump_type_parse(type, &o.type);
 	o.crash_report = task_arg(a, "crash_report")->b;
 	o.stop = c->stop;
@@ -69,9 +69,9 @@ int task_run_dump(const struct task_args *a, const struct task_ctx *c, struct ta
 		task_fail(r, err, "%s", res->message);
 		r->exit_code = res->exit_code;
 	} else {
-		artifact(r, "core", "application/octet-stream");
+		artifact(r, "core.dump", "application/octet-stream");
 		if (res->crash_report)
-			artifact(r, "core.crashreport.json", "application/json");
+			artifact(r, "core.dump.crashreport.json", "application/json");
 		if ((err = dump_result_json(&o, res, &r->json)))
 			task_fail(r, err, "cannot write the result: %s", strerror(-err));
 	}

@@ -430,6 +430,8 @@ extern const struct task_param gcdump_collect_task_params[];
 extern const size_t gcdump_collect_task_nparams;
 extern const struct task_param gcdump_report_task_params[];
 extern const size_t gcdump_report_task_nparams;
+extern const struct task_param gcdump_task_params[]; /* serve's "gcdump" kind: report, all types */
+extern const size_t gcdump_task_nparams;
 extern const struct task_param gcdump_diff_task_params[];
 extern const size_t gcdump_diff_task_nparams;
 int task_run_gcdump_collect(const struct task_args *a, const struct task_ctx *c, struct task_result *r);

@@ -32,6 +32,15 @@ const struct task_param gcdump_report_task_params[] = {
 };
 const size_t gcdump_report_task_nparams = ARRAY_SIZE(gcdump_report_task_params);
 
+/* serve's "gcdump" kind: the same run, every type by default (the snapshot kept with an output folder) */
+const struct task_param gcdump_task_params[] = {
+	SNAPSHOT_PARAMS,
+	{ "top", TASK_P_INT, "0", 0, 1000000, NULL, "types listed (0: all)", 0 },
+	{ "path", TASK_P_STRING, NULL, 0, 4096, NULL,
+	  "shortest retention paths of this type's objects, or of the object at 0xADDR", 0 },
+};
+const size_t gcdump_task_nparams = ARRAY_SIZE(gcdump_task_params);
+
 const struct task_param gcdump_diff_task_params[] = {
 	{ "files", TASK_P_STRING, NULL, 0, 65536, NULL, "the snapshot files in order, separated by ':' (as PATH)",
 	  TASK_PF_REQUIRED | TASK_PF_CLI_ONLY },
@@ -96,6 +105,23 @@ static int take(const struct task_args *a, const struct task_ctx *c, struct heap
 	return err;
 }
 
+/* The snapshot as the artifact snapshot.heap when there is an output folder. */
+static int keep_snapshot(const struct heap_graph *g, const struct task_ctx *c, struct task_result *r,
+			 const char **artifact)
+{
+	int err;
+
+	*artifact = NULL;
+	if (!c || c->outdir_fd < 0)
+		return 0;
+	if ((err = heap_file_save(g, c->outdir_fd, "snapshot.heap")))
+		return task_fail(r, err, "cannot write snapshot.heap: %s", strerror(-err));
+	*artifact = "snapshot.heap";
+	snprintf(r->artifacts[r->nartifacts].name, sizeof(r->artifacts[0].name), "%s", *artifact);
+	snprintf(r->artifacts[r->nartifacts++].mime, sizeof(r->artifacts[0].mime), "application/octet-stream");
+	return 0;
+}
+
 int task_run_gcdump_collect(const struct task_args *a, const struct task_ctx *c, struct task_result *r)
 {
 	struct heap_graph *g = NULL;
@@ -104,15 +130,9 @@ int task_run_gcdump_collect(const struct task_args *a, const struct task_ctx *c,
 
 	if (err)
 		return err;
-	if (c && c->outdir_fd >= 0) {
-		if ((err = heap_file_save(g, c->outdir_fd, "snapshot.heap"))) {
-			heap_graph_free(g);
-			return task_fail(r, err, "cannot write snapshot.heap: %s", strerror(-err));
-		}
-		artifact = "snapshot.heap";
-		snprintf(r->artifacts[0].name, sizeof(r->artifacts[0].name), "%s", artifact);
-		snprintf(r->artifacts[0].mime, sizeof(r->artifacts[0].mime), "application/octet-stream");
-		r->nartifacts = 1;
+	if ((err = keep_snapshot(g, c, r, &artifact))) {
+		heap_graph_free(g);
+		return err;
 	}
 	err = heap_gcdump_collect_json(g, artifact, &r->json);
 	heap_graph_free(g);
@@ -124,11 +144,16 @@ int task_run_gcdump_report(const struct task_args *a, const struct task_ctx *c, 
 	const struct task_value *path = task_arg(a, "path");
 	struct heap_graph *g = NULL;
 	struct heap_report rep;
+	const char *artifact;
 	char why[256];
 	int err = take(a, c, &g, r);
 
 	if (err)
 		return err;
+	if ((err = keep_snapshot(g, c, r, &artifact))) {
+		heap_graph_free(g);
+		return err;
+	}
 	err = heap_report_build(g, (int)task_arg(a, "top")->i, path->set ? path->s : NULL, false, &rep, why,
 				sizeof(why));
 	if (err) {

@@ -44,6 +44,9 @@ static const struct task_row rows[] = {
 	  &doctor_task_nparams, TASK_F_TARGET, task_run_doctor },
 	{ "dump", "a core dump written by the runtime's own dump writer (createdump), copied out of a container",
 	  dump_task_params, &dump_task_nparams, TASK_F_TARGET, task_run_dump },
+	/* serve's "gcdump" kind: gcdump.report that keeps the snapshot, all types */
+	{ "gcdump", "a heap snapshot and its report (gcdump collect + report)", gcdump_task_params,
+	  &gcdump_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE, task_run_gcdump_report },
 	{ "gcdump.collect", "a heap snapshot: a forced, blocking gen-2 GC walks the heap (the process pauses)",
 	  gcdump_collect_task_params, &gcdump_collect_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE,
 	  task_run_gcdump_collect },
@@ -52,6 +55,12 @@ static const struct task_row rows[] = {
 	{ "gcdump.report", "types by retained bytes, the largest retainers, retention paths, duplicated strings",
 	  gcdump_report_task_params, &gcdump_report_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE,
 	  task_run_gcdump_report },
+	/* ADAPTER: w-taskwf's task_run_probe replaces it */
+	{ "probe", "calls of a .NET method: arguments, return value, latency (clrtap probe)", adapt_probe_params,
+	  &adapt_probe_nparams, TASK_F_TARGET | TASK_F_ISOLATE, task_run_cli_adapter },
+	/* ADAPTER: w-taskwf's task_run_profile replaces it */
+	{ "profile", "a CPU profile: perf_event or EventPipe samples, frames named (clrtap profile)",
+	  adapt_profile_params, &adapt_profile_nparams, TASK_F_TARGET | TASK_F_ISOLATE, task_run_cli_adapter },
 	{ "stacks", "the managed stack of every thread, merged (clrtap stacks)", stacks_task_params,
 	  &stacks_task_nparams, TASK_F_TARGET, task_run_stacks },
 	{ "trace", "an EventPipe trace and its report (trace collect + trace report)", trace_task_params,
@@ -63,6 +72,30 @@ static struct task tasks[ARRAY_SIZE(rows)];
 static const struct task *ptrs[ARRAY_SIZE(rows)];
 static size_t ntasks;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+#ifdef TASK_TEST_DEFAULT
+/*
+ * Test builds only (the Makefile's $(O)/tests/clrtap-tdef, for
+ * tests/integration/t-tasks.sh): -DTASK_TEST_DEFAULT='"task","param","value"'
+ * changes one default of the table, to show that --help, openapi.json,
+ * GET /api/v1/tasks and the UI follow it. Never in a shipped binary.
+ */
+static const char *const test_default[3] = { TASK_TEST_DEFAULT };
+static struct task_param test_params[TASK_MAX_PARAMS];
+
+static void test_override(struct task *t)
+{
+	size_t k;
+
+	if (strcmp(t->name, test_default[0]) || t->nparams > TASK_MAX_PARAMS)
+		return;
+	memcpy(test_params, t->params, t->nparams * sizeof(*t->params));
+	for (k = 0; k < t->nparams; k++)
+		if (!strcmp(test_params[k].name, test_default[1]))
+			test_params[k].def = test_default[2];
+	t->params = test_params;
+}
+#endif
 
 static void build(void)
 {
@@ -77,6 +110,9 @@ static void build(void)
 		t->nparams = rows[i].nparams ? *rows[i].nparams : 0;
 		t->flags = rows[i].flags;
 		t->run = rows[i].run;
+#ifdef TASK_TEST_DEFAULT
+		test_override(t);
+#endif
 		ptrs[ntasks++] = t;
 	}
 }

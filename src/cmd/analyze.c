@@ -92,19 +92,10 @@ static int emit(struct an_report *r, const char *out, bool json)
 static int failed(const struct an_report *r)
 {
 	const char *msg;
-	int code, err;
+	int err;
+	enum an_fail f = analyze_report_failure(r, &err, &msg);
 
-	switch (analyze_report_failure(r, &err, &msg)) {
-	case AN_FAIL_USAGE: code = EXIT_USAGE; break;
-	case AN_FAIL_NO_PROCESS: code = EXIT_NO_PROCESS; break;
-	case AN_FAIL_PROTOCOL: code = EXIT_PROTOCOL; break;
-	case AN_FAIL_BAD_INPUT: code = EXIT_BAD_INPUT; break;
-	case AN_FAIL_PARTIAL: code = EXIT_PARTIAL; break;
-	case AN_FAIL_INTERRUPTED: code = 130; break;
-	case AN_FAIL_ERRNO: code = ct_exit_for(err); break;
-	default: code = EXIT_ERROR; break;
-	}
-	return cli_error(code, "%s", msg);
+	return cli_error(analyze_fail_exit(f, err), "%s", msg);
 }
 
 static int run_file(struct an_report *r, const char *path)
@@ -154,16 +145,17 @@ static int run_live(struct an_report *r, const struct an_analyzer *a, const stru
 int cmd_analyze(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
-	int64_t duration = 5000;
+	int64_t duration = cli_task_default_ms("analyze", "duration", 5000);
+	char dhelp[160], thelp[160];
 	const char *out = NULL, *name, *file = NULL;
 	bool json = false, list = false;
-	int top = 10;
+	int top = (int)cli_task_default_int("analyze", "top", 10);
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
-		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", "how long to watch (default 5; 0: until Ctrl-C)" },
+		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", cli_task_help("analyze", "duration", "0: until Ctrl-C", dhelp, sizeof(dhelp)) },
 		{ 'o', "output", CLI_OPT_OUTPUT, &out, "FILE", "write the report to FILE (.md, .json or .html)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "JSON on standard output" },
-		{ 0, "top", CLI_OPT_INT, &top, "N", "rows per table (default 10)" },
+		{ 0, "top", CLI_OPT_INT, &top, "N", cli_task_help("analyze", "top", NULL, thelp, sizeof(thelp)) },
 		{ 'l', "list", CLI_OPT_BOOL, &list, NULL, "list the analyzers and exit" },
 		{ 0 },
 	};

@@ -346,6 +346,8 @@ static int gcdump_sub_watch(int argc, char **argv)
 		return code;
 	if (heap_series_init(&s, (size_t)w.count))
 		return cli_error(EXIT_ERROR, "out of memory");
+	cli_info("%d snapshots of pid %d: each forces a full, blocking gen-2 GC (the process pauses for it)", w.count,
+		 (int)ta.t.pid);
 	err = heap_series_collect(&s, &o, (unsigned)w.count, interval, on_snapshot, &w, &res);
 	if (is_tty)
 		fprintf(stderr, "\r\033[K");

@@ -18,6 +18,7 @@ const struct task_param dump_task_params[] = {
 };
 const size_t dump_task_nparams = ARRAY_SIZE(dump_task_params);
 
+/* A file dump_run wrote into the output folder, listed as an artifact. */
 static void artifact(struct task_result *r, const char *name, const char *mime)
 {
 	if (r->nartifacts >= TASK_MAX_ARTIFACTS)
@@ -30,11 +31,10 @@ static void artifact(struct task_result *r, const char *name, const char *mime)
 int task_run_dump(const struct task_args *a, const struct task_ctx *c, struct task_result *r)
 {
 	const char *type = task_arg(a, "type")->s;
-	char dir[PROC_PATH_MAX / 2], fdpath[64], host_path[PROC_PATH_MAX], why[PROC_PATH_MAX * 2 + 256];
+	char dir[PROC_PATH_MAX / 2], fdpath[64], host_path[PROC_PATH_MAX];
 	struct dump_opts o = { .type_name = type, .host_path = host_path };
 	struct dump_result *res;
 	struct ipc_endpoint ep;
-	struct ipc_error rerr;
 	struct proc_target t;
 	ssize_t n;
 	int err;
@@ -51,15 +51,8 @@ int task_run_dump(const struct task_args *a, const struct task_ctx *c, struct ta
 	(void)dump_type_parse(type, &o.type);
 	o.crash_report = task_arg(a, "crash_report")->b;
 	o.stop = c->stop;
-	if ((err = proc_target_find(a->pid, &t))) {
-		proc_target_strerror(a->pid, err, &t, why, sizeof(why));
-		return task_fail(r, err, "%s", why);
-	}
-	ipc_endpoint_init(&ep, &t, (int)(task_arg(a, "timeout")->d * 1000));
-	if ((err = ipc_peer_verify_major(&ep, &t.runtime_major, &rerr))) {
-		ipc_strerror(err, &rerr, why, sizeof(why));
-		return task_fail(r, err, "cannot use the diagnostics socket: %s", why);
-	}
+	if ((err = task_target(a, r, &t, &ep, (int)(task_arg(a, "timeout")->d * 1000))))
+		return err;
 	o.t = &t;
 	o.ep = &ep;
 	if (!(res = malloc(sizeof(*res))))

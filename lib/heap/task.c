@@ -24,21 +24,17 @@
 const struct task_param gcdump_collect_task_params[] = { SNAPSHOT_PARAMS };
 const size_t gcdump_collect_task_nparams = ARRAY_SIZE(gcdump_collect_task_params);
 
-const struct task_param gcdump_report_task_params[] = {
-	SNAPSHOT_PARAMS,
-	{ "top", TASK_P_INT, "30", 0, 1000000, NULL, "types shown (0: all)", 0 },
-	{ "path", TASK_P_STRING, NULL, 0, 4096, NULL,
-	  "shortest retention paths of this type's objects, or of the object at 0xADDR", 0 },
-};
+#define REPORT_PARAMS(top) \
+	SNAPSHOT_PARAMS, \
+	{ "top", TASK_P_INT, top, 0, 1000000, NULL, "types listed (0: all)", 0 }, \
+	{ "path", TASK_P_STRING, NULL, 0, 4096, NULL, \
+	  "shortest retention paths of this type's objects, or of the object at 0xADDR", 0 }
+
+const struct task_param gcdump_report_task_params[] = { REPORT_PARAMS("30") };
 const size_t gcdump_report_task_nparams = ARRAY_SIZE(gcdump_report_task_params);
 
 /* serve's "gcdump" kind: the same run, every type by default (the snapshot kept with an output folder) */
-const struct task_param gcdump_task_params[] = {
-	SNAPSHOT_PARAMS,
-	{ "top", TASK_P_INT, "0", 0, 1000000, NULL, "types listed (0: all)", 0 },
-	{ "path", TASK_P_STRING, NULL, 0, 4096, NULL,
-	  "shortest retention paths of this type's objects, or of the object at 0xADDR", 0 },
-};
+const struct task_param gcdump_task_params[] = { REPORT_PARAMS("0") };
 const size_t gcdump_task_nparams = ARRAY_SIZE(gcdump_task_params);
 
 const struct task_param gcdump_diff_task_params[] = {
@@ -55,30 +51,7 @@ static void snapshot_params(const struct task_args *a, const struct task_ctx *c,
 	p->buffer_mb = (int)task_arg(a, "buffer")->i;
 	p->max_objects = (int)task_arg(a, "max_objects")->i;
 	p->no_strings = task_arg(a, "no_strings")->b;
-	p->stop = c ? (volatile sig_atomic_t *)c->stop : NULL;
-}
-
-/* pid's diagnostics endpoint, checked to be the target's. */
-static int open_target(int pid, struct proc_target *t, struct ipc_endpoint *ep, struct task_result *r)
-{
-	struct ipc_error rerr;
-	char why[PROC_PATH_MAX * 2 + 256];
-	int err;
-
-	if (pid <= 0)
-		return task_fail(r, -EINVAL, "no target: a pid is needed");
-	err = proc_target_find(pid, t);
-	if (err) {
-		proc_target_strerror(pid, err, t, why, sizeof(why));
-		return task_fail(r, err, "%s", why);
-	}
-	ipc_endpoint_init(ep, t, 5000);
-	err = ipc_peer_verify_major(ep, &t->runtime_major, &rerr);
-	if (err) {
-		ipc_strerror(err, &rerr, why, sizeof(why));
-		return task_fail(r, err, "cannot use the diagnostics socket: %s", why);
-	}
-	return 0;
+	p->stop = task_stop_flag(c, NULL);
 }
 
 static int take(const struct task_args *a, const struct task_ctx *c, struct heap_graph **g, struct task_result *r)
@@ -91,7 +64,7 @@ static int take(const struct task_args *a, const struct task_ctx *c, struct heap
 	int err;
 
 	snapshot_params(a, c, &p);
-	if ((err = open_target(a->pid, &t, &ep, r)))
+	if ((err = task_target(a, r, &t, &ep, 5000)))
 		return err;
 	heap_gcdump_collect_opts(&p, &ep, &o);
 	ct_log(CT_LOG_INFO, "forcing a full, blocking gen-2 GC in pid %d to walk its heap", a->pid);

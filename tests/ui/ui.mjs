@@ -465,7 +465,10 @@ await step('a probe session shows each call as a structured record (method, tier
 	const cells = await row.locator('td').allInnerTexts();
 	expect(cells[1] === c.method && cells[2] === (c.tier || '–'), 'method/tier cells: ' + cells.join(' | '));
 	expect(cells[3] === c.args.map(a => (a.name ? a.name + ' = ' : '') + (a.type ? a.type + ' ' : '') + a.value).join(', '), 'args cell: ' + cells[3]);
-	expect(c.args.some(a => a.value === '4'), 'no argument 4 in ' + JSON.stringify(c.args));
+	// the fixture calls Convert.ToString(i, 16) for i = 0..4 (probe-warm --calls 5)
+	expect(rep.calls_total === 5 && c.args.map(a => a.name + '=' + a.value).join(',') === 'value=0,toBase=16',
+		'first call ' + JSON.stringify(c.args) + ' of ' + rep.calls_total);
+	expect(await page.locator('table.probecalls tbody tr').count() === rep.calls.length, 'rows shown vs the result\'s calls');
 	await shot('05c-probe');
 });
 

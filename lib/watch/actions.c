@@ -6,7 +6,7 @@
  * in a child clrtap through task_spawn, the one child runner, for
  * TASK_F_ISOLATE ones. The folder is the task's output folder; its result
  * JSON is kept as result.json and its log as log.txt. `exec:COMMAND` runs
- * `sh -c COMMAND` (spawn_shell). A time limit asks the task to stop (the
+ * `sh -c COMMAND` (spawn_shell): no clrtap binary is started here. A time limit asks the task to stop (the
  * runner's SIGTERM and SIGKILL for a child), or sends the shell's group
  * SIGINT, then SIGKILL.
  */
@@ -36,16 +36,16 @@ static void fmt_sec(char *buf, size_t len, int64_t ms)
 	snprintf(buf, len, "%gs", (double)ms / 1000.0); /* "2s", "1.5s", "0.25s" */
 }
 
-/*
- * The table's task for an action. profile has no row on this branch yet: it
- * runs the clrtap binary through spawn_shell's fork until the profile task
- * lands (then its row here and the LEGACY_CLRTAP path go).
- */
+/* The table's task for an action (exec has none: it runs sh -c). */
 static void plan_of(const struct watch_action *a, struct plan *p)
 {
 	memset(p, 0, sizeof(*p));
 	fmt_sec(p->dur, sizeof(p->dur), a->duration_ms ? a->duration_ms : 5000);
 	switch (a->kind) {
+	case WATCH_ACT_PROFILE:
+		p->task = "profile";
+		p->k[0] = "duration", p->v[0] = p->dur;
+		break;
 	case WATCH_ACT_TRACE:
 		p->task = "trace";
 		p->k[0] = "duration", p->v[0] = p->dur;
@@ -65,7 +65,6 @@ static void plan_of(const struct watch_action *a, struct plan *p)
 		p->k[0] = "duration", p->v[0] = p->dur;
 		p->k[1] = "analyzer", p->v[1] = a->cmd;
 		break;
-	case WATCH_ACT_PROFILE:
 	case WATCH_ACT_EXEC:
 		break;
 	}
@@ -174,9 +173,8 @@ static int start_task(struct running *rn, const struct plan *p, pid_t pid, struc
 /*
  * `sh -c COMMAND` in its own group, output in the folder, told of the
  * firing by CLRTAP_WATCH_PID/DIR/RULE; dies with watch (PDEATHSIG: SIGINT).
- * LEGACY_CLRTAP: argv is clrtap's own (profile, which has no task yet).
  */
-static pid_t spawn_shell(const struct running *rn, const char *const *argv, bool clrtap, pid_t pid)
+static pid_t spawn_shell(const struct running *rn, const char *const *argv, pid_t pid)
 {
 	pid_t parent = getpid(), child;
 	char env[3][32];
@@ -205,44 +203,25 @@ static pid_t spawn_shell(const struct running *rn, const char *const *argv, bool
 		setenv("CLRTAP_WATCH_PID", env[0], 1);
 		setenv("CLRTAP_WATCH_DIR", rn->dir, 1);
 		setenv("CLRTAP_WATCH_RULE", env[1], 1);
-		execv(clrtap ? "/proc/self/exe" : "/bin/sh", (char **)argv);
+		execv("/bin/sh", (char **)argv);
 		_exit(127);
 	}
 	return child;
 }
 
-static int start_child(struct running *rn, const struct watch_action *a, const struct plan *p, pid_t pid,
-		       struct ct_json *j)
+static int start_exec(struct running *rn, const struct watch_action *a, pid_t pid, struct ct_json *j)
 {
-	char pids[16], out[PATH_MAX + 32];
-	const char *argv[12];
-	size_t n = 0, i;
+	const char *argv[] = { "sh", "-c", a->cmd, NULL };
+	size_t i;
 
-	snprintf(pids, sizeof(pids), "%d", (int)pid);
-	if (a->kind == WATCH_ACT_EXEC) {
-		argv[n++] = "sh";
-		argv[n++] = "-c";
-		argv[n++] = a->cmd;
-	} else { /* LEGACY_CLRTAP: profile */
-		snprintf(out, sizeof(out), "%s/profile.html", rn->dir);
-		argv[n++] = "clrtap";
-		argv[n++] = "profile";
-		argv[n++] = "-d";
-		argv[n++] = p->dur;
-		argv[n++] = "-o";
-		argv[n++] = out;
-		argv[n++] = "-p";
-		argv[n++] = pids;
-	}
-	argv[n] = NULL;
-	rn->child = spawn_shell(rn, argv, a->kind != WATCH_ACT_EXEC, pid);
+	rn->child = spawn_shell(rn, argv, pid);
 	if (rn->child < 0) {
 		ct_json_kv_str(j, "error", strerror(errno));
 		return -errno;
 	}
 	ct_json_kv_i64(j, "child", rn->child);
 	ct_json_kv_arr_begin(j, "argv");
-	for (i = 0; i < n; i++)
+	for (i = 0; argv[i]; i++)
 		ct_json_str(j, argv[i]);
 	ct_json_arr_end(j);
 	return 0;
@@ -306,7 +285,7 @@ void watch_action_start(struct watch *w, unsigned fire, int ti, int ri, const st
 	if (pd->have_stack)
 		write_throw_file(rn->dirfd, pd);
 	plan_of(a, &p);
-	err = p.task ? start_task(rn, &p, tg->pid, &j) : start_child(rn, a, &p, tg->pid, &j);
+	err = p.task ? start_task(rn, &p, tg->pid, &j) : start_exec(rn, a, tg->pid, &j);
 	if (err) {
 		close(rn->dirfd);
 		watch_log_end(w, &j, &sb);

@@ -95,18 +95,27 @@ static int keep_snapshot(const struct heap_graph *g, const struct task_ctx *c, s
 	return 0;
 }
 
+/* A snapshot of the target, kept as an artifact when there is a folder. */
+static int take_kept(const struct task_args *a, const struct task_ctx *c, struct heap_graph **g,
+		     struct task_result *r, const char **artifact)
+{
+	int err = take(a, c, g, r);
+
+	if (!err && (err = keep_snapshot(*g, c, r, artifact))) {
+		heap_graph_free(*g);
+		*g = NULL;
+	}
+	return err;
+}
+
 int task_run_gcdump_collect(const struct task_args *a, const struct task_ctx *c, struct task_result *r)
 {
 	struct heap_graph *g = NULL;
 	const char *artifact = NULL;
-	int err = take(a, c, &g, r);
+	int err = take_kept(a, c, &g, r, &artifact);
 
 	if (err)
 		return err;
-	if ((err = keep_snapshot(g, c, r, &artifact))) {
-		heap_graph_free(g);
-		return err;
-	}
 	err = heap_gcdump_collect_json(g, artifact, &r->json);
 	heap_graph_free(g);
 	return err ? task_fail(r, err, "cannot write the result: %s", strerror(-err)) : 0;
@@ -119,14 +128,10 @@ int task_run_gcdump_report(const struct task_args *a, const struct task_ctx *c, 
 	struct heap_report rep;
 	const char *artifact;
 	char why[256];
-	int err = take(a, c, &g, r);
+	int err = take_kept(a, c, &g, r, &artifact);
 
 	if (err)
 		return err;
-	if ((err = keep_snapshot(g, c, r, &artifact))) {
-		heap_graph_free(g);
-		return err;
-	}
 	err = heap_report_build(g, (int)task_arg(a, "top")->i, path->set ? path->s : NULL, false, &rep, why,
 				sizeof(why));
 	if (err) {

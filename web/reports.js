@@ -248,12 +248,12 @@
 			])));
 		const st = r.strings;
 		if (st && st.read) {
-			out.append(section('Duplicated strings', h('p.muted.small', `${CT.fmtNum(st.strings)} strings read, ${CT.fmtNum(st.duplicated_values)} values held more than once, ${CT.fmtBytes(st.wasted)} wasted.`),
+			out.append(section('Duplicated strings', h('p.muted.small', `${CT.fmtNum(st.strings)} strings read, ${CT.fmtNum(st.duplicated_values)} values held more than once, ${CT.fmtBytes(st.wasted_bytes)} wasted.`),
 				table(st.top || [], [
 					['Value', x => h('span.mono', x.value + (x.truncated ? '…' : '')), 'name'],
-					['Copies', x => CT.fmtNum(x.count), 'num'],
+					['Copies', x => CT.fmtNum(x.copies), 'num'],
 					['Chars', x => CT.fmtNum(x.chars), 'num'],
-					['Wasted', x => CT.fmtBytes(x.wasted), 'num'],
+					['Wasted', x => CT.fmtBytes(x.wasted_bytes), 'num'],
 				], { empty: 'No duplicated string.' })));
 		}
 		if (r.paths && r.paths.groups)

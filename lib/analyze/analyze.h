@@ -288,17 +288,19 @@ enum an_outcome analyze_live_outcome(const struct live_session_result *res,
 
 /* ----- leaks: types that only grow across heap snapshots ----- */
 
-struct heap_growth;
 struct heap_collect_opts;
+struct heap_series;
+struct heap_leaks;
 
 /*
- * Takes nsnap (2..16) snapshots with heap_collect, interval_ms apart, and
- * finds the types whose count and retained bytes grow from each to the next
- * (heap_growth_find). *taken says how many were taken. Returns 0 or the
- * negative errno of the failed snapshot (msg says why).
+ * Takes nsnap (2..16) snapshots with heap_collect, interval_ms apart, into s
+ * (s->n says how many were taken; a stop ends early with 0) and compares
+ * them with the one leak comparison (heap_leaks_compare) into l. Returns 0
+ * or the negative errno of the failed snapshot (msg says why). The caller
+ * releases s and l.
  */
 int analyze_leaks_run(const struct heap_collect_opts *o, unsigned nsnap, int64_t interval_ms,
-		      struct heap_growth **out, size_t *n, unsigned *taken, char *msg, size_t msglen);
+		      struct heap_series *s, struct heap_leaks *l, char *msg, size_t msglen);
 
 /* ----- locks: contention events by thread and by lock; deadlock cycles ----- */
 

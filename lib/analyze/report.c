@@ -41,8 +41,8 @@ struct an_report {
 	struct heap_typestat *ts;
 	size_t nts;
 	struct an_deadlock *dl;
-	struct heap_growth *growth;
-	size_t ngrowth;
+	struct heap_series series_h; /* leaks: the snapshots' totals, the first and last graph */
+	struct heap_leaks leaks;
 	unsigned nsnap;
 	pid_t pid;
 	const char *file;
@@ -463,14 +463,14 @@ static void md_body(struct strbuf *f, struct an_report *r)
 	} else if (!strcmp(n, "leaks")) {
 		unsigned last = r->nsnap - 1;
 
-		strbuf_addf(f, "%zu types grew in count and retained bytes across %u snapshots.\n\n", r->ngrowth,
+		strbuf_addf(f, "%zu types grew in count and retained bytes across %u snapshots.\n\n", r->leaks.n,
 			r->nsnap);
-		if (r->ngrowth)
+		if (r->leaks.n)
 			strbuf_addf(f, "| type | count first → last | retained KiB first → last |\n|---|---:|---:|\n");
-		for (i = 0; i < r->ngrowth && i < r->top; i++)
-			strbuf_addf(f, "| %s | %" PRIu64 " → %" PRIu64 " | %.1f → %.1f |\n", ct_term_safe(r->growth[i].name),
-				r->growth[i].count[0], r->growth[i].count[last],
-				(double)r->growth[i].retained[0] / 1024.0, (double)r->growth[i].retained[last] / 1024.0);
+		for (i = 0; i < r->leaks.n && i < r->top; i++)
+			strbuf_addf(f, "| %s | %" PRIu64 " → %" PRIu64 " | %.1f → %.1f |\n", ct_term_safe(r->leaks.gr[i].name),
+				r->leaks.gr[i].count[0], r->leaks.gr[i].count[last],
+				(double)r->leaks.gr[i].retained[0] / 1024.0, (double)r->leaks.gr[i].retained[last] / 1024.0);
 	} else if (!strcmp(n, "threadpool")) {
 		struct an_stack_group g[MAX_GROUPS];
 		uint32_t workers;
@@ -555,7 +555,7 @@ int analyze_report_md(struct an_report *r, struct strbuf *f)
 	else if (res)
 		strbuf_addf(f, "- for: %.1f s (%" PRIu64 " events)\n", r->duration_s, res->events);
 	else
-		strbuf_addf(f, "- for: %s\n", r->growth || r->nsnap ? "3 snapshots over the duration" :
+		strbuf_addf(f, "- for: %s\n", r->nsnap ? "3 snapshots over the duration" :
 			r->heap ? "one snapshot" : "one snapshot, now");
 	strbuf_addf(f, "\n## Result\n\n");
 	md_body(f, r);
@@ -869,17 +869,18 @@ static void json_body(struct ct_json *j, struct an_report *r)
 
 		ct_json_kv_u64(j, "snapshots", r->nsnap);
 		ct_json_kv_arr_begin(j, "growing");
-		for (i = 0; i < r->ngrowth && i < r->top; i++) {
+		for (i = 0; i < r->leaks.n && i < r->top; i++) {
 			ct_json_obj_begin(j);
-			ct_json_kv_str(j, "type", r->growth[i].name);
+			ct_json_kv_str(j, "type", r->leaks.gr[i].name);
 			ct_json_kv_arr_begin(j, "count");
 			for (k = 0; k < r->nsnap; k++)
-				ct_json_u64(j, r->growth[i].count[k]);
+				ct_json_u64(j, r->leaks.gr[i].count[k]);
 			ct_json_arr_end(j);
 			ct_json_kv_arr_begin(j, "retained_bytes");
 			for (k = 0; k < r->nsnap; k++)
-				ct_json_u64(j, r->growth[i].retained[k]);
+				ct_json_u64(j, r->leaks.gr[i].retained[k]);
 			ct_json_arr_end(j);
+			ct_json_kv_str(j, "held_by", r->leaks.holder[i] >= 0 ? r->leaks.gr[r->leaks.holder[i]].name : NULL);
 			ct_json_obj_end(j);
 		}
 		ct_json_arr_end(j);
@@ -928,16 +929,8 @@ static void json_body(struct ct_json *j, struct an_report *r)
 		ct_json_kv_u64(j, "not_compared", g->strings.moved + g->strings.unreadable + g->strings.too_long);
 		ct_json_kv_u64(j, "wasted_bytes", g->strings.wasted);
 		ct_json_kv_arr_begin(j, "duplicates");
-		for (i = 0; i < g->ndups && i < r->top; i++) {
-			ct_json_obj_begin(j);
-			ct_json_kv_str(j, "value", g->dups[i].value);
-			ct_json_kv_bool(j, "truncated", g->dups[i].truncated);
-			ct_json_kv_u64(j, "chars", g->dups[i].chars);
-			ct_json_kv_u64(j, "copies", g->dups[i].count);
-			ct_json_kv_u64(j, "bytes", g->dups[i].bytes);
-			ct_json_kv_u64(j, "wasted_bytes", g->dups[i].wasted);
-			ct_json_obj_end(j);
-		}
+		for (i = 0; i < g->ndups && i < r->top; i++)
+			heap_dupstr_json(j, &g->dups[i]); /* the one duplicated-string shape */
 		ct_json_arr_end(j);
 	} else if (!strcmp(n, "memory")) {
 		const struct an_memory *m = &r->mem;
@@ -1126,7 +1119,8 @@ void analyze_report_free(struct an_report *r)
 	free(r->ts);
 	heap_analysis_free(r->ha);
 	heap_graph_free(r->heap);
-	heap_growth_free(r->growth, r->ngrowth);
+	heap_leaks_release(&r->leaks);
+	heap_series_release(&r->series_h);
 	analyze_mem_series_release(&r->series);
 	free(r->dl);
 	free(r);
@@ -1199,8 +1193,8 @@ static int run_heap(struct an_report *r, const struct ipc_endpoint *ep, int64_t 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (r->a->need & AN_NEED_HEAPS) {
 		ho.pid = 0; /* no string contents needed */
-		err = analyze_leaks_run(&ho, 3, duration_ms / 2, &r->growth, &r->ngrowth, &r->nsnap,
-					hr.msg, sizeof(hr.msg));
+		err = analyze_leaks_run(&ho, 3, duration_ms / 2, &r->series_h, &r->leaks, hr.msg, sizeof(hr.msg));
+		r->nsnap = (unsigned)r->series_h.n;
 		if (!err && r->nsnap < 3)
 			return fail(r, AN_FAIL_INTERRUPTED, -EINTR, "interrupted after %u snapshots: nothing to compare",
 				    r->nsnap);

@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "heap/heap.h"
 #include "live/live.h"
+#include "proc/proc.h"
 
 #define RUNTIME "Microsoft-Windows-DotNETRuntime"
 #define SAMPLER "Microsoft-DotNETCore-SampleProfiler"
@@ -422,7 +423,9 @@ int heap_collect(const struct heap_collect_opts *o, struct heap_graph **out,
 	if (err)
 		goto out;
 	(*out)->meta.attempts = attempt > ATTEMPTS ? ATTEMPTS : attempt;
-	(*out)->meta.pid = o->pid > 0 ? (uint32_t)o->pid : meta.pid;
+	(*out)->meta.pid = o->pid > 0 ? (uint32_t)o->pid : o->ep && o->ep->pid > 0 ? (uint32_t)o->ep->pid : meta.pid;
+	if (o->ep && o->ep->pid > 0 && proc_comm(o->ep->pid, (*out)->meta.process, sizeof((*out)->meta.process)))
+		(*out)->meta.process[0] = 0;
 	(*out)->meta.time = (int64_t)time(NULL);
 	if (o->pid > 0)
 		err = heap_strings_store(strs, *out);

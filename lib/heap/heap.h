@@ -20,6 +20,7 @@
 #include "common/strbuf.h"
 #include "ipc/ipc.h"
 #include "nettrace/nettrace.h"
+#include "task/task.h"
 
 #define HEAP_NONE UINT32_MAX
 #define HEAP_MAX_NODES (200u * 1000 * 1000)  /* default cap on objects */
@@ -302,6 +303,140 @@ struct heap_growth {
 int heap_growth_find(struct heap_typestat *const *stats, const size_t *nstats, size_t nsnap,
 		     struct heap_growth **out, size_t *n);
 void heap_growth_free(struct heap_growth *gr, size_t n);
+
+/* ----- the one leak comparison (leaks.c) ----- */
+
+/* Snapshots reduced to per-type totals as they come; the first and the last graph are kept. */
+struct heap_series {
+	struct heap_typestat **stats; /* [n], names owned */
+	size_t *nstats;
+	size_t n, cap;
+	struct heap_graph *first, *last;
+};
+int heap_series_init(struct heap_series *s, size_t cap);
+/* Takes g (freed on error too). -E2BIG past cap, -ENOMEM. */
+int heap_series_add(struct heap_series *s, struct heap_graph *g);
+void heap_series_release(struct heap_series *s);
+/*
+ * Takes nsnap snapshots interval_ms apart into s (each(ctx, i, g) sees each
+ * one before it is reduced; nonzero stops). A stop between snapshots is
+ * -EINTR; s->n says how many were taken; res describes the last failure.
+ */
+int heap_series_collect(struct heap_series *s, const struct heap_collect_opts *o, unsigned nsnap,
+			int64_t interval_ms, int (*each)(void *ctx, unsigned i, const struct heap_graph *g),
+			void *ctx, struct heap_collect_result *res);
+
+struct heap_leaks {
+	struct heap_growth *gr;  /* types that grow in every snapshot, by retained growth */
+	size_t n, nsnap;
+	long *holder;            /* [n]: the growing type (index) holding all of gr[i]'s objects, or -1 */
+	size_t ntop;             /* growing types not held by another */
+	bool *with_paths;        /* [n]: paths are known (the heaviest top-level ones) */
+	const struct heap_graph *first, *last;
+	struct heap_analysis *a;
+	struct heap_paths *p, *fp;
+};
+/* Compares the series (it must outlive l). */
+int heap_leaks_compare(const struct heap_series *s, struct heap_leaks *l);
+void heap_leaks_release(struct heap_leaks *l);
+/* Up to 3 path groups of gr[i] in the last snapshot; -ENOENT without paths. */
+int heap_leaks_paths(const struct heap_leaks *l, size_t i, struct heap_path_group **pg, size_t *n);
+/* Objects of gr[i] on the path formatted as want in the first snapshot (0: none or unknown). */
+uint64_t heap_leaks_first_count(const struct heap_leaks *l, size_t i, const char *want);
+
+/* ----- JSON forms (report.c, leaks.c): docs/tasks/gcdump.md ----- */
+struct ct_json;
+#define HEAP_REPORT_RETAINERS 20
+#define HEAP_REPORT_STRINGS 20
+void heap_json_addr(struct ct_json *j, const char *key, uint64_t addr);
+void heap_path_groups_json(struct ct_json *j, const struct heap_graph *g, const struct heap_path_group *gr,
+			   size_t n);
+/* The one shape of a duplicated string: {"value","truncated","chars","copies","bytes","wasted_bytes"}. */
+void heap_dupstr_json(struct ct_json *j, const struct heap_dupstr *d);
+/* The "strings" member: what was read and the top duplicated values. */
+void heap_strings_json(struct ct_json *j, const struct heap_graph *g, size_t top);
+/* Members of a snapshot's summary (pid, process, gc, objects, bytes, ...). */
+void heap_snapshot_json(struct ct_json *j, const struct heap_graph *g);
+/* Members "snapshots" (when labels), "growing" (top 0: all). */
+void heap_leaks_json(struct ct_json *j, const struct heap_leaks *l, const char *const *labels, size_t top);
+
+/* One snapshot's report (report.c). */
+struct heap_report {
+	const struct heap_graph *g;
+	struct heap_analysis *a;
+	struct heap_paths *p;           /* with a path or want_paths */
+	uint32_t *order;                /* type indexes by retained bytes; the first ntop are shown */
+	size_t ntop;
+	uint32_t ret[HEAP_REPORT_RETAINERS]; /* the largest retainers */
+	size_t nret;
+	const char *path;               /* TYPE or 0xADDR asked for, or NULL */
+	uint32_t pobj, ptype;           /* the object or type of path (HEAP_NONE) */
+	struct heap_path_group *gr;     /* ptype's path groups */
+	size_t ngr;
+	uint64_t unreached;
+};
+/* -EINVAL: path names no object of the snapshot (why says so); -ENOMEM. top 0: all types. */
+int heap_report_build(const struct heap_graph *g, int top, const char *path, bool want_paths,
+		      struct heap_report *r, char *why, size_t whylen);
+void heap_report_release(struct heap_report *r);
+/* The report's members (the caller opens and closes the object). */
+void heap_report_json(const struct heap_report *r, struct ct_json *j);
+
+/* ----- the gcdump workflows (gcdump.c; their tasks in task.c) ----- */
+
+#define HEAP_DIFF_MAX 1000 /* snapshots one diff compares */
+
+/* The parameters of a live snapshot (gcdump collect/report/watch). */
+struct heap_gcdump_params {
+	int64_t gc_timeout_ms;   /* give up after (default 30 s) */
+	int buffer_mb;           /* the runtime's session buffer (default 256) */
+	int max_objects;         /* refuse larger heaps (default HEAP_MAX_NODES; 5x references) */
+	bool no_strings;         /* do not read string contents */
+	int tee_fd;              /* > 0: also keep the heap session's events here */
+	volatile sig_atomic_t *stop;
+	void (*progress)(void *ctx, const struct heap_progress *p);
+	void *progress_ctx;
+};
+void heap_gcdump_params_default(struct heap_gcdump_params *p);
+/* -EINVAL with a sentence naming the option. */
+int heap_gcdump_params_check(const struct heap_gcdump_params *p, char *why, size_t whylen);
+void heap_gcdump_collect_opts(const struct heap_gcdump_params *p, const struct ipc_endpoint *ep,
+			      struct heap_collect_opts *o);
+/* A failed heap_collect as a sentence; returns the exit code (EXIT_INTERRUPTED: stopped, nothing kept). */
+int heap_collect_explain(const struct heap_collect_result *res, int err, char *msg, size_t len);
+/* Whether path.tmp can be made under dirfd (checked before a GC is forced). */
+int heap_file_can_write(int dirfd, const char *path);
+/* Writes g to path under dirfd (AT_FDCWD: the working directory) through path.tmp and a rename. */
+int heap_file_save(const struct heap_graph *g, int dirfd, const char *path);
+/* A snapshot file or a saved heap session (.nettrace); on error a sentence and the exit code. */
+int heap_load(const char *path, struct heap_graph **g, char *msg, size_t len, int *exit_code);
+/* Loads n files (2..HEAP_DIFF_MAX) into s and compares them into l (the caller releases both). */
+int heap_gcdump_diff(const char *const *paths, size_t n, struct heap_series *s, struct heap_leaks *l,
+		     char *msg, size_t len, int *exit_code);
+/* The result JSON of each workflow (one object; docs/tasks/gcdump.md). */
+int heap_gcdump_collect_json(const struct heap_graph *g, const char *artifact, struct strbuf *out);
+int heap_gcdump_report_json(const struct heap_report *r, struct strbuf *out);
+int heap_gcdump_leaks_json(const char *task, const struct heap_leaks *l, const char *const *labels,
+			   bool partial, struct strbuf *out);
+
+/* ----- the same results as text for a person (text.c); names made terminal-safe ----- */
+const char *heap_thousands(uint64_t v, char *buf, size_t len); /* 1234567 -> "1,234,567" */
+void heap_text_collected(struct strbuf *sb, const struct heap_graph *g, const char *path);
+void heap_text_report(struct strbuf *sb, const struct heap_report *r);
+void heap_text_growth(struct strbuf *sb, const struct heap_leaks *l);
+
+/* ----- the gcdump tasks (task.c; rows of lib/task/table.c, results in docs/tasks/gcdump.md) ----- */
+extern const struct task_param gcdump_collect_task_params[];
+extern const size_t gcdump_collect_task_nparams;
+extern const struct task_param gcdump_report_task_params[];
+extern const size_t gcdump_report_task_nparams;
+extern const struct task_param gcdump_task_params[]; /* serve's "gcdump" kind: report, all types */
+extern const size_t gcdump_task_nparams;
+extern const struct task_param gcdump_diff_task_params[];
+extern const size_t gcdump_diff_task_nparams;
+int task_run_gcdump_collect(const struct task_args *a, const struct task_ctx *c, struct task_result *r);
+int task_run_gcdump_report(const struct task_args *a, const struct task_ctx *c, struct task_result *r);
+int task_run_gcdump_diff(const struct task_args *a, const struct task_ctx *c, struct task_result *r);
 
 /* ----- HTML view (html.c) ----- */
 int heap_html_write(const struct heap_graph *g, const struct heap_analysis *a,

@@ -8,12 +8,15 @@
  */
 #include "common/compat.h"
 
+#include <fcntl.h>
+
 #include <setjmp.h>
 #include <cmocka.h>
 #include <zlib.h>
 
 #include "common/cursor.h"
 #include "common/json_check.h"
+#include "common/exitcode.h"
 #include "heap/heap.h"
 
 /* A graph from an edge list; node i has address 0x1000 + 0x100*i and size sizes[i]. */
@@ -710,6 +713,107 @@ static void test_growth(void **state)
 	assert_int_equal(heap_growth_find(st, ns, 1, &gr, &n), -EINVAL);
 }
 
+
+/* A list (T0, a root) of k items (T1), each holding a payload (T2). */
+static struct heap_graph *mk_list(uint32_t k)
+{
+	uint64_t sizes[32];
+	uint32_t types[32], e[32][2], root = 0, i, ne = 0;
+
+	sizes[0] = 64;
+	types[0] = 0;
+	for (i = 1; i <= k; i++) {
+		sizes[i] = 32;
+		types[i] = 1;
+		sizes[k + i] = 24;
+		types[k + i] = 2;
+		e[ne][0] = 0;
+		e[ne++][1] = i;
+		e[ne][0] = i;
+		e[ne++][1] = k + i;
+	}
+	return mk(2 * k + 1, sizes, types, 3, (const uint32_t(*)[2])e, ne, &root, 1);
+}
+
+/* The gcdump tasks from the table over snapshot files: their result JSON. */
+static void test_tasks(void **state)
+{
+	char dir[] = "/tmp/clrtap-heap-task-XXXXXX", files[512] = "", why[256];
+	const struct task *t;
+	struct task_args a;
+	struct task_result r;
+	struct heap_graph *g;
+	int dfd;
+	uint32_t i;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	for (i = 1; i <= 3; i++) {
+		char name[16];
+
+		g = mk_list(2 * i);
+		if (i == 3) {
+			g->dups = calloc(1, sizeof(*g->dups));
+			g->dups[0].value = strdup("hello");
+			g->dups[0].count = 3;
+			g->dups[0].bytes = 96;
+			g->dups[0].wasted = 64;
+			g->ndups = 1;
+			g->strings.read = true;
+		}
+		snprintf(name, sizeof(name), "s%u.heap", i);
+		assert_int_equal(heap_file_save(g, dfd, name), 0);
+		heap_graph_free(g);
+		snprintf(files + strlen(files), sizeof(files) - strlen(files), "%s%s/%s", i > 1 ? ":" : "", dir, name);
+	}
+	/* diff: the items grow and hold the payloads, which grow too */
+	assert_non_null(t = task_find("gcdump.diff"));
+	assert_int_equal(task_args_init(&a, t, 0), 0);
+	assert_int_equal(task_args_set(&a, "files", files, why, sizeof(why)), 0);
+	task_result_init(&r);
+	assert_int_equal(task_run(t, &a, NULL, &r), 0);
+	assert_int_equal(json_check(r.json.buf, r.json.len, NULL, NULL), 0);
+	assert_non_null(strstr(r.json.buf, "\"task\":\"gcdump.diff\""));
+	assert_non_null(strstr(r.json.buf, "\"type\":\"T1\",\"held_by\":null,\"count\":[2,4,6]"));
+	assert_non_null(strstr(r.json.buf, "\"type\":\"T2\",\"held_by\":\"T1\",\"count\":[2,4,6]"));
+	assert_null(strstr(r.json.buf, "\"type\":\"T0\""));
+	task_result_release(&r);
+	task_args_release(&a);
+	/* the report (as gcdump.report gives it) of the last file: the one duplicated-string shape */
+	{
+		struct heap_report rep;
+		struct strbuf sb = STRBUF_INIT;
+		int code;
+
+		snprintf(files, sizeof(files), "%s/s3.heap", dir);
+		assert_int_equal(heap_load(files, &g, why, sizeof(why), &code), 0);
+		assert_int_equal(heap_report_build(g, 0, "T2", false, &rep, why, sizeof(why)), 0);
+		assert_int_equal(heap_gcdump_report_json(&rep, &sb), 0);
+		assert_int_equal(json_check(sb.buf, sb.len, NULL, NULL), 0);
+		assert_non_null(strstr(sb.buf, "\"task\":\"gcdump.report\""));
+		assert_non_null(strstr(sb.buf, "{\"value\":\"hello\",\"truncated\":false,\"chars\":0,\"copies\":3,"
+					       "\"bytes\":96,\"wasted_bytes\":64}"));
+		assert_non_null(strstr(sb.buf, "\"paths\":{\"type\":\"T2\",\"count\":6,\"retained\":144"));
+		heap_report_release(&rep);
+		/* a type the snapshot lacks: -EINVAL and the sentence */
+		assert_int_equal(heap_report_build(g, 0, "No.Such", false, &rep, why, sizeof(why)), -EINVAL);
+		assert_string_equal(why, "no object of type 'No.Such' in the snapshot");
+		heap_report_release(&rep);
+		heap_graph_free(g);
+		strbuf_release(&sb);
+	}
+	for (i = 1; i <= 3; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "s%u.heap", i);
+		unlinkat(dfd, name, 0);
+	}
+	close(dfd);
+	rmdir(dir);
+}
+
 /* The real capture: the builder and the analysis give the hand-computed answer. */
 static int cap_event(void *ctx, const struct nt_event *ev)
 {
@@ -782,6 +886,7 @@ int main(void)
 		cmocka_unit_test(test_string_parse),
 		cmocka_unit_test(test_file),
 		cmocka_unit_test(test_growth),
+		cmocka_unit_test(test_tasks),
 		cmocka_unit_test(test_real_capture),
 	};
 

@@ -15,6 +15,8 @@
 
 #include "analyze/analyze.h"
 #include "counters/counters.h"
+#include "dump/dump.h"
+#include "heap/heap.h"
 #include "stacks/stacks.h"
 #include "task/task.h"
 #include "tracestats/tracestats.h"
@@ -40,12 +42,19 @@ static const struct task_row rows[] = {
 	  &counters_task_nparams, TASK_F_TARGET, task_run_counters },
 	{ "doctor", "findings ranked, with evidence and the next command (clrtap doctor)", doctor_task_params,
 	  &doctor_task_nparams, TASK_F_TARGET, task_run_doctor },
-	/* ADAPTER (lib/task/adapt.c): w-taskgw's dump task replaces it */
-	{ "dump", "a core dump of the process (clrtap dump)", adapt_dump_params, &adapt_dump_nparams,
-	  TASK_F_TARGET | TASK_F_ISOLATE, task_run_cli_adapter },
-	/* ADAPTER: w-taskgw's gcdump.collect (+ report) replaces it */
-	{ "gcdump", "a heap snapshot and its report (gcdump collect + report)", NULL, &adapt_gcdump_nparams,
-	  TASK_F_TARGET | TASK_F_ISOLATE, task_run_cli_adapter },
+	{ "dump", "a core dump written by the runtime's own dump writer (createdump), copied out of a container",
+	  dump_task_params, &dump_task_nparams, TASK_F_TARGET, task_run_dump },
+	/* serve's "gcdump" kind: gcdump.report that keeps the snapshot, all types */
+	{ "gcdump", "a heap snapshot and its report (gcdump collect + report)", gcdump_task_params,
+	  &gcdump_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE, task_run_gcdump_report },
+	{ "gcdump.collect", "a heap snapshot: a forced, blocking gen-2 GC walks the heap (the process pauses)",
+	  gcdump_collect_task_params, &gcdump_collect_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE,
+	  task_run_gcdump_collect },
+	{ "gcdump.diff", "the types that grow in every one of a series of heap snapshots, and what holds them",
+	  gcdump_diff_task_params, &gcdump_diff_task_nparams, TASK_F_ISOLATE, task_run_gcdump_diff },
+	{ "gcdump.report", "types by retained bytes, the largest retainers, retention paths, duplicated strings",
+	  gcdump_report_task_params, &gcdump_report_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE,
+	  task_run_gcdump_report },
 	/* ADAPTER: w-taskwf's task_run_probe replaces it */
 	{ "probe", "calls of a .NET method: arguments, return value, latency (clrtap probe)", adapt_probe_params,
 	  &adapt_probe_nparams, TASK_F_TARGET | TASK_F_ISOLATE, task_run_cli_adapter },

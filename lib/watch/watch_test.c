@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "common/strbuf.h"
+#include "watch/engine.h"
 #include "watch/watch.h"
 
 static void test_rules(void **state)
@@ -234,6 +236,43 @@ static void test_actions(void **state)
 	assert_int_equal(watch_action_parse("analyze:abcdefghijklmnopqrstuvwxyzabcdef", &a, err, sizeof(err)), -EINVAL);
 }
 
+static void on_line(void *ctx, const char *json, size_t len)
+{
+	struct strbuf *sb = ctx;
+
+	strbuf_add(sb, json, len);
+	strbuf_addch(sb, '\n');
+}
+
+/* The engine: rules and actions checked as they are added; a run with nothing to watch ends at once. */
+static void test_engine(void **state)
+{
+	struct strbuf lines = STRBUF_INIT;
+	struct watch_config c = { .max_actions = 4, .action_limit_ms = 1000, .outdir = "/nonexistent",
+				  .log_line = on_line, .ctx = &lines };
+	struct watch_action a = { .kind = WATCH_ACT_STACKS };
+	struct watch *w;
+	char why[256];
+	int i;
+
+	(void)state;
+	assert_int_equal(watch_engine_new(&w, &c), 0);
+	assert_int_equal(watch_engine_add_rule(w, "cpu > 80% for 2s", why, sizeof(why)), 0);
+	assert_int_equal(watch_engine_add_rule(w, "memory-growth lungs > 1MB/s", why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "'lungs': not a kind of memory"));
+	assert_int_equal(watch_engine_add_rule(w, "cpu >", why, sizeof(why)), -EINVAL);
+	assert_int_equal(watch_engine_nrules(w), 1);
+	for (i = 0; i < WATCH_MAX_ACTIONS; i++)
+		assert_int_equal(watch_engine_add_action(w, &a), 0);
+	assert_int_equal(watch_engine_add_action(w, &a), -E2BIG);
+	/* no target, not --all: the one round finds nothing alive and the log ends */
+	assert_int_equal(watch_engine_run(w), 0);
+	assert_non_null(strstr(lines.buf, "\"event\":\"end\",\"fired\":0}\n"));
+	assert_null(strstr(lines.buf, "action"));
+	watch_engine_free(w);
+	strbuf_release(&lines);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_state),
 		cmocka_unit_test(test_requests),
 		cmocka_unit_test(test_actions),
+		cmocka_unit_test(test_engine),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

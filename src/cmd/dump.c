@@ -1,200 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * clrtap dump - a core dump through the runtime's own dump writer
- * (createdump), also for a target in another mount namespace: the runtime
- * writes inside its own filesystem view, clrtap copies the file out through
- * /proc/PID/root.
+ * (createdump), also for a target in another mount namespace. Parsing,
+ * the Ctrl-C rule and text only: the workflow is lib/dump (dump_run).
  */
 #include "common/compat.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/random.h>
-#include <sys/sendfile.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
-
-static int parse_type(const char *s, enum ipc_dump_type *t)
-{
-	static const struct {
-		const char *name;
-		enum ipc_dump_type type;
-	} types[] = {
-		{ "mini", IPC_DUMP_MINI },
-		{ "heap", IPC_DUMP_HEAP },
-		{ "triage", IPC_DUMP_TRIAGE },
-		{ "full", IPC_DUMP_FULL },
-	};
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(types); i++) {
-		if (!strcmp(s, types[i].name)) {
-			*t = types[i].type;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-/*
- * Where the dump goes: the directory of PATH (opened once, so that every step
- * names the same directory), its final name, and a fresh temporary name next
- * to it that clrtap created itself (O_EXCL). The runtime's createdump removes
- * its output path when it fails: it only ever sees the temporary name, and
- * PATH is replaced (rename) only by a complete dump.
- */
-struct out_file {
-	int dirfd;
-	char dir[PROC_PATH_MAX];
-	char base[256];
-	char tmp[300];                 /* temporary name in dir */
-	char tmp_path[PROC_PATH_MAX + 300];
-	int fd;                        /* open on tmp */
-	struct stat st;                /* of tmp when created */
-};
-
-static int out_open(struct out_file *o, const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	size_t dl = (size_t)(slash - path);
-	struct stat st;
-	unsigned r;
-	int i;
-
-	o->dirfd = o->fd = -1;
-	if (!slash || dl >= sizeof(o->dir) || strlen(slash + 1) >= sizeof(o->base) || !slash[1])
-		return -ENAMETOOLONG;
-	memcpy(o->dir, path, dl ? dl : 1);
-	o->dir[dl ? dl : 1] = '\0';
-	ct_strlcpy(o->base, slash + 1, sizeof(o->base));
-	o->dirfd = open(o->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (o->dirfd < 0)
-		return -errno;
-	/* Only a regular file is ever replaced: never a device, FIFO, link or directory. */
-	if (!fstatat(o->dirfd, o->base, &st, AT_SYMLINK_NOFOLLOW) && !S_ISREG(st.st_mode))
-		return -EINVAL;
-	for (i = 0; i < 100; i++) {
-		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-			r = (unsigned)getpid() * 2654435761u + (unsigned)i;
-		snprintf(o->tmp, sizeof(o->tmp), ".%.200s.clrtap-%08x.tmp", o->base, r);
-		o->fd = openat(o->dirfd, o->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			       0600);
-		if (o->fd >= 0 || errno != EEXIST)
-			break;
-	}
-	if (o->fd < 0)
-		return -errno;
-	if (fstat(o->fd, &o->st))
-		return -errno;
-	snprintf(o->tmp_path, sizeof(o->tmp_path), "%s%s%s", o->dir, dl ? "/" : "", o->tmp);
-	return 0;
-}
-
-/* Removes the temporary file if it is still the one clrtap made. */
-static void out_discard(struct out_file *o)
-{
-	struct stat st;
-
-	if (o->dirfd >= 0 && o->tmp[0] && !fstatat(o->dirfd, o->tmp, &st, AT_SYMLINK_NOFOLLOW) &&
-	    st.st_dev == o->st.st_dev && st.st_ino == o->st.st_ino)
-		(void)unlinkat(o->dirfd, o->tmp, 0);
-	o->tmp[0] = '\0';
-}
-
-/* The complete dump takes PATH's name. */
-static int out_commit(struct out_file *o)
-{
-	struct stat st;
-
-	if (fsync(o->fd) && errno != EINVAL)
-		return -errno;
-	if (!fstatat(o->dirfd, o->base, &st, AT_SYMLINK_NOFOLLOW) && !S_ISREG(st.st_mode))
-		return -EINVAL;
-	if (renameat(o->dirfd, o->tmp, o->dirfd, o->base))
-		return -errno;
-	o->tmp[0] = '\0';
-	return 0;
-}
-
-static void out_close(struct out_file *o)
-{
-	out_discard(o);
-	if (o->fd >= 0)
-		close(o->fd);
-	if (o->dirfd >= 0)
-		close(o->dirfd);
-	o->fd = o->dirfd = -1;
-}
-
-/* Copies len bytes of in (from offset 0) to out. */
-static int copy_fd(int in, int out, off_t len)
-{
-	off_t off = 0;
-
-	while (off < len) {
-		ssize_t n = sendfile(out, in, &off, (size_t)(len - off));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO; /* the file shrank while being copied */
-	}
-	return 0;
-}
-
-/* The runtime writes as the target's user: hand it the fresh file. */
-static void give_to(int fd, uid_t uid)
-{
-	if (geteuid() == 0 && uid != 0 && fchown(fd, uid, (gid_t)-1))
-		cli_warn("cannot hand the dump file to uid %u: %s", (unsigned)uid, strerror(errno));
-}
-
-#define CRASH_REPORT_MAX ((uint64_t)64 << 20)
-
-/*
- * createdump's crash report is "<dump path>.crashreport.json": give it the
- * name that goes with PATH (same directory), or copy it out of the target.
- */
-static void keep_crash_report(int rootfd, int dirfd, const char *tmpname, const char *target_path,
-			      const char *host_path)
-{
-	char from[PROC_PATH_MAX + 400], to[PROC_PATH_MAX + 32];
-	struct out_file o = { .dirfd = -1, .fd = -1 };
-	struct stat st;
-	int in = -1, err;
-
-	snprintf(to, sizeof(to), "%s.crashreport.json", host_path);
-	if (rootfd < 0) {
-		const char *base = strrchr(to, '/') + 1;
-
-		snprintf(from, sizeof(from), "%s.crashreport.json", tmpname);
-		if (fstatat(dirfd, from, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
-			return;
-		if ((!fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) && !S_ISREG(st.st_mode)) ||
-		    renameat(dirfd, from, dirfd, base))
-			cli_warn("the crash report stays at %s", from);
-		return;
-	}
-	snprintf(from, sizeof(from), "%s.crashreport.json", target_path);
-	err = proc_tfile_open(rootfd, from, CRASH_REPORT_MAX, &in, &st);
-	if (err)
-		return;
-	err = out_open(&o, to);
-	if (!err)
-		err = copy_fd(in, o.fd, st.st_size);
-	if (!err)
-		err = out_commit(&o);
-	if (err)
-		cli_warn("cannot copy the crash report out to %s: %s", to, strerror(-err));
-	out_close(&o);
-	close(in);
-	(void)proc_tfile_unlink(rootfd, from, &st);
-}
+#include "dump/dump.h"
 
 /*
  * Ctrl-C (or SIGTERM) while the runtime writes: the runtime goes on writing
@@ -232,23 +48,23 @@ static void on_stop(int sig)
 	_exit(130);
 }
 
-static void arm_cleanup(const struct out_file *of, int rootfd, const char *tmpdir,
-			const char *target_path)
+/* dump_run's files are known: a second signal removes them; the wait is shown. */
+static void arm_cleanup(void *ctx, int host_dirfd, const char *host_tmp, int target_dirfd, const char *target_name)
 {
 	struct sigaction sa;
-	const char *slash = strrchr(target_path, '/');
 
-	cleanup.host_dirfd = of->dirfd;
-	ct_strlcpy(cleanup.host_name, of->tmp, sizeof(cleanup.host_name));
-	cleanup.target_dirfd = -1;
-	if (rootfd >= 0 && slash && !proc_tpath_open(rootfd, tmpdir, O_DIRECTORY, &cleanup.target_dirfd))
-		ct_strlcpy(cleanup.target_name, slash + 1, sizeof(cleanup.target_name));
+	(void)ctx;
+	cleanup.host_dirfd = host_dirfd;
+	ct_strlcpy(cleanup.host_name, host_tmp, sizeof(cleanup.host_name));
+	cleanup.target_dirfd = target_dirfd;
+	ct_strlcpy(cleanup.target_name, target_name, sizeof(cleanup.target_name));
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	cleanup.armed = 1;
+	cli_countdown_start("the runtime writes the dump", 0);
 }
 
 static void disarm_cleanup(void)
@@ -256,9 +72,7 @@ static void disarm_cleanup(void)
 	cleanup.armed = 0;
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
-	if (cleanup.target_dirfd >= 0)
-		close(cleanup.target_dirfd);
-	cleanup.target_dirfd = -1;
+	cleanup.target_dirfd = cleanup.host_dirfd = -1; /* dump_run closes them */
 }
 
 static void default_name(char *buf, size_t len, pid_t pid)
@@ -269,6 +83,26 @@ static void default_name(char *buf, size_t len, pid_t pid)
 	localtime_r(&now, &tm);
 	snprintf(buf, len, "core_%d_%04d%02d%02d_%02d%02d%02d", (int)pid, tm.tm_year + 1900,
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+/* The runtime resolves the path in its own cwd: always pass it absolute. */
+static int absolute_path(const char *out, pid_t pid, char *host_path, size_t len)
+{
+	char cwd[PROC_PATH_MAX / 2], name[96];
+
+	if (out && out[0] == '/') {
+		ct_strlcpy(host_path, out, len);
+		return EXIT_OK;
+	}
+	if (!getcwd(cwd, sizeof(cwd)))
+		return cli_error(EXIT_ERROR, "cannot get the current directory: %s", strerror(errno));
+	if (!out) {
+		default_name(name, sizeof(name), pid);
+		out = name;
+	}
+	if ((size_t)snprintf(host_path, len, "%s/%s", cwd, out) >= len)
+		return cli_error(EXIT_USAGE, "output path too long");
+	return EXIT_OK;
 }
 
 int cmd_dump(int argc, char **argv)
@@ -286,163 +120,48 @@ int cmd_dump(int argc, char **argv)
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the result as JSON" },
 		{ 0 },
 	};
-	char host_path[PROC_PATH_MAX], target_path[PROC_PATH_MAX + 300], tmpname[300];
-	enum ipc_dump_type type;
+	char host_path[PROC_PATH_MAX];
+	struct dump_opts o = { .type_name = type_s, .host_path = host_path, .stop = &cleanup.stop,
+			       .armed = arm_cleanup };
+	struct dump_result r;
 	struct ipc_endpoint ep;
-	struct ipc_error rerr;
 	struct proc_target t;
-	struct stat st, tst;
-	struct out_file of = { .dirfd = -1, .fd = -1 };
-	int first, code, err, rootfd = -1, tfd = -1;
-	bool copied = false;
+	int first, code, err;
 
 	if (argc > 1 && !strcmp(argv[1], "analyze"))
 		return cmd_dump_analyze(argc - 1, argv + 1);
-	if (cli_parse(argc, argv,
-		      "clrtap dump (-p PID | -n NAME) [--type mini|heap|triage|full] [-o PATH]", opts,
+	if (cli_parse(argc, argv, "clrtap dump (-p PID | -n NAME) [--type mini|heap|triage|full] [-o PATH]", opts,
 		      &first, &code))
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
-	if (parse_type(type_s, &type))
-		return cli_error(EXIT_USAGE, "unknown dump type '%s' (mini, heap, triage, full)",
-				 type_s);
-	code = cli_resolve_target(&to, &t, &ep);
-	if (code)
+	if (dump_type_parse(type_s, &o.type))
+		return cli_error(EXIT_USAGE, "unknown dump type '%s' (mini, heap, triage, full)", type_s);
+	if ((code = cli_resolve_target(&to, &t, &ep)) || (code = absolute_path(out, t.pid, host_path, sizeof(host_path))))
 		return code;
-
-	/* The runtime resolves the path in its own cwd: always pass it absolute. */
-	if (out && out[0] == '/') {
-		ct_strlcpy(host_path, out, sizeof(host_path));
-	} else {
-		char cwd[PROC_PATH_MAX / 2], name[96];
-
-		if (!getcwd(cwd, sizeof(cwd)))
-			return cli_error(EXIT_ERROR, "cannot get the current directory: %s",
-					 strerror(errno));
-		if (!out) {
-			default_name(name, sizeof(name), t.pid);
-			out = name;
-		}
-		if ((size_t)snprintf(host_path, sizeof(host_path), "%s/%s", cwd, out) >=
-		    sizeof(host_path))
-			return cli_error(EXIT_USAGE, "output path too long");
-	}
-	err = out_open(&of, host_path);
-	if (err == -EINVAL) {
-		out_close(&of);
-		return cli_error(EXIT_USAGE, "%s exists and is not a regular file: clrtap does not "
-					     "replace it",
-				 host_path);
-	}
-	if (err) {
-		out_close(&of);
-		return cli_error(err == -EACCES ? EXIT_PERMISSION : EXIT_ERROR,
-				 "cannot write the dump to %s: %s", host_path, strerror(-err));
-	}
-	if (t.other_mntns) {
-		/* A fresh file inside the target's own temp dir, made and read by clrtap. */
-		unsigned r = 0;
-
-		err = proc_root_open(t.pid, &rootfd);
-		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-			r = (unsigned)time(NULL);
-		snprintf(target_path, sizeof(target_path), "%s%sclrtap-dump-%d-%ld-%08x.core",
-			 t.tmpdir, strcmp(t.tmpdir, "/") ? "/" : "", (int)t.nspid, (long)time(NULL), r);
-		if (!err)
-			err = proc_tfile_create(rootfd, target_path, 0600, &tfd);
-		if (!err && fstat(tfd, &tst))
-			err = -errno;
-		if (err) {
-			code = cli_error(ct_exit_for(err),
-					 "cannot make the dump file %s inside pid %d's root: %s",
-					 target_path, (int)t.pid, proc_tfile_strerror(err));
-			goto out;
-		}
-		give_to(tfd, t.uid);
-	} else {
-		ct_strlcpy(target_path, of.tmp_path, sizeof(target_path));
-		give_to(of.fd, t.uid);
-	}
-
+	o.t = &t;
+	o.ep = &ep;
+	o.type_name = type_s;
+	o.crash_report = crash_report;
 	if (!json)
 		cli_info("writing a %s dump of pid %d ...", type_s, (int)t.pid);
-	arm_cleanup(&of, rootfd, t.tmpdir, target_path);
-	cli_countdown_start("the runtime writes the dump", 0);
-	err = ipc_dump(&ep, target_path, type, crash_report ? IPC_DUMP_CRASHREPORT : 0, &rerr);
+	err = dump_run(&o, &r);
 	cli_countdown_stop();
-	if (cleanup.stop) {
-		code = cli_error(130, "interrupted: no dump written, %s left as it was", host_path);
-		goto out;
-	}
-	if (err) {
-		code = cli_ipc_error("the runtime could not write the dump", err, &rerr);
-		goto out;
-	}
-	if (t.other_mntns) {
-		/* Copy what the runtime wrote into the file clrtap made, as long as it was then. */
-		if (fstat(tfd, &st))
-			err = -errno;
-		if (!err)
-			err = copy_fd(tfd, of.fd, st.st_size);
-		if (err) {
-			code = cli_error(ct_exit_for(err),
-					 "the target wrote its dump, but it could not be copied to %s "
-					 "(%s): %s left as it was, the target's copy removed",
-					 host_path, strerror(-err), host_path);
-			goto out;
-		}
-		copied = true;
-	}
-	if (fstat(of.fd, &st) || st.st_size == 0) {
-		code = cli_error(EXIT_RUNTIME, "the runtime said the dump was written, but it is "
-					       "empty: %s left as it was",
-				 host_path);
-		goto out;
-	}
-	if (geteuid() == 0 && fchown(of.fd, geteuid(), getegid()))
-		cli_warn("cannot take the dump file back from the target's user: %s",
-			 strerror(errno));
-	ct_strlcpy(tmpname, of.tmp, sizeof(tmpname));
-	err = out_commit(&of);
-	if (err) {
-		code = cli_error(EXIT_ERROR, "cannot put the dump at %s: %s", host_path,
-				 err == -EINVAL ? "it is no longer a regular file" : strerror(-err));
-		goto out;
-	}
-	if (crash_report)
-		keep_crash_report(rootfd, of.dirfd, tmpname, target_path, host_path);
+	disarm_cleanup();
+	if (err)
+		return cli_error(r.exit_code, "%s", r.message);
 	if (json) {
 		struct strbuf sb = STRBUF_INIT;
-		struct ct_json j;
 
-		ct_json_init(&j, &sb);
-		ct_json_obj_begin(&j);
-		ct_json_kv_u64(&j, "pid", (uint64_t)t.pid);
-		ct_json_kv_str(&j, "type", type_s);
-		ct_json_kv_str(&j, "path", host_path);
-		ct_json_kv_u64(&j, "bytes", (uint64_t)st.st_size);
-		ct_json_kv_str(&j, "written_in_target_as", target_path);
-		ct_json_kv_bool(&j, "copied_out_of_namespace", copied);
-		ct_json_obj_end(&j);
-		code = cli_json_out(&j, stdout);
+		err = dump_result_json(&o, &r, &sb);
+		if (!err && !(err = strbuf_addch(&sb, '\n')))
+			err = strbuf_fwrite(&sb, stdout);
 		strbuf_release(&sb);
-		goto out;
+		return err ? cli_error(EXIT_ERROR, "cannot write the JSON output: %s", strerror(-err)) : EXIT_OK;
 	}
-	if (copied)
+	if (r.copied)
 		printf("the target wrote %s inside its mount namespace; copied out through %s\n",
-		       cli_safe(target_path), cli_safe(t.root));
-	printf("dump written: %s (%lld bytes)\n", cli_safe(host_path), (long long)st.st_size);
-	code = EXIT_OK;
-out:
-	disarm_cleanup();
-	if (tfd >= 0) {
-		/* Only the file clrtap made, only inside the target's root. */
-		(void)proc_tfile_unlink(rootfd, target_path, &tst);
-		close(tfd);
-	}
-	if (rootfd >= 0)
-		close(rootfd);
-	out_close(&of);
-	return code;
+		       cli_safe(r.target_path), cli_safe(t.root));
+	printf("dump written: %s (%" PRIu64 " bytes)\n", cli_safe(host_path), r.bytes);
+	return EXIT_OK;
 }

@@ -1,1384 +1,55 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * clrtap watch - rules that fire actions at the moment a problem happens.
- *
- * The main thread samples /proc (cpu, rss, exit) and the memory cgroup
- * every 250 ms, reads exit statuses from the kernel's process-events
- * connector, finds new targets (--all), runs actions and writes the
- * JSON-lines log. Each target with counter, meter, exception or gc-pause
- * rules has one EventPipe session (lib/counters' live reader) on a thread of
- * its own, which evaluates those rules and hands firings to the main thread.
- * Actions are child processes of this very binary (/proc/self/exe
- * profile|stacks|trace|dump|gcdump|analyze) or `sh -c COMMAND`, each with its
- * own folder, output log and time limit.
+ * Parsing, the log file and sentences only: the engine (targets, sessions,
+ * rules, actions as tasks of the task table) is lib/watch (engine.h).
+ * docs/cmd/watch.md.
  */
 #include "common/compat.h"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <math.h>
-#include <pthread.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 
-#include "analyze/analyze.h"
 #include "cli.h"
-#include "common/json.h"
-#include "counters/counters.h"
-#include "live/live.h"
-#include "nettrace/nettrace.h"
-#include "proc/proc.h"
-#include "watch/events.h"
-#include "watch/watch.h"
-
-#define MAX_RULES 32
-#define MAX_ACTIONS 16
-#define MAX_TARGETS 64
-#define MAX_RUNNING 32
-#define DEFAULT_MAX_ACTIONS 4
-#define STACK_TEXT_MAX (64 * 1024)
-#define MAX_PENDING 256
-#define TICK_MS 250
-#define SCAN_MS 1000
-#define KILL_GRACE_MS 5000
-#define DETAIL_MAX 512
-
-struct target;
-
-/*
- * An EventPipe session of a target, on a thread of its own. With an
- * exception rule (and stacks) beside other session rules there are two:
- * the exceptions' own, which walks each event's stack, and one without
- * stacks for counters, GC and requests, so that those events cost the
- * target no stack walk.
- */
-enum sess_kind { SESS_ALL, SESS_MAIN, SESS_EXC };
-
-struct sess {
-	struct target *tg;
-	enum sess_kind kind;
-	bool on;                /* its thread was started */
-	pthread_t th;
-	struct counters_decoder *dec;
-	struct strbuf tmp, tmp2, tmp3;
-	int err;
-	char why[512];          /* "" when it ended normally */
-	bool done, reported;
-	int64_t qpc_freq;       /* from the trace header */
-};
-
-enum suppress_why { SUP_NONE, SUP_COOLDOWN, SUP_BUSY };
-
-struct pending {
-	int target, rule;
-	enum suppress_why why; /* a suppressed line: why */
-	double value;
-	bool have_value;
-	unsigned fired; /* the rule's firings for this target, this one included */
-	char detail[DETAIL_MAX];
-	/* exception firings: the names of the stack at the throw (malloc'd, leaf
-	 * first, one a line), or why there are none */
-	char *stack;
-	uint32_t stack_frames, stack_named;
-	int stack_err;
-	bool have_stack;
-	bool stack_off; /* --no-stacks */
-	/* request and status firings */
-	bool have_req;
-	struct watch_request req;
-};
-
-/* What a firing carries beyond its value: an event's stack, a request. */
-struct fire_extra {
-	bool stack; /* the event's stack is wanted (an exception's throw) */
-	const uint64_t *ips;
-	uint32_t nips;
-	const struct watch_request *req;
-};
-
-struct target {
-	bool used, gone;
-	pid_t pid;
-	uint64_t starttime;
-	struct proc_target t;
-	struct ipc_endpoint ep;
-	struct watch_state st[MAX_RULES];
-	uint64_t cpu_ticks;
-	int64_t cpu_ms;
-	bool have_cpu;
-	/* EventPipe sessions */
-	struct sess sess[2];
-	volatile sig_atomic_t stop;
-	struct watch *w;
-	int idx;
-	bool cg_said;           /* the cgroup-memory rules' "no limit" line was logged */
-	bool have_status;       /* the wait status, from the process-events connector */
-	int status;
-	int64_t suspend_ts;     /* SuspendEEBegin for a GC, 0: none open */
-	int busy[MAX_RULES];    /* actions running for a rule's firing (main thread writes, atomics) */
-	struct an_mem_window memw; /* memory-growth: the last smaps readings */
-	int64_t mem_ms;            /* when smaps may be read next */
-};
-
-struct running {
-	bool used;
-	pid_t child;
-	int target, rule;
-	unsigned fire;
-	const struct watch_action *a;
-	int64_t start_ms, deadline_ms, killed_ms;
-	bool timed_out;
-	char dir[PATH_MAX];
-};
-
-struct watch {
-	struct watch_rule rules[MAX_RULES];
-	const char *rule_text[MAX_RULES];
-	size_t nrules;
-	struct watch_action actions[MAX_ACTIONS];
-	size_t nactions;
-	bool need_session, need_exc, need_gc, need_cgroup, need_status, need_req, need_counters;
-	int max_actions;        /* actions running at once, at most */
-	bool no_stacks;         /* --no-stacks: the session walks no stacks */
-	bool lines;             /* --lines: stack frames with their source line */
-	int evfd;               /* the process-events connector, -1: none */
-	bool ev_lost_said;
-	struct target targets[MAX_TARGETS];
-	struct running run[MAX_RUNNING];
-	const char *outdir;
-	const char *match;
-	int64_t action_limit_ms;
-	int timeout_ms;
-	unsigned fires;
-	FILE *log;
-	pthread_mutex_t lock;
-	struct pending pend[MAX_PENDING];
-	size_t npend;
-	unsigned dropped;
-};
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ----- the log: one JSON object a line ----- */
-
-static void log_begin(struct ct_json *j, struct strbuf *sb, const char *event)
-{
-	struct timespec ts;
-	struct tm tm;
-	char buf[96];
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)(ts.tv_nsec / 1000000 % 1000));
-	strbuf_init(sb, 1 << 20);
-	ct_json_init(j, sb);
-	ct_json_obj_begin(j);
-	ct_json_kv_str(j, "time", buf);
-	ct_json_kv_str(j, "event", event);
-}
-
-static void log_end(struct watch *w, struct ct_json *j, struct strbuf *sb)
-{
-	ct_json_obj_end(j);
-	if (cli_json_out(j, w->log) == EXIT_OK)
-		fflush(w->log);
-	strbuf_release(sb);
-}
-
-static void log_target(struct ct_json *j, const struct target *tg)
-{
-	ct_json_kv_i64(j, "pid", tg->pid);
-	ct_json_kv_i64(j, "nspid", tg->t.nspid);
-	ct_json_kv_bool(j, "other_pidns", tg->t.other_pidns);
-}
-
-/* ----- targets ----- */
-
-static int target_add(struct watch *w, pid_t pid);
-static void *session_main(void *arg);
-
-static bool target_alive(const struct target *tg)
-{
-	uint64_t st;
-
-	return proc_starttime(tg->pid, &st) == 0 && st == tg->starttime;
-}
-
-static int target_add_found(struct watch *w, const struct proc_target *t, uint64_t starttime)
-{
-	struct ct_json j;
-	struct strbuf sb, cmd;
-	size_t i;
-	int slot = -1;
-
-	for (i = 0; i < MAX_TARGETS; i++)
-		if (!w->targets[i].used) {
-			slot = (int)i;
-			break;
-		}
-	if (slot < 0) {
-		cli_warn("watching %d processes already; pid %d left alone", MAX_TARGETS, (int)t->pid);
-		return -E2BIG;
-	}
-	struct target *tg = &w->targets[slot];
-
-	memset(tg, 0, sizeof(*tg));
-	tg->used = true;
-	tg->pid = t->pid;
-	tg->starttime = starttime;
-	tg->t = *t;
-	tg->w = w;
-	tg->idx = slot;
-	ipc_endpoint_init(&tg->ep, &tg->t, w->timeout_ms);
-	log_begin(&j, &sb, "watching");
-	log_target(&j, tg);
-	strbuf_init(&cmd, 4096);
-	if (!proc_cmdline(t->pid, &cmd, 4096))
-		ct_json_kv_str(&j, "cmdline", cmd.buf);
-	strbuf_release(&cmd);
-	log_end(w, &j, &sb);
-	if (w->need_session) {
-		bool split = w->need_exc && !w->no_stacks &&
-			     (w->need_counters || w->need_gc || w->need_req);
-		int k;
-
-		tg->sess[0].kind = split ? SESS_MAIN : SESS_ALL;
-		tg->sess[1].kind = SESS_EXC;
-		for (k = 0; k < (split ? 2 : 1); k++) {
-			struct sess *ss = &tg->sess[k];
-
-			ss->tg = tg;
-			ss->on = !pthread_create(&ss->th, NULL, session_main, ss);
-			if (!ss->on)
-				cli_warn("pid %d: no thread for its EventPipe session", (int)t->pid);
-		}
-	}
-	return 0;
-}
-
-static int target_add(struct watch *w, pid_t pid)
-{
-	struct proc_target t;
-	uint64_t st;
-	int err;
-
-	err = proc_target_find(pid, &t);
-	if (err)
-		return err;
-	err = proc_starttime(pid, &st);
-	if (err)
-		return err;
-	return target_add_found(w, &t, st);
-}
-
-static bool target_known(const struct watch *w, pid_t pid, uint64_t st)
-{
-	size_t i;
-
-	for (i = 0; i < MAX_TARGETS; i++)
-		if (w->targets[i].used && w->targets[i].pid == pid && w->targets[i].starttime == st)
-			return true;
-	return false;
-}
-
-static int scan_one(pid_t pid, void *ctx)
-{
-	struct watch *w = ctx;
-	struct strbuf cmd;
-	uint64_t st;
-	bool ok = true;
-
-	if (pid == getpid() || proc_starttime(pid, &st) || target_known(w, pid, st))
-		return 0;
-	if (w->match) {
-		strbuf_init(&cmd, 4096);
-		ok = !proc_cmdline(pid, &cmd, 4096) && cmd.buf && strstr(cmd.buf, w->match);
-		strbuf_release(&cmd);
-	}
-	if (ok)
-		(void)target_add(w, pid);
-	return 0;
-}
-
-/* ----- firings ----- */
-
-/* Queues p (its stack, if any, is the queue's then, or freed). */
-static void pending_push(struct watch *w, struct pending *p)
-{
-	pthread_mutex_lock(&w->lock);
-	if (w->npend < MAX_PENDING) {
-		w->pend[w->npend++] = *p;
-	} else {
-		w->dropped++;
-		free(p->stack);
-	}
-	pthread_mutex_unlock(&w->lock);
-}
-
-/* The names of the frames at the moment of the event (an exception's
- * throw), from a rundown of the target's methods taken now. */
-static void name_stack(struct target *tg, const struct fire_extra *x, struct pending *p)
-{
-	struct strbuf sb = STRBUF_INIT_MAX(STACK_TEXT_MAX);
-
-	p->have_stack = true;
-	p->stack_frames = x->nips;
-	if (!x->nips || !x->ips)
-		return;
-	p->stack_err = watch_stack_name(&tg->ep, x->ips, x->nips, tg->w->lines, &tg->stop, &sb,
-					 &p->stack_named);
-	if (!p->stack_err && sb.buf)
-		p->stack = strdup(sb.buf);
-	strbuf_release(&sb);
-}
-
-/*
- * Feeds rule ri of target tg; queues a firing, or one suppressed line per
- * firing period. Called from one thread per rule kind (main: cpu, rss,
- * exit, cgroup; the session thread: counter, exception, gc-pause, request).
- */
-static void feed_x(struct watch *w, struct target *tg, int ri, bool cond, double v, bool have_v,
-		   const char *detail, const struct fire_extra *x)
-{
-	struct watch_state *st = &tg->st[ri];
-	bool busy = __atomic_load_n(&tg->busy[ri], __ATOMIC_ACQUIRE) > 0;
-	enum watch_verdict vd = watch_state_feed(&w->rules[ri], st, now_ms(), cond, busy);
-	struct pending p;
-
-	if (vd != WATCH_FIRE && ((vd != WATCH_COOLDOWN && vd != WATCH_BUSY) || st->said))
-		return;
-	memset(&p, 0, sizeof(p));
-	p.target = tg->idx;
-	p.rule = ri;
-	p.value = v;
-	p.have_value = have_v;
-	p.fired = st->fired;
-	snprintf(p.detail, sizeof(p.detail), "%s", detail ? detail : "");
-	if (x && x->req) {
-		p.have_req = true;
-		p.req = *x->req;
-	}
-	if (vd != WATCH_FIRE) {
-		st->said = true;
-		p.rule = -1 - ri;
-		p.why = vd == WATCH_BUSY ? SUP_BUSY : SUP_COOLDOWN;
-	} else if (x && x->stack && w->no_stacks) {
-		p.have_stack = p.stack_off = true;
-	} else if (x && x->stack) {
-		name_stack(tg, x, &p);
-	}
-	pending_push(w, &p);
-}
-
-static void feed(struct watch *w, struct target *tg, int ri, bool cond, double v, bool have_v,
-		 const char *detail)
-{
-	feed_x(w, tg, ri, cond, v, have_v, detail, NULL);
-}
-
-/* ----- the EventPipe session of one target ----- */
-
-static int on_counter(void *ctx, const struct counters_value *v)
-{
-	struct target *tg = ctx;
-	struct watch *w = tg->w;
-	size_t i;
-
-	for (i = 0; i < w->nrules; i++) {
-		const struct watch_rule *r = &w->rules[i];
-
-		if (r->kind != WATCH_COUNTER || r->meter != v->meter || strcmp(r->source, v->source) ||
-		    strcmp(r->name, v->name))
-			continue;
-		feed(w, tg, (int)i, watch_rule_test(r, v->value, v->units), v->value, true, v->units);
-	}
-	return 0;
-}
-
-static int on_notice(void *ctx, const char *msg)
-{
-	(void)ctx;
-	(void)msg;
-	return 0;
-}
-
-static int on_event(void *ctx, const struct nt_event *ev)
-{
-	static const struct counters_handlers ch = { on_counter, on_notice };
-	struct sess *ss = ctx;
-	struct target *tg = ss->tg;
-	struct watch *w = tg->w;
-	struct fire_extra x = { 0 };
-	struct watch_request q;
-
-	if (ev->meta->provider_kind == NT_PROV_RUNTIME && ev->meta->event_id == 80) {
-		struct nt_exception ex;
-		size_t i;
-
-		if (nt_decode_exception(ev->payload, ev->payload_len, ev->meta->version,
-					ev->pointer_size, &ex))
-			return 0;
-		strbuf_reset(&ss->tmp3);
-		(void)nt_str16_utf8(&ex.type, &ss->tmp3);
-		for (i = 0; i < w->nrules; i++) {
-			const struct watch_rule *r = &w->rules[i];
-
-			if (r->kind != WATCH_EXCEPTION ||
-			    !watch_exception_match(r, ss->tmp3.buf ? ss->tmp3.buf : ""))
-				continue;
-			strbuf_reset(&ss->tmp);
-			(void)nt_str16_utf8(&ex.message, &ss->tmp);
-			if (r->message[0] && !strstr(ss->tmp.buf ? ss->tmp.buf : "", r->message))
-				continue;
-			/* the detail: "TYPE\nMESSAGE" (the type matters for "*") */
-			strbuf_reset(&ss->tmp2);
-			(void)nt_str16_utf8(&ex.type, &ss->tmp2);
-			(void)strbuf_addstr(&ss->tmp2, "\n");
-			(void)strbuf_addstr(&ss->tmp2, ss->tmp.buf ? ss->tmp.buf : "");
-			x.stack = true;
-			x.ips = ev->stack;
-			x.nips = ev->nframes;
-			feed_x(w, tg, (int)i, true, 0, false, ss->tmp2.buf ? ss->tmp2.buf : "", &x);
-		}
-		return 0;
-	}
-	if (w->need_req && !watch_request_decode(ev, &q)) {
-		int64_t at = ss->qpc_freq > 0 ? (int64_t)((double)ev->timestamp * 1000.0 / (double)ss->qpc_freq)
-					      : now_ms();
-		size_t i;
-
-		x.req = &q;
-		for (i = 0; i < w->nrules; i++) {
-			const struct watch_rule *r = &w->rules[i];
-			int hit;
-
-			if ((r->kind != WATCH_REQUEST && r->kind != WATCH_STATUS) || !watch_request_match(r, &q))
-				continue;
-			hit = watch_window_add(r, &tg->st[i], at);
-			if (hit > 0)
-				feed_x(w, tg, (int)i, true, r->kind == WATCH_REQUEST ? q.ms : q.status, true, "",
-				       &x);
-		}
-		return 0;
-	}
-	if (ev->meta->provider_kind == NT_PROV_RUNTIME && w->need_gc) {
-		struct nt_suspend_ee se;
-
-		/* SuspendEEBegin for a GC (reason 1 SUSPEND_FOR_GC, 6 GC_PREP) */
-		if (ev->meta->event_id == 9 &&
-		    !nt_decode_suspend_ee(ev->payload, ev->payload_len, ev->meta->version,
-					  ev->pointer_size, &se) &&
-		    (se.reason == 1 || se.reason == 6))
-			tg->suspend_ts = ev->timestamp;
-		if (ev->meta->event_id == 3 && tg->suspend_ts && ss->qpc_freq > 0 &&
-		    ev->timestamp >= tg->suspend_ts) {
-			double ms = (double)(ev->timestamp - tg->suspend_ts) * 1000.0 / (double)ss->qpc_freq;
-			char detail[64];
-			size_t i;
-
-			tg->suspend_ts = 0;
-			snprintf(detail, sizeof(detail), "SuspendEEBegin..RestartEEEnd %.3f ms", ms);
-			for (i = 0; i < w->nrules; i++)
-				if (w->rules[i].kind == WATCH_GC_PAUSE)
-					feed(w, tg, (int)i, watch_rule_test(&w->rules[i], ms, NULL), ms, true,
-					     detail);
-		}
-		return 0;
-	}
-	if (ss->dec)
-		(void)counters_decode(ss->dec, ev, &ch, tg);
-	return 0;
-}
-
-static void on_opened(void *ctx, const struct nt_trace_info *ti)
-{
-	struct sess *ss = ctx;
-
-	ss->qpc_freq = ti->qpc_freq;
-}
-
-static void *session_main(void *arg)
-{
-	struct sess *ss = arg;
-	struct target *tg = ss->tg;
-	struct watch *w = tg->w;
-	bool exc = ss->kind != SESS_MAIN && w->need_exc, rest = ss->kind != SESS_EXC;
-	struct counters_spec spec = { 0 };
-	struct counters_session cs = { 0 };
-	struct ipc_provider prov[COUNTERS_MAX_SOURCES + 2];
-	struct ipc_trace_config cfg = { 0 };
-	struct live_session_opts live = { 0 };
-	struct live_session_result res = { 0 };
-	struct nt_handlers h = { 0 };
-	size_t i, n = 0;
-	int err = 0;
-
-	strbuf_init(&ss->tmp, 4096);
-	strbuf_init(&ss->tmp2, 4096 + 2 * WATCH_MAX_NAME);
-	strbuf_init(&ss->tmp3, 4096);
-	for (i = 0; i < w->nrules && !err && rest; i++)
-		if (w->rules[i].kind == WATCH_COUNTER)
-			err = counters_spec_add(&spec, w->rules[i].source, w->rules[i].meter);
-	if (!err && spec.n)
-		err = counters_session_init(&cs, &spec, 1, 1000, 10);
-	if (!err && spec.n)
-		err = counters_decoder_new(&ss->dec, "");
-	if (err)
-		goto out;
-	for (i = 0; i < cs.nproviders && n < COUNTERS_MAX_SOURCES; i++)
-		prov[n++] = cs.providers[i];
-	if (exc || (rest && w->need_gc)) /* Exception 0x8000, GC 0x1 */
-		prov[n++] = (struct ipc_provider){ "Microsoft-Windows-DotNETRuntime",
-						   (exc ? 0x8000u : 0) | (rest && w->need_gc ? 0x1u : 0),
-						   4, NULL };
-	if (rest && w->need_req)
-		prov[n++] = *watch_request_provider();
-	cfg.providers = prov;
-	cfg.nproviders = n;
-	cfg.buffer_mb = 16;
-	/* the stack of each event is the session's: on only for the throws */
-	cfg.stackwalk = exc && !w->no_stacks;
-	h.event = on_event;
-	live.ep = &tg->ep;
-	live.cfg = &cfg;
-	live.stop = &tg->stop;
-	live.h = &h;
-	live.prompt = true; /* the latest values, not one flush late */
-	live.opened = on_opened;
-	live.ctx = ss;
-	err = live_session_run(&live, &res);
-	if (err) {
-		snprintf(ss->why, sizeof(ss->why), "cannot run the session: %s",
-			 strerror(-err));
-	} else if (res.session_err && (res.session.bytes == 0 || res.session.bad_prologue)) {
-		char why[400];
-
-		ipc_session_strerror(res.session_err, &res.session, &tg->ep, &res.rerr, why, sizeof(why));
-		snprintf(ss->why, sizeof(ss->why), "the session did not start: %s", why);
-		err = res.session_err;
-	} else if (res.reader_err < 0 && !(res.session.target_ended && !res.session.complete)) {
-		snprintf(ss->why, sizeof(ss->why),
-			 "the session stream broke at byte %" PRIu64 ": %s (%s)", res.reader_offset,
-			 res.reader_msg, strerror(-res.reader_err));
-		err = res.reader_err;
-	}
-out:
-	if (err && !ss->why[0])
-		snprintf(ss->why, sizeof(ss->why), "cannot set up the session: %s",
-			 strerror(-err));
-	ss->err = err;
-	counters_decoder_free(ss->dec);
-	ss->dec = NULL;
-	counters_session_release(&cs);
-	counters_spec_release(&spec);
-	strbuf_release(&ss->tmp);
-	strbuf_release(&ss->tmp2);
-	strbuf_release(&ss->tmp3);
-	__atomic_store_n(&ss->done, true, __ATOMIC_RELEASE);
-	return NULL;
-}
-
-/* ----- /proc sampling ----- */
-
-/* Decimal digits at *p; *p moves past them. */
-static int parse_u64_at(const char **p, uint64_t *v)
-{
-	const char *s = *p;
-	uint64_t x = 0;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	while (*s >= '0' && *s <= '9') {
-		if (x > (UINT64_MAX - 9) / 10)
-			return -ERANGE;
-		x = x * 10 + (uint64_t)(*s++ - '0');
-	}
-	*v = x;
-	*p = s;
-	return 0;
-}
-
-static int read_cpu_ticks(pid_t pid, uint64_t *ticks)
-{
-	struct strbuf sb;
-	const char *p;
-	uint64_t ut = 0, stt = 0;
-	int field, err;
-
-	strbuf_init(&sb, 4096);
-	err = proc_read(pid, "stat", &sb);
-	if (err)
-		goto out;
-	p = sb.buf ? strrchr(sb.buf, ')') : NULL;
-	err = -EBADMSG;
-	if (!p)
-		goto out;
-	/* after ')': field 3 is state; utime is 14, stime 15 */
-	for (field = 3, p += 2; *p && field < 14; p++)
-		if (*p == ' ')
-			field++;
-	if (field != 14 || parse_u64_at(&p, &ut) || *p++ != ' ' || parse_u64_at(&p, &stt))
-		goto out;
-	*ticks = ut + stt;
-	err = 0;
-out:
-	strbuf_release(&sb);
-	return err;
-}
-
-static int read_rss(pid_t pid, double *bytes)
-{
-	struct strbuf sb;
-	const char *p;
-	uint64_t pages;
-	int err;
-
-	strbuf_init(&sb, 256);
-	err = proc_read(pid, "statm", &sb);
-	if (!err) {
-		p = sb.buf ? strchr(sb.buf, ' ') : NULL;
-		if (p)
-			p++;
-		if (!p || parse_u64_at(&p, &pages))
-			err = -EBADMSG;
-		else
-			*bytes = (double)pages * (double)sysconf(_SC_PAGESIZE);
-	}
-	strbuf_release(&sb);
-	return err;
-}
-
-/* cgroup-memory rules: usage against the nearest limit of the target's
- * memory cgroup; without a limit (or no memory cgroup) one line says so and
- * the rules never fire for this target. */
-static void sample_cgroup(struct watch *w, struct target *tg)
-{
-	struct proc_cgmem m;
-	char detail[DETAIL_MAX];
-	double share;
-	size_t i;
-	int err = proc_cgroup_memory(tg->pid, &m);
-
-	if (err || !m.limit) {
-		struct ct_json j;
-		struct strbuf sb;
-
-		if (tg->cg_said)
-			return;
-		tg->cg_said = true;
-		log_begin(&j, &sb, "cgroup-memory");
-		ct_json_kv_i64(&j, "pid", tg->pid);
-		if (err) {
-			ct_json_kv_str(&j, "error", strerror(-err));
-			ct_json_kv_str(&j, "note", "no memory cgroup could be read for this process: its cgroup-memory rules never fire");
-		} else {
-			ct_json_kv_str(&j, "cgroup", m.path);
-			ct_json_kv_u64(&j, "current", m.current);
-			ct_json_kv_str(&j, "note", "no memory limit on this cgroup or any above it: its cgroup-memory rules never fire");
-		}
-		log_end(w, &j, &sb);
-		cli_warn("pid %d: %s: cgroup-memory rules never fire for it", (int)tg->pid,
-			 err ? "no memory cgroup readable" : "its cgroup has no memory limit");
-		return;
-	}
-	share = (double)m.current * 100.0 / (double)m.limit;
-	snprintf(detail, sizeof(detail), "%" PRIu64 " of %" PRIu64 " bytes (cgroup %.300s, %s)", m.current,
-		 m.limit, m.path, m.v2 ? "v2 memory.current/memory.max" : "v1 memory.usage_in_bytes/limit_in_bytes");
-	for (i = 0; i < w->nrules; i++)
-		if (w->rules[i].kind == WATCH_CGROUP_MEM)
-			feed(w, tg, (int)i, watch_rule_test(&w->rules[i], share, NULL), share, true, detail);
-}
-
-/* memory-growth rules: smaps at most once a second (and at most 5 % of the
- * time), the rate over the last AN_MEM_WINDOW readings (lib/analyze
- * memgrowth.c) */
-static void sample_memgrowth(struct watch *w, struct target *tg, int64_t t)
-{
-	char detail[160];
-	double kb_s;
-	size_t i;
-
-	if (t < tg->mem_ms)
-		return;
-	if (analyze_mem_window_read(tg->pid, &tg->memw, (double)t / 1000))
-		return;
-	/* once a second, or less often: reading smaps at most 5 % of the time */
-	tg->mem_ms = t + CT_MAX((int64_t)1000, 20 * (now_ms() - t));
-	for (i = 0; i < w->nrules; i++) {
-		const struct watch_rule *r = &w->rules[i];
-
-		if (r->kind != WATCH_MEM_GROWTH ||
-		    analyze_mem_window_rate(&tg->memw, analyze_mem_growth_kind(r->name), &kb_s))
-			continue;
-		snprintf(detail, sizeof(detail), "%s %+.2f MiB/s (smaps, the last %.0f s)", r->name, kb_s / 1024,
-			 tg->memw.p[tg->memw.n - 1].t_s - tg->memw.p[0].t_s);
-		feed(w, tg, (int)i, watch_rule_test(r, kb_s * 1024, NULL), kb_s * 1024, true, detail);
-	}
-}
-
-static void sample(struct watch *w, struct target *tg)
-{
-	uint64_t ticks;
-	int64_t t = now_ms();
-	double rss = 0, cpu = 0;
-	bool have_cpu = false, have_rss;
-	size_t i;
-	char detail[64];
-
-	if (!read_cpu_ticks(tg->pid, &ticks)) {
-		if (tg->have_cpu && t > tg->cpu_ms) {
-			cpu = (double)(ticks - tg->cpu_ticks) * 1000.0 / (double)sysconf(_SC_CLK_TCK) /
-			      (double)(t - tg->cpu_ms) * 100.0;
-			have_cpu = true;
-		}
-		tg->cpu_ticks = ticks;
-		tg->cpu_ms = t;
-		tg->have_cpu = true;
-	}
-	have_rss = !read_rss(tg->pid, &rss);
-	if (w->need_cgroup)
-		sample_cgroup(w, tg);
-	for (i = 0; i < w->nrules; i++)
-		if (w->rules[i].kind == WATCH_MEM_GROWTH) {
-			sample_memgrowth(w, tg, t);
-			break;
-		}
-	for (i = 0; i < w->nrules; i++) {
-		const struct watch_rule *r = &w->rules[i];
-
-		if (r->kind == WATCH_CPU && have_cpu) {
-			snprintf(detail, sizeof(detail), "%.0f%% of one core", cpu);
-			feed(w, tg, (int)i, watch_rule_test(r, cpu, NULL), cpu, true, detail);
-		} else if (r->kind == WATCH_RSS && have_rss) {
-			feed(w, tg, (int)i, watch_rule_test(r, rss, NULL), rss, true, "bytes");
-		}
-	}
-}
-
-/* ----- actions ----- */
-
-static void fmt_sec(char *buf, size_t len, int64_t ms)
-{
-	snprintf(buf, len, "%g", (double)ms / 1000.0); /* "2", "1.5", "0.25" */
-}
-
-static size_t nrunning(const struct watch *w);
-
-/* exception.txt in an action's folder: the throw that fired it, .NET style. */
-static void write_throw_file(const char *dir, const struct pending *p)
-{
-	char path[PATH_MAX + 32];
-	const char *nl = strchr(p->detail, '\n');
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/exception.txt", dir);
-	f = fopen(path, "we");
-	if (!f)
-		return;
-	fprintf(f, "%.*s: %s\n", nl ? (int)(nl - p->detail) : (int)strlen(p->detail), p->detail,
-		nl ? nl + 1 : "");
-	if (p->stack) {
-		const char *l = p->stack, *e;
-
-		for (; *l; l = e + 1) {
-			e = strchr(l, '\n');
-			if (!e)
-				break;
-			fprintf(f, "   at %.*s\n", (int)(e - l), l);
-		}
-	} else if (p->stack_off) {
-		fprintf(f, "   (no stack: --no-stacks)\n");
-	} else if (p->stack_err) {
-		fprintf(f, "   (stack not named: %s)\n", strerror(-p->stack_err));
-	} else {
-		fprintf(f, "   (the event carried no stack)\n");
-	}
-	fclose(f);
-}
-
-static void start_action(struct watch *w, unsigned fire, int ti, int ri, const struct watch_action *a,
-			 const struct pending *pd)
-{
-	struct target *tg = &w->targets[ti];
-	struct running *rn = NULL;
-	struct ct_json j;
-	struct strbuf sb;
-	char pid[16], dur[32], out[PATH_MAX + 32], rule[16];
-	const char *argv[16];
-	size_t i, n = 0;
-	pid_t child, parent;
-	int fd;
-
-	for (i = 0; i < MAX_RUNNING; i++)
-		if (!w->run[i].used) {
-			rn = &w->run[i];
-			break;
-		}
-	log_begin(&j, &sb, "action-start");
-	ct_json_kv_u64(&j, "fire", fire);
-	ct_json_kv_str(&j, "action", watch_action_name(a->kind));
-	log_target(&j, tg);
-	if (!rn || nrunning(w) >= (size_t)w->max_actions) {
-		char why[128];
-
-		snprintf(why, sizeof(why), "skipped: %d actions run already (at most %d at once: --max-actions)",
-			 (int)nrunning(w), w->max_actions);
-		ct_json_kv_str(&j, "error", why);
-		log_end(w, &j, &sb);
-		cli_warn("pid %d: %s action %s", (int)tg->pid, watch_action_name(a->kind), why);
-		return;
-	}
-	if (tg->gone && a->kind != WATCH_ACT_EXEC) {
-		ct_json_kv_str(&j, "error", "the target is gone; only exec actions run");
-		log_end(w, &j, &sb);
-		return;
-	}
-	memset(rn, 0, sizeof(*rn));
-	snprintf(rn->dir, sizeof(rn->dir), "%s/%u-%s-%d", w->outdir, fire, watch_action_name(a->kind),
-		 (int)tg->pid);
-	if ((mkdir(w->outdir, 0755) && errno != EEXIST) || (mkdir(rn->dir, 0755) && errno != EEXIST)) {
-		ct_json_kv_str(&j, "error", strerror(errno));
-		log_end(w, &j, &sb);
-		return;
-	}
-	if (pd->have_stack)
-		write_throw_file(rn->dir, pd);
-	snprintf(pid, sizeof(pid), "%d", (int)tg->pid);
-	snprintf(rule, sizeof(rule), "%d", ri);
-	argv[n++] = "clrtap";
-	switch (a->kind) {
-	case WATCH_ACT_PROFILE:
-		fmt_sec(dur, sizeof(dur), a->duration_ms ? a->duration_ms : 5000);
-		snprintf(out, sizeof(out), "%s/profile.html", rn->dir);
-		argv[n++] = "profile";
-		argv[n++] = "-d";
-		argv[n++] = dur;
-		argv[n++] = "-o";
-		argv[n++] = out;
-		break;
-	case WATCH_ACT_TRACE:
-		fmt_sec(dur, sizeof(dur), a->duration_ms ? a->duration_ms : 5000);
-		snprintf(out, sizeof(out), "%s/trace.nettrace", rn->dir);
-		argv[n++] = "trace";
-		argv[n++] = "collect";
-		argv[n++] = "-d";
-		argv[n++] = dur;
-		argv[n++] = "-o";
-		argv[n++] = out;
-		break;
-	case WATCH_ACT_STACKS:
-		argv[n++] = "stacks";
-		argv[n++] = "--sample";
-		argv[n++] = "200ms";
-		break;
-	case WATCH_ACT_DUMP:
-		snprintf(out, sizeof(out), "%s/core", rn->dir);
-		argv[n++] = "dump";
-		argv[n++] = "-o";
-		argv[n++] = out;
-		break;
-	case WATCH_ACT_GCDUMP:
-		snprintf(out, sizeof(out), "%s/heap.gcdump", rn->dir);
-		argv[n++] = "gcdump";
-		argv[n++] = "collect";
-		argv[n++] = "-o";
-		argv[n++] = out;
-		break;
-	case WATCH_ACT_ANALYZE:
-		fmt_sec(dur, sizeof(dur), a->duration_ms ? a->duration_ms : 5000);
-		snprintf(out, sizeof(out), "%s/report.md", rn->dir);
-		argv[n++] = "analyze";
-		argv[n++] = "-d";
-		argv[n++] = dur;
-		argv[n++] = "-o";
-		argv[n++] = out;
-		argv[n++] = a->cmd;
-		break;
-	case WATCH_ACT_EXEC:
-		argv[0] = "sh";
-		argv[n++] = "-c";
-		argv[n++] = a->cmd;
-		break;
-	}
-	if (a->kind != WATCH_ACT_EXEC) {
-		argv[n++] = "-p";
-		argv[n++] = pid;
-	}
-	argv[n] = NULL;
-	fflush(NULL);
-	parent = getpid();
-	child = fork();
-	if (child == 0) {
-		char logp[PATH_MAX + 32];
-
-		setpgid(0, 0);
-		/* if watch dies (even SIGKILL), its actions get a Ctrl-C */
-		prctl(PR_SET_PDEATHSIG, SIGINT);
-		if (getppid() != parent)
-			_exit(127);
-		signal(SIGPIPE, SIG_DFL);
-		snprintf(logp, sizeof(logp), "%s/%s", rn->dir,
-			 a->kind == WATCH_ACT_STACKS ? "stacks.txt" : "stdout.txt");
-		fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd >= 0)
-			dup2(fd, 1);
-		snprintf(logp, sizeof(logp), "%s/stderr.txt", rn->dir);
-		fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd >= 0)
-			dup2(fd, 2);
-		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (fd >= 0)
-			dup2(fd, 0);
-		setenv("CLRTAP_WATCH_PID", pid, 1);
-		setenv("CLRTAP_WATCH_DIR", rn->dir, 1);
-		setenv("CLRTAP_WATCH_RULE", rule, 1);
-		if (a->kind == WATCH_ACT_EXEC)
-			execv("/bin/sh", (char **)argv);
-		else
-			execv("/proc/self/exe", (char **)argv);
-		_exit(127);
-	}
-	if (child < 0) {
-		ct_json_kv_str(&j, "error", strerror(errno));
-		log_end(w, &j, &sb);
-		return;
-	}
-	rn->used = true;
-	rn->child = child;
-	rn->target = ti;
-	rn->rule = ri;
-	__atomic_add_fetch(&tg->busy[ri], 1, __ATOMIC_RELEASE);
-	rn->fire = fire;
-	rn->a = a;
-	rn->start_ms = now_ms();
-	rn->deadline_ms = rn->start_ms + w->action_limit_ms;
-	ct_json_kv_i64(&j, "child", child);
-	ct_json_kv_str(&j, "dir", rn->dir);
-	ct_json_kv_arr_begin(&j, "argv");
-	for (i = 0; i < n; i++)
-		ct_json_str(&j, argv[i]);
-	ct_json_arr_end(&j);
-	log_end(w, &j, &sb);
-}
-
-static void finish_action(struct watch *w, struct running *rn, int status)
-{
-	struct target *tg = &w->targets[rn->target];
-	bool alive = !tg->gone && target_alive(tg);
-	struct ct_json j;
-	struct strbuf sb;
-	DIR *d;
-	struct dirent *de;
-
-	log_begin(&j, &sb, "action-end");
-	ct_json_kv_u64(&j, "fire", rn->fire);
-	ct_json_kv_str(&j, "action", watch_action_name(rn->a->kind));
-	log_target(&j, tg);
-	ct_json_kv_str(&j, "dir", rn->dir);
-	if (WIFEXITED(status))
-		ct_json_kv_i64(&j, "exit_code", WEXITSTATUS(status));
-	else
-		ct_json_kv_i64(&j, "signal", WTERMSIG(status));
-	ct_json_kv_bool(&j, "timed_out", rn->timed_out);
-	ct_json_kv_u64(&j, "ms", (uint64_t)(now_ms() - rn->start_ms));
-	ct_json_kv_bool(&j, "target_alive", alive);
-	if (!alive)
-		ct_json_kv_str(&j, "note", "the target exited while the action ran: its artifacts are partial or missing");
-	else if (rn->timed_out)
-		ct_json_kv_str(&j, "note", "the action hit its time limit and was stopped");
-	ct_json_kv_arr_begin(&j, "artifacts");
-	d = opendir(rn->dir);
-	while (d && (de = readdir(d))) {
-		struct stat st;
-		char p[PATH_MAX + 300];
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", rn->dir, de->d_name);
-		if (lstat(p, &st) || !S_ISREG(st.st_mode) || !st.st_size)
-			continue;
-		ct_json_obj_begin(&j);
-		ct_json_kv_str(&j, "file", p);
-		ct_json_kv_u64(&j, "bytes", (uint64_t)st.st_size);
-		ct_json_obj_end(&j);
-	}
-	if (d)
-		closedir(d);
-	ct_json_arr_end(&j);
-	log_end(w, &j, &sb);
-	if (!alive)
-		cli_warn("pid %d exited while its %s action ran; see %s", (int)tg->pid,
-			 watch_action_name(rn->a->kind), rn->dir);
-	__atomic_sub_fetch(&tg->busy[rn->rule], 1, __ATOMIC_RELEASE);
-	rn->used = false;
-}
-
-static void reap(struct watch *w)
-{
-	int64_t t = now_ms();
-	size_t i;
-	int status;
-
-	for (i = 0; i < MAX_RUNNING; i++) {
-		struct running *rn = &w->run[i];
-
-		if (!rn->used)
-			continue;
-		if (waitpid(rn->child, &status, WNOHANG) == rn->child) {
-			finish_action(w, rn, status);
-			continue;
-		}
-		if (!rn->killed_ms && t >= rn->deadline_ms) {
-			rn->timed_out = true;
-			rn->killed_ms = t;
-			kill(-rn->child, SIGINT); /* Ctrl-C: clrtap's commands keep what they have */
-		} else if (rn->killed_ms && t >= rn->killed_ms + KILL_GRACE_MS) {
-			kill(-rn->child, SIGKILL);
-		}
-	}
-}
-
-static size_t nrunning(const struct watch *w)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < MAX_RUNNING; i++)
-		n += w->run[i].used;
-	return n;
-}
-
-/* The request of a request or status firing, and its window. */
-static void log_request(struct ct_json *j, const struct watch_rule *r, const struct pending *p)
-{
-	const struct watch_request *q = &p->req;
-
-	ct_json_kv_obj_begin(j, "request");
-	ct_json_kv_str(j, "method", q->method);
-	ct_json_kv_str(j, "path", q->path);
-	ct_json_kv_str(j, "query", q->query);
-	if (q->status >= 0)
-		ct_json_kv_i64(j, "status", q->status);
-	if (!isnan(q->ms))
-		ct_json_kv_double(j, "ms", q->ms);
-	if (q->trace_id[0])
-		ct_json_kv_str(j, "trace_id", q->trace_id);
-	if (q->truncated)
-		ct_json_kv_bool(j, "truncated", true);
-	ct_json_obj_end(j);
-	if (r->win_n > 1) {
-		ct_json_kv_u64(j, "window_count", r->win_n);
-		ct_json_kv_u64(j, "window_ms", (uint64_t)r->win_ms);
-	}
-}
-
-/* The stderr line of a firing; the first of a rule and process says the
- * cooldown in force. */
-static void fire_info(const struct watch *w, const struct target *tg, int ri, const struct pending *p)
-{
-	const struct watch_rule *r = &w->rules[ri];
-	char what[DETAIL_MAX + 64] = "", cool[96] = "";
-
-	if (r->kind == WATCH_EXCEPTION) {
-		const char *nl = strchr(p->detail, '\n');
-
-		snprintf(what, sizeof(what), " (%.*s%s%s)", nl ? (int)(nl - p->detail) : (int)strlen(p->detail),
-			 p->detail, nl ? ": " : "", nl ? nl + 1 : "");
-	} else if (p->have_req) {
-		snprintf(what, sizeof(what), " (%s %.200s -> %d in %.1f ms)", p->req.method, p->req.path,
-			 p->req.status, p->req.ms);
-	}
-	if (p->fired == 1)
-		snprintf(cool, sizeof(cool), "; cooldown %g s%s", (double)r->cooldown_ms / 1000.0,
-			 r->cooldown_default ? " (the default)" : "");
-	cli_info("pid %d: %s%s%s", (int)tg->pid, w->rule_text[ri], what, cool);
-}
-
-static void log_stack(struct ct_json *j, const struct pending *p)
-{
-	const char *l, *e;
-
-	if (p->stack) {
-		ct_json_kv_arr_begin(j, "stack");
-		for (l = p->stack; *l && (e = strchr(l, '\n')); l = e + 1) {
-			char frame[1024];
-
-			snprintf(frame, sizeof(frame), "%.*s", (int)(e - l), l);
-			ct_json_str(j, frame);
-		}
-		ct_json_arr_end(j);
-	} else {
-		ct_json_kv_str(j, "stack_note", p->stack_off ? "not collected (--no-stacks)" :
-				p->stack_err ? strerror(-p->stack_err) : "the event carried no stack");
-	}
-}
-
-static void handle_pending(struct watch *w)
-{
-	static struct pending p[MAX_PENDING];
-	size_t n, i, k;
-	unsigned dropped;
-
-	pthread_mutex_lock(&w->lock);
-	n = w->npend;
-	memcpy(p, w->pend, n * sizeof(p[0]));
-	w->npend = 0;
-	dropped = w->dropped;
-	w->dropped = 0;
-	pthread_mutex_unlock(&w->lock);
-	if (dropped)
-		cli_warn("%u firings lost: the queue was full", dropped);
-	for (i = 0; i < n; i++) {
-		struct target *tg = &w->targets[p[i].target];
-		int ri = p[i].rule < 0 ? -1 - p[i].rule : p[i].rule;
-		const struct watch_rule *r = &w->rules[ri];
-		struct ct_json j;
-		struct strbuf sb;
-		unsigned fire = 0;
-		const struct watch_action *acts;
-		size_t nacts;
-
-		if (p[i].rule >= 0)
-			fire = ++w->fires;
-		log_begin(&j, &sb, p[i].rule >= 0 ? "fired" : "suppressed");
-		if (fire)
-			ct_json_kv_u64(&j, "fire", fire);
-		ct_json_kv_u64(&j, "rule", (uint64_t)ri);
-		ct_json_kv_str(&j, "rule_text", w->rule_text[ri]);
-		ct_json_kv_str(&j, "trigger", watch_kind_name(r->kind));
-		log_target(&j, tg);
-		if (p[i].have_value)
-			ct_json_kv_double(&j, "value", p[i].value);
-		if (r->kind == WATCH_EXCEPTION) {
-			char *nl = strchr(p[i].detail, '\n');
-
-			if (nl)
-				*nl = 0;
-			ct_json_kv_str(&j, "type", nl ? p[i].detail : r->name);
-			ct_json_kv_str(&j, "message", nl ? nl + 1 : p[i].detail);
-			if (nl)
-				*nl = '\n';
-			if (p[i].have_stack)
-				log_stack(&j, &p[i]);
-		} else if (p[i].have_req) {
-			log_request(&j, r, &p[i]);
-		} else if (r->kind == WATCH_COUNTER) {
-			ct_json_kv_str(&j, "units", p[i].detail);
-		} else if (p[i].detail[0]) {
-			ct_json_kv_str(&j, "detail", p[i].detail);
-		}
-		if (p[i].why == SUP_COOLDOWN)
-			ct_json_kv_str(&j, "why", "within the rule's cooldown (logged once per firing)");
-		else if (p[i].why == SUP_BUSY)
-			ct_json_kv_str(&j, "why", "the actions of the rule's last firing for this process still run "
-				       "(logged once per firing)");
-		ct_json_kv_u64(&j, "fired", p[i].fired);
-		ct_json_kv_double(&j, "cooldown_s", (double)r->cooldown_ms / 1000.0);
-		ct_json_kv_bool(&j, "cooldown_default", r->cooldown_default);
-		if (fire && p[i].fired == 1) {
-			char note[200];
-
-			snprintf(note, sizeof(note), "the next firing of this rule for this process comes %g s "
-				 "after this one at the soonest (%s)", (double)r->cooldown_ms / 1000.0,
-				 r->cooldown_default ? "the default cooldown; 'cooldown DUR' in the rule changes it"
-						     : "the rule's cooldown");
-			ct_json_kv_str(&j, "note", note);
-		}
-		log_end(w, &j, &sb);
-		if (!fire) {
-			free(p[i].stack);
-			continue;
-		}
-		fire_info(w, tg, ri, &p[i]);
-		acts = r->nactions ? r->actions : w->actions;
-		nacts = r->nactions ? r->nactions : w->nactions;
-		for (k = 0; k < nacts; k++)
-			start_action(w, fire, p[i].target, ri, &acts[k], &p[i]);
-		free(p[i].stack);
-	}
-}
-
-/* ----- how a process ended (the process-events connector) ----- */
-
-static void on_exit_status(void *ctx, pid_t pid, pid_t tgid, int status)
-{
-	struct watch *w = ctx;
-	size_t i;
-
-	if (pid != tgid) /* a thread; the process's own status comes with its main thread */
-		return;
-	for (i = 0; i < MAX_TARGETS; i++) {
-		struct target *tg = &w->targets[i];
-
-		if (tg->used && !tg->gone && tg->pid == pid) {
-			tg->have_status = true;
-			tg->status = status;
-		}
-	}
-}
-
-static void read_statuses(struct watch *w)
-{
-	int err;
-
-	if (w->evfd < 0)
-		return;
-	err = proc_events_read(w->evfd, on_exit_status, w);
-	if (err < 0 && !w->ev_lost_said) {
-		w->ev_lost_said = true;
-		cli_warn("the kernel dropped process events (%s): an exit status may be unknown",
-			 strerror(-err));
-	}
-}
-
-/* A killing signal that is not a polite request to end. */
-static bool status_is_crash(int status)
-{
-	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-
-	return sig && sig != SIGTERM && sig != SIGINT && sig != SIGHUP;
-}
-
-static void target_gone(struct watch *w, struct target *tg)
-{
-	struct ct_json j;
-	struct strbuf sb;
-	char detail[200];
-	double v = 0;
-	size_t i;
-
-	read_statuses(w);
-	tg->gone = true;
-	tg->stop = 1;
-	log_begin(&j, &sb, "gone");
-	log_target(&j, tg);
-	ct_json_kv_bool(&j, "status_known", tg->have_status);
-	if (tg->have_status && WIFSIGNALED(tg->status)) {
-		v = WTERMSIG(tg->status);
-		ct_json_kv_i64(&j, "signal", WTERMSIG(tg->status));
-		ct_json_kv_str(&j, "signal_name", sigabbrev_np(WTERMSIG(tg->status)) ?
-			       sigabbrev_np(WTERMSIG(tg->status)) : "?");
-		ct_json_kv_bool(&j, "core_dumped", WCOREDUMP(tg->status));
-		ct_json_kv_bool(&j, "crash", status_is_crash(tg->status));
-		snprintf(detail, sizeof(detail), "killed by signal %d (SIG%s)%s", WTERMSIG(tg->status),
-			 sigabbrev_np(WTERMSIG(tg->status)) ? sigabbrev_np(WTERMSIG(tg->status)) : "?",
-			 WCOREDUMP(tg->status) ? ", core dumped" : "");
-	} else if (tg->have_status) {
-		v = WEXITSTATUS(tg->status);
-		ct_json_kv_i64(&j, "exit_code", WEXITSTATUS(tg->status));
-		ct_json_kv_bool(&j, "crash", false);
-		snprintf(detail, sizeof(detail), "exited with code %d", WEXITSTATUS(tg->status));
-	} else {
-		snprintf(detail, sizeof(detail), "the process exited; how is not known (%s)",
-			 w->evfd < 0 ? "the process-events connector could not be used"
-				     : "no exit event seen for it");
-	}
-	if (!tg->have_status)
-		ct_json_kv_str(&j, "note", detail);
-	log_end(w, &j, &sb);
-	for (i = 0; i < w->nrules; i++) {
-		if (w->rules[i].kind == WATCH_EXIT)
-			feed(w, tg, (int)i, true, v, tg->have_status, detail);
-		else if (w->rules[i].kind == WATCH_CRASH && tg->have_status && status_is_crash(tg->status))
-			feed(w, tg, (int)i, true, v, true, detail);
-	}
-}
-
-/* Says once when one of a target's EventPipe sessions ended while it still
- * runs, or failed: the rules it served are no longer evaluated. */
-static void session_report(struct watch *w, struct target *tg)
-{
-	static const char *const served[] = {
-		[SESS_ALL] = "its counter and exception rules",
-		[SESS_MAIN] = "its counter, gc-pause and request rules",
-		[SESS_EXC] = "its exception rules",
-	};
-	struct ct_json j;
-	struct strbuf sb;
-	char note[128];
-	int k;
-
-	for (k = 0; k < 2; k++) {
-		struct sess *ss = &tg->sess[k];
-
-		if (!ss->on || ss->reported || !__atomic_load_n(&ss->done, __ATOMIC_ACQUIRE))
-			continue;
-		if (tg->gone || !target_alive(tg))
-			return; /* ended with its target (the "gone" line says so), or by watch */
-		ss->reported = true;
-		log_begin(&j, &sb, "session-end");
-		log_target(&j, tg);
-		ct_json_kv_str(&j, "error", ss->why[0] ? ss->why : "the target ended the session");
-		snprintf(note, sizeof(note), "%s are no longer evaluated for this process", served[ss->kind]);
-		ct_json_kv_str(&j, "note", note + 4); /* without "its " */
-		log_end(w, &j, &sb);
-		cli_warn("pid %d: EventPipe session ended: %s; %s are off", (int)tg->pid,
-			 ss->why[0] ? ss->why : "the target ended it", served[ss->kind]);
-	}
-}
-
-static void target_release(struct watch *w, struct target *tg)
-{
-	size_t i;
-
-	for (i = 0; i < MAX_RUNNING; i++)
-		if (w->run[i].used && w->run[i].target == tg->idx)
-			return; /* still in use by an action */
-	for (i = 0; i < 2; i++)
-		if (tg->sess[i].on && !__atomic_load_n(&tg->sess[i].done, __ATOMIC_ACQUIRE))
-			return;
-	for (i = 0; i < 2; i++)
-		if (tg->sess[i].on) {
-			pthread_join(tg->sess[i].th, NULL);
-			tg->sess[i].on = false;
-		}
-	for (i = 0; i < MAX_RULES; i++)
-		watch_state_release(&tg->st[i]);
-	tg->used = false;
-}
-
-/* ----- the command ----- */
+#include "watch/engine.h"
 
 #define RULES_FILE_MAX (64 * 1024)
+
+struct cli_watch {
+	struct watch *w;
+	FILE *log;
+};
+
+static void log_line(void *ctx, const char *json, size_t len)
+{
+	struct cli_watch *cw = ctx;
+
+	fwrite(json, 1, len, cw->log);
+	fputc('\n', cw->log);
+	fflush(cw->log);
+}
+
+static void say(void *ctx, bool warn, const char *msg)
+{
+	(void)ctx;
+	if (warn)
+		cli_warn("%s", msg);
+	else
+		cli_info("%s", msg);
+}
 
 /* Adds one rule; on a bad one prints why (where names the file line). */
 static int add_rule(struct watch *w, const char *text, const char *where)
 {
 	char err[256];
-	struct watch_rule *r;
+	int e = watch_engine_add_rule(w, text, err, sizeof(err));
 
-	if (w->nrules == MAX_RULES)
-		return cli_error(EXIT_USAGE, "at most %d rules", MAX_RULES);
-	r = &w->rules[w->nrules];
-	if (watch_rule_parse(text, r, err, sizeof(err)))
+	if (e == -E2BIG)
+		return cli_error(EXIT_USAGE, "%s", err);
+	if (e)
 		return cli_error(EXIT_USAGE, "%srule '%s': %s", where, text, err);
-	w->rule_text[w->nrules++] = text;
-	if (r->kind == WATCH_COUNTER || r->kind == WATCH_EXCEPTION)
-		w->need_session = true;
-	if (r->kind == WATCH_COUNTER)
-		w->need_counters = true;
-	if (r->kind == WATCH_REQUEST || r->kind == WATCH_STATUS)
-		w->need_req = w->need_session = true;
-	if (r->kind == WATCH_EXCEPTION)
-		w->need_exc = true;
-	if (r->kind == WATCH_GC_PAUSE)
-		w->need_gc = w->need_session = true;
-	if (r->kind == WATCH_CGROUP_MEM)
-		w->need_cgroup = true;
-	if (r->kind == WATCH_MEM_GROWTH && analyze_mem_growth_kind(r->name) < 0)
-		return cli_error(EXIT_USAGE, "%srule '%s': '%s': not a kind of memory (native, total, gc_heap, code_heaps, native_heap, stacks, images, other_anon, other)",
-				 where, text, r->name);
-	if (r->kind == WATCH_EXIT || r->kind == WATCH_CRASH)
-		w->need_status = true;
 	return 0;
 }
 
@@ -1437,252 +108,137 @@ static int load_rules(struct watch *w, const char *path, char **keep)
 	return 0;
 }
 
-static const char usage_line[] =
-	"clrtap watch (-p PID | -n NAME | --all) RULE... [--action ACTION]... [-o DIR] [--max-actions N]";
-
-int cmd_watch(int argc, char **argv)
+/* --action may repeat: taken out of argv into the engine before cli_parse. */
+static int take_actions(struct watch *w, int argc, char **argv, char **args, int *nargs)
 {
-	static struct watch w;
-	struct cli_target_opts to = { 0 };
-	bool all = false;
-	const char *outdir = NULL, *logfile = NULL, *rules_file = NULL;
-	char *rules_buf = NULL;
-	int64_t duration = 0, limit = 60000;
-	char **args, err[256];
-	const char *action_help = NULL;
-	int nargs = 0, first, code, i, rc = EXIT_OK;
-	struct cli_option opts[] = {
-		CLI_TARGET_OPTIONS(&to),
-		{ 0, "all", CLI_OPT_BOOL, &all, NULL, "every .NET process, also those that start later (containers too)" },
-		{ 0, "match", CLI_OPT_STRING, &w.match, "TEXT", "with --all: only processes whose command line contains TEXT" },
-		{ 0, "action", CLI_OPT_STRING, &action_help, "ACTION", "profile[:DUR], stacks, trace[:DUR], dump, gcdump, analyze:NAME[:DUR], exec:COMMAND (repeatable; for rules without 'do')" },
-		{ 'o', "output", CLI_OPT_STRING, &outdir, "DIR", "folder for the actions' folders (default watch-TIMESTAMP)" },
-		{ 0, "rules", CLI_OPT_STRING, &rules_file, "FILE", "more rules, one a line ('#' comments)" },
-		{ 0, "log", CLI_OPT_STRING, &logfile, "FILE", "JSON-lines log (default: stdout)" },
-		{ 0, "action-timeout", CLI_OPT_DURATION, &limit, "SEC", "time limit of one action (default 60)" },
-		{ 0, "max-actions", CLI_OPT_INT, &w.max_actions, "N", "actions running at once, at most (default 4, 1..32)" },
-		{ 0, "no-stacks", CLI_OPT_BOOL, &w.no_stacks, NULL, "exception firings without the stack of the throw (no stack walk per event in the target)" },
-		{ 0, "lines", CLI_OPT_BOOL, &w.lines, NULL, "exception stacks with their source file and line (portable PDBs)" },
-		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SEC", "stop watching after this long (default and 0: until Ctrl-C)" },
-		{ 0 },
-	};
-	int64_t start, last_scan = 0, stop_at;
-	size_t k;
+	struct watch_action a;
+	char err[256];
+	int i, n = 0;
 
-	w.max_actions = DEFAULT_MAX_ACTIONS;
-	/* --action may repeat: take them out before cli_parse */
-	args = calloc((size_t)argc + 1, sizeof(*args));
-	if (!args)
-		return cli_error(EXIT_ERROR, "out of memory");
 	for (i = 0; i < argc; i++) {
-		const char *a = NULL;
+		const char *s = NULL;
 
 		if ((!strcmp(argv[i], "--action") || !strcmp(argv[i], "-a")) && i + 1 < argc) {
 			if (argv[i][1] == 'a')
 				cli_warn("-a is deprecated here (it means --args in probe): use --action");
-			a = argv[++i];
+			s = argv[++i];
+		} else if (!strncmp(argv[i], "--action=", 9)) {
+			s = argv[i] + 9;
 		}
-		else if (!strncmp(argv[i], "--action=", 9))
-			a = argv[i] + 9;
-		if (!a) {
-			args[nargs++] = argv[i];
+		if (!s) {
+			args[n++] = argv[i];
 			continue;
 		}
-		if (w.nactions == MAX_ACTIONS) {
-			free(args);
-			return cli_error(EXIT_USAGE, "at most %d actions", MAX_ACTIONS);
-		}
-		if (watch_action_parse(a, &w.actions[w.nactions], err, sizeof(err))) {
-			free(args);
-			return cli_error(EXIT_USAGE, "action '%s': %s", a, err);
-		}
-		w.nactions++;
+		if (watch_action_parse(s, &a, err, sizeof(err)))
+			return cli_error(EXIT_USAGE, "action '%s': %s", s, err);
+		if (watch_engine_add_action(w, &a))
+			return cli_error(EXIT_USAGE, "at most %d actions", WATCH_MAX_ACTIONS);
 	}
-	if (cli_parse(nargs, args, usage_line, opts, &first, &code)) {
-		free(args);
-		return code;
-	}
-	for (i = first; i < nargs; i++) {
-		rc = add_rule(&w, args[i], "");
-		if (rc) {
-			free(args);
-			return rc;
-		}
-	}
-	if (rules_file) {
-		rc = load_rules(&w, rules_file, &rules_buf);
-		if (rc) {
-			free(rules_buf);
-			free(args);
-			return rc;
-		}
-	}
-	if (!w.nrules) {
-		free(args);
+	*nargs = n;
+	return 0;
+}
+
+/* The folder of the actions: a named one is checked now; the default one is made at the first action. */
+static int pick_outdir(const char **outdir)
+{
+	static char def[64];
+	time_t t = time(NULL);
+	struct tm tm;
+
+	if (*outdir)
+		return mkdir(*outdir, 0755) && errno != EEXIST ? cli_error(EXIT_ERROR, "%s: %s", *outdir, strerror(errno)) : 0;
+	gmtime_r(&t, &tm);
+	snprintf(def, sizeof(def), "watch-%04d%02d%02d-%02d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		 tm.tm_hour, tm.tm_min, tm.tm_sec);
+	*outdir = def;
+	return 0;
+}
+
+static int check_options(struct watch *w, const struct cli_target_opts *to, const struct watch_config *c)
+{
+	if (!watch_engine_nrules(w))
 		return cli_error(EXIT_USAGE, "no rule given (e.g. 'cpu > 80%% for 2s'); see clrtap help watch");
-	}
-	if (all == (to.pid || to.name)) {
-		free(args);
+	if (c->all == (to->pid || to->name))
 		return cli_error(EXIT_USAGE, "give exactly one of -p PID, -n NAME or --all");
-	}
-	if (w.match && !all) {
-		free(args);
+	if (c->match && !c->all)
 		return cli_error(EXIT_USAGE, "--match goes with --all");
-	}
-	if (limit <= 0) {
-		free(args);
+	if (c->action_limit_ms <= 0)
 		return cli_error(EXIT_USAGE, "--action-timeout must be more than 0");
-	}
-	if (w.max_actions < 1 || w.max_actions > MAX_RUNNING) {
-		free(args);
-		return cli_error(EXIT_USAGE, "--max-actions is 1..%d", MAX_RUNNING);
-	}
-	w.action_limit_ms = limit;
-	w.timeout_ms = to.timeout_ms;
-	w.log = stdout;
-	if (logfile) {
-		w.log = fopen(logfile, "ae");
-		if (!w.log) {
-			free(args);
-			return cli_error(EXIT_ERROR, "%s: %s", logfile, strerror(errno));
-		}
-	}
-	if (!outdir) {
-		static char def[64];
-		time_t t = time(NULL);
-		struct tm tm;
+	if (c->max_actions < 1 || c->max_actions > WATCH_MAX_RUNNING)
+		return cli_error(EXIT_USAGE, "--max-actions is 1..%d", WATCH_MAX_RUNNING);
+	return 0;
+}
 
-		gmtime_r(&t, &tm);
-		snprintf(def, sizeof(def), "watch-%04d%02d%02d-%02d%02d%02d", tm.tm_year + 1900,
-			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-		outdir = def;
-	} else if (mkdir(outdir, 0755) && errno != EEXIST) {
-		/* a folder the user named is checked now; the default one is made
-		 * when the first action runs, so a watch that fires nothing leaves
-		 * nothing behind */
-		rc = cli_error(EXIT_ERROR, "%s: %s", outdir, strerror(errno));
-		free(args);
-		return rc;
-	}
-	w.outdir = outdir;
-	w.evfd = -1;
-	if (w.need_status) {
-		int e = proc_events_open(&w.evfd);
-		struct ct_json j;
-		struct strbuf sb;
+static const char usage_line[] =
+	"clrtap watch (-p PID | -n NAME | --all) RULE... [--action ACTION]... [-o DIR] [--max-actions N]";
 
-		log_begin(&j, &sb, "exit-status");
-		ct_json_kv_bool(&j, "known", e == 0);
-		if (e) {
-			w.evfd = -1;
-			ct_json_kv_str(&j, "error", e == -ETIMEDOUT ? "no answer from the kernel" : strerror(-e));
-			ct_json_kv_str(&j, "note", e == -ETIMEDOUT ?
-				       "the kernel's process-events connector answers only in the initial user "
-				       "and PID namespaces, and clrtap runs in another: 'exit' rules fire without "
-				       "the exit status and 'crash' rules never fire" :
-				       "the kernel's process-events connector (netlink) refused: it needs "
-				       "CAP_NET_ADMIN on this kernel; 'exit' rules fire without the exit status "
-				       "and 'crash' rules never fire");
-			cli_warn("how a process ends is not known (process-events connector: %s): crash rules "
-				 "never fire", e == -ETIMEDOUT ? "clrtap is not in the initial PID/user namespace"
-							: "needs CAP_NET_ADMIN here");
-		} else {
-			ct_json_kv_str(&j, "source", "the kernel's process-events connector (netlink)");
-		}
-		log_end(&w, &j, &sb);
-	}
-	pthread_mutex_init(&w.lock, NULL);
-	cli_catch_stop_signals();
-	signal(SIGPIPE, SIG_IGN);
-	if (!all) {
-		struct proc_target t;
-		struct ipc_endpoint ep;
-		uint64_t st;
+/* The options, the rules and the target into the engine; then it runs. */
+static int setup(struct cli_watch *cw, struct watch_config *c, int nargs, char **args, char **rules_buf)
+{
+	struct cli_target_opts to = { 0 };
+	const char *logfile = NULL, *rules_file = NULL, *action_help = NULL;
+	struct cli_option opts[] = {
+		CLI_TARGET_OPTIONS(&to),
+		{ 0, "all", CLI_OPT_BOOL, &c->all, NULL, "every .NET process, also those that start later (containers too)" },
+		{ 0, "match", CLI_OPT_STRING, &c->match, "TEXT", "with --all: only processes whose command line contains TEXT" },
+		{ 0, "action", CLI_OPT_STRING, &action_help, "ACTION", "profile[:DUR], stacks, trace[:DUR], dump, gcdump, analyze:NAME[:DUR], exec:COMMAND (repeatable; for rules without 'do')" },
+		{ 'o', "output", CLI_OPT_STRING, &c->outdir, "DIR", "folder for the actions' folders (default watch-TIMESTAMP)" },
+		{ 0, "rules", CLI_OPT_STRING, &rules_file, "FILE", "more rules, one a line ('#' comments)" },
+		{ 0, "log", CLI_OPT_STRING, &logfile, "FILE", "JSON-lines log (default: stdout)" },
+		{ 0, "action-timeout", CLI_OPT_DURATION, &c->action_limit_ms, "SEC", "time limit of one action (default 60)" },
+		{ 0, "max-actions", CLI_OPT_INT, &c->max_actions, "N", "actions running at once, at most (default 4, 1..32)" },
+		{ 0, "no-stacks", CLI_OPT_BOOL, &c->no_stacks, NULL, "exception firings without the stack of the throw (no stack walk per event in the target)" },
+		{ 0, "lines", CLI_OPT_BOOL, &c->lines, NULL, "exception stacks with their source file and line (portable PDBs)" },
+		{ 'd', "duration", CLI_OPT_DURATION, &c->duration_ms, "SEC", "stop watching after this long (default and 0: until Ctrl-C)" },
+		{ 0 },
+	};
+	struct proc_target t;
+	struct ipc_endpoint ep;
+	int first, code, i;
 
-		code = cli_resolve_target(&to, &t, &ep);
-		if (code) {
-			free(args);
+	if (cli_parse(nargs, args, usage_line, opts, &first, &code))
+		return code;
+	for (i = first; i < nargs; i++)
+		if ((code = add_rule(cw->w, args[i], "")))
 			return code;
-		}
-		if (proc_starttime(t.pid, &st) || target_add_found(&w, &t, st)) {
-			free(args);
-			return cli_error(EXIT_NO_PROCESS, "pid %d is gone", (int)t.pid);
-		}
-	}
-	start = now_ms();
-	stop_at = duration ? start + duration : INT64_MAX;
-	for (;;) {
-		int64_t t = now_ms();
-		bool any = false;
+	if ((rules_file && (code = load_rules(cw->w, rules_file, rules_buf))) ||
+	    (code = check_options(cw->w, &to, c)) || (code = pick_outdir(&c->outdir)))
+		return code;
+	c->timeout_ms = to.timeout_ms;
+	if (logfile && !(cw->log = fopen(logfile, "ae")))
+		return cli_error(EXIT_ERROR, "%s: %s", logfile, strerror(errno));
+	watch_engine_configure(cw->w, c);
+	if (c->all)
+		return 0;
+	if ((code = cli_resolve_target(&to, &t, &ep)))
+		return code;
+	return watch_engine_add_target(cw->w, &t) ? cli_error(EXIT_NO_PROCESS, "pid %d is gone", (int)t.pid) : 0;
+}
 
-		if (cli_stop_requested || t >= stop_at)
-			break;
-		read_statuses(&w);
-		if (all && t - last_scan >= SCAN_MS) {
-			last_scan = t;
-			(void)proc_scan(scan_one, &w);
-		}
-		for (k = 0; k < MAX_TARGETS; k++) {
-			struct target *tg = &w.targets[k];
+int cmd_watch(int argc, char **argv)
+{
+	struct cli_watch cw = { NULL, stdout };
+	struct watch_config c = { .action_limit_ms = 60000, .max_actions = 4, .stop = &cli_stop_requested,
+				  .log_line = log_line, .say = say, .ctx = &cw };
+	char **args = calloc((size_t)argc + 1, sizeof(*args)), *rules_buf = NULL;
+	int nargs = 0, code;
 
-			if (!tg->used)
-				continue;
-			if (!tg->gone) {
-				if (target_alive(tg))
-					sample(&w, tg);
-				else
-					target_gone(&w, tg);
-			}
-			any |= !tg->gone;
-		}
-		handle_pending(&w);
-		reap(&w);
-		for (k = 0; k < MAX_TARGETS; k++)
-			if (w.targets[k].used)
-				session_report(&w, &w.targets[k]);
-		for (k = 0; k < MAX_TARGETS; k++)
-			if (w.targets[k].used && w.targets[k].gone)
-				target_release(&w, &w.targets[k]);
-		if (!all && !any && !nrunning(&w))
-			break; /* the one target is gone and its actions are done */
-		usleep(TICK_MS * 1000);
+	if (!args || watch_engine_new(&cw.w, &c)) {
+		free(args);
+		return cli_error(EXIT_ERROR, "out of memory");
 	}
-	/* stop: sessions end, running actions get Ctrl-C and their grace */
-	for (k = 0; k < MAX_TARGETS; k++)
-		w.targets[k].stop = 1;
-	for (k = 0; k < MAX_RUNNING; k++)
-		if (w.run[k].used && !w.run[k].killed_ms) {
-			w.run[k].killed_ms = now_ms();
-			kill(-w.run[k].child, SIGINT);
-		}
-	while (nrunning(&w)) {
-		reap(&w);
-		usleep(50 * 1000);
+	code = take_actions(cw.w, argc, argv, args, &nargs);
+	if (!code)
+		code = setup(&cw, &c, nargs, args, &rules_buf);
+	if (!code) {
+		cli_catch_stop_signals();
+		signal(SIGPIPE, SIG_IGN);
+		(void)watch_engine_run(cw.w);
 	}
-	for (k = 0; k < MAX_TARGETS; k++)
-		for (i = 0; i < 2; i++)
-			if (w.targets[k].used && w.targets[k].sess[i].on)
-				pthread_join(w.targets[k].sess[i].th, NULL);
-	for (k = 0; k < MAX_TARGETS; k++)
-		for (i = 0; i < MAX_RULES; i++)
-			watch_state_release(&w.targets[k].st[i]);
-	/* firings queued after the last round are not acted on */
-	for (k = 0; k < w.npend; k++)
-		free(w.pend[k].stack);
-	w.npend = 0;
-	{
-		struct ct_json j;
-		struct strbuf sb;
-
-		log_begin(&j, &sb, "end");
-		ct_json_kv_u64(&j, "fired", w.fires);
-		log_end(&w, &j, &sb);
-	}
-	if (w.log != stdout)
-		fclose(w.log);
-	if (w.evfd >= 0)
-		close(w.evfd);
+	watch_engine_free(cw.w);
 	free(rules_buf);
 	free(args);
-	return EXIT_OK;
+	if (cw.log != stdout)
+		fclose(cw.log);
+	return code;
 }

@@ -277,6 +277,8 @@ expect_exit "leaks" 0 "$CLRTAP" analyze -p "$FIX_PID" leaks -d 2 --json
 echo "$OUT" >"$WORK/leaks.json"
 check "leaks: Clrtap.Fixtures.LeakedItem grows first, 3 snapshots" py "$WORK/leaks.json" \
 	'x = d["result"]["growing"][0]; d["result"]["snapshots"] == 3 and x["type"] == "Clrtap.Fixtures.LeakedItem" and x["count"][0] < x["count"][1] < x["count"][2]'
+check "leaks: the one leak comparison (gcdump watch's): the leaking type is held by no other growing type" py "$WORK/leaks.json" \
+	'x = d["result"]["growing"][0]; "held_by" in x and x["held_by"] is None'
 expect_exit "survivors" 0 "$CLRTAP" analyze -p "$FIX_PID" survivors --json
 echo "$OUT" >"$WORK/surv.json"
 check "survivors: the List<LeakedItem> retains the most, LeakedItem in the top 3" py "$WORK/surv.json" \

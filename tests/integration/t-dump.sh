@@ -11,6 +11,9 @@ start_fixture idle
 expect_exit "heap dump of a host fixture" 0 "$CLRTAP" dump -p "$FIX_PID" --type heap -o "$WORK/host.core" --json
 check "host dump is an ELF core" core_is_elf "$WORK/host.core"
 equals "json names the path" "$(json_get "$OUT" "d['path']")" "$WORK/host.core"
+equals "json is the dump task's result (docs/tasks/dump.md): its size, no crash report" \
+	"$(json_get "$OUT" "(d['task'], d['type'], d['bytes'] == __import__('os').path.getsize('$WORK/host.core'), d['crash_report'], d['partial'])")" \
+	"('dump', 'heap', True, False, False)"
 # The core's NT_PRPSINFO note carries the process's pid.
 check "host core belongs to the fixture" sh -c "readelf -n '$WORK/host.core' | grep -q 'NT_PRPSINFO'"
 kill -0 "$FIX_PID" && ok "fixture still running after the dump" || not_ok "fixture still running after the dump"

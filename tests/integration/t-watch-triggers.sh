@@ -24,7 +24,7 @@ wait "$W"
 check "one firing, the first of its rule, with the type and message" jl_true "$WORK/hold.jsonl" \
 	"[(l['fired'], l['type'], l['message']) for l in L if l['event'] == 'fired'] == [(1, 'Clrtap.Fixtures.FixtureException', 'clrtap fixture exception')]"
 check "the stacks name the throwing method" grep -q 'Clrtap.Fixtures.ThrowHolder::ThrowAndHold' \
-	"$WORK/hold/1-stacks-$HOLD_PID/stacks.txt"
+	"$WORK/hold/1-stacks-$HOLD_PID/result.json"
 check "the fired line's stack is the throw's: the throwing method, then its caller" jl_true "$WORK/hold.jsonl" \
 	"[l['stack'][:2] for l in L if l['event'] == 'fired'] == [['Clrtap.Fixtures.ThrowHolder::ThrowAndHold', 'Clrtap.Fixtures.ThrowHoldMode::Run']]"
 check "exception.txt in the action's folder: type, message, the frames of the throw" python3 -c '
@@ -84,8 +84,8 @@ check "one firing, of rule 0, with the thrown type and message" jl_true "$WORK/e
 	"[(l['rule'], l['type'], l['message']) for l in L if l['event'] == 'fired'] == [(0, 'Clrtap.Fixtures.FixtureException', 'clrtap fixture exception')]"
 check "the analyze action ran clrtap analyze exceptions and succeeded" jl_true "$WORK/exc.jsonl" \
 	"[(l['action'], l['exit_code']) for l in L if l['event'] == 'action-end'] == [('analyze', 0)]"
-check "its argv names the analyzer" jl_true "$WORK/exc.jsonl" \
-	"[l['argv'][1] == 'analyze' and 'exceptions' in l['argv'] for l in L if l['event'] == 'action-start'] == [True]"
+check "it ran the analyze task with the analyzer and the duration" jl_true "$WORK/exc.jsonl" \
+	"[(l['task'], l['params']['analyzer'], l['params']['duration']) for l in L if l['event'] == 'action-start'] == [('analyze', 'exceptions', '2s')]"
 REPORT="$WORK/exc/1-analyze-$EXC_PID/report.md"
 check "the report is in the action's folder" test -s "$REPORT"
 check "the report names the exception type" grep -q 'Clrtap.Fixtures.FixtureException' "$REPORT"

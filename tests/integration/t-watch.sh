@@ -34,11 +34,13 @@ check "the firing names pid, rule and value" jl_true "$WORK/cpu.jsonl" \
 	"[(l['pid'], l['trigger'], l['value'] > 30) for l in L if l['event'] == 'fired'] == [($CPU_PID, 'cpu', True)]"
 check "the action ran clrtap profile and succeeded" jl_true "$WORK/cpu.jsonl" \
 	"[(l['action'], l['exit_code'], l['target_alive']) for l in L if l['event'] == 'action-end'] == [('profile', 0, True)]"
-PROF=$(ls "$WORK"/cpu/1-profile-"$CPU_PID"/profile.html 2>/dev/null)
-check "the flame graph is in the action's folder" test -s "$PROF"
-check "the flame graph names the hot method CpuSplit::HotA" grep -q 'Clrtap.Fixtures.CpuSplit::HotA' "$PROF"
-check "the log lists the flame graph as an artifact" jl_true "$WORK/cpu.jsonl" \
-	"any(a['file'].endswith('/profile.html') and a['bytes'] > 0 for l in L if l['event'] == 'action-end' for a in l['artifacts'])"
+PROF=$(ls "$WORK"/cpu/1-profile-"$CPU_PID"/profile.folded 2>/dev/null)
+check "the profile task ran in a child (task_spawn) for 2 s" jl_true "$WORK/cpu.jsonl" \
+	"[(l['task'], l['runs'], l['params']) for l in L if l['event'] == 'action-start'] == [('profile', 'child (task_spawn)', {'duration': '2s'})]"
+check "the folded stacks are in the action's folder" test -s "$PROF"
+check "the profile names the hot method CpuSplit::HotA" grep -q 'Clrtap.Fixtures.CpuSplit::HotA' "$PROF"
+check "the log lists the folded stacks as an artifact" jl_true "$WORK/cpu.jsonl" \
+	"any(a['file'].endswith('/profile.folded') and a['bytes'] > 0 for l in L if l['event'] == 'action-end' for a in l['artifacts'])"
 stop_fixture "$CPU_PID"
 
 # 1b. CPU below a threshold (a stall): cpu-split spins for 3 s, then idles.
@@ -134,7 +136,13 @@ kill -INT "$W"
 wait "$W"
 check "the firing value is over 40 MiB (the runtime's MB are 10^6 bytes)" jl_true "$WORK/leak.jsonl" \
 	"[(l['units'], l['value'] * 1e6 > 40 * 1048576) for l in L if l['event'] == 'fired'] == [('MB', True)]"
-expect_exit "gcdump report reads the action's snapshot" 0 "$CLRTAP" gcdump report "$WORK/leak/1-gcdump-$LEAK_PID/heap.gcdump"
+check "the gcdump action ran the gcdump.collect task in a child (task_spawn)" jl_true "$WORK/leak.jsonl" \
+	"[(l['task'], l['runs']) for l in L if l['event'] == 'action-start'] == [('gcdump.collect', 'child (task_spawn)')]"
+check "its result.json is the task's result, naming its artifact" python3 -c '
+import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(0 if d["task"] == "gcdump.collect" and d["artifacts"] == ["snapshot.heap"] and d["pid"] == int(sys.argv[2]) and d["objects"] > 0 else 1)' \
+	"$WORK/leak/1-gcdump-$LEAK_PID/result.json" "$LEAK_PID"
+expect_exit "gcdump report reads the action's snapshot" 0 "$CLRTAP" gcdump report "$WORK/leak/1-gcdump-$LEAK_PID/snapshot.heap"
 check "the leaking type retains the most" python3 -c '
 import sys
 rows = sys.argv[1].split("retained        shallow")[1].splitlines()[1]
@@ -159,7 +167,7 @@ check "the log says the target exited while the action ran" jl_true "$WORK/all.j
 	"[(l['target_alive'], 'exited while the action ran' in l['note']) for l in L if l['event'] == 'action-end' and l['pid'] == $HOST_PID] == [(False, True)]"
 contains "and so does stderr" "$(cat "$WORK/all.err")" "pid $HOST_PID exited while its profile action ran"
 check "the partial artifact is kept: the flame graph of what was sampled before it died" \
-	test -s "$(ls "$WORK"/all/*-profile-"$HOST_PID"/profile.html 2>/dev/null | head -1)"
+	test -s "$(ls "$WORK"/all/*-profile-"$HOST_PID"/profile.folded 2>/dev/null | head -1)"
 start_fixture_ns cpu-split --seconds "$TAG"
 NS_PID=$FIX_PID
 check "--all: the namespaced fixture started later is watched" wait_for_line "$WORK/all.jsonl" "\"event\":\"watching\",\"pid\":$NS_PID," 10 "$W"
@@ -169,7 +177,7 @@ wait "$W"
 equals "watch --all exits 0 on Ctrl-C" "$?" "0"
 check "the namespaced target: its own pid namespace, nspid 1" jl_true "$WORK/all.jsonl" \
 	"[(l['other_pidns'], l['nspid']) for l in L if l['event'] == 'watching' and l['pid'] == $NS_PID] == [(True, 1)]"
-check "its profile succeeded and names HotA" grep -q 'Clrtap.Fixtures.CpuSplit::HotA' "$WORK"/all/*-profile-"$NS_PID"/profile.html
+check "its profile succeeded and names HotA" grep -q 'Clrtap.Fixtures.CpuSplit::HotA' "$WORK"/all/*-profile-"$NS_PID"/profile.folded
 check "only the two tagged fixtures were watched" jl_true "$WORK/all.jsonl" \
 	"sorted(l['pid'] for l in L if l['event'] == 'watching') == sorted([$HOST_PID, $NS_PID])"
 stop_fixture "$NS_PID"
@@ -198,15 +206,16 @@ check "the command line too" jl_true "$WORK/hostile.jsonl" \
 stop_fixture "$HOS_PID"
 
 # 7. SIGKILL of watch while its action runs: the action gets Ctrl-C (it
-#    keeps what it has), the target goes on unharmed.
+#    keeps what it has: task_spawn's PDEATHSIG), the target goes on unharmed.
 start_fixture cpu-split
 K_PID=$FIX_PID
 "$CLRTAP" watch -p "$K_PID" 'cpu > 30% for 300ms count 1' --action profile:60s \
 	-o "$WORK/kill" >"$WORK/kill.jsonl" 2>"$WORK/kill.err" &
 W=$!
 check "the profile action starts" wait_for_line "$WORK/kill.jsonl" '"event":"action-start"' 15 "$W"
-CHILD=$(jl "$WORK/kill.jsonl" "[l['child'] for l in L if l['event'] == 'action-start'][0]")
 sleep 2
+CHILD=$(pgrep -P "$W" -f '__task profile' | head -1) # task_spawn's child
+check "the action is a task_spawn child of watch" test -n "$CHILD"
 kill -KILL "$W"
 wait "$W" 2>/dev/null
 gone=1
@@ -215,7 +224,7 @@ for ((i = 0; i < 200; i++)); do
 	sleep 0.05
 done
 check "the action (pid $CHILD) ends within 10 s of watch's SIGKILL" test "$gone" -eq 0
-check "it wrote the profile of what it had" grep -q 'Clrtap.Fixtures.CpuSplit::HotA' "$WORK"/kill/1-profile-"$K_PID"/profile.html
+check "it wrote the profile of what it had" grep -q 'Clrtap.Fixtures.CpuSplit::HotA' "$WORK"/kill/1-profile-"$K_PID"/profile.folded
 check "the target is alive" kill -0 "$K_PID"
 expect_exit "and answers clrtap stacks" 0 "$CLRTAP" stacks -p "$K_PID"
 contains "its hot thread is still in CpuSplit" "$OUT" "Clrtap.Fixtures.CpuSplit::Run"

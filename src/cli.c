@@ -710,7 +710,9 @@ volatile sig_atomic_t cli_stop_requested;
 static void on_stop_signal(int sig)
 {
 	(void)sig;
-	cli_stop_requested = 1;
+	/* counts the signals (a task stops its processing on a further one) */
+	if (cli_stop_requested < 100)
+		cli_stop_requested++;
 }
 
 void cli_catch_stop_signals(void)

@@ -8,7 +8,7 @@
 #include "common/clrname.h"
 #include "common/io.h"
 #include "common/strbuf.h"
-#include "profile/profile.h"
+#include "profile/internal.h"
 
 #define NAME_MAX_LEN 1024
 
@@ -388,7 +388,7 @@ int profile_build_ex(struct profile *p, struct sym_proc *sp, profile_comm_fn com
 	for (i = 0; i < p->nstacks; i++) {
 		const struct stack_ent *e = &p->stacks[i];
 
-		if (p->o.stop && *p->o.stop) {
+		if (p->o.stop && *p->o.stop > p->o.stop_above) {
 			if (sum)
 				sum->partial = true;
 			break;
@@ -491,4 +491,9 @@ int profile_write_raw(struct profile *p, struct sym_proc *sp, profile_comm_fn co
 		rc = ct_write_all(fd, sb.buf, sb.len);
 	strbuf_release(&sb);
 	return rc;
+}
+
+void profile_set_stop_above(struct profile *p, sig_atomic_t v)
+{
+	p->o.stop_above = v;
 }

@@ -52,5 +52,8 @@ perl -0777 -ne 'while (/\bcli_(?:error|warn|info)\s*(\((?:[^()"]++|"(?:[^"\\]++|
 		$ARGV, 1 + (substr($_, 0, pos) =~ tr/\n//) - ($1 =~ tr/\n//); $bad = 1 } } END { exit($bad ? 1 : 0) }' src/*.c src/cmd/*.c || bad=1
 table=$(sed -n '/^static const struct cmd commands\[\] = {/,/^};/p' src/main.c | grep -o '{ "[a-z-]*"' | tr -d '{" ')
 [ "$table" = "$(printf '%s\n' $table | sort)" ] || say "the command table in src/main.c is not sorted"
+# The task table (lib/task/table.c) too: sorted by name, each name once.
+tasks=$(sed -n '/^static const struct task_row rows\[\] = {/,/^};/p' lib/task/table.c | grep -o '{ "[a-z0-9_.-]*"' | tr -d '{" ')
+[ "$tasks" = "$(printf '%s\n' $tasks | sort -u)" ] || say "the task table in lib/task/table.c is not sorted (or names a task twice)"
 [ $bad -eq 0 ] && echo "lint: ok"
 exit $bad

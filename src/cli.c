@@ -158,50 +158,7 @@ void cli_info(const char *fmt, ...)
 
 int cli_parse_duration(const char *s, int64_t *ms)
 {
-	static const struct {
-		const char *unit;
-		int64_t ms;
-	} units[] = { { "", 1000 }, { "s", 1000 }, { "ms", 1 }, { "m", 60000 }, { "h", 3600000 } };
-	const int64_t max = (int64_t)30 * 86400 * 1000;
-	int64_t whole = 0, frac = 0, scale = 100000; /* frac in millionths */
-	const char *p = s;
-	size_t i;
-
-	if (!isdigit((unsigned char)*p))
-		return -EINVAL; /* also a sign: no negative durations */
-	for (; isdigit((unsigned char)*p); p++) {
-		whole = whole * 10 + (*p - '0');
-		if (whole > max)
-			return -EINVAL;
-	}
-	if (*p == '.') {
-		p++;
-		if (!isdigit((unsigned char)*p))
-			return -EINVAL;
-		for (; isdigit((unsigned char)*p); p++) {
-			if (!scale)
-				return -EINVAL; /* more than 6 decimals */
-			frac += (*p - '0') * scale;
-			scale /= 10;
-		}
-	}
-	for (i = 0; i < ARRAY_SIZE(units); i++) {
-		int64_t v;
-
-		if (strcmp(p, units[i].unit))
-			continue;
-		if (whole > max / units[i].ms)
-			return -EINVAL;
-		v = whole * units[i].ms;
-		if (frac * units[i].ms % 1000000)
-			return -EINVAL; /* finer than a millisecond */
-		v += frac * units[i].ms / 1000000;
-		if (v > max)
-			return -EINVAL;
-		*ms = v;
-		return 0;
-	}
-	return -EINVAL;
+	return ct_parse_duration(s, ms);
 }
 
 int cli_parse_timeout(const char *s, int *ms, bool *legacy_ms)

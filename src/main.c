@@ -5,11 +5,15 @@
 #include "common/compat.h"
 
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "cli.h"
 #include "common/clrname.h"
+#include "common/io.h"
 #include "common/log.h"
+#include "serve/serve.h"
+#include "task/task.h"
 
 #ifndef CLRTAP_VERSION
 #define CLRTAP_VERSION "unknown"
@@ -33,8 +37,14 @@ struct cmd {
 	const char *words;
 };
 
-/* Sorted by name (checked at startup in debug builds and by a test). */
+/* "__NAME": clrtap's own (not in --help, --list-cmds, --help-table or suggestions). */
+#define CMD_HIDDEN(c) ((c)->name[0] == '_')
+
+static int cmd_task_child(int argc, char **argv);
+
+/* Sorted by name (scripts/lint.sh checks the visible ones; "__task" sorts first). */
 static const struct cmd commands[] = {
+	{ "__task", cmd_task_child, "run one task for task_spawn (lib/task/spawn.c)", NULL, NULL },
 	{ "agent", cmd_agent, "attach clrtap's in-process profiler, stream its events, detach; or show it", NULL, "run status probe" },
 	{ "analyze", cmd_analyze, "one question, one report: exceptions, allocations, pauses, memory, ...", NULL, NULL },
 	{ "counters", cmd_counters, "live runtime counters (System.Runtime, any EventSource or Meter)", "monitor collect", NULL },
@@ -98,7 +108,8 @@ static void usage(FILE *f)
 		   "clrtap attaches to a running .NET process (host or container) with no restart.\n\n"
 		   "commands:\n");
 	for (i = 0; i < ARRAY_SIZE(commands); i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+		if (!CMD_HIDDEN(&commands[i]))
+			fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 	fprintf(f, "\n'clrtap <command> --help' shows a command's options; 'man clrtap' and\n"
 		   "'man clrtap-<command>' the manual (exit codes: EXIT STATUS in clrtap(1)).\n"
 		   "--raw-names (any command): managed frames as the runtime names them\n"
@@ -157,7 +168,8 @@ static void print_table(void)
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(commands); i++)
-		printf("cmd\t%s\t%s\t%s\t%s\n", commands[i].name,
+		if (!CMD_HIDDEN(&commands[i]))
+			printf("cmd\t%s\t%s\t%s\t%s\n", commands[i].name,
 		       commands[i].subs ? commands[i].subs : "-",
 		       commands[i].words ? commands[i].words : "-", commands[i].help);
 }
@@ -166,6 +178,56 @@ static void log_to_stderr(enum ct_log_level level, const char *msg)
 {
 	/* library messages quote what targets and files hold: escaped (cli_safe) */
 	cli_print_line(stderr, level == CT_LOG_WARN ? "warning: " : "", msg);
+}
+
+/*
+ * clrtap __task NAME: one task in a child of task_spawn (lib/task/spawn.c),
+ * not for people: the request on fd 3 (read by serve's request reader), the
+ * result frame on fd 4, the log on stderr; SIGTERM is the stop flag.
+ */
+static int cmd_task_child(int argc, char **argv)
+{
+	struct strbuf in = STRBUF_INIT_MAX(1 << 20);
+	struct serve_session_req req;
+	struct task_ctx ctx = { .stop = &cli_stop_requested, .outdir_fd = -1 };
+	struct task_args a;
+	struct task_result r;
+	const struct task *t = argc == 2 ? task_find(argv[1]) : NULL;
+	const char *bad = NULL;
+	char why[256] = "", buf[65536];
+	ssize_t n;
+	size_t i;
+
+	if (!t || fcntl(TASK_CHILD_IN_FD, F_GETFD) < 0 || fcntl(TASK_CHILD_OUT_FD, F_GETFD) < 0)
+		return cli_error(EXIT_USAGE, "__task is run by clrtap itself (lib/task/spawn.c)");
+	if (fcntl(TASK_CHILD_DIR_FD, F_GETFD) >= 0)
+		ctx.outdir_fd = TASK_CHILD_DIR_FD;
+	ct_log_set(log_to_stderr, getenv("CLRTAP_DEBUG") ? CT_LOG_DEBUG : CT_LOG_INFO);
+	cli_catch_stop_signals();
+	while ((n = ct_read_full(TASK_CHILD_IN_FD, buf, sizeof(buf))) > 0)
+		if (strbuf_add(&in, buf, (size_t)n))
+			break;
+	task_result_init(&r);
+	task_args_init(&a, t, 0);
+	if (n < 0 || strbuf_error(&in) || serve_session_req_parse(in.buf, in.len, &req, &bad))
+		snprintf(why, sizeof(why), "bad task request: %s", bad ? bad : "unreadable");
+	else if (strcmp(req.kind, t->name))
+		snprintf(why, sizeof(why), "a request for %s, not %s", req.kind, t->name);
+	for (i = 0, a.pid = why[0] ? 0 : req.pid; !why[0] && i < req.nparams; i++)
+		task_args_set(&a, req.params[i].key, req.params[i].value, why, sizeof(why));
+	if (why[0]) {
+		task_fail(&r, -EINVAL, "%s", why);
+		r.exit_code = EXIT_USAGE;
+		task_error_json(&r.json, r.exit_code, r.message);
+	} else {
+		task_run(t, &a, &ctx, &r);
+	}
+	(void)task_result_write(TASK_CHILD_OUT_FD, &r);
+	n = r.exit_code;
+	task_result_release(&r);
+	task_args_release(&a);
+	strbuf_release(&in);
+	return (int)n;
 }
 
 /* A write error on stdout (disk full, closed pipe) must not look like success. */
@@ -216,7 +278,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--list-cmds")) {
 		for (i = 0; i < ARRAY_SIZE(commands); i++)
-			printf("%s\n", commands[i].name);
+			if (!CMD_HIDDEN(&commands[i]))
+				printf("%s\n", commands[i].name);
 		return check_stdout(EXIT_OK);
 	}
 	c = find_cmd(argv[1]);
@@ -227,7 +290,7 @@ int main(int argc, char **argv)
 			return cli_error(EXIT_USAGE, "unknown option '%s' (see 'clrtap --help')",
 					 argv[1]);
 		for (i = 0; i < ARRAY_SIZE(commands) && !near; i++)
-			if (levenshtein(argv[1], commands[i].name) <= 2)
+			if (!CMD_HIDDEN(&commands[i]) && levenshtein(argv[1], commands[i].name) <= 2)
 				near = commands[i].name;
 		/* one line: the suggestion goes with the error */
 		if (near)

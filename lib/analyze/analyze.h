@@ -23,6 +23,7 @@
 #include "ipc/ipc.h"
 #include "stacks/stacks.h"
 #include "tracestats/tracestats.h"
+#include "task/task.h"
 
 /* What an analyzer needs from a session. */
 #define AN_NEED_EXCEPTIONS 0x1u
@@ -459,5 +460,13 @@ int analyze_doctor_json(const struct an_doctor *d, struct ct_json *j);
 /* The text of `clrtap doctor` (findings ranked, evidence, next command);
  * term_safe escapes what the target chose (titles, evidence) for a terminal. */
 int analyze_doctor_text(const struct an_doctor *d, bool term_safe, struct strbuf *sb);
+
+/* The analyze and doctor tasks (task.c; lib/task/table.c lists them). */
+extern const struct task_param analyze_task_params[];
+extern const size_t analyze_task_nparams;
+extern const struct task_param doctor_task_params[];
+extern const size_t doctor_task_nparams;
+int task_run_analyze(const struct task_args *a, const struct task_ctx *ctx, struct task_result *r);
+int task_run_doctor(const struct task_args *a, const struct task_ctx *ctx, struct task_result *r);
 
 #endif

@@ -18,10 +18,13 @@
 #define CLRTAP_COUNTERS_COUNTERS_H
 
 #include "common/compat.h"
+
+#include <signal.h>
 #include "common/json.h"
 #include "common/strbuf.h"
 #include "ipc/ipc.h"
 #include "nettrace/nettrace.h"
+#include "task/task.h"
 
 #define COUNTERS_MAX_SOURCES 64     /* sources in one spec */
 #define COUNTERS_MAX_NAMES 256      /* names listed for one source */
@@ -180,5 +183,38 @@ void counters_clock_format(const struct counters_clock *c, int64_t ts, char *buf
  * interval_sec. The document is {"pid":N,"interval_sec":N,"values":[...]}.
  */
 void counters_json_value(struct ct_json *j, const struct counters_value *v, const char *ts);
+
+/* ------------------------------------------------------------------------ */
+/* THE counters session (run.c): CLI, serve (the counters task) and watch    */
+
+struct counters_run_opts {
+	const struct counters_spec *spec;
+	unsigned interval;          /* seconds */
+	unsigned max_ts, max_hist;  /* meters' limits (0: 1000 and 20) */
+	int64_t duration_ms;        /* 0: until *stop */
+	volatile sig_atomic_t *stop; /* may be NULL with a duration; the session sets it too */
+	/* each wanted value (interval filled, ts the wall-clock time): < 0 ends the
+	 * session with that error, > 0 leaves the value out (not counted) */
+	int (*value)(void *ctx, const struct counters_value *v, const char *ts);
+	void (*idle)(void *ctx);    /* nothing waiting in the stream (redraw a display) */
+	void *ctx;
+};
+
+struct counters_run_result {
+	int err;              /* 0 or the negative errno it ended with */
+	int exit_code;        /* enum exit_code for err (EXIT_PARTIAL: the target went away) */
+	char message[600];    /* one line when err != 0 */
+	uint64_t nvalues;     /* values the sink took */
+	bool nothing_read;    /* the session gave nothing at all */
+	bool target_ended;    /* the target ended the session */
+};
+
+/* Runs one session on ep; a value callback's error ends it (res->err is then that error). */
+int counters_run(const struct ipc_endpoint *ep, const struct counters_run_opts *o, struct counters_run_result *res);
+
+/* The counters task (task.c; lib/task/table.c lists it). */
+extern const struct task_param counters_task_params[];
+extern const size_t counters_task_nparams;
+int task_run_counters(const struct task_args *a, const struct task_ctx *ctx, struct task_result *r);
 
 #endif

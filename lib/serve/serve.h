@@ -25,7 +25,7 @@
 
 #define SERVE_MAX_BODY 65536          /* bytes of a request body */
 #define SERVE_MAX_URL 2048            /* bytes of a request path */
-#define SERVE_MAX_PARAMS 16           /* params of one session */
+#define SERVE_MAX_PARAMS 24           /* params of one session (TASK_MAX_PARAMS) */
 #define SERVE_MAX_PARAM_LEN 512       /* bytes of one param value */
 #define SERVE_MAX_ARTIFACTS 8
 #define SERVE_ID_LEN 18               /* "s-" + 16 hex digits */

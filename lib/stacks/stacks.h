@@ -17,6 +17,7 @@
 #include "common/json.h"
 #include "ipc/ipc.h"
 #include "nettrace/nettrace.h"
+#include "task/task.h"
 
 #define STACKS_MAX_THREADS 65536   /* threads kept */
 #define STACKS_MAX_FRAMES 4096     /* frames of one stack (deeper: the root end is cut) */
@@ -170,5 +171,10 @@ bool stacks_thread_has_managed(struct stacks_sampler *s, const struct stacks_thr
  * tree (frame, count, threads, children).
  */
 void stacks_capture_json(const struct stacks_capture *c, struct ct_json *j);
+
+/* The stacks task (task.c; lib/task/table.c lists it). */
+extern const struct task_param stacks_task_params[];
+extern const size_t stacks_task_nparams;
+int task_run_stacks(const struct task_args *a, const struct task_ctx *ctx, struct task_result *r);
 
 #endif

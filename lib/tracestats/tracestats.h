@@ -24,6 +24,7 @@
 #include "common/strbuf.h"
 #include "flame/flame.h"
 #include "nettrace/nettrace.h"
+#include "task/task.h"
 
 struct ts_limits {
 	uint32_t max_event_kinds; /* distinct provider/event pairs (default 4096) */
@@ -236,5 +237,10 @@ int tracestats_load_fd(int fd, bool thread_time, struct tracestats **out, int *r
 /* Same with every limit given (NULL: the defaults). */
 int tracestats_load_fd_lim(int fd, const struct ts_limits *lim, struct tracestats **out,
 			   int *read_err, const char **stage);
+
+/* The trace task (task.c; lib/task/table.c lists it). */
+extern const struct task_param trace_task_params[];
+extern const size_t trace_task_nparams;
+int task_run_trace(const struct task_args *a, const struct task_ctx *ctx, struct task_result *r);
 
 #endif

@@ -20,11 +20,9 @@ struct run {
 	enum out_mode mode;
 	FILE *out;
 	const struct counters_spec *spec;
-	struct counters_decoder *dec;
 	struct counters_table table;
 	unsigned interval;
 	pid_t pid;
-	struct counters_clock clock; /* of the trace, known once the header is read */
 	bool dirty;
 	uint64_t nvalues;
 	int werr;   /* first write error on the output file */
@@ -32,7 +30,6 @@ struct run {
 	bool full;         /* the file reached it: no more values, the session stops */
 	struct strbuf jsb; /* --format json: the document, flushed value by value */
 	struct ct_json j;
-	char last_notice[256];
 };
 
 /* ----- time ----- */
@@ -162,34 +159,30 @@ static int json_value(struct run *r, const struct counters_value *v, const char 
 	return cli_json_flush(&r->j, r->out);
 }
 
-static int on_value(void *ctx, const struct counters_value *cv)
+/* Each value of the session (lib/counters counters_run: filtered, interval and time set). */
+static int on_value(void *ctx, const struct counters_value *cv, const char *ts)
 {
 	struct run *r = ctx;
-	struct counters_value v = *cv;
-	char ts[80], num[64], units[300], label[1024];
+	const struct counters_value v = *cv;
+	char num[64], units[300], label[1024];
 	int err;
 
-	if (!counters_spec_wants(r->spec, v.meter, v.source, v.name))
-		return 0;
-	if (v.interval_sec <= 0)
-		v.interval_sec = r->interval;
-	counters_clock_format(&r->clock, v.timestamp, ts, sizeof(ts));
 	if ((r->mode == OUT_CSV || r->mode == OUT_JSON) && r->max_size) {
 		off_t at = ftello(r->out);
 
 		if (r->full)
-			return 0;
+			return 1;
 		if (at >= 0 && (uint64_t)at >= r->max_size) {
 			r->full = true;
 			cli_stop_requested = 1; /* a normal stop: the file so far is kept as .partial */
-			return 0;
+			return 1;
 		}
 	}
 	switch (r->mode) {
 	case OUT_TABLE:
 		err = counters_table_update(&r->table, &v);
 		if (err == -E2BIG)
-			return 0; /* the table is full: new series are left out */
+			return 1; /* the table is full: new series are left out */
 		if (err)
 			return err;
 		r->dirty = true;
@@ -230,32 +223,6 @@ static int on_value(void *ctx, const struct counters_value *cv)
 		return r->werr;
 	}
 	return 0;
-}
-
-static int on_notice(void *ctx, const char *msg)
-{
-	struct run *r = ctx;
-
-	/* the same message comes every interval: say it once */
-	if (strcmp(r->last_notice, msg)) {
-		cli_warn("%s", msg);
-		snprintf(r->last_notice, sizeof(r->last_notice), "%s", msg);
-	}
-	return 0;
-}
-
-static const struct counters_handlers value_handlers = { .value = on_value, .notice = on_notice };
-
-static int on_event(void *ctx, const struct nt_event *ev)
-{
-	struct run *r = ctx;
-	int err = counters_decode(r->dec, ev, &value_handlers, r);
-
-	if (err == -EBADMSG) {
-		cli_warn("a counter event could not be decoded (skipped)");
-		return 0;
-	}
-	return err < 0 ? err : 0;
 }
 
 static void draw_table(void *ctx)
@@ -302,13 +269,6 @@ static void draw_table(void *ctx)
 	fflush(r->out);
 }
 
-static void on_opened(void *ctx, const struct nt_trace_info *ti)
-{
-	struct run *r = ctx;
-
-	counters_clock_set(&r->clock, ti);
-}
-
 static int run_counters(bool collect, int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
@@ -348,11 +308,8 @@ static int run_counters(bool collect, int argc, char **argv)
 		{ 0 },
 	};
 	struct counters_spec spec = { 0 };
-	struct counters_session cs = { 0 };
-	struct ipc_trace_config cfg = { 0 };
-	struct live_session_opts live = { 0 };
-	struct live_session_result res;
-	struct nt_handlers h = { .event = on_event };
+	struct counters_run_opts ro = { 0 };
+	struct counters_run_result res;
 	struct run r = { .jsb = STRBUF_INIT };
 	struct ipc_endpoint ep;
 	struct proc_target t;
@@ -401,13 +358,6 @@ static int run_counters(bool collect, int argc, char **argv)
 	code = cli_resolve_target(&to, &t, &ep);
 	if (code)
 		goto out;
-	err = counters_session_init(&cs, &spec, (unsigned)interval, (unsigned)max_ts, (unsigned)max_hist);
-	if (!err)
-		err = counters_decoder_new(&r.dec, cs.session_id);
-	if (err) {
-		code = cli_error(EXIT_ERROR, "cannot set up the session: %s", strerror(-err));
-		goto out;
-	}
 	r.spec = &spec;
 	r.interval = (unsigned)interval;
 	r.max_size = collect ? max_size : 0;
@@ -426,12 +376,6 @@ static int run_counters(bool collect, int argc, char **argv)
 	} else {
 		r.out = stdout;
 	}
-
-	cfg.providers = cs.providers;
-	cfg.nproviders = cs.nproviders;
-	cfg.buffer_mb = 16;
-	cfg.rundown = false;
-	cfg.stackwalk = false;
 
 	cli_catch_stop_signals();
 	signal(SIGPIPE, SIG_IGN);
@@ -453,27 +397,18 @@ static int run_counters(bool collect, int argc, char **argv)
 	else
 		printf("waiting for the first values from pid %d...\n", (int)t.pid);
 
-	live.ep = &ep;
-	live.cfg = &cfg;
-	live.stop = &cli_stop_requested;
-	live.duration_ms = duration;
-	live.h = &h;
-	live.prompt = true; /* the latest values, not one flush late */
-	live.idle = draw_table;
-	live.opened = on_opened;
-	live.ctx = &r;
-	err = live_session_run(&live, &res);
-	if (err) {
-		code = cli_error(EXIT_ERROR, "cannot run the session: %s", strerror(-err));
-		goto out_file;
-	}
-	draw_table(&r);
-	if (res.session_err && (res.session.bytes == 0 || res.session.bad_prologue)) {
-		char why[512];
-
-		ipc_session_strerror(res.session_err, &res.session, &ep, &res.rerr, why, sizeof(why));
-		code = cli_error(res.session.bad_prologue ? EXIT_PROTOCOL : ct_exit_for(res.session_err),
-				 "cannot read counters: %s%s", why, collect ? "; no file written" : "");
+	ro.spec = &spec;
+	ro.interval = (unsigned)interval;
+	ro.max_ts = (unsigned)max_ts;
+	ro.max_hist = (unsigned)max_hist;
+	ro.duration_ms = duration;
+	ro.stop = &cli_stop_requested;
+	ro.value = on_value;
+	ro.idle = draw_table;
+	ro.ctx = &r;
+	counters_run(&ep, &ro, &res);
+	if (res.err && res.nothing_read) {
+		code = cli_error(res.exit_code, "%s%s", res.message, collect ? "; no file written" : "");
 		goto out_file;
 	}
 	if (r.mode == OUT_JSON && !r.werr) {
@@ -487,22 +422,9 @@ static int run_counters(bool collect, int argc, char **argv)
 			       : cli_error(EXIT_ERROR, "cannot write to standard output");
 		goto out_file;
 	}
-	if (res.reader_err < 0 && res.session.target_ended && !res.session.complete) {
-		/* the connection closed mid-stream: the target died */
-		code = cli_error(EXIT_PARTIAL, "the target went away during the session (%" PRIu64
-				 " values read)", r.nvalues);
-		goto out_file;
-	}
-	if (res.reader_err < 0) {
-		code = cli_error(EXIT_PROTOCOL, "the session stream broke at byte %" PRIu64 ": %s (%s)",
-				 res.reader_offset, res.reader_msg, strerror(-res.reader_err));
-		goto out_file;
-	}
-	if (res.session_err) {
-		char why[512];
-
-		ipc_session_strerror(res.session_err, &res.session, &ep, &res.rerr, why, sizeof(why));
-		code = cli_error(ct_exit_for(res.session_err), "the session ended badly: %s", why);
+	if (res.err) {
+		/* the target went away, the stream broke, the session ended badly */
+		code = cli_error(res.exit_code, "%s", res.message);
 		goto out_file;
 	}
 	if (r.full) {
@@ -510,8 +432,6 @@ static int run_counters(bool collect, int argc, char **argv)
 				 max_size, r.nvalues);
 		goto out_file;
 	}
-	if (res.session.target_ended)
-		cli_warn("the target ended the session (did it exit?)");
 	code = EXIT_OK;
 out_file:
 	if (collect && r.out) {
@@ -549,8 +469,6 @@ out:
 		cli_info("no file written (%s left as it was)", out_path);
 	cli_outfile_drop(&of);
 	counters_table_release(&r.table);
-	counters_decoder_free(r.dec);
-	counters_session_release(&cs);
 	counters_spec_release(&spec);
 	return code;
 }

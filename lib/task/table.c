@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * table.c - THE task table: every capability clrtap runs for serve, watch,
+ * the fleet mode and the CLI, sorted by name (scripts/lint.sh checks the
+ * order, lib/task/task_test.c checks every row: names, defaults, bounds).
+ *
+ * A row names the parameter array that lives next to its run function in
+ * the capability's own library (e.g. lib/counters/task.c defines
+ * counters_task_params[] and counters_task_nparams), so the table only
+ * references them; the rows are turned into struct task once, at first use.
+ */
+#include "common/compat.h"
+
+#include <pthread.h>
+
+#include "analyze/analyze.h"
+#include "counters/counters.h"
+#include "stacks/stacks.h"
+#include "task/task.h"
+#include "tracestats/tracestats.h"
+
+struct task_row {
+	const char *name;
+	const char *summary;
+	const struct task_param *params;
+	const size_t *nparams;
+	unsigned flags;
+	int (*run)(const struct task_args *args, const struct task_ctx *ctx, struct task_result *res);
+};
+
+/*
+ * Sorted by name (scripts/lint.sh). Rows still to come at the merge of
+ * issue 25: profile, probe (w-taskwf: lib/profile/task.c, lib/probe/task.c),
+ * gcdump.collect, dump, watch.action.* (w-taskgw: lib/heap, lib/watch).
+ */
+static const struct task_row rows[] = {
+	{ "analyze", "one question answered about a live process (clrtap analyze)", analyze_task_params,
+	  &analyze_task_nparams, TASK_F_TARGET, task_run_analyze },
+	{ "counters", "runtime counters for a while (clrtap counters collect --format json)", counters_task_params,
+	  &counters_task_nparams, TASK_F_TARGET, task_run_counters },
+	{ "doctor", "findings ranked, with evidence and the next command (clrtap doctor)", doctor_task_params,
+	  &doctor_task_nparams, TASK_F_TARGET, task_run_doctor },
+	{ "stacks", "the managed stack of every thread, merged (clrtap stacks)", stacks_task_params,
+	  &stacks_task_nparams, TASK_F_TARGET, task_run_stacks },
+	{ "trace", "an EventPipe trace and its report (trace collect + trace report)", trace_task_params,
+	  &trace_task_nparams, TASK_F_TARGET, task_run_trace },
+	{ NULL, NULL, NULL, NULL, 0, NULL } /* the end */
+};
+
+static struct task tasks[ARRAY_SIZE(rows)];
+static const struct task *ptrs[ARRAY_SIZE(rows)];
+static size_t ntasks;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void build(void)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(rows) && rows[i].name; i++) {
+		struct task *t = &tasks[ntasks];
+
+		t->name = rows[i].name;
+		t->summary = rows[i].summary;
+		t->params = rows[i].params;
+		t->nparams = rows[i].nparams ? *rows[i].nparams : 0;
+		t->flags = rows[i].flags;
+		t->run = rows[i].run;
+		ptrs[ntasks++] = t;
+	}
+}
+
+const struct task *const *task_all(size_t *n)
+{
+	pthread_once(&once, build);
+	*n = ntasks;
+	return ptrs;
+}
+
+const struct task *task_find(const char *name)
+{
+	size_t lo = 0, hi, n;
+	const struct task *const *all = task_all(&n);
+
+	hi = n;
+	while (name && lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(name, all[mid]->name);
+
+		if (!c)
+			return all[mid];
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}

@@ -15,6 +15,7 @@
 
 #include "analyze/analyze.h"
 #include "counters/counters.h"
+#include "profile/profile.h"
 #include "stacks/stacks.h"
 #include "task/task.h"
 #include "tracestats/tracestats.h"
@@ -40,6 +41,8 @@ static const struct task_row rows[] = {
 	  &counters_task_nparams, TASK_F_TARGET, task_run_counters },
 	{ "doctor", "findings ranked, with evidence and the next command (clrtap doctor)", doctor_task_params,
 	  &doctor_task_nparams, TASK_F_TARGET, task_run_doctor },
+	{ "profile", "CPU (or off-CPU) samples of a process, named, as a flame and a top list (clrtap profile)",
+	  profile_task_params, &profile_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE, task_run_profile },
 	{ "stacks", "the managed stack of every thread, merged (clrtap stacks)", stacks_task_params,
 	  &stacks_task_nparams, TASK_F_TARGET, task_run_stacks },
 	{ "trace", "an EventPipe trace and its report (trace collect + trace report)", trace_task_params,

@@ -8,25 +8,6 @@
 #include "common/json.h"
 #include "profile/profile.h"
 
-/* A frame's module, when its name carries one ("libfoo.so!fn", "[k] fn"). */
-static void frame(struct ct_json *j, const char *name)
-{
-	const char *bang = strchr(name, '!');
-
-	if (!strncmp(name, "[k] ", 4)) {
-		ct_json_kv_str(j, "name", name + 4);
-		ct_json_kv_str(j, "module", "[kernel]");
-	} else if (bang && bang != name && !strchr(name, ':') && !strchr(name, ' ')) {
-		ct_json_kv_str(j, "name", bang + 1);
-		ct_json_key(j, "module");
-		ct_json_strn(j, name, (size_t)(bang - name));
-	} else {
-		/* managed code and placeholders: the name says no module */
-		ct_json_kv_str(j, "name", name);
-		ct_json_kv_null(j, "module");
-	}
-}
-
 static void top(struct ct_json *j, const struct profile_result *r)
 {
 	size_t i;
@@ -34,7 +15,7 @@ static void top(struct ct_json *j, const struct profile_result *r)
 	ct_json_kv_arr_begin(j, "top");
 	for (i = 0; i < r->ntop; i++) {
 		ct_json_obj_begin(j);
-		frame(j, r->top[i].name);
+		ct_json_frame_members(j, r->top[i].name);
 		ct_json_kv_u64(j, "self", r->top[i].self);
 		ct_json_kv_u64(j, "total", r->top[i].total);
 		ct_json_kv_double(j, "self_pct",

@@ -15,6 +15,7 @@
 
 #include "analyze/analyze.h"
 #include "counters/counters.h"
+#include "probe/probe.h"
 #include "profile/profile.h"
 #include "stacks/stacks.h"
 #include "task/task.h"
@@ -41,6 +42,8 @@ static const struct task_row rows[] = {
 	  &counters_task_nparams, TASK_F_TARGET, task_run_counters },
 	{ "doctor", "findings ranked, with evidence and the next command (clrtap doctor)", doctor_task_params,
 	  &doctor_task_nparams, TASK_F_TARGET, task_run_doctor },
+	{ "probe", "calls of a .NET method as they happen: arguments, return, latency, stack (clrtap probe)",
+	  probe_task_params, &probe_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE, task_run_probe },
 	{ "profile", "CPU (or off-CPU) samples of a process, named, as a flame and a top list (clrtap profile)",
 	  profile_task_params, &profile_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE, task_run_profile },
 	{ "stacks", "the managed stack of every thread, merged (clrtap stacks)", stacks_task_params,

@@ -251,6 +251,7 @@ int probe_result_json(const struct probe_result *r, struct strbuf *sb)
 	ct_json_kv_double(&j, "budget_pct", r->budget_pct);
 	ct_json_kv_bool(&j, "over_budget", r->over_budget);
 	ct_json_kv_bool(&j, "handed_to_rejit", r->handed_to_rejit);
+	ct_json_kv_bool(&j, "rejit_args", r->handed_to_rejit && r->rejit_args);
 	cost(&j, r);
 	ct_json_kv_u64(&j, "lost_events", r->lost);
 	ct_json_kv_arr_begin(&j, "statements");

@@ -147,6 +147,15 @@ void cli_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+void cli_log_sink(void *ctx, enum ct_log_level level, const char *msg)
+{
+	(void)ctx;
+	if (level == CT_LOG_WARN)
+		cli_warn("%s", msg);
+	else if (level == CT_LOG_INFO)
+		cli_info("%s", msg);
+}
+
 void cli_info(const char *fmt, ...)
 {
 	va_list ap;

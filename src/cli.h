@@ -19,6 +19,7 @@
 #include <signal.h>
 #include "common/exitcode.h"
 #include "common/json.h"
+#include "common/log.h"
 #include "common/strbuf.h"
 #include "common/strparse.h"
 #include "ipc/ipc.h"
@@ -50,6 +51,8 @@ int cmd_watch(int argc, char **argv);
 int cli_error(int code, const char *fmt, ...) PRINTF(2, 3);
 void cli_warn(const char *fmt, ...) PRINTF(1, 2);
 void cli_info(const char *fmt, ...) PRINTF(1, 2);
+/* A task's log sink (task_ctx.log): warnings as cli_warn, information as cli_info. */
+void cli_log_sink(void *ctx, enum ct_log_level level, const char *msg);
 /*
  * Text that a target chose (names, command lines, messages, paths in its
  * namespace) goes to the terminal only through cli_safe(): the escaping rule

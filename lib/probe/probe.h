@@ -480,7 +480,6 @@ struct probe_result {
 	double attach_ms;
 	char statements[PROBE_STATEMENTS_MAX][PROBE_STATEMENT_MAX];
 	size_t nstatements;
-	char message[1024];                /* the whole error message, when the run failed */
 	struct probe_proc *pp;             /* keeps the methods alive for the records */
 };
 

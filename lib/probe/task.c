@@ -68,16 +68,10 @@ int prun_fail(struct probe_run *w, int err, int code, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (w->r) {
-		vsnprintf(w->r->message, sizeof(w->r->message), fmt, ap);
-		snprintf(w->res->message, sizeof(w->res->message), "%.255s", w->r->message);
-	} else {
-		vsnprintf(w->res->message, sizeof(w->res->message), fmt, ap);
-	}
+	vsnprintf(w->res->message, sizeof(w->res->message), fmt, ap);
 	va_end(ap);
-	w->res->err = err;
 	w->res->exit_code = code;
-	return err;
+	return w->res->err = err;
 }
 
 static int check(struct probe_run *w)

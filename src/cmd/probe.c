@@ -12,7 +12,6 @@
 
 #include "agent/agent.h"
 #include "cli.h"
-#include "common/log.h"
 #include "probe/probe.h"
 
 struct out_ctx {
@@ -94,15 +93,6 @@ static void on_rejit(void *vctx, const char *text, bool stack)
 	else
 		printf("%s\n", cli_safe(text));
 	fflush(stdout);
-}
-
-static void log_sink(void *ctx, enum ct_log_level level, const char *msg)
-{
-	(void)ctx;
-	if (level == CT_LOG_WARN)
-		cli_warn("%s", msg);
-	else if (level == CT_LOG_INFO)
-		cli_info("%s", msg);
 }
 
 /* --list and --emit: each method, where its code is, and the mechanism here. */
@@ -214,7 +204,7 @@ static int finish(struct task_result *res, struct out_ctx *oc, bool json)
 	const struct probe_result *r = res->data;
 
 	if (res->err)
-		code = cli_error(res->exit_code, "%s", r && r->message[0] ? r->message : res->message);
+		code = cli_error(res->exit_code, "%s", res->message);
 	else if (json && (strbuf_fwrite(&res->json, stdout) || putchar('\n') == EOF))
 		code = EXIT_ERROR;
 	else if (oc->hist_arg) {
@@ -274,7 +264,7 @@ int cmd_probe(int argc, char **argv)
 	};
 	struct probe_run_opts o = { 0 };
 	struct out_ctx oc = { 0 };
-	struct task_ctx ctx = { .stop = &cli_stop_requested, .log = log_sink, .outdir_fd = -1 };
+	struct task_ctx ctx = { .stop = &cli_stop_requested, .log = cli_log_sink, .outdir_fd = -1 };
 	struct task_result res;
 	struct proc_target t;
 	struct ipc_endpoint ep;

@@ -13,7 +13,6 @@
 #include <time.h>
 
 #include "cli.h"
-#include "common/log.h"
 #include "profile/profile.h"
 
 struct prof_args {
@@ -184,15 +183,6 @@ static void print_summary(const struct profile_result *r)
 		printf("perf map: the target did not answer within 100 ms; the watcher turns it off\n");
 }
 
-static void log_sink(void *ctx, enum ct_log_level level, const char *msg)
-{
-	(void)ctx;
-	if (level == CT_LOG_WARN)
-		cli_warn("%s", msg);
-	else if (level == CT_LOG_INFO)
-		cli_info("%s", msg);
-}
-
 /* -n NAME names a .NET process; -p PID any process (the task finds out which). */
 static int target_pid(const struct prof_args *a, pid_t *pid)
 {
@@ -244,7 +234,7 @@ int cmd_profile(int argc, char **argv)
 		{ 0 },
 	};
 	struct profile_run_opts o = { 0 };
-	struct task_ctx ctx = { .stop = &cli_stop_requested, .log = log_sink, .outdir_fd = -1 };
+	struct task_ctx ctx = { .stop = &cli_stop_requested, .log = cli_log_sink, .outdir_fd = -1 };
 	struct task_result res;
 	char defpath[128];
 	int first, code;

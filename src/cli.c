@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "common/io.h"
 #include "common/strparse.h"
+#include "task/task.h"
 #include "common/term.h"
 #include "common/clock.h"
 
@@ -128,10 +129,15 @@ int cli_json_flush(struct ct_json *j, FILE *f)
 	return err;
 }
 
+char cli_last_error[256];
+
 int cli_error(int code, const char *fmt, ...)
 {
 	va_list ap;
 
+	va_start(ap, fmt);
+	vsnprintf(cli_last_error, sizeof(cli_last_error), fmt, ap);
+	va_end(ap);
 	va_start(ap, fmt);
 	vmsg("", fmt, ap);
 	va_end(ap);
@@ -690,4 +696,53 @@ void cli_catch_stop_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* ----- defaults from the task table ----- */
+
+static const struct task_value *task_default(const char *task, const char *param, struct task_args *a)
+{
+	const struct task *t = task_find(task);
+
+	if (!t || task_args_init(a, t, 0))
+		return NULL;
+	return task_arg(a, param);
+}
+
+int64_t cli_task_default_ms(const char *task, const char *param, int64_t fallback)
+{
+	struct task_args a;
+	const struct task_value *v = task_default(task, param, &a);
+	int64_t ms = v ? (int64_t)(v->d * 1000 + 0.5) : fallback;
+
+	task_args_release(&a);
+	return ms;
+}
+
+long long cli_task_default_int(const char *task, const char *param, long long fallback)
+{
+	struct task_args a;
+	const struct task_value *v = task_default(task, param, &a);
+	long long x = v ? v->i : fallback;
+
+	task_args_release(&a);
+	return x;
+}
+
+const char *cli_task_help(const char *task, const char *param, const char *extra, char *buf, size_t len)
+{
+	const struct task *t = task_find(task);
+	size_t i;
+
+	snprintf(buf, len, "%s", extra ? extra : "");
+	for (i = 0; t && i < t->nparams; i++) {
+		const struct task_param *p = &t->params[i];
+
+		if (strcmp(p->name, param))
+			continue;
+		snprintf(buf, len, "%s (default %s%s%s%s)", p->help, p->def ? p->def : "none",
+			 p->type == TASK_P_DURATION && p->def && !p->def[strspn(p->def, "0123456789.")] ? "s" : "",
+			 extra ? "; " : "", extra ? extra : "");
+	}
+	return buf;
 }

@@ -49,6 +49,22 @@ int cmd_watch(int argc, char **argv);
 
 /* Messages go to stderr as "clrtap: <msg>". Each returns the exit code given. */
 int cli_error(int code, const char *fmt, ...) PRINTF(2, 3);
+/* The last cli_error message (for a task run as its command: src/adapt.c). */
+extern char cli_last_error[256];
+struct task_args;
+struct task_ctx;
+struct task_result;
+/*
+ * A command's default from the task table (lib/task), so its --help, serve
+ * and the UI say the same: the param's default in milliseconds (DURATION)
+ * or as a number (INT, NUM); and its help line, "HELP (default D; EXTRA)".
+ * A missing task or param is a programming error: fallback is returned.
+ */
+int64_t cli_task_default_ms(const char *task, const char *param, int64_t fallback);
+long long cli_task_default_int(const char *task, const char *param, long long fallback);
+const char *cli_task_help(const char *task, const char *param, const char *extra, char *buf, size_t len);
+/* ADAPTER (issue 25): profile, probe, dump, gcdump as tasks, run by clrtap __task. */
+int cli_task_adapter(const struct task_args *a, const struct task_ctx *c, struct task_result *r);
 void cli_warn(const char *fmt, ...) PRINTF(1, 2);
 void cli_info(const char *fmt, ...) PRINTF(1, 2);
 /* A task's log sink (task_ctx.log): warnings as cli_warn, information as cli_info. */

@@ -310,105 +310,55 @@
 		return s.progress && s.progress.elapsed_s;
 	};
 
-	/* kinds of analysis, their parameters and a line each */
 	/*
-	 * Kinds of analysis and their parameters: the names serve accepts
-	 * (SERVE-API.md, lib/serve/plan.c). Kinds missing from the server's
-	 * OpenAPI document are shown greyed out ("not in this build").
+	 * Kinds of analysis: the server's task table (GET /api/v1/tasks, the one
+	 * list serve, the CLI's --help and openapi.json read): names, params,
+	 * types, defaults, bounds and help come from there. Only how a kind is
+	 * shown (a title and a line) is written here; a kind without one shows
+	 * its name and the table's summary.
 	 */
-	CT.KINDS = {
-		profile: {
-			title: 'CPU profile', line: 'Sample stacks (perf_event or EventPipe) into a flame graph.',
-			params: [
-				{ name: 'duration', label: 'Duration (s)', type: 'number', value: 3, min: 0.1, max: 3600, step: 0.1 },
-				{ name: 'frequency', label: 'Samples/s per thread', type: 'number', value: 99, min: 1, max: 10000 },
-				{ name: 'engine', label: 'Engine', type: 'select', options: [['auto', 'auto (perf_event, else EventPipe)'], ['perf', 'perf_event only'], ['eventpipe', 'EventPipe (managed frames only)']] },
-			],
-		},
-		analyze: {
-			title: 'Analyze', line: 'One question answered (lib/analyze, as clrtap analyze): exceptions, GC, memory, locks, CPU…',
-			params: [
-				{ name: 'analyzer', label: 'Analyzer', type: 'select', options: [
-					['exceptions', 'exceptions: what is thrown, how often, from where'],
-					['allocations', 'allocations: which types are allocated most'],
-					['pauses', 'pauses: GC pauses, by generation and percentile'],
-					['survivors', 'survivors: what survives a full GC (heap snapshot)'],
-					['leaks', 'leaks: types that only grow (heap snapshots)'],
-					['strings', 'strings: duplicated strings on the heap'],
-					['hotpaths', 'hotpaths: where the CPU time goes'],
-					['stacks', 'stacks: what every thread is doing'],
-					['memory', 'memory: where the resident memory is (GC heap, code, native…)'],
-					['threadpool', 'threadpool: starvation and what blocks the workers'],
-					['deadlock', 'deadlock: threads waiting on each other'],
-					['contention', 'contention: which locks make threads wait']] },
-				{ name: 'duration', label: 'Duration (s)', type: 'number', value: 5, min: 0.1, max: 3600, step: 0.1 },
-			],
-		},
-		doctor: {
-			title: 'Doctor', line: 'Watch the process and list what is wrong, worst first, each with its evidence and next command.',
-			params: [{ name: 'duration', label: 'Duration (s)', type: 'number', value: 5, min: 0.1, max: 3600, step: 0.1 }],
-		},
-		trace: {
-			title: 'EventPipe trace', line: 'Record runtime events into a .nettrace file and report on it.',
-			params: [
-				{ name: 'duration', label: 'Duration (s)', type: 'number', value: 5, min: 0.1, max: 3600, step: 0.1 },
-				{ name: 'profile', label: 'Profile', type: 'select', options: [['cpu-sampling', 'cpu-sampling: stacks + default events'], ['exceptions', 'exceptions'], ['gc-verbose', 'gc-verbose: GC + allocation ticks'], ['gc-collect', 'gc-collect: GC only, cheap'], ['contention', 'contention'], ['jit', 'jit']] },
-				{ name: 'providers', label: 'Extra providers', type: 'text', placeholder: 'Name[:Keywords[:Level]],…' },
-			],
-		},
-		counters: {
-			title: 'Counters', line: 'Record EventCounters for a while and chart them.',
-			params: [
-				{ name: 'duration', label: 'Duration (s)', type: 'number', value: 10, min: 1, max: 3600, step: 1 },
-				{ name: 'interval', label: 'Interval (s)', type: 'number', value: 1, min: 1, max: 3600 },
-				{ name: 'counters', label: 'Counters', type: 'text', placeholder: 'System.Runtime (default)' },
-			],
-		},
-		gcdump: {
-			title: 'Heap snapshot', line: 'Walk the managed heap (forces a gen-2 GC): types, retained sizes, duplicated strings.',
-			params: [],
-		},
-		stacks: {
-			title: 'Stacks', line: 'The managed stack of every thread, now.',
-			params: [],
-		},
-		probe: {
-			title: 'Probe a method', line: 'A line per call of a .NET method, with arguments, return value, latency.',
-			params: [
-				{ name: 'method', label: 'Method', type: 'text', required: true, placeholder: 'Namespace.Type::Method' },
-				{ name: 'duration', label: 'Duration (s)', type: 'number', value: 10, min: 0.1, max: 3600, step: 0.1 },
-				{ name: 'ret', label: 'Return value', type: 'checkbox', value: true },
-				{ name: 'latency', label: 'Latency', type: 'checkbox', value: true },
-				{ name: 'count', label: 'Only count calls', type: 'checkbox' },
-			],
-		},
-		dump: {
-			title: 'Core dump', line: 'Ask the runtime to write a dump (createdump).',
-			params: [{ name: 'type', label: 'Type', type: 'select', options: [['mini', 'mini'], ['heap', 'heap'], ['triage', 'triage'], ['full', 'full']] }],
-		},
+	CT.KIND_LOOK = {
+		profile: ['CPU profile', 'Sample stacks (perf_event or EventPipe) into a flame graph, with the hottest methods.'],
+		analyze: ['Analyze', 'One question answered (as clrtap analyze): exceptions, GC, memory, locks, CPU…'],
+		doctor: ['Doctor', 'Watch the process and list what is wrong, worst first, each with its evidence and next command.'],
+		trace: ['EventPipe trace', 'Record runtime events into a .nettrace file and report on it.'],
+		counters: ['Counters', 'Record EventCounters for a while and chart them.'],
+		gcdump: ['Heap snapshot', 'Walk the managed heap (forces a gen-2 GC): types, retained sizes, duplicated strings.'],
+		stacks: ['Stacks', 'The managed stack of every thread, now.'],
+		probe: ['Probe a method', 'Each call of a .NET method, with arguments, return value, latency.'],
+		dump: ['Core dump', 'Ask the runtime to write a dump (createdump).'],
 	};
 
-	/* the kinds this server runs, from its OpenAPI document (null: unknown, allow all) */
-	CT.serverKinds = async function () {
-		if (CT.serverKinds.cache !== undefined)
-			return CT.serverKinds.cache;
-		let kinds = null;
+	/* the task table, once: {name: task} in the server's order (null: the server did not say) */
+	CT.tasks = async function () {
+		if (CT.tasks.cache !== undefined)
+			return CT.tasks.cache;
+		let tasks = null;
 		try {
-			const doc = await CT.api('/openapi.json');
-			const schemas = doc && doc.components && doc.components.schemas || {};
-			for (const k in schemas) {
-				const e = schemas[k].properties && schemas[k].properties.kind && schemas[k].properties.kind.enum;
-				if (Array.isArray(e) && schemas[k].properties.pid)
-					kinds = e;
-			}
-		} catch (e) { /* allow all */ }
-		CT.serverKinds.cache = kinds;
-		return kinds;
+			const doc = await CT.api('/tasks');
+			tasks = {};
+			for (const t of doc.tasks || [])
+				tasks[t.name] = t;
+		} catch (e) { /* shown as "no kinds" */ }
+		CT.tasks.cache = tasks;
+		return tasks;
+	};
+	CT.kindTitle = (k, t) => (CT.KIND_LOOK[k] || [])[0] || k;
+	CT.kindLine = (k, t) => (CT.KIND_LOOK[k] || [])[1] || (t && t.summary) || '';
+	/* a param's default as the form shows it ("3" seconds, 99, true) */
+	CT.paramDefault = function (t, name) {
+		const p = t && (t.params || []).find(x => x.name === name);
+		if (!p || p.default === undefined)
+			return undefined;
+		if (p.type === 'bool')
+			return p.default === 'true';
+		if (p.type === 'int' || p.type === 'number' || (p.type === 'duration' && /^[0-9.]+$/.test(p.default)))
+			return Number(p.default);
+		return p.default;
 	};
 
 	CT.sessionTitle = function (s) {
-		const k = CT.KINDS[s.kind];
-		let t = k ? k.title : s.kind;
+		let t = CT.kindTitle(s.kind);
 		const p = s.params || {};
 		if (s.kind === 'analyze' && p.analyzer)
 			t += ': ' + p.analyzer;
@@ -583,14 +533,19 @@
 			return;
 		}
 		document.title = CT.procName(p) + ' ' + pid + ' · clrtap';
-		const have = await CT.serverKinds();
+		const tasks = await CT.tasks() || {};
+		/* the table's defaults, said on the button ("Doctor 10 s") */
+		const secs = (kind) => {
+			const d = CT.paramDefault(tasks[kind], 'duration');
+			return typeof d === 'number' ? ' ' + d + ' s' : '';
+		};
 		const quick = [
-			['Profile 3 s', 'profile', { duration: 3 }],
-			['Exceptions 5 s', 'analyze', { analyzer: 'exceptions', duration: 5 }],
+			['Profile' + secs('profile'), 'profile', {}],
+			['Exceptions' + secs('analyze'), 'analyze', { analyzer: 'exceptions' }],
 			['Heap snapshot', 'gcdump', {}],
-			['Doctor 5 s', 'doctor', { duration: 5 }],
+			['Doctor' + secs('doctor'), 'doctor', {}],
 			['Stacks', 'stacks', {}],
-		].filter(([, kind]) => !have || have.indexOf(kind) >= 0).map(([label, kind, params]) => h('button.btn', { type: 'button', dataset: { quick: kind + (params.analyzer ? ':' + params.analyzer : '') },
+		].filter(([, kind]) => tasks[kind]).map(([label, kind, params]) => h('button.btn', { type: 'button', dataset: { quick: kind + (params.analyzer ? ':' + params.analyzer : '') },
 			on: { click: e => CT.startSession(kind, pid, params, e.currentTarget).catch(() => {}) } }, label));
 		quick.push(h('a.btn.primary', { href: '#/new?pid=' + pid }, 'Other analysis…'));
 		root.append(pageHead(h('span', CT.procName(p), ' ', h('span.muted', 'pid ' + pid)), null, []));
@@ -692,19 +647,24 @@
 		}
 	}
 
+	/* a form field for one param of the task table */
 	function paramField(pd) {
 		const id = 'p-' + pd.name;
+		const label = pd.name.replace(/_/g, ' ') + (pd.type === 'duration' ? ' (s)' : '');
+		const def = CT.paramDefault({ params: [pd] }, pd.name);
 		let input;
-		if (pd.type === 'select') {
-			input = h('select', { id, name: pd.name }, pd.options.map(([v, l]) => h('option', { value: v }, l)));
-		} else if (pd.type === 'checkbox') {
-			input = h('input', { id, name: pd.name, type: 'checkbox', checked: !!pd.value });
-			return h('label.check', input, ' ', pd.label);
+		if (pd.type === 'enum') {
+			input = h('select', { id, name: pd.name, title: pd.help }, (pd.choices || []).map(v => h('option', { value: v, selected: v === pd.default }, v)));
+		} else if (pd.type === 'bool') {
+			input = h('input', { id, name: pd.name, type: 'checkbox', checked: def === true, dataset: { ptype: pd.type } });
+			return h('label.check', { title: pd.help }, input, ' ', label, h('span.muted.small', ' ' + pd.help));
 		} else {
-			input = h('input', { id, name: pd.name, type: pd.type, value: pd.value !== undefined ? String(pd.value) : '',
-				min: pd.min, max: pd.max, step: pd.step, placeholder: pd.placeholder, required: pd.required });
+			const num = pd.type === 'int' || pd.type === 'number' || pd.type === 'duration';
+			input = h('input', { id, name: pd.name, type: num ? 'number' : 'text', value: def !== undefined ? String(def) : '',
+				min: num ? pd.min : undefined, max: num ? pd.max : undefined, step: pd.type === 'int' ? 1 : (num ? 'any' : undefined),
+				placeholder: pd.help, required: pd.required, title: pd.help, dataset: { ptype: pd.type } });
 		}
-		return h('label.field', h('span', pd.label), input);
+		return h('label.field', h('span', label), input);
 	}
 
 	async function pageNew(q) {
@@ -725,12 +685,14 @@
 		}
 		if (want && !procs.some(p => String(p.pid) === want))
 			procSel.appendChild(h('option', { value: want, selected: true }, want + ' (not in the list)'));
-		let kind = CT.KINDS[q.get('kind')] ? q.get('kind') : 'profile';
+		const tasks = await CT.tasks() || {};
+		const params = k => (tasks[k] && tasks[k].params || []).filter(p => !p.cli_only);
+		let kind = tasks[q.get('kind')] ? q.get('kind') : (tasks.profile ? 'profile' : Object.keys(tasks)[0]);
 		const kindsBox = h('div.kinds', { role: 'radiogroup', 'aria-label': 'kind of analysis' });
 		const paramsBox = h('div.params');
 		const drawParams = () => {
-			paramsBox.replaceChildren(...CT.KINDS[kind].params.map(paramField));
-			if (!CT.KINDS[kind].params.length)
+			paramsBox.replaceChildren(...params(kind).map(paramField));
+			if (!params(kind).length)
 				paramsBox.append(h('p.muted', 'No parameters.'));
 			const an = q.get('analyzer');
 			if (an && paramsBox.querySelector('[name=analyzer]'))
@@ -740,38 +702,33 @@
 				b.setAttribute('aria-checked', b.dataset.kind === kind ? 'true' : 'false');
 			});
 		};
-		const have = await CT.serverKinds();
-		if (have && have.indexOf(kind) < 0 && have.length)
-			kind = have.indexOf('profile') >= 0 ? 'profile' : have[0];
-		for (const k in CT.KINDS) {
-			const off = have && have.indexOf(k) < 0;
-			kindsBox.appendChild(h('button.kind', { type: 'button', role: 'radio', disabled: off, title: off ? 'not in this build of clrtap' : null,
+		for (const k in tasks) {
+			kindsBox.appendChild(h('button.kind', { type: 'button', role: 'radio',
 				dataset: { kind: k }, on: { click: () => {
 					kind = k;
 					drawParams();
-				} } }, h('strong', CT.KINDS[k].title), h('span', off ? 'Not in this build of clrtap.' : CT.KINDS[k].line)));
+				} } }, h('strong', CT.kindTitle(k)), h('span', CT.kindLine(k, tasks[k]))));
 		}
+		if (!kind)
+			root.append(CT.errorBox(new Error('the server lists no kinds (GET /api/v1/tasks)'), 'No kinds'));
 		const start = h('button.btn.primary.big', { type: 'submit', id: 'start' }, 'Start');
 		const form = h('form.card.newform', { on: { submit: async e => {
 			e.preventDefault();
-			const params = {};
-			for (const pd of CT.KINDS[kind].params) {
+			const body = {};
+			for (const pd of params(kind)) {
 				const inp = form.querySelector('[name="' + pd.name + '"]');
 				if (!inp)
 					continue;
-				if (pd.type === 'checkbox')
-					params[pd.name] = inp.checked;
-				else if (pd.type === 'number') {
-					if (inp.value !== '')
-						params[pd.name] = Number(inp.value);
-				} else if (inp.value !== '')
-					params[pd.name] = inp.value;
+				if (pd.type === 'bool')
+					body[pd.name] = inp.checked;
+				else if (inp.value !== '')
+					body[pd.name] = inp.type === 'number' ? Number(inp.value) : inp.value;
 			}
 			if (!procSel.value) {
 				CT.toast('Pick a process first.', true);
 				return;
 			}
-			CT.startSession(kind, procSel.value, params, start).catch(() => {});
+			CT.startSession(kind, procSel.value, body, start).catch(() => {});
 		} } },
 		h('label.field.wide', h('span', 'Process'), procSel),
 		h('div.fieldlabel', 'Analysis'), kindsBox,

@@ -103,7 +103,33 @@
 		], { cls: 'topself' });
 	}
 
+	/* the profile task's result (docs/tasks/profile.md): what clrtap saw, and what it could not */
+	function profileSummary(rep, out) {
+		if (!rep || rep.task !== 'profile')
+			return;
+		const num = v => v === undefined || v === null ? '–' : CT.fmtNum(v);
+		const sec = section('Summary', h('div.stats',
+			stat('engine', rep.engine || '–', { testid: 'profile-engine' }),
+			stat('samples', num(rep.samples), { testid: 'profile-samples', cls: 'big' }),
+			stat('lost samples', num(rep.lost_samples), { testid: 'profile-lost' }),
+			stat('unnamed frames', num(rep.unnamed_frames), { testid: 'profile-unnamed' }),
+			rep.threads !== undefined ? stat('threads', num(rep.threads)) : null,
+			rep.duration_s !== undefined ? stat('duration', CT.fmtDur(rep.duration_s)) : null));
+		for (const st of rep.statements || [])
+			sec.append(warnBox(String(st)));
+		if (rep.partial)
+			sec.append(warnBox('Partial: the session was stopped before its end; these are the samples up to then.'));
+		sec.append(h('h3', 'Top methods (by own samples)'), table(rep.top || [], [
+			['Method', t => h('span.mono', { title: t.name }, t.name), 'name'],
+			['Module', t => t.module ? h('span.mono.muted', t.module) : '–', 'name'],
+			['Self', t => bar((t.self_pct || 0) / 100, CT.fmtNum(t.self) + ' · ' + (t.self_pct || 0).toFixed(1) + '%'), 'barcol'],
+			['Total', t => t.total !== undefined ? CT.fmtNum(t.total) : '–', 'num'],
+		], { cls: 'profiletop', empty: 'No sample was kept.' }));
+		out.append(sec);
+	}
+
 	async function renderProfile(s, report, out) {
+		profileSummary(report, out);
 		const card = h('section.card', h('h2', 'Flame graph'));
 		out.append(card);
 		let got;
@@ -540,53 +566,43 @@
 		}
 	}
 
-	/* ---------- probe stream ---------- */
+	/* ---------- probe: the task's result (docs/tasks/probe.md) ---------- */
 
-	function probeLine(d) {
-		if (typeof d === 'string')
-			return d;
-		if (d.line)
-			return d.line;
-		const parts = [];
-		if (d.method)
-			parts.push(d.method);
-		if (d.args)
-			parts.push('(' + (Array.isArray(d.args) ? d.args.map(a => typeof a === 'object' ? (a.name ? a.name + '=' : '') + JSON.stringify(a.value) : JSON.stringify(a)).join(', ') : JSON.stringify(d.args)) + ')');
-		if (d.ret !== undefined)
-			parts.push('= ' + JSON.stringify(d.ret));
-		if (d.latency_ns !== undefined)
-			parts.push(`[${CT.fmtDur(d.latency_ns / 1e9)}]`);
-		return parts.length ? parts.join(' ') : JSON.stringify(d);
+	function probeValue(v) {
+		if (v === null || v === undefined)
+			return '–';
+		return (v.type ? v.type + ' ' : '') + String(v.value);
 	}
 
-	function renderProbeStream(s, out, live) {
-		const list = h('ol.stream.mono');
-		const count = h('span.muted.small', '0 calls');
-		const sec = h('section.card', h('div.cardhead', h('h2', 'Calls'), count), list);
+	function renderProbe(rep, out) {
+		const methods = rep.methods || [];
+		const calls = rep.calls || [];
+		const sec = section('Calls', h('div.stats',
+			stat('calls', CT.fmtNum(rep.calls_total !== undefined ? rep.calls_total : methods.reduce((a, m) => a + (m.calls || 0), 0)), { testid: 'probe-calls', cls: 'big' }),
+			rep.mechanism ? stat('mechanism', rep.mechanism) : null,
+			rep.budget_pct !== undefined ? stat('budget', rep.budget_pct + '% of a core') : null));
+		if (rep.over_budget)
+			sec.append(warnBox('The probe went over its budget and was stopped or handed over.'));
+		for (const st of rep.statements || [])
+			sec.append(warnBox(String(st)));
+		if (methods.length)
+			sec.append(h('h3', 'Methods'), table(methods, [
+				['Method', m => h('span.mono', m.name || m.method), 'name'],
+				['Tier', m => m.tier || '–'],
+				['Calls', m => CT.fmtNum(m.calls), 'num'],
+			]));
+		if (calls.length || rep.calls) {
+			sec.append(h('h3', 'Each call' + (rep.calls_shown !== undefined && rep.calls_total > rep.calls_shown ? ` (the first ${CT.fmtNum(rep.calls_shown)} of ${CT.fmtNum(rep.calls_total)})` : '')),
+				table(calls, [
+					['t (s)', c => c.t_s !== undefined ? (+c.t_s).toFixed(3) : '–', 'num'],
+					['Method', c => h('span.mono', c.method), 'name'],
+					['Tier', c => c.tier || '–'],
+					['Arguments', c => h('span.mono', (c.args || []).map(a => (a.name ? a.name + ' = ' : '') + probeValue(a)).join(', ')), 'name'],
+					['Return', c => h('span.mono', probeValue(c.ret))],
+					['Latency', c => c.latency_ns !== null && c.latency_ns !== undefined ? CT.fmtDur(c.latency_ns / 1e9) : '–', 'num'],
+				], { cls: 'probecalls', empty: 'No call was seen.' }));
+		}
 		out.append(sec);
-		let n = 0;
-		const add = d => {
-			n++;
-			count.textContent = `${CT.fmtNum(n)} call${n === 1 ? '' : 's'}` + (n > 2000 ? ' (the last 2000 shown)' : '');
-			const t = typeof d === 'object' && d && d.t !== undefined ? h('span.muted', (+d.t).toFixed(3) + ' ') : null;
-			list.append(h('li', t, probeLine(d)));
-			while (list.childElementCount > 2000)
-				list.firstChild.remove();
-			if (live && list.parentNode)
-				list.scrollTop = list.scrollHeight;
-		};
-		const stop = CT.sse('/sessions/' + encodeURIComponent(s.id) + '/events', (type, d) => {
-			if (type === 'end') {
-				list.append(h('li.end', '— end of the calls' + (d && d.status ? ` (session ${d.status})` : '') + ' —'));
-				return;
-			}
-			add(d);
-		}, (st, msg) => {
-			if (st === 'error')
-				count.textContent = 'no call stream: ' + msg;
-		});
-		CT.onLeave(stop);
-		return stop;
 	}
 
 	/* ---------- the session page ---------- */
@@ -609,7 +625,6 @@
 		CT.onLeave(() => {
 			left = true;
 		});
-		let streaming = false;
 		let rendered = false;
 		let lastSig = null;
 		const drawHead = () => {
@@ -665,16 +680,12 @@
 			].filter(Boolean));
 		};
 		drawHead();
-		const waitNote = s.kind !== 'probe' && (s.status === 'running' || s.status === 'queued')
+		const waitNote = (s.status === 'running' || s.status === 'queued')
 			? h('p.muted.waitnote', 'The report appears here when the session is done.') : null;
 		if (waitNote)
 			body.append(waitNote);
 		const poll = async () => {
 			while (!left && (s.status === 'running' || s.status === 'queued')) {
-				if (s.kind === 'probe' && !streaming) {
-					streaming = true;
-					renderProbeStream(s, body, true);
-				}
 				await new Promise(r => setTimeout(r, 500));
 				if (left)
 					return;
@@ -689,7 +700,7 @@
 				rendered = true;
 				if (waitNote)
 					waitNote.remove();
-				await renderReport(s, body, streaming);
+				await renderReport(s, body);
 			}
 		};
 		poll();
@@ -714,7 +725,7 @@
 		}
 	}
 
-	async function renderReport(s, out, streamed) {
+	async function renderReport(s, out) {
 		let report = null;
 		if (s.report || s.status === 'done') {
 			try {
@@ -764,10 +775,8 @@
 					renderCounters(report, out);
 				break;
 			case 'probe':
-				if (!streamed)
-					renderProbeStream(s, out, false);
 				if (report)
-					renderGeneric(report, out, 'Summary');
+					renderProbe(report, out);
 				break;
 			default:
 				if (report)

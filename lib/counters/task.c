@@ -15,7 +15,7 @@
 const struct task_param counters_task_params[] = {
 	{ "duration", TASK_P_DURATION, "5", 1, 3600, NULL, "how long to read counters", 0 },
 	{ "interval", TASK_P_INT, "1", 1, 3600, NULL, "publishing interval in seconds", 0 },
-	{ "counters", TASK_P_STRING, "System.Runtime", 0, 512, NULL,
+	{ "counters", TASK_P_STRING, "System.Runtime", 0, 512, "-,[]._",
 	  "EventSources, e.g. System.Runtime[cpu-usage,alloc-rate]", 0 },
 };
 const size_t counters_task_nparams = ARRAY_SIZE(counters_task_params);

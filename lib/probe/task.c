@@ -20,16 +20,15 @@
 #include "probe/run.h"
 
 const struct task_param probe_task_params[] = {
-	{ "method", TASK_P_STRING, NULL, 0, 512, NULL,
-	  "the method: 'Ns.Type::Method', optionally with '(signature)'", TASK_PF_REQUIRED },
-	{ "duration", TASK_P_DURATION, "10", 0, 86400, NULL,
-	  "how long to probe, in seconds (0: until stopped)", 0 },
+	{ "method", TASK_P_STRING, NULL, 0, 512, ".:_`<>,()[]*",
+	  "Namespace.Type::Method, optionally with (signature)", TASK_PF_REQUIRED },
+	{ "duration", TASK_P_DURATION, "5", 0.1, 3600, NULL, "how long to probe", 0 },
 	{ "args", TASK_P_BOOL, "true", 0, 0, NULL, "decode the arguments of each call", 0 },
-	{ "ret", TASK_P_BOOL, "false", 0, 0, NULL, "decode the return value", 0 },
-	{ "latency", TASK_P_BOOL, "false", 0, 0, NULL, "the time from entry to return", 0 },
+	{ "ret", TASK_P_BOOL, "true", 0, 0, NULL, "the return value", 0 },
+	{ "latency", TASK_P_BOOL, "true", 0, 0, NULL, "each call's latency", 0 },
 	{ "stack", TASK_P_BOOL, "false", 0, 0, NULL, "the caller stack of each call", 0 },
 	{ "count", TASK_P_BOOL, "false", 0, 0, NULL, "only count calls (no records)", 0 },
-	{ "budget", TASK_P_NUM, "5", 0.001, 1000, NULL,
+	{ "budget", TASK_P_NUM, "5", 0.01, 1000, NULL,
 	  "the share of one core (percent) the probe may take from the target", 0 },
 	{ "no_rejit", TASK_P_BOOL, "false", 0, 0, NULL,
 	  "over the budget, stop instead of handing over to the ReJIT profiler", 0 },

@@ -22,8 +22,7 @@
 #define TOP_MAX PROFILE_TOP_MAX
 
 const struct task_param profile_task_params[] = {
-	{ "duration", TASK_P_DURATION, "10", 0, 86400, NULL,
-	  "how long to sample, in seconds (0: until stopped)", 0 },
+	{ "duration", TASK_P_DURATION, "3", 0.1, 3600, NULL, "how long to sample", 0 },
 	{ "frequency", TASK_P_INT, "99", 1, 10000, NULL,
 	  "samples per second per thread (perf engine only)", 0 },
 	{ "engine", TASK_P_ENUM, "auto", 0, 0, "auto perf eventpipe",
@@ -193,13 +192,12 @@ static int perf_error(struct run *w, pid_t pid, int err, bool off_cpu)
 
 /* ---- writing ---- */
 
-static int write_flame_at(struct run *w, int dirfd, const char *path, const struct flame *f,
-			  enum flame_format fmt, const struct flame_opts *fo)
+static int write_flame(struct run *w, const char *path, const struct flame *f,
+		       enum flame_format fmt, const struct flame_opts *fo)
 {
 	int fd, rc;
 
-	fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-		    (dirfd == AT_FDCWD ? 0 : O_NOFOLLOW), 0644);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return fail(w, -errno, EXIT_ERROR, "cannot create %s: %s", path, strerror(errno));
 	rc = flame_write(f, fmt, fd, fo);
@@ -248,10 +246,10 @@ static int write_bundle(struct run *w, struct profile_session *s, const struct f
 	if (mkdir(dir, 0755) < 0)
 		return fail(w, -errno, EXIT_ERROR, "cannot create %s: %s", dir, strerror(errno));
 	snprintf(path, sizeof(path), "%s/profile.folded", dir);
-	if ((rc = write_flame_at(w, AT_FDCWD, path, f, FLAME_FOLDED, fo)))
+	if ((rc = write_flame(w, path, f, FLAME_FOLDED, fo)))
 		return rc;
 	snprintf(path, sizeof(path), "%s/profile.html", dir);
-	if ((rc = write_flame_at(w, AT_FDCWD, path, f, FLAME_HTML, fo)))
+	if ((rc = write_flame(w, path, f, FLAME_HTML, fo)))
 		return rc;
 	snprintf(path, sizeof(path), "%s/samples.txt", dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -278,23 +276,23 @@ static int write_outputs(struct run *w, struct profile_session *s, const struct 
 	int rc;
 
 	if (w->o->out) {
-		rc = write_flame_at(w, AT_FDCWD, w->o->out,
+		rc = write_flame(w, w->o->out,
 				    f, (enum flame_format)flame_format_from_path(w->o->out), fo);
 		if (rc)
 			return rc;
 		snprintf(w->r->out_path, sizeof(w->r->out_path), "%s", w->o->out);
 	} else if (w->ctx && w->ctx->outdir_fd >= 0) {
-		rc = write_flame_at(w, w->ctx->outdir_fd, "profile.folded", f, FLAME_FOLDED, fo);
+		int fd = task_artifact_open(w->ctx, res, "profile.folded", "text/plain");
+
+		if (fd < 0)
+			return fail(w, -errno, EXIT_ERROR, "cannot create profile.folded: %s",
+				    strerror(errno));
+		rc = flame_write(f, FLAME_FOLDED, fd, fo);
+		if (close(fd) < 0 && !rc)
+			rc = -errno;
 		if (rc)
-			return rc;
+			return fail(w, rc, EXIT_ERROR, "cannot write profile.folded: %s", strerror(-rc));
 		snprintf(w->r->out_path, sizeof(w->r->out_path), "profile.folded");
-		if (res->nartifacts < TASK_MAX_ARTIFACTS) {
-			snprintf(res->artifacts[res->nartifacts].name, sizeof(res->artifacts[0].name),
-				 "profile.folded");
-			snprintf(res->artifacts[res->nartifacts].mime, sizeof(res->artifacts[0].mime),
-				 "text/plain");
-			res->nartifacts++;
-		}
 	}
 	if (w->o->bundle && !w->r->sum.partial)
 		return write_bundle(w, s, f, fo);

@@ -31,6 +31,8 @@ struct serve_server {
 	int listen_fd;
 	unsigned port;
 	volatile bool stopping;
+	struct strbuf openapi; /* the template with the task table filled in (openapi.c) */
+	struct strbuf tasks;   /* GET /api/v1/tasks */
 };
 
 struct conn {
@@ -324,10 +326,10 @@ static enum MHD_Result h_file(struct MHD_Connection *c, int dirfd, const char *n
 	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 
 	if (fd < 0)
-		return send_error(c, 404, 1, "the artifact '%s' is gone from the disk", name);
+		return send_error(c, 404, EXIT_ERROR, "the artifact '%s' is gone from the disk", name);
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return send_error(c, 404, 1, "the artifact '%s' is not a regular file", name);
+		return send_error(c, 404, EXIT_ERROR, "the artifact '%s' is not a regular file", name);
 	}
 	r = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
 	if (!r) {
@@ -356,12 +358,12 @@ static enum MHD_Result h_session_file(struct serve_server *s, struct MHD_Connect
 		err = srv_db_report(s->db, id, rname, sizeof(rname), dir, sizeof(dir), status,
 				    sizeof(status));
 		if (err == -ESRCH)
-			return send_error(c, 404, 2, "no session %s", id);
+			return send_error(c, 404, EXIT_USAGE, "no session %s", id);
 		if (err) {
 			if (!strcmp(status, "queued") || !strcmp(status, "running"))
-				return send_error(c, 409, 2, "session %s is still %s: no report yet",
+				return send_error(c, 409, EXIT_USAGE, "session %s is still %s: no report yet",
 						  id, status);
-			return send_error(c, 404, 2, "session %s has no report (status %s)", id,
+			return send_error(c, 404, EXIT_USAGE, "session %s has no report (status %s)", id,
 					  status);
 		}
 		name = rname;
@@ -369,15 +371,15 @@ static enum MHD_Result h_session_file(struct serve_server *s, struct MHD_Connect
 		err = srv_db_artifact_dir(s->db, id, name, dir, sizeof(dir));
 		if (err) {
 			if (srv_db_status(s->db, id, status, sizeof(status)))
-				return send_error(c, 404, 2, "no session %s", id);
-			return send_error(c, 404, 2, "session %s has no artifact '%s'", id, name);
+				return send_error(c, 404, EXIT_USAGE, "no session %s", id);
+			return send_error(c, 404, EXIT_USAGE, "session %s has no artifact '%s'", id, name);
 		}
 	}
 	/* The name is one the server recorded; the directory is root/<id>. */
 	dfd = srv_runner_dirfd(s->runner);
 	sfd = openat(dfd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (sfd < 0)
-		return send_error(c, 404, 1, "session %s's files are gone from the disk", id);
+		return send_error(c, 404, EXIT_ERROR, "session %s's files are gone from the disk", id);
 	ret = h_file(c, sfd, name, report ? "application/json" : serve_content_type(name), !report);
 	close(sfd);
 	return ret;
@@ -395,13 +397,13 @@ static enum MHD_Result h_session_post(struct serve_server *s, struct MHD_Connect
 	enum MHD_Result ret;
 
 	if (serve_session_req_parse(cn->body.buf, cn->body.len, &req, &why))
-		return send_error(c, 400, 2, "bad session request: %s", why);
+		return send_error(c, 400, EXIT_USAGE, "bad session request: %s", why);
 	err = srv_runner_start(s->runner, &req, id, &code, msg, sizeof(msg));
 	if (err) {
 		if (err == -EBUSY)
 			return send_error(c, 409, code, "%s", msg);
 		if (err == -EINVAL)
-			return send_error(c, 400, 2, "%s", msg);
+			return send_error(c, 400, EXIT_USAGE, "%s", msg);
 		return send_error(c, status_for(code), code, "%s", msg);
 	}
 	ct_json_init(&j, &sb);
@@ -508,19 +510,19 @@ static bool refused(struct serve_server *s, struct MHD_Connection *c, const char
 
 		local_addr(c, local, sizeof(local), &rules.loopback);
 		if (!serve_host_ok(host, &rules))
-			return refuse(cn, 403, 5, "the Host header '%.100s' is not this server's "
+			return refuse(cn, 403, EXIT_PERMISSION, "the Host header '%.100s' is not this server's "
 				      "address: refused (a DNS-rebinding page sends its own name; "
 				      "--allow-host NAME allows a name)", host ? host : "");
 	}
 	if (!serve_origin_ok(origin, host))
-		return refuse(cn, 403, 5, "a request of another origin (Origin: %.100s) is refused",
+		return refuse(cn, 403, EXIT_PERMISSION, "a request of another origin (Origin: %.100s) is refused",
 			      origin);
 	if (!ui && site && strcmp(site, "same-origin") && strcmp(site, "none"))
-		return refuse(cn, 403, 5, "a %.20s request from a page of another origin is refused",
+		return refuse(cn, 403, EXIT_PERMISSION, "a %.20s request from a page of another origin is refused",
 			      site);
 	if (!strcmp(method, "POST") &&
 	    !serve_ctype_is_json(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type")))
-		return refuse(cn, 415, 2, "a POST needs 'Content-Type: application/json'");
+		return refuse(cn, 415, EXIT_USAGE, "a POST needs 'Content-Type: application/json'");
 	return false;
 }
 
@@ -548,7 +550,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			return send_error(c, cn->refused, cn->refused_code, "%s", cn->refused_msg);
 		if (cl && strtoull(cl, NULL, 10) > SERVE_MAX_BODY) {
 			cn->too_big = true;
-			return send_error(c, 413, 2, "the request body is over %d bytes",
+			return send_error(c, 413, EXIT_USAGE, "the request body is over %d bytes",
 					  SERVE_MAX_BODY);
 		}
 		return MHD_YES;
@@ -563,27 +565,27 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (cn->refused)
 		return send_error(c, cn->refused, cn->refused_code, "%s", cn->refused_msg);
 	if (cn->too_big)
-		return send_error(c, 413, 2, "the request body is over %d bytes", SERVE_MAX_BODY);
+		return send_error(c, 413, EXIT_USAGE, "the request body is over %d bytes", SERVE_MAX_BODY);
 	/* The UI's own files are the same public bytes in every build (no data
 	 * of any target), and a <script src> cannot send the bearer header:
 	 * they are served without the token; every /api/v1 call needs it. */
 	if (!(!strcmp(method, "GET") &&
 	      (!strcmp(url, "/") || !strcmp(url, "/ui") || !strncmp(url, "/ui/", 4))) &&
 	    !authorized(s, c, method))
-		return send_error(c, 401, 5, "a bearer token is needed (Authorization: Bearer TOKEN)");
+		return send_error(c, 401, EXIT_PERMISSION, "a bearer token is needed (Authorization: Bearer TOKEN)");
 	err = serve_route_match(url, &rt);
 	if (err == -EINVAL)
-		return send_error(c, 400, 2, "bad pid in '%s': a positive decimal number is expected",
+		return send_error(c, 400, EXIT_USAGE, "bad pid in '%s': a positive decimal number is expected",
 				  url);
 	if (err)
-		return send_error(c, 404, 2, "no such resource");
+		return send_error(c, 404, EXIT_USAGE, "no such resource");
 	if (!serve_route_allows(rt.id, method))
-		return send_error(c, 405, 2, "method %s is not allowed here", method);
+		return send_error(c, 405, EXIT_USAGE, "method %s is not allowed here", method);
 	ct_json_init(&j, &sb);
 	switch (rt.id) {
 	case SERVE_R_PROCESSES:
 		err = srv_procs_list_json(s->procs, &j);
-		ret = err ? send_error(c, 500, 1, "cannot scan /proc: %s", strerror(-err))
+		ret = err ? send_error(c, 500, EXIT_ERROR, "cannot scan /proc: %s", strerror(-err))
 			  : send_json(c, 200, &j);
 		break;
 	case SERVE_R_PROCESS: {
@@ -627,7 +629,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			snprintf(e->id, sizeof(e->id), "%s", rt.session);
 			if (srv_db_status(s->db, rt.session, st, sizeof(st))) {
 				free(e);
-				ret = send_error(c, 404, 2, "no session %s", rt.session);
+				ret = send_error(c, 404, EXIT_USAGE, "no session %s", rt.session);
 				break;
 			}
 		}
@@ -647,17 +649,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			char st[32];
 
 			if (srv_db_status(s->db, rt.session, st, sizeof(st))) {
-				ret = send_error(c, 404, 2, "no session %s", rt.session);
+				ret = send_error(c, 404, EXIT_USAGE, "no session %s", rt.session);
 				break;
 			}
 			if (srv_runner_cancel(s->runner, rt.session)) {
-				ret = send_error(c, 409, 2, "session %s is not running (status %s)",
+				ret = send_error(c, 409, EXIT_USAGE, "session %s is not running (status %s)",
 						 rt.session, st);
 				break;
 			}
 		}
 		if (srv_db_session_json(s->db, rt.session, &j))
-			ret = send_error(c, 404, 2, "no session %s", rt.session);
+			ret = send_error(c, 404, EXIT_USAGE, "no session %s", rt.session);
 		else
 			ret = send_json(c, 200, &j);
 		break;
@@ -668,11 +670,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		ret = h_session_file(s, c, rt.session, NULL, true);
 		break;
 	case SERVE_R_OPENAPI:
-		ret = send_buf(c, 200, "application/json", s->cfg.openapi, s->cfg.openapi_len);
+		ret = send_buf(c, 200, "application/json", s->openapi.buf, s->openapi.len);
+		break;
+	case SERVE_R_TASKS:
+		ret = send_buf(c, 200, "application/json", s->tasks.buf, s->tasks.len);
 		break;
 	case SERVE_R_METRICS:
 		err = srv_metrics_prometheus(s->metrics, s->cfg.only_pids, s->cfg.n_only_pids, &sb);
-		ret = err ? send_error(c, 500, 1, "cannot read metrics: %s", strerror(-err))
+		ret = err ? send_error(c, 500, EXIT_ERROR, "cannot read metrics: %s", strerror(-err))
 			  : send_buf(c, 200, "text/plain; version=0.0.4; charset=utf-8", sb.buf,
 				     sb.len);
 		break;
@@ -680,13 +685,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		const struct serve_asset *a;
 
 		if (!asset_find(s, rt.name, &a))
-			ret = send_error(c, 404, 2, "no such resource");
+			ret = send_error(c, 404, EXIT_USAGE, "no such resource");
 		else
 			ret = send_buf(c, 200, a->content_type, a->data, a->len);
 		break;
 	}
 	default:
-		ret = send_error(c, 404, 2, "no such resource");
+		ret = send_error(c, 404, EXIT_USAGE, "no such resource");
 	}
 	strbuf_release(&sb);
 	return ret;
@@ -803,6 +808,13 @@ int serve_server_start(const struct serve_config *cfg, struct serve_server **out
 	}
 	s->cfg = *cfg;
 	s->listen_fd = -1;
+	strbuf_init(&s->openapi, 1 << 22);
+	strbuf_init(&s->tasks, 1 << 22);
+	if (serve_openapi_build(cfg->openapi, cfg->openapi_len, &s->openapi) || serve_tasks_json(&s->tasks)) {
+		WHY("cannot build the OpenAPI document from the task table");
+		err = -EINVAL;
+		goto fail;
+	}
 	if (!s->cfg.max_sessions)
 		s->cfg.max_sessions = 200;
 	if (!s->cfg.max_age_days)
@@ -907,5 +919,7 @@ void serve_server_stop(struct serve_server *s)
 		srv_db_close(s->db);
 	if (s->cfg.unix_path && s->listen_fd >= 0)
 		unlink(s->cfg.unix_path);
+	strbuf_release(&s->openapi);
+	strbuf_release(&s->tasks);
 	free(s);
 }

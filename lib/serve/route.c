@@ -154,6 +154,10 @@ int serve_route_match(const char *path, struct serve_route *r)
 		r->id = SERVE_R_OPENAPI;
 		return 0;
 	}
+	if (n == 3 && seg_is(seg[2], len[2], "tasks")) {
+		r->id = SERVE_R_TASKS;
+		return 0;
+	}
 	if (n == 3 && seg_is(seg[2], len[2], "processes")) {
 		r->id = SERVE_R_PROCESSES;
 		return 0;

@@ -9,7 +9,11 @@
  *              carries (pure functions: unit-tested and fuzzed);
  *   body.c     the small JSON reader of POST /api/v1/sessions bodies (fuzzed);
  *   db.c       session history (SQLite);
- *   session.c  running a session: argv per kind, a worker thread per session;
+ *   args.c     a session request as a task's arguments (the kinds are the
+ *              tasks of lib/task's table, GET /api/v1/tasks);
+ *   run.c      running a session: a worker thread per session runs its task,
+ *              in the thread (task_run) or, for TASK_F_ISOLATE tasks, in a
+ *              child clrtap (task_spawn); the report is the task's result;
  *   procs.c    .NET process list, process info, top rows;
  *   metrics.c  a bounded cache of System.Runtime counters per process
  *              (lib/counters), Prometheus text;
@@ -46,6 +50,7 @@ enum serve_route_id {
 	SERVE_R_REPORT,           /* GET /api/v1/sessions/{id}/report */
 	SERVE_R_EVENTS,           /* GET /api/v1/sessions/{id}/events */
 	SERVE_R_OPENAPI,          /* GET /api/v1/openapi.json */
+	SERVE_R_TASKS,            /* GET /api/v1/tasks: the task table (the kinds and their params) */
 	SERVE_R_METRICS,          /* GET /metrics */
 	SERVE_R_ASSET,            /* GET / and /ui/... : the embedded UI */
 };
@@ -138,58 +143,26 @@ int serve_session_req_parse(const char *buf, size_t len, struct serve_session_re
 const char *serve_param_get(const struct serve_session_req *req, const char *key);
 
 /* ------------------------------------------------------------------------ */
-/* Session kinds and their command lines (session.c)                         */
+/* Session kinds: the task table (args.c)                                    */
 
-#define SERVE_MAX_ARGV 32
-#define SERVE_MAX_STEPS 2
-
-struct serve_step {
-	char *argv[SERVE_MAX_ARGV]; /* argv[0] is the clrtap binary */
-	size_t argc;
-	char stdout_name[SERVE_MAX_NAME + 1]; /* "" : stdout kept as "stdout.txt" */
-};
-
-/* Kinds run inside the server's worker thread through their library (no child). */
-enum serve_inproc {
-	SERVE_INPROC_NONE = 0,
-	SERVE_INPROC_STACKS,   /* lib/stacks stacks_capture_run, as `clrtap stacks --json` */
-	SERVE_INPROC_COUNTERS, /* lib/counters live_session_run, as `counters collect --format json` */
-	SERVE_INPROC_TRACE,    /* ipc_session_run into trace.nettrace, then tracestats_load_fd +
-				* tracestats_format_json: `trace collect` + `trace report --json` */
-	SERVE_INPROC_ANALYZE,  /* lib/analyze analyze_report_live + _json/_md/_html, as `clrtap analyze` */
-	SERVE_INPROC_DOCTOR,   /* lib/analyze analyze_doctor_run + analyze_doctor_json, as `clrtap doctor` */
-};
-
-struct serve_plan {
-	enum serve_inproc inproc;   /* then nsteps is 0 */
-	struct serve_step steps[SERVE_MAX_STEPS];
-	size_t nsteps;
-	double duration_s;          /* 0 when the kind has none */
-	char report[SERVE_MAX_NAME + 1];   /* artifact that is the JSON report, or "" */
-	char folded[SERVE_MAX_NAME + 1];   /* profile: folded stacks to turn into the report */
-	bool stream_events;         /* probe: stdout lines are events */
-	char counters[SERVE_MAX_PARAM_LEN + 1]; /* counters: the spec ("System.Runtime") */
-	unsigned interval;          /* counters: seconds */
-	char trace_profile[65];     /* trace: a named profile, or "" */
-	char analyzer[33];          /* analyze: a name of lib/analyze's table */
-	char providers[SERVE_MAX_PARAM_LEN + 1]; /* trace: provider specs, or "" */
-	struct strbuf arena;        /* owns argv strings */
-};
-
+struct task_args;
 /*
- * Builds the command lines of a session: exe is the clrtap binary, dir the
- * session's directory (artifacts are made there, under fixed names).
- * Every param is checked against the kind's list (type, range, characters).
- * Returns 0, or -EINVAL with a message in why (why_len bytes).
+ * The arguments of the task a request names (kind = a task of lib/task's
+ * table): every param checked by the task's parameter list; CLI-only params
+ * refused. Returns 0, or -EINVAL with a message in why. Release a with
+ * task_args_release either way.
  */
-int serve_plan_build(struct serve_plan *p, const char *exe, const char *dir,
-		     const struct serve_session_req *req, char *why, size_t why_len);
-void serve_plan_release(struct serve_plan *p);
-/* The kinds that can be started, comma-separated, for messages. */
+int serve_session_args(const struct serve_session_req *req, struct task_args *a, char *why, size_t why_len);
+/* The kinds that can be started (the table's names), comma-separated, for messages. */
 const char *serve_kinds(void);
-
-/* Turns folded stacks ("a;b;c 12\n") into {"stacks":[{"frames":[...],"count":N}],"total":N}. */
-int serve_folded_to_json(const char *folded, size_t len, struct strbuf *out);
+/* GET /api/v1/tasks: task_table_json's object (openapi.c). */
+int serve_tasks_json(struct strbuf *out);
+/*
+ * The served OpenAPI document: the template (lib/serve/openapi.json) with
+ * its markers "@TASK_NAMES@" and "@TASK_TABLE@" replaced from the task
+ * table. -EINVAL when a marker is missing.
+ */
+int serve_openapi_build(const char *tmpl, size_t len, struct strbuf *out);
 
 /* ------------------------------------------------------------------------ */
 /* The server (http.c)                                                       */

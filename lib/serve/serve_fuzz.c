@@ -10,6 +10,7 @@
 #include "common/compat.h"
 
 #include "serve/serve.h"
+#include "task/task.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -20,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	pick = data[0] % 4;
+	pick = data[0] % 3;
 	data++;
 	size--;
 	s = malloc(size + 1);
@@ -37,21 +38,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)serve_asset_path_valid(s);
 	} else if (pick == 1) {
 		struct serve_session_req req;
-		struct serve_plan p;
+		struct task_args a;
 		const char *why;
 		char buf[256];
 
 		if (serve_session_req_parse((const char *)data, size, &req, &why) == 0) {
-			(void)serve_plan_build(&p, "/x/clrtap", "/d", &req, buf, sizeof(buf));
-			serve_plan_release(&p);
+			(void)serve_session_args(&req, &a, buf, sizeof(buf));
+			task_args_release(&a);
 		} else if (!why) {
 			__builtin_trap();
 		}
-	} else if (pick == 2) {
-		struct strbuf sb = STRBUF_INIT;
-
-		(void)serve_folded_to_json((const char *)data, size, &sb);
-		strbuf_release(&sb);
 	} else {
 		char host[64];
 		unsigned port;

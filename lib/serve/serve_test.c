@@ -11,6 +11,7 @@
 
 #include "serve/internal.h"
 #include "serve/serve.h"
+#include "task/task.h"
 
 static void test_routes(void **state)
 {
@@ -212,115 +213,66 @@ static void test_body(void **state)
 	assert_non_null(why);
 }
 
-static const char *arg_after(const struct serve_step *st, const char *opt)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < st->argc; i++) {
-		if (!strcmp(st->argv[i], opt))
-			return st->argv[i + 1];
-	}
-	return NULL;
-}
-
-static int plan(const char *body, struct serve_plan *p, char *why, size_t wl)
+static int args(const char *body, struct task_args *a, char *why, size_t wl)
 {
 	struct serve_session_req req;
 	const char *w;
 
 	assert_int_equal(serve_session_req_parse(body, strlen(body), &req, &w), 0);
-	return serve_plan_build(p, "/x/clrtap", "/d/s-1", &req, why, wl);
+	return serve_session_args(&req, a, why, wl);
 }
 
-static void test_plan(void **state)
+/* A session request becomes the arguments of its task (lib/task's table). */
+static void test_args(void **state)
 {
-	struct serve_plan p;
+	struct task_args a;
 	char why[256];
 
 	(void)state;
-	assert_int_equal(plan("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":2.5}}", &p, why,
+	assert_int_equal(args("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":2.5}}", &a, why,
 			      sizeof(why)), 0);
-	assert_int_equal(p.nsteps, 1);
-	assert_string_equal(p.steps[0].argv[0], "/x/clrtap");
-	assert_string_equal(p.steps[0].argv[1], "profile");
-	assert_string_equal(arg_after(&p.steps[0], "-p"), "7");
-	assert_string_equal(arg_after(&p.steps[0], "-d"), "2.500");
-	assert_string_equal(arg_after(&p.steps[0], "-o"), "/d/s-1/profile.folded");
-	assert_null(p.steps[0].argv[p.steps[0].argc]);
-	assert_string_equal(p.report, "report.json");
-	serve_plan_release(&p);
+	assert_string_equal(a.task->name, "profile");
+	assert_int_equal(a.pid, 7);
+	assert_true(task_arg(&a, "duration")->d == 2.5);
+	assert_true(task_arg(&a, "duration")->set);
+	task_args_release(&a);
 
-	assert_int_equal(plan("{\"kind\":\"analyze\",\"pid\":7,\"params\":{\"analyzer\":\"exceptions\"}}",
-			      &p, why, sizeof(why)), 0);
-	assert_int_equal(p.inproc, SERVE_INPROC_ANALYZE);
-	assert_int_equal(p.nsteps, 0);
-	assert_string_equal(p.analyzer, "exceptions");
-	assert_string_equal(p.report, "report.json");
-	assert_true(p.duration_s == 5);
-	serve_plan_release(&p);
+	assert_int_equal(args("{\"kind\":\"analyze\",\"pid\":7,\"params\":{\"analyzer\":\"exceptions\"}}",
+			      &a, why, sizeof(why)), 0);
+	assert_string_equal(task_arg(&a, "analyzer")->s, "exceptions");
+	assert_true(task_arg(&a, "duration")->d == 5); /* the table's default */
+	assert_false(task_arg(&a, "duration")->set);
+	task_args_release(&a);
 
-	assert_int_equal(plan("{\"kind\":\"analyze\",\"pid\":7,\"params\":{\"analyzer\":\"hotpaths\",\"duration\":2}}",
-			      &p, why, sizeof(why)), 0);
-	assert_int_equal(p.inproc, SERVE_INPROC_ANALYZE);
-	assert_string_equal(p.analyzer, "hotpaths");
-	assert_true(p.duration_s == 2);
-	serve_plan_release(&p);
+	assert_int_equal(args("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C\","
+			      "\"budget\":\"0.5\",\"no_rejit\":true}}", &a, why, sizeof(why)), 0);
+	assert_string_equal(task_arg(&a, "method")->s, "A.B::C");
+	assert_true(task_arg(&a, "budget")->d == 0.5);
+	assert_true(task_arg(&a, "no_rejit")->b);
+	task_args_release(&a);
 
-	assert_int_equal(plan("{\"kind\":\"doctor\",\"pid\":7,\"params\":{\"duration\":3}}",
-			      &p, why, sizeof(why)), 0);
-	assert_int_equal(p.inproc, SERVE_INPROC_DOCTOR);
-	assert_int_equal(p.nsteps, 0);
-	assert_string_equal(p.report, "report.json");
-	serve_plan_release(&p);
-
-	assert_int_equal(plan("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C\",\"ret\":true}}",
-			      &p, why, sizeof(why)), 0);
-	assert_string_equal(p.steps[0].argv[p.steps[0].argc - 1], "A.B::C");
-	assert_string_equal(p.steps[0].argv[p.steps[0].argc - 2], "--");
-	assert_true(p.stream_events);
-	serve_plan_release(&p);
-	/* the probe's cost budget and the refusal of the ReJIT hand-over */
-	assert_int_equal(plan("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C\","
-			      "\"budget\":\"0.5%\",\"no_rejit\":true}}", &p, why, sizeof(why)), 0);
-	assert_string_equal(p.steps[0].argv[p.steps[0].argc - 3], "--no-rejit");
-	assert_string_equal(p.steps[0].argv[p.steps[0].argc - 4], "0.5%");
-	assert_string_equal(p.steps[0].argv[p.steps[0].argc - 5], "--budget");
-	serve_plan_release(&p);
-
-#define BADP(b) do { assert_int_equal(plan(b, &p, why, sizeof(why)), -EINVAL); serve_plan_release(&p); } while (0)
-	BADP("{\"kind\":\"nope\",\"pid\":7}");
-	BADP("{\"kind\":\"doctor\",\"pid\":7,\"params\":{\"analyzer\":\"memory\"}}");
-	BADP("{\"kind\":\"analyze\",\"pid\":7}");
-	BADP("{\"kind\":\"analyze\",\"pid\":7,\"params\":{\"analyzer\":\"gc\"}}");
-	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":0}}");
-	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":3601}}");
-	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":\"1.2345\"}}");
-	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":\"1e3\"}}");
-	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":\"../x\"}}");
-	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"output\":\"/etc/passwd\"}}");
-	BADP("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"engine\":\"--bundle=/\"}}");
-	BADP("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"--list\"}}");
-	BADP("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C/../x\"}}");
-	BADP("{\"kind\":\"probe\",\"pid\":7}");
-	BADP("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C\",\"budget\":\"--json\"}}");
-	BADP("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C\",\"budget\":\"0\"}}");
-	BADP("{\"kind\":\"trace\",\"pid\":7,\"params\":{\"providers\":\"a;b\"}}");
-	BADP("{\"kind\":\"dump\",\"pid\":7,\"params\":{\"type\":\"../../x\"}}");
-	BADP("{\"kind\":\"analyze\",\"pid\":7,\"params\":{\"analyzer\":\"x\"}}");
-#undef BADP
-}
-
-static void test_folded(void **state)
-{
-	struct strbuf sb = STRBUF_INIT;
-	const char *f = "main;work;Hot 12\nmain;idle 3\nbad line\n;x 1\n";
-
-	(void)state;
-	assert_int_equal(serve_folded_to_json(f, strlen(f), &sb), 0);
-	assert_string_equal(sb.buf, "{\"stacks\":[{\"frames\":[\"main\",\"work\",\"Hot\"],\"count\":12},"
-				    "{\"frames\":[\"main\",\"idle\"],\"count\":3},"
-				    "{\"frames\":[\"\",\"x\"],\"count\":1}],\"total\":16}");
-	strbuf_release(&sb);
+#define BADA(b, w) do { assert_int_equal(args(b, &a, why, sizeof(why)), -EINVAL); \
+			assert_non_null(strstr(why, w)); task_args_release(&a); } while (0)
+	BADA("{\"kind\":\"nope\",\"pid\":7}", "unknown kind (kinds: analyze, counters, doctor");
+	BADA("{\"kind\":\"doctor\",\"pid\":7,\"params\":{\"analyzer\":\"memory\"}}", "unknown param 'analyzer'");
+	BADA("{\"kind\":\"analyze\",\"pid\":7}", "needs analyzer");
+	BADA("{\"kind\":\"analyze\",\"pid\":7,\"params\":{\"analyzer\":\"gc\"}}", "analyzer must be one of");
+	BADA("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":0}}", "duration must be from");
+	BADA("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":3601}}", "duration must be from");
+	BADA("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":\"1.2345\"}}", "invalid duration");
+	BADA("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":\"1e3\"}}", "invalid duration");
+	BADA("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"duration\":\"../x\"}}", "invalid duration");
+	BADA("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"output\":\"/etc/passwd\"}}", "unknown param 'output'");
+	BADA("{\"kind\":\"profile\",\"pid\":7,\"params\":{\"engine\":\"--bundle=/\"}}", "engine must be one of");
+	BADA("{\"kind\":\"probe\",\"pid\":7}", "needs method");
+	BADA("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C\",\"budget\":\"--json\"}}", "budget must be");
+	BADA("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"A.B::C\",\"budget\":\"0\"}}", "budget must be");
+	BADA("{\"kind\":\"dump\",\"pid\":7,\"params\":{\"type\":\"../../x\"}}", "type must be one of");
+	BADA("{\"kind\":\"probe\",\"pid\":7,\"params\":{\"method\":\"../../etc/passwd\"}}", "only letters, digits");
+	BADA("{\"kind\":\"trace\",\"pid\":7,\"params\":{\"providers\":\"--output=/etc/x\"}}", "no leading '-'");
+	BADA("{\"kind\":\"counters\",\"pid\":7,\"params\":{\"counters\":\"/etc/passwd\"}}", "only letters, digits");
+	BADA("{\"kind\":\"counters\",\"pid\":7,\"params\":{\"interval\":\"0\"}}", "interval must be");
+#undef BADA
 }
 
 static void test_names(void **state)
@@ -434,7 +386,7 @@ int main(void)
 		cmocka_unit_test(test_routes), cmocka_unit_test(test_auth),
 		cmocka_unit_test(test_browser_checks),
 		cmocka_unit_test(test_listen), cmocka_unit_test(test_body),
-		cmocka_unit_test(test_plan),   cmocka_unit_test(test_folded),
+		cmocka_unit_test(test_args),
 		cmocka_unit_test(test_names),  cmocka_unit_test(test_db),
 	};
 

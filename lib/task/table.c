@@ -42,6 +42,12 @@ static const struct task_row rows[] = {
 	  &counters_task_nparams, TASK_F_TARGET, task_run_counters },
 	{ "doctor", "findings ranked, with evidence and the next command (clrtap doctor)", doctor_task_params,
 	  &doctor_task_nparams, TASK_F_TARGET, task_run_doctor },
+	/* ADAPTER (lib/task/adapt.c): w-taskgw's dump task replaces it */
+	{ "dump", "a core dump of the process (clrtap dump)", adapt_dump_params, &adapt_dump_nparams,
+	  TASK_F_TARGET | TASK_F_ISOLATE, task_run_cli_adapter },
+	/* ADAPTER: w-taskgw's gcdump.collect (+ report) replaces it */
+	{ "gcdump", "a heap snapshot and its report (gcdump collect + report)", NULL, &adapt_gcdump_nparams,
+	  TASK_F_TARGET | TASK_F_ISOLATE, task_run_cli_adapter },
 	{ "probe", "calls of a .NET method as they happen: arguments, return, latency, stack (clrtap probe)",
 	  probe_task_params, &probe_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE, task_run_probe },
 	{ "profile", "CPU (or off-CPU) samples of a process, named, as a flame and a top list (clrtap profile)",
@@ -58,6 +64,30 @@ static const struct task *ptrs[ARRAY_SIZE(rows)];
 static size_t ntasks;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+#ifdef TASK_TEST_DEFAULT
+/*
+ * Test builds only (the Makefile's $(O)/tests/clrtap-tdef, for
+ * tests/integration/t-tasks.sh): -DTASK_TEST_DEFAULT='"task","param","value"'
+ * changes one default of the table, to show that --help, openapi.json,
+ * GET /api/v1/tasks and the UI follow it. Never in a shipped binary.
+ */
+static const char *const test_default[3] = { TASK_TEST_DEFAULT };
+static struct task_param test_params[TASK_MAX_PARAMS];
+
+static void test_override(struct task *t)
+{
+	size_t k;
+
+	if (strcmp(t->name, test_default[0]) || t->nparams > TASK_MAX_PARAMS)
+		return;
+	memcpy(test_params, t->params, t->nparams * sizeof(*t->params));
+	for (k = 0; k < t->nparams; k++)
+		if (!strcmp(test_params[k].name, test_default[1]))
+			test_params[k].def = test_default[2];
+	t->params = test_params;
+}
+#endif
+
 static void build(void)
 {
 	size_t i;
@@ -71,6 +101,9 @@ static void build(void)
 		t->nparams = rows[i].nparams ? *rows[i].nparams : 0;
 		t->flags = rows[i].flags;
 		t->run = rows[i].run;
+#ifdef TASK_TEST_DEFAULT
+		test_override(t);
+#endif
 		ptrs[ntasks++] = t;
 	}
 }

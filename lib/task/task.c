@@ -87,6 +87,20 @@ static bool text_ok(const char *s)
 	return true;
 }
 
+/* A STRING with choices: letters, digits and those characters only, never a leading '-'. */
+static bool chars_ok(const char *s, const char *extra)
+{
+	if (*s == '-')
+		return false;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr(extra, c)))
+			return false;
+	}
+	return true;
+}
+
 /* Parses text into v by p's type and bounds. */
 static int parse_value(struct task_args *a, const struct task_param *p, const char *text,
 		       struct task_value *v, char *why, size_t whylen)
@@ -140,6 +154,9 @@ static int parse_value(struct task_args *a, const struct task_param *p, const ch
 			return WHY("%s is longer than %zu bytes", p->name, max);
 		if (!text_ok(text))
 			return WHY("%s holds a control character", p->name);
+		if (p->choices && !chars_ok(text, p->choices))
+			return WHY("%s: only letters, digits and %s are accepted, and no leading '-'", p->name,
+				   p->choices);
 		if (store_add(a, text, len, &nv.s))
 			return WHY("%s: out of memory for arguments", p->name);
 		break;
@@ -334,8 +351,11 @@ void task_param_json(struct ct_json *j, const struct task_param *p)
 		ct_json_kv_double(j, "min", p->min);
 		ct_json_kv_double(j, "max", p->max);
 	}
-	if (p->type == TASK_P_STRING)
+	if (p->type == TASK_P_STRING) {
 		ct_json_kv_u64(j, "max_bytes", p->max > 0 ? (uint64_t)p->max : TASK_STRING_MAX);
+		if (p->choices)
+			ct_json_kv_str(j, "chars", p->choices); /* besides letters and digits */
+	}
 	if (p->type == TASK_P_ENUM && p->choices) {
 		const char *s = p->choices;
 
@@ -373,6 +393,8 @@ int task_table_json(struct ct_json *j)
 		ct_json_kv_str(j, "summary", t->summary);
 		ct_json_kv_bool(j, "target", !!(t->flags & TASK_F_TARGET));
 		ct_json_kv_bool(j, "isolate", !!(t->flags & TASK_F_ISOLATE));
+		if (t->run == task_run_cli_adapter)
+			ct_json_kv_bool(j, "adapter", true); /* ADAPTER row (adapt.c): goes at the merge */
 		ct_json_kv_arr_begin(j, "params");
 		for (k = 0; k < t->nparams; k++)
 			task_param_json(j, &t->params[k]);

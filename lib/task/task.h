@@ -118,6 +118,13 @@ int task_spawn(const char *exe, const struct task *t, const struct task_args *a,
 int task_table_json(struct ct_json *j);
 /* ----- added by w-task (issue 25) beyond the agreed contract ----- */
 
+/*
+ * choices of a TASK_P_STRING param (NULL in the contract's examples): when
+ * set, the characters a value may hold besides letters and digits, and the
+ * value may not start with '-' (a method pattern, a provider list: nothing
+ * that could read as an option or a path).
+ */
+
 #define TASK_RESULT_MAX ((size_t)64 << 20) /* bytes of one result JSON (task_spawn's cap too) */
 
 /* "bool", "int", "number", "duration", "string", "enum". */
@@ -160,6 +167,17 @@ int task_artifact_write(const struct task_ctx *c, struct task_result *r, const c
 			const void *buf, size_t len);
 /* Opens name in c->outdir_fd to write (0600, O_NOFOLLOW, truncated), lists it; -1 and errno. */
 int task_artifact_open(const struct task_ctx *c, struct task_result *r, const char *name, const char *mime);
+
+/*
+ * ADAPTER ROWS (lib/task/adapt.c; issue 25, replaced at the merge by the
+ * real task_run_profile/probe and the heap tasks): run the command itself in
+ * the task_spawn child through a hook "clrtap __task" sets.
+ */
+typedef int (*task_cli_fn)(const struct task_args *a, const struct task_ctx *c, struct task_result *r);
+void task_set_cli_adapter(task_cli_fn fn);
+int task_run_cli_adapter(const struct task_args *a, const struct task_ctx *c, struct task_result *r);
+extern const struct task_param adapt_dump_params[];
+extern const size_t adapt_dump_nparams, adapt_gcdump_nparams;
 
 #define TASK_CHILD_IN_FD 3
 #define TASK_CHILD_OUT_FD 4

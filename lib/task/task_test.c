@@ -18,6 +18,7 @@ static const struct task_param tparams[] = {
 	{ "method", TASK_P_STRING, NULL, 0, 16, NULL, "Ns.Type::Method", TASK_PF_REQUIRED },
 	{ "engine", TASK_P_ENUM, "auto", 0, 0, "auto perf eventpipe", "sampler", 0 },
 	{ "output", TASK_P_STRING, NULL, 0, 0, NULL, "a file", TASK_PF_CLI_ONLY },
+	{ "pattern", TASK_P_STRING, NULL, 0, 0, ".:_()", "Ns.Type::M", 0 },
 };
 
 static int trun_calls;
@@ -81,6 +82,12 @@ static void test_args_defaults_and_set(void **state)
 					       sizeof(why)), 0);
 	assert_string_equal(task_arg(&a, "method")->s, "A.B::C");
 	assert_string_equal(task_arg(&a, "engine")->s, "perf");
+	/* a STRING with choices: those characters only, no leading '-' */
+	assert_int_equal(task_args_set(&a, "pattern", "A.B::C(int)", why, sizeof(why)), 0);
+	assert_int_equal(task_args_set(&a, "pattern", "../../etc/passwd", why, sizeof(why)), -EINVAL);
+	assert_int_equal(task_args_set(&a, "pattern", "-x", why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "no leading '-'"));
+	assert_string_equal(task_arg(&a, "pattern")->s, "A.B::C(int)");
 	assert_int_equal(task_args_set(&a, "nope", "1", why, sizeof(why)), -EINVAL);
 	assert_non_null(strstr(why, "takes no parameter 'nope'"));
 	assert_int_equal(task_args_check(&a, why, sizeof(why)), 0);

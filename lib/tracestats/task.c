@@ -22,7 +22,7 @@ const struct task_param trace_task_params[] = {
 	{ "duration", TASK_P_DURATION, "3", 0.1, 3600, NULL, "how long to trace", 0 },
 	{ "profile", TASK_P_ENUM, NULL, 0, 0, "contention cpu-sampling exceptions gc-collect gc-verbose jit",
 	  "a named set of providers (clrtap trace collect --list-profiles); cpu-sampling without providers", 0 },
-	{ "providers", TASK_P_STRING, NULL, 0, 512, NULL, "provider specs, Name[:Keywords[:Level]],...", 0 },
+	{ "providers", TASK_P_STRING, NULL, 0, 512, "-:,=*._", "provider specs, Name[:Keywords[:Level]],...", 0 },
 };
 const size_t trace_task_nparams = ARRAY_SIZE(trace_task_params);
 

@@ -154,16 +154,17 @@ static int run_live(struct an_report *r, const struct an_analyzer *a, const stru
 int cmd_analyze(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
-	int64_t duration = 5000;
+	int64_t duration = cli_task_default_ms("analyze", "duration", 5000);
+	char dhelp[160], thelp[160];
 	const char *out = NULL, *name, *file = NULL;
 	bool json = false, list = false;
-	int top = 10;
+	int top = (int)cli_task_default_int("analyze", "top", 10);
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
-		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", "how long to watch (default 5; 0: until Ctrl-C)" },
+		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", cli_task_help("analyze", "duration", "0: until Ctrl-C", dhelp, sizeof(dhelp)) },
 		{ 'o', "output", CLI_OPT_OUTPUT, &out, "FILE", "write the report to FILE (.md, .json or .html)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "JSON on standard output" },
-		{ 0, "top", CLI_OPT_INT, &top, "N", "rows per table (default 10)" },
+		{ 0, "top", CLI_OPT_INT, &top, "N", cli_task_help("analyze", "top", NULL, thelp, sizeof(thelp)) },
 		{ 'l', "list", CLI_OPT_BOOL, &list, NULL, "list the analyzers and exit" },
 		{ 0 },
 	};

@@ -43,12 +43,13 @@ static int print(const struct an_doctor *d, bool json, const char *out)
 int cmd_doctor(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
-	int64_t duration = 10000;
+	int64_t duration = cli_task_default_ms("doctor", "duration", 10000);
+	char dhelp[160];
 	const char *out = NULL;
 	bool json = false;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
-		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", "how long to watch (default 10; 0: until Ctrl-C)" },
+		{ 'd', "duration", CLI_OPT_DURATION, &duration, "SECONDS", cli_task_help("doctor", "duration", "0: until Ctrl-C", dhelp, sizeof(dhelp)) },
 		{ 'o', "output", CLI_OPT_OUTPUT, &out, "FILE", "write the findings to FILE (.json: JSON, else text)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "JSON on standard output" },
 		{ 0 },

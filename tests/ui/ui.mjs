@@ -288,10 +288,15 @@ await shot('01-processes', false);
 let profileId = null;
 await step('a 3 s profile started from the process page shows its progress', async () => {
 	await page.goto(BASE + '/#/process/' + CPU);
+	// the button says the task table's default duration, and the session runs for it
+	const tasks = await api('/tasks');
+	const def = Number(tasks.tasks.find(t => t.name === 'profile').params.find(p => p.name === 'duration').default);
+	const label = await page.locator('button[data-quick="profile"]').innerText();
+	expect(label === `Profile ${def} s`, 'quick button: ' + label);
 	await page.locator('button[data-quick="profile"]').click();
 	profileId = await sessionIdFromPage();
 	const s = await api('/sessions/' + encodeURIComponent(profileId));
-	expect(s.kind === 'profile' && Number(s.params.duration) === 3 && s.pid === Number(CPU), 'session: ' + JSON.stringify(s).slice(0, 400));
+	expect(s.kind === 'profile' && s.progress.duration_s === def && s.pid === Number(CPU), 'session: ' + JSON.stringify(s).slice(0, 400));
 	// the bar (running) or, if the machine was quick, the finished report
 	await page.waitForSelector('.progress, #flame svg text', { timeout: 30000 });
 	await shot('02-profile-running', false);
@@ -306,6 +311,21 @@ await step(`the flame graph names the hot method ${HOT} as visible text`, async 
 	await shot('03-profile');
 	await page.evaluate(() => window.scrollTo(0, 0));
 	await shot('readme-profile', false);
+});
+
+// 2b. The summary is the profile task's result, shown field by field; HotA heads the top methods.
+await step('the profile summary shows the result\'s engine, samples, lost samples, unnamed frames and top methods (HotA first)', async () => {
+	const rep = await api('/sessions/' + encodeURIComponent(profileId) + '/report');
+	expect(rep.task === 'profile' && rep.samples > 0, 'result: ' + JSON.stringify(rep).slice(0, 300));
+	const shown = async id => (await page.locator(`[data-testid="${id}"]`).innerText()).trim();
+	const fmt = v => v === undefined || v === null ? '–' : v.toLocaleString('en-US');
+	expect(await shown('profile-engine') === (rep.engine || '–'), 'engine: ' + await shown('profile-engine'));
+	expect(await shown('profile-samples') === fmt(rep.samples), `samples: ${await shown('profile-samples')}, result ${rep.samples}`);
+	expect(await shown('profile-lost') === fmt(rep.lost_samples), 'lost: ' + await shown('profile-lost'));
+	expect(await shown('profile-unnamed') === fmt(rep.unnamed_frames), 'unnamed: ' + await shown('profile-unnamed'));
+	expect(rep.top[0].name === HOT, 'result top: ' + rep.top[0].name);
+	const first = await page.locator('table.profiletop tbody tr').first().innerText();
+	expect(first.startsWith(HOT) && first.includes(`${rep.top[0].self} · ${rep.top[0].self_pct.toFixed(1)}%`), 'top row: ' + first);
 });
 
 await step('clicking the hot frame zooms into it', async () => {
@@ -410,6 +430,42 @@ await step('the form offers every analyzer of lib/analyze and doctor; a doctor s
 	const cmd = await first.locator('.fcmd').innerText();
 	expect(cmd.startsWith('clrtap '), 'next: ' + cmd);
 	await shot('05b-doctor');
+});
+
+// 4c. One source for the defaults: a server whose task table says doctor's duration is 7 s
+// (build/tests/clrtap-tdef, built with that one default changed) shows 7 in the form.
+await step('the form\'s defaults are the task table\'s: doctor\'s duration is 7 on the clrtap-tdef server, 10 on this one', async () => {
+	for (const [base, want] of [[env.BASE_TDEF, '7'], [BASE, '10']]) {
+		await page.goto(base + `/?token=${base === BASE ? SERVE_TOKEN : env.TDEF_TOKEN}#/new?pid=${CPU}&kind=doctor`);
+		const inp = page.locator('input[name="duration"]');
+		await inp.waitFor({ state: 'attached' });
+		expect(await inp.inputValue() === want, `${base}: duration ${await inp.inputValue()}, want ${want}`);
+	}
+	await page.goto(BASE + `/?token=${SERVE_TOKEN}#/`);
+});
+
+// 4d. A probe session shows each call as a record of the result: method, tier, arguments, return, latency.
+await step('a probe session shows each call as a structured record (method, tier, arguments, return, latency)', async () => {
+	const tasks = await api('/tasks');
+	if (tasks.tasks.find(t => t.name === 'probe').adapter) {
+		console.log('ok probe call records # SKIP the probe row is an adapter on this branch (no calls in its result until lib/probe\'s task lands)');
+		return;
+	}
+	const r = await fetch(BASE + '/api/v1/sessions', { method: 'POST', headers: Object.assign({ 'Content-Type': 'application/json' }, AUTH),
+		body: JSON.stringify({ kind: 'probe', pid: Number(env.PROBE_PID), params: { method: 'System.Convert::ToString(int,int)', duration: 6 } }) });
+	const s0 = await r.json();
+	expect(r.status === 201, 'probe session: ' + JSON.stringify(s0));
+	fs.writeFileSync(env.PROBE_TRIGGER, '');
+	await page.goto(BASE + '/#/session/' + encodeURIComponent(s0.id));
+	const row = page.locator('table.probecalls tbody tr').first();
+	await row.waitFor({ state: 'visible', timeout: SLOW });
+	const rep = await api('/sessions/' + encodeURIComponent(s0.id) + '/report');
+	const c = rep.calls[0];
+	const cells = await row.locator('td').allInnerTexts();
+	expect(cells[1] === c.method && cells[2] === (c.tier || '–'), 'method/tier cells: ' + cells.join(' | '));
+	expect(cells[3] === c.args.map(a => (a.name ? a.name + ' = ' : '') + (a.type ? a.type + ' ' : '') + a.value).join(', '), 'args cell: ' + cells[3]);
+	expect(c.args.some(a => a.value === '4'), 'no argument 4 in ' + JSON.stringify(c.args));
+	await shot('05c-probe');
 });
 
 // 5. A live counter changes: exception-count on the process page.

@@ -9,12 +9,10 @@
  */
 #include "common/compat.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 
 #include "cli.h"
 #include "common/exitcode.h"
-#include "common/json.h"
 #include "task/task.h"
 
 #define MAX_ARGS 24
@@ -62,17 +60,11 @@ static int run_cmd(int (*fn)(int, char **), struct argv_b *b, struct strbuf *out
 	return code;
 }
 
-static const char *dur(const struct task_args *a, char *buf, size_t len)
-{
-	snprintf(buf, len, "%lldms", (long long)(task_arg(a, "duration")->d * 1000 + 0.5));
-	return buf;
-}
-
 int cli_task_adapter(const struct task_args *a, const struct task_ctx *c, struct task_result *r)
 {
 	const char *name = a->task->name;
 	struct argv_b b = { .n = 0 };
-	char d[48], dir[400], fdp[32];
+	char dir[400], fdp[32];
 	ssize_t n;
 	int code = EXIT_ERROR;
 

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "common/exitcode.h"
+#include "common/log.h"
 #include "perf/perf.h"
 #include "perfmap/perfmap.h"
 #include "probe/run.h"
@@ -58,6 +59,8 @@ void prun_say(struct probe_run *w, enum ct_log_level lvl, bool stmt, const char 
 	va_end(ap);
 	if (w->ctx && w->ctx->log)
 		w->ctx->log(w->ctx->log_ctx, lvl, buf);
+	else
+		ct_log(lvl, "%s", buf); /* no sink of the task's own: the process's (or thread's) */
 	if (stmt && w->r && w->r->nstatements < PROBE_STATEMENTS_MAX)
 		snprintf(w->r->statements[w->r->nstatements++], PROBE_STATEMENT_MAX, "%.511s", buf);
 }

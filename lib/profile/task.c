@@ -62,6 +62,8 @@ static void say(struct run *w, enum ct_log_level lvl, bool statement, const char
 	va_end(ap);
 	if (w->ctx && w->ctx->log)
 		w->ctx->log(w->ctx->log_ctx, lvl, buf);
+	else
+		ct_log(lvl, "%s", buf); /* no sink of the task's own: the process's (or thread's) */
 	if (statement && w->r->nstatements < PROFILE_STATEMENTS_MAX)
 		snprintf(w->r->statements[w->r->nstatements++], PROFILE_STATEMENT_MAX, "%s", buf);
 }

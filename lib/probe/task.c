@@ -55,12 +55,9 @@ void prun_say(struct probe_run *w, enum ct_log_level lvl, bool stmt, const char 
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	ct_log_vto(w->ctx ? w->ctx->log : NULL, w->ctx ? w->ctx->log_ctx : NULL, lvl, buf, sizeof(buf),
+		   fmt, ap);
 	va_end(ap);
-	if (w->ctx && w->ctx->log)
-		w->ctx->log(w->ctx->log_ctx, lvl, buf);
-	else
-		ct_log(lvl, "%s", buf); /* no sink of the task's own: the process's (or thread's) */
 	if (stmt && w->r && w->r->nstatements < PROBE_STATEMENTS_MAX)
 		snprintf(w->r->statements[w->r->nstatements++], PROBE_STATEMENT_MAX, "%.511s", buf);
 }

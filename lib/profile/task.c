@@ -58,12 +58,9 @@ static void say(struct run *w, enum ct_log_level lvl, bool statement, const char
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	ct_log_vto(w->ctx ? w->ctx->log : NULL, w->ctx ? w->ctx->log_ctx : NULL, lvl, buf, sizeof(buf),
+		   fmt, ap);
 	va_end(ap);
-	if (w->ctx && w->ctx->log)
-		w->ctx->log(w->ctx->log_ctx, lvl, buf);
-	else
-		ct_log(lvl, "%s", buf); /* no sink of the task's own: the process's (or thread's) */
 	if (statement && w->r->nstatements < PROFILE_STATEMENTS_MAX)
 		snprintf(w->r->statements[w->r->nstatements++], PROFILE_STATEMENT_MAX, "%s", buf);
 }

@@ -103,7 +103,7 @@ rm -rf "$UI_OUT"
 mkdir -p "$UI_OUT"
 UI_NPM=$NPM_DIR BASE="http://127.0.0.1:$SPORT" SERVE_TOKEN=$SERVE_TOKEN OUT="$UI_OUT" CPU_PID=$CPU_PID WEB_PID=$WEB_PID WEB_PORT=$WEB_PORT \
 	NS_PID=$NS_PID HOSTILE_PID=$HOSTILE_PID HOSTILE_LABEL=$HOSTILE_LABEL BASE_TOK="http://127.0.0.1:$TPORT" TOKEN=$TOKEN \
-	BASE_TDEF="http://127.0.0.1:$TDEF_PORT" TDEF_TOKEN=$TDEF_TOKEN PROBE_PID=$PROBE_PID PROBE_TRIGGER="$WORK/trig-probe" timeout 600 node "$ROOT/tests/ui/ui.mjs" >"$WORK/ui.out" 2>&1
+	BASE_TDEF="http://127.0.0.1:$TDEF_PORT" TDEF_TOKEN=$TDEF_TOKEN PROBE_PID=$PROBE_PID PROBE_TRIGGER="$WORK/trig-probe" SESSIONS_DIR="$WORK/sessions" timeout 600 node "$ROOT/tests/ui/ui.mjs" >"$WORK/ui.out" 2>&1
 rc=$?
 take_lines "$WORK/ui.out"
 if [ "$rc" -ne 0 ] && [ "$FAILED" -eq 0 ]; then

@@ -31,6 +31,10 @@ pids+=($!)
 PW=$!
 wait_line "$out/cpu" '^READY' 60
 wait_line "$out/probe" '^READY' 60
+# the runtime's own pids (READY pid=N)
+CPU=$(sed -n 's/^READY pid=\([0-9]*\).*/\1/p' "$out/cpu")
+PW=$(sed -n 's/^READY pid=\([0-9]*\).*/\1/p' "$out/probe")
+pids+=("$CPU" "$PW")
 
 ticks=$(getconf CLK_TCK)
 run() { # run NAME BIN

@@ -461,6 +461,9 @@ int analyze_doctor_json(const struct an_doctor *d, struct ct_json *j);
  * term_safe escapes what the target chose (titles, evidence) for a terminal. */
 int analyze_doctor_text(const struct an_doctor *d, bool term_safe, struct strbuf *sb);
 
+/* The exit code (enum exit_code) of a failed run: analyze, doctor, CLI and tasks. */
+int analyze_fail_exit(enum an_fail f, int err);
+
 /* The analyze and doctor tasks (task.c; lib/task/table.c lists them). */
 extern const struct task_param analyze_task_params[];
 extern const size_t analyze_task_nparams;

@@ -28,7 +28,7 @@ const struct task_param doctor_task_params[] = {
 };
 const size_t doctor_task_nparams = ARRAY_SIZE(doctor_task_params);
 
-static int exit_for(enum an_fail f, int err)
+int analyze_fail_exit(enum an_fail f, int err)
 {
 	switch (f) {
 	case AN_FAIL_USAGE: return EXIT_USAGE;
@@ -66,7 +66,7 @@ int task_run_analyze(const struct task_args *a, const struct task_ctx *ctx, stru
 		enum an_fail f = analyze_report_failure(rep, &err, &msg);
 
 		task_fail(r, err ? err : -EIO, "%s", msg ? msg : "the analysis failed");
-		r->exit_code = exit_for(f, err);
+		r->exit_code = analyze_fail_exit(f, err);
 		goto out;
 	}
 	if (ctx && ctx->outdir_fd >= 0) {
@@ -117,8 +117,7 @@ int task_run_doctor(const struct task_args *a, const struct task_ctx *ctx, struc
 	ct_info("examining pid %d for %.1f s", (int)t.pid, dur);
 	if (analyze_doctor_run(&ep, t.pid, (int64_t)(dur * 1000), task_stop_flag(ctx, &local), d)) {
 		task_fail(r, d->err ? d->err : -EIO, "%s", d->msg);
-		r->exit_code = d->fail == AN_FAIL_ERRNO ? ct_exit_for(d->err)
-			       : d->fail == AN_FAIL_PROTOCOL ? EXIT_PROTOCOL : EXIT_ERROR;
+		r->exit_code = analyze_fail_exit(d->fail, d->err);
 		goto out;
 	}
 	if (ctx && ctx->outdir_fd >= 0) {

@@ -113,10 +113,10 @@ static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, int
 static unsigned status_for(int code)
 {
 	switch (code) {
-	case 2: return 400;
-	case 3: return 404;
-	case 4: return 400;
-	case 5: case 10: return 403;
+	case EXIT_USAGE: return 400;
+	case EXIT_NO_PROCESS: return 404;
+	case EXIT_NOT_DOTNET: return 400;
+	case EXIT_PERMISSION: case EXIT_NOT_TARGET: return 403;
 	default: return 500;
 	}
 }
@@ -143,8 +143,6 @@ struct sse {
 	uint64_t seq;
 	int64_t t0, last_send, last_top;
 	struct srv_top *top;
-	int fd;             /* SSE_EVENTS: the session's stdout file */
-	struct strbuf line; /* SSE_EVENTS: a partial line */
 	struct strbuf pending;
 	size_t pending_off;
 	bool finished;
@@ -155,10 +153,7 @@ static void sse_free(void *cls)
 {
 	struct sse *e = cls;
 
-	if (e->fd >= 0)
-		close(e->fd);
 	srv_top_free(e->top);
-	strbuf_release(&e->line);
 	strbuf_release(&e->pending);
 	free(e);
 }
@@ -170,52 +165,16 @@ static void sse_event(struct sse *e, const char *name, const char *data, size_t 
 	strbuf_addstr(&e->pending, "\n\n");
 }
 
-/* Reads new lines of the probe output: one event each. */
+/* A session's events: only its end (a probe's calls are records of its report). */
 static void sse_fill_events(struct sse *e)
 {
-	char buf[8192];
-	ssize_t n;
-	char dir[PATH_MAX], path[PATH_MAX + 16];
-	bool active = srv_runner_active(e->s->runner, e->id);
+	char st[32];
 
-	if (e->fd < 0) {
-		srv_runner_dir(e->s->runner, e->id, dir, sizeof(dir));
-		snprintf(path, sizeof(path), "%s/probe.txt", dir);
-		e->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-		if (e->fd < 0) {
-			if (!active)
-				e->finished = true;
-			return;
-		}
-	}
-	while ((n = read(e->fd, buf, sizeof(buf))) > 0) {
-		ssize_t i;
-
-		for (i = 0; i < n; i++) {
-			if (buf[i] == '\n') {
-				struct strbuf js = STRBUF_INIT;
-				struct ct_json j;
-
-				ct_json_init(&j, &js);
-				ct_json_obj_begin(&j);
-				ct_json_kv_str(&j, "line", e->line.buf);
-				ct_json_obj_end(&j);
-				if (!ct_json_finish(&j))
-					sse_event(e, "call", js.buf, js.len);
-				strbuf_release(&js);
-				strbuf_reset(&e->line);
-			} else if (e->line.len < 65536) {
-				strbuf_addch(&e->line, buf[i]);
-			}
-		}
-	}
-	if (!active && n == 0) {
-		char st[32];
-
-		srv_db_status(e->s->db, e->id, st, sizeof(st));
-		strbuf_addf(&e->pending, "event: end\ndata: {\"status\":\"%s\"}\n\n", st);
-		e->finished = true;
-	}
+	if (srv_runner_active(e->s->runner, e->id))
+		return;
+	srv_db_status(e->s->db, e->id, st, sizeof(st));
+	strbuf_addf(&e->pending, "event: end\ndata: {\"status\":\"%s\"}\n\n", st);
+	e->finished = true;
 }
 
 static void sse_fill(struct sse *e)
@@ -292,10 +251,8 @@ static enum MHD_Result send_sse(struct MHD_Connection *c, struct sse *e)
 	enum MHD_Result ret;
 	const char *max = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "max_s");
 
-	e->fd = -1;
 	e->t0 = e->last_send = e->last_top = srv_now_ms();
 	strbuf_init(&e->pending, 1 << 20);
-	strbuf_init(&e->line, 1 << 17);
 	if (max) {
 		long v = strtol(max, NULL, 10);
 

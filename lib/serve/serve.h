@@ -182,7 +182,7 @@ struct serve_config {
 	const char *const *allow_hosts; /* names a Host header may carry besides the address */
 	size_t nallow_hosts;
 	const char *db_path;       /* SQLite file; sessions live beside it */
-	const char *exe;           /* the clrtap binary run for sessions */
+	const char *exe;           /* the clrtap binary task_spawn runs for isolated tasks */
 	const pid_t *only_pids;    /* /metrics: only these (n_only_pids), else all */
 	size_t n_only_pids;
 	const struct serve_asset *assets;

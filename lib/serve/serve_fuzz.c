@@ -2,8 +2,8 @@
 /*
  * libFuzzer harness for the request parsing of lib/serve: the first byte
  * picks what the rest is: a URL path for the router (and the name checks),
- * a POST /api/v1/sessions body (then the command lines are built from it),
- * folded stacks for the profile report, or a listen address / bearer header /
+ * a POST /api/v1/sessions body (then its task's arguments are checked from
+ * it, serve_session_args), or a listen address / bearer header /
  * Host, Origin and Content-Type headers (the browser-facing checks).
  * Seeds: tests/data/serve/.
  */

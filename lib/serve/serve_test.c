@@ -275,6 +275,23 @@ static void test_args(void **state)
 #undef BADA
 }
 
+/* The served OpenAPI document: the template's markers replaced by the task table. */
+static void test_openapi(void **state)
+{
+	struct strbuf tmpl = STRBUF_INIT, out = STRBUF_INIT;
+
+	(void)state;
+	assert_int_equal(strbuf_read_file(&tmpl, CT_SRCDIR "/lib/serve/openapi.json"), 0);
+	assert_int_equal(serve_openapi_build(tmpl.buf, tmpl.len, &out), 0);
+	assert_null(strstr(out.buf, "@TASK_"));
+	assert_non_null(strstr(out.buf, "\"enum\": [\"analyze\",\"counters\",\"doctor\","));
+	assert_non_null(strstr(out.buf, "\"x-clrtap-tasks\": {\"tasks\":[{\"name\":\"analyze\""));
+	strbuf_reset(&out);
+	assert_int_equal(serve_openapi_build("{\"a\":1}", 7, &out), -EINVAL);
+	strbuf_release(&out);
+	strbuf_release(&tmpl);
+}
+
 static void test_names(void **state)
 {
 	(void)state;
@@ -386,7 +403,7 @@ int main(void)
 		cmocka_unit_test(test_routes), cmocka_unit_test(test_auth),
 		cmocka_unit_test(test_browser_checks),
 		cmocka_unit_test(test_listen), cmocka_unit_test(test_body),
-		cmocka_unit_test(test_args),
+		cmocka_unit_test(test_args),   cmocka_unit_test(test_openapi),
 		cmocka_unit_test(test_names),  cmocka_unit_test(test_db),
 	};
 

@@ -23,6 +23,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -52,6 +53,28 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Writes to a pipe whose reader may be gone without a SIGPIPE (a library
+ * must not rely on its caller ignoring it): blocked in this thread for the
+ * write, and a SIGPIPE the write raised is taken back.
+ */
+static int write_pipe(int fd, const void *buf, size_t len)
+{
+	sigset_t pipe_set, old;
+	struct timespec none = { 0, 0 };
+	int err;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	err = ct_write_all(fd, buf, len);
+	if (err == -EPIPE)
+		while (sigtimedwait(&pipe_set, NULL, &none) > 0)
+			;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
 }
 
 int task_request_json(const struct task_args *a, struct strbuf *out)
@@ -114,9 +137,9 @@ int task_result_write(int fd, const struct task_result *r)
 	f.nartifacts = (uint32_t)CT_MIN(r->nartifacts, (size_t)TASK_MAX_ARTIFACTS);
 	memcpy(f.artifacts, r->artifacts, sizeof(f.artifacts));
 	f.json_len = strbuf_error(&r->json) ? 0 : r->json.len;
-	if ((err = ct_write_all(fd, &f, sizeof(f))))
+	if ((err = write_pipe(fd, &f, sizeof(f))))
 		return err;
-	return f.json_len ? ct_write_all(fd, r->json.buf, f.json_len) : 0;
+	return f.json_len ? write_pipe(fd, r->json.buf, f.json_len) : 0;
 }
 
 static bool artifact_ok(const struct task_artifact *a)
@@ -279,7 +302,7 @@ int task_spawn(const char *exe, const struct task *t, const struct task_args *a,
 	close(errp[1]);
 	inp[0] = outp[1] = errp[1] = -1;
 	/* the request is small (<= 1 MiB, the pipe takes 64 KiB at once): written before reading */
-	(void)ct_write_all(inp[1], req.buf, req.len);
+	(void)write_pipe(inp[1], req.buf, req.len); /* a child gone early is told by its missing result */
 	close(inp[1]);
 	inp[1] = -1;
 	fcntl(outp[0], F_SETFL, O_NONBLOCK);

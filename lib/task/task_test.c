@@ -4,6 +4,7 @@
 
 #include <setjmp.h>
 #include <cmocka.h>
+#include <sys/stat.h>
 
 #include "analyze/analyze.h"
 #include "common/exitcode.h"
@@ -251,6 +252,42 @@ static void test_table_choices(void **state)
 	assert_true(same_words(tr->params[1].choices, profile_at));
 }
 
+/* The child runner's failures: no result frame is an error, never a guess; the stop flag ends the child. */
+static void test_spawn_without_result(void **state)
+{
+	struct task_args a;
+	struct task_result r;
+	struct task_ctx c = { .outdir_fd = -1 };
+	volatile sig_atomic_t stop = 0;
+	char why[64], script[] = "/tmp/clrtap-task-test-XXXXXX";
+	int fd;
+
+	task_args_init(&a, &ttask, 42);
+	task_args_set(&a, "method", "A::B", why, sizeof(why));
+	/* a program that cannot run */
+	task_result_init(&r);
+	assert_int_equal(task_spawn("/nonexistent/clrtap", &ttask, &a, &c, &r), -EPROTO);
+	assert_int_equal(r.exit_code, EXIT_PROTOCOL);
+	assert_non_null(strstr(r.message, "exited with code 127 without a result"));
+	assert_non_null(strstr(r.json.buf, "\"error\":\"protocol\""));
+	task_result_release(&r);
+	/* a child that runs until stopped: SIGTERM to its group, reported as interrupted */
+	fd = mkstemp(script);
+	assert_true(fd >= 0);
+	assert_true(write(fd, "#!/bin/sh\nsleep 30 & wait\n", 27) == 27);
+	fchmod(fd, 0700);
+	close(fd);
+	stop = 1;
+	c.stop = &stop;
+	task_result_init(&r);
+	assert_int_equal(task_spawn(script, &ttask, &a, &c, &r), -EPROTO);
+	assert_int_equal(r.exit_code, EXIT_INTERRUPTED);
+	assert_non_null(strstr(r.message, "ended by signal 15 without a result"));
+	task_result_release(&r);
+	unlink(script);
+	task_args_release(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -259,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_help_and_json),
 		cmocka_unit_test(test_table_rows),
 		cmocka_unit_test(test_table_choices),
+		cmocka_unit_test(test_spawn_without_result),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -92,19 +92,10 @@ static int emit(struct an_report *r, const char *out, bool json)
 static int failed(const struct an_report *r)
 {
 	const char *msg;
-	int code, err;
+	int err;
+	enum an_fail f = analyze_report_failure(r, &err, &msg);
 
-	switch (analyze_report_failure(r, &err, &msg)) {
-	case AN_FAIL_USAGE: code = EXIT_USAGE; break;
-	case AN_FAIL_NO_PROCESS: code = EXIT_NO_PROCESS; break;
-	case AN_FAIL_PROTOCOL: code = EXIT_PROTOCOL; break;
-	case AN_FAIL_BAD_INPUT: code = EXIT_BAD_INPUT; break;
-	case AN_FAIL_PARTIAL: code = EXIT_PARTIAL; break;
-	case AN_FAIL_INTERRUPTED: code = 130; break;
-	case AN_FAIL_ERRNO: code = ct_exit_for(err); break;
-	default: code = EXIT_ERROR; break;
-	}
-	return cli_error(code, "%s", msg);
+	return cli_error(analyze_fail_exit(f, err), "%s", msg);
 }
 
 static int run_file(struct an_report *r, const char *path)

@@ -80,8 +80,7 @@ int cmd_doctor(int argc, char **argv)
 	code = analyze_doctor_run(&ep, t.pid, duration, &cli_stop_requested, d);
 	cli_countdown_stop();
 	if (code) {
-		code = cli_error(d->fail == AN_FAIL_ERRNO ? ct_exit_for(d->err) :
-				 d->fail == AN_FAIL_PROTOCOL ? EXIT_PROTOCOL : EXIT_ERROR, "%s", d->msg);
+		code = cli_error(analyze_fail_exit(d->fail, d->err), "%s", d->msg);
 		free(d);
 		return code;
 	}

@@ -131,15 +131,10 @@ int cli_json_flush(struct ct_json *j, FILE *f)
 	return err;
 }
 
-char cli_last_error[256];
-
 int cli_error(int code, const char *fmt, ...)
 {
 	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(cli_last_error, sizeof(cli_last_error), fmt, ap);
-	va_end(ap);
 	va_start(ap, fmt);
 	vmsg("", fmt, ap);
 	va_end(ap);
@@ -153,6 +148,15 @@ void cli_warn(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg("warning: ", fmt, ap);
 	va_end(ap);
+}
+
+void cli_log_sink(void *ctx, enum ct_log_level level, const char *msg)
+{
+	(void)ctx;
+	if (level == CT_LOG_WARN)
+		cli_warn("%s", msg);
+	else if (level == CT_LOG_INFO)
+		cli_info("%s", msg);
 }
 
 void cli_info(const char *fmt, ...)
@@ -697,7 +701,9 @@ volatile sig_atomic_t cli_stop_requested;
 static void on_stop_signal(int sig)
 {
 	(void)sig;
-	cli_stop_requested = 1;
+	/* counts the signals (a task stops its processing on a further one) */
+	if (cli_stop_requested < 100)
+		cli_stop_requested++;
 }
 
 void cli_catch_stop_signals(void)

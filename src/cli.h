@@ -19,6 +19,7 @@
 #include <signal.h>
 #include "common/exitcode.h"
 #include "common/json.h"
+#include "common/log.h"
 #include "common/strbuf.h"
 #include "common/strparse.h"
 #include "ipc/ipc.h"
@@ -50,8 +51,6 @@ int cmd_watch(int argc, char **argv);
 
 /* Messages go to stderr as "clrtap: <msg>". Each returns the exit code given. */
 int cli_error(int code, const char *fmt, ...) PRINTF(2, 3);
-/* The last cli_error message (for a task run as its command: src/adapt.c). */
-extern char cli_last_error[256];
 struct task_args;
 struct task_ctx;
 struct task_result;
@@ -64,10 +63,10 @@ struct task_result;
 int64_t cli_task_default_ms(const char *task, const char *param, int64_t fallback);
 long long cli_task_default_int(const char *task, const char *param, long long fallback);
 const char *cli_task_help(const char *task, const char *param, const char *extra, char *buf, size_t len);
-/* ADAPTER (issue 25): profile, probe, dump, gcdump as tasks, run by clrtap __task. */
-int cli_task_adapter(const struct task_args *a, const struct task_ctx *c, struct task_result *r);
 void cli_warn(const char *fmt, ...) PRINTF(1, 2);
 void cli_info(const char *fmt, ...) PRINTF(1, 2);
+/* A task's log sink (task_ctx.log): warnings as cli_warn, information as cli_info. */
+void cli_log_sink(void *ctx, enum ct_log_level level, const char *msg);
 /*
  * Text that a target chose (names, command lines, messages, paths in its
  * namespace) goes to the terminal only through cli_safe(): the escaping rule

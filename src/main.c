@@ -222,7 +222,6 @@ static int cmd_task_child(int argc, char **argv)
 		r.exit_code = EXIT_USAGE;
 		task_error_json(&r.json, r.exit_code, r.message);
 	} else {
-		task_set_cli_adapter(cli_task_adapter); /* ADAPTER rows (src/adapt.c) */
 		task_run(t, &a, &ctx, &r);
 	}
 	(void)task_result_write(TASK_CHILD_OUT_FD, &r);

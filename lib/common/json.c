@@ -425,3 +425,29 @@ void ct_json_kv_arr_begin(struct ct_json *j, const char *key)
 	ct_json_key(j, key);
 	ct_json_arr_begin(j);
 }
+
+void ct_json_frame_members(struct ct_json *j, const char *name)
+{
+	const char *bang = strchr(name, '!');
+
+	if (!strncmp(name, "[k] ", 4)) {
+		ct_json_kv_str(j, "name", name + 4);
+		ct_json_kv_str(j, "module", "[kernel]");
+	} else if (bang && bang != name && !memchr(name, ':', (size_t)(bang - name)) &&
+		   !memchr(name, ' ', (size_t)(bang - name))) {
+		ct_json_kv_str(j, "name", bang + 1);
+		ct_json_key(j, "module");
+		ct_json_strn(j, name, (size_t)(bang - name));
+	} else {
+		/* managed code and placeholders: the name says no module */
+		ct_json_kv_str(j, "name", name);
+		ct_json_kv_null(j, "module");
+	}
+}
+
+void ct_json_frame(struct ct_json *j, const char *name)
+{
+	ct_json_obj_begin(j);
+	ct_json_frame_members(j, name);
+	ct_json_obj_end(j);
+}

@@ -107,4 +107,13 @@ int ct_json_escape(struct strbuf *sb, const char *s, size_t len);
  */
 int ct_json_escape_html(struct strbuf *sb, const char *s, size_t len);
 
+/*
+ * The one frame shape: {"name","module"} from a frame name as clrtap writes
+ * it ("Ns.Type::Method", "libfoo.so!function", "[k] function"): the module
+ * when the name carries one ("[kernel]" for kernel frames), else null.
+ * ct_json_frame_members writes the two members into an open object.
+ */
+void ct_json_frame(struct ct_json *j, const char *name);
+void ct_json_frame_members(struct ct_json *j, const char *name);
+
 #endif

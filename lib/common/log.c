@@ -36,3 +36,13 @@ void ct_log(enum ct_log_level level, const char *fmt, ...)
 	else
 		log_fn(level, msg);
 }
+
+void ct_log_vto(ct_log_ctx_fn fn, void *ctx, enum ct_log_level level, char *buf, size_t len,
+		const char *fmt, va_list ap)
+{
+	vsnprintf(buf, len, fmt, ap);
+	if (fn)
+		fn(ctx, level, buf);
+	else
+		ct_log(level, "%s", buf); /* no sink of the caller's own: the process's (or thread's) */
+}

@@ -36,7 +36,7 @@ struct fproc {
 	uint64_t starttime;
 	bool active;
 	struct proc_target t;
-	struct profile_session s;
+	struct profile_session *s;
 	struct profile_engine_choice ch;
 	struct profile_ep *ev;  /* allocation, exception, lock events (NULL: none) */
 	/* the event session starts on its own thread (its priming rundown takes a
@@ -351,19 +351,19 @@ static void cut_window(struct ctx *c, struct fproc *p)
 
 	if (flame_new(&f))
 		return;
-	err = profile_session_build_ex(&p->s, f, &sum, 0);
-	profile_session_reset(&p->s);
-	if (p->s.ep) {
+	err = profile_session_build_ex(p->s, f, &sum, 0);
+	profile_session_reset(p->s);
+	if (profile_session_ep(p->s)) {
 		struct profile_ep_stats es;
 
-		profile_ep_stats(p->s.ep, &es);
+		profile_ep_stats(profile_session_ep(p->s), &es);
 		fo.period = es.sampling_ns;
 		hz = es.sampling_ns ? (unsigned)(1000000000u / es.sampling_ns) : 0;
 	} else {
 		fo.period = 1000000000ull / (hz ? hz : 1);
 	}
 	snprintf(notes, sizeof(notes), "clrtap fleet: %s engine, %s, window %d ms",
-		 p->s.ep ? "EventPipe" : "perf_event", p->s.ep ? "runtime's sampling interval" : "cpu-clock",
+		 profile_session_ep(p->s) ? "EventPipe" : "perf_event", profile_session_ep(p->s) ? "runtime's sampling interval" : "cpu-clock",
 		 o->window_ms);
 	fo.notes = notes;
 	fo.unit = "samples";
@@ -450,19 +450,19 @@ static void proc_end(struct ctx *c, struct fproc *p, bool flush)
 		return;
 	ev_adopt(c, p, true);
 	if (flush) {
-		if (!p->s.ep)
-			profile_session_stop(&p->s);
+		if (!profile_session_ep(p->s))
+			profile_session_stop(p->s);
 		if (p->ev)
 			(void)profile_ep_stop(p->ev, 1000); /* its last events are in the window */
 		cut_window(c, p);
 	}
-	if (!p->s.ep) {
+	if (!profile_session_ep(p->s)) {
 		struct ipc_error rerr;
 
 		/* a busy target that does not answer in time: the perf map watcher restores it */
-		(void)profile_session_restore_within(&p->s, 1000, &rerr);
+		(void)profile_session_restore_within(p->s, 1000, &rerr);
 	}
-	profile_session_close(&p->s);
+	profile_session_close(p->s);
 	if (p->ev) {
 		profile_ep_free(p->ev);
 		p->ev = NULL;
@@ -585,7 +585,7 @@ static int scan_one(pid_t pid, void *arg)
 	fleet_labels_read(pid, &p->t, o->host_name, o->timeout_ms, &p->l);
 	if (fleet_pyroscope_name(&p->l, &nm) || fleet_url_escape(nm.buf, &esc) ||
 	    !(p->pyro_name = strdup(esc.buf))) {
-		profile_session_close(&p->s);
+		profile_session_close(p->s);
 		strbuf_release(&nm);
 		strbuf_release(&esc);
 		return 0;
@@ -619,7 +619,7 @@ static int scan_one(pid_t pid, void *arg)
 			(int)pid, p->l.service, profile_perf_cause_short(p->ch.diag.cause));
 	else
 		ct_info("fleet: pid %d (%s): profiling with the %s engine", (int)pid, p->l.service,
-			p->s.ep ? "EventPipe" : "perf_event");
+			profile_session_ep(p->s) ? "EventPipe" : "perf_event");
 	return 0;
 }
 
@@ -858,7 +858,7 @@ int fleet_run(const struct fleet_opts *o, struct fleet_summary *sum, char *why, 
 				continue;
 			active++;
 			ev_adopt(&c, p, false);
-			rc = profile_session_tick(&p->s, 0);
+			rc = profile_session_tick(p->s, 0);
 			if (rc == -ESRCH) {
 				proc_end(&c, p, true);
 				continue;

@@ -23,6 +23,7 @@
 #include "common/strbuf.h"
 #include "ipc/ipc.h"
 #include "pe/pe.h"
+#include "task/task.h"
 
 /* ---- patterns (pure functions) ---- */
 
@@ -409,5 +410,102 @@ void probe_hist_add(struct probe_hist *h, int64_t v);
 /* Appends log2 and linear (10 buckets) views to out. unit: "ns" or "". */
 int probe_hist_format(const struct probe_hist *h, const char *unit, struct strbuf *out);
 void probe_hist_free(struct probe_hist *h);
+
+/* ---- the probe task (task.c, report.c, handover.c; docs/tasks/probe.md) ---- */
+
+/* How the caller sees calls as they happen (the CLI's live lines). */
+struct probe_run_hooks {
+	probe_call_fn on_call;  /* each call seen by a breakpoint or uprobe */
+	/* each ReJIT record: its line ("call SPEC (...) = ..."), or (stack) its stack named */
+	void (*on_rejit)(void *ctx, const char *text, bool stack);
+	/* list mode: each matching method, with its plan ("mechanism: ...", NULL with emit) */
+	void (*on_method)(void *ctx, const struct probe_method *m, const char *plan);
+	void *ctx;
+};
+
+struct probe_run_opts {
+	pid_t pid;
+	int timeout_ms;            /* IPC timeout (0: the default) */
+	const char *pattern;       /* "Ns.Type::Method[(sig)]" */
+	bool args, ret, latency, stack;
+	bool lines;                /* stack's managed frames with source file and line */
+	bool count;                /* only count calls */
+	bool count_only;           /* nothing sampled at a hit (count and no histogram) */
+	bool no_wait, no_rejit;
+	const char *via;           /* NULL, "native", "uprobe", "breakpoint" or "rejit" */
+	double budget_pct;         /* share of one core the probe may take */
+	unsigned strlen_max;       /* characters of a string shown */
+	int64_t duration_ms;       /* 0: until the task's stop flag */
+	struct probe_run_hooks hooks;
+	size_t max_records;        /* call records kept (0: PROBE_RECORDS_MAX) */
+	const char *hist_arg;      /* a histogram of this argument (name or index) is made by the
+				    * caller: checked against the methods found; "latency" too */
+	bool list;                 /* only find the methods (hooks.on_method), no probe */
+	bool emit;                 /* list: no mechanism self-test (the plan is not asked) */
+};
+
+#define PROBE_RECORDS_MAX 1000            /* call records kept in a result */
+#define PROBE_RECORDS_BYTES (4u << 20)    /* and at most this much text in them */
+#define PROBE_STATEMENTS_MAX 24
+#define PROBE_STATEMENT_MAX 512
+
+/* One call as the result keeps it (strings owned). */
+struct probe_rec {
+	const struct probe_method *method; /* NULL for a ReJIT record */
+	char *method_name;                 /* ReJIT: the method; else NULL */
+	char tier[32];
+	uint32_t tid;                      /* 0: not known (ReJIT) */
+	double t_s;                        /* since the probe started (-1: not known) */
+	char *args, *ret, *stack;          /* as the live line shows them, or NULL */
+	bool has_entry, has_ret;
+	uint64_t latency_ns;
+};
+
+struct probe_result_method {
+	const struct probe_method *m;
+	bool counted;                      /* false: its calls could not be counted (a statement says why) */
+	uint64_t calls, calls_native, calls_rejit;
+	bool rejit_final;                  /* ReJIT's final count came (or no ReJIT) */
+	double counted_from_s;             /* calls before this were not seen (0: from the start) */
+	double counted_until_s;            /* -1: to the end */
+};
+
+struct probe_result {
+	pid_t pid;
+	char pattern[512];
+	char mechanism[48];                /* "breakpoint", "uprobe", "breakpoint+uprobe", "rejit", ... */
+	struct probe_result_method methods[16];
+	size_t nmethods;
+	struct probe_rec *recs;
+	size_t nrecs, recs_cap;
+	size_t rec_bytes;
+	uint64_t calls_total;
+	size_t max_records;
+	double budget_pct, cost_ns, share_pct, peak_share_pct, seconds;
+	bool over_budget, handed_to_rejit, rejit_args;
+	bool hw_measured, up_measured;
+	unsigned hw_ns, up_ns, rejit_call_ns;
+	char action[512];
+	uint64_t lost;                     /* samples lost (ring buffer full) */
+	bool partial;                      /* stopped by the stop flag */
+	double attach_ms;
+	char statements[PROBE_STATEMENTS_MAX][PROBE_STATEMENT_MAX];
+	size_t nstatements;
+	struct probe_proc *pp;             /* keeps the methods alive for the records */
+};
+
+/* The index of argument arg (its name, or its index as text) of m, or -1. */
+int probe_method_arg_index(const struct probe_method *m, const char *arg);
+
+extern const struct task_param probe_task_params[];
+extern const size_t probe_task_nparams;
+int task_run_probe(const struct task_args *a, const struct task_ctx *ctx, struct task_result *res);
+/* The same run from C options (the CLI): live calls through o->hooks, the records in the result. */
+int probe_task_run(const struct probe_run_opts *o, const struct task_ctx *ctx,
+		   struct task_result *res);
+/* The checks made before any work (EXIT_USAGE into res): 0 or -EINVAL. */
+int probe_task_check(const struct probe_run_opts *o, struct task_result *res);
+int probe_result_json(const struct probe_result *r, struct strbuf *sb);
+void probe_result_free(void *r);
 
 #endif

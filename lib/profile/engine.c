@@ -7,7 +7,7 @@
 #include "common/compat.h"
 
 #include "common/strbuf.h"
-#include "profile/profile.h"
+#include "profile/internal.h"
 
 static const char *cause_short(enum profile_perf_cause c)
 {
@@ -41,13 +41,12 @@ const char *profile_engine_refused(const struct profile_engine_choice *c)
 			      : "perf_event_open was denied";
 }
 
-int profile_session_start_engine(struct profile_session *s, struct profile_session_opts *o,
-				 struct profile_engine_choice *c)
+static int start_engine(struct profile_session *s, struct profile_session_opts *o,
+			struct profile_engine_choice *c)
 {
 	enum profile_engine asked = o->engine;
 	int rc;
 
-	memset(c, 0, sizeof(*c));
 	c->asked = asked;
 	if (asked != PROFILE_ENGINE_EVENTPIPE) {
 		o->engine = PROFILE_ENGINE_PERF;
@@ -88,6 +87,26 @@ int profile_session_start_engine(struct profile_session *s, struct profile_sessi
 		return rc;
 	}
 	c->used = PROFILE_ENGINE_EVENTPIPE;
+	return 0;
+}
+
+int profile_session_start_engine(struct profile_session **out, struct profile_session_opts *o,
+				 struct profile_engine_choice *c)
+{
+	struct profile_session *s = calloc(1, sizeof(*s));
+	int rc;
+
+	*out = NULL;
+	memset(c, 0, sizeof(*c));
+	if (!s)
+		return -ENOMEM;
+	rc = start_engine(s, o, c);
+	c->failed_stage = s->failed_stage;
+	if (rc) {
+		free(s); /* released by the failed start */
+		return rc;
+	}
+	*out = s;
 	return 0;
 }
 

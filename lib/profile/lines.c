@@ -7,7 +7,7 @@
 #include "common/compat.h"
 
 #include "common/log.h"
-#include "profile/profile.h"
+#include "profile/internal.h"
 #include "srcline/srcline.h"
 
 int profile_session_lines(struct profile_session *s, const struct proc_target *t, int timeout_ms,

@@ -9,7 +9,7 @@
 #include "common/io.h"
 #include "common/hashtab.h"
 #include "common/strbuf.h"
-#include "profile/profile.h"
+#include "profile/internal.h"
 #include "srcline/srcline.h"
 
 #define NAME_MAX_LEN 1024
@@ -390,7 +390,7 @@ int profile_build_ex(struct profile *p, struct sym_proc *sp, profile_comm_fn com
 	for (i = 0; i < p->nstacks; i++) {
 		const struct stack_ent *e = &p->stacks[i];
 
-		if (p->o.stop && *p->o.stop) {
+		if (p->o.stop && *p->o.stop > p->o.stop_above) {
 			if (sum)
 				sum->partial = true;
 			break;
@@ -493,4 +493,9 @@ int profile_write_raw(struct profile *p, struct sym_proc *sp, profile_comm_fn co
 		rc = ct_write_all(fd, sb.buf, sb.len);
 	strbuf_release(&sb);
 	return rc;
+}
+
+void profile_set_stop_above(struct profile *p, sig_atomic_t v)
+{
+	p->o.stop_above = v;
 }

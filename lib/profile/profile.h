@@ -28,6 +28,7 @@
 #include "proc/proc.h"
 #include "proc/taskcpu.h"
 #include "sym/sym.h"
+#include "task/task.h"
 
 struct profile;
 
@@ -39,6 +40,7 @@ struct profile_opts {
 	/* When set and it becomes non-zero, profile_build_ex stops naming stacks and
 	 * returns what it has (profile_summary.partial): a signal during processing. */
 	const volatile sig_atomic_t *stop;
+	sig_atomic_t stop_above; /* stop only when *stop exceeds this (a further signal) */
 };
 
 int profile_new(struct profile **out, const struct profile_opts *o);
@@ -273,34 +275,29 @@ struct profile_session_opts {
 
 enum profile_stage { PROFILE_STAGE_NONE = 0, PROFILE_STAGE_SYM, PROFILE_STAGE_PERF, PROFILE_STAGE_EP };
 
-struct profile_session {
+/* Opaque: defined in lib/profile/internal.h. */
+struct profile_session;
+
+/* What a caller may know of a running session. */
+struct profile_session_info {
 	pid_t pid;
 	bool dotnet;
-	struct perfmap_use pm;
-	int pm_err;               /* turning the perf map on failed (0: fine) */
-	bool pm_flushed;          /* turned off before the last read (perfmap_use_flush) */
-	struct ipc_error pm_rerr;
-	struct sym_proc *sp;
-	struct perf_sampler *smp;
-	struct profile *prof;
-	struct profile_unwinder *uw;
 	enum profile_engine engine;
-	struct profile_ep *ep;    /* the EventPipe engine (smp, sp and pm unused) */
-	struct ipc_error ep_rerr; /* what the runtime said when the EventPipe session failed */
-	uint64_t start_ns, end_ns, last_refresh_ns;
+	struct profile_ep *ep;    /* the EventPipe engine, or NULL (perf_event) */
+	int pm_err;               /* turning the perf map on failed (0: fine) */
+	struct ipc_error pm_rerr;
+	bool pm_jitdump;          /* the runtime writes jitdump (clrtap turned the map on with it) */
+	uint64_t start_ns, end_ns;
 	bool target_gone;
-	bool stopped;
-	enum profile_stage failed_stage; /* where profile_session_start failed */
-	struct perf_prio prio;           /* clrtap's own priority, raised for the session */
-	struct srcline *lines;           /* profile_session_lines (owned) */
 };
+void profile_session_info(const struct profile_session *s, struct profile_session_info *i);
+/* The EventPipe engine of s, or NULL (perf_event). */
+struct profile_ep *profile_session_ep(const struct profile_session *s);
+/* The perf_event sampler's counts (zeroes for the EventPipe engine). */
+void profile_session_sampler_stats(const struct profile_session *s, struct perf_sampler_stats *st);
+/* clrtap's priority as raised by the caller, for the session's record. */
+void profile_session_set_prio(struct profile_session *s, const struct perf_prio *p);
 
-/*
- * Turns the perf map on (for a .NET target), opens the symbolizer and starts
- * sampling. On failure everything is undone (the perf map too) and
- * failed_stage says which step failed.
- */
-int profile_session_start(struct profile_session *s, const struct profile_session_opts *o);
 /* Waits up to timeout_ms, collects, refreshes symbols once a second.
  * Returns 0, or -ESRCH once the target is gone (s->target_gone). */
 int profile_session_tick(struct profile_session *s, int timeout_ms);
@@ -329,7 +326,7 @@ int profile_session_restore(struct profile_session *s, struct ipc_error *rerr);
  * watcher, which does it without clrtap waiting: returns 1.
  */
 int profile_session_restore_within(struct profile_session *s, int wait_ms, struct ipc_error *rerr);
-/* Everything else; restores the perf map if not done yet. */
+/* Everything else; restores the perf map if not done yet; frees s (NULL is fine). */
 void profile_session_close(struct profile_session *s);
 /* A profile_comm_fn over a session (ctx = the session). */
 const char *profile_session_comm(void *ctx, uint32_t tid);
@@ -344,6 +341,7 @@ struct profile_engine_choice {
 					* mappings (/proc/PID/map_files) was refused: perf_err */
 	struct profile_perf_diag diag; /* why, when perf_err */
 	int ep_err;                    /* the EventPipe session could not start (0: fine) */
+	enum profile_stage failed_stage; /* where the last start failed */
 	struct ipc_error ep_rerr;
 };
 
@@ -352,7 +350,7 @@ struct profile_engine_choice {
  * its events, or reading the target's memory maps, fails with EPERM/EACCES,
  * EventPipe if o->target is a .NET target). c says what was used and why; on failure what each engine said.
  */
-int profile_session_start_engine(struct profile_session *s, struct profile_session_opts *o,
+int profile_session_start_engine(struct profile_session **s, struct profile_session_opts *o,
 				 struct profile_engine_choice *c);
 /* The message for a failed start (both causes when both engines failed). */
 int profile_engine_explain(const struct profile_engine_choice *c, pid_t pid, char *buf,
@@ -365,5 +363,79 @@ const char *profile_perf_cause_short(enum profile_perf_cause c);
 /* What was refused to the perf_event engine: "perf_event_open was denied", or
  * reading the target's memory mappings (perf_event_open worked). */
 const char *profile_engine_refused(const struct profile_engine_choice *c);
+
+/* ---- the profile task (task.c; docs/tasks/profile.md) ---- */
+
+struct profile_run_opts {
+	pid_t pid;                /* the target (any process; .NET when it has a socket) */
+	int timeout_ms;           /* IPC timeout (0: the default) */
+	unsigned hz;              /* perf engine: samples per second per thread */
+	bool hz_given;            /* said by the caller (refused with the EventPipe engine) */
+	int64_t duration_ms;      /* 0: until the task's stop flag */
+	enum profile_engine engine;
+	bool off_cpu, wall, threads, no_kernel;
+	const char *out;          /* a path, format from its name; NULL: profile.folded in the
+				   * task's folder (if any) */
+	const char *bundle;       /* a folder for a bundle, or NULL */
+	const char *sym_cache_dir; /* sym_opts.cache_dir */
+	bool lines;               /* managed frames with their source file and line */
+};
+
+#define PROFILE_TOP_MAX 20
+#define PROFILE_STATEMENTS_MAX 16
+#define PROFILE_STATEMENT_MAX 320
+
+struct profile_top_frame {
+	char name[512];
+	uint64_t self, total;     /* in the flame's unit */
+};
+
+/* The result of a run (task_result.data): everything the CLI's text shows. */
+struct profile_result {
+	pid_t pid;
+	unsigned hz;
+	bool off_cpu, wall;
+	int64_t duration_ms;
+	unsigned ep_samples;               /* PROFILE_EP_* asked */
+	enum profile_engine engine;        /* used */
+	struct profile_engine_choice ch;
+	char engine_line[384];             /* "engine: perf_event (auto: ...)" */
+	char out_path[4096];               /* where the flame went ("" none) */
+	char bundle_dir[PROC_PATH_MAX * 2];
+	double secs;                       /* sampled */
+	bool early;                        /* the stop flag ended the sampling */
+	sig_atomic_t stop_seen;
+	bool target_gone, handed_off, dotnet;
+	int pm_err;
+	bool pm_before, pm_shared;         /* the perf map was on before (and not read whole) */
+	struct perf_prio prio;
+	uint64_t processing_ns;            /* from the end of sampling to the outputs written */
+	struct profile_summary sum;
+	bool have_st, have_es;
+	struct perf_sampler_stats st;      /* perf_event engine */
+	struct profile_ep_stats es;        /* EventPipe engine */
+	uint64_t total;                    /* the flame's total weight */
+	bool top_managed;                  /* top ranked by the innermost managed frame */
+	struct profile_top_frame top[PROFILE_TOP_MAX];
+	size_t ntop;
+	char statements[PROFILE_STATEMENTS_MAX][PROFILE_STATEMENT_MAX];
+	size_t nstatements;
+	bool lines;                        /* lines were asked and their maps read */
+	char native_note[4096];            /* which native libraries were named how (lines) */
+	char message[2048];                /* the whole error message, when the run failed */
+};
+
+extern const struct task_param profile_task_params[];
+extern const size_t profile_task_nparams;
+/* The task: the run with its parameters from a; the result's data is a struct profile_result. */
+int task_run_profile(const struct task_args *a, const struct task_ctx *ctx, struct task_result *res);
+/* The same run from C options (the CLI); ctx->stop, ->log and ->outdir_fd are used. */
+int profile_task_run(const struct profile_run_opts *o, const struct task_ctx *ctx,
+		     struct task_result *res);
+/* The checks of o made before any work (EXIT_USAGE into res): 0 or -EINVAL. */
+int profile_task_check(const struct profile_run_opts *o, struct task_result *res);
+/* The JSON of docs/tasks/profile.md, appended to sb; artifact names the folder's file or NULL. */
+int profile_result_json(const struct profile_result *r, const char *artifact, struct strbuf *sb);
+void profile_result_free(void *r);
 
 #endif

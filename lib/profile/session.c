@@ -9,7 +9,7 @@
 #include <fcntl.h>
 
 #include "common/log.h"
-#include "profile/profile.h"
+#include "profile/internal.h"
 #include "srcline/srcline.h"
 #include "sym/sym_srv.h"
 
@@ -39,7 +39,7 @@ static int session_start_ep(struct profile_session *s, const struct profile_sess
 	eo.prime = o->ep_prime;
 	rc = profile_ep_start(&s->ep, &eo, s->prof, &s->ep_rerr);
 	if (rc) {
-		profile_session_close(s);
+		profile_session_release(s);
 		return rc;
 	}
 	s->failed_stage = PROFILE_STAGE_NONE;
@@ -90,7 +90,7 @@ int profile_session_start(struct profile_session *s, const struct profile_sessio
 	s->last_refresh_ns = s->start_ns;
 	return 0;
 fail:
-	profile_session_close(s);
+	profile_session_release(s);
 	perf_prio_restore(&s->prio);
 	return rc;
 }
@@ -186,7 +186,7 @@ int profile_session_restore_within(struct profile_session *s, int wait_ms, struc
 	return perfmap_use_end_within(&s->pm, wait_ms, rerr);
 }
 
-void profile_session_close(struct profile_session *s)
+void profile_session_release(struct profile_session *s)
 {
 	struct ipc_error rerr;
 
@@ -224,4 +224,50 @@ const char *profile_session_comm(void *ctx, uint32_t tid)
 	if (s->ep)
 		return profile_ep_comm(s->ep, tid);
 	return s->smp ? perf_sampler_comm(s->smp, tid) : NULL;
+}
+
+void profile_session_close(struct profile_session *s)
+{
+	if (!s)
+		return;
+	profile_session_release(s);
+	free(s);
+}
+
+void profile_session_info(const struct profile_session *s, struct profile_session_info *i)
+{
+	memset(i, 0, sizeof(*i));
+	i->pid = s->pid;
+	i->dotnet = s->dotnet;
+	i->engine = s->engine;
+	i->ep = s->ep;
+	i->pm_err = s->pm_err;
+	i->pm_rerr = s->pm_rerr;
+	i->pm_jitdump = s->pm.jitdump;
+	i->start_ns = s->start_ns;
+	i->end_ns = s->end_ns;
+	i->target_gone = s->target_gone;
+}
+
+void profile_session_sampler_stats(const struct profile_session *s, struct perf_sampler_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (s->smp)
+		perf_sampler_stats(s->smp, st);
+}
+
+void profile_session_set_prio(struct profile_session *s, const struct perf_prio *p)
+{
+	s->prio = *p;
+}
+
+void profile_session_stop_above(struct profile_session *s, sig_atomic_t v)
+{
+	if (s->prof)
+		profile_set_stop_above(s->prof, v);
+}
+
+struct profile_ep *profile_session_ep(const struct profile_session *s)
+{
+	return s->ep;
 }

@@ -17,6 +17,8 @@
 #include "counters/counters.h"
 #include "dump/dump.h"
 #include "heap/heap.h"
+#include "probe/probe.h"
+#include "profile/profile.h"
 #include "stacks/stacks.h"
 #include "task/task.h"
 #include "tracestats/tracestats.h"
@@ -55,12 +57,10 @@ static const struct task_row rows[] = {
 	{ "gcdump.report", "types by retained bytes, the largest retainers, retention paths, duplicated strings",
 	  gcdump_report_task_params, &gcdump_report_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE,
 	  task_run_gcdump_report },
-	/* ADAPTER: w-taskwf's task_run_probe replaces it */
-	{ "probe", "calls of a .NET method: arguments, return value, latency (clrtap probe)", adapt_probe_params,
-	  &adapt_probe_nparams, TASK_F_TARGET | TASK_F_ISOLATE, task_run_cli_adapter },
-	/* ADAPTER: w-taskwf's task_run_profile replaces it */
-	{ "profile", "a CPU profile: perf_event or EventPipe samples, frames named (clrtap profile)",
-	  adapt_profile_params, &adapt_profile_nparams, TASK_F_TARGET | TASK_F_ISOLATE, task_run_cli_adapter },
+	{ "probe", "calls of a .NET method as they happen: arguments, return, latency, stack (clrtap probe)",
+	  probe_task_params, &probe_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE, task_run_probe },
+	{ "profile", "CPU (or off-CPU) samples of a process, named, as a flame and a top list (clrtap profile)",
+	  profile_task_params, &profile_task_nparams, TASK_F_TARGET | TASK_F_ISOLATE, task_run_profile },
 	{ "stacks", "the managed stack of every thread, merged (clrtap stacks)", stacks_task_params,
 	  &stacks_task_nparams, TASK_F_TARGET, task_run_stacks },
 	{ "trace", "an EventPipe trace and its report (trace collect + trace report)", trace_task_params,

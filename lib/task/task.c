@@ -393,8 +393,6 @@ int task_table_json(struct ct_json *j)
 		ct_json_kv_str(j, "summary", t->summary);
 		ct_json_kv_bool(j, "target", !!(t->flags & TASK_F_TARGET));
 		ct_json_kv_bool(j, "isolate", !!(t->flags & TASK_F_ISOLATE));
-		if (t->run == task_run_cli_adapter)
-			ct_json_kv_bool(j, "adapter", true); /* ADAPTER row (adapt.c): goes at the merge */
 		ct_json_kv_arr_begin(j, "params");
 		for (k = 0; k < t->nparams; k++)
 			task_param_json(j, &t->params[k]);

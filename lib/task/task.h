@@ -168,17 +168,6 @@ int task_artifact_write(const struct task_ctx *c, struct task_result *r, const c
 /* Opens name in c->outdir_fd to write (0600, O_NOFOLLOW, truncated), lists it; -1 and errno. */
 int task_artifact_open(const struct task_ctx *c, struct task_result *r, const char *name, const char *mime);
 
-/*
- * ADAPTER ROWS (lib/task/adapt.c; issue 25, replaced at the merge by the
- * real task_run_profile/probe and the heap tasks): run the command itself in
- * the task_spawn child through a hook "clrtap __task" sets.
- */
-typedef int (*task_cli_fn)(const struct task_args *a, const struct task_ctx *c, struct task_result *r);
-void task_set_cli_adapter(task_cli_fn fn);
-int task_run_cli_adapter(const struct task_args *a, const struct task_ctx *c, struct task_result *r);
-extern const struct task_param adapt_profile_params[], adapt_probe_params[], adapt_dump_params[];
-extern const size_t adapt_profile_nparams, adapt_probe_nparams, adapt_dump_nparams, adapt_gcdump_nparams;
-
 #define TASK_CHILD_IN_FD 3
 #define TASK_CHILD_OUT_FD 4
 #define TASK_CHILD_DIR_FD 5 /* the output directory, when there is one */

@@ -75,17 +75,15 @@ static void show(struct profile_session *s, pid_t pid, int lines, bool tty, bool
 		return;
 	}
 	profile_session_reset(s);
-	memset(&st, 0, sizeof(st));
-	if (s->ep)
-		profile_ep_stats(s->ep, &es);
-	else
-		perf_sampler_stats(s->smp, &st);
+	if (profile_session_ep(s))
+		profile_ep_stats(profile_session_ep(s), &es);
+	profile_session_sampler_stats(s, &st);
 	localtime_r(&now, &tm);
 	strftime(clock, sizeof(clock), "%H:%M:%S", &tm);
 	total = flame_total(f);
 	if (tty)
 		fputs("\033[H\033[2J", stdout);
-	if (s->ep)
+	if (profile_session_ep(s))
 		printf("clrtap top - pid %d - %s - %llu managed-code samples in the last second, "
 		       "%s (EventPipe engine: managed frames only), %llu events lost in all\n",
 		       (int)pid, clock, (unsigned long long)total,
@@ -137,7 +135,8 @@ int cmd_top(int argc, char **argv)
 		{ 0 },
 	};
 	struct profile_session_opts so = { 0 };
-	struct profile_session s;
+	struct profile_session *s = NULL;
+	struct profile_session_info si;
 	struct proc_target t;
 	uint64_t next, deadline;
 	unsigned iter = 0;
@@ -211,12 +210,13 @@ int cmd_top(int argc, char **argv)
 	if (ch.fell_back && hz_given)
 		cli_warn("-F %d is not used by the EventPipe engine: %s", hz,
 			 profile_engine_ep_rate);
-	if (!dotnet && !s.ep)
+	profile_session_info(s, &si);
+	if (!dotnet && !si.ep)
 		cli_info("pid %d is not a .NET process: native and kernel frames only", (int)so.pid);
-	if (s.dotnet && s.pm_err)
+	if (si.dotnet && si.pm_err)
 		cli_warn("cannot turn the perf map on (%s): JIT-compiled frames stay unnamed",
-			 strerror(-s.pm_err));
-	if (s.dotnet && !s.ep && !s.pm_err && !s.pm.jitdump) {
+			 strerror(-si.pm_err));
+	if (si.dotnet && !si.ep && !si.pm_err && !si.pm_jitdump) {
 		int major = perfmap_runtime_major(&t, to.timeout_ms);
 
 		if (major >= PERFMAP_BUFFERED_MAJOR)
@@ -226,30 +226,30 @@ int cmd_top(int argc, char **argv)
 				 "eventpipe names them",
 				 major);
 	}
-	if (!s.ep) {
+	if (!si.ep) {
 		struct perf_sampler_stats st;
 
-		perf_sampler_stats(s.smp, &st);
+		profile_session_sampler_stats(s, &st);
 		if (!st.kernel)
 			cli_warn("kernel stacks not permitted (kernel.perf_event_paranoid >= 2 and no "
 				 "CAP_PERFMON): sampling user stacks only");
 	}
-	next = s.start_ns + 1000000000ull;
-	deadline = duration_ms ? s.start_ns + (uint64_t)duration_ms * 1000000ull : UINT64_MAX;
+	next = si.start_ns + 1000000000ull;
+	deadline = duration_ms ? si.start_ns + (uint64_t)duration_ms * 1000000ull : UINT64_MAX;
 	code = EXIT_OK;
 	while (!cli_stop_requested) {
 		uint64_t now = perf_now_ns();
 
 		if (now >= next) {
-			show(&s, so.pid, lines, tty, kernel, ++iter);
+			show(s, so.pid, lines, tty, kernel, ++iter);
 			next += 1000000000ull;
 			if ((iterations && iter >= (unsigned)iterations) || now >= deadline)
 				break;
 			continue;
 		}
-		rc = profile_session_tick(&s, (int)((next - now) / 1000000ull) + 1);
+		rc = profile_session_tick(s, (int)((next - now) / 1000000ull) + 1);
 		if (rc == -ESRCH) {
-			show(&s, so.pid, lines, tty, kernel, ++iter);
+			show(s, so.pid, lines, tty, kernel, ++iter);
 			cli_info("pid %d exited", (int)so.pid);
 			break;
 		}
@@ -258,6 +258,6 @@ int cmd_top(int argc, char **argv)
 			break;
 		}
 	}
-	profile_session_close(&s);
+	profile_session_close(s);
 	return code;
 }

@@ -9,7 +9,7 @@
 # clrtap read (invalid bytes by the surrogateescape rule of
 # lib/common/json.h); the text output of the same commands, and clrtap's
 # stderr, must hold no raw ESC or other control byte but the line ends.
-# (probe and profile have no --json.)
+# (probe and profile --json: their task results, checked in t-probe.sh and t-profile.sh.)
 . "$(dirname "$0")/lib.sh"
 
 ESC=$'\x1b'

@@ -107,7 +107,8 @@ b_round() {
 	J=$(cat "$WORK/b$k.json")
 	equals "B$k: every call counted (the fixture's counter: $t0 -> $t1)" \
 		"$(json_get "$J" "d['methods'][0]['calls']")" "$((t1 - t0))"
-	equals "B$k: handed to ReJIT" "$(json_get "$J" "d['budget']['mechanism']")" rejit-count
+	equals "B$k: handed to ReJIT, counting" "$(json_get "$J" "(d['handed_to_rejit'], d['rejit_args'], d['mechanism'])")" \
+		"(True, False, 'breakpoint+rejit')"
 	equals "B$k: ReJIT's final count came" "$(json_get "$J" "d['methods'][0]['rejit_counts_final']")" True
 	contains "B$k: says why (over the budget under the breakpoint)" "$(cat "$WORK/b$k.err")" \
 		"clrtap: budget: handed to ReJIT at +"
@@ -184,8 +185,9 @@ contains "--no-rejit: says why it stopped" "$ERR" \
 contains "--no-rejit: the cost it had" "$ERR" "clrtap: cost to the target (estimated): "
 expect_exit "--via breakpoint --json, budget 0.01%: stopped, exit 11" 11 "$CLRTAP" probe -p "$P" \
 	--via breakpoint --budget 0.01% --json "$M"
-equals "JSON: stopped over budget" "$(json_get "$OUT" "d['budget']['stopped_over_budget']")" True
-equals "JSON: exit code 11" "$(json_get "$OUT" "d['exit_code']")" 11
+equals "JSON: stopped over budget" "$(json_get "$OUT" "d['over_budget']")" True
+equals "JSON: the breakpoint's counts, no ReJIT" "$(json_get "$OUT" "(d['mechanism'], d['handed_to_rejit'])")" \
+	"('breakpoint', False)"
 rm -f "$G"
 stop_fixture "$P"
 finish

@@ -61,7 +61,15 @@ expect_each() {
 start_fixture probe-warm --calls "$N" --interval-ms 2 --trigger "$WORK/trig-a"
 probe_bg r2r -d 4 --ret --latency 'System.Convert::ToString(int,int)'
 probe_bg addints -d 4 --ret --stack 'Clrtap.Fixtures.ProbeTargets::AddInts'
+probe_bg r2rjson -d 4 --json --args 'System.Convert::ToString(int,int)'
 run_probes "$WORK/trig-a"
+# --json: the task's result (docs/tasks/probe.md), one record per call with the arguments split
+RJ=$(cat "$WORK/r2rjson.out")
+equals "r2r --json: method, mechanism, counts" \
+	"$(json_get "$RJ" '(d["task"], d["methods"][0]["name"], d["mechanism"], d["methods"][0]["calls"], d["calls_total"], d["calls_shown"], d["partial"])')" \
+	"('probe', 'System.Convert::ToString', 'uprobe', $N, $N, $N, False)"
+equals "r2r --json: every record's arguments exact, by name and type" \
+	"$(json_get "$RJ" 'sorted(int(c["args"][0]["value"]) for c in d["calls"] if c["method"] == "System.Convert::ToString" and [(a["name"], a["type"]) for a in c["args"]] == [("value", "int32"), ("toBase", "int32")] and c["args"][1]["value"] == "16") == list(range('"$N"'))')" True
 R2R=$(cat "$WORK/r2r.out")
 contains "r2r: attached by uprobe to CoreLib's R2R code" "$(cat "$WORK/r2r.err")" \
 	"[ReadyToRun] at System.Private.CoreLib.dll+0x"

@@ -107,8 +107,20 @@ else
 	equals "HTML renders in headless chromium with CpuSplit::HotA" "$HC" 0
 fi
 
-expect_exit "profile -o .pb.gz" 0 "$CLRTAP" profile -p "$PID1" -d 3 -o "$WORK/split.pb.gz"
-NS=$(echo "$OUT" | sed -n 's/^samples: \([0-9]*\) .*/\1/p')
+# --json: the task's result (docs/tasks/profile.md) in place of the summary
+expect_exit "profile -o .pb.gz --json" 0 "$CLRTAP" profile -p "$PID1" -d 3 -o "$WORK/split.pb.gz" --json
+PJ=$OUT
+NS=$(json_get "$PJ" 'd["samples"]')
+equals "json: task, engine, frequency, output, partial" \
+	"$(json_get "$PJ" '(d["task"], d["pid"], d["engine"], d["frequency_hz"], d["output"], d["partial"])')" \
+	"('profile', $PID1, 'perf', 99, '$WORK/split.pb.gz', False)"
+equals "json: the top method by self is HotA, exactly" "$(json_get "$PJ" 'd["top"][0]["name"]')" \
+	"Clrtap.Fixtures.CpuSplit::HotA"
+equals "json: its self count and share agree with the samples" \
+	"$(json_get "$PJ" 'abs(d["top"][0]["self_pct"] - 100.0 * d["top"][0]["self"] / d["samples"]) < 0.01')" True
+equals "json: statements is a list, lost and unnamed are counts" \
+	"$(json_get "$PJ" '(type(d["statements"]), type(d["lost_samples"]), d["unnamed_frames"] <= d["frames"])')" \
+	"(<class 'list'>, <class 'int'>, True)"
 PPROF_SUM=$(python3 - "$WORK/split.pb.gz" <<'EOF'
 import gzip, sys
 data = gzip.open(sys.argv[1]).read()
@@ -149,7 +161,7 @@ for f, t, v in fields(data):
 print(total)
 EOF
 )
-equals "pprof decodes to the printed sample count" "$PPROF_SUM" "$NS"
+equals "pprof decodes to the JSON's sample count" "$PPROF_SUM" "$NS"
 
 expect_exit "profile -o .speedscope.json" 0 "$CLRTAP" profile -p "$PID1" -d 3 -o "$WORK/split.speedscope.json"
 SS=$(python3 - "$WORK/split.speedscope.json" <<'EOF'

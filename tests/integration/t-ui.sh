@@ -91,19 +91,15 @@ if ! wait_for_line "$WORK/serve-tdef.log" 'listening on' 30 "$!"; then
 	finish
 fi
 TDEF_TOKEN=$(sed -n 's/^clrtap serve: token \([0-9a-f]*\) .*/\1/p' "$WORK/serve-tdef.log")
-# a probe target for the call records (used once the probe row is lib/probe's task, not the adapter)
-PROBE_PID=0
-if curl -s "http://127.0.0.1:$SPORT/api/v1/tasks?token=$SERVE_TOKEN" |
-	python3 -c 'import json,sys; sys.exit(0 if not [t for t in json.load(sys.stdin)["tasks"] if t["name"] == "probe" and t.get("adapter")] else 1)'; then
-	start_fixture probe-warm --calls 5 --interval-ms 2 --trigger "$WORK/trig-probe"
-	PROBE_PID=$FIX_PID
-fi
+# a probe target for the call records
+start_fixture probe-warm --calls 5 --interval-ms 2 --trigger "$WORK/trig-probe"
+PROBE_PID=$FIX_PID
 
 rm -rf "$UI_OUT"
 mkdir -p "$UI_OUT"
 UI_NPM=$NPM_DIR BASE="http://127.0.0.1:$SPORT" SERVE_TOKEN=$SERVE_TOKEN OUT="$UI_OUT" CPU_PID=$CPU_PID WEB_PID=$WEB_PID WEB_PORT=$WEB_PORT \
 	NS_PID=$NS_PID HOSTILE_PID=$HOSTILE_PID HOSTILE_LABEL=$HOSTILE_LABEL BASE_TOK="http://127.0.0.1:$TPORT" TOKEN=$TOKEN \
-	BASE_TDEF="http://127.0.0.1:$TDEF_PORT" TDEF_TOKEN=$TDEF_TOKEN PROBE_PID=$PROBE_PID PROBE_TRIGGER="$WORK/trig-probe" timeout 600 node "$ROOT/tests/ui/ui.mjs" >"$WORK/ui.out" 2>&1
+	BASE_TDEF="http://127.0.0.1:$TDEF_PORT" TDEF_TOKEN=$TDEF_TOKEN PROBE_PID=$PROBE_PID PROBE_TRIGGER="$WORK/trig-probe" SESSIONS_DIR="$WORK/sessions" timeout 600 node "$ROOT/tests/ui/ui.mjs" >"$WORK/ui.out" 2>&1
 rc=$?
 take_lines "$WORK/ui.out"
 if [ "$rc" -ne 0 ] && [ "$FAILED" -eq 0 ]; then

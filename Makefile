@@ -31,7 +31,7 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototy
 	-Wformat=2 -Wvla -Wpointer-arith -Wundef -Wno-unused-parameter -Wno-format-nonliteral
 CFLAGS ?= $(OPT)
 ALL_CFLAGS := -std=gnu11 $(WARNINGS) $(CFLAGS) $(SANFLAGS) -Ilib -MMD -MP -D_FILE_OFFSET_BITS=64
-LDLIBS := -lelf -ldw -lz -lpthread -ldl
+LDLIBS := -lelf -ldw -lz -lpthread -ldl -lm
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
 # Libraries: every lib/<name>/*.c except unit tests (*_test.c) and fuzz harnesses (*_fuzz.c).

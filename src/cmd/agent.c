@@ -13,6 +13,8 @@
 
 #include "agent/agent.h"
 #include "cli.h"
+#include "agent/natmem_proto.h"
+#include "cmd/natmem_cmd.h"
 
 /* Agent exit codes (docs/cmd/exit-codes.md). */
 
@@ -69,6 +71,8 @@ static void features_text(uint32_t f, char *buf, size_t len)
 	snprintf(buf, len, "%s%s%s%s%s", f & PRF_FEAT_MODULES ? "modules," : "",
 		 f & PRF_FEAT_JIT ? "jit-count," : "", f & PRF_FEAT_EXCEPTIONS ? "exception-count," : "",
 		 f & PRF_FEAT_THREADS ? "thread-count," : "", f & PRF_FEAT_REJIT ? "rejit-probes," : "");
+	if (f & PRF_FEAT_NATMEM)
+		snprintf(buf + strlen(buf), len - strlen(buf), "native-memory,");
 	if (buf[0])
 		buf[strlen(buf) - 1] = '\0';
 	else
@@ -220,6 +224,13 @@ struct run_ctx {
 	bool have_status;
 	uint64_t modules;
 	struct timespec t_attach;
+	/* native-memory */
+	struct nm_cmd *nm;
+	uint64_t nm_interval;
+	int nm_top;
+	int64_t nm_duration_ms;
+	struct timespec t_nm;
+	bool nm_seen;
 };
 
 /* Whether path, as the target sees it, is a regular file (looked up inside its root, not followed). */
@@ -305,6 +316,22 @@ static int run_event(void *ctx, const struct agent_event *ev)
 	struct run_ctx *r = ctx;
 	char feat[128];
 
+	if (r->nm) {
+		struct timespec now;
+		bool stop;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (ev->id == PRF_EV_NATMEM && !r->nm_seen) {
+			r->nm_seen = true;
+			r->t_nm = now;
+		}
+		stop = cli_stop_requested ||
+		       (r->nm_seen && r->nm_duration_ms &&
+			(now.tv_sec - r->t_nm.tv_sec) * 1000 + (now.tv_nsec - r->t_nm.tv_nsec) / 1000000 >=
+				r->nm_duration_ms);
+		if (nm_cmd_event(r->nm, ev, stop))
+			return 1; /* the live table is read: stop, the profiler puts the slots back */
+	}
 	switch (ev->id) {
 	case PRF_EV_HELLO:
 		r->hello = true;
@@ -539,6 +566,15 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		memcpy(r->config + r->config_len, ";args=1", 8);
 		r->config_len += 7;
 	}
+	if (!err && r->nm) {
+		int w = snprintf(r->config + r->config_len, sizeof(r->config) - r->config_len,
+				 ";natmem=%" PRIu64, r->nm_interval);
+
+		if (w < 0 || (size_t)w >= sizeof(r->config) - r->config_len)
+			err = -ENOSPC;
+		else
+			r->config_len += (size_t)w;
+	}
 	if (!err && r->stack && r->config_len + 8 < sizeof(r->config)) {
 		memcpy(r->config + r->config_len, ";stack=1", 9);
 		r->config_len += 8;
@@ -548,7 +584,8 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 
 	o.ep = ep;
 	o.keywords = PRF_KW_CONTROL | PRF_KW_STATUS | (r->show_modules ? PRF_KW_MODULES : 0) |
-		     (r->nspecs ? PRF_KW_PROBES : 0) | (r->args ? PRF_KW_CALLS : 0);
+		     (r->nspecs ? PRF_KW_PROBES : 0) | (r->args ? PRF_KW_CALLS : 0) |
+		     (r->nm ? PRF_KW_NATMEM : 0);
 	o.stackwalk = r->stack;
 	o.stop = &cli_stop_requested;
 	o.duration_ms = duration_ms;
@@ -557,6 +594,15 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	o.on_open = run_on_open;
 	o.ctx = r;
 	o.flush_before_stop = true; /* final counts hold every call before the stop */
+	if (r->nm) {
+		/* run_event stops the session once it has read the live table
+		 * (at -d, or on Ctrl-C); the session's own limit is a backstop */
+		static volatile sig_atomic_t never;
+
+		r->nm_duration_ms = duration_ms;
+		o.stop = &never;
+		o.duration_ms = duration_ms ? duration_ms + 15000 : 0;
+	}
 	if (rearm) {
 		/* the new config rides in the session's filter data */
 		snprintf(filter, sizeof(filter), "clrtap=rearm;%.*s", (int)r->config_len, r->config);
@@ -579,6 +625,15 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		detached = confirm_detached(ep, 5000, &detach_ms);
 	if (!res.target_ended && r->nspecs)
 		dormant = confirm_dormant(ep, 5000);
+	if (r->nm) {
+		code = nm_cmd_end(r->nm, detached);
+		r->nm = NULL;
+		if (!res.target_ended && !detached)
+			return cli_error(EXIT_ERROR, "detach not confirmed: a clrtap profiler still answers");
+		if (!r->json && detached)
+			info("detached: the profiler left within %" PRId64 " ms\n", detach_ms);
+		return code;
+	}
 	if (r->json) {
 		struct strbuf sb = STRBUF_INIT;
 		struct ct_json j;
@@ -687,6 +742,8 @@ int cmd_agent(int argc, char **argv)
 	const char *libc_opt = NULL, *mode = "auto", *library = NULL, *action;
 	bool json = false, modules = false, args = false, progress = false, stack = false;
 	int64_t duration_ms = 0;
+	uint64_t interval = NM_DEFAULT_INTERVAL;
+	int top = 10;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 'd', "duration", CLI_OPT_DURATION, &duration_ms, "DUR", "run, probe: detach after DUR (default, or 0: Ctrl-C)" },
@@ -704,6 +761,9 @@ int cmd_agent(int argc, char **argv)
 		  "probe: with --args, each call's managed stack (IPs, leaf first) on a 'stack' line" },
 		{ 0, "progress", CLI_OPT_BOOL, &progress, NULL,
 		  "probe: print each method's count as the profiler reports it (every 250 ms)" },
+		{ 0, "interval", CLI_OPT_SIZE, &interval, "BYTES",
+		  "native-memory: mean bytes between sampled allocations (default 512KiB; 1KiB..16GiB)" },
+		{ 0, "top", CLI_OPT_INT, &top, "N", "native-memory: stacks per view (default 10)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the result as JSON" },
 		{ 0 },
 	};
@@ -713,15 +773,23 @@ int cmd_agent(int argc, char **argv)
 
 	g_probe_shape = argc > 0 && !strcmp(argv[0], "probe");
 	if (cli_parse(argc, argv,
-		      "clrtap agent run|status|probe (-p PID | -n NAME) [METHOD...] [options]", opts,
+		      "clrtap agent run|status|probe|native-memory (-p PID | -n NAME) [METHOD...] [options]", opts,
 		      &first, &code))
 		return code;
 	if (first >= argc)
-		return cli_error(EXIT_USAGE, "say 'run', 'status' or 'probe'");
+		return cli_error(EXIT_USAGE, "say 'run', 'status', 'probe' or 'native-memory'");
 	action = argv[first];
-	if (strcmp(action, "run") && strcmp(action, "status") && strcmp(action, "probe"))
-		return cli_error(EXIT_USAGE, "unknown action '%s': say 'run', 'status' or 'probe'",
+	if (strcmp(action, "run") && strcmp(action, "status") && strcmp(action, "probe") &&
+	    strcmp(action, "native-memory"))
+		return cli_error(EXIT_USAGE,
+				 "unknown action '%s': say 'run', 'status', 'probe' or 'native-memory'",
 				 action);
+	if (interval < 1024 || interval > (16ull << 30))
+		return cli_error(EXIT_USAGE, "--interval must be 1KiB..16GiB");
+	if (top < 1 || top > 1000)
+		return cli_error(EXIT_USAGE, "--top must be 1..1000");
+	if (!strcmp(action, "native-memory") && !strcmp(mode, "notification"))
+		return cli_error(EXIT_USAGE, "native-memory needs the main profiler slot");
 	if (!strcmp(action, "probe")) {
 		if (first + 1 >= argc)
 			return cli_error(EXIT_USAGE, "name at least one method: Namespace.Type::Method");
@@ -757,5 +825,11 @@ int cmd_agent(int argc, char **argv)
 		r.args = args = true; /* a stack goes with a call's record */
 	if ((args || progress) && !r.nspecs)
 		return cli_error(EXIT_USAGE, "--args and --progress go with 'probe'");
+	if (!strcmp(action, "native-memory")) {
+		if (nm_cmd_begin(&r.nm, &t, interval, top, json))
+			return cli_error(EXIT_ERROR, "out of memory");
+		r.nm_interval = interval;
+		r.mode_opt = "main";
+	}
 	return do_run(&t, &ep, &r, libc_opt, duration_ms);
 }

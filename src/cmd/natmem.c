@@ -59,7 +59,7 @@ int nm_cmd_event(struct nm_cmd *c, const struct agent_event *ev, bool stop_now)
 		c->modules = ev->spec;
 		c->open_err = ev->hresult ? ev->hresult : natmem_open(&c->m, c->t->pid, ev->module_id);
 		c->open = true;
-		if (!c->json && !c->open_err)
+		if (!c->open_err) /* stderr, also with --json: a script waits for it */
 			cli_info("hooks in place: %u GOT slots in %u modules; sampling every %" PRIu64
 				 " bytes on average", ev->methods, ev->spec, ev->seq);
 		fflush(stdout);
@@ -108,35 +108,82 @@ static void render_stack(struct nm_cmd *c, struct sym_proc *sp, const struct nat
 	(void)c;
 }
 
+/* Stacks that read the same once named (one method's code versions: Tier0,
+ * OSR, Tier1) are one row. At most 4096 stacks are named and merged. */
+struct row {
+	char *names; /* frame names, '\n' between */
+	double bytes, var;
+	uint64_t n;
+	uint32_t first; /* the stack shown */
+};
+
+static char *stack_names(struct sym_proc *sp, const struct natmem_stack *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char name[512];
+	bool managed;
+
+	for (uint32_t k = 0; k < s->n; k++) {
+		natmem_frame_name(sp, s->frames[k], name, sizeof(name), &managed);
+		strbuf_addf(&sb, "%s\n", name);
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
 static void render_view(struct nm_cmd *c, struct sym_proc *sp, bool live, struct ct_json *j)
 {
+	uint32_t lim = c->m.nst < 4096 ? c->m.nst : 4096, nrow = 0;
+	struct row *rows = calloc(lim ? lim : 1, sizeof(*rows));
 	int shown = 0;
 
 	natmem_sort(&c->m, live);
-	if (j)
-		ct_json_kv_arr_begin(j, live ? "live" : "churn");
-	for (uint32_t i = 0; i < c->m.nst && shown < c->top; i++) {
+	for (uint32_t i = 0; rows && i < lim; i++) {
 		const struct natmem_stack *s = &c->m.st[i];
 		double bytes = live ? s->live_bytes : s->alloc_bytes - s->live_bytes;
 		double var = live ? s->live_var : s->alloc_var;
 		uint64_t n = live ? s->live_samples
 				  : (s->alloc_samples > s->live_samples ? s->alloc_samples - s->live_samples : 0);
+		char *names;
+		uint32_t r;
 
 		if (n == 0 || bytes <= 0)
 			continue;
-		shown++;
+		names = stack_names(sp, s);
+		for (r = 0; r < nrow && strcmp(rows[r].names, names); r++)
+			;
+		if (r == nrow)
+			rows[nrow++] = (struct row){ names, 0, 0, 0, i };
+		else
+			free(names);
+		rows[r].bytes += bytes;
+		rows[r].var += var;
+		rows[r].n += n;
+	}
+	/* merged rows: largest first (insertion sort, rows are few) */
+	for (uint32_t a = 1; a < nrow; a++)
+		for (uint32_t b = a; b > 0 && rows[b].bytes > rows[b - 1].bytes; b--) {
+			struct row t = rows[b];
+
+			rows[b] = rows[b - 1];
+			rows[b - 1] = t;
+		}
+	if (j)
+		ct_json_kv_arr_begin(j, live ? "live" : "churn");
+	for (uint32_t r = 0; r < nrow && shown < c->top; r++, shown++) {
+		const struct natmem_stack *s = &c->m.st[rows[r].first];
+
 		if (j) {
 			ct_json_obj_begin(j);
-			ct_json_kv_double(j, "bytes", bytes);
-			ct_json_kv_double(j, "bytes_err95", err95(var));
-			ct_json_kv_u64(j, "samples", n);
+			ct_json_kv_double(j, "bytes", rows[r].bytes);
+			ct_json_kv_double(j, "bytes_err95", err95(rows[r].var));
+			ct_json_kv_u64(j, "samples", rows[r].n);
 			ct_json_kv_arr_begin(j, "frames");
 			render_stack(c, sp, s, j);
 			ct_json_arr_end(j);
 			ct_json_obj_end(j);
 		} else {
-			printf("  %.1f MiB (+-%.1f MiB at 95%%, %" PRIu64 " samples)\n", bytes / 1048576.0,
-			       err95(var) / 1048576.0, n);
+			printf("  %.1f MiB (+-%.1f MiB at 95%%, %" PRIu64 " samples)\n",
+			       rows[r].bytes / 1048576.0, err95(rows[r].var) / 1048576.0, rows[r].n);
 			render_stack(c, sp, s, NULL);
 		}
 	}
@@ -144,6 +191,9 @@ static void render_view(struct nm_cmd *c, struct sym_proc *sp, bool live, struct
 		ct_json_arr_end(j);
 	else if (!shown)
 		printf("  (no sampled allocation)\n");
+	for (uint32_t r = 0; r < nrow; r++)
+		free(rows[r].names);
+	free(rows);
 }
 
 int nm_cmd_end(struct nm_cmd *c, bool detached)

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Native allocations by stack (issue 31): clrtap agent native-memory on the
+# sample's native-leak mode (64 MiB kept by natfix_leak_keep from
+# NativeLeaker::Keep, 256 MiB churned by natfix_churn; docs/fixtures.md).
+# The live view names both frames and holds what the fixture kept (+-10 %),
+# the churn is not live, every GOT slot is back after the detach, and a
+# second attach works (the target is left as found).
+. "$(dirname "$0")/lib.sh"
+
+jpy() {
+	python3 - "$1" "$2" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ok = eval(sys.argv[2])
+if not ok:
+    print(json.dumps(d)[:3000], file=sys.stderr)
+sys.exit(0 if ok else 1)
+PYEOF
+}
+
+start_fixture native-leak --keep-mb 64 --churn-mb 256 --trigger "$WORK/go"
+# 64 KiB: ~1000 samples for the 64 MiB kept, a 1-sigma error of 3 %
+"$CLRTAP" agent native-memory -p "$FIX_PID" -d 5 --interval 64KiB --json >"$WORK/nm.json" 2>"$WORK/nm.err" &
+NM=$!
+KILL_PIDS+=("$NM")
+wait_for_line "$WORK/nm.err" 'hooks in place' 30 "$NM" && touch "$WORK/go"
+wait "$NM"
+check "native-memory exits 0" test $? -eq 0
+wait_for_line "$FIX_OUT" "^DONE " 20 "$FIX_PID" || cat "$FIX_OUT" "$WORK/nm.err" >&2
+KEPT=$(sed -n "s/^DONE kept_bytes=\([0-9]*\).*/\1/p" "$FIX_OUT")
+check "the fixture said what it kept" test -n "$KEPT"
+check "live view: the top stack is natfix_leak_keep called by NativeLeaker::Keep" jpy "$WORK/nm.json" \
+	"[f['name'] for f in d['live'][0]['frames'][:2]] == ['natfix_leak_keep (libnatfix.so)', 'Clrtap.Fixtures.NativeLeaker::Keep'] and d['live'][0]['frames'][1]['managed']"
+check "live bytes of that stack within 10 % of the $KEPT bytes kept" jpy "$WORK/nm.json" \
+	"abs(d['live'][0]['bytes'] - $KEPT) <= 0.10 * $KEPT"
+check "the churn is not live: no live stack through natfix_churn; the churn view has it (~256 MiB, +-25 %)" jpy "$WORK/nm.json" \
+	"not any(f['name'].startswith('natfix_churn') for s in d['live'] for f in s['frames']) and d['churn'][0]['frames'][0]['name'] == 'natfix_churn (libnatfix.so)' and abs(d['churn'][0]['bytes'] - 256 * 2**20) <= 0.25 * 256 * 2**20"
+check "nothing lost, every GOT slot read back as the original after the detach" jpy "$WORK/nm.json" \
+	"d['samples_lost'] == 0 and d['live_table_overflow'] == 0 and d['restore']['checked'] and d['restore']['still_hooked'] == 0 and d['restore']['original'] == d['got_slots'] > 0"
+# left as found: a second attach installs and removes its hooks again
+expect_exit "a second attach works" 0 "$CLRTAP" agent native-memory -p "$FIX_PID" -d 1 --json
+echo "$OUT" >"$WORK/nm2.json"
+check "second attach: hooks installed and all restored again" jpy "$WORK/nm2.json" \
+	"d['got_slots'] > 0 and d['restore']['original'] == d['got_slots']"
+expect_exit "--interval below 1 KiB is a usage error" 2 "$CLRTAP" agent native-memory -p "$FIX_PID" --interval 100
+stop_fixture "$FIX_PID"
+finish

@@ -65,4 +65,12 @@ void natmem_sort(struct natmem *m, bool live);
 void natmem_frame_name(struct sym_proc *sp, uint64_t ret_addr, char *buf, size_t len, bool *managed);
 void natmem_close(struct natmem *m);
 
+struct ct_json;
+struct strbuf;
+/* The two views, top rows each (stacks that read the same once named are
+ * one row), as "live" and "churn" arrays into an open JSON object. */
+void natmem_report_json(struct natmem *m, struct sym_proc *sp, int top, struct ct_json *j);
+/* The same as text (target-controlled names: pass through cli_safe). */
+void natmem_report_text(struct natmem *m, struct sym_proc *sp, int top, struct strbuf *out);
+
 #endif

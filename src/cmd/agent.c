@@ -14,7 +14,10 @@
 #include "agent/agent.h"
 #include "cli.h"
 #include "agent/natmem_proto.h"
-#include "cmd/natmem_cmd.h"
+#include "common/json.h"
+#include "natmem/natmem.h"
+#include "perfmap/perfmap.h"
+#include "sym/sym.h"
 
 /* Agent exit codes (docs/cmd/exit-codes.md). */
 
@@ -81,6 +84,175 @@ static void features_text(uint32_t f, char *buf, size_t len)
 
 /* What a notification-only profiler cannot do (docs/internals/profiler.md). */
 #define NOTIFICATION_EXCLUDES "ReJIT probes, IL rewriting, GC heap walks (MONITOR_GC)"
+
+/* ------------------------------------------------------- native-memory */
+
+/* `agent native-memory`: lib/natmem read while the session runs, the perf
+ * map on for the run (managed names), the report after the detach. */
+struct nm_cmd {
+	struct natmem m;
+	bool open, final, json;
+	int open_err;
+	int top;
+	uint64_t interval;
+	struct perfmap_use pm;
+	bool pm_on;
+	const struct proc_target *t;
+	uint32_t slots, modules;
+	int32_t install_err;
+};
+
+static int nm_cmd_begin(struct nm_cmd **out, const struct proc_target *t, uint64_t interval, int top,
+		 bool json)
+{
+	struct nm_cmd *c = calloc(1, sizeof(*c));
+	struct ipc_error rerr = { 0 };
+
+	if (!c)
+		return -ENOMEM;
+	c->m.fd = -1;
+	c->t = t;
+	c->interval = interval;
+	c->top = top;
+	c->json = json;
+	perfmap_use_init(&c->pm);
+	/* managed frames are named from the perf map: on for the run */
+	c->pm_on = perfmap_use_begin(&c->pm, t, 5000, &rerr) == 0;
+	*out = c;
+	return 0;
+}
+
+/* One event of the session; returns 1 once the final read is done. */
+static int nm_cmd_event(struct nm_cmd *c, const struct agent_event *ev, bool stop_now)
+{
+	if (ev->id == PRF_EV_NATMEM && !c->open) {
+		c->install_err = ev->hresult;
+		c->slots = ev->methods;
+		c->modules = ev->spec;
+		c->open_err = ev->hresult ? ev->hresult : natmem_open(&c->m, c->t->pid, ev->module_id);
+		c->open = true;
+		if (!c->open_err) /* stderr, also with --json: a script waits for it */
+			cli_info("hooks in place: %u GOT slots in %u modules; sampling every %" PRIu64
+				 " bytes on average", ev->methods, ev->spec, ev->seq);
+		fflush(stdout);
+		return 0;
+	}
+	if (!c->open || c->open_err || c->final)
+		return 0;
+	if (ev->id == PRF_EV_STATUS) {
+		if (natmem_poll(&c->m))
+			c->open_err = -EIO;
+		if (stop_now && !c->open_err) {
+			if (natmem_read_live(&c->m))
+				c->open_err = -EIO;
+			c->final = true;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int nm_cmd_end(struct nm_cmd *c, bool detached)
+{
+	struct sym_opts so = { 0 };
+	struct sym_proc *sp = NULL;
+	struct ipc_error rerr = { 0 };
+	uint32_t restored = 0, hooked = 0, unreadable = 0;
+	int code = EXIT_OK;
+
+	if (!c->open || c->open_err || !c->final) {
+		code = cli_error(EXIT_PARTIAL, "%s",
+				 !c->open ? "the profiler never said its hooks were in place"
+				 : c->install_err ? "the profiler could not install its hooks"
+				 : c->open_err ? "cannot read the profiler's tables in the target"
+					       : "the session ended before the final read of the live table");
+		goto out;
+	}
+	if (detached)
+		natmem_got_check(&c->m, &restored, &hooked, &unreadable);
+	if (c->pm_on) {
+		perfmap_use_flush(&c->pm, &rerr);
+		so.perfmap_tpath = c->pm.map_tpath[0] ? c->pm.map_tpath : NULL;
+		so.jitdump_tpath = c->pm.jitdump ? c->pm.jitdump_tpath : NULL;
+	} else {
+		so.no_perfmap = true;
+	}
+	if (sym_proc_open(&sp, c->t->pid, &so))
+		sp = NULL;
+	if (c->json) {
+		struct strbuf sb = STRBUF_INIT;
+		struct ct_json j;
+
+		ct_json_init(&j, &sb);
+		ct_json_obj_begin(&j);
+		ct_json_kv_u64(&j, "pid", (uint64_t)c->t->pid);
+		ct_json_kv_u64(&j, "interval_bytes", c->m.h.interval);
+		ct_json_kv_u64(&j, "got_slots", c->m.h.got_used);
+		ct_json_kv_u64(&j, "modules", c->m.h.modules);
+		ct_json_kv_u64(&j, "modules_other_allocator", c->m.h.modules_other);
+		ct_json_kv_u64(&j, "samples", c->m.h.samples);
+		ct_json_kv_u64(&j, "samples_read", c->m.ring_taken);
+		ct_json_kv_u64(&j, "samples_lost", c->m.ring_lost);
+		ct_json_kv_u64(&j, "torn", c->m.torn);
+		ct_json_kv_u64(&j, "live_samples", c->m.live_taken);
+		ct_json_kv_u64(&j, "live_table_overflow", c->m.h.overflow);
+		ct_json_kv_u64(&j, "sampled_frees", c->m.h.frees);
+		ct_json_kv_u64(&j, "walk_refused", c->m.h.walk_refused);
+		ct_json_kv_u64(&j, "stacks_dropped", c->m.stacks_dropped);
+		ct_json_kv_str(&j, "stack_reads", c->m.h.read_method == 2 ? "pipe" : "process_vm_readv");
+		ct_json_kv_bool(&j, "perfmap", c->pm_on);
+		ct_json_kv_obj_begin(&j, "restore");
+		ct_json_kv_bool(&j, "checked", detached);
+		ct_json_kv_u64(&j, "original", restored);
+		ct_json_kv_u64(&j, "still_hooked", hooked);
+		ct_json_kv_u64(&j, "other", unreadable);
+		ct_json_obj_end(&j);
+		natmem_report_json(&c->m, sp, c->top, &j);
+		ct_json_obj_end(&j);
+		if (cli_json_out(&j, stdout))
+			code = EXIT_ERROR;
+		strbuf_release(&sb);
+	} else {
+		printf("sampled %" PRIu64 " allocations (mean interval %" PRIu64 " bytes); %" PRIu64
+		       " sampled pointers freed; %" PRIu64 " live at the end\n",
+		       c->m.h.samples, c->m.h.interval, c->m.h.frees, c->m.live_taken);
+		if (c->m.ring_lost || c->m.h.overflow || c->m.torn || c->m.stacks_dropped)
+			printf("not seen: %" PRIu64 " samples overwritten before clrtap read them, %" PRIu64
+			       " live samples the table had no room for, %" PRIu64
+			       " read while being written, %" PRIu64 " beyond the stack cap\n",
+			       c->m.ring_lost, c->m.h.overflow, c->m.torn, c->m.stacks_dropped);
+		if (!c->pm_on)
+			printf("managed frames are not named: the perf map could not be turned on\n");
+		{
+			struct strbuf sb = STRBUF_INIT;
+
+			natmem_report_text(&c->m, sp, c->top, &sb);
+			/* names are the target's: each line through cli_safe */
+			for (char *l = sb.buf, *e; l && *l; l = e + 1) {
+				e = strchr(l, '\n');
+				if (!e)
+					break;
+				*e = '\0';
+				printf("%s\n", cli_safe(l));
+			}
+			strbuf_release(&sb);
+		}
+		if (detached)
+			printf("\nrestored: %u of %u GOT slots hold their original value again (read back "
+			       "after the detach)%s\n", restored, c->m.h.got_used,
+			       hooked ? "; SOME STILL HOLD THE HOOK" : "");
+	}
+	if (detached && hooked)
+		code = EXIT_ERROR;
+out:
+	if (sp)
+		sym_proc_close(sp);
+	if (c->pm_on)
+		perfmap_use_end(&c->pm, &rerr);
+	natmem_close(&c->m);
+	free(c);
+	return code;
+}
 
 /* ------------------------------------------------------------- status */
 
@@ -761,7 +933,7 @@ int cmd_agent(int argc, char **argv)
 		  "probe: with --args, each call's managed stack (IPs, leaf first) on a 'stack' line" },
 		{ 0, "progress", CLI_OPT_BOOL, &progress, NULL,
 		  "probe: print each method's count as the profiler reports it (every 250 ms)" },
-		{ 0, "interval", CLI_OPT_SIZE, &interval, "BYTES",
+		{ 0, "sample-bytes", CLI_OPT_SIZE, &interval, "BYTES",
 		  "native-memory: mean bytes between sampled allocations (default 512KiB; 1KiB..16GiB)" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "native-memory: stacks per view (default 10)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the result as JSON" },
@@ -785,7 +957,7 @@ int cmd_agent(int argc, char **argv)
 				 "unknown action '%s': say 'run', 'status', 'probe' or 'native-memory'",
 				 action);
 	if (interval < 1024 || interval > (16ull << 30))
-		return cli_error(EXIT_USAGE, "--interval must be 1KiB..16GiB");
+		return cli_error(EXIT_USAGE, "--sample-bytes must be 1KiB..16GiB");
 	if (top < 1 || top > 1000)
 		return cli_error(EXIT_USAGE, "--top must be 1..1000");
 	if (!strcmp(action, "native-memory") && !strcmp(mode, "notification"))

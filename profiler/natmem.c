@@ -33,7 +33,21 @@
 static struct nm_header *g_h;     /* the mapping (kept for the image's life) */
 static atomic_int g_on;           /* hooks sample (0: straight to the real function) */
 static uint64_t g_interval = NM_DEFAULT_INTERVAL;
-static _Atomic int64_t g_countdown;
+/*
+ * Byte countdowns, one per shard of threads (a hash of the stack address:
+ * thread stacks lie far apart), each on its own cache line and updated
+ * with a plain load and store: no locked instruction on the fast path (a
+ * locked add cost ~30 ns a call here). Each shard is its own Poisson
+ * process with the same mean, so together they sample every byte at the
+ * same rate. Two threads of one shard racing can lose an update: counted
+ * bytes then run slightly short (a small undercount under heavy
+ * same-shard contention, stated in docs/internals/natmem.md).
+ */
+#define NM_SHARDS 64
+static struct {
+	_Atomic int64_t left;
+	char pad[56];
+} g_countdown[NM_SHARDS] __attribute__((aligned(64)));
 static _Atomic uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 static int g_pipe[2] = { -1, -1 };
 static atomic_int g_pipe_busy;
@@ -202,24 +216,25 @@ static void record(void *p, size_t size, int fn, uint64_t fp)
 	errno = saved;
 }
 
-/* Counts size bytes; the allocation that crosses the countdown is sampled. */
+/* Counts size bytes; the allocation that crosses its shard's countdown is sampled. */
 static inline void account(void *p, size_t size, int fn, uint64_t fp)
 {
-	int64_t old, left;
+	_Atomic int64_t *c;
+	int64_t left;
 
 	if (!p || !atomic_load_explicit(&g_on, memory_order_relaxed))
 		return;
-	old = atomic_fetch_sub_explicit(&g_countdown, (int64_t)size, memory_order_relaxed);
-	left = old - (int64_t)size;
-	if (left > 0 || old <= 0)
-		return; /* not crossed, or another thread is drawing the next interval */
-	{
-		int64_t add = 0;
-
-		for (int k = 0; k < 256 && left + add <= 0; k++)
-			add += draw();
-		atomic_fetch_add_explicit(&g_countdown, add, memory_order_relaxed);
+	c = &g_countdown[((fp >> 16) * 0x9e3779b97f4a7c15ull) >> 58].left;
+	left = atomic_load_explicit(c, memory_order_relaxed) - (int64_t)size;
+	if (left > 0) {
+		atomic_store_explicit(c, left, memory_order_relaxed);
+		return;
 	}
+	/* crossed: this allocation is sampled; the next point is drawn (as many
+	 * intervals as it takes to get past this allocation's bytes) */
+	for (int k = 0; k < 256 && left <= 0; k++)
+		left += draw();
+	atomic_store_explicit(c, left, memory_order_relaxed);
 	record(p, size, fn, fp);
 }
 
@@ -548,7 +563,8 @@ int natmem_install(void)
 		g_h->read_method = 2;
 	}
 	g_nmod = 0;
-	atomic_store(&g_countdown, draw());
+	for (int i = 0; i < NM_SHARDS; i++)
+		atomic_store(&g_countdown[i].left, draw());
 	atomic_store(&g_on, 1);
 	dl_iterate_phdr(scan_one, &c);
 	g_h->scans = 1;

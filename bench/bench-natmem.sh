@@ -29,7 +29,7 @@ run_pairs() {
 	fi
 	touch "$t"
 	wait_line "$f" '^DONE ' $((SECS + 30)) || { echo "fixture did not finish" >&2; return 1; }
-	ns=$(sed -n 's/^DONE .*ns_per_pair=\([0-9.]*\).*/\1/p' "$f")
+	ns=$(sed -n 's/^DONE .*cpu_ns_per_pair=\([0-9.]*\).*/\1/p' "$f")
 	if [ -n "$cpid" ]; then
 		wait "$cpid"
 		cpu=$(awk '{print $1 + $2}' "$out/time")

@@ -37,18 +37,23 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-static int read_header(struct natmem *m)
+int natmem_header_take(struct natmem *m, const struct nm_header *h)
 {
-	int err = pread_all(m->fd, &m->h, sizeof(m->h), m->table);
-
-	if (err)
-		return err;
+	m->h = *h;
 	if (m->h.magic != NM_MAGIC || m->h.version != NM_VERSION || m->h.frames_max != NM_FRAMES ||
 	    m->h.live_slots != NM_LIVE_SLOTS || m->h.ring_size != NM_RING ||
 	    m->h.got_used > NM_MAX_GOT)
 		return -EPROTO;
 	m->have_header = true;
 	return 0;
+}
+
+static int read_header(struct natmem *m)
+{
+	struct nm_header h;
+	int err = pread_all(m->fd, &h, sizeof(h), m->table);
+
+	return err ? err : natmem_header_take(m, &h);
 }
 
 int natmem_open(struct natmem *m, pid_t pid, uint64_t table)
@@ -158,25 +163,17 @@ static bool whole(const struct nm_sample *s, uint64_t want)
 	return s->seq && s->seq == s->seq2 && (!want || s->seq == want) && s->nframes <= NM_FRAMES;
 }
 
-int natmem_poll(struct natmem *m)
+int natmem_take_ring(struct natmem *m, const struct nm_sample *ring)
 {
-	static struct nm_sample ring[NM_RING];
-	uint64_t head, seq;
+	uint64_t head = m->h.samples, seq; /* samples 1..head were started */
 	int err;
 
-	err = read_header(m);
-	if (err)
-		return err;
-	head = m->h.samples; /* samples 1..head were started */
 	if (head < m->next_seq)
 		return 0;
 	if (head - m->next_seq + 1 > NM_RING) {
 		m->ring_lost += head - NM_RING + 1 - m->next_seq;
 		m->next_seq = head - NM_RING + 1;
 	}
-	err = pread_all(m->fd, ring, sizeof(ring), m->table + NM_OFF_RING);
-	if (err)
-		return err;
 	for (seq = m->next_seq; seq <= head; seq++) {
 		const struct nm_sample *s = &ring[(seq - 1) & (NM_RING - 1)];
 
@@ -195,14 +192,22 @@ int natmem_poll(struct natmem *m)
 	return 0;
 }
 
-int natmem_read_live(struct natmem *m)
+int natmem_poll(struct natmem *m)
 {
-	struct nm_live *lt = malloc((size_t)NM_LIVE_SLOTS * sizeof(*lt));
+	static struct nm_sample ring[NM_RING];
 	int err;
 
-	if (!lt)
-		return -ENOMEM;
-	err = pread_all(m->fd, lt, (size_t)NM_LIVE_SLOTS * sizeof(*lt), m->table + NM_OFF_LIVE);
+	err = read_header(m);
+	if (err || m->h.samples < m->next_seq)
+		return err;
+	err = pread_all(m->fd, ring, sizeof(ring), m->table + NM_OFF_RING);
+	return err ? err : natmem_take_ring(m, ring);
+}
+
+int natmem_take_live(struct natmem *m, const struct nm_live *lt)
+{
+	int err = 0;
+
 	for (uint32_t i = 0; !err && i < NM_LIVE_SLOTS; i++) {
 		if (lt[i].key <= 1)
 			continue;
@@ -213,6 +218,19 @@ int natmem_read_live(struct natmem *m)
 		err = natmem_add_sample(m, &lt[i].s, true);
 		m->live_taken++;
 	}
+	return err;
+}
+
+int natmem_read_live(struct natmem *m)
+{
+	struct nm_live *lt = malloc((size_t)NM_LIVE_SLOTS * sizeof(*lt));
+	int err;
+
+	if (!lt)
+		return -ENOMEM;
+	err = pread_all(m->fd, lt, (size_t)NM_LIVE_SLOTS * sizeof(*lt), m->table + NM_OFF_LIVE);
+	if (!err)
+		err = natmem_take_live(m, lt);
 	free(lt);
 	return err;
 }

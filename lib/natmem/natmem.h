@@ -51,6 +51,13 @@ int natmem_open(struct natmem *m, pid_t pid, uint64_t table);
 int natmem_poll(struct natmem *m);
 /* Reads the live table: the live view (call once, at the end, before the detach). */
 int natmem_read_live(struct natmem *m);
+/* The parts of the above that take bytes already read (tests, fuzzer):
+ * a header (magic, version and sizes checked: -EPROTO), the NM_RING ring
+ * entries (samples after the last taken, up to the header's count), the
+ * NM_LIVE_SLOTS live entries. */
+int natmem_header_take(struct natmem *m, const struct nm_header *h);
+int natmem_take_ring(struct natmem *m, const struct nm_sample *ring);
+int natmem_take_live(struct natmem *m, const struct nm_live *lt);
 /* Adds one sample (from the ring, or the live table): bounded and checked. */
 int natmem_add_sample(struct natmem *m, const struct nm_sample *s, bool live);
 /*

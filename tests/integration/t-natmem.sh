@@ -56,4 +56,31 @@ check "after clrtap's SIGKILL: a new attach works and finds the $SLOTS slots as 
 	"d['got_slots'] == $SLOTS and d['modules_other_allocator'] == 0 and d['restore']['original'] == d['got_slots']"
 expect_exit "--sample-bytes below 1 KiB is a usage error" 2 "$CLRTAP" agent native-memory -p "$FIX_PID" --sample-bytes 100
 stop_fixture "$FIX_PID"
+
+# musl: the sample published for linux-musl-x64 under musl's own loader, as
+# t-agent-musl.sh runs it (Debian's libstdc++/libgcc_s on a musl shim)
+MUSL_APP=$ROOT/build/fixtures/sample-musl/sample
+if [ ! -x "$MUSL_APP" ] || [ ! -f "$ROOT/build/fixtures/sample-musl/libnatfix.so" ] || ! command -v musl-gcc >/dev/null; then
+	skip "musl: no musl fixture or musl-gcc (see scripts/build-fixtures.sh's note)"
+	finish
+fi
+musl_cxx "$WORK/gl"
+FIX_OUT=$WORK/fixture-musl.out
+env LD_LIBRARY_PATH="$WORK/gl" DOTNET_CLI_TELEMETRY_OPTOUT=1 "$MUSL_APP" native-leak --keep-mb 64 \
+	--churn-mb 256 --trigger "$WORK/go-musl" >"$FIX_OUT" 2>&1 &
+P=$!
+KILL_PIDS+=("$P")
+wait_for_line "$FIX_OUT" '^READY ' 60 "$P"
+"$CLRTAP" agent native-memory -p "$P" -d 5 --sample-bytes 64KiB --json >"$WORK/nmm.json" 2>"$WORK/nmm.err" &
+NM=$!
+KILL_PIDS+=("$NM")
+wait_for_line "$WORK/nmm.err" 'hooks in place' 30 "$NM" && touch "$WORK/go-musl"
+wait "$NM"
+check "musl: native-memory exits 0" test $? -eq 0
+wait_for_line "$FIX_OUT" "^DONE " 20 "$P"
+KEPT=$(sed -n "s/^DONE kept_bytes=\([0-9]*\).*/\1/p" "$FIX_OUT")
+check "musl: the musl build of the profiler is what the target mapped" grep -q 'clrtap-profiler-[0-9a-f]*-musl.so' "/proc/$P/maps"
+check "musl: natfix_leak_keep under NativeLeaker::Keep, within 10 % of the $KEPT bytes kept; churn not live; every slot back" jpy "$WORK/nmm.json" \
+	"[f['name'] for f in d['live'][0]['frames'][:2]] == ['natfix_leak_keep (libnatfix.so)', 'Clrtap.Fixtures.NativeLeaker::Keep'] and abs(d['live'][0]['bytes'] - $KEPT) <= 0.10 * $KEPT and not any(f['name'].startswith('natfix_churn') for s in d['live'] for f in s['frames']) and d['restore']['original'] == d['got_slots'] > 0"
+stop_fixture "$P"
 finish

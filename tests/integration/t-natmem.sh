@@ -7,36 +7,32 @@
 # second attach works (the target is left as found).
 . "$(dirname "$0")/lib.sh"
 
-jpy() {
-	python3 - "$1" "$2" <<'PYEOF'
-import json, sys
-d = json.load(open(sys.argv[1]))
-ok = eval(sys.argv[2])
-if not ok:
-    print(json.dumps(d)[:3000], file=sys.stderr)
-sys.exit(0 if ok else 1)
-PYEOF
+# nm_run PID TRIGGER JSON: native-memory for 5 s at 64 KiB (~1000 samples for
+# the 64 MiB kept, a 1-sigma error of 3 %); the fixture's workload starts
+# once the hooks are in place. Sets NM_RC.
+nm_run() {
+	"$CLRTAP" agent native-memory -p "$1" -d 5 --sample-bytes 64KiB --json >"$3" 2>"$3.err" &
+	local nm=$!
+	KILL_PIDS+=("$nm")
+	wait_for_line "$3.err" 'hooks in place' 30 "$nm" && touch "$2"
+	wait "$nm"
+	NM_RC=$?
 }
 
 start_fixture native-leak --keep-mb 64 --churn-mb 256 --trigger "$WORK/go"
-# 64 KiB: ~1000 samples for the 64 MiB kept, a 1-sigma error of 3 %
-"$CLRTAP" agent native-memory -p "$FIX_PID" -d 5 --sample-bytes 64KiB --json >"$WORK/nm.json" 2>"$WORK/nm.err" &
-NM=$!
-KILL_PIDS+=("$NM")
-wait_for_line "$WORK/nm.err" 'hooks in place' 30 "$NM" && touch "$WORK/go"
-wait "$NM"
-check "native-memory exits 0" test $? -eq 0
+nm_run "$FIX_PID" "$WORK/go" "$WORK/nm.json"
+equals "native-memory exits 0" "$NM_RC" 0
 wait_for_line "$FIX_OUT" "^DONE " 20 "$FIX_PID" || cat "$FIX_OUT" "$WORK/nm.err" >&2
 KEPT=$(sed -n "s/^DONE kept_bytes=\([0-9]*\).*/\1/p" "$FIX_OUT")
 check "the fixture said what it kept" test -n "$KEPT"
-check "live view: the top stack is natfix_leak_keep called by NativeLeaker::Keep" jpy "$WORK/nm.json" \
-	"[f['name'] for f in d['live'][0]['frames'][:2]] == ['natfix_leak_keep (libnatfix.so)', 'Clrtap.Fixtures.NativeLeaker::Keep'] and d['live'][0]['frames'][1]['managed']"
-check "live bytes of that stack within 10 % of the $KEPT bytes kept" jpy "$WORK/nm.json" \
-	"abs(d['live'][0]['bytes'] - $KEPT) <= 0.10 * $KEPT"
-check "the churn is not live: no live stack through natfix_churn; the churn view has it (~256 MiB, +-25 %)" jpy "$WORK/nm.json" \
-	"not any(f['name'].startswith('natfix_churn') for s in d['live'] for f in s['frames']) and d['churn'][0]['frames'][0]['name'] == 'natfix_churn (libnatfix.so)' and abs(d['churn'][0]['bytes'] - 256 * 2**20) <= 0.25 * 256 * 2**20"
-check "nothing lost, every GOT slot read back as the original after the detach" jpy "$WORK/nm.json" \
-	"d['samples_lost'] == 0 and d['live_table_overflow'] == 0 and d['restore']['checked'] and d['restore']['still_hooked'] == 0 and d['restore']['original'] == d['got_slots'] > 0"
+jcheck "live view: the top stack is natfix_leak_keep called by NativeLeaker::Keep" "$WORK/nm.json" \
+	"print('ok' if [f['name'] for f in d['live'][0]['frames'][:2]] == ['natfix_leak_keep (libnatfix.so)', 'Clrtap.Fixtures.NativeLeaker::Keep'] and d['live'][0]['frames'][1]['managed'] else json.dumps(d)[:1500])"
+jcheck "live bytes of that stack within 10 % of the $KEPT bytes kept" "$WORK/nm.json" \
+	"print('ok' if abs(d['live'][0]['bytes'] - $KEPT) <= 0.10 * $KEPT else json.dumps(d)[:1500])"
+jcheck "the churn is not live: no live stack through natfix_churn; the churn view has it (~256 MiB, +-25 %)" "$WORK/nm.json" \
+	"print('ok' if not any(f['name'].startswith('natfix_churn') for s in d['live'] for f in s['frames']) and d['churn'][0]['frames'][0]['name'] == 'natfix_churn (libnatfix.so)' and abs(d['churn'][0]['bytes'] - 256 * 2**20) <= 0.25 * 256 * 2**20 else json.dumps(d)[:1500])"
+jcheck "nothing lost, every GOT slot read back as the original after the detach" "$WORK/nm.json" \
+	"print('ok' if d['samples_lost'] == 0 and d['live_table_overflow'] == 0 and d['restore']['checked'] and d['restore']['still_hooked'] == 0 and d['restore']['original'] == d['got_slots'] > 0 else json.dumps(d)[:1500])"
 SLOTS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["got_slots"])' "$WORK/nm.json")
 # clrtap SIGKILLed with its hooks in place: the profiler puts them back itself
 "$CLRTAP" agent native-memory -p "$FIX_PID" -d 30 >/dev/null 2>"$WORK/kill.err" &
@@ -52,8 +48,8 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
 	"$CLRTAP" agent native-memory -p "$FIX_PID" -d 1 --json >"$WORK/nm2.json" 2>"$WORK/nm2.err" && break
 	sleep 0.5
 done
-check "after clrtap's SIGKILL: a new attach works and finds the $SLOTS slots as they were (none held a hook)" jpy "$WORK/nm2.json" \
-	"d['got_slots'] == $SLOTS and d['modules_other_allocator'] == 0 and d['restore']['original'] == d['got_slots']"
+jcheck "after clrtap's SIGKILL: a new attach works and finds the $SLOTS slots as they were (none held a hook)" "$WORK/nm2.json" \
+	"print('ok' if d['got_slots'] == $SLOTS and d['modules_other_allocator'] == 0 and d['restore']['original'] == d['got_slots'] else json.dumps(d)[:1500])"
 expect_exit "--sample-bytes below 1 KiB is a usage error" 2 "$CLRTAP" agent native-memory -p "$FIX_PID" --sample-bytes 100
 stop_fixture "$FIX_PID"
 
@@ -71,16 +67,12 @@ env LD_LIBRARY_PATH="$WORK/gl" DOTNET_CLI_TELEMETRY_OPTOUT=1 "$MUSL_APP" native-
 P=$!
 KILL_PIDS+=("$P")
 wait_for_line "$FIX_OUT" '^READY ' 60 "$P"
-"$CLRTAP" agent native-memory -p "$P" -d 5 --sample-bytes 64KiB --json >"$WORK/nmm.json" 2>"$WORK/nmm.err" &
-NM=$!
-KILL_PIDS+=("$NM")
-wait_for_line "$WORK/nmm.err" 'hooks in place' 30 "$NM" && touch "$WORK/go-musl"
-wait "$NM"
-check "musl: native-memory exits 0" test $? -eq 0
+nm_run "$P" "$WORK/go-musl" "$WORK/nmm.json"
+equals "musl: native-memory exits 0" "$NM_RC" 0
 wait_for_line "$FIX_OUT" "^DONE " 20 "$P"
 KEPT=$(sed -n "s/^DONE kept_bytes=\([0-9]*\).*/\1/p" "$FIX_OUT")
 check "musl: the musl build of the profiler is what the target mapped" grep -q 'clrtap-profiler-[0-9a-f]*-musl.so' "/proc/$P/maps"
-check "musl: natfix_leak_keep under NativeLeaker::Keep, within 10 % of the $KEPT bytes kept; churn not live; every slot back" jpy "$WORK/nmm.json" \
-	"[f['name'] for f in d['live'][0]['frames'][:2]] == ['natfix_leak_keep (libnatfix.so)', 'Clrtap.Fixtures.NativeLeaker::Keep'] and abs(d['live'][0]['bytes'] - $KEPT) <= 0.10 * $KEPT and not any(f['name'].startswith('natfix_churn') for s in d['live'] for f in s['frames']) and d['restore']['original'] == d['got_slots'] > 0"
+jcheck "musl: natfix_leak_keep under NativeLeaker::Keep, within 10 % of the $KEPT bytes kept; churn not live; every slot back" "$WORK/nmm.json" \
+	"print('ok' if [f['name'] for f in d['live'][0]['frames'][:2]] == ['natfix_leak_keep (libnatfix.so)', 'Clrtap.Fixtures.NativeLeaker::Keep'] and abs(d['live'][0]['bytes'] - $KEPT) <= 0.10 * $KEPT and not any(f['name'].startswith('natfix_churn') for s in d['live'] for f in s['frames']) and d['restore']['original'] == d['got_slots'] > 0 else json.dumps(d)[:1500])"
 stop_fixture "$P"
 finish

@@ -35,7 +35,7 @@ struct cmd {
 
 /* Sorted by name (scripts/lint.sh checks it; lookups are linear). */
 static const struct cmd commands[] = {
-	{ "agent", cmd_agent, "attach clrtap's in-process profiler, stream its events, detach; or show it", NULL, "run status probe" },
+	{ "agent", cmd_agent, "attach clrtap's in-process profiler: stream its events, ReJIT probes, native allocations by stack; or show it", NULL, "run status probe native-memory" },
 	{ "analyze", cmd_analyze, "one question, one report: exceptions, allocations, pauses, memory, ...", NULL, NULL },
 	{ "counters", cmd_counters, "live runtime counters (System.Runtime, any EventSource or Meter)", "monitor collect", NULL },
 	{ "doctor", cmd_doctor, "a short battery over one session: findings ranked, with the next command", NULL, NULL },

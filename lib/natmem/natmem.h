@@ -79,5 +79,8 @@ struct strbuf;
 void natmem_report_json(struct natmem *m, struct sym_proc *sp, int top, struct ct_json *j);
 /* The same as text (target-controlled names: pass through cli_safe). */
 void natmem_report_text(struct natmem *m, struct sym_proc *sp, int top, struct strbuf *out);
+struct flame;
+/* The live view (live) or the churn into f, weighted by estimated bytes. */
+int natmem_flame(struct natmem *m, struct sym_proc *sp, bool live, struct flame *f);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "common/json.h"
 #include "common/strbuf.h"
+#include "flame/flame.h"
 #include "natmem/natmem.h"
 #include "sym/sym.h"
 
@@ -142,4 +143,27 @@ void natmem_report_text(struct natmem *m, struct sym_proc *sp, int top, struct s
 	render_view(m, sp, top, true, out, NULL);
 	strbuf_addf(out, "\nallocated and freed during the session (churn):\n");
 	render_view(m, sp, top, false, out, NULL);
+}
+
+int natmem_flame(struct natmem *m, struct sym_proc *sp, bool live, struct flame *f)
+{
+	const char *names[NM_FRAMES];
+	char buf[NM_FRAMES][256];
+	bool managed;
+	int err = 0;
+
+	for (uint32_t i = 0; !err && i < m->nst; i++) {
+		const struct natmem_stack *s = &m->st[i];
+		double bytes = live ? s->live_bytes : s->alloc_bytes - s->live_bytes;
+
+		if (bytes < 1 || !s->n)
+			continue;
+		/* the flame wants the root first: the stack is leaf first */
+		for (uint32_t k = 0; k < s->n; k++) {
+			natmem_frame_name(sp, s->frames[k], buf[k], sizeof(buf[k]), &managed);
+			names[s->n - 1 - k] = buf[k];
+		}
+		err = flame_add(f, names, s->n, (uint64_t)bytes);
+	}
+	return err;
 }

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "agent/natmem_proto.h"
 #include "common/json.h"
+#include "flame/flame.h"
 #include "natmem/natmem.h"
 #include "perfmap/perfmap.h"
 #include "sym/sym.h"
@@ -100,6 +101,7 @@ struct nm_cmd {
 	const struct proc_target *t;
 	uint32_t slots, modules;
 	int32_t install_err;
+	const char *flame_out; /* -o: the live view as a flame graph */
 };
 
 static int nm_cmd_begin(struct nm_cmd **out, const struct proc_target *t, uint64_t interval, int top,
@@ -150,6 +152,35 @@ static int nm_cmd_event(struct nm_cmd *c, const struct agent_event *ev, bool sto
 		}
 	}
 	return 0;
+}
+
+/* -o FILE: the live view as a flame graph, weights in bytes. */
+static int nm_write_flame(struct nm_cmd *c, struct sym_proc *sp)
+{
+	struct flame_opts fo = { .title = "clrtap agent native-memory: live at the end",
+				 .unit = "bytes",
+				 .notes = "estimated from sampled allocations (docs/internals/natmem.md)" };
+	struct cli_outfile of = { .fd = -1 };
+	struct flame *f = NULL;
+	int fmt = flame_format_from_path(c->flame_out), code, err;
+
+	if (flame_new(&f))
+		return cli_error(EXIT_ERROR, "out of memory");
+	err = natmem_flame(&c->m, sp, true, f);
+	code = cli_outfile_open(&of, c->flame_out);
+	if (!code) {
+		err = err ? err : flame_write(f, (enum flame_format)fmt, of.fd, &fo);
+		err = err ? err : cli_outfile_keep(&of, c->flame_out);
+		if (cli_outfile_close(&of) && !err)
+			err = -EIO;
+		cli_outfile_drop(&of);
+		code = err ? cli_error(EXIT_ERROR, "cannot write %s: %s", c->flame_out, strerror(-err))
+			   : EXIT_OK;
+		if (!code)
+			cli_info("wrote %s", c->flame_out);
+	}
+	flame_free(f);
+	return code;
 }
 
 static int nm_cmd_end(struct nm_cmd *c, bool detached)
@@ -242,6 +273,8 @@ static int nm_cmd_end(struct nm_cmd *c, bool detached)
 			       "after the detach)%s\n", restored, c->m.h.got_used,
 			       hooked ? "; SOME STILL HOLD THE HOOK" : "");
 	}
+	if (c->flame_out && code == EXIT_OK)
+		code = nm_write_flame(c, sp);
 	if (detached && hooked)
 		code = EXIT_ERROR;
 out:
@@ -915,6 +948,7 @@ int cmd_agent(int argc, char **argv)
 	bool json = false, modules = false, args = false, progress = false, stack = false;
 	int64_t duration_ms = 0;
 	uint64_t interval = NM_DEFAULT_INTERVAL;
+	const char *flame_out = NULL;
 	int top = 10;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
@@ -936,6 +970,8 @@ int cmd_agent(int argc, char **argv)
 		{ 0, "sample-bytes", CLI_OPT_SIZE, &interval, "BYTES",
 		  "native-memory: mean bytes between sampled allocations (default 512KiB; 1KiB..16GiB)" },
 		{ 0, "top", CLI_OPT_INT, &top, "N", "native-memory: stacks per view (default 10)" },
+		{ 'o', "output", CLI_OPT_OUTPUT, &flame_out, "FILE",
+		  "native-memory: the live view as a flame graph (.html .svg .folded .speedscope.json .pb.gz)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the result as JSON" },
 		{ 0 },
 	};
@@ -960,6 +996,10 @@ int cmd_agent(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "--sample-bytes must be 1KiB..16GiB");
 	if (top < 1 || top > 1000)
 		return cli_error(EXIT_USAGE, "--top must be 1..1000");
+	if (flame_out && strcmp(action, "native-memory"))
+		return cli_error(EXIT_USAGE, "-o goes with 'native-memory'");
+	if (flame_out && flame_format_from_path(flame_out) < 0)
+		return cli_error(EXIT_USAGE, "-o: say .html, .svg, .folded, .speedscope.json or .pb.gz");
 	if (!strcmp(action, "native-memory") && !strcmp(mode, "notification"))
 		return cli_error(EXIT_USAGE, "native-memory needs the main profiler slot");
 	if (!strcmp(action, "probe")) {
@@ -1000,6 +1040,7 @@ int cmd_agent(int argc, char **argv)
 	if (!strcmp(action, "native-memory")) {
 		if (nm_cmd_begin(&r.nm, &t, interval, top, json))
 			return cli_error(EXIT_ERROR, "out of memory");
+		r.nm->flame_out = flame_out;
 		r.nm_interval = interval;
 		r.mode_opt = "main";
 	}

@@ -11,7 +11,7 @@
 # the 64 MiB kept, a 1-sigma error of 3 %); the fixture's workload starts
 # once the hooks are in place. Sets NM_RC.
 nm_run() {
-	"$CLRTAP" agent native-memory -p "$1" -d 5 --sample-bytes 64KiB --json >"$3" 2>"$3.err" &
+	"$CLRTAP" agent native-memory -p "$1" -d 5 --sample-bytes 64KiB --json -o "$3.folded" >"$3" 2>"$3.err" &
 	local nm=$!
 	KILL_PIDS+=("$nm")
 	wait_for_line "$3.err" 'hooks in place' 30 "$nm" && touch "$2"
@@ -34,6 +34,10 @@ jcheck "the churn is not live: no live stack through natfix_churn; the churn vie
 jcheck "nothing lost, every GOT slot read back as the original after the detach" "$WORK/nm.json" \
 	"print('ok' if d['samples_lost'] == 0 and d['live_table_overflow'] == 0 and d['restore']['checked'] and d['restore']['still_hooked'] == 0 and d['restore']['original'] == d['got_slots'] > 0 else json.dumps(d)[:1500])"
 SLOTS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["got_slots"])' "$WORK/nm.json")
+check "the live view as a flame graph (-o .folded): Keep calling natfix_leak_keep, within 10 % of $KEPT bytes" python3 -c '
+import sys
+t = sum(int(l.rsplit(" ", 1)[1]) for l in open(sys.argv[1]) if l.rsplit(" ", 1)[0].endswith("Clrtap.Fixtures.NativeLeaker::Keep;natfix_leak_keep (libnatfix.so)"))
+sys.exit(0 if abs(t - int(sys.argv[2])) <= 0.10 * int(sys.argv[2]) else 1)' "$WORK/nm.json.folded" "$KEPT"
 # clrtap SIGKILLed with its hooks in place: the profiler puts them back itself
 "$CLRTAP" agent native-memory -p "$FIX_PID" -d 30 >/dev/null 2>"$WORK/kill.err" &
 NM=$!
@@ -50,6 +54,7 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
 done
 jcheck "after clrtap's SIGKILL: a new attach works and finds the $SLOTS slots as they were (none held a hook)" "$WORK/nm2.json" \
 	"print('ok' if d['got_slots'] == $SLOTS and d['modules_other_allocator'] == 0 and d['restore']['original'] == d['got_slots'] else json.dumps(d)[:1500])"
+expect_exit "-o without native-memory is a usage error" 2 "$CLRTAP" agent run -p "$FIX_PID" -o "$WORK/x.html"
 expect_exit "--sample-bytes below 1 KiB is a usage error" 2 "$CLRTAP" agent native-memory -p "$FIX_PID" --sample-bytes 100
 stop_fixture "$FIX_PID"
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Native allocations by stack (issue 31): clrtap agent native-memory on the
-# sample's native-leak mode (64 MiB kept by natfix_leak_keep from
+# sample's native-leak mode (128 MiB kept by natfix_leak_keep from
 # NativeLeaker::Keep, 256 MiB churned by natfix_churn; docs/fixtures.md).
 # The live view names both frames and holds what the fixture kept (+-10 %),
 # the churn is not live, every GOT slot is back after the detach, and a
 # second attach works (the target is left as found).
 . "$(dirname "$0")/lib.sh"
 
-# nm_run PID TRIGGER JSON: native-memory for 5 s at 64 KiB (~1000 samples for
-# the 64 MiB kept, a 1-sigma error of 3 %); the fixture's workload starts
+# nm_run PID TRIGGER JSON: native-memory for 5 s at 64 KiB (~2000 samples for
+# the 128 MiB kept, a 1-sigma error of 2.2 %); the fixture's workload starts
 # once the hooks are in place. Sets NM_RC.
 nm_run() {
 	"$CLRTAP" agent native-memory -p "$1" -d 5 --sample-bytes 64KiB --json -o "$3.folded" >"$3" 2>"$3.err" &
@@ -19,7 +19,7 @@ nm_run() {
 	NM_RC=$?
 }
 
-start_fixture native-leak --keep-mb 64 --churn-mb 256 --trigger "$WORK/go"
+start_fixture native-leak --keep-mb 128 --churn-mb 256 --trigger "$WORK/go"
 nm_run "$FIX_PID" "$WORK/go" "$WORK/nm.json"
 equals "native-memory exits 0" "$NM_RC" 0
 wait_for_line "$FIX_OUT" "^DONE " 20 "$FIX_PID" || cat "$FIX_OUT" "$WORK/nm.err" >&2
@@ -67,7 +67,7 @@ if [ ! -x "$MUSL_APP" ] || [ ! -f "$ROOT/build/fixtures/sample-musl/libnatfix.so
 fi
 musl_cxx "$WORK/gl"
 FIX_OUT=$WORK/fixture-musl.out
-env LD_LIBRARY_PATH="$WORK/gl" DOTNET_CLI_TELEMETRY_OPTOUT=1 "$MUSL_APP" native-leak --keep-mb 64 \
+env LD_LIBRARY_PATH="$WORK/gl" DOTNET_CLI_TELEMETRY_OPTOUT=1 "$MUSL_APP" native-leak --keep-mb 128 \
 	--churn-mb 256 --trigger "$WORK/go-musl" >"$FIX_OUT" 2>&1 &
 P=$!
 KILL_PIDS+=("$P")

@@ -31,7 +31,7 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototy
 	-Wformat=2 -Wvla -Wpointer-arith -Wundef -Wno-unused-parameter -Wno-format-nonliteral
 CFLAGS ?= $(OPT)
 ALL_CFLAGS := -std=gnu11 $(WARNINGS) $(CFLAGS) $(SANFLAGS) -Ilib -MMD -MP -D_FILE_OFFSET_BITS=64
-LDLIBS := -lelf -ldw -lz -lpthread -ldl
+LDLIBS := -lelf -ldw -lz -lpthread -ldl -lm
 ifeq ($(SAN),1)
 # The runtime's DAC (dump analyze) throws C++ exceptions inside itself: ASan's
 # __cxa_throw interceptor needs libstdc++ loaded before it starts.
@@ -73,13 +73,13 @@ all: $(O)/clrtap tools profiler $(O)/tests/clrtap-tdef
 # The in-process profiler (profiler/): plain C, only libc, one export. Built
 # twice: with gcc for glibc targets and with musl-gcc (musl-tools) for Alpine.
 # clrtap finds them at <dir of clrtap>/profiler/<libc>/libclrtap-profiler.so.
-PROF_SRCS := profiler/profiler.c profiler/rejit.c lib/agent/ilrw.c
-PROF_CFLAGS := -std=c11 -O2 -g -fPIC -fvisibility=hidden $(WARNINGS) -Ilib \
+PROF_SRCS := profiler/profiler.c profiler/rejit.c profiler/natmem.c lib/agent/ilrw.c
+PROF_CFLAGS := -std=c11 -O2 -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden $(WARNINGS) -Ilib \
 	-DCLRTAP_PROFILER_VERSION='"$(VERSION)"'
 PROF_LDFLAGS := -shared -Wl,--version-script=profiler/libclrtap-profiler.map \
 	-Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined
 PROF_DEPS := $(PROF_SRCS) profiler/corprof_c.h profiler/callbacks.h lib/agent/agent_proto.h \
-	profiler/internal.h lib/agent/ilrw.h \
+	profiler/internal.h lib/agent/ilrw.h lib/agent/natmem_proto.h \
 	profiler/libclrtap-profiler.map
 MUSL_CC ?= musl-gcc
 .PHONY: profiler

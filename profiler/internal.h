@@ -36,4 +36,13 @@ void rejit_error(ID_T mod, mdToken method, HRESULT hr) HIDDEN;
 /* ReJITError callbacks plus refused rewrites since the probes were installed. */
 uint64_t rejit_errors(void) HIDDEN;
 
+/* Sampled native allocations (natmem.c). */
+void natmem_reset(void) HIDDEN;
+void natmem_config(uint64_t interval) HIDDEN;
+int natmem_wanted(void) HIDDEN;
+uint64_t natmem_table(void) HIDDEN;
+int natmem_install(void) HIDDEN;
+void natmem_rescan(void) HIDDEN;
+void natmem_uninstall(void) HIDDEN;
+
 #endif

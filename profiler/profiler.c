@@ -34,6 +34,7 @@
 #include "callbacks.h"
 #include "agent/agent_proto.h"
 #include "internal.h"
+#include "agent/natmem_proto.h"
 
 #ifndef CLRTAP_PROFILER_VERSION
 #define CLRTAP_PROFILER_VERSION "unknown"
@@ -196,6 +197,28 @@ static void ev_detaching(uint32_t reason)
 	prf_ev_write(PRF_EV_DETACHING, d, 2);
 }
 
+static void ev_natmem(int32_t err)
+{
+	uint64_t table = natmem_table(), bytes = NM_MAP_BYTES, iv = 0;
+	uint32_t slots = 0, mods = 0;
+	struct prf_event_data d[6];
+
+	if (table) {
+		const struct nm_header *h = (const struct nm_header *)(uintptr_t)table;
+
+		iv = h->interval;
+		slots = h->got_used;
+		mods = h->modules;
+	}
+	d[0] = (struct prf_event_data)DATA(table);
+	d[1] = (struct prf_event_data)DATA(bytes);
+	d[2] = (struct prf_event_data)DATA(iv);
+	d[3] = (struct prf_event_data)DATA(slots);
+	d[4] = (struct prf_event_data)DATA(mods);
+	d[5] = (struct prf_event_data)DATA(err);
+	prf_ev_write(PRF_EV_NATMEM, d, 6);
+}
+
 /* Parameter lists of the events (docs/formats/profiler-events.md). */
 static struct prf_param_desc p_hello[] = {
 	{ EP_T_UINT32, 0, u"Protocol" },     { EP_T_UINT32, 0, u"Mode" },
@@ -246,6 +269,12 @@ static struct prf_param_desc p_flushed[] = {
 static struct prf_param_desc p_detaching[] = {
 	{ EP_T_UINT32, 0, u"Reason" },
 	{ EP_T_UINT32, 0, u"Generation" },
+};
+
+static struct prf_param_desc p_natmem[] = {
+	{ EP_T_UINT64, 0, u"Table" },   { EP_T_UINT64, 0, u"Bytes" },
+	{ EP_T_UINT64, 0, u"Interval" }, { EP_T_UINT32, 0, u"Slots" },
+	{ EP_T_UINT32, 0, u"Modules" },  { EP_T_INT32, 0, u"Error" },
 };
 
 /* A new configuration for a dormant profiler, from a session's filter data. */
@@ -346,6 +375,7 @@ static HRESULT provider_create(void)
 		{ PRF_EV_CALL, u"Call", PRF_KW_CALLS, p_call, 15, 0 },
 		{ PRF_EV_CALL_STACK, u"CallStack", PRF_KW_CALLS, p_call, 15, 1 },
 		{ PRF_EV_FLUSHED, u"Flushed", PRF_KW_CONTROL | PRF_KW_STATUS, p_flushed, 2, 0 },
+		{ PRF_EV_NATMEM, u"NativeMemory", PRF_KW_CONTROL | PRF_KW_NATMEM, p_natmem, 6, 0 },
 	};
 	HRESULT hr;
 	size_t i;
@@ -420,6 +450,7 @@ static void rearm(void)
 static void *worker(void *arg)
 {
 	uint64_t start = now_ms(), last_status = 0, seq = 0;
+	uint64_t last_scan = 0;
 	int seen = 0, hello = 0, probes = 0;
 	uint32_t reason = PRF_DETACH_NO_SESSION;
 	HRESULT hr;
@@ -446,9 +477,19 @@ static void *worker(void *arg)
 					hello = 1;
 					if (g_features & PRF_FEAT_REJIT)
 						probes = rejit_install();
+					if (g_features & PRF_FEAT_NATMEM) {
+						ev_natmem(natmem_install());
+						last_scan = t;
+					}
+				}
+				/* libraries loaded since: their slots too */
+				if ((g_features & PRF_FEAT_NATMEM) && t - last_scan >= 500) {
+					natmem_rescan();
+					last_scan = t;
 				}
 			} else if (seen || t - start > g_wait_ms) {
 				reason = seen ? PRF_DETACH_SESSION_ENDED : PRF_DETACH_NO_SESSION;
+				natmem_uninstall(); /* every GOT slot back before anything else */
 				if (!(g_features & PRF_FEAT_REJIT))
 					break;
 				/* ReJIT was enabled: the runtime will never let this
@@ -553,13 +594,15 @@ static void config_parse(const char *s, size_t n)
 		else if (KEY("wait") && x >= 100 && x <= 600000)
 			g_wait_ms = (uint32_t)x;
 		else if (KEY("feat"))
-			g_features = (uint32_t)x & PRF_FEAT_ALL & ~PRF_FEAT_REJIT;
+			g_features = (uint32_t)x & PRF_FEAT_ALL & ~(PRF_FEAT_REJIT | PRF_FEAT_NATMEM);
 		else if (KEY("probe"))
 			rejit_add_spec(s + v0, vn);
 		else if (KEY("args") && x == 1)
 			rejit_set_args(1);
 		else if (KEY("stack") && x == 1)
 			rejit_set_stack(1);
+		else if (KEY("natmem"))
+			natmem_config(x);
 #undef KEY
 	}
 }
@@ -659,6 +702,7 @@ static HRESULT cb_InitializeForAttach(void *self, void *info_unk, void *client_d
 	atomic_store(&g_flush_nonce, 0);
 
 	rejit_reset();
+	natmem_reset();
 	/* The buffer is the runtime's IPC buffer, freed after we return: copy. */
 	if (client_data && n) {
 		if (n > sizeof(cfg))
@@ -689,6 +733,8 @@ static HRESULT cb_InitializeForAttach(void *self, void *info_unk, void *client_d
 	allowed = COR_PRF_ALLOWABLE_AFTER_ATTACH;
 	if (atomic_load(&g_mode) == PRF_MODE_NOTIFICATION)
 		allowed &= COR_PRF_ALLOWABLE_NOTIFICATION_PROFILER;
+	if (natmem_wanted())
+		g_features |= PRF_FEAT_NATMEM;
 	if (rejit_nspecs() > 0) {
 		/* ReJIT needs the main slot, and makes the profiler non-detachable. */
 		if (atomic_load(&g_mode) == PRF_MODE_NOTIFICATION) {

@@ -41,6 +41,13 @@ rm -f "$NAT/libclrtapnat.so.full"
 
 dotnet build tests/fixtures/sample -c Release -o build/fixtures/sample --nologo -v q
 
+# libnatfix.so, the native half of the native-leak and native-pairs modes
+# (P/Invoke "natfix"): frame pointers kept, no sibling calls, so a sampled
+# malloc's stack reads the library's function, then its managed caller.
+NATFIX_CFLAGS="-std=c11 -O2 -fPIC -shared -fno-omit-frame-pointer -fno-optimize-sibling-calls"
+# shellcheck disable=SC2086
+gcc $NATFIX_CFLAGS -o build/fixtures/sample/libnatfix.so tests/fixtures/natfix/natfix.c
+
 # The TraceEvent cross-check (t-trace-report.sh) needs a NuGet package; the
 # test says it skipped the check when this project could not be built.
 dotnet build tests/fixtures/techeck -c Release -o build/fixtures/techeck --nologo -v q ||
@@ -83,6 +90,10 @@ rm -rf build/fixtures/musl-src && mkdir -p build/fixtures/musl-src &&
 		-p:UseAppHost=true -p:RuntimeFrameworkVersion=10.0.12 -p:InvariantGlobalization=true \
 		-o build/fixtures/sample-musl --nologo -v q ||
 	echo "build-fixtures: build/fixtures/sample-musl not built (needs Microsoft.NETCore.App.Runtime.linux-musl-x64 10.0.12 from NuGet); t-agent-musl.sh skips" >&2
+if [ -d build/fixtures/sample-musl ] && command -v musl-gcc >/dev/null 2>&1; then
+	# shellcheck disable=SC2086
+	musl-gcc $NATFIX_CFLAGS -o build/fixtures/sample-musl/libnatfix.so tests/fixtures/natfix/natfix.c
+fi
 
 if [ ! -f build/fixtures/sample/sample.dll ]; then
 	echo "build-fixtures: build/fixtures/sample/sample.dll missing after the build" >&2

@@ -46,7 +46,7 @@ static int cmd_task_child(int argc, char **argv);
  * lookups are linear). */
 static const struct cmd commands[] = {
 	{ "__task", cmd_task_child, "run one task for task_spawn (lib/task/spawn.c)", NULL, NULL },
-	{ "agent", cmd_agent, "attach clrtap's in-process profiler, stream its events, detach; or show it", NULL, "run status probe" },
+	{ "agent", cmd_agent, "attach clrtap's in-process profiler: stream its events, ReJIT probes, native allocations by stack; or show it", NULL, "run status probe native-memory" },
 	{ "analyze", cmd_analyze, "one question, one report: exceptions, allocations, pauses, memory, ...", NULL, NULL },
 	{ "counters", cmd_counters, "live runtime counters (System.Runtime, any EventSource or Meter)", "monitor collect", NULL },
 	{ "doctor", cmd_doctor, "a short battery over one session: findings ranked, with the next command", NULL, NULL },

@@ -442,6 +442,18 @@ int agent_event_decode(int id, const uint8_t *p, size_t len, struct agent_event 
 		if (!err && ((ev->retkind >> 8) & 0xff) > PRF_MAX_ARGS)
 			err = -EBADMSG;
 		break;
+	case PRF_EV_NATMEM: {
+		uint32_t e = 0;
+
+		err = err ?: cur_u64(&c, &ev->module_id); /* the tables' address */
+		err = err ?: cur_u64(&c, &ev->count);     /* their size */
+		err = err ?: cur_u64(&c, &ev->seq);       /* the mean interval */
+		err = err ?: cur_u32(&c, &ev->methods);   /* GOT slots patched */
+		err = err ?: cur_u32(&c, &ev->spec);      /* modules */
+		err = err ?: cur_u32(&c, &e);
+		ev->hresult = (int32_t)e;
+		break;
+	}
 	case PRF_EV_FLUSHED:
 		err = err ?: cur_u64(&c, &ev->seq);
 		err = err ?: cur_u32(&c, &ev->generation);

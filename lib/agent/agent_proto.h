@@ -30,6 +30,7 @@
 #define PRF_KW_MODULES 0x4ull
 #define PRF_KW_PROBES 0x8ull
 #define PRF_KW_CALLS 0x10ull
+#define PRF_KW_NATMEM 0x20ull
 
 /* Event ids. */
 #define PRF_EV_HELLO 1
@@ -41,7 +42,8 @@
 #define PRF_EV_CALL 7
 #define PRF_EV_FLUSHED 8 /* everything before the flush request is written */
 #define PRF_EV_CALL_STACK 9 /* a Call whose event carries the thread's managed stack */
-#define PRF_EV_MAX 9
+#define PRF_EV_NATMEM 10 /* native-allocation hooks in place: where their tables are */
+#define PRF_EV_MAX 10
 
 /* Call event: kinds of the argument and return slots (4 bits each). */
 #define PRF_K_NONE 0   /* not recorded (this, structs, classes other than string) */
@@ -65,7 +67,8 @@
 #define PRF_FEAT_THREADS 0x8u    /* count threads created */
 #define PRF_FEAT_REJIT 0x10u     /* ReJIT probes (main mode only; no detach afterwards) */
 #define PRF_FEAT_ARGS 0x20u      /* probes record arguments, return value, latency */
-#define PRF_FEAT_ALL 0x3fu
+#define PRF_FEAT_NATMEM 0x40u     /* sampled native allocations (config "natmem=<mean bytes>") */
+#define PRF_FEAT_ALL 0x7fu
 #define PRF_FEAT_DEFAULT 0xfu
 
 /* Status "State" values. */

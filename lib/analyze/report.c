@@ -164,7 +164,7 @@ static void limits(struct an_report *r)
 		if (r->heap && r->heap->strings.moved + r->heap->strings.unreadable + r->heap->strings.too_long)
 			note(r, "some strings could not be compared (moved, unreadable or too long): counts are floors");
 	} else if (!strcmp(n, "memory")) {
-		note(r, "which objects fill the GC heap (use clrtap gcdump report) and which native code called malloc");
+		note(r, "which objects fill the GC heap (use clrtap gcdump report) and which native code called malloc (use clrtap agent native-memory)");
 		note(r, "the GC heap is inferred from the layout (anonymous memory inside the GC's big reservation)");
 		if (r->mem.truncated)
 			note(r, "smaps was over the size cap: the breakdown covers the first mappings only");

@@ -13,6 +13,12 @@
 
 #include "agent/agent.h"
 #include "cli.h"
+#include "agent/natmem_proto.h"
+#include "common/json.h"
+#include "flame/flame.h"
+#include "natmem/natmem.h"
+#include "perfmap/perfmap.h"
+#include "sym/sym.h"
 
 /* Agent exit codes (docs/cmd/exit-codes.md). */
 
@@ -69,6 +75,8 @@ static void features_text(uint32_t f, char *buf, size_t len)
 	snprintf(buf, len, "%s%s%s%s%s", f & PRF_FEAT_MODULES ? "modules," : "",
 		 f & PRF_FEAT_JIT ? "jit-count," : "", f & PRF_FEAT_EXCEPTIONS ? "exception-count," : "",
 		 f & PRF_FEAT_THREADS ? "thread-count," : "", f & PRF_FEAT_REJIT ? "rejit-probes," : "");
+	if (f & PRF_FEAT_NATMEM)
+		snprintf(buf + strlen(buf), len - strlen(buf), "native-memory,");
 	if (buf[0])
 		buf[strlen(buf) - 1] = '\0';
 	else
@@ -77,6 +85,207 @@ static void features_text(uint32_t f, char *buf, size_t len)
 
 /* What a notification-only profiler cannot do (docs/internals/profiler.md). */
 #define NOTIFICATION_EXCLUDES "ReJIT probes, IL rewriting, GC heap walks (MONITOR_GC)"
+
+/* ------------------------------------------------------- native-memory */
+
+/* `agent native-memory`: lib/natmem read while the session runs, the perf
+ * map on for the run (managed names), the report after the detach. */
+struct nm_cmd {
+	struct natmem m;
+	bool open, final, json;
+	int open_err;
+	int top;
+	uint64_t interval;
+	struct perfmap_use pm;
+	bool pm_on;
+	const struct proc_target *t;
+	uint32_t slots, modules;
+	int32_t install_err;
+	const char *flame_out; /* -o: the live view as a flame graph */
+};
+
+static int nm_cmd_begin(struct nm_cmd **out, const struct proc_target *t, uint64_t interval, int top,
+		 bool json)
+{
+	struct nm_cmd *c = calloc(1, sizeof(*c));
+	struct ipc_error rerr = { 0 };
+
+	if (!c)
+		return -ENOMEM;
+	c->m.fd = -1;
+	c->t = t;
+	c->interval = interval;
+	c->top = top;
+	c->json = json;
+	perfmap_use_init(&c->pm);
+	/* managed frames are named from the perf map: on for the run */
+	c->pm_on = perfmap_use_begin(&c->pm, t, 5000, &rerr) == 0;
+	*out = c;
+	return 0;
+}
+
+/* One event of the session; returns 1 once the final read is done. */
+static int nm_cmd_event(struct nm_cmd *c, const struct agent_event *ev, bool stop_now)
+{
+	if (ev->id == PRF_EV_NATMEM && !c->open) {
+		c->install_err = ev->hresult;
+		c->slots = ev->methods;
+		c->modules = ev->spec;
+		c->open_err = ev->hresult ? ev->hresult : natmem_open(&c->m, c->t->pid, ev->module_id);
+		c->open = true;
+		if (!c->open_err) /* stderr, also with --json: a script waits for it */
+			cli_info("hooks in place: %u GOT slots in %u modules; sampling every %" PRIu64
+				 " bytes on average", ev->methods, ev->spec, ev->seq);
+		fflush(stdout);
+		return 0;
+	}
+	if (!c->open || c->open_err || c->final)
+		return 0;
+	if (ev->id == PRF_EV_STATUS) {
+		if (natmem_poll(&c->m))
+			c->open_err = -EIO;
+		if (stop_now && !c->open_err) {
+			if (natmem_read_live(&c->m))
+				c->open_err = -EIO;
+			c->final = true;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* -o FILE: the live view as a flame graph, weights in bytes. */
+static int nm_write_flame(struct nm_cmd *c, struct sym_proc *sp)
+{
+	struct flame_opts fo = { .title = "clrtap agent native-memory: live at the end",
+				 .unit = "bytes",
+				 .notes = "estimated from sampled allocations (docs/internals/natmem.md)" };
+	struct cli_outfile of = { .fd = -1 };
+	struct flame *f = NULL;
+	int fmt = flame_format_from_path(c->flame_out), code, err;
+
+	if (flame_new(&f))
+		return cli_error(EXIT_ERROR, "out of memory");
+	err = natmem_flame(&c->m, sp, true, f);
+	code = cli_outfile_open(&of, c->flame_out);
+	if (!code) {
+		err = err ? err : flame_write(f, (enum flame_format)fmt, of.fd, &fo);
+		err = err ? err : cli_outfile_keep(&of, c->flame_out);
+		if (cli_outfile_close(&of) && !err)
+			err = -EIO;
+		cli_outfile_drop(&of);
+		code = err ? cli_error(EXIT_ERROR, "cannot write %s: %s", c->flame_out, strerror(-err))
+			   : EXIT_OK;
+		if (!code)
+			cli_info("wrote %s", c->flame_out);
+	}
+	flame_free(f);
+	return code;
+}
+
+static int nm_cmd_end(struct nm_cmd *c, bool detached)
+{
+	struct sym_opts so = { 0 };
+	struct sym_proc *sp = NULL;
+	struct ipc_error rerr = { 0 };
+	uint32_t restored = 0, hooked = 0, unreadable = 0;
+	int code = EXIT_OK;
+
+	if (!c->open || c->open_err || !c->final) {
+		code = cli_error(EXIT_PARTIAL, "%s",
+				 !c->open ? "the profiler never said its hooks were in place"
+				 : c->install_err ? "the profiler could not install its hooks"
+				 : c->open_err ? "cannot read the profiler's tables in the target"
+					       : "the session ended before the final read of the live table");
+		goto out;
+	}
+	if (detached)
+		natmem_got_check(&c->m, &restored, &hooked, &unreadable);
+	if (c->pm_on) {
+		perfmap_use_flush(&c->pm, &rerr);
+		so.perfmap_tpath = c->pm.map_tpath[0] ? c->pm.map_tpath : NULL;
+		so.jitdump_tpath = c->pm.jitdump ? c->pm.jitdump_tpath : NULL;
+	} else {
+		so.no_perfmap = true;
+	}
+	if (sym_proc_open(&sp, c->t->pid, &so))
+		sp = NULL;
+	if (c->json) {
+		struct strbuf sb = STRBUF_INIT;
+		struct ct_json j;
+
+		ct_json_init(&j, &sb);
+		ct_json_obj_begin(&j);
+		ct_json_kv_u64(&j, "pid", (uint64_t)c->t->pid);
+		ct_json_kv_u64(&j, "interval_bytes", c->m.h.interval);
+		ct_json_kv_u64(&j, "got_slots", c->m.h.got_used);
+		ct_json_kv_u64(&j, "modules", c->m.h.modules);
+		ct_json_kv_u64(&j, "modules_other_allocator", c->m.h.modules_other);
+		ct_json_kv_u64(&j, "samples", c->m.h.samples);
+		ct_json_kv_u64(&j, "samples_read", c->m.ring_taken);
+		ct_json_kv_u64(&j, "samples_lost", c->m.ring_lost);
+		ct_json_kv_u64(&j, "torn", c->m.torn);
+		ct_json_kv_u64(&j, "live_samples", c->m.live_taken);
+		ct_json_kv_u64(&j, "live_table_overflow", c->m.h.overflow);
+		ct_json_kv_u64(&j, "sampled_frees", c->m.h.frees);
+		ct_json_kv_u64(&j, "walk_refused", c->m.h.walk_refused);
+		ct_json_kv_u64(&j, "stacks_dropped", c->m.stacks_dropped);
+		ct_json_kv_str(&j, "stack_reads", c->m.h.read_method == 2 ? "pipe" : "process_vm_readv");
+		ct_json_kv_bool(&j, "perfmap", c->pm_on);
+		ct_json_kv_obj_begin(&j, "restore");
+		ct_json_kv_bool(&j, "checked", detached);
+		ct_json_kv_u64(&j, "original", restored);
+		ct_json_kv_u64(&j, "still_hooked", hooked);
+		ct_json_kv_u64(&j, "other", unreadable);
+		ct_json_obj_end(&j);
+		natmem_report_json(&c->m, sp, c->top, &j);
+		ct_json_obj_end(&j);
+		if (cli_json_out(&j, stdout))
+			code = EXIT_ERROR;
+		strbuf_release(&sb);
+	} else {
+		printf("sampled %" PRIu64 " allocations (mean interval %" PRIu64 " bytes); %" PRIu64
+		       " sampled pointers freed; %" PRIu64 " live at the end\n",
+		       c->m.h.samples, c->m.h.interval, c->m.h.frees, c->m.live_taken);
+		if (c->m.ring_lost || c->m.h.overflow || c->m.torn || c->m.stacks_dropped)
+			printf("not seen: %" PRIu64 " samples overwritten before clrtap read them, %" PRIu64
+			       " live samples the table had no room for, %" PRIu64
+			       " read while being written, %" PRIu64 " beyond the stack cap\n",
+			       c->m.ring_lost, c->m.h.overflow, c->m.torn, c->m.stacks_dropped);
+		if (!c->pm_on)
+			printf("managed frames are not named: the perf map could not be turned on\n");
+		{
+			struct strbuf sb = STRBUF_INIT;
+
+			natmem_report_text(&c->m, sp, c->top, &sb);
+			/* names are the target's: each line through cli_safe */
+			for (char *l = sb.buf, *e; l && *l; l = e + 1) {
+				e = strchr(l, '\n');
+				if (!e)
+					break;
+				*e = '\0';
+				printf("%s\n", cli_safe(l));
+			}
+			strbuf_release(&sb);
+		}
+		if (detached)
+			printf("\nrestored: %u of %u GOT slots hold their original value again (read back "
+			       "after the detach)%s\n", restored, c->m.h.got_used,
+			       hooked ? "; SOME STILL HOLD THE HOOK" : "");
+	}
+	if (c->flame_out && code == EXIT_OK)
+		code = nm_write_flame(c, sp);
+	if (detached && hooked)
+		code = EXIT_ERROR;
+out:
+	if (sp)
+		sym_proc_close(sp);
+	if (c->pm_on)
+		perfmap_use_end(&c->pm, &rerr);
+	natmem_close(&c->m);
+	free(c);
+	return code;
+}
 
 /* ------------------------------------------------------------- status */
 
@@ -220,6 +429,13 @@ struct run_ctx {
 	bool have_status;
 	uint64_t modules;
 	struct timespec t_attach;
+	/* native-memory */
+	struct nm_cmd *nm;
+	uint64_t nm_interval;
+	int nm_top;
+	int64_t nm_duration_ms;
+	struct timespec t_nm;
+	bool nm_seen;
 };
 
 /* Whether path, as the target sees it, is a regular file (looked up inside its root, not followed). */
@@ -305,6 +521,22 @@ static int run_event(void *ctx, const struct agent_event *ev)
 	struct run_ctx *r = ctx;
 	char feat[128];
 
+	if (r->nm) {
+		struct timespec now;
+		bool stop;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (ev->id == PRF_EV_NATMEM && !r->nm_seen) {
+			r->nm_seen = true;
+			r->t_nm = now;
+		}
+		stop = cli_stop_requested ||
+		       (r->nm_seen && r->nm_duration_ms &&
+			(now.tv_sec - r->t_nm.tv_sec) * 1000 + (now.tv_nsec - r->t_nm.tv_nsec) / 1000000 >=
+				r->nm_duration_ms);
+		if (nm_cmd_event(r->nm, ev, stop))
+			return 1; /* the live table is read: stop, the profiler puts the slots back */
+	}
 	switch (ev->id) {
 	case PRF_EV_HELLO:
 		r->hello = true;
@@ -539,6 +771,15 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		memcpy(r->config + r->config_len, ";args=1", 8);
 		r->config_len += 7;
 	}
+	if (!err && r->nm) {
+		int w = snprintf(r->config + r->config_len, sizeof(r->config) - r->config_len,
+				 ";natmem=%" PRIu64, r->nm_interval);
+
+		if (w < 0 || (size_t)w >= sizeof(r->config) - r->config_len)
+			err = -ENOSPC;
+		else
+			r->config_len += (size_t)w;
+	}
 	if (!err && r->stack && r->config_len + 8 < sizeof(r->config)) {
 		memcpy(r->config + r->config_len, ";stack=1", 9);
 		r->config_len += 8;
@@ -548,7 +789,8 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 
 	o.ep = ep;
 	o.keywords = PRF_KW_CONTROL | PRF_KW_STATUS | (r->show_modules ? PRF_KW_MODULES : 0) |
-		     (r->nspecs ? PRF_KW_PROBES : 0) | (r->args ? PRF_KW_CALLS : 0);
+		     (r->nspecs ? PRF_KW_PROBES : 0) | (r->args ? PRF_KW_CALLS : 0) |
+		     (r->nm ? PRF_KW_NATMEM : 0);
 	o.stackwalk = r->stack;
 	o.stop = &cli_stop_requested;
 	o.duration_ms = duration_ms;
@@ -557,6 +799,15 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 	o.on_open = run_on_open;
 	o.ctx = r;
 	o.flush_before_stop = true; /* final counts hold every call before the stop */
+	if (r->nm) {
+		/* run_event stops the session once it has read the live table
+		 * (at -d, or on Ctrl-C); the session's own limit is a backstop */
+		static volatile sig_atomic_t never;
+
+		r->nm_duration_ms = duration_ms;
+		o.stop = &never;
+		o.duration_ms = duration_ms ? duration_ms + 15000 : 0;
+	}
 	if (rearm) {
 		/* the new config rides in the session's filter data */
 		snprintf(filter, sizeof(filter), "clrtap=rearm;%.*s", (int)r->config_len, r->config);
@@ -579,6 +830,15 @@ static int do_run(const struct proc_target *t, const struct ipc_endpoint *ep, st
 		detached = confirm_detached(ep, 5000, &detach_ms);
 	if (!res.target_ended && r->nspecs)
 		dormant = confirm_dormant(ep, 5000);
+	if (r->nm) {
+		code = nm_cmd_end(r->nm, detached);
+		r->nm = NULL;
+		if (!res.target_ended && !detached)
+			return cli_error(EXIT_ERROR, "detach not confirmed: a clrtap profiler still answers");
+		if (!r->json && detached)
+			info("detached: the profiler left within %" PRId64 " ms\n", detach_ms);
+		return code;
+	}
 	if (r->json) {
 		struct strbuf sb = STRBUF_INIT;
 		struct ct_json j;
@@ -687,6 +947,9 @@ int cmd_agent(int argc, char **argv)
 	const char *libc_opt = NULL, *mode = "auto", *library = NULL, *action;
 	bool json = false, modules = false, args = false, progress = false, stack = false;
 	int64_t duration_ms = 0;
+	uint64_t interval = NM_DEFAULT_INTERVAL;
+	const char *flame_out = NULL;
+	int top = 10;
 	const struct cli_option opts[] = {
 		CLI_TARGET_OPTIONS(&to),
 		{ 'd', "duration", CLI_OPT_DURATION, &duration_ms, "DUR", "run, probe: detach after DUR (default, or 0: Ctrl-C)" },
@@ -704,6 +967,11 @@ int cmd_agent(int argc, char **argv)
 		  "probe: with --args, each call's managed stack (IPs, leaf first) on a 'stack' line" },
 		{ 0, "progress", CLI_OPT_BOOL, &progress, NULL,
 		  "probe: print each method's count as the profiler reports it (every 250 ms)" },
+		{ 0, "sample-bytes", CLI_OPT_SIZE, &interval, "BYTES",
+		  "native-memory: mean bytes between sampled allocations (default 512KiB; 1KiB..16GiB)" },
+		{ 0, "top", CLI_OPT_INT, &top, "N", "native-memory: stacks per view (default 10)" },
+		{ 'o', "output", CLI_OPT_OUTPUT, &flame_out, "FILE",
+		  "native-memory: the live view as a flame graph (.html .svg .folded .speedscope.json .pb.gz)" },
 		{ 0, "json", CLI_OPT_BOOL, &json, NULL, "print the result as JSON" },
 		{ 0 },
 	};
@@ -713,15 +981,27 @@ int cmd_agent(int argc, char **argv)
 
 	g_probe_shape = argc > 0 && !strcmp(argv[0], "probe");
 	if (cli_parse(argc, argv,
-		      "clrtap agent run|status|probe (-p PID | -n NAME) [METHOD...] [options]", opts,
+		      "clrtap agent run|status|probe|native-memory (-p PID | -n NAME) [METHOD...] [options]", opts,
 		      &first, &code))
 		return code;
 	if (first >= argc)
-		return cli_error(EXIT_USAGE, "say 'run', 'status' or 'probe'");
+		return cli_error(EXIT_USAGE, "say 'run', 'status', 'probe' or 'native-memory'");
 	action = argv[first];
-	if (strcmp(action, "run") && strcmp(action, "status") && strcmp(action, "probe"))
-		return cli_error(EXIT_USAGE, "unknown action '%s': say 'run', 'status' or 'probe'",
+	if (strcmp(action, "run") && strcmp(action, "status") && strcmp(action, "probe") &&
+	    strcmp(action, "native-memory"))
+		return cli_error(EXIT_USAGE,
+				 "unknown action '%s': say 'run', 'status', 'probe' or 'native-memory'",
 				 action);
+	if (interval < 1024 || interval > (16ull << 30))
+		return cli_error(EXIT_USAGE, "--sample-bytes must be 1KiB..16GiB");
+	if (top < 1 || top > 1000)
+		return cli_error(EXIT_USAGE, "--top must be 1..1000");
+	if (flame_out && strcmp(action, "native-memory"))
+		return cli_error(EXIT_USAGE, "-o goes with 'native-memory'");
+	if (flame_out && flame_format_from_path(flame_out) < 0)
+		return cli_error(EXIT_USAGE, "-o: say .html, .svg, .folded, .speedscope.json or .pb.gz");
+	if (!strcmp(action, "native-memory") && !strcmp(mode, "notification"))
+		return cli_error(EXIT_USAGE, "native-memory needs the main profiler slot");
 	if (!strcmp(action, "probe")) {
 		if (first + 1 >= argc)
 			return cli_error(EXIT_USAGE, "name at least one method: Namespace.Type::Method");
@@ -757,5 +1037,12 @@ int cmd_agent(int argc, char **argv)
 		r.args = args = true; /* a stack goes with a call's record */
 	if ((args || progress) && !r.nspecs)
 		return cli_error(EXIT_USAGE, "--args and --progress go with 'probe'");
+	if (!strcmp(action, "native-memory")) {
+		if (nm_cmd_begin(&r.nm, &t, interval, top, json))
+			return cli_error(EXIT_ERROR, "out of memory");
+		r.nm->flame_out = flame_out;
+		r.nm_interval = interval;
+		r.mode_opt = "main";
+	}
 	return do_run(&t, &ep, &r, libc_opt, duration_ms);
 }

@@ -12,7 +12,7 @@
 
 const struct task_param stacks_task_params[] = {
 	{ "sample_ms", TASK_P_INT, "10", 1, 60000, NULL, "how long the stack sampler runs, in milliseconds", 0 },
-	{ "lines", TASK_P_BOOL, "true", 0, 0, NULL,
+	{ "lines", TASK_P_BOOL, "false", 0, 0, NULL,
 	  "managed frames with their source file and line (portable PDBs; docs/internals/lines.md)", 0 },
 };
 const size_t stacks_task_nparams = ARRAY_SIZE(stacks_task_params);

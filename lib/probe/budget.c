@@ -23,6 +23,7 @@
 
 #include "common/strparse.h"
 #include "probe/probe.h"
+#include "task/task.h"
 
 int probe_budget_parse(const char *s, double *pct)
 {
@@ -146,17 +147,12 @@ int probe_rejit_start(pid_t target, const char *const *specs, size_t n, bool arg
 	char pidbuf[16];
 	const char *av[9 + 32];
 	size_t ac = 0, i;
-	int p[2];
 
 	if (!n || n > 32)
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		free(r);
-		return -errno;
-	}
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)target);
 	av[ac++] = "clrtap";
 	av[ac++] = "agent";
@@ -171,28 +167,13 @@ int probe_rejit_start(pid_t target, const char *const *specs, size_t n, bool arg
 	for (i = 0; i < n; i++)
 		av[ac++] = specs[i];
 	av[ac] = NULL;
-	r->pid = fork();
+	r->pid = task_spawn_stream("/proc/self/exe", av, SIGINT, &r->fd);
 	if (r->pid < 0) {
-		int e = -errno;
+		int e = (int)r->pid;
 
-		close(p[0]);
-		close(p[1]);
 		free(r);
 		return e;
 	}
-	if (r->pid == 0) {
-		/* ends with clrtap, even on SIGKILL (the profiler then reverts and goes dormant) */
-		(void)prctl(PR_SET_PDEATHSIG, SIGINT);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		if (dup2(p[1], 1) < 0)
-			_exit(127);
-		execv("/proc/self/exe", (char *const *)av);
-		_exit(127);
-	}
-	close(p[1]);
-	r->fd = p[0];
-	(void)fcntl(r->fd, F_SETFL, fcntl(r->fd, F_GETFL) | O_NONBLOCK);
 	*out = r;
 	return 0;
 }

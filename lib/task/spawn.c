@@ -388,3 +388,37 @@ error_json:
 	strbuf_release(&req);
 	return r->err;
 }
+
+pid_t task_spawn_stream(const char *exe, const char *const *argv, int deathsig, int *out_fd)
+{
+	int p[2];
+	pid_t pid, parent = getpid();
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	if (pid == 0) {
+		/* ends with its parent, even on SIGKILL */
+		(void)prctl(PR_SET_PDEATHSIG, deathsig);
+		if (getppid() != parent)
+			_exit(EXIT_INTERRUPTED);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(p[1], 1) < 0)
+			_exit(127);
+		execv(exe, (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	(void)fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+	*out_fd = p[0];
+	return pid;
+}

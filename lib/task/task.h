@@ -113,6 +113,16 @@ int task_run(const struct task *t, const struct task_args *a, const struct task_
  */
 int task_spawn(const char *exe, const struct task *t, const struct task_args *a, const struct task_ctx *c,
 	       struct task_result *r);
+/*
+ * The same runner for a clrtap command whose standard output is a stream of
+ * records read as they come (probe's ReJIT hand-over reads `clrtap agent
+ * probe --progress`, docs/cmd/agent.md): argv[0] is ignored (exe runs),
+ * standard output goes to *out_fd (non-blocking, close-on-exec), standard
+ * error stays the caller's (the child's messages are for a person), and the
+ * child gets PR_SET_PDEATHSIG deathsig and default SIGINT/SIGTERM handlers.
+ * Returns the child's pid, or a negative errno; the caller reaps it.
+ */
+pid_t task_spawn_stream(const char *exe, const char *const *argv, int deathsig, int *out_fd);
 
 /* The table as JSON (names, summaries, params with type/default/bounds/help), for openapi.json and the UI. */
 int task_table_json(struct ct_json *j);

@@ -199,7 +199,10 @@ struct profile_ep_opts {
 	unsigned samples;   /* PROFILE_EP_* (0: managed only) */
 	bool prime;         /* a rundown-only session first (names for `top`) */
 	bool thread_time;   /* keep every sample of the kinds asked (no on-CPU filter) */
+	unsigned async;     /* PROFILE_EP_ASYNC_*: logical callers from the TPL events (0: none) */
 };
+#define PROFILE_EP_ASYNC_LOGICAL 1u /* awaiting methods instead of the thread's dispatch frames */
+#define PROFILE_EP_ASYNC_BOTH 2u    /* awaiting methods, then the thread's own frames above */
 
 struct profile_ep_stats {
 	uint64_t managed, external, other; /* ThreadSample events by type */
@@ -222,6 +225,12 @@ struct profile_ep_stats {
 	double running_share;              /* of the samples with a known state, the running share */
 	uint64_t ev_seen[PROFILE_EP_EV_N];    /* events by kind (index: bit number) */
 	uint64_t ev_dropped[PROFILE_EP_EV_N]; /* not added: the flame's cap, no stack, memory */
+	/* --async: kept samples by what the TPL events told of their thread */
+	uint64_t async_logical;      /* in a resumed async method awaited by others: callers shown */
+	uint64_t async_alone;        /* in a resumed async method nothing awaits (yet) */
+	uint64_t async_none;         /* in no resumed async method */
+	uint64_t async_unattributed; /* in one whose MoveNext frame was not found: as sampled */
+	uint64_t async_events;       /* TPL events read */
 };
 
 struct profile_ep;
@@ -254,6 +263,7 @@ struct profile_session_opts {
 	const struct proc_target *target; /* a .NET target (perf map handled), or NULL */
 	enum profile_engine engine;       /* PERF (AUTO is the caller's choice) or EVENTPIPE */
 	unsigned ep_samples;              /* EventPipe: PROFILE_EP_* */
+	unsigned ep_async;                /* EventPipe: PROFILE_EP_ASYNC_* */
 	bool ep_prime;                    /* EventPipe: names before the first refresh (top) */
 	int timeout_ms;                   /* IPC timeout */
 	struct perf_sampler_opts sampler;

@@ -34,6 +34,7 @@ static int session_start_ep(struct profile_session *s, const struct profile_sess
 	eo.timeout_ms = o->timeout_ms;
 	eo.pid = o->pid;
 	eo.samples = o->ep_samples;
+	eo.async = o->ep_async;
 	eo.prime = o->ep_prime;
 	rc = profile_ep_start(&s->ep, &eo, s->prof, &s->ep_rerr);
 	if (rc) {

@@ -26,7 +26,7 @@ struct prof_args {
 	struct cli_target_opts to;
 	int hz;
 	int64_t duration_ms; /* 0: until Ctrl-C */
-	const char *out, *bundle, *engine;
+	const char *out, *bundle, *engine, *async;
 	bool off_cpu, wall, threads, no_kernel, quiet;
 	bool early; /* a signal stopped the recording */
 };
@@ -216,6 +216,13 @@ static void print_ep_summary(const struct prof_args *a, struct profile_session *
 		       "or .NET 9, which marks running threads so too (.NET 8, 10 and 11 tell them "
 		       "apart): on-CPU managed time may not be seen; --wall keeps every thread's "
 		       "samples, --engine perf samples the CPU\n");
+	if (a->async)
+		printf("async: %llu TPL events read; of the samples taken: %llu in a resumed async "
+		       "method shown under the methods awaiting it, %llu in one nothing awaited, %llu "
+		       "in none, %llu whose method's frame was not found (shown as sampled)\n",
+		       (unsigned long long)es.async_events, (unsigned long long)es.async_logical,
+		       (unsigned long long)es.async_alone, (unsigned long long)es.async_none,
+		       (unsigned long long)es.async_unattributed);
 	printf("lost events: %llu%s\n", (unsigned long long)es.dropped_events,
 	       es.complete ? "" : " (the stream ended without its end marker)");
 	printf("methods named from the trace: %zu\n", es.methods);
@@ -348,6 +355,9 @@ int cmd_profile(int argc, char **argv)
 		{ 0, "no-kernel", CLI_OPT_BOOL, &a.no_kernel, NULL, "user stacks only" },
 		{ 0, "bundle", CLI_OPT_STRING, &a.bundle, "DIR",
 		  "also write DIR/profile-PID-TIMESTAMP/ with folded, html, raw samples and a tar.gz" },
+		{ 0, "async", CLI_OPT_STRING, &a.async, "MODE",
+		  "logical callers of resumed async methods (TPL events; eventpipe engine): "
+		  "logical (awaiting methods instead of thread-pool frames) or both" },
 		{ 0, "engine", CLI_OPT_STRING, &a.engine, "ENGINE",
 		  "auto (default: perf_event, else EventPipe when perf_event_open is denied), perf or "
 		  "eventpipe (managed frames only, through the diagnostics socket)" },
@@ -374,13 +384,18 @@ int cmd_profile(int argc, char **argv)
 
 	if (cli_parse(argc, argv,
 		      "clrtap profile (-p PID | -n NAME) [-F HZ] [-d SEC] [-o OUT] [--off-cpu|--wall] "
-		      "[--bundle DIR] [--engine auto|perf|eventpipe]",
+		      "[--bundle DIR] [--engine auto|perf|eventpipe] [--async logical|both]",
 		      opts, &first, &code))
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
 	if (a.engine && profile_engine_parse(a.engine, &engine))
 		return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)", a.engine);
+	if (a.async && strcmp(a.async, "logical") && strcmp(a.async, "both"))
+		return cli_error(EXIT_USAGE, "--async takes logical or both, not '%s'", a.async);
+	if (a.async && engine != PROFILE_ENGINE_EVENTPIPE)
+		return cli_error(EXIT_USAGE, "--async needs --engine eventpipe (the perf engine has no "
+					     "TPL timeline yet)");
 	if (a.hz != -1 && engine == PROFILE_ENGINE_EVENTPIPE)
 		return cli_error(EXIT_USAGE, "-F does not apply to --engine eventpipe: %s",
 				 profile_engine_ep_rate);
@@ -433,6 +448,7 @@ int cmd_profile(int argc, char **argv)
 	ep_samples = a.off_cpu ? PROFILE_EP_EXTERNAL :
 		     a.wall ? PROFILE_EP_MANAGED | PROFILE_EP_EXTERNAL : PROFILE_EP_MANAGED;
 	so.ep_samples = ep_samples;
+	so.ep_async = !a.async ? 0 : !strcmp(a.async, "both") ? PROFILE_EP_ASYNC_BOTH : PROFILE_EP_ASYNC_LOGICAL;
 	so.profile.stop = &cli_stop_requested; /* a second signal, during processing */
 	so.no_boost = true; /* raised above */
 	so.sym_cache_dir = getenv("CLRTAP_CACHE_DIR"); /* tests and benchmarks; "" for none */

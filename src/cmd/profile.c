@@ -26,8 +26,8 @@ struct prof_args {
 	struct cli_target_opts to;
 	int hz;
 	int64_t duration_ms; /* 0: until Ctrl-C */
-	const char *out, *bundle, *engine, *async;
-	bool off_cpu, wall, threads, no_kernel, quiet;
+	const char *out, *bundle, *engine;
+	bool off_cpu, wall, threads, no_kernel, quiet, async, async_both;
 	bool early; /* a signal stopped the recording */
 };
 
@@ -216,7 +216,7 @@ static void print_ep_summary(const struct prof_args *a, struct profile_session *
 		       "or .NET 9, which marks running threads so too (.NET 8, 10 and 11 tell them "
 		       "apart): on-CPU managed time may not be seen; --wall keeps every thread's "
 		       "samples, --engine perf samples the CPU\n");
-	if (a->async)
+	if (a->async || a->async_both)
 		printf("async: %llu TPL events read; of the samples taken: %llu in a resumed async "
 		       "method shown under the methods awaiting it, %llu in one nothing awaited, %llu "
 		       "in none, %llu whose method's frame was not found (shown as sampled)\n",
@@ -355,9 +355,11 @@ int cmd_profile(int argc, char **argv)
 		{ 0, "no-kernel", CLI_OPT_BOOL, &a.no_kernel, NULL, "user stacks only" },
 		{ 0, "bundle", CLI_OPT_STRING, &a.bundle, "DIR",
 		  "also write DIR/profile-PID-TIMESTAMP/ with folded, html, raw samples and a tar.gz" },
-		{ 0, "async", CLI_OPT_STRING, &a.async, "MODE",
-		  "logical callers of resumed async methods (TPL events; eventpipe engine): "
-		  "logical (awaiting methods instead of thread-pool frames) or both" },
+		{ 0, "async", CLI_OPT_BOOL, &a.async, NULL,
+		  "a resumed async method under the async methods awaiting it, instead of the "
+		  "thread-pool frames (TPL events; eventpipe engine)" },
+		{ 0, "async-both", CLI_OPT_BOOL, &a.async_both, NULL,
+		  "--async, with the thread's own frames above the awaiting methods" },
 		{ 0, "engine", CLI_OPT_STRING, &a.engine, "ENGINE",
 		  "auto (default: perf_event, else EventPipe when perf_event_open is denied), perf or "
 		  "eventpipe (managed frames only, through the diagnostics socket)" },
@@ -384,16 +386,14 @@ int cmd_profile(int argc, char **argv)
 
 	if (cli_parse(argc, argv,
 		      "clrtap profile (-p PID | -n NAME) [-F HZ] [-d SEC] [-o OUT] [--off-cpu|--wall] "
-		      "[--bundle DIR] [--engine auto|perf|eventpipe] [--async logical|both]",
+		      "[--bundle DIR] [--engine auto|perf|eventpipe] [--async|--async-both]",
 		      opts, &first, &code))
 		return code;
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
 	if (a.engine && profile_engine_parse(a.engine, &engine))
 		return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)", a.engine);
-	if (a.async && strcmp(a.async, "logical") && strcmp(a.async, "both"))
-		return cli_error(EXIT_USAGE, "--async takes logical or both, not '%s'", a.async);
-	if (a.async && engine != PROFILE_ENGINE_EVENTPIPE)
+	if ((a.async || a.async_both) && engine != PROFILE_ENGINE_EVENTPIPE)
 		return cli_error(EXIT_USAGE, "--async needs --engine eventpipe (the perf engine has no "
 					     "TPL timeline yet)");
 	if (a.hz != -1 && engine == PROFILE_ENGINE_EVENTPIPE)
@@ -448,7 +448,7 @@ int cmd_profile(int argc, char **argv)
 	ep_samples = a.off_cpu ? PROFILE_EP_EXTERNAL :
 		     a.wall ? PROFILE_EP_MANAGED | PROFILE_EP_EXTERNAL : PROFILE_EP_MANAGED;
 	so.ep_samples = ep_samples;
-	so.ep_async = !a.async ? 0 : !strcmp(a.async, "both") ? PROFILE_EP_ASYNC_BOTH : PROFILE_EP_ASYNC_LOGICAL;
+	so.ep_async = a.async_both ? PROFILE_EP_ASYNC_BOTH : a.async ? PROFILE_EP_ASYNC_LOGICAL : 0;
 	so.profile.stop = &cli_stop_requested; /* a second signal, during processing */
 	so.no_boost = true; /* raised above */
 	so.sym_cache_dir = getenv("CLRTAP_CACHE_DIR"); /* tests and benchmarks; "" for none */

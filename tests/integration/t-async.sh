@@ -43,19 +43,18 @@ for engine in perf eventpipe; do
 	check "$engine: >= 90 % of Spin's samples under the named chain ($SHARE %)" test "$SHARE" -ge 90
 done
 LOGICAL="Clrtap.Fixtures.Shop::Run [async];Clrtap.Fixtures.Shop::Checkout [async];Clrtap.Fixtures.Shop::Order [async];[await];$PRICE;$BURN;$SPIN"
-expect_exit "profile --async logical" 0 "$CLRTAP" profile -p "$PID" -d 2 --engine eventpipe --async logical -o "$WORK/logical.folded"
+expect_exit "profile --async" 0 "$CLRTAP" profile -p "$PID" -d 2 --engine eventpipe --async -o "$WORK/logical.folded"
 contains "--async: says how many samples got their callers" "$OUT" "async: "
 SHARE=$(chain_share "$WORK/logical.folded" "$LOGICAL" root)
-echo "    --async logical: $SHARE % of Spin's samples under Run; Checkout; Order; [await]; Price from the root"
-check "--async logical: >= 90 % of Spin's samples under their logical callers, in order ($SHARE %)" test "$SHARE" -ge 90
+echo "    --async: $SHARE % of Spin's samples under Run; Checkout; Order; [await]; Price from the root"
+check "--async: >= 90 % of Spin's samples under their logical callers, in order ($SHARE %)" test "$SHARE" -ge 90
 F=$(cat "$WORK/logical.folded")
-lacks "--async logical: no d__ frame" "$F" "d__"
-expect_exit "profile --async both" 0 "$CLRTAP" profile -p "$PID" -d 1 --engine eventpipe --async both -o "$WORK/both.folded"
+lacks "--async: no d__ frame" "$F" "d__"
+expect_exit "profile --async-both" 0 "$CLRTAP" profile -p "$PID" -d 1 --engine eventpipe --async-both -o "$WORK/both.folded"
 F=$(cat "$WORK/both.folded")
-contains "--async both: the thread's frames, then the logical callers" "$F" "ExecutionContext::RunInternal;$LOGICAL"
-expect_exit "--async with the perf engine" 2 "$CLRTAP" profile -p "$PID" -d 1 --engine perf --async logical -o "$WORK/x.folded"
+contains "--async-both: the thread's frames, then the logical callers" "$F" "ExecutionContext::RunInternal;$LOGICAL"
+expect_exit "--async with the perf engine" 2 "$CLRTAP" profile -p "$PID" -d 1 --engine perf --async -o "$WORK/x.folded"
 contains "--async with the perf engine: says why" "$ERR" "--async needs --engine eventpipe"
-expect_exit "--async bad mode" 2 "$CLRTAP" profile -p "$PID" -d 1 --engine eventpipe --async sideways -o "$WORK/x.folded"
 expect_exit "profile --raw-names" 0 "$CLRTAP" --raw-names profile -p "$PID" -d 1 --engine eventpipe -o "$WORK/raw.folded"
 F=$(cat "$WORK/raw.folded")
 contains "--raw-names: the runtime's state machine name" "$F" ";Clrtap.Fixtures.Shop+<Price>d__"

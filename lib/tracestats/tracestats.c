@@ -312,6 +312,7 @@ void tracestats_free(struct tracestats *ts)
 			for (j = 0; j < ts->rcsites[i].nframes; j++)
 				free((void *)ts->rcsites[i].frames[j]);
 			free((void *)ts->rcsites[i].frames);
+			free((void *)ts->rcsites[i].raw_frames);
 		}
 	}
 	free(ts->csites);
@@ -334,8 +335,10 @@ void tracestats_free(struct tracestats *ts)
 	free(ts->rkinds);
 	free(ts->rprovs);
 	if (ts->rexcs)
-		for (i = 0; i < ts->nexcs; i++)
+		for (i = 0; i < ts->nexcs; i++) {
 			free((void *)ts->rexcs[i].frames);
+			free((void *)ts->rexcs[i].raw_frames);
+		}
 	free(ts->rexcs);
 	for (j = 0; j < ts->nframe_strs; j++)
 		free(ts->frame_strs[j]);
@@ -1338,6 +1341,18 @@ static const char *frame_name(struct tracestats *ts, const uint64_t *ips, uint32
 	return nt_methods_lookup(ts->methods, i && ip ? ip - 1 : ip);
 }
 
+/* The runtime's names of a stack's frames (for JSON beside the shown ones),
+ * or NULL when out of memory (then JSON has none). */
+static const char **raw_names(struct tracestats *ts, const uint64_t *ips, uint32_t n)
+{
+	const char **v = n ? calloc(n, sizeof(*v)) : NULL;
+	uint32_t i;
+
+	for (i = 0; v && i < n; i++)
+		v[i] = nt_methods_lookup_raw(ts->methods, i && ips[i] ? ips[i] - 1 : ips[i]);
+	return v;
+}
+
 /*
  * A malloc'd name for frame i: the method, or the address in hex. With
  * ts_limits.lines a managed frame gets " in FILE:line N", or says why not
@@ -1474,6 +1489,7 @@ static int finish_exceptions(struct tracestats *ts)
 			ts->nframe_strs = k;
 		}
 		r->frames = frames;
+		r->raw_frames = raw_names(ts, e->ips, e->nips);
 		r->nframes = e->nips;
 	}
 	split_pairs(ts, false);
@@ -1534,6 +1550,7 @@ static int finish_types_and_sites(struct tracestats *ts)
 		r->total_ns = c->total_ns;
 		r->max_ns = c->max_ns;
 		r->frames = frames;
+		r->raw_frames = raw_names(ts, c->ips, c->nips);
 		for (j = 0; j < c->nips; j++) {
 			frames[j] = frame_dup(ts, c->ips, j);
 			if (!frames[j])

@@ -138,6 +138,22 @@ void nt_asyncflow_stats(const struct nt_asyncflow *a, struct nt_asyncflow_stats 
 	st->live_tasks = a->ntasks - a->ndead;
 }
 
+/* Room in an array of cap elements of size bytes for one past n (doubling). */
+static int room(void **v, uint32_t *cap, uint32_t n, size_t size)
+{
+	uint32_t nc = *cap ? *cap * 2 : 64;
+	void *nv;
+
+	if (n < *cap)
+		return 0;
+	nv = realloc(*v, (size_t)nc * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = nc;
+	return 0;
+}
+
 static struct af_task *task_find(struct nt_asyncflow *a, int32_t id)
 {
 	uint32_t i = ct_itab_get(&a->task_ix, ct_hash_u64((uint32_t)id), task_eq, a->tasks, &id);
@@ -171,16 +187,8 @@ static struct af_task *task_get(struct nt_asyncflow *a, int32_t id)
 		a->st.tasks_dropped++;
 		return NULL;
 	}
-	if (a->ntasks == a->cap_tasks) {
-		uint32_t nc = a->cap_tasks ? a->cap_tasks * 2 : 256;
-		struct af_task *nv = realloc(a->tasks, nc * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		a->tasks = nv;
-		a->cap_tasks = nc;
-	}
-	if (ct_itab_reserve(&a->task_ix, task_hash, a->tasks))
+	if (room((void **)&a->tasks, &a->cap_tasks, a->ntasks, sizeof(*a->tasks)) ||
+	    ct_itab_reserve(&a->task_ix, task_hash, a->tasks))
 		return NULL;
 	slot = ct_itab_slot(&a->task_ix, ct_hash_u64((uint32_t)id), task_eq, a->tasks, &id);
 	if (*slot) { /* a dead entry with this id (ids are reused after 2^31): revive it */
@@ -213,15 +221,8 @@ static struct af_thread *thread_get(struct nt_asyncflow *a, uint32_t tid, bool a
 		a->st.threads_dropped++;
 		return NULL;
 	}
-	if (a->nthreads == a->cap_threads) {
-		uint32_t nc = a->cap_threads ? a->cap_threads * 2 : 16;
-		struct af_thread *nv = realloc(a->threads, nc * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		a->threads = nv;
-		a->cap_threads = nc;
-	}
+	if (room((void **)&a->threads, &a->cap_threads, a->nthreads, sizeof(*a->threads)))
+		return NULL;
 	t = &a->threads[a->nthreads];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;

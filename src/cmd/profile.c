@@ -177,7 +177,7 @@ static int write_bundle(struct profile_session *s, const struct flame *f,
 
 /* The summary lines of the EventPipe engine. */
 static void print_ep_summary(const struct prof_args *a, struct profile_session *s,
-			     const struct profile_summary *sum)
+			     const struct profile_summary *sum, double seconds)
 {
 	struct profile_ep_stats es;
 
@@ -217,10 +217,13 @@ static void print_ep_summary(const struct prof_args *a, struct profile_session *
 		       "apart): on-CPU managed time may not be seen; --wall keeps every thread's "
 		       "samples, --engine perf samples the CPU\n");
 	if (a->async || a->async_both)
-		printf("async: %llu TPL events read; of the samples taken: %llu in a resumed async "
+		printf("async: %llu TPL events read (%.0f per second, each written with a stack walk "
+		       "in the target); of the samples taken: %llu in a resumed async "
 		       "method shown under the methods awaiting it, %llu in one nothing awaited, %llu "
 		       "in none, %llu whose method's frame was not found (shown as sampled)\n",
-		       (unsigned long long)es.async_events, (unsigned long long)es.async_logical,
+		       (unsigned long long)es.async_events,
+		       seconds > 0 ? (double)es.async_events / seconds : 0.0,
+		       (unsigned long long)es.async_logical,
 		       (unsigned long long)es.async_alone, (unsigned long long)es.async_none,
 		       (unsigned long long)es.async_unattributed);
 	printf("lost events: %llu%s\n", (unsigned long long)es.dropped_events,
@@ -277,7 +280,7 @@ static void print_summary(const struct prof_args *a, struct profile_session *s,
 	printf("duration: %.1f s%s\n", secs,
 	       s->target_gone ? " (the process exited)" : a->early ? " (stopped early)" : "");
 	if (s->ep) {
-		print_ep_summary(a, s, sum);
+		print_ep_summary(a, s, sum, secs);
 		goto top;
 	}
 	perf_sampler_stats(s->smp, &st);

@@ -29,6 +29,10 @@
 #include "nettrace/nettrace.h"
 
 #define TPL_PROVIDER "System.Threading.Tasks.TplEventSource"
+#define HOSTING_PROVIDER "Microsoft.AspNetCore.Hosting"
+#define EV_REQUEST_START 3
+#define EV_REQUEST_STOP 4
+#define REQ_NAMES_MAX 1024 /* distinct "METHOD path" kept; then every request is "(other paths)" */
 #define EV_WAIT_BEGIN 10
 #define EV_OP_BEGIN 14
 #define EV_OP_END 15
@@ -42,6 +46,7 @@ struct af_task {
 	int32_t id;
 	int32_t awaiter; /* 0: none seen */
 	uint32_t name;   /* index + 1 into names; 0: unnamed */
+	uint32_t req;    /* the request it was created for: index + 1 into names; 0: none */
 	bool dead;
 };
 
@@ -49,6 +54,9 @@ struct af_thread {
 	uint32_t tid;
 	uint32_t depth; /* entries pushed (may exceed AF_DEPTH: those are not kept) */
 	int32_t run[AF_DEPTH]; /* task id, 0 for work that is not an execution */
+	uint32_t req;       /* the request it serves now (RequestStart..Stop): index + 1, 0 */
+	uint32_t req_depth; /* depth at its RequestStart: leaving that work ends it here */
+	uint8_t req_act[16];
 };
 
 struct nt_asyncflow {
@@ -59,6 +67,7 @@ struct nt_asyncflow {
 	uint32_t nthreads, cap_threads;
 	struct ct_itab thread_ix;
 	struct ct_strset names;
+	uint32_t nreq_names;
 	struct nt_asyncflow_stats st;
 	nt_asyncflow_namer_fn namer;
 	void *namer_ctx;
@@ -288,6 +297,74 @@ static bool rd32(const struct nt_event *ev, size_t off, int32_t *v)
 	return true;
 }
 
+/* The request a thread serves now: its own RequestStart..Stop, else the one
+ * its innermost resumed task was created for. Index + 1 into names, or 0. */
+static uint32_t thread_req(struct nt_asyncflow *a, struct af_thread *th)
+{
+	uint32_t d;
+
+	if (th->req && th->depth <= th->req_depth) /* nothing resumed on it since */
+		return th->req;
+	for (d = CT_MIN(th->depth, (uint32_t)AF_DEPTH); d-- > 0;)
+		if (th->run[d]) {
+			struct af_task *t = task_find(a, th->run[d]);
+
+			return t ? t->req : 0;
+		}
+	return 0;
+}
+
+/* "METHOD path" of a RequestStart (two UTF-16 strings), interned (capped). */
+static uint32_t request_name(struct nt_asyncflow *a, const struct nt_event *ev)
+{
+	struct strbuf u = STRBUF_INIT_MAX(NAME_MAX_BYTES);
+	const uint8_t *p = ev->payload;
+	size_t len = ev->payload_len, off = 0;
+	uint32_t r = 0, f, i;
+
+	for (f = 0; f < 2; f++) {
+		struct nt_str16 s = { p + off, 0 };
+
+		while (off + (size_t)s.nunits * 2 + 1 < len && (s.p[s.nunits * 2] || s.p[s.nunits * 2 + 1]))
+			s.nunits++;
+		if (off + (size_t)s.nunits * 2 + 1 >= len || (f && strbuf_addch(&u, ' ')) ||
+		    nt_str16_utf8(&s, &u))
+			goto out;
+		off += (size_t)s.nunits * 2 + 2;
+	}
+	for (i = 0; i < u.len; i++) /* a path is the client's: no control bytes in a frame name */
+		if ((unsigned char)u.buf[i] < 0x20 || u.buf[i] == 0x7f)
+			u.buf[i] = '?';
+	if (a->nreq_names >= REQ_NAMES_MAX) {
+		a->st.requests_other++;
+		r = intern(a, "(other paths)");
+		goto out;
+	}
+	f = a->names.n;
+	r = intern(a, u.buf);
+	if (a->names.n > f) /* a new one */
+		a->nreq_names++;
+out:
+	strbuf_release(&u);
+	return r;
+}
+
+static void request_event(struct nt_asyncflow *a, const struct nt_event *ev)
+{
+	struct af_thread *th = thread_get(a, (uint32_t)ev->thread_id, ev->meta->event_id == EV_REQUEST_START);
+
+	if (!th)
+		return;
+	if (ev->meta->event_id == EV_REQUEST_START) {
+		a->st.requests++;
+		th->req = request_name(a, ev);
+		th->req_depth = th->depth;
+		memcpy(th->req_act, ev->activity_id, 16);
+	} else if (!memcmp(th->req_act, ev->activity_id, 16)) {
+		th->req = 0;
+	}
+}
+
 bool nt_asyncflow_event(struct nt_asyncflow *a, const struct nt_event *ev)
 {
 	const struct nt_metadata *m = ev->meta;
@@ -295,13 +372,21 @@ bool nt_asyncflow_event(struct nt_asyncflow *a, const struct nt_event *ev)
 	struct af_task *t;
 	int32_t id, v;
 
+	if (m && m->provider_kind == NT_PROV_OTHER && !strcmp(m->provider, HOSTING_PROVIDER)) {
+		if (m->event_id == EV_REQUEST_START || m->event_id == EV_REQUEST_STOP)
+			request_event(a, ev);
+		return true;
+	}
 	if (!m || m->provider_kind != NT_PROV_OTHER || strcmp(m->provider, TPL_PROVIDER))
 		return false;
 	a->st.events++;
 	switch (m->event_id) {
 	case EV_OP_BEGIN:
-		if (rd32(ev, 0, &id) && (t = task_get(a, id)))
+		if (rd32(ev, 0, &id) && (t = task_get(a, id))) {
 			t->name = name_of(a, ev->payload + 4, ev->payload_len - 4);
+			th = thread_get(a, (uint32_t)ev->thread_id, false);
+			t->req = th ? thread_req(a, th) : 0; /* created while serving it */
+		}
 		break;
 	case EV_OP_END:
 		if (rd32(ev, 0, &id) && (t = task_find(a, id))) {
@@ -312,6 +397,11 @@ bool nt_asyncflow_event(struct nt_asyncflow *a, const struct nt_event *ev)
 	case EV_WAIT_BEGIN:
 		if (rd32(ev, 8, &id) && rd32(ev, 16, &v) && v && (t = task_get(a, id)))
 			t->awaiter = v;
+		/* the request's own code suspends: it goes on in its tasks, and this
+		 * thread only unwinds back to the pool */
+		if ((th = thread_get(a, (uint32_t)ev->thread_id, false)) && th->req &&
+		    th->depth == th->req_depth)
+			th->req = 0;
 		break;
 	case EV_WORK_BEGIN:
 		/* a task begun before the session is named when it resumes: its
@@ -330,8 +420,11 @@ bool nt_asyncflow_event(struct nt_asyncflow *a, const struct nt_event *ev)
 		}
 		break;
 	case EV_WORK_END:
-		if ((th = thread_get(a, (uint32_t)ev->thread_id, false)) && th->depth)
+		if ((th = thread_get(a, (uint32_t)ev->thread_id, false)) && th->depth) {
 			th->depth--;
+			if (th->req && th->depth < th->req_depth) /* left the work that began it */
+				th->req = 0;
+		}
 		break;
 	default:
 		break;
@@ -360,6 +453,14 @@ size_t nt_asyncflow_chain(struct nt_asyncflow *a, uint32_t tid, const char **nam
 			names[n++] = NULL;
 	}
 	return n;
+}
+
+const char *nt_asyncflow_request(struct nt_asyncflow *a, uint32_t tid)
+{
+	struct af_thread *th = thread_get(a, tid, false);
+	uint32_t r = th ? thread_req(a, th) : 0;
+
+	return r ? a->names.v[r - 1] : NULL;
 }
 
 bool nt_asyncflow_is_movenext(const char *raw, const void *op)

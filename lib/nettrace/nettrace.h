@@ -679,6 +679,8 @@ struct nt_asyncflow_stats {
 	uint64_t threads_dropped; /* threads not tracked */
 	uint64_t names_dropped;   /* names not kept */
 	uint64_t live_tasks;
+	uint64_t requests;        /* Hosting RequestStart events */
+	uint64_t requests_other;  /* ... past the cap of distinct paths: "(other paths)" */
 };
 int nt_asyncflow_new(struct nt_asyncflow **out);
 void nt_asyncflow_free(struct nt_asyncflow *a);
@@ -700,6 +702,15 @@ typedef bool (*nt_asyncflow_namer_fn)(void *ctx, const struct nt_event *ev, char
 void nt_asyncflow_set_namer(struct nt_asyncflow *a, nt_asyncflow_namer_fn fn, void *ctx);
 /* The state machine named in an AsyncStateMachineBox method's raw name. */
 bool nt_asyncflow_box_machine(const char *raw, char *out, size_t len);
+/*
+ * The ASP.NET Core request thread tid serves now ("GET /api/x", from
+ * Microsoft.AspNetCore.Hosting RequestStart, fed to nt_asyncflow_event too),
+ * or NULL: its own RequestStart..RequestStop while it runs the work that
+ * began it, else the request its innermost resumed task was created for
+ * (tasks inherit the request of the thread that created them).
+ */
+const char *nt_asyncflow_request(struct nt_asyncflow *a, uint32_t tid);
+#define NT_AF_HOSTING_PROVIDER "Microsoft.AspNetCore.Hosting"
 /* Whether raw (a runtime method name) is the MoveNext of the state machine
  * the operation name op ("<Price>d__4", "<Get>d__3`1") names. */
 bool nt_asyncflow_is_movenext(const char *raw, const void *op);

@@ -98,6 +98,9 @@ struct profile_ep {
 
 	/* --async: logical callers from the TPL events (NULL: off) */
 	unsigned async; /* PROFILE_EP_ASYNC_* */
+	bool endpoints; /* --by-endpoint: a root frame per request path */
+	struct profile_ep_endpoint ep_counts[PROFILE_EP_ENDPOINTS];
+	uint32_t nep;
 	struct nt_asyncflow *af;
 	const char *af_names[AF_SLOTS]; /* synthetic frame k: the operation named (slot 0: [await]) */
 	uint32_t af_nslots;
@@ -251,19 +254,21 @@ static uint64_t sample_ns(const struct profile_ep *e, const struct nt_event *ev)
  * from the raw name of its MoveNext when the trace has it; MARKER for
  * [await]. 0 when the table is full. Under e->mu. */
 #define MARKER ((const char *)1)
-static uint64_t af_frame(struct profile_ep *e, const char *op)
+static uint64_t af_frame_named(struct profile_ep *e, const char *op, const char *shown)
 {
-	const char *raw;
+	const char *raw = shown;
 	char buf[600];
 	uint32_t k;
 
+	/* keys are the flow's interned names (stable, one pointer per string) */
 	for (k = 0; k < e->af_nslots; k++)
-		if (e->af_names[k] == op || (op && op != MARKER && e->af_names[k] &&
-					     e->af_names[k] != MARKER && !strcmp(e->af_names[k], op)))
+		if (e->af_names[k] == op)
 			return AF_BASE + k * 16 + 8;
 	if (e->af_nslots >= AF_SLOTS)
 		return 0;
-	if (op == MARKER)
+	if (raw)
+		;
+	else if (op == MARKER)
 		raw = "[await]";
 	else if (!op)
 		raw = "[async caller begun before the session]";
@@ -275,6 +280,11 @@ static uint64_t af_frame(struct profile_ep *e, const char *op)
 		return 0;
 	e->af_names[e->af_nslots] = op;
 	return AF_BASE + e->af_nslots++ * 16 + 8;
+}
+
+static uint64_t af_frame(struct profile_ep *e, const char *op)
+{
+	return af_frame_named(e, op, NULL);
 }
 
 /* nt_asyncflow's namer: the box whose MoveNext resumes the task, leaf-most on
@@ -291,6 +301,39 @@ static bool af_namer(void *ctx, const struct nt_event *ev, char *out, size_t len
 			return true;
 	}
 	return false;
+}
+
+/* --by-endpoint: the request the sample's thread serves as its root frame
+ * (out holds n frames, or 0: the sample's own), counted per path. Returns the
+ * frame count (0: the sample as it is). Under e->mu. */
+static unsigned af_endpoint(struct profile_ep *e, const struct nt_event *ev, uint64_t *out, unsigned n)
+{
+	const char *req = nt_asyncflow_request(e->af, (uint32_t)ev->thread_id);
+	char buf[600];
+	uint64_t f;
+	uint32_t i;
+
+	if (!req) {
+		e->st.endpoint_none++;
+		return n;
+	}
+	for (i = 0; i < e->nep && strcmp(e->ep_counts[i].name, req); i++)
+		;
+	if (i == e->nep && e->nep < PROFILE_EP_ENDPOINTS)
+		e->ep_counts[e->nep++].name = req;
+	if (i < e->nep)
+		e->ep_counts[i].samples++;
+	else
+		e->st.endpoint_other++;
+	snprintf(buf, sizeof(buf), "[endpoint] %s", req);
+	if (!(f = af_frame_named(e, req, buf)))
+		return n;
+	if (!n) {
+		n = CT_MIN(ev->nframes, (uint32_t)PERF_SAMPLER_MAX_STACK);
+		memcpy(out, ev->stack, n * sizeof(*out));
+	}
+	out[n++] = f;
+	return n;
 }
 
 /*
@@ -389,8 +432,11 @@ static int on_event(void *ctx, const struct nt_event *ev)
 			e->st.waiting++;
 		else if (want & e->samples) {
 			struct perf_stack s = { 0 };
-			uint64_t spliced[PERF_SAMPLER_MAX_STACK + AF_CHAIN + 1];
-			unsigned ns = e->af ? af_splice(e, ev, spliced, ARRAY_SIZE(spliced)) : 0;
+			uint64_t spliced[PERF_SAMPLER_MAX_STACK + AF_CHAIN + 2];
+			unsigned ns = e->async ? af_splice(e, ev, spliced, ARRAY_SIZE(spliced) - 1) : 0;
+
+			if (e->endpoints)
+				ns = af_endpoint(e, ev, spliced, ns);
 
 			if (!known)
 				e->st.unknown++;
@@ -460,7 +506,7 @@ static void *reader_main(void *arg)
 
 static int start_session(struct profile_ep *e, bool sampling, struct ipc_error *rerr)
 {
-	struct ipc_provider prov[3];
+	struct ipc_provider prov[4];
 	struct ipc_trace_config cfg = { 0 };
 	size_t n = 0;
 
@@ -480,6 +526,8 @@ static int start_session(struct profile_ep *e, bool sampling, struct ipc_error *
 		prov[n++] = (struct ipc_provider){ SAMPLER_PROVIDER, 0, 4, NULL };
 	if (sampling && e->af)
 		prov[n++] = (struct ipc_provider){ NT_AF_PROVIDER, NT_AF_KEYWORDS, 4, NULL };
+	if (sampling && e->endpoints)
+		prov[n++] = (struct ipc_provider){ NT_AF_HOSTING_PROVIDER, 0, 4, NULL };
 	cfg.providers = prov;
 	cfg.nproviders = n;
 	cfg.buffer_mb = 64;
@@ -553,6 +601,7 @@ int profile_ep_start(struct profile_ep **out, const struct profile_ep_opts *o,
 	e->events = o->events & (PROFILE_EP_EV_ALLOC | PROFILE_EP_EV_EXC | PROFILE_EP_EV_LOCK);
 	e->no_sampling = o->no_sampling && e->events;
 	e->async = o->async;
+	e->endpoints = o->endpoints;
 	if (!prof && !e->no_sampling) {
 		free(e);
 		return -EINVAL;
@@ -560,7 +609,7 @@ int profile_ep_start(struct profile_ep **out, const struct profile_ep_opts *o,
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
 	rc = nt_methods_new(&e->methods, 0, 0);
-	if (!rc && e->async && !(rc = nt_asyncflow_new(&e->af)))
+	if (!rc && (e->async || e->endpoints) && !(rc = nt_asyncflow_new(&e->af)))
 		nt_asyncflow_set_namer(e->af, af_namer, e);
 	if (rc)
 		goto fail;
@@ -687,6 +736,10 @@ void profile_ep_stats(struct profile_ep *e, struct profile_ep_stats *st)
 
 		nt_asyncflow_stats(e->af, &as);
 		st->async_events = as.events;
+		st->requests = as.requests;
+		st->requests_other = as.requests_other;
+		memcpy(st->endpoints, e->ep_counts, sizeof(st->endpoints));
+		st->nendpoints = e->nep;
 	}
 	pthread_mutex_unlock(&e->mu);
 	if (e->tc) {

@@ -200,6 +200,12 @@ struct profile_ep_opts {
 	bool prime;         /* a rundown-only session first (names for `top`) */
 	bool thread_time;   /* keep every sample of the kinds asked (no on-CPU filter) */
 	unsigned async;     /* PROFILE_EP_ASYNC_*: logical callers from the TPL events (0: none) */
+	bool endpoints;     /* a root frame "[endpoint] GET /path" per ASP.NET Core request served */
+};
+#define PROFILE_EP_ENDPOINTS 64 /* paths counted apart in the stats (the flame has them all) */
+struct profile_ep_endpoint {
+	const char *name; /* "GET /api/x" (valid while the engine lives) */
+	uint64_t samples;
 };
 #define PROFILE_EP_ASYNC_LOGICAL 1u /* awaiting methods instead of the thread's dispatch frames */
 #define PROFILE_EP_ASYNC_BOTH 2u    /* awaiting methods, then the thread's own frames above */
@@ -231,6 +237,12 @@ struct profile_ep_stats {
 	uint64_t async_none;         /* in no resumed async method */
 	uint64_t async_unattributed; /* in one whose MoveNext frame was not found: as sampled */
 	uint64_t async_events;       /* TPL events read */
+	/* --by-endpoint */
+	uint64_t requests, requests_other; /* RequestStart events; past the cap of paths */
+	uint64_t endpoint_none;  /* samples of a thread serving no request known */
+	uint64_t endpoint_other; /* samples of a request past PROFILE_EP_ENDPOINTS paths */
+	struct profile_ep_endpoint endpoints[PROFILE_EP_ENDPOINTS];
+	uint32_t nendpoints;
 };
 
 struct profile_ep;
@@ -264,6 +276,7 @@ struct profile_session_opts {
 	enum profile_engine engine;       /* PERF (AUTO is the caller's choice) or EVENTPIPE */
 	unsigned ep_samples;              /* EventPipe: PROFILE_EP_* */
 	unsigned ep_async;                /* EventPipe: PROFILE_EP_ASYNC_* */
+	bool ep_endpoints;                /* EventPipe: a root frame per request path */
 	bool ep_prime;                    /* EventPipe: names before the first refresh (top) */
 	int timeout_ms;                   /* IPC timeout */
 	struct perf_sampler_opts sampler;

@@ -27,7 +27,7 @@ struct prof_args {
 	int hz;
 	int64_t duration_ms; /* 0: until Ctrl-C */
 	const char *out, *bundle, *engine;
-	bool off_cpu, wall, threads, no_kernel, quiet, async, async_both;
+	bool off_cpu, wall, threads, no_kernel, quiet, async, async_both, by_endpoint;
 	bool early; /* a signal stopped the recording */
 };
 
@@ -175,6 +175,38 @@ static int write_bundle(struct profile_session *s, const struct flame *f,
 	return EXIT_OK;
 }
 
+static int cmp_endpoint(const void *x, const void *y)
+{
+	const struct profile_ep_endpoint *p = x, *q = y;
+
+	return p->samples != q->samples ? (p->samples > q->samples ? -1 : 1) : strcmp(p->name, q->name);
+}
+
+/* --by-endpoint: the samples of each request path, by share of those tied to
+ * a request. */
+static void print_endpoints(struct profile_ep_stats *es)
+{
+	uint64_t tied = es->endpoint_other;
+	uint32_t i;
+
+	for (i = 0; i < es->nendpoints; i++)
+		tied += es->endpoints[i].samples;
+	qsort(es->endpoints, es->nendpoints, sizeof(es->endpoints[0]), cmp_endpoint);
+	printf("endpoints: %llu requests began; %llu samples taken while serving one, %llu of "
+	       "threads serving none known (requests begun before the session are not known)\n",
+	       (unsigned long long)es->requests, (unsigned long long)tied,
+	       (unsigned long long)es->endpoint_none);
+	for (i = 0; i < es->nendpoints; i++)
+		printf("  %5.1f %%  %8llu  %s\n", tied ? 100.0 * (double)es->endpoints[i].samples / (double)tied : 0.0,
+		       (unsigned long long)es->endpoints[i].samples, es->endpoints[i].name);
+	if (es->endpoint_other)
+		printf("  %5.1f %%  %8llu  (more paths than %d)\n", 100.0 * (double)es->endpoint_other / (double)tied,
+		       (unsigned long long)es->endpoint_other, PROFILE_EP_ENDPOINTS);
+	if (es->requests_other)
+		printf("  (%llu requests past 1024 distinct paths are counted as \"(other paths)\")\n",
+		       (unsigned long long)es->requests_other);
+}
+
 /* The summary lines of the EventPipe engine. */
 static void print_ep_summary(const struct prof_args *a, struct profile_session *s,
 			     const struct profile_summary *sum, double seconds)
@@ -226,6 +258,8 @@ static void print_ep_summary(const struct prof_args *a, struct profile_session *
 		       (unsigned long long)es.async_logical,
 		       (unsigned long long)es.async_alone, (unsigned long long)es.async_none,
 		       (unsigned long long)es.async_unattributed);
+	if (a->by_endpoint)
+		print_endpoints(&es);
 	printf("lost events: %llu%s\n", (unsigned long long)es.dropped_events,
 	       es.complete ? "" : " (the stream ended without its end marker)");
 	printf("methods named from the trace: %zu\n", es.methods);
@@ -363,6 +397,9 @@ int cmd_profile(int argc, char **argv)
 		  "thread-pool frames (TPL events; eventpipe engine)" },
 		{ 0, "async-both", CLI_OPT_BOOL, &a.async_both, NULL,
 		  "--async, with the thread's own frames above the awaiting methods" },
+		{ 0, "by-endpoint", CLI_OPT_BOOL, &a.by_endpoint, NULL,
+		  "ASP.NET Core: a root frame per request path served, and CPU per endpoint in the "
+		  "summary (eventpipe engine)" },
 		{ 0, "engine", CLI_OPT_STRING, &a.engine, "ENGINE",
 		  "auto (default: perf_event, else EventPipe when perf_event_open is denied), perf or "
 		  "eventpipe (managed frames only, through the diagnostics socket)" },
@@ -396,9 +433,10 @@ int cmd_profile(int argc, char **argv)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
 	if (a.engine && profile_engine_parse(a.engine, &engine))
 		return cli_error(EXIT_USAGE, "unknown engine '%s' (auto, perf, eventpipe)", a.engine);
-	if ((a.async || a.async_both) && engine != PROFILE_ENGINE_EVENTPIPE)
-		return cli_error(EXIT_USAGE, "--async needs --engine eventpipe (the perf engine has no "
-					     "TPL timeline yet)");
+	if ((a.async || a.async_both || a.by_endpoint) && engine != PROFILE_ENGINE_EVENTPIPE)
+		return cli_error(EXIT_USAGE, "%s needs --engine eventpipe (the perf engine has no "
+					     "TPL timeline yet)",
+				 a.by_endpoint ? "--by-endpoint" : "--async");
 	if (a.hz != -1 && engine == PROFILE_ENGINE_EVENTPIPE)
 		return cli_error(EXIT_USAGE, "-F does not apply to --engine eventpipe: %s",
 				 profile_engine_ep_rate);
@@ -452,6 +490,7 @@ int cmd_profile(int argc, char **argv)
 		     a.wall ? PROFILE_EP_MANAGED | PROFILE_EP_EXTERNAL : PROFILE_EP_MANAGED;
 	so.ep_samples = ep_samples;
 	so.ep_async = a.async_both ? PROFILE_EP_ASYNC_BOTH : a.async ? PROFILE_EP_ASYNC_LOGICAL : 0;
+	so.ep_endpoints = a.by_endpoint;
 	so.profile.stop = &cli_stop_requested; /* a second signal, during processing */
 	so.no_boost = true; /* raised above */
 	so.sym_cache_dir = getenv("CLRTAP_CACHE_DIR"); /* tests and benchmarks; "" for none */

@@ -141,10 +141,80 @@ static void test_names(void **state)
 	assert_false(nt_asyncflow_box_machine("AsyncStateMachineBox`1[]::MoveNext", b, sizeof(b)));
 }
 
+/* ---- hand-made events: requests handed from threads to tasks ---- */
+
+static const struct nt_metadata m_tpl[] = {
+	{ .provider = NT_AF_PROVIDER, .event_id = 10 }, { .provider = NT_AF_PROVIDER, .event_id = 14 },
+	{ .provider = NT_AF_PROVIDER, .event_id = 17 }, { .provider = NT_AF_PROVIDER, .event_id = 18 },
+};
+static const struct nt_metadata m_start = { .provider = NT_AF_HOSTING_PROVIDER, .event_id = 3 };
+static const struct nt_metadata m_stop = { .provider = NT_AF_HOSTING_PROVIDER, .event_id = 4 };
+
+static void feed(struct nt_asyncflow *a, const struct nt_metadata *m, uint32_t tid, uint8_t act,
+		 const void *payload, size_t len)
+{
+	uint8_t id[16] = { act }, zero[16] = { 0 };
+	struct nt_event ev = { .meta = m, .thread_id = tid, .activity_id = id,
+			       .related_activity_id = zero, .payload = payload,
+			       .payload_len = (uint32_t)len };
+
+	assert_true(nt_asyncflow_event(a, &ev));
+}
+
+/* UTF-16LE of an ASCII string, NUL included, appended at p; returns the bytes. */
+static size_t u16(uint8_t *p, const char *s)
+{
+	size_t n = 0;
+
+	do {
+		p[n++] = (uint8_t)*s;
+		p[n++] = 0;
+	} while (*s++);
+	return n;
+}
+
+static void test_requests(void **state)
+{
+	struct nt_asyncflow *a;
+	uint8_t start[128], op[64];
+	int32_t wait[5] = { 1, 0, 10, 2, 11 }, work[2] = { 10, 2 }, end = 2;
+	size_t n;
+
+	(void)state;
+	OK(nt_asyncflow_new(&a));
+	n = u16(start, "GET");
+	n += u16(start + n, "/x\x1b[31m");
+	feed(a, &m_start, 1, 7, start, n);
+	assert_string_equal(nt_asyncflow_request(a, 1), "GET /x?[31m"); /* no control byte */
+	assert_null(nt_asyncflow_request(a, 2));
+	memcpy(op, &work[0], 4); /* task 10 created while thread 1 serves it */
+	n = 4 + u16(op + 4, "Async: <Handle>d__0");
+	feed(a, &m_tpl[1], 1, 0, op, n);
+	feed(a, &m_tpl[0], 1, 0, wait, sizeof(wait)); /* 10 awaited by 11: the request suspends */
+	assert_null(nt_asyncflow_request(a, 1));
+	feed(a, &m_tpl[2], 2, 0, work, sizeof(work)); /* 10 resumes on thread 2 */
+	assert_string_equal(nt_asyncflow_request(a, 2), "GET /x?[31m");
+	feed(a, &m_tpl[3], 2, 0, &end, sizeof(end));
+	assert_null(nt_asyncflow_request(a, 2));
+	/* a synchronous request: from its start to its stop on the same thread */
+	n = u16(start, "POST");
+	n += u16(start + n, "/y");
+	feed(a, &m_start, 3, 8, start, n);
+	assert_string_equal(nt_asyncflow_request(a, 3), "POST /y");
+	feed(a, &m_stop, 3, 9, NULL, 0); /* another request's stop: not this one */
+	assert_string_equal(nt_asyncflow_request(a, 3), "POST /y");
+	feed(a, &m_stop, 3, 8, NULL, 0);
+	assert_null(nt_asyncflow_request(a, 3));
+	feed(a, &m_start, 4, 9, start, 5); /* a cut payload: no name, no request */
+	assert_null(nt_asyncflow_request(a, 4));
+	nt_asyncflow_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trace),
+		cmocka_unit_test(test_requests),
 		cmocka_unit_test(test_names),
 	};
 

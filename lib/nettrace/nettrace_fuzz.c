@@ -98,7 +98,10 @@ static int on_event(void *ctx, const struct nt_event *ev)
 	if (nt_asyncflow_event(f->af, ev)) { /* the TPL async flow (asyncflow.c) */
 		const char *chain[8];
 
+		const char *req = nt_asyncflow_request(f->af, (uint32_t)ev->thread_id);
+
 		f->sink += nt_asyncflow_chain(f->af, (uint32_t)ev->thread_id, chain, 8);
+		f->sink += req ? strlen(req) : 0;
 	}
 	for (i = 0; i < ev->nframes && i < 8; i++) {
 		const char *name = nt_methods_lookup(f->methods, ev->stack[i]);

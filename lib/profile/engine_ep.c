@@ -287,8 +287,10 @@ static uint64_t af_frame(struct profile_ep *e, const char *op)
 	return af_frame_named(e, op, NULL);
 }
 
-/* nt_asyncflow's namer: the box whose MoveNext resumes the task, leaf-most on
- * the event's stack. Under e->mu (called from nt_asyncflow_event). */
+/* nt_asyncflow's namer: the box whose MoveNext wrote the event, i.e. the
+ * first frame past the event source's own. Any other frame there (the box's
+ * MoveNext inlined into its caller, which may be another task's box): no name,
+ * never a neighbour's. Under e->mu (called from nt_asyncflow_event). */
 static bool af_namer(void *ctx, const struct nt_event *ev, char *out, size_t len)
 {
 	struct profile_ep *e = ctx;
@@ -297,8 +299,10 @@ static bool af_namer(void *ctx, const struct nt_event *ev, char *out, size_t len
 	for (j = 0; j < ev->nframes; j++) {
 		const char *raw = nt_methods_lookup_raw(e->methods, j ? ev->stack[j] - 1 : ev->stack[j]);
 
-		if (raw && nt_asyncflow_box_machine(raw, out, len))
-			return true;
+		if (raw && (!strncmp(raw, "System.Threading.Tasks.TplEventSource::", 39) ||
+			    !strncmp(raw, "System.Diagnostics.Tracing.", 27)))
+			continue;
+		return raw && strstr(raw, "]::MoveNext") && nt_asyncflow_box_machine(raw, out, len);
 	}
 	return false;
 }
@@ -520,7 +524,9 @@ static int start_session(struct profile_ep *e, bool sampling, struct ipc_error *
 		prov[n++] = (struct ipc_provider){ RUNTIME_PROVIDER, kw,
 						   e->events & PROFILE_EP_EV_ALLOC ? 5u : 4u, NULL };
 	} else {
-		prov[n++] = (struct ipc_provider){ RUNTIME_PROVIDER, KW_LOADER_JIT, 4, NULL };
+		/* --async names a resumed method's frame as its sample comes: the code
+		 * compiled during the session too (MethodLoadVerbose is verbose) */
+		prov[n++] = (struct ipc_provider){ RUNTIME_PROVIDER, KW_LOADER_JIT, e->af && sampling ? 5u : 4u, NULL };
 	}
 	if (sampling && !e->no_sampling)
 		prov[n++] = (struct ipc_provider){ SAMPLER_PROVIDER, 0, 4, NULL };

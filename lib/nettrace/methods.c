@@ -269,6 +269,17 @@ const char *nt_methods_lookup_raw(struct nt_methods *m, uint64_t ip)
 	return e ? e->raw : NULL;
 }
 
+const char *nt_methods_find_raw(struct nt_methods *m, bool (*match)(const char *raw, const void *ctx),
+				const void *ctx)
+{
+	size_t i;
+
+	for (i = m->n; i-- > 0;) /* the latest first */
+		if (m->v[i].raw && match(m->v[i].raw, ctx))
+			return m->v[i].raw;
+	return NULL;
+}
+
 static const struct meth *find(struct nt_methods *m, uint64_t ip)
 {
 	size_t lo = 0, hi, i, tail = m->n - m->nsorted;

@@ -546,6 +546,10 @@ const char *nt_methods_lookup(struct nt_methods *m, uint64_t ip);
 const char *nt_methods_lookup_raw(struct nt_methods *m, uint64_t ip);
 /* Distinct ranges recorded (an exact duplicate counts once). */
 size_t nt_methods_count(struct nt_methods *m);
+/* The raw name of a method for which match(raw, ctx) holds (a linear scan,
+ * the latest recorded first), or NULL. */
+const char *nt_methods_find_raw(struct nt_methods *m, bool (*match)(const char *raw, const void *ctx),
+				const void *ctx);
 
 
 /* ------------------------------------------------------------------------ */
@@ -656,5 +660,59 @@ size_t nt_methods_name_stack_idx(struct nt_methods *m, const uint64_t *ips, uint
  * "managed" although it was not running managed code there.
  */
 bool nt_stack_waits(const char *const *names, size_t n);
+
+
+/* ------------------------------------------------------------------------ */
+/* Async flow (asyncflow.c): which async method each thread runs and which  */
+/* ones await it, from System.Threading.Tasks.TplEventSource (keywords 0x2A) */
+
+#define NT_AF_PROVIDER "System.Threading.Tasks.TplEventSource"
+#define NT_AF_KEYWORDS 0x2Aull /* Tasks, AsyncCausalityOperation, AsyncCausalitySynchronousWork */
+#define NT_AF_MAX_TASKS (1u << 20)  /* live async operations tracked */
+#define NT_AF_MAX_THREADS 65536u
+#define NT_AF_MAX_NAMES 16384u      /* distinct state machine names */
+
+struct nt_asyncflow;
+struct nt_asyncflow_stats {
+	uint64_t events;          /* TPL events seen */
+	uint64_t tasks_dropped;   /* operations not tracked: the table was full */
+	uint64_t threads_dropped; /* threads not tracked */
+	uint64_t names_dropped;   /* names not kept */
+	uint64_t live_tasks;
+	uint64_t requests;        /* Hosting RequestStart events */
+	uint64_t requests_other;  /* ... past the cap of distinct paths: "(other paths)" */
+};
+int nt_asyncflow_new(struct nt_asyncflow **out);
+void nt_asyncflow_free(struct nt_asyncflow *a);
+/* Feeds one event (in time order); false when it is not a TPL event. */
+bool nt_asyncflow_event(struct nt_asyncflow *a, const struct nt_event *ev);
+/*
+ * The logical chain of thread tid now: names[0] the state machine type of the
+ * async method it runs (e.g. "<Price>d__4", as the runtime names the
+ * operation), names[1] the one awaiting it, and so on outward, at most cap.
+ * A name is NULL for an operation begun before the session. 0: the thread
+ * runs no resumed async method.
+ */
+size_t nt_asyncflow_chain(struct nt_asyncflow *a, uint32_t tid, const char **names, size_t cap);
+void nt_asyncflow_stats(const struct nt_asyncflow *a, struct nt_asyncflow_stats *st);
+/* Names a task begun before the session as it resumes: fn gets the
+ * TraceSynchronousWorkBegin event (with its stack) and writes the state
+ * machine's name ("<Run>d__1") into out, or returns false. */
+typedef bool (*nt_asyncflow_namer_fn)(void *ctx, const struct nt_event *ev, char *out, size_t len);
+void nt_asyncflow_set_namer(struct nt_asyncflow *a, nt_asyncflow_namer_fn fn, void *ctx);
+/* The state machine named in an AsyncStateMachineBox method's raw name. */
+bool nt_asyncflow_box_machine(const char *raw, char *out, size_t len);
+/*
+ * The ASP.NET Core request thread tid serves now ("GET /api/x", from
+ * Microsoft.AspNetCore.Hosting RequestStart, fed to nt_asyncflow_event too),
+ * or NULL: its own RequestStart..RequestStop while it runs the work that
+ * began it, else the request its innermost resumed task was created for
+ * (tasks inherit the request of the thread that created them).
+ */
+const char *nt_asyncflow_request(struct nt_asyncflow *a, uint32_t tid);
+#define NT_AF_HOSTING_PROVIDER "Microsoft.AspNetCore.Hosting"
+/* Whether raw (a runtime method name) is the MoveNext of the state machine
+ * the operation name op ("<Price>d__4", "<Get>d__3`1") names. */
+bool nt_asyncflow_is_movenext(const char *raw, const void *op);
 
 #endif

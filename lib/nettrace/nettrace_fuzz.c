@@ -20,6 +20,7 @@ struct fuzz_in {
 
 struct fuzz_ctx {
 	struct nt_methods *methods;
+	struct nt_asyncflow *af;
 	struct strbuf sb;
 	uint64_t n;
 	uint64_t sink;
@@ -94,6 +95,14 @@ static int on_event(void *ctx, const struct nt_event *ev)
 	nt_payload_walk(ev->meta, p, n, ps, walk_cb, f);
 	nt_counter_decode(ev->meta, p, n, ps, &u.cn, &f->sb);
 	nt_methods_add_event(f->methods, ev);
+	if (nt_asyncflow_event(f->af, ev)) { /* the TPL async flow (asyncflow.c) */
+		const char *chain[8];
+
+		const char *req = nt_asyncflow_request(f->af, (uint32_t)ev->thread_id);
+
+		f->sink += nt_asyncflow_chain(f->af, (uint32_t)ev->thread_id, chain, 8);
+		f->sink += req ? strlen(req) : 0;
+	}
 	for (i = 0; i < ev->nframes && i < 8; i++) {
 		const char *name = nt_methods_lookup(f->methods, ev->stack[i]);
 
@@ -150,7 +159,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	memset(&f, 0, sizeof(f));
 	strbuf_init(&f.sb, 1 << 16);
-	if (nt_methods_new(&f.methods, 4096, 1 << 20) || nt_reader_new(&r, fuzz_read, &in, &lim))
+	if (nt_methods_new(&f.methods, 4096, 1 << 20) || nt_asyncflow_new(&f.af) ||
+	    nt_reader_new(&r, fuzz_read, &in, &lim))
 		goto out;
 	do {
 		ret = nt_reader_run(r, &h, &f);
@@ -167,6 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 out:
 	nt_reader_free(r);
 	nt_methods_free(f.methods);
+	nt_asyncflow_free(f.af);
 	strbuf_release(&f.sb);
 	return 0;
 }

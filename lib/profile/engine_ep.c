@@ -45,6 +45,11 @@
 #define COMM_MAX 65536        /* threads whose names are kept */
 #define COMM_LEN 16
 #define NAMES_CAP (PERF_SAMPLER_MAX_STACK * 2 + 2)
+/* Logical callers are synthetic frames at addresses no code has (non-canonical
+ * on x86_64 and aarch64), one 16-byte range per distinct state machine. */
+#define AF_BASE 0x00c1a50000000000ull
+#define AF_SLOTS 4096
+#define AF_CHAIN 64 /* logical callers shown above a sample at most */
 
 struct comm_ent {
 	uint32_t tid;
@@ -90,6 +95,15 @@ struct profile_ep {
 		uint32_t tid, nframes; /* nframes 0: free */
 		uint64_t ips[LOCK_FRAMES];
 	} *lw;
+
+	/* --async: logical callers from the TPL events (NULL: off) */
+	unsigned async; /* PROFILE_EP_ASYNC_* */
+	bool endpoints; /* --by-endpoint: a root frame per request path */
+	struct profile_ep_endpoint ep_counts[PROFILE_EP_ENDPOINTS];
+	uint32_t nep;
+	struct nt_asyncflow *af;
+	const char *af_names[AF_SLOTS]; /* synthetic frame k: the operation named (slot 0: [await]) */
+	uint32_t af_nslots;
 };
 
 static struct lock_wait *lock_slot(struct profile_ep *e, uint32_t tid, bool take)
@@ -235,6 +249,143 @@ static uint64_t sample_ns(const struct profile_ep *e, const struct nt_event *ev)
 	return (uint64_t)((unsigned __int128)(uint64_t)ev->timestamp * 1000000000u / (uint64_t)f);
 }
 
+/* The synthetic frame (a return address inside its range) of an async
+ * operation name (NULL: one begun before the session), named like the code:
+ * from the raw name of its MoveNext when the trace has it; MARKER for
+ * [await]. 0 when the table is full. Under e->mu. */
+#define MARKER ((const char *)1)
+static uint64_t af_frame_named(struct profile_ep *e, const char *op, const char *shown)
+{
+	const char *raw = shown;
+	char buf[600];
+	uint32_t k;
+
+	/* keys are the flow's interned names (stable, one pointer per string) */
+	for (k = 0; k < e->af_nslots; k++)
+		if (e->af_names[k] == op)
+			return AF_BASE + k * 16 + 8;
+	if (e->af_nslots >= AF_SLOTS)
+		return 0;
+	if (raw)
+		;
+	else if (op == MARKER)
+		raw = "[await]";
+	else if (!op)
+		raw = "[async caller begun before the session]";
+	else if (!(raw = nt_methods_find_raw(e->methods, nt_asyncflow_is_movenext, op))) {
+		snprintf(buf, sizeof(buf), "%s::MoveNext", op);
+		raw = buf;
+	}
+	if (nt_methods_add(e->methods, AF_BASE + e->af_nslots * 16, 16, raw))
+		return 0;
+	e->af_names[e->af_nslots] = op;
+	return AF_BASE + e->af_nslots++ * 16 + 8;
+}
+
+static uint64_t af_frame(struct profile_ep *e, const char *op)
+{
+	return af_frame_named(e, op, NULL);
+}
+
+/* nt_asyncflow's namer: the box whose MoveNext wrote the event, i.e. the
+ * first frame past the event source's own. Any other frame there (the box's
+ * MoveNext inlined into its caller, which may be another task's box): no name,
+ * never a neighbour's. Under e->mu (called from nt_asyncflow_event). */
+static bool af_namer(void *ctx, const struct nt_event *ev, char *out, size_t len)
+{
+	struct profile_ep *e = ctx;
+	uint32_t j;
+
+	for (j = 0; j < ev->nframes; j++) {
+		const char *raw = nt_methods_lookup_raw(e->methods, j ? ev->stack[j] - 1 : ev->stack[j]);
+
+		if (raw && (!strncmp(raw, "System.Threading.Tasks.TplEventSource::", 39) ||
+			    !strncmp(raw, "System.Diagnostics.Tracing.", 27)))
+			continue;
+		return raw && strstr(raw, "]::MoveNext") && nt_asyncflow_box_machine(raw, out, len);
+	}
+	return false;
+}
+
+/* --by-endpoint: the request the sample's thread serves as its root frame
+ * (out holds n frames, or 0: the sample's own), counted per path. Returns the
+ * frame count (0: the sample as it is). Under e->mu. */
+static unsigned af_endpoint(struct profile_ep *e, const struct nt_event *ev, uint64_t *out, unsigned n)
+{
+	const char *req = nt_asyncflow_request(e->af, (uint32_t)ev->thread_id);
+	char buf[600];
+	uint64_t f;
+	uint32_t i;
+
+	if (!req) {
+		e->st.endpoint_none++;
+		return n;
+	}
+	for (i = 0; i < e->nep && strcmp(e->ep_counts[i].name, req); i++)
+		;
+	if (i == e->nep && e->nep < PROFILE_EP_ENDPOINTS)
+		e->ep_counts[e->nep++].name = req;
+	if (i < e->nep)
+		e->ep_counts[i].samples++;
+	else
+		e->st.endpoint_other++;
+	snprintf(buf, sizeof(buf), "[endpoint] %s", req);
+	if (!(f = af_frame_named(e, req, buf)))
+		return n;
+	if (!n) {
+		n = CT_MIN(ev->nframes, (uint32_t)PERF_SAMPLER_MAX_STACK);
+		memcpy(out, ev->stack, n * sizeof(*out));
+	}
+	out[n++] = f;
+	return n;
+}
+
+/*
+ * A sample of a thread running a resumed async method: its frames up to that
+ * method's MoveNext (the outermost one), then [await] and the methods awaiting
+ * it, innermost first (leaf-first order); with PROFILE_EP_ASYNC_BOTH the
+ * thread's own frames above. Returns the frames in out, or 0 to keep the
+ * sample as it is (counted). Under e->mu.
+ */
+static unsigned af_splice(struct profile_ep *e, const struct nt_event *ev, uint64_t *out, unsigned cap)
+{
+	const char *chain[AF_CHAIN];
+	size_t n = nt_asyncflow_chain(e->af, (uint32_t)ev->thread_id, chain, AF_CHAIN), i;
+	unsigned j, k = 0;
+	int at = -1;
+
+	if (!n) {
+		e->st.async_none++;
+		return 0;
+	}
+	for (j = ev->nframes; j-- > 0 && at < 0 && chain[0];) {
+		const char *raw = nt_methods_lookup_raw(e->methods, j ? ev->stack[j] - 1 : ev->stack[j]);
+
+		if (raw && nt_asyncflow_is_movenext(raw, chain[0]))
+			at = (int)j;
+	}
+	if (at < 0 || (unsigned)at + 1 + n + (e->async == PROFILE_EP_ASYNC_BOTH ? ev->nframes : 0) > cap) {
+		e->st.async_unattributed++;
+		return 0;
+	}
+	for (j = 0; j <= (unsigned)at; j++)
+		out[k++] = ev->stack[j];
+	if (n > 1 && !(out[k++] = af_frame(e, MARKER)))
+		goto fail;
+	for (i = 1; i < n; i++)
+		if (!(out[k++] = af_frame(e, chain[i])))
+			goto fail;
+	if (e->async == PROFILE_EP_ASYNC_BOTH)
+		for (j = (unsigned)at + 1; j < ev->nframes; j++)
+			out[k++] = ev->stack[j];
+	e->st.async_logical += n > 1;
+	e->st.async_alone += n == 1;
+	return k;
+fail:
+	e->st.async_unattributed++;
+	return 0;
+}
+
 static int on_event(void *ctx, const struct nt_event *ev)
 {
 	struct profile_ep *e = ctx;
@@ -260,7 +411,9 @@ static int on_event(void *ctx, const struct nt_event *ev)
 					    &known);
 	}
 	pthread_mutex_lock(&e->mu);
-	if ((m->provider_kind == NT_PROV_RUNTIME && m->event_id == RT_METHOD_LOAD_VERBOSE) ||
+	if (e->af && !sample && nt_asyncflow_event(e->af, ev)) {
+		; /* a TPL event: the async flow only */
+	} else if ((m->provider_kind == NT_PROV_RUNTIME && m->event_id == RT_METHOD_LOAD_VERBOSE) ||
 	    m->provider_kind == NT_PROV_RUNDOWN) {
 		rc = nt_methods_add_event(e->methods, ev);
 		if (rc == -EBADMSG || rc == -EFBIG || rc > 0)
@@ -283,6 +436,11 @@ static int on_event(void *ctx, const struct nt_event *ev)
 			e->st.waiting++;
 		else if (want & e->samples) {
 			struct perf_stack s = { 0 };
+			uint64_t spliced[PERF_SAMPLER_MAX_STACK + AF_CHAIN + 2];
+			unsigned ns = e->async ? af_splice(e, ev, spliced, ARRAY_SIZE(spliced) - 1) : 0;
+
+			if (e->endpoints)
+				ns = af_endpoint(e, ev, spliced, ns);
 
 			if (!known)
 				e->st.unknown++;
@@ -291,8 +449,8 @@ static int on_event(void *ctx, const struct nt_event *ev)
 			s.tid = (uint32_t)ev->thread_id;
 			s.time = sample_ns(e, ev);
 			s.weight = 1; /* one sample, whatever the mode: blocked time is not measured */
-			s.nr = ev->nframes;
-			s.ips = ev->stack;
+			s.nr = ns ? ns : ev->nframes;
+			s.ips = ns ? spliced : ev->stack;
 			rc = profile_add_stack(e->prof, &s);
 			if (!rc)
 				e->st.kept++;
@@ -352,7 +510,7 @@ static void *reader_main(void *arg)
 
 static int start_session(struct profile_ep *e, bool sampling, struct ipc_error *rerr)
 {
-	struct ipc_provider prov[2];
+	struct ipc_provider prov[4];
 	struct ipc_trace_config cfg = { 0 };
 	size_t n = 0;
 
@@ -366,10 +524,16 @@ static int start_session(struct profile_ep *e, bool sampling, struct ipc_error *
 		prov[n++] = (struct ipc_provider){ RUNTIME_PROVIDER, kw,
 						   e->events & PROFILE_EP_EV_ALLOC ? 5u : 4u, NULL };
 	} else {
-		prov[n++] = (struct ipc_provider){ RUNTIME_PROVIDER, KW_LOADER_JIT, 4, NULL };
+		/* --async names a resumed method's frame as its sample comes: the code
+		 * compiled during the session too (MethodLoadVerbose is verbose) */
+		prov[n++] = (struct ipc_provider){ RUNTIME_PROVIDER, KW_LOADER_JIT, e->af && sampling ? 5u : 4u, NULL };
 	}
 	if (sampling && !e->no_sampling)
 		prov[n++] = (struct ipc_provider){ SAMPLER_PROVIDER, 0, 4, NULL };
+	if (sampling && e->af)
+		prov[n++] = (struct ipc_provider){ NT_AF_PROVIDER, NT_AF_KEYWORDS, 4, NULL };
+	if (sampling && e->endpoints)
+		prov[n++] = (struct ipc_provider){ NT_AF_HOSTING_PROVIDER, 0, 4, NULL };
 	cfg.providers = prov;
 	cfg.nproviders = n;
 	cfg.buffer_mb = 64;
@@ -442,6 +606,8 @@ int profile_ep_start(struct profile_ep **out, const struct profile_ep_opts *o,
 	e->st.sampling_ns = 1000000; /* the runtime's default until the trace header says */
 	e->events = o->events & (PROFILE_EP_EV_ALLOC | PROFILE_EP_EV_EXC | PROFILE_EP_EV_LOCK);
 	e->no_sampling = o->no_sampling && e->events;
+	e->async = o->async;
+	e->endpoints = o->endpoints;
 	if (!prof && !e->no_sampling) {
 		free(e);
 		return -EINVAL;
@@ -449,6 +615,8 @@ int profile_ep_start(struct profile_ep **out, const struct profile_ep_opts *o,
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
 	rc = nt_methods_new(&e->methods, 0, 0);
+	if (!rc && (e->async || e->endpoints) && !(rc = nt_asyncflow_new(&e->af)))
+		nt_asyncflow_set_namer(e->af, af_namer, e);
 	if (rc)
 		goto fail;
 	for (i = 0; i < PROFILE_EP_EV_N; i++) {
@@ -461,7 +629,9 @@ int profile_ep_start(struct profile_ep **out, const struct profile_ep_opts *o,
 	}
 	if (prof)
 		profile_set_namer(prof, profile_ep_name_stack, e);
-	if (o->prime) {
+	/* --async finds a resumed method's frame by name as each sample comes:
+	 * the code compiled before the session must be named first */
+	if (o->prime || e->async) {
 		rc = prime(e, 10000, rerr);
 		if (rc)
 			ct_debug("profile: the priming rundown failed: %s", strerror(-rc));
@@ -567,6 +737,16 @@ void profile_ep_stats(struct profile_ep *e, struct profile_ep_stats *st)
 	pthread_mutex_lock(&e->mu);
 	*st = e->st;
 	st->methods = nt_methods_count(e->methods);
+	if (e->af) {
+		struct nt_asyncflow_stats as;
+
+		nt_asyncflow_stats(e->af, &as);
+		st->async_events = as.events;
+		st->requests = as.requests;
+		st->requests_other = as.requests_other;
+		memcpy(st->endpoints, e->ep_counts, sizeof(st->endpoints));
+		st->nendpoints = e->nep;
+	}
 	pthread_mutex_unlock(&e->mu);
 	if (e->tc) {
 		struct taskcpu_stats ts;
@@ -730,6 +910,7 @@ void profile_ep_free(struct profile_ep *e)
 		flame_free(e->evf[i]);
 	free(e->lw);
 	nt_methods_free(e->methods);
+	nt_asyncflow_free(e->af);
 	free(e->comms);
 	pthread_mutex_destroy(&e->mu);
 	pthread_cond_destroy(&e->cv);

@@ -210,7 +210,16 @@ struct profile_ep_opts {
 	unsigned samples;   /* PROFILE_EP_* (0: managed only) */
 	bool prime;         /* a rundown-only session first (names for `top`) */
 	bool thread_time;   /* keep every sample of the kinds asked (no on-CPU filter) */
+	unsigned async;     /* PROFILE_EP_ASYNC_*: logical callers from the TPL events (0: none) */
+	bool endpoints;     /* a root frame "[endpoint] GET /path" per ASP.NET Core request served */
 };
+#define PROFILE_EP_ENDPOINTS 64 /* paths counted apart in the stats (the flame has them all) */
+struct profile_ep_endpoint {
+	const char *name; /* "GET /api/x" (valid while the engine lives) */
+	uint64_t samples;
+};
+#define PROFILE_EP_ASYNC_LOGICAL 1u /* awaiting methods instead of the thread's dispatch frames */
+#define PROFILE_EP_ASYNC_BOTH 2u    /* awaiting methods, then the thread's own frames above */
 
 struct profile_ep_stats {
 	uint64_t managed, external, other; /* ThreadSample events by type */
@@ -233,6 +242,18 @@ struct profile_ep_stats {
 	double running_share;              /* of the samples with a known state, the running share */
 	uint64_t ev_seen[PROFILE_EP_EV_N];    /* events by kind (index: bit number) */
 	uint64_t ev_dropped[PROFILE_EP_EV_N]; /* not added: the flame's cap, no stack, memory */
+	/* --async: kept samples by what the TPL events told of their thread */
+	uint64_t async_logical;      /* in a resumed async method awaited by others: callers shown */
+	uint64_t async_alone;        /* in a resumed async method nothing awaits (yet) */
+	uint64_t async_none;         /* in no resumed async method */
+	uint64_t async_unattributed; /* in one whose MoveNext frame was not found: as sampled */
+	uint64_t async_events;       /* TPL events read */
+	/* --by-endpoint */
+	uint64_t requests, requests_other; /* RequestStart events; past the cap of paths */
+	uint64_t endpoint_none;  /* samples of a thread serving no request known */
+	uint64_t endpoint_other; /* samples of a request past PROFILE_EP_ENDPOINTS paths */
+	struct profile_ep_endpoint endpoints[PROFILE_EP_ENDPOINTS];
+	uint32_t nendpoints;
 };
 
 struct profile_ep;
@@ -265,6 +286,8 @@ struct profile_session_opts {
 	const struct proc_target *target; /* a .NET target (perf map handled), or NULL */
 	enum profile_engine engine;       /* PERF (AUTO is the caller's choice) or EVENTPIPE */
 	unsigned ep_samples;              /* EventPipe: PROFILE_EP_* */
+	unsigned ep_async;                /* EventPipe: PROFILE_EP_ASYNC_* */
+	bool ep_endpoints;                /* EventPipe: a root frame per request path */
 	bool ep_prime;                    /* EventPipe: names before the first refresh (top) */
 	int timeout_ms;                   /* IPC timeout */
 	struct perf_sampler_opts sampler;
@@ -379,6 +402,8 @@ struct profile_run_opts {
 	const char *bundle;       /* a folder for a bundle, or NULL */
 	const char *sym_cache_dir; /* sym_opts.cache_dir */
 	bool lines;               /* managed frames with their source file and line */
+	unsigned async;           /* PROFILE_EP_ASYNC_* (EventPipe engine only) */
+	bool by_endpoint;         /* a root frame per request path (EventPipe engine only) */
 };
 
 #define PROFILE_TOP_MAX 20
@@ -421,6 +446,8 @@ struct profile_result {
 	char statements[PROFILE_STATEMENTS_MAX][PROFILE_STATEMENT_MAX];
 	size_t nstatements;
 	bool lines;                        /* lines were asked and their maps read */
+	unsigned async;                    /* PROFILE_EP_ASYNC_* asked */
+	bool by_endpoint;                  /* the endpoints were asked */
 	char native_note[4096];            /* which native libraries were named how (lines) */
 	char message[2048];                /* the whole error message, when the run failed */
 };

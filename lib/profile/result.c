@@ -73,6 +73,35 @@ int profile_result_json(const struct profile_result *r, const char *artifact, st
 	} else {
 		ct_json_kv_null(&j, "lines");
 	}
+	if (r->have_es && r->async) {
+		/* --async: what the TPL timeline could tie each sample to */
+		ct_json_kv_obj_begin(&j, "async");
+		ct_json_kv_str(&j, "mode", r->async == PROFILE_EP_ASYNC_BOTH ? "both" : "logical");
+		ct_json_kv_u64(&j, "tpl_events", r->es.async_events);
+		ct_json_kv_u64(&j, "samples_with_callers", r->es.async_logical);
+		ct_json_kv_u64(&j, "samples_nothing_awaited", r->es.async_alone);
+		ct_json_kv_u64(&j, "samples_not_async", r->es.async_none);
+		ct_json_kv_u64(&j, "samples_unattributed", r->es.async_unattributed);
+		ct_json_obj_end(&j);
+	}
+	if (r->have_es && r->by_endpoint) {
+		uint32_t k, n = r->es.nendpoints < PROFILE_EP_ENDPOINTS ? r->es.nendpoints :
+			       PROFILE_EP_ENDPOINTS;
+
+		ct_json_kv_obj_begin(&j, "endpoints");
+		ct_json_kv_u64(&j, "requests", r->es.requests);
+		ct_json_kv_u64(&j, "samples_no_request", r->es.endpoint_none);
+		ct_json_kv_u64(&j, "samples_other_paths", r->es.endpoint_other);
+		ct_json_kv_arr_begin(&j, "paths");
+		for (k = 0; k < n; k++) {
+			ct_json_obj_begin(&j);
+			ct_json_kv_str(&j, "path", r->es.endpoints[k].name);
+			ct_json_kv_u64(&j, "samples", r->es.endpoints[k].samples);
+			ct_json_obj_end(&j);
+		}
+		ct_json_arr_end(&j);
+		ct_json_obj_end(&j);
+	}
 	ct_json_kv_arr_begin(&j, "native_names"); /* which native libraries were named how */
 	{
 		const char *l = r->native_note, *e;

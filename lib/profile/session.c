@@ -36,6 +36,8 @@ static int session_start_ep(struct profile_session *s, const struct profile_sess
 	eo.timeout_ms = o->timeout_ms;
 	eo.pid = o->pid;
 	eo.samples = o->ep_samples;
+	eo.async = o->ep_async;
+	eo.endpoints = o->ep_endpoints;
 	eo.prime = o->ep_prime;
 	rc = profile_ep_start(&s->ep, &eo, s->prof, &s->ep_rerr);
 	if (rc) {

@@ -42,6 +42,11 @@ const struct task_param profile_task_params[] = {
 	{ "lines", TASK_P_BOOL, "false", 0, 0, NULL,
 	  "managed frames with their source file and line (portable PDBs; one rundown after sampling)",
 	  0 },
+	{ "async", TASK_P_ENUM, "off", 0, 0, "off logical both",
+	  "async code: a resumed method under the methods awaiting it (logical), or with the thread's "
+	  "frames too (both); EventPipe engine, from the runtime's TPL events", 0 },
+	{ "by_endpoint", TASK_P_BOOL, "false", 0, 0, NULL,
+	  "ASP.NET Core: a root frame per request path, and CPU per endpoint (EventPipe engine)", 0 },
 };
 const size_t profile_task_nparams = ARRAY_SIZE(profile_task_params);
 
@@ -128,6 +133,9 @@ static int check_opts(struct run *w)
 		return fail(w, -EINVAL, EXIT_USAGE, "the duration must not be negative");
 	if (o->off_cpu && o->wall)
 		return fail(w, -EINVAL, EXIT_USAGE, "give --off-cpu or --wall, not both");
+	if ((o->async || o->by_endpoint) && o->engine != PROFILE_ENGINE_EVENTPIPE)
+		return fail(w, -EINVAL, EXIT_USAGE, "%s needs --engine eventpipe (the perf engine has "
+			    "no TPL timeline yet)", o->by_endpoint ? "--by-endpoint" : "--async");
 	if (o->off_cpu && o->no_kernel)
 		return fail(w, -EINVAL, EXIT_USAGE,
 			    "--off-cpu needs kernel samples (drop --no-kernel)");
@@ -325,6 +333,8 @@ static int start(struct run *w, struct profile_session **sp, struct profile_engi
 	so.profile.cpu_in_ns = o->wall;
 	so.engine = o->engine;
 	so.ep_samples = w->r->ep_samples;
+	so.ep_async = o->async;
+	so.ep_endpoints = o->by_endpoint;
 	so.profile.stop = w->ctx ? w->ctx->stop : NULL; /* a further signal, during processing */
 	so.no_boost = true; /* raised by the caller of start */
 	so.sym_cache_dir = o->sym_cache_dir;
@@ -623,6 +633,8 @@ int profile_task_run(const struct profile_run_opts *o, const struct task_ctx *ct
 	r->off_cpu = o->off_cpu;
 	r->wall = o->wall;
 	r->duration_ms = o->duration_ms;
+	r->async = o->async;
+	r->by_endpoint = o->by_endpoint;
 	r->ep_samples = o->off_cpu ? PROFILE_EP_EXTERNAL :
 			o->wall ? PROFILE_EP_MANAGED | PROFILE_EP_EXTERNAL : PROFILE_EP_MANAGED;
 	if ((rc = check_opts(&w)))
@@ -682,6 +694,10 @@ int task_run_profile(const struct task_args *a, const struct task_ctx *ctx, stru
 	(void)arg_text_ok(a, "bundle", &o.bundle);
 	o.sym_cache_dir = getenv("CLRTAP_CACHE_DIR");
 	o.lines = (v = task_arg(a, "lines")) && v->b;
+	if ((v = task_arg(a, "async")) && v->s)
+		o.async = !strcmp(v->s, "both") ? PROFILE_EP_ASYNC_BOTH :
+			  !strcmp(v->s, "logical") ? PROFILE_EP_ASYNC_LOGICAL : 0;
+	o.by_endpoint = (v = task_arg(a, "by_endpoint")) && v->b;
 	err = profile_task_run(&o, ctx, res);
 	if (err && res->exit_code == EXIT_OK)
 		res->exit_code = ct_exit_for(err);

@@ -97,6 +97,18 @@ static const char *frame_name(struct tracestats *ts, const uint64_t *ips, uint32
 	return nt_methods_lookup(ts->methods, i && ip ? ip - 1 : ip);
 }
 
+/* The runtime's names of a stack's frames (for JSON beside the shown ones),
+ * or NULL when out of memory (then JSON has none). */
+static const char **raw_names(struct tracestats *ts, const uint64_t *ips, uint32_t n)
+{
+	const char **v = n ? calloc(n, sizeof(*v)) : NULL;
+	uint32_t i;
+
+	for (i = 0; v && i < n; i++)
+		v[i] = nt_methods_lookup_raw(ts->methods, i && ips[i] ? ips[i] - 1 : ips[i]);
+	return v;
+}
+
 /*
  * A malloc'd name for frame i: the method, or the address in hex. With
  * ts_limits.lines a managed frame gets " in FILE:line N", or says why not
@@ -233,6 +245,7 @@ static int finish_exceptions(struct tracestats *ts)
 			ts->nframe_strs = k;
 		}
 		r->frames = frames;
+		r->raw_frames = raw_names(ts, e->ips, e->nips);
 		r->nframes = e->nips;
 	}
 	split_pairs(ts, false);
@@ -293,6 +306,7 @@ static int finish_types_and_sites(struct tracestats *ts)
 		r->total_ns = c->total_ns;
 		r->max_ns = c->max_ns;
 		r->frames = frames;
+		r->raw_frames = raw_names(ts, c->ips, c->nips);
 		for (j = 0; j < c->nips; j++) {
 			frames[j] = frame_dup(ts, c->ips, j);
 			if (!frames[j])

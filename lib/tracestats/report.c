@@ -496,6 +496,24 @@ static void json_top(struct ct_json *j, const char *key, const struct flame_top 
 	ct_json_arr_end(j);
 }
 
+/* "raw_stack": the runtime's names of a "stack" (null for an unnamed frame),
+ * beside the names shown (the source's form unless --raw-names). */
+static void json_raw_stack(struct ct_json *j, const char *const *raw, uint32_t n)
+{
+	uint32_t k;
+
+	if (!raw)
+		return;
+	ct_json_kv_arr_begin(j, "raw_stack");
+	for (k = 0; k < n; k++) {
+		if (raw[k])
+			ct_json_str(j, raw[k]);
+		else
+			ct_json_null(j);
+	}
+	ct_json_arr_end(j);
+}
+
 static void json_samples(const struct ts_result *r, unsigned top, struct ct_json *j)
 {
 	const struct ts_samples *s = &r->samples;
@@ -667,6 +685,7 @@ int tracestats_format_json(const struct tracestats *ts, unsigned top, const char
 		for (k = 0; k < e->nframes; k++)
 			ct_json_str(j, e->frames[k]);
 		ct_json_arr_end(j);
+		json_raw_stack(j, e->raw_frames, e->nframes);
 		ct_json_obj_end(j);
 	}
 	ct_json_arr_end(j);
@@ -710,6 +729,7 @@ int tracestats_format_json(const struct tracestats *ts, unsigned top, const char
 		for (k = 0; k < c->nframes; k++)
 			ct_json_str(j, c->frames[k]);
 		ct_json_arr_end(j);
+		json_raw_stack(j, c->raw_frames, c->nframes);
 		ct_json_obj_end(j);
 	}
 	ct_json_arr_end(j);

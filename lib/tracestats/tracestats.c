@@ -104,6 +104,7 @@ void tracestats_free(struct tracestats *ts)
 			for (j = 0; j < ts->rcsites[i].nframes; j++)
 				free((void *)ts->rcsites[i].frames[j]);
 			free((void *)ts->rcsites[i].frames);
+			free((void *)ts->rcsites[i].raw_frames);
 		}
 	}
 	free(ts->csites);
@@ -126,8 +127,10 @@ void tracestats_free(struct tracestats *ts)
 	free(ts->rkinds);
 	free(ts->rprovs);
 	if (ts->rexcs)
-		for (i = 0; i < ts->nexcs; i++)
+		for (i = 0; i < ts->nexcs; i++) {
 			free((void *)ts->rexcs[i].frames);
+			free((void *)ts->rexcs[i].raw_frames);
+		}
 	free(ts->rexcs);
 	for (j = 0; j < ts->nframe_strs; j++)
 		free(ts->frame_strs[j]);

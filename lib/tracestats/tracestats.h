@@ -76,6 +76,7 @@ struct ts_exception {
 	uint64_t first, rethrown;
 	const char *thrown_at;     /* method holding ExceptionEIP, or NULL */
 	const char *const *frames; /* the first occurrence's stack, leaf first */
+	const char *const *raw_frames; /* the same frames' runtime names (NULL: unnamed), or NULL */
 	uint32_t nframes;
 };
 
@@ -93,6 +94,7 @@ struct ts_contention_site {
 	uint64_t count;                 /* ContentionStart events with this stack */
 	uint64_t timed, total_ns, max_ns; /* their waits, where the end was seen */
 	const char *const *frames;      /* leaf first */
+	const char *const *raw_frames;  /* the same frames' runtime names (NULL: unnamed), or NULL */
 	uint32_t nframes;
 };
 

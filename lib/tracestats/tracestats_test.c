@@ -421,6 +421,20 @@ static void test_async_rethrows(void **state)
 	assert_non_null(t);
 	assert_int_equal(t->first, 1);
 	assert_int_equal(r->exceptions[0].first + r->exceptions[0].rethrown, r->exceptions[0].count);
+	{ /* each frame shown in the source's form keeps the runtime's name beside it */
+		uint32_t k, async_frames = 0;
+
+		assert_non_null(r->exceptions[0].raw_frames);
+		for (k = 0; k < r->exceptions[0].nframes; k++) {
+			const char *f = r->exceptions[0].frames[k], *raw = r->exceptions[0].raw_frames[k];
+
+			if (!strcmp(f, "P::L3 [async]")) {
+				assert_string_equal(raw, "P+<L3>d__0::MoveNext");
+				async_frames++;
+			}
+		}
+		assert_int_equal(async_frames, 1);
+	}
 	assert_int_equal(tracestats_format_text(ts, 10, "x.nettrace", &out), 0);
 	assert_non_null(strstr(out.buf, "  12 first throws, 9 rethrown\n"));
 	assert_non_null(strstr(out.buf, "           3 first throws, 9 rethrown\n"));

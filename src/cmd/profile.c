@@ -20,9 +20,43 @@ struct prof_args {
 	int hz;
 	int64_t duration_ms; /* 0: until Ctrl-C */
 	const char *out, *bundle, *engine;
-	bool off_cpu, wall, threads, no_kernel, json, lines;
+	bool off_cpu, wall, threads, no_kernel, json, lines, async, async_both, by_endpoint;
 	struct cli_symbol_opts syms;
 };
+
+static int cmp_endpoint(const void *x, const void *y)
+{
+	const struct profile_ep_endpoint *p = x, *q = y;
+
+	return p->samples != q->samples ? (p->samples > q->samples ? -1 : 1) : strcmp(p->name, q->name);
+}
+
+/* --by-endpoint: the samples of each request path, by share of those tied to a request. */
+static void print_endpoints(const struct profile_ep_stats *es)
+{
+	struct profile_ep_endpoint v[PROFILE_EP_ENDPOINTS];
+	uint64_t tied = es->endpoint_other;
+	uint32_t i, n = CT_MIN(es->nendpoints, (uint32_t)PROFILE_EP_ENDPOINTS);
+
+	memcpy(v, es->endpoints, n * sizeof(v[0]));
+	for (i = 0; i < n; i++)
+		tied += v[i].samples;
+	qsort(v, n, sizeof(v[0]), cmp_endpoint);
+	printf("endpoints: %llu requests began; %llu samples taken while serving one, %llu of "
+	       "threads serving none known (requests begun before the session are not known)\n",
+	       (unsigned long long)es->requests, (unsigned long long)tied,
+	       (unsigned long long)es->endpoint_none);
+	for (i = 0; i < n; i++)
+		printf("  %5.1f %%  %8llu  %s\n", tied ? 100.0 * (double)v[i].samples / (double)tied : 0.0,
+		       (unsigned long long)v[i].samples, cli_safe(v[i].name));
+	if (es->endpoint_other)
+		printf("  %5.1f %%  %8llu  (more paths than %d)\n",
+		       100.0 * (double)es->endpoint_other / (double)tied,
+		       (unsigned long long)es->endpoint_other, PROFILE_EP_ENDPOINTS);
+	if (es->requests_other)
+		printf("  (%llu requests past 1024 distinct paths are counted as \"(other paths)\")\n",
+		       (unsigned long long)es->requests_other);
+}
 
 /* The EventPipe engine's lines. */
 static void print_ep_summary(const struct profile_result *r)
@@ -64,6 +98,18 @@ static void print_ep_summary(const struct profile_result *r)
 		       "or .NET 9, which marks running threads so too (.NET 8, 10 and 11 tell them "
 		       "apart): on-CPU managed time may not be seen; --wall keeps every thread's "
 		       "samples, --engine perf samples the CPU\n");
+	if (r->async)
+		printf("async: %llu TPL events read (%.0f per second, each written with a stack walk "
+		       "in the target); of the samples taken: %llu in a resumed async "
+		       "method shown under the methods awaiting it, %llu in one nothing awaited, %llu "
+		       "in none, %llu whose method's frame was not found (shown as sampled)\n",
+		       (unsigned long long)es->async_events,
+		       r->secs > 0 ? (double)es->async_events / r->secs : 0.0,
+		       (unsigned long long)es->async_logical,
+		       (unsigned long long)es->async_alone, (unsigned long long)es->async_none,
+		       (unsigned long long)es->async_unattributed);
+	if (r->by_endpoint)
+		print_endpoints(es);
 	printf("lost events: %llu%s\n", (unsigned long long)es->dropped_events,
 	       es->complete ? "" : " (the stream ended without its end marker)");
 	printf("methods named from the trace: %zu\n", es->methods);
@@ -243,6 +289,14 @@ int cmd_profile(int argc, char **argv)
 		{ 0, "engine", CLI_OPT_STRING, &a.engine, "ENGINE",
 		  "auto (default: perf_event, else EventPipe when perf_event_open is denied), perf or "
 		  "eventpipe (managed frames only, through the diagnostics socket)" },
+		{ 0, "async", CLI_OPT_BOOL, &a.async, NULL,
+		  "a resumed async method under the async methods awaiting it, instead of the "
+		  "thread-pool frames (TPL events; eventpipe engine)" },
+		{ 0, "async-both", CLI_OPT_BOOL, &a.async_both, NULL,
+		  "--async, with the thread's own frames above the awaiting methods" },
+		{ 0, "by-endpoint", CLI_OPT_BOOL, &a.by_endpoint, NULL,
+		  "ASP.NET Core: a root frame per request path served, and CPU per endpoint in the "
+		  "summary (eventpipe engine)" },
 		{ 0, "json", CLI_OPT_BOOL, &a.json, NULL,
 		  "print the result as one JSON object (docs/tasks/profile.md) instead of the summary" },
 		CLI_SYMBOL_OPTIONS(&a.syms),
@@ -256,7 +310,8 @@ int cmd_profile(int argc, char **argv)
 
 	if (cli_parse(argc, argv,
 		      "clrtap profile (-p PID | -n NAME) [-F HZ] [-d SEC] [-o OUT] [--off-cpu|--wall] "
-		      "[--lines] [--bundle DIR] [--engine auto|perf|eventpipe] [--json]",
+		      "[--lines] [--bundle DIR] [--engine auto|perf|eventpipe] [--async|--async-both] "
+		      "[--by-endpoint] [--json]",
 		      opts, &first, &code))
 		return code;
 	if (first < argc)
@@ -274,6 +329,8 @@ int cmd_profile(int argc, char **argv)
 	o.threads = a.threads;
 	o.no_kernel = a.no_kernel;
 	o.lines = a.lines;
+	o.async = a.async_both ? PROFILE_EP_ASYNC_BOTH : a.async ? PROFILE_EP_ASYNC_LOGICAL : 0;
+	o.by_endpoint = a.by_endpoint;
 	o.bundle = a.bundle;
 	o.timeout_ms = a.to.timeout_ms;
 	o.sym_cache_dir = getenv("CLRTAP_CACHE_DIR"); /* tests and benchmarks; "" for none */

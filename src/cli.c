@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "common/io.h"
 #include "common/strparse.h"
+#include "flame/flame.h"
 #include "task/task.h"
 #include "common/term.h"
 #include "common/clock.h"
@@ -107,6 +108,17 @@ void cli_countdown_stop(void)
 const char *cli_safe(const char *s)
 {
 	return ct_term_safe(s);
+}
+
+void cli_print_lines(FILE *f, struct strbuf *text)
+{
+	for (char *l = text->buf, *e; l && *l; l = e + 1) {
+		e = strchr(l, '\n');
+		if (!e)
+			break;
+		*e = '\0';
+		fprintf(f, "%s\n", cli_safe(l));
+	}
 }
 
 int cli_json_out(struct ct_json *j, FILE *f)
@@ -336,6 +348,25 @@ int cli_write_file(const char *path, const char *buf, size_t len)
 		return cli_error(EXIT_ERROR, "cannot write %s: %s", path, strerror(-err));
 	}
 	strbuf_release(&of.tmp);
+	return EXIT_OK;
+}
+
+int cli_write_flame(const char *path, const struct flame *f, int fmt, const struct flame_opts *fo)
+{
+	struct cli_outfile of;
+	int code, err;
+
+	code = cli_outfile_open(&of, path);
+	if (code)
+		return code;
+	err = flame_write(f, (enum flame_format)fmt, of.fd, fo);
+	if (!err)
+		err = cli_outfile_keep(&of, path);
+	if (cli_outfile_close(&of) && !err)
+		err = errno ? -errno : -EIO;
+	cli_outfile_drop(&of);
+	if (err)
+		return cli_error(EXIT_ERROR, "cannot write %s: %s", path, strerror(-err));
 	return EXIT_OK;
 }
 

@@ -78,6 +78,8 @@ void cli_log_sink(void *ctx, enum ct_log_level level, const char *msg);
 #define CLI_SAFE_SLOTS 8
 #define CLI_SAFE_INPUT 65536
 const char *cli_safe(const char *s);
+/* Prints each complete line of text to f through cli_safe() (text is cut up in place). */
+void cli_print_lines(FILE *f, struct strbuf *text);
 /* Writes "clrtap: <prefix><msg>\n" to f with msg through cli_safe(). */
 void cli_print_line(FILE *f, const char *prefix, const char *msg);
 extern int cli_verbose;
@@ -240,6 +242,10 @@ void cli_outfile_drop(struct cli_outfile *f);
  * complete). Returns EXIT_OK or EXIT_ERROR, the error printed.
  */
 int cli_write_file(const char *path, const char *buf, size_t len);
+/* The same for a flame graph in format fmt (enum flame_format, flame/flame.h). */
+struct flame;
+struct flame_opts;
+int cli_write_flame(const char *path, const struct flame *f, int fmt, const struct flame_opts *fo);
 
 /* Prints an IPC failure as one line and returns its exit code. */
 int cli_ipc_error(const char *what, int err, const struct ipc_error *rerr);

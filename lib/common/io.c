@@ -45,3 +45,8 @@ ssize_t ct_read_full(int fd, void *buf, size_t len)
 	}
 	return (ssize_t)got;
 }
+
+int ct_fd_sink(void *ctx, const void *buf, size_t n)
+{
+	return ct_write_all(*(const int *)ctx, buf, n);
+}

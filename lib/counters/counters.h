@@ -217,4 +217,12 @@ extern const struct task_param counters_task_params[];
 extern const size_t counters_task_nparams;
 int task_run_counters(const struct task_args *a, const struct task_ctx *ctx, struct task_result *r);
 
+/* format.c: a value and its units as shown on screen (table: thousands separators; times rescaled below 1). */
+void counters_fmt_display(double v, const char *units, enum counters_kind kind, double interval,
+			  bool table, char *num, size_t nlen, char *ubuf, size_t ulen);
+/* Exact text for files: enough digits to round-trip ("null" for NaN and infinities). */
+void counters_fmt_exact(double v, char *buf, size_t len);
+/* "name[tags]", or "name". */
+void counters_series_label(const char *name, const char *tags, char *buf, size_t len);
+
 #endif

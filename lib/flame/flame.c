@@ -537,6 +537,30 @@ int flame_format_from_path(const char *path)
 	return -EINVAL;
 }
 
+static const struct flame_format_desc formats[] = {
+	{ "speedscope", FLAME_SPEEDSCOPE, ".speedscope.json" },
+	{ "folded", FLAME_FOLDED, ".folded" },
+	{ "html", FLAME_HTML, ".html" },
+	{ "svg", FLAME_SVG, ".svg" },
+	{ "pprof", FLAME_PPROF, ".pb.gz" },
+};
+
+const struct flame_format_desc *flame_format_by_name(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(formats); i++)
+		if (!strcmp(formats[i].name, name))
+			return &formats[i];
+	return NULL;
+}
+
+const struct flame_format_desc *flame_format_desc_of(int fmt)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(formats); i++)
+		if ((int)formats[i].fmt == fmt)
+			return &formats[i];
+	return &formats[0];
+}
+
 bool flame_opts_is_ns(const struct flame_opts *opts)
 {
 	return opts && opts->unit && strcmp(opts->unit, "nanoseconds") == 0;

@@ -83,6 +83,16 @@ int flame_read_folded(struct flame *f, const char *data, size_t len);
  * .pb.gz/.pprof -> PPROF. Returns the format or -EINVAL.
  */
 int flame_format_from_path(const char *path);
+/* The formats by name (speedscope, folded, html, svg, pprof) and their usual extension. */
+struct flame_format_desc {
+	const char *name;
+	enum flame_format fmt;
+	const char *ext;
+};
+/* NULL when no format has that name. */
+const struct flame_format_desc *flame_format_by_name(const char *name);
+/* fmt's entry; speedscope's when fmt is none of them. */
+const struct flame_format_desc *flame_format_desc_of(int fmt);
 
 /* Writes f in the given format to fd. Returns 0 or a negative errno. */
 int flame_write(const struct flame *f, enum flame_format fmt, int fd, const struct flame_opts *o);

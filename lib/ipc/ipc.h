@@ -219,6 +219,17 @@ int ipc_provider_parse(char *spec, struct ipc_provider *p);
  * contention, jit). rundown_keyword 0 means the default. */
 int ipc_profile_lookup(const char *name, const struct ipc_provider **providers, size_t *n,
 		       uint64_t *rundown_keyword);
+/*
+ * A trace's config: the providers of a profile and of a list "SPEC,SPEC,..."
+ * (neither: the cpu-sampling profile; at most max, into provs), the buffer,
+ * rundown and stacks; checked to fit in one CollectTracing request. The
+ * providers point into *specs, a copy of the list: free() it (also on
+ * failure). Returns 0, or -ENOMEM, or another negative errno (a usage error)
+ * with one line in why.
+ */
+int ipc_trace_config_build(const char *profile, const char *providers, int buffer_mb, bool rundown, bool stackwalk,
+			   struct ipc_trace_config *cfg, struct ipc_provider *provs, size_t max, char **specs,
+			   char *why, size_t whylen);
 /* The i-th profile's name (NULL past the end) and one-line description. */
 const char *ipc_profile_name(size_t i, const char **help);
 

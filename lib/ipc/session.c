@@ -56,6 +56,80 @@ int ipc_profile_lookup(const char *name, const struct ipc_provider **providers, 
 	return -ENOENT;
 }
 
+static int ipc_providers_build(const char *profile, const char *providers, struct ipc_provider *provs, size_t max,
+			size_t *np, uint64_t *rundown_keyword, char **specs, char *why, size_t whylen)
+{
+	const struct ipc_provider *pp;
+	char *save = NULL, *tok;
+	size_t n, from_profile;
+
+	*np = 0;
+	*specs = NULL;
+	if (!profile && !providers)
+		profile = "cpu-sampling";
+	if (profile && ipc_profile_lookup(profile, &pp, &n, rundown_keyword)) {
+		snprintf(why, whylen, "unknown profile '%s' (see --list-profiles)", profile);
+		return -ENOENT;
+	}
+	for (size_t i = 0; profile && i < n && *np < max; i++)
+		provs[(*np)++] = pp[i];
+	if (providers && !(*specs = strdup(providers))) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	from_profile = *np;
+	for (tok = providers ? strtok_r(*specs, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save)) {
+		if (*np == max) {
+			snprintf(why, whylen, "more than %zu providers", max);
+			return -E2BIG;
+		}
+		if (ipc_provider_parse(tok, &provs[*np])) {
+			snprintf(why, whylen, "bad provider spec '%s'", tok);
+			return -EINVAL;
+		}
+		(*np)++;
+	}
+	if (providers && *np == from_profile) {
+		snprintf(why, whylen, "--providers '%s' names no provider", providers);
+		return -ENODATA;
+	}
+	if (!*np) {
+		snprintf(why, whylen, "no provider to trace");
+		return -ENODATA;
+	}
+	return 0;
+}
+
+int ipc_trace_config_build(const char *profile, const char *providers, int buffer_mb, bool rundown, bool stackwalk,
+			   struct ipc_trace_config *cfg, struct ipc_provider *provs, size_t max, char **specs,
+			   char *why, size_t whylen)
+{
+	struct strbuf msg = STRBUF_INIT_MAX(IPC_MAX_FRAME);
+	size_t np;
+	int err;
+
+	memset(cfg, 0, sizeof(*cfg));
+	err = ipc_providers_build(profile, providers, provs, max, &np, &cfg->rundown_keyword, specs, why, whylen);
+	if (err)
+		return err;
+	if (buffer_mb <= 0) {
+		snprintf(why, whylen, "--buffer must be positive");
+		return -EINVAL;
+	}
+	cfg->providers = provs;
+	cfg->nproviders = np;
+	cfg->buffer_mb = (uint32_t)buffer_mb;
+	cfg->rundown = rundown;
+	cfg->stackwalk = stackwalk;
+	/* what the runtime cannot be sent is found before anything starts */
+	err = ipc_encode_collect_tracing(&msg, 4, cfg);
+	strbuf_release(&msg);
+	if (err)
+		snprintf(why, whylen, "%s", err == -EMSGSIZE ? "the provider list does not fit in one request (64 KiB)"
+							     : "a provider spec cannot be sent");
+	return err ? -EINVAL : 0;
+}
+
 const char *ipc_profile_name(size_t i, const char **help)
 {
 	if (i >= ARRAY_SIZE(profiles))

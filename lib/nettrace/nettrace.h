@@ -78,6 +78,8 @@ struct nt_trace_info {
 	uint32_t ncpu;
 	uint32_t sampling_ns; /* sample-profiler interval in ns (ExpectedCPUSamplingRate) */
 };
+/* sync_utc as Unix time in ns; 0 when absent or out of range (a damaged header). */
+int64_t nt_sync_unix_ns(const struct nt_trace_info *ti);
 
 /* ------------------------------------------------------------------------ */
 /* Metadata                                                                  */

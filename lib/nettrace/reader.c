@@ -8,6 +8,8 @@
  */
 #include "common/compat.h"
 
+#include <time.h>
+
 #include "common/log.h"
 #include "common/strparse.h"
 #include "nettrace/reader_int.h"
@@ -1166,4 +1168,24 @@ int nt_reader_run(struct nt_reader *r, const struct nt_handlers *hd, void *ctx)
 	if (ret > 0)
 		return NT_STOPPED;
 	return r->state == RS_ERROR ? r->err : 0;
+}
+
+int64_t nt_sync_unix_ns(const struct nt_trace_info *ti)
+{
+	const uint16_t *u = ti->sync_utc;
+	struct tm tm = { 0 };
+	time_t t;
+
+	if (!u[0])
+		return 0;
+	tm.tm_year = u[0] - 1900;
+	tm.tm_mon = u[1] - 1;
+	tm.tm_mday = u[3];
+	tm.tm_hour = u[4];
+	tm.tm_min = u[5];
+	tm.tm_sec = u[6];
+	t = timegm(&tm);
+	if (t <= 0 || t > (time_t)1 << 33) /* a damaged header: no time rather than an overflow */
+		return 0;
+	return (int64_t)t * 1000000000 + (int64_t)u[7] * 1000000;
 }

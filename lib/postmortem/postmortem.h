@@ -136,4 +136,14 @@ void pm_path_result_free(struct pm_path_result *p);
 struct heap_async;
 int pm_async(struct pm_report *r, struct heap_async **out, char *why, size_t whylen);
 
+/* The whole report (root and as may be NULL) as one JSON object (docs/cmd/dump.md; lib/postmortem/json.c). */
+struct ct_json;
+void pm_report_json(struct ct_json *j, const char *file, const struct pm_report *r,
+		    const struct pm_path_result *root, const struct heap_async *as);
+/* A signal's name ("SIGSEGV"), or "signal". */
+const char *pm_signame(int s);
+/* The largest n objects that are not Free (pointers into r->objects), biggest first. */
+#define PM_TOP_LARGEST 10
+size_t pm_largest(const struct pm_report *r, const struct pm_object **out, size_t n);
+
 #endif

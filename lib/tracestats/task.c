@@ -26,11 +26,6 @@ const struct task_param trace_task_params[] = {
 };
 const size_t trace_task_nparams = ARRAY_SIZE(trace_task_params);
 
-static int fd_sink(void *ctx, const void *buf, size_t n)
-{
-	return ct_write_all(*(int *)ctx, buf, n);
-}
-
 static int report(const struct task_ctx *ctx, struct task_result *r, const char *name)
 {
 	struct tracestats *ts = NULL;
@@ -68,56 +63,36 @@ int task_run_trace(const struct task_args *a, const struct task_ctx *ctx, struct
 	struct ipc_endpoint ep;
 	volatile sig_atomic_t local = 0;
 	const char *profile = task_arg(a, "profile")->s, *providers = task_arg(a, "providers")->s;
-	char why[512], specs[600];
-	size_t np = 0, i;
+	char why[512], *specs = NULL;
 	int fd, err;
 
 	if (!ctx || ctx->outdir_fd < 0)
 		return task_fail(r, -EINVAL, "the trace task needs an output directory for trace.nettrace");
-	if (!profile && !providers)
-		profile = "cpu-sampling";
-	if (profile) {
-		const struct ipc_provider *pp;
-		size_t n;
-
-		if (ipc_profile_lookup(profile, &pp, &n, &cfg.rundown_keyword)) {
-			task_fail(r, -EINVAL, "unknown profile '%s' (see clrtap trace collect --list-profiles)", profile);
+	err = ipc_trace_config_build(profile, providers, 256, true, true, &cfg, provs, TRACE_MAX_PROVIDERS,
+				     &specs, why, sizeof(why));
+	if (err) {
+		free(specs);
+		task_fail(r, err, "%s", why);
+		if (err != -ENOMEM)
 			r->exit_code = EXIT_USAGE;
-			return r->err;
-		}
-		for (i = 0; i < n && np < TRACE_MAX_PROVIDERS; i++)
-			provs[np++] = pp[i];
-	}
-	if (providers) {
-		char *save = NULL, *tok;
-
-		snprintf(specs, sizeof(specs), "%s", providers);
-		for (tok = strtok_r(specs, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			if (np == TRACE_MAX_PROVIDERS || ipc_provider_parse(tok, &provs[np])) {
-				task_fail(r, -EINVAL, np == TRACE_MAX_PROVIDERS ? "more than %d providers"
-					  : "bad provider spec (Name[:Keywords[:Level]]), provider %d", (int)np + 1);
-				r->exit_code = EXIT_USAGE;
-				return r->err;
-			}
-			np++;
-		}
-	}
-	if (task_target(a, r, &t, &ep, 5000))
 		return r->err;
-	cfg.providers = provs;
-	cfg.nproviders = np;
-	cfg.buffer_mb = 256;
-	cfg.rundown = true;
-	cfg.stackwalk = true;
+	}
+	if (task_target(a, r, &t, &ep, 5000)) {
+		free(specs);
+		return r->err;
+	}
 	fd = openat(ctx->outdir_fd, "trace.nettrace.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
+	if (fd < 0) {
+		free(specs);
 		return task_fail(r, -errno, "cannot write trace.nettrace.tmp: %s", strerror(errno));
-	so.sink = fd_sink;
+	}
+	so.sink = ct_fd_sink;
 	so.ctx = &fd;
 	so.stop = task_stop_flag(ctx, &local);
 	so.duration_ms = (int64_t)(task_arg(a, "duration")->d * 1000);
-	ct_info("tracing pid %d with %zu provider%s", (int)t.pid, np, np == 1 ? "" : "s");
+	ct_info("tracing pid %d with %zu provider%s", (int)t.pid, cfg.nproviders, cfg.nproviders == 1 ? "" : "s");
 	err = ipc_session_run(&ep, &cfg, &so, &res, &rerr);
+	free(specs);
 	if (close(fd) && !err)
 		err = -errno;
 	if (!err && res.complete) {

@@ -243,6 +243,13 @@ int tracestats_load_fd(int fd, bool thread_time, struct tracestats **out, int *r
 /* Same with every limit given (NULL: the defaults). */
 int tracestats_load_fd_lim(int fd, const struct ts_limits *lim, struct tracestats **out,
 			   int *read_err, const char **stage);
+/* Opens path and loads it (ts_limits_default with thread_time and lines); *stage "open" when it cannot. */
+int tracestats_load_path(const char *path, bool thread_time, bool lines, struct tracestats **out, int *read_err,
+			 const char **stage);
+/* The stream was no nettrace file at all (no magic): nothing to report. */
+bool tracestats_not_nettrace(const struct tracestats *ts, int read_err);
+/* One line on a damaged or unreadable stream into buf; returns its exit code (EXIT_BAD_INPUT or EXIT_ERROR). */
+int tracestats_damage_text(const struct tracestats *ts, int read_err, const char *path, char *buf, size_t len);
 
 /* The trace task (task.c; lib/task/table.c lists it). */
 extern const struct task_param trace_task_params[];

@@ -6,7 +6,6 @@
  */
 #include "common/compat.h"
 
-#include <math.h>
 #include <signal.h>
 #include <time.h>
 
@@ -31,108 +30,6 @@ struct run {
 	struct strbuf jsb; /* --format json: the document, flushed value by value */
 	struct ct_json j;
 };
-
-/* ----- time ----- */
-
-/* ----- value formatting ----- */
-
-static void fmt_value(double v, char *buf, size_t len)
-{
-	if (isnan(v) || isinf(v))
-		snprintf(buf, len, "%s", isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
-	else if (v == floor(v) && fabs(v) < 1e15)
-		snprintf(buf, len, "%.0f", v);
-	else if (fabs(v) >= 1000)
-		snprintf(buf, len, "%.1f", v);
-	else
-		snprintf(buf, len, "%.4g", v);
-}
-
-/* The table's rendering: integers get thousands separators. */
-static void fmt_table_value(double v, char *buf, size_t len)
-{
-	char raw[64];
-	size_t n, i, o = 0, lead;
-
-	fmt_value(v, raw, sizeof(raw));
-	n = strlen(raw);
-	if (strspn(raw + (raw[0] == '-'), "0123456789") != n - (raw[0] == '-') || n + n / 3 + 1 > len) {
-		snprintf(buf, len, "%s", raw);
-		return;
-	}
-	lead = raw[0] == '-';
-	for (i = 0; i < n; i++) {
-		buf[o++] = raw[i];
-		if (i >= lead && i + 1 < n && (n - 1 - i) % 3 == 0)
-			buf[o++] = ',';
-	}
-	buf[o] = 0;
-}
-
-/* Exact text for files: enough digits to round-trip. */
-static void fmt_exact(double v, char *buf, size_t len)
-{
-	if (isnan(v) || isinf(v))
-		snprintf(buf, len, "null");
-	else
-		snprintf(buf, len, "%.17g", v);
-}
-
-/* "B", "B/1s" (a delta over the interval), "%", "" */
-static void fmt_units(const char *units, enum counters_kind kind, double interval, char *buf,
-		      size_t len)
-{
-	if (kind == COUNTERS_DELTA)
-		snprintf(buf, len, "%s/%gs", *units ? units : "count", interval);
-	else
-		snprintf(buf, len, "%s", units);
-}
-
-/*
- * On screen, times read in the unit that fits: 7.272e-05 s is 72.7 µs. *v
- * and *units are rescaled for seconds and milliseconds below 1; files keep
- * the exact value in the source's unit.
- */
-static void scale_time(double *v, const char **units)
-{
-	static const struct {
-		const char *from, *to;
-		double factor, below;
-	} steps[] = {
-		{ "s", "ms", 1e3, 1.0 }, { "ms", "\xc2\xb5s", 1e3, 1.0 }, { "\xc2\xb5s", "ns", 1e3, 1.0 },
-	};
-	size_t i;
-
-	if (*v == 0 || isnan(*v) || isinf(*v))
-		return;
-	for (i = 0; i < ARRAY_SIZE(steps); i++) {
-		if (!strcmp(*units, steps[i].from) && fabs(*v) < steps[i].below) {
-			*v *= steps[i].factor;
-			*units = steps[i].to;
-		}
-	}
-}
-
-/* A value and its units as shown on screen (lines and table). */
-static void fmt_display(double v, const char *units, enum counters_kind kind, double interval,
-			bool table, char *num, size_t nlen, char *ubuf, size_t ulen)
-{
-	if (kind != COUNTERS_DELTA)
-		scale_time(&v, &units);
-	if (table)
-		fmt_table_value(v, num, nlen);
-	else
-		fmt_value(v, num, nlen);
-	fmt_units(units, kind, interval, ubuf, ulen);
-}
-
-static void series_label(const char *name, const char *tags, char *buf, size_t len)
-{
-	if (*tags)
-		snprintf(buf, len, "%s[%s]", name, tags);
-	else
-		snprintf(buf, len, "%s", name);
-}
 
 /* ----- outputs ----- */
 
@@ -188,15 +85,15 @@ static int on_value(void *ctx, const struct counters_value *cv, const char *ts)
 		r->dirty = true;
 		break;
 	case OUT_LINES:
-		fmt_display(v.value, v.units, v.kind, r->interval, false, num, sizeof(num), units,
+		counters_fmt_display(v.value, v.units, v.kind, r->interval, false, num, sizeof(num), units,
 			    sizeof(units));
-		series_label(v.name, v.tags, label, sizeof(label));
+		counters_series_label(v.name, v.tags, label, sizeof(label));
 		fprintf(r->out, "%s %s %s %s%s%s\n", ts, cli_safe(v.source), cli_safe(label), num,
 			*units ? " " : "", cli_safe(units));
 		fflush(r->out);
 		break;
 	case OUT_CSV:
-		fmt_exact(v.value, num, sizeof(num));
+		counters_fmt_exact(v.value, num, sizeof(num));
 		snprintf(units, sizeof(units), "%g", v.interval_sec);
 		csv_field(r->out, ts, false);
 		csv_field(r->out, v.source, false);
@@ -239,7 +136,7 @@ static void draw_table(void *ctx)
 	if (r->mode != OUT_TABLE || !r->dirty)
 		return;
 	for (i = 0; i < r->table.n; i++) {
-		series_label(r->table.v[i].name, r->table.v[i].tags, label, sizeof(label));
+		counters_series_label(r->table.v[i].name, r->table.v[i].tags, label, sizeof(label));
 		w = CT_MAX(w, (int)strlen(label));
 	}
 	w = CT_MIN(w, 80);
@@ -260,9 +157,9 @@ static void draw_table(void *ctx)
 			last_source = s->source;
 			last_meter = s->meter;
 		}
-		fmt_display(s->value, s->units, s->kind, r->interval, true, num, sizeof(num), units,
+		counters_fmt_display(s->value, s->units, s->kind, r->interval, true, num, sizeof(num), units,
 			    sizeof(units));
-		series_label(s->name, s->tags, label, sizeof(label));
+		counters_series_label(s->name, s->tags, label, sizeof(label));
 		fprintf(r->out, "    %-*s %18s  %-14s%s\n", w, cli_safe(label), num, cli_safe(units),
 			cli_safe(s->display_name));
 	}

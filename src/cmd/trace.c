@@ -23,16 +23,9 @@
 #define DEFAULT_MAX_SIZE (1ull << 30)
 
 struct sink {
-	int fd;
+	int fd; /* first: ct_fd_sink writes to it */
 	bool tty;
 };
-
-static int write_sink(void *ctx, const void *buf, size_t n)
-{
-	struct sink *s = ctx;
-
-	return ct_write_all(s->fd, buf, n);
-}
 
 static void progress(void *ctx, uint64_t bytes)
 {
@@ -43,19 +36,10 @@ static void progress(void *ctx, uint64_t bytes)
 			(double)bytes / (1024.0 * 1024.0));
 }
 
-static void list_profiles(void)
-{
-	const char *name, *help;
-	size_t i;
-
-	for (i = 0; (name = ipc_profile_name(i, &help)); i++)
-		printf("  %-14s %s\n", name, help);
-}
-
 static int collect(int argc, char **argv)
 {
 	struct cli_target_opts to = { 0 };
-	const char *providers_s = NULL, *profile = NULL, *out = NULL;
+	const char *providers_s = NULL, *profile = NULL, *out = NULL, *name, *help;
 	int64_t duration = 0;
 	uint64_t max_size = DEFAULT_MAX_SIZE;
 	int buffer_mb = 256;
@@ -84,10 +68,9 @@ static int collect(int argc, char **argv)
 	struct ipc_error rerr;
 	struct proc_target t;
 	struct sink sink = { .fd = -1 };
-	struct strbuf partial = STRBUF_INIT, probe_msg = STRBUF_INIT_MAX(IPC_MAX_FRAME);
+	struct strbuf partial = STRBUF_INIT;
 	struct cli_outfile of = { .fd = -1 };
-	char *specs = NULL;
-	size_t np = 0;
+	char *specs = NULL, why[512];
 	int first, code, err, err2 = -ENOMEM;
 
 	if (cli_parse(argc, argv,
@@ -95,66 +78,16 @@ static int collect(int argc, char **argv)
 		      "[-d SECONDS] [-o FILE]",
 		      opts, &first, &code))
 		return code;
-	if (list) {
-		list_profiles();
+	for (size_t i = 0; list && (name = ipc_profile_name(i, &help)); i++)
+		printf("  %-14s %s\n", name, help);
+	if (list)
 		return EXIT_OK;
-	}
 	if (first < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first]);
-	if (!profile && !providers_s)
-		profile = "cpu-sampling";
-	if (profile) {
-		const struct ipc_provider *pp;
-		size_t n, i;
-
-		if (ipc_profile_lookup(profile, &pp, &n, &cfg.rundown_keyword))
-			return cli_error(EXIT_USAGE, "unknown profile '%s' (see --list-profiles)",
-					 profile);
-		for (i = 0; i < n; i++)
-			provs[np++] = pp[i];
-	}
-	if (providers_s) {
-		char *save = NULL, *tok;
-		size_t from_profile = np;
-
-		specs = strdup(providers_s);
-		if (!specs)
-			return cli_error(EXIT_ERROR, "out of memory");
-		for (tok = strtok_r(specs, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			if (np == MAX_PROVIDERS) {
-				code = cli_error(EXIT_USAGE, "more than %d providers", MAX_PROVIDERS);
-				goto out;
-			}
-			if (ipc_provider_parse(tok, &provs[np])) {
-				code = cli_error(EXIT_USAGE, "bad provider spec '%s'", tok);
-				goto out;
-			}
-			np++;
-		}
-		if (np == from_profile) {
-			code = cli_error(EXIT_USAGE, "--providers '%s' names no provider", providers_s);
-			goto out;
-		}
-	}
-	if (!np) {
-		code = cli_error(EXIT_USAGE, "no provider to trace");
-		goto out;
-	}
-	if (buffer_mb <= 0) {
-		code = cli_error(EXIT_USAGE, "--buffer must be positive");
-		goto out;
-	}
-	cfg.providers = provs;
-	cfg.nproviders = np;
-	cfg.buffer_mb = (uint32_t)buffer_mb;
-	cfg.rundown = !no_rundown;
-	cfg.stackwalk = !no_stacks;
-	/* What the runtime cannot be sent is a usage error, found before any file exists. */
-	err = ipc_encode_collect_tracing(&probe_msg, 4, &cfg);
+	err = ipc_trace_config_build(profile, providers_s, buffer_mb, !no_rundown, !no_stacks, &cfg, provs,
+				     MAX_PROVIDERS, &specs, why, sizeof(why));
 	if (err) {
-		code = cli_error(EXIT_USAGE, "%s", err == -EMSGSIZE ?
-				 "the provider list does not fit in one request (64 KiB)" :
-				 "a provider spec cannot be sent");
+		code = cli_error(err == -ENOMEM ? EXIT_ERROR : EXIT_USAGE, "%s", why);
 		goto out;
 	}
 	code = cli_resolve_target(&to, &t, &ep);
@@ -170,29 +103,24 @@ static int collect(int argc, char **argv)
 	sink.tty = isatty(STDERR_FILENO);
 
 	cli_catch_stop_signals();
-	so.sink = write_sink;
+	so.sink = ct_fd_sink;
 	so.progress = progress;
 	so.ctx = &sink;
 	so.stop = &cli_stop_requested;
 	so.duration_ms = duration;
 	so.max_bytes = max_size;
 
-	cli_info("tracing pid %d with %zu provider%s into %s; %s", (int)t.pid, np,
-		 np == 1 ? "" : "s", out, duration ? "waiting for the duration" : "Ctrl-C stops");
+	cli_info("tracing pid %d with %zu provider%s into %s; %s", (int)t.pid, cfg.nproviders,
+		 cfg.nproviders == 1 ? "" : "s", out, duration ? "waiting for the duration" : "Ctrl-C stops");
 	err = ipc_session_run(&ep, &cfg, &so, &res, &rerr);
 	if (sink.tty)
 		fputc('\n', stderr);
 	if (fsync(of.fd) && errno != EINVAL && !err)
 		err = -errno;
 	if (!err && res.complete) {
-		int e = cli_outfile_keep(&of, out);
-
-		if (e) {
-			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out, strerror(-e));
-			goto out;
-		}
-		if (cli_outfile_close(&of)) {
-			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out, strerror(errno));
+		err2 = cli_outfile_keep(&of, out);
+		if (err2 || cli_outfile_close(&of)) {
+			code = cli_error(EXIT_ERROR, "cannot write %s: %s", out, strerror(err2 ? -err2 : errno));
 			goto out;
 		}
 		if (res.target_ended)
@@ -202,29 +130,19 @@ static int collect(int argc, char **argv)
 		goto out;
 	}
 	/* Failed: keep nothing that could pass for a trace; a partial stream under its own name. */
-	if (res.bytes == 0 || res.bad_prologue) {
-		char why[512];
-
-		ipc_session_strerror(err ?: -EPROTO, &res, &ep, &rerr, why, sizeof(why));
+	ipc_session_strerror(err ?: -EPROTO, &res, &ep, &rerr, why, sizeof(why));
+	if (res.bytes == 0 || res.bad_prologue)
 		code = cli_error(res.bad_prologue ? EXIT_PROTOCOL : ct_exit_for(err ?: -EPROTO),
 				 "cannot trace: %s; kept nothing, %s not written", why, out);
-		goto out;
-	}
-	if (strbuf_addf(&partial, "%s.partial", out) || (err2 = cli_outfile_keep(&of, partial.buf))) {
+	else if (strbuf_addf(&partial, "%s.partial", out) || (err2 = cli_outfile_keep(&of, partial.buf)))
 		code = cli_error(EXIT_ERROR, "cannot keep the partial trace: %s", strerror(-err2));
-		goto out;
-	}
-	if (err == -EFBIG)
+	else if (err == -EFBIG)
 		code = cli_error(EXIT_PARTIAL, "stopped at --max-size (%" PRIu64 " bytes): kept %s, "
 				 "incomplete (no rundown, no end); %s not written",
 				 res.bytes, partial.buf, out);
-	else if (err) {
-		char why[512];
-
-		ipc_session_strerror(err, &res, &ep, &rerr, why, sizeof(why));
+	else if (err)
 		code = cli_error(EXIT_PARTIAL, "trace broke off after %" PRIu64 " bytes: %s; kept %s, "
 				 "incomplete; %s not written", res.bytes, why, partial.buf, out);
-	}
 	else
 		code = cli_error(EXIT_PARTIAL, "the stream ended without its end marker after %" PRIu64
 				 " bytes: kept %s, incomplete; %s not written",
@@ -232,7 +150,6 @@ static int collect(int argc, char **argv)
 out:
 	cli_outfile_drop(&of);
 	strbuf_release(&partial);
-	strbuf_release(&probe_msg);
 	free(specs);
 	return code;
 }
@@ -251,69 +168,22 @@ struct loaded {
  */
 static int load(const char *path, bool thread_time, bool lines, struct loaded *l)
 {
-	struct ts_limits lim;
 	const char *stage;
-	int fd, err;
+	int err = tracestats_load_path(path, thread_time, lines, &l->ts, &l->read_err, &stage);
 
-	memset(l, 0, sizeof(*l));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return cli_error(errno == EACCES ? EXIT_PERMISSION : EXIT_ERROR, "cannot open %s: %s",
-				 path, strerror(errno));
-	ts_limits_default(&lim);
-	lim.thread_time = thread_time;
-	lim.lines = lines;
-	err = tracestats_load_fd_lim(fd, &lim, &l->ts, &l->read_err, &stage);
-	close(fd);
 	if (err)
-		return cli_error(EXIT_ERROR, "cannot %s %s: %s", stage, path, strerror(-err));
+		return cli_error(err == -EACCES && !strcmp(stage, "open") ? EXIT_PERMISSION : EXIT_ERROR,
+				 "cannot %s %s: %s", stage, path, strerror(-err));
 	return EXIT_OK;
-}
-
-/* Not a nettrace file at all (no magic): nothing to report, only an error. */
-static bool not_nettrace(const struct loaded *l)
-{
-	const struct ts_result *res = tracestats_result(l->ts);
-
-	return l->read_err == -EBADMSG && !res->events && res->error.offset == 0;
 }
 
 /* The exit code and message for a damaged or unreadable stream. */
 static int read_failure(const char *path, const struct loaded *l)
 {
-	const struct ts_result *res = tracestats_result(l->ts);
-	int e = l->read_err;
-	bool bad = e == -EBADMSG || e == -EFBIG || e == -ENOTSUP;
+	char msg[PATH_MAX + 1024];
+	int code = tracestats_damage_text(l->ts, l->read_err, path, msg, sizeof(msg));
 
-	if (not_nettrace(l))
-		return cli_error(EXIT_BAD_INPUT, "%s is not a nettrace file (%s at byte offset 0)",
-				 path, res->error.msg);
-	return cli_error(bad ? EXIT_BAD_INPUT : EXIT_ERROR,
-			 "%s is %s at byte offset %" PRIu64 ": %s; only the %" PRIu64
-			 " events before it were read",
-			 path, e == -EFBIG ? "over a reader limit" :
-			       e == -ENOTSUP ? "in an unsupported format" : "damaged or truncated",
-			 res->error.offset, res->error.msg, res->events);
-}
-
-static int64_t sync_unix_ns(const struct ts_result *res)
-{
-	const uint16_t *u = res->info.sync_utc;
-	struct tm tm = { 0 };
-	time_t t;
-
-	if (!res->have_info || !u[0])
-		return 0;
-	tm.tm_year = u[0] - 1900;
-	tm.tm_mon = u[1] - 1;
-	tm.tm_mday = u[3];
-	tm.tm_hour = u[4];
-	tm.tm_min = u[5];
-	tm.tm_sec = u[6];
-	t = timegm(&tm);
-	if (t <= 0 || t > (time_t)1 << 33) /* a damaged header: no time rather than an overflow */
-		return 0;
-	return (int64_t)t * 1000000000 + (int64_t)u[7] * 1000000;
+	return cli_error(code, "%s", msg);
 }
 
 /*
@@ -327,10 +197,9 @@ static int write_flame(const struct loaded *l, const char *src, const char *out,
 {
 	const struct ts_result *res = tracestats_result(l->ts);
 	struct flame_opts fo = { 0 };
-	struct cli_outfile of;
 	static struct strbuf partial = STRBUF_INIT;
 	const char *base = strrchr(src, '/');
-	int err, code;
+	int code;
 
 	*written = NULL;
 	if (l->read_err && !flame_total(res->flame))
@@ -340,24 +209,16 @@ static int write_flame(const struct loaded *l, const char *src, const char *out,
 	fo.unit = "samples";
 	fo.period = res->info.sampling_ns;
 	fo.duration_ns = res->duration_ns;
-	fo.time_unix_ns = sync_unix_ns(res);
+	fo.time_unix_ns = res->have_info ? nt_sync_unix_ns(&res->info) : 0;
 	if (l->read_err) {
 		strbuf_reset(&partial);
 		if (strbuf_addf(&partial, "%s.partial", out))
 			return cli_error(EXIT_ERROR, "out of memory");
 		out = partial.buf;
 	}
-	code = cli_outfile_open(&of, out);
+	code = cli_write_flame(out, res->flame, fmt, &fo);
 	if (code)
 		return code;
-	err = flame_write(res->flame, fmt, of.fd, &fo);
-	if (!err)
-		err = cli_outfile_keep(&of, out);
-	if (cli_outfile_close(&of) && !err)
-		err = -errno;
-	cli_outfile_drop(&of);
-	if (err)
-		return cli_error(EXIT_ERROR, "cannot write %s: %s", out, strerror(-err));
 	*written = out;
 	if (!flame_total(res->flame))
 		cli_warn("%s has no sampled stacks (collect with --profile cpu-sampling); %s is empty",
@@ -406,7 +267,7 @@ static int report(int argc, char **argv)
 	code = load(argv[first], thread_time, lines, &l);
 	if (code)
 		return code;
-	if (not_nettrace(&l)) {
+	if (tracestats_not_nettrace(l.ts, l.read_err)) {
 		/* one error line, no empty report on stdout */
 		code = read_failure(argv[first], &l);
 		tracestats_free(l.ts);
@@ -438,18 +299,6 @@ static int report(int argc, char **argv)
 	return code;
 }
 
-static const struct {
-	const char *name;
-	enum flame_format fmt;
-	const char *ext;
-} formats[] = {
-	{ "speedscope", FLAME_SPEEDSCOPE, ".speedscope.json" },
-	{ "folded", FLAME_FOLDED, ".folded" },
-	{ "html", FLAME_HTML, ".html" },
-	{ "svg", FLAME_SVG, ".svg" },
-	{ "pprof", FLAME_PPROF, ".pb.gz" },
-};
-
 static int convert(int argc, char **argv)
 {
 	const char *format = NULL, *out = NULL;
@@ -468,7 +317,8 @@ static int convert(int argc, char **argv)
 	const struct ts_result *res;
 	const char *written = NULL;
 	struct strbuf name = STRBUF_INIT;
-	size_t i = 0, n;
+	const struct flame_format_desc *ff;
+	size_t n;
 	struct loaded l;
 	int first, code;
 
@@ -480,24 +330,17 @@ static int convert(int argc, char **argv)
 	if (first + 1 < argc)
 		return cli_error(EXIT_USAGE, "unexpected argument '%s'", argv[first + 1]);
 	if (format) {
-		for (i = 0; i < ARRAY_SIZE(formats) && strcmp(formats[i].name, format); i++)
-			;
-		if (i == ARRAY_SIZE(formats))
+		ff = flame_format_by_name(format);
+		if (!ff)
 			return cli_error(EXIT_USAGE,
 					 "unknown format '%s' (speedscope, folded, html, svg, pprof)",
 					 format);
 		/* an output named for another format would hold what its name denies */
-		if (out && flame_format_from_path(out) >= 0 &&
-		    flame_format_from_path(out) != (int)formats[i].fmt)
+		if (out && flame_format_from_path(out) >= 0 && flame_format_from_path(out) != (int)ff->fmt)
 			return cli_error(EXIT_USAGE, "-f %s with -o %s: the name says another format; "
-					 "name it *%s or drop -f", format, out, formats[i].ext);
-	} else if (out) {
-		int f = flame_format_from_path(out);
-
-		for (i = 0; i < ARRAY_SIZE(formats) && (int)formats[i].fmt != f; i++)
-			;
-		if (i == ARRAY_SIZE(formats))
-			i = 0;
+					 "name it *%s or drop -f", format, out, ff->ext);
+	} else {
+		ff = flame_format_desc_of(out ? flame_format_from_path(out) : 0);
 	}
 	if (!out) {
 		const char *in = argv[first];
@@ -505,18 +348,18 @@ static int convert(int argc, char **argv)
 		n = strlen(in);
 		if (n > 9 && !strcmp(in + n - 9, ".nettrace"))
 			n -= 9;
-		if (strbuf_add(&name, in, n) || strbuf_addstr(&name, formats[i].ext))
+		if (strbuf_add(&name, in, n) || strbuf_addstr(&name, ff->ext))
 			return cli_error(EXIT_ERROR, "out of memory");
 		out = name.buf;
 	}
 	code = load(argv[first], thread_time, lines, &l);
 	if (code)
 		goto done;
-	code = write_flame(&l, argv[first], out, formats[i].fmt, &written);
+	code = write_flame(&l, argv[first], out, ff->fmt, &written);
 	res = tracestats_result(l.ts);
 	if (!code && written)
 		printf("wrote %s (%s, %" PRIu64 " samples, %u distinct stacks%s)\n", written,
-		       formats[i].name, flame_total(res->flame), res->samples.stacks,
+		       ff->name, flame_total(res->flame), res->samples.stacks,
 		       l.read_err ? "; incomplete: only those before the damage" : "");
 	if (l.read_err) {
 		code = read_failure(argv[first], &l);

@@ -283,6 +283,8 @@ int cmd_probe(int argc, char **argv)
 	show = args || ret || latency || stack;
 	if ((code = check_options(list, emit, show, count, hist, duration_ms, json)))
 		return code;
+	if (lines && !stack)
+		return cli_error(EXIT_USAGE, "--lines goes with --stack (the lines of the callers)");
 	o.pattern = first < argc ? argv[first] : NULL;
 	o.budget_pct = 5;
 	if (budget_opt && probe_budget_parse(budget_opt, &o.budget_pct))

@@ -183,14 +183,14 @@ run() {
 	gcdump) [ -s "$d/h.gcdump" ] && "$CLRTAP" gcdump report "$d/h.gcdump" 2>/dev/null | grep -q 'System.String' && ok=1 ;;
 	agent) grep -q '^attached: ' "$out" && grep -q '^detached: ' "$out" && ok=1 ;;
 	doctor) grep -q 'CpuSplit::HotA' "$out" && ok=1 ;;
-	watch) grep -q '"event":"action-end".*"exit_code":0' "$out" && grep -q CpuSplit "$d"/w/1-stacks-*/stacks.txt 2>/dev/null && ok=1 ;;
+	watch) grep -q '"event":"action-end".*"exit_code":0' "$out" && grep -q CpuSplit "$d"/w/1-stacks-*/result.json 2>/dev/null && ok=1 ;;
 	esac
 	if grep -q 'not allowed to inspect' "$err"; then
 		verdict="refused: $(grep -m1 -o 'lacks CAP_[A-Za-z_ ]*' "$err" | sed 's/ *$//')"
 	elif grep -q 'cannot use the diagnostics socket: Permission denied' "$err"; then
 		verdict="refused: the diagnostics socket (EACCES)"
 	elif [ "$cmd" = watch ] && grep -q '"event":"action-end"' "$out" && [ $ok = 0 ]; then
-		verdict="fired; action failed: $(cat "$d"/w/1-*/stderr.txt 2>/dev/null | grep -m1 '^clrtap: ' | sed -E 's/^clrtap: //; s/[0-9]+/N/g' | cut -c1-70)"
+		verdict="fired; action failed: $(cat "$d"/w/1-*/log.txt 2>/dev/null | grep -m1 -v '^$' | sed -E 's/^clrtap: //; s/[0-9]+/N/g' | cut -c1-70)"
 	elif [ $rc = 0 ] && [ $ok = 1 ]; then
 		verdict="ok"
 		grep -q 'sampling user stacks only' "$err" && verdict="ok, user stacks only (no kernel stacks)"

@@ -128,13 +128,15 @@ void nt_asyncflow_set_namer(struct nt_asyncflow *a, nt_asyncflow_namer_fn fn, vo
  */
 bool nt_asyncflow_box_machine(const char *raw, char *out, size_t len)
 {
-	const char *b = strstr(raw, "AsyncStateMachineBox`1["), *e, *p;
+	static const char box[] = "AsyncStateMachineBox`1[";
+	const char *b = strstr(raw, box), *e, *p;
 
 	if (!b || !(e = strstr(b, "]::")))
 		return false;
+	b += sizeof(box) - 1; /* the type arguments start here: never read before */
 	for (p = e; p > b && p[-1] != '+' && p[-1] != ',' && p[-1] != '.'; p--)
 		;
-	if (p[-1] != '+' || *p != '<' || (size_t)(e - p) >= len)
+	if (p == b || p[-1] != '+' || *p != '<' || (size_t)(e - p) >= len)
 		return false;
 	memcpy(out, p, (size_t)(e - p));
 	out[e - p] = '\0';

@@ -448,6 +448,7 @@ struct profile_result {
 	bool lines;                        /* lines were asked and their maps read */
 	unsigned async;                    /* PROFILE_EP_ASYNC_* asked */
 	bool by_endpoint;                  /* the endpoints were asked */
+	char endpoint_names[PROFILE_EP_ENDPOINTS][256]; /* es.endpoints[].name point here */
 	char native_note[4096];            /* which native libraries were named how (lines) */
 	char message[2048];                /* the whole error message, when the run failed */
 };

@@ -490,6 +490,12 @@ static void collect(struct run *w, struct profile_session *s, const struct profi
 	if (s->ep) {
 		r->have_es = true;
 		profile_ep_stats(s->ep, &r->es);
+		/* the names live in the engine, which goes before the result is shown */
+		for (uint32_t k = 0; k < r->es.nendpoints && k < PROFILE_EP_ENDPOINTS; k++) {
+			snprintf(r->endpoint_names[k], sizeof(r->endpoint_names[k]), "%s",
+				 r->es.endpoints[k].name ? r->es.endpoints[k].name : "");
+			r->es.endpoints[k].name = r->endpoint_names[k];
+		}
 	} else {
 		r->have_st = true;
 		perf_sampler_stats(s->smp, &r->st);

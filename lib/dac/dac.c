@@ -947,9 +947,11 @@ static void generic_to_csharp(const char *in, char *out, size_t cap)
 		if (*p == '`' && p[1] >= '0' && p[1] <= '9') {
 			size_t arity = 0, k;
 
+			/* capped while read: a hostile "`999..." must not wrap around */
 			for (p++; *p >= '0' && *p <= '9'; p++)
-				arity = arity * 10 + (size_t)(*p - '0');
-			if (!args || used + arity > nargs)
+				if (arity <= GEN_MAX_ARGS)
+					arity = arity * 10 + (size_t)(*p - '0');
+			if (!args || used > nargs || arity > nargs - used)
 				continue; /* an open generic type: no arguments to show */
 			EMIT('<');
 			for (k = 0; k < arity; k++) {
